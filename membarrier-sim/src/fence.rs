@@ -1,0 +1,263 @@
+//! Asymmetric fences: a nearly free [`light`] fence for hot paths and a
+//! process-wide [`heavy`] fence for the rare side that must order against them.
+//!
+//! # The guarantee
+//!
+//! For any two threads A and B, if A runs `light()` and B runs `heavy()`, then
+//! either everything A did before `light()` is visible to B after `heavy()`, or
+//! everything B did before `heavy()` is visible to A after `light()`. In the
+//! store-buffering shape
+//!
+//! ```text
+//! A: x = 1; light(); r1 = y        B: y = 1; heavy(); r2 = x
+//! ```
+//!
+//! the outcome `r1 == 0 && r2 == 0` is forbidden, exactly as if both sides had
+//! used `fence(SeqCst)`. This is the pairing that user-space RCU (`smp_mb_slave`
+//! / `smp_mb_master` in liburcu) and hazard pointers (the slot store against the
+//! scan) rely on.
+//!
+//! # How
+//!
+//! In [`Mode::Membarrier`], `light()` is a compiler fence only (the CPU may still
+//! reorder), and `heavy()` is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: the
+//! kernel sends an IPI to every CPU running a thread of this process and each
+//! executes a full barrier (`smp_mb()` in `ipi_mb()`), while threads not running
+//! passed a full barrier in the context switch. Either way the light side's
+//! program order becomes a real order at the instant of the heavy call.
+//!
+//! In [`Mode::SeqCst`] (old kernels, seccomp, non-Linux, or when forced) both
+//! sides are `fence(SeqCst)`.
+//!
+//! # Mode choice
+//!
+//! The mode is decided once per process, at the first call of any function here:
+//! the `SYNCPRIMS_FENCE` environment variable (`membarrier` or `seqcst`) if set,
+//! else membarrier when the kernel supports and accepts registration for
+//! `PRIVATE_EXPEDITED`, else SeqCst. It never changes afterwards, because a
+//! light fence issued under one mode only pairs with heavy fences of that mode.
+//! [`force`] picks the mode before the first use (tests use it for the fallback).
+//! Under `cfg(loom)` and `cfg(miri)` the mode is always SeqCst.
+
+#[cfg(not(loom))]
+use crate::sync::compiler_fence;
+use crate::sync::fence;
+use std::fmt;
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering::SeqCst;
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+/// Which implementation the fences use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// `light()` is a compiler fence, `heavy()` is
+    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`.
+    Membarrier,
+    /// Both are `fence(SeqCst)`.
+    SeqCst,
+}
+
+impl Mode {
+    /// A short lower-case name (`membarrier`, `seqcst`), as `SYNCPRIMS_FENCE` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Membarrier => "membarrier",
+            Mode::SeqCst => "seqcst",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The environment variable that overrides the mode choice.
+pub const MODE_ENV: &str = "SYNCPRIMS_FENCE";
+
+/// The decision, made once (see the module docs).
+static DECISION: OnceLock<Mode> = OnceLock::new();
+
+/// A copy of the decision for the fast paths: 0 until decided, then
+/// `MODE_MEMBARRIER` or `MODE_SEQCST`. Written once, after `DECISION` is set;
+/// read with `Relaxed` because any value but 0 equals `DECISION`, and a reader
+/// that sees 0 goes through `DECISION` itself.
+#[cfg(not(loom))]
+static FAST_MODE: AtomicU8 = AtomicU8::new(MODE_UNDECIDED);
+#[cfg(not(loom))]
+const MODE_UNDECIDED: u8 = 0;
+#[cfg(not(loom))]
+const MODE_MEMBARRIER: u8 = 1;
+#[cfg(not(loom))]
+const MODE_SEQCST: u8 = 2;
+
+/// The light fence: the read-side half of the pair (see the module docs).
+///
+/// Costs a compiler fence in membarrier mode. Callable from any thread, in any
+/// context; never blocks after the first call in the process.
+#[inline]
+pub fn light() {
+    #[cfg(not(loom))]
+    match FAST_MODE.load(Relaxed) {
+        MODE_MEMBARRIER => compiler_fence(SeqCst),
+        MODE_SEQCST => fence(SeqCst),
+        _ => light_undecided(),
+    }
+    #[cfg(loom)]
+    fence(SeqCst);
+}
+
+#[cfg(not(loom))]
+#[cold]
+#[inline(never)]
+fn light_undecided() {
+    match mode() {
+        Mode::Membarrier => compiler_fence(SeqCst),
+        Mode::SeqCst => fence(SeqCst),
+    }
+}
+
+/// The heavy fence: the update/scan-side half of the pair (see the module docs).
+///
+/// In membarrier mode it is a system call that interrupts every CPU running a
+/// thread of this process (about a microsecond on small machines); do not call
+/// it on a fast path.
+///
+/// # Panics
+///
+/// If `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` fails after registration
+/// succeeded (the kernel never does this; a seccomp filter installed after the
+/// decision could). Falling back would silently break the pairing with light
+/// fences already issued as compiler fences, so this panics instead.
+#[inline]
+pub fn heavy() {
+    #[cfg(not(loom))]
+    match FAST_MODE.load(Relaxed) {
+        MODE_SEQCST => fence(SeqCst),
+        _ => heavy_slow(),
+    }
+    #[cfg(loom)]
+    fence(SeqCst);
+}
+
+#[cfg(not(loom))]
+fn heavy_slow() {
+    match mode() {
+        Mode::SeqCst => fence(SeqCst),
+        Mode::Membarrier => {
+            // The syscall is opaque to the compiler; the compiler fences make the
+            // program order around it explicit. The kernel's `smp_mb()` before
+            // and after the IPIs (in `membarrier_private_expedited()`) orders
+            // this thread's own accesses; the IPIs order the other threads'.
+            compiler_fence(SeqCst);
+            if let Err(err) = crate::sys::private_expedited() {
+                heavy_failed(err);
+            }
+            compiler_fence(SeqCst);
+        }
+    }
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn heavy_failed(err: crate::sys::Error) -> ! {
+    panic!(
+        "fence::heavy(): membarrier failed after the process registered for it ({err}); \
+         light fences already issued as compiler fences cannot be paired any more"
+    )
+}
+
+/// The mode in use, deciding it now if no fence has run yet.
+pub fn mode() -> Mode {
+    *DECISION.get_or_init(|| {
+        let decided = decide();
+        publish_fast_mode(decided);
+        decided
+    })
+}
+
+/// Chooses the mode for this process before any fence has run.
+///
+/// Returns `Ok(())` if `wanted` is now the mode (including when it already
+/// was), or `Err(current)` if another mode was already decided, which cannot be
+/// changed. Asking for [`Mode::Membarrier`] on a kernel that does not support it
+/// decides SeqCst and returns `Err(Mode::SeqCst)`.
+pub fn force(wanted: Mode) -> Result<(), Mode> {
+    let decided = *DECISION.get_or_init(|| {
+        let decided = match wanted {
+            Mode::SeqCst => Mode::SeqCst,
+            Mode::Membarrier => decide_from_kernel(),
+        };
+        publish_fast_mode(decided);
+        decided
+    });
+    if decided == wanted {
+        Ok(())
+    } else {
+        Err(decided)
+    }
+}
+
+fn publish_fast_mode(mode: Mode) {
+    #[cfg(not(loom))]
+    FAST_MODE.store(
+        match mode {
+            Mode::Membarrier => MODE_MEMBARRIER,
+            Mode::SeqCst => MODE_SEQCST,
+        },
+        Relaxed,
+    );
+    #[cfg(loom)]
+    let _ = mode;
+}
+
+fn decide() -> Mode {
+    if cfg!(any(loom, miri)) {
+        return Mode::SeqCst;
+    }
+    match std::env::var(MODE_ENV).as_deref() {
+        Ok("seqcst") => Mode::SeqCst,
+        // An unknown value is ignored rather than fatal: the automatic choice is
+        // always correct, only its speed differs.
+        _ => decide_from_kernel(),
+    }
+}
+
+fn decide_from_kernel() -> Mode {
+    if cfg!(any(loom, miri)) {
+        return Mode::SeqCst;
+    }
+    match crate::sys::register(crate::sys::Command::PrivateExpedited) {
+        Ok(()) => Mode::Membarrier,
+        Err(_) => Mode::SeqCst,
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_mode_matches_the_decision() {
+        let decided = mode();
+        let fast = FAST_MODE.load(Relaxed);
+        assert_eq!(
+            fast,
+            match decided {
+                Mode::Membarrier => MODE_MEMBARRIER,
+                Mode::SeqCst => MODE_SEQCST,
+            }
+        );
+        // A second force to the decided mode is accepted; the other one is refused.
+        assert_eq!(force(decided), Ok(()));
+        let other = match decided {
+            Mode::Membarrier => Mode::SeqCst,
+            Mode::SeqCst => Mode::Membarrier,
+        };
+        assert_eq!(force(other), Err(decided));
+        light();
+        heavy();
+    }
+}

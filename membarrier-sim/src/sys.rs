@@ -1,0 +1,489 @@
+//! The `membarrier(2)` system call.
+//!
+//! Mirrors the command set of `kernel/sched/membarrier.c` (`sys_membarrier()` and
+//! `membarrier_private_expedited()`): query the supported commands, register the
+//! process for the private expedited commands, and issue them, optionally aimed at
+//! one CPU with `MEMBARRIER_CMD_FLAG_CPU` (only the `_RSEQ` command takes a CPU).
+//!
+//! Errors are typed. The kernel answers `EPERM` when the process is not
+//! registered and `EINVAL` when it does not know a command; it silently succeeds
+//! for a target CPU that does not exist or is offline, so this module checks the
+//! CPU against `/sys/devices/system/cpu/online` first and reports
+//! [`Error::BadCpu`] instead of pretending a barrier happened.
+//!
+//! Registration is idempotent in the kernel; [`register`] also remembers what it
+//! registered so that repeated calls cost no syscall.
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A membarrier command this crate can issue or register for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// `MEMBARRIER_CMD_GLOBAL`: a barrier on every thread of every process
+    /// (implemented by the kernel with `synchronize_rcu()`; slow).
+    Global,
+    /// `MEMBARRIER_CMD_GLOBAL_EXPEDITED`: IPIs to every CPU running a thread of a
+    /// process registered with `REGISTER_GLOBAL_EXPEDITED`.
+    GlobalExpedited,
+    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`: IPIs to every CPU running a thread of
+    /// this process (Linux 4.14+). The heavy side of [`crate::fence`].
+    PrivateExpedited,
+    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE`: as above, plus a
+    /// core-serializing instruction on each target.
+    PrivateExpeditedSyncCore,
+    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`: restart the rseq critical
+    /// sections of this process's threads, on every CPU or on one CPU (Linux 5.10+).
+    PrivateExpeditedRseq,
+}
+
+impl Command {
+    /// Every command, in the kernel's numbering order.
+    pub const ALL: [Command; 5] = [
+        Command::Global,
+        Command::GlobalExpedited,
+        Command::PrivateExpedited,
+        Command::PrivateExpeditedSyncCore,
+        Command::PrivateExpeditedRseq,
+    ];
+
+    /// The kernel's name for the command.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            Command::Global => "MEMBARRIER_CMD_GLOBAL",
+            Command::GlobalExpedited => "MEMBARRIER_CMD_GLOBAL_EXPEDITED",
+            Command::PrivateExpedited => "MEMBARRIER_CMD_PRIVATE_EXPEDITED",
+            Command::PrivateExpeditedSyncCore => "MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE",
+            Command::PrivateExpeditedRseq => "MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ",
+        }
+    }
+
+    /// The kernel's command bit (`enum membarrier_cmd` in `uapi/linux/membarrier.h`).
+    fn bit(self) -> u32 {
+        match self {
+            Command::Global => 1 << 0,
+            Command::GlobalExpedited => 1 << 1,
+            Command::PrivateExpedited => 1 << 3,
+            Command::PrivateExpeditedSyncCore => 1 << 5,
+            Command::PrivateExpeditedRseq => 1 << 7,
+        }
+    }
+
+    /// The bit of the matching `REGISTER_*` command, if the command needs one.
+    fn register_bit(self) -> Option<u32> {
+        match self {
+            Command::Global => None,
+            Command::GlobalExpedited => Some(1 << 2),
+            Command::PrivateExpedited => Some(1 << 4),
+            Command::PrivateExpeditedSyncCore => Some(1 << 6),
+            Command::PrivateExpeditedRseq => Some(1 << 8),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn to_rustix(self) -> rustix::thread::MembarrierCommand {
+        use rustix::thread::MembarrierCommand as C;
+        match self {
+            Command::Global => C::Global,
+            Command::GlobalExpedited => C::GlobalExpedited,
+            Command::PrivateExpedited => C::PrivateExpedited,
+            Command::PrivateExpeditedSyncCore => C::PrivateExpeditedSyncCore,
+            Command::PrivateExpeditedRseq => C::PrivateExpeditedRseq,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn register_rustix(self) -> Option<rustix::thread::MembarrierCommand> {
+        use rustix::thread::MembarrierCommand as C;
+        match self {
+            Command::Global => None,
+            Command::GlobalExpedited => Some(C::RegisterGlobalExpedited),
+            Command::PrivateExpedited => Some(C::RegisterPrivateExpedited),
+            Command::PrivateExpeditedSyncCore => Some(C::RegisterPrivateExpeditedSyncCore),
+            Command::PrivateExpeditedRseq => Some(C::RegisterPrivateExpeditedRseq),
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kernel_name())
+    }
+}
+
+/// The commands the running kernel supports (`MEMBARRIER_CMD_QUERY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Supported {
+    bits: u32,
+}
+
+impl Supported {
+    /// Whether `command` (and its registration command, where it has one) is supported.
+    pub fn contains(self, command: Command) -> bool {
+        let needed = command.bit() | command.register_bit().unwrap_or(0);
+        self.bits & needed == needed
+    }
+
+    /// Whether the kernel supports `membarrier` at all.
+    pub fn is_empty(self) -> bool {
+        self.bits == 0
+    }
+
+    /// The raw bit mask returned by `MEMBARRIER_CMD_QUERY`.
+    pub fn bits(self) -> u32 {
+        self.bits
+    }
+
+    /// The supported commands, in the kernel's order.
+    pub fn commands(self) -> impl Iterator<Item = Command> {
+        Command::ALL.into_iter().filter(move |c| self.contains(*c))
+    }
+}
+
+/// Why a membarrier call failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The running kernel (or a seccomp filter, or a non-Linux OS) does not offer
+    /// the command.
+    Unsupported {
+        /// The command that was refused.
+        command: Command,
+    },
+    /// The process issued a private expedited command without registering for it
+    /// first (`EPERM` from the kernel).
+    NotRegistered {
+        /// The command that was refused.
+        command: Command,
+    },
+    /// The target CPU does not exist or is offline.
+    BadCpu {
+        /// The CPU that was asked for.
+        cpu: u32,
+        /// The online CPUs, as the kernel lists them (`0-1`, `0-3,8-11`, ...).
+        online: String,
+    },
+    /// A CPU was given to a command that cannot target one.
+    CpuNotAccepted {
+        /// The command that was given a CPU.
+        command: Command,
+    },
+    /// Any other failure of the system call.
+    Os {
+        /// The command that failed.
+        command: Command,
+        /// The error the kernel returned.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Unsupported { command } => write!(
+                f,
+                "membarrier: the running kernel does not support {command} \
+                 (PRIVATE_EXPEDITED needs Linux 4.14, PRIVATE_EXPEDITED_RSEQ Linux 5.10; \
+                 a seccomp filter can also hide the syscall)"
+            ),
+            Error::NotRegistered { command } => write!(
+                f,
+                "membarrier: {command} refused with EPERM: the process has not registered for it \
+                 (call membarrier_sim::sys::register({command:?}) first)"
+            ),
+            Error::BadCpu { cpu, online } => write!(
+                f,
+                "membarrier: CPU {cpu} does not exist or is offline (online CPUs: {online})"
+            ),
+            Error::CpuNotAccepted { command } => write!(
+                f,
+                "membarrier: {command} cannot target one CPU (only PRIVATE_EXPEDITED_RSEQ takes MEMBARRIER_CMD_FLAG_CPU)"
+            ),
+            Error::Os { command, source } => write!(f, "membarrier: {command} failed: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Os { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Register bits this process has already registered (see [`register`]).
+static REGISTERED: AtomicU32 = AtomicU32::new(0);
+
+/// Asks the kernel which commands it supports (`MEMBARRIER_CMD_QUERY`).
+///
+/// Never fails: a kernel without the syscall reports an empty set.
+pub fn query() -> Supported {
+    #[cfg(target_os = "linux")]
+    {
+        Supported {
+            bits: rustix::thread::membarrier_query().bits(),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Supported::default()
+    }
+}
+
+/// Registers the process for `command` (`MEMBARRIER_CMD_REGISTER_*`).
+///
+/// Idempotent: the kernel accepts repeated registrations, and this function
+/// skips the syscall once a registration has succeeded. Commands that need no
+/// registration ([`Command::Global`]) succeed at once if supported.
+pub fn register(command: Command) -> Result<(), Error> {
+    let Some(bit) = command.register_bit() else {
+        return if query().contains(command) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported { command })
+        };
+    };
+    // Relaxed: the bit only saves a syscall; the kernel's own registration state
+    // (in `mm->membarrier_state`) is what the commands check.
+    if REGISTERED.load(Ordering::Relaxed) & bit != 0 {
+        return Ok(());
+    }
+    register_slow(command, bit)
+}
+
+#[cold]
+fn register_slow(command: Command, bit: u32) -> Result<(), Error> {
+    if !query().contains(command) {
+        return Err(Error::Unsupported { command });
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let register = command
+            .register_rustix()
+            .expect("command has a register bit");
+        rustix::thread::membarrier(register).map_err(|e| map_errno(command, e))?;
+        REGISTERED.fetch_or(bit, Ordering::Relaxed);
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = bit;
+        Err(Error::Unsupported { command })
+    }
+}
+
+/// Whether this process has registered for `command` through [`register`].
+pub fn is_registered(command: Command) -> bool {
+    match command.register_bit() {
+        None => true,
+        Some(bit) => REGISTERED.load(Ordering::Relaxed) & bit != 0,
+    }
+}
+
+/// Issues `command` once, on every CPU it concerns.
+///
+/// `PRIVATE_EXPEDITED*` commands need [`register`] first, or fail with
+/// [`Error::NotRegistered`].
+pub fn issue(command: Command) -> Result<(), Error> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::thread::membarrier(command.to_rustix()).map_err(|e| map_errno(command, e))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(Error::Unsupported { command })
+    }
+}
+
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)`: a full memory barrier on
+/// every running thread of this process. Needs
+/// `register(Command::PrivateExpedited)` first.
+#[inline]
+pub fn private_expedited() -> Result<(), Error> {
+    issue(Command::PrivateExpedited)
+}
+
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, flags, cpu)`: restart the
+/// rseq critical sections of this process's threads, on one CPU (`Some(cpu)`,
+/// with `MEMBARRIER_CMD_FLAG_CPU`) or on all of them (`None`). Needs
+/// `register(Command::PrivateExpeditedRseq)` first.
+pub fn private_expedited_rseq(cpu: Option<u32>) -> Result<(), Error> {
+    issue_on_cpu(Command::PrivateExpeditedRseq, cpu)
+}
+
+/// Issues `command`, aimed at `cpu` when given. Only
+/// [`Command::PrivateExpeditedRseq`] accepts a CPU.
+pub fn issue_on_cpu(command: Command, cpu: Option<u32>) -> Result<(), Error> {
+    let Some(cpu) = cpu else {
+        return issue(command);
+    };
+    if command != Command::PrivateExpeditedRseq {
+        return Err(Error::CpuNotAccepted { command });
+    }
+    let online = online_cpus();
+    if !online.contains(cpu) {
+        return Err(Error::BadCpu {
+            cpu,
+            online: online.to_string(),
+        });
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `Cpuid::from_raw` is unsafe only because some raw values have a
+        // special meaning to some OSes; the kernel range-checks `cpu_id` in
+        // `membarrier_private_expedited()`, and we checked it is online above.
+        let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
+        rustix::thread::membarrier_cpu(command.to_rustix(), id).map_err(|e| map_errno(command, e))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(Error::Unsupported { command })
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn map_errno(command: Command, errno: rustix::io::Errno) -> Error {
+    use rustix::io::Errno;
+    if errno == Errno::PERM {
+        Error::NotRegistered { command }
+    } else if errno == Errno::NOSYS || (errno == Errno::INVAL && !query().contains(command)) {
+        Error::Unsupported { command }
+    } else {
+        Error::Os {
+            command,
+            source: io::Error::from_raw_os_error(errno.raw_os_error()),
+        }
+    }
+}
+
+/// The set of online CPUs, as ranges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList {
+    ranges: Vec<(u32, u32)>,
+}
+
+impl CpuList {
+    /// Parses the kernel's CPU-list format (`0-3,8,10-11`).
+    pub fn parse(text: &str) -> Option<CpuList> {
+        let mut ranges = Vec::new();
+        for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+            let (lo, hi) = match part.split_once('-') {
+                Some((lo, hi)) => (lo.trim().parse().ok()?, hi.trim().parse().ok()?),
+                None => {
+                    let cpu = part.trim().parse().ok()?;
+                    (cpu, cpu)
+                }
+            };
+            if lo > hi {
+                return None;
+            }
+            ranges.push((lo, hi));
+        }
+        (!ranges.is_empty()).then_some(CpuList { ranges })
+    }
+
+    /// Whether `cpu` is in the list.
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&cpu))
+    }
+
+    /// How many CPUs the list holds.
+    pub fn len(&self) -> usize {
+        self.ranges
+            .iter()
+            .map(|&(lo, hi)| (hi - lo + 1) as usize)
+            .sum()
+    }
+
+    /// Whether the list is empty (never, for a parsed list).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// The CPUs in ascending order of ranges.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ranges.iter().flat_map(|&(lo, hi)| lo..=hi)
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &(lo, hi)) in self.ranges.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            if lo == hi {
+                write!(f, "{lo}")?;
+            } else {
+                write!(f, "{lo}-{hi}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The online CPUs, from `/sys/devices/system/cpu/online`; where that file is
+/// missing, `0..available_parallelism`.
+pub fn online_cpus() -> CpuList {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| CpuList::parse(&text))
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            CpuList {
+                ranges: vec![(0, n - 1)],
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_list_parses_kernel_format() {
+        let list = CpuList::parse("0-3,8,10-11\n").unwrap();
+        assert_eq!(list.len(), 7);
+        assert!(list.contains(0) && list.contains(3) && list.contains(8) && list.contains(11));
+        assert!(!list.contains(4) && !list.contains(9) && !list.contains(12));
+        assert_eq!(list.to_string(), "0-3,8,10-11");
+        assert_eq!(list.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert!(CpuList::parse("").is_none());
+        assert!(CpuList::parse("3-1").is_none());
+        assert!(CpuList::parse("x").is_none());
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = Error::NotRegistered {
+            command: Command::PrivateExpedited,
+        };
+        assert!(e.to_string().contains("MEMBARRIER_CMD_PRIVATE_EXPEDITED"));
+        assert!(e.to_string().contains("register"));
+        let e = Error::BadCpu {
+            cpu: 9,
+            online: "0-1".into(),
+        };
+        assert!(e.to_string().contains("CPU 9") && e.to_string().contains("0-1"));
+    }
+
+    #[test]
+    fn supported_needs_the_register_bit_too() {
+        let only_command = Supported {
+            bits: Command::PrivateExpedited.bit(),
+        };
+        assert!(!only_command.contains(Command::PrivateExpedited));
+        let both = Supported {
+            bits: Command::PrivateExpedited.bit()
+                | Command::PrivateExpedited.register_bit().unwrap(),
+        };
+        assert!(both.contains(Command::PrivateExpedited));
+        assert_eq!(
+            both.commands().collect::<Vec<_>>(),
+            vec![Command::PrivateExpedited]
+        );
+    }
+}

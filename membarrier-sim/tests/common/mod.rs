@@ -1,0 +1,93 @@
+//! A store-buffering litmus harness shared by the fence tests.
+//!
+//! Two threads run many rounds of
+//!
+//! ```text
+//! A: x = 1; fence_a(); r1 = y        B: y = 1; fence_b(); r2 = x
+//! ```
+//!
+//! started together by a two-party spin barrier, and count the rounds that end
+//! with `r1 == 0 && r2 == 0`: the outcome a correct fence pair forbids.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
+
+/// A reusable two-thread barrier that spins, yielding now and then so that it
+/// also makes progress when the test runner oversubscribes the cores.
+struct SpinBarrier {
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    fn wait(&self) {
+        let generation = self.generation.load(Acquire);
+        if self.arrived.fetch_add(1, AcqRel) == 1 {
+            self.arrived.store(0, Relaxed);
+            self.generation.fetch_add(1, Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Acquire) == generation {
+            spins += 1;
+            if spins.is_multiple_of(128) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+struct Shared {
+    x: AtomicU32,
+    y: AtomicU32,
+    r1: AtomicU32,
+    r2: AtomicU32,
+    barrier: SpinBarrier,
+}
+
+/// Runs `rounds` rounds and returns how many showed the forbidden outcome.
+pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> usize {
+    let shared = Arc::new(Shared {
+        x: AtomicU32::new(0),
+        y: AtomicU32::new(0),
+        r1: AtomicU32::new(0),
+        r2: AtomicU32::new(0),
+        barrier: SpinBarrier {
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+        },
+    });
+    let b = {
+        let s = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            for _ in 0..rounds {
+                s.barrier.wait();
+                s.y.store(1, Relaxed);
+                fence_b();
+                s.r2.store(s.x.load(Relaxed), Relaxed);
+                s.barrier.wait();
+                s.barrier.wait();
+            }
+        })
+    };
+    let s = &shared;
+    let mut forbidden = 0;
+    for _ in 0..rounds {
+        s.barrier.wait();
+        s.x.store(1, Relaxed);
+        fence_a();
+        s.r1.store(s.y.load(Relaxed), Relaxed);
+        s.barrier.wait();
+        // The barrier's AcqRel/Acquire pair makes B's r2 visible here.
+        if s.r1.load(Relaxed) == 0 && s.r2.load(Relaxed) == 0 {
+            forbidden += 1;
+        }
+        s.x.store(0, Relaxed);
+        s.y.store(0, Relaxed);
+        s.barrier.wait();
+    }
+    b.join().unwrap();
+    forbidden
+}
