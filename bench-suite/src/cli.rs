@@ -1,0 +1,315 @@
+//! The `syncbench` command line: argument parsing (clap) and dispatch.
+//!
+//! Bad input (an unknown implementation, zero threads, a zero duration, an
+//! unknown flag) is refused by clap with a message naming the valid choices and
+//! exit status 2. A torture run that sees an exclusion failure exits with 1.
+
+use crate::registry::{self, Implementation, Origin};
+use crate::{locktorture, refscale, report};
+use clap::builder::PossibleValuesParser;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Measure syncprims' primitives side by side with their peers.
+#[derive(Debug, Parser)]
+#[command(name = "syncbench", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every implementation, grouped by kind of measurement.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read-side critical-section cost in ns/op (kernel refscale).
+    Refscale(RefscaleArgs),
+    /// Reader-writer locks under contention, with exclusion checks (kernel locktorture).
+    Locktorture(LocktortureArgs),
+    /// Run a profile of every measurement and write a markdown report.
+    Report(ReportArgs),
+}
+
+fn refscale_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(registry::names_with_all(refscale::implementations()))
+}
+
+fn lock_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(registry::names_with_all(locktorture::implementations()))
+}
+
+/// Arguments of `syncbench refscale`.
+#[derive(Debug, Args)]
+pub struct RefscaleArgs {
+    /// Implementations to measure, comma-separated (`all`: every available one).
+    #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = refscale_names())]
+    pub implementations: Vec<String>,
+    /// Reader threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: u32,
+    /// Read-side sections per reader per run.
+    #[arg(long, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: u64,
+    /// Timed runs; the median is reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Print a JSON array of {"impl","threads","ns_per_op",...} instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `syncbench locktorture`.
+#[derive(Debug, Args)]
+pub struct LocktortureArgs {
+    /// Locks to torture, comma-separated, one after the other (`all`: every available one).
+    #[arg(long = "lock", value_delimiter = ',', default_value = "all", value_parser = lock_names())]
+    pub locks: Vec<String>,
+    /// Writer threads.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub writers: u32,
+    /// Reader threads.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub readers: u32,
+    /// Seconds each lock is tortured.
+    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
+    pub duration_s: f64,
+    /// Seconds between statistics lines during the run (text output only).
+    #[arg(long, value_parser = positive_seconds)]
+    pub stat_interval_s: Option<f64>,
+    /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `syncbench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The quick profile (the default): under 3 minutes on 2 cores.
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// The full profile: more threads, runs and time.
+    #[arg(long)]
+    pub full: bool,
+    /// Directory for report.md and results.json.
+    #[arg(long, default_value = "target/syncbench-report")]
+    pub out: PathBuf,
+    /// Also print results.json to standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("must be more than 0 seconds (got {text})"));
+    }
+    if v > 86_400.0 {
+        return Err(format!("at most 86400 seconds (got {text})"));
+    }
+    Ok(v)
+}
+
+/// Parses the process arguments and runs the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("syncbench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Exits with clap's usage-error status (2) and `message`.
+fn usage_error(message: impl std::fmt::Display) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::ValueValidation, message)
+        .exit()
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        Command::List { json } => {
+            let kinds = list();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &kinds)?;
+                writeln!(out)?;
+            } else {
+                write_list(&mut out, &kinds)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Refscale(args) => {
+            let chosen = registry::select(refscale::implementations(), &args.implementations)
+                .unwrap_or_else(|e| usage_error(e));
+            let config = refscale::Config {
+                threads: args.threads as usize,
+                iterations: args.iterations,
+                runs: args.runs as usize,
+            };
+            let outcomes = refscale::measure_all(&chosen, config);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &outcomes)?;
+                writeln!(out)?;
+            } else {
+                refscale::write_text(&mut out, &outcomes)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Locktorture(args) => {
+            if args.writers == 0 && args.readers == 0 {
+                usage_error("--writers and --readers are both 0: at least one thread is needed");
+            }
+            let chosen = registry::select(locktorture::implementations(), &args.locks)
+                .unwrap_or_else(|e| usage_error(e));
+            let config = locktorture::Config {
+                writers: args.writers as usize,
+                readers: args.readers as usize,
+                duration: Duration::from_secs_f64(args.duration_s),
+                stat_interval: args.stat_interval_s.map(Duration::from_secs_f64),
+                write_hold: locktorture::Config::WRITE_HOLD,
+                read_hold: locktorture::Config::READ_HOLD,
+            };
+            let outcomes = if args.json {
+                locktorture::torture_all(&chosen, config, None)?
+            } else {
+                let mut live = std::io::stdout();
+                locktorture::torture_all(&chosen, config, Some(&mut live))?
+            };
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &outcomes)?;
+                writeln!(out)?;
+            } else {
+                locktorture::write_text(&mut out, &outcomes)?;
+            }
+            let failed = outcomes.iter().any(|o| o.fail > 0);
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Report(args) => {
+            let profile = if args.full {
+                report::Profile::Full
+            } else {
+                report::Profile::Quick
+            };
+            let written = report::generate(profile, &args.out)?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &written.results)?;
+                writeln!(out)?;
+            }
+            eprintln!(
+                "syncbench: report written to {}",
+                written.markdown.display()
+            );
+            if !args.json {
+                writeln!(out, "{}", written.markdown.display())?;
+            }
+            Ok(if written.results.any_failure() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+/// One kind of measurement and its implementations, as `syncbench list` shows them.
+#[derive(Debug, Serialize)]
+pub struct KindListing {
+    /// The kind, in words.
+    pub kind: &'static str,
+    /// The subcommand that measures it.
+    pub command: &'static str,
+    /// Its implementations.
+    pub implementations: Vec<ImplListing>,
+}
+
+/// One implementation in `syncbench list`.
+#[derive(Debug, Serialize)]
+pub struct ImplListing {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// Ours or a peer.
+    pub origin: Origin,
+    /// What is measured.
+    pub summary: &'static str,
+    /// Whether it can run here.
+    pub available: bool,
+    /// Why not, and how to fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+fn listing<T: ?Sized>(list: &[Implementation<T>]) -> Vec<ImplListing> {
+    list.iter()
+        .map(|imp| {
+            let availability = imp.availability();
+            ImplListing {
+                name: imp.name,
+                origin: imp.origin,
+                summary: imp.summary,
+                available: availability.is_ok(),
+                unavailable: availability.err().map(|u| u.to_string()),
+            }
+        })
+        .collect()
+}
+
+/// Every kind with its implementations.
+pub fn list() -> Vec<KindListing> {
+    vec![
+        KindListing {
+            kind: "read-side critical sections",
+            command: "refscale",
+            implementations: listing(refscale::implementations()),
+        },
+        KindListing {
+            kind: "reader-writer locks",
+            command: "locktorture",
+            implementations: listing(locktorture::implementations()),
+        },
+    ]
+}
+
+fn write_list(out: &mut impl Write, kinds: &[KindListing]) -> std::io::Result<()> {
+    for kind in kinds {
+        writeln!(out, "{} (syncbench {}):", kind.kind, kind.command)?;
+        let width = kind
+            .implementations
+            .iter()
+            .map(|i| i.name.len())
+            .max()
+            .unwrap_or(0);
+        for imp in &kind.implementations {
+            let origin = match imp.origin {
+                Origin::Workspace => "ours",
+                Origin::Peer => "peer",
+            };
+            write!(out, "  {:width$}  {origin}  {}", imp.name, imp.summary)?;
+            if let Some(why) = &imp.unavailable {
+                write!(out, "  [unavailable: {why}]")?;
+            }
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! Busy-wait delays: the counterpart of the kernel's `udelay()` used by the
+//! torture tests to hold a lock "briefly". Wall-clock based, so a thread that is
+//! preempted while holding a lock does not hold it longer than asked once it
+//! runs again.
+
+use std::time::{Duration, Instant};
+
+/// Spins for about `d`, reading the clock every few iterations.
+#[inline]
+pub fn spin_for(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    let start = Instant::now();
+    while start.elapsed() < d {
+        for _ in 0..16 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// A cache-line-padded value, so per-thread counters do not share lines.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct Padded<T>(pub T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

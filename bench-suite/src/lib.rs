@@ -1,0 +1,26 @@
+//! # bench-suite: `syncbench` and its measurements
+//!
+//! Measures this workspace's primitives side by side with the crates Rust users
+//! reach for today, in one process and one run, so that ratios are honest.
+//!
+//! Each kind of measurement has one trait, implemented for every contender:
+//!
+//! | kind | trait | command | kernel counterpart |
+//! |---|---|---|---|
+//! | read-side cost | [`refscale::ReadSide`] | `syncbench refscale` | `kernel/rcu/refscale.c` |
+//! | lock contention and exclusion | [`locktorture::TortureLock`] | `syncbench locktorture` | `kernel/locking/locktorture.c` |
+//!
+//! Every implementation is listed in a registry ([`registry`]) by name; the CLI
+//! validates names against it and `syncbench list` prints it grouped by kind.
+//! `syncbench report` runs a profile of everything and writes a markdown report
+//! and `results.json`.
+
+pub mod cli;
+pub mod delay;
+pub mod locktorture;
+pub mod machine;
+pub mod progress;
+pub mod refscale;
+pub mod registry;
+pub mod report;
+pub mod stats;

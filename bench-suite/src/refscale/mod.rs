@@ -1,0 +1,147 @@
+//! `refscale`: the cost of one read-side critical section, in ns per operation.
+//!
+//! Mirrors `kernel/rcu/refscale.c`: every reader thread runs a fixed number of
+//! read-side sections back to back; a run's figure is the mean over readers of
+//! (reader time / sections); several runs give a median. Each contender writes
+//! its own tight loop ([`ReadSide::read_sections`]) so that no dynamic dispatch
+//! sits inside the timed region, as refscale's `readsection()` hooks do.
+
+mod peers;
+
+use crate::progress::Progress;
+use crate::registry::Implementation;
+use crate::stats;
+use serde::Serialize;
+use std::io::Write;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// A read-side primitive measured by `refscale`.
+pub trait ReadSide: Send + Sync {
+    /// Runs `iterations` read-side critical sections on the calling thread and
+    /// returns how long the sections took. Per-thread set-up (registration, a
+    /// hazard-pointer slot) happens before the clock starts. Each section must
+    /// enter, read the protected value through [`std::hint::black_box`], and exit.
+    fn read_sections(&self, iterations: u64) -> Duration;
+}
+
+/// Times `iterations` calls of `section`: the loop every [`ReadSide`] uses.
+#[inline(always)]
+pub fn time_sections(iterations: u64, mut section: impl FnMut()) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iterations {
+        section();
+    }
+    start.elapsed()
+}
+
+/// Every read-side contender, ours and peers.
+pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
+    peers::IMPLEMENTATIONS
+}
+
+/// How to run refscale.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Reader threads.
+    pub threads: usize,
+    /// Read-side sections per reader per run.
+    pub iterations: u64,
+    /// Timed runs (a warm-up run of a tenth of the iterations comes first).
+    pub runs: usize,
+}
+
+/// The outcome for one implementation.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// Implementation name.
+    #[serde(rename = "impl")]
+    pub name: String,
+    /// Reader threads.
+    pub threads: usize,
+    /// Median over runs, ns per read-side section.
+    pub ns_per_op: f64,
+    /// Sections per reader per run.
+    pub iterations: u64,
+    /// Each run's ns per section.
+    pub runs_ns: Vec<f64>,
+}
+
+/// Runs one timed pass: every reader starts together and runs `iterations`
+/// sections; returns the mean ns per section over readers.
+fn one_run(imp: &dyn ReadSide, threads: usize, iterations: u64) -> f64 {
+    let start = Barrier::new(threads);
+    let per_thread: Vec<Duration> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    // Let every reader do its set-up before any starts timing.
+                    imp.read_sections(1);
+                    start.wait();
+                    imp.read_sections(iterations)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("reader thread panicked"))
+            .collect()
+    });
+    let ns: Vec<f64> = per_thread
+        .iter()
+        .map(|d| d.as_nanos() as f64 / iterations as f64)
+        .collect();
+    stats::mean(&ns)
+}
+
+/// Measures one implementation, advancing `progress` by one per run.
+pub fn measure(
+    imp: &Implementation<dyn ReadSide>,
+    config: Config,
+    progress: &mut Progress,
+) -> Outcome {
+    let instance = (imp.make)().unwrap_or_else(|why| panic!("{} is unavailable: {why}", imp.name));
+    progress.set_label(imp.name);
+    one_run(&*instance, config.threads, (config.iterations / 10).max(1));
+    let runs_ns: Vec<f64> = (0..config.runs)
+        .map(|_| {
+            let ns = one_run(&*instance, config.threads, config.iterations);
+            progress.inc(1);
+            ns
+        })
+        .collect();
+    Outcome {
+        name: imp.name.to_owned(),
+        threads: config.threads,
+        ns_per_op: stats::median(&runs_ns),
+        iterations: config.iterations,
+        runs_ns,
+    }
+}
+
+/// Measures every implementation in `chosen`, one after the other.
+pub fn measure_all(chosen: &[&Implementation<dyn ReadSide>], config: Config) -> Vec<Outcome> {
+    let mut progress = Progress::new((chosen.len() * config.runs) as u64, "refscale");
+    chosen
+        .iter()
+        .map(|imp| measure(imp, config, &mut progress))
+        .collect()
+}
+
+/// Writes the kernel-style text output: a header per implementation, then
+/// `Runs\tTime(ns)` lines and the median.
+pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
+    for o in outcomes {
+        writeln!(
+            out,
+            "refscale: {} threads={} iterations={}",
+            o.name, o.threads, o.iterations
+        )?;
+        writeln!(out, "Runs\tTime(ns)")?;
+        for (i, ns) in o.runs_ns.iter().enumerate() {
+            writeln!(out, "{}\t{:.3}", i + 1, ns)?;
+        }
+        writeln!(out, "median\t{:.3}", o.ns_per_op)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! The registry of implementations: every contender of every kind of
+//! measurement, by name.
+//!
+//! A kind's module lists its contenders as a slice of [`Implementation`]s; the
+//! CLI validates names against that slice and `syncbench list` prints all of
+//! them. An implementation that cannot run on this machine (a C library that is
+//! not installed) stays listed, with the reason and how to fix it.
+
+use std::fmt;
+
+/// Where an implementation comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// One of this workspace's crates.
+    Workspace,
+    /// A crate or library we measure against.
+    Peer,
+}
+
+/// Why an implementation cannot run here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable {
+    /// What is missing.
+    pub reason: String,
+    /// How to make it available.
+    pub hint: String,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.reason, self.hint)
+    }
+}
+
+/// One contender of a kind `T` (a trait object type such as `dyn ReadSide`).
+pub struct Implementation<T: ?Sized> {
+    /// The name used on the command line.
+    pub name: &'static str,
+    /// What exactly is measured, in a few words.
+    pub summary: &'static str,
+    /// Ours or a peer.
+    pub origin: Origin,
+    /// Builds a fresh instance, or says why it cannot.
+    pub make: fn() -> Result<Box<T>, Unavailable>,
+}
+
+impl<T: ?Sized> Implementation<T> {
+    /// Whether [`Implementation::make`] would succeed, without keeping the instance.
+    pub fn availability(&self) -> Result<(), Unavailable> {
+        (self.make)().map(drop)
+    }
+}
+
+/// Finds `name` in `list`.
+pub fn find<'a, T: ?Sized>(
+    list: &'a [Implementation<T>],
+    name: &str,
+) -> Option<&'a Implementation<T>> {
+    list.iter().find(|i| i.name == name)
+}
+
+/// The names in `list`, plus `all`, for argument validation.
+pub fn names_with_all<T: ?Sized>(list: &[Implementation<T>]) -> Vec<&'static str> {
+    let mut names: Vec<_> = list.iter().map(|i| i.name).collect();
+    names.push("all");
+    names
+}
+
+/// Expands the names given on the command line (`all` means every available
+/// one) into implementations, in the order given, without duplicates.
+pub fn select<'a, T: ?Sized>(
+    list: &'a [Implementation<T>],
+    names: &[String],
+) -> Result<Vec<&'a Implementation<T>>, String> {
+    let mut chosen: Vec<&Implementation<T>> = Vec::new();
+    for name in names {
+        if name == "all" {
+            for imp in list {
+                if imp.availability().is_ok() && !chosen.iter().any(|c| c.name == imp.name) {
+                    chosen.push(imp);
+                }
+            }
+            continue;
+        }
+        let imp = find(list, name).ok_or_else(|| {
+            format!(
+                "unknown implementation '{name}' (valid: {})",
+                names_with_all(list).join(", ")
+            )
+        })?;
+        if let Err(why) = imp.availability() {
+            return Err(format!("'{name}' cannot run here: {why}"));
+        }
+        if !chosen.iter().any(|c| c.name == imp.name) {
+            chosen.push(imp);
+        }
+    }
+    Ok(chosen)
+}
