@@ -5,7 +5,7 @@
 //! exit status 2. A torture run that sees an exclusion failure exits with 1.
 
 use crate::registry::{self, Implementation, Origin};
-use crate::{locktorture, refscale, report};
+use crate::{locktorture, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -36,6 +36,10 @@ pub enum Command {
     Refscale(RefscaleArgs),
     /// Reader-writer locks under contention, with exclusion checks (kernel locktorture).
     Locktorture(LocktortureArgs),
+    /// Writer-side cost of waiting for readers: per-grace-period time and latency (kernel rcuscale).
+    Rcuscale(RcuscaleArgs),
+    /// Use-after-free detection for deferred reclamation (kernel rcutorture).
+    Torture(TortureArgs),
     /// Run a profile of every measurement and write a markdown report.
     Report(ReportArgs),
 }
@@ -46,6 +50,14 @@ fn refscale_names() -> PossibleValuesParser {
 
 fn lock_names() -> PossibleValuesParser {
     PossibleValuesParser::new(registry::names_with_all(locktorture::implementations()))
+}
+
+fn grace_period_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(registry::names_with_all(rcuscale::implementations()))
+}
+
+fn torture_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(registry::names_with_all(torture::implementations()))
 }
 
 /// Arguments of `syncbench refscale`.
@@ -87,6 +99,46 @@ pub struct LocktortureArgs {
     #[arg(long, value_parser = positive_seconds)]
     pub stat_interval_s: Option<f64>,
     /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `syncbench rcuscale`.
+#[derive(Debug, Args)]
+pub struct RcuscaleArgs {
+    /// Implementations to measure, comma-separated (`all`: every available one).
+    #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = grace_period_names())]
+    pub implementations: Vec<String>,
+    /// Writer threads, each waiting for readers back to back.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub writers: u32,
+    /// Reader threads running read-side sections meanwhile.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub readers: u32,
+    /// Seconds each implementation runs.
+    #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
+    pub duration_s: f64,
+    /// Print a JSON array of {"impl","writers","readers","gps","per_gp_us","latency_us":{...}}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `syncbench torture`.
+#[derive(Debug, Args)]
+pub struct TortureArgs {
+    /// Implementations to torture, comma-separated, one after the other (`all`: every available one).
+    #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = torture_names())]
+    pub implementations: Vec<String>,
+    /// Reader threads checking every object they reach.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub readers: u32,
+    /// Writer threads replacing and reclaiming objects.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub writers: u32,
+    /// Seconds each implementation is tortured.
+    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
+    pub duration_s: f64,
+    /// Print a JSON array of {"impl","reads","replaced","errors",...}.
     #[arg(long)]
     pub json: bool,
 }
@@ -205,6 +257,45 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Rcuscale(args) => {
+            let chosen = registry::select(rcuscale::implementations(), &args.implementations)
+                .unwrap_or_else(|e| usage_error(e));
+            let config = rcuscale::Config {
+                writers: args.writers as usize,
+                readers: args.readers as usize,
+                duration: Duration::from_secs_f64(args.duration_s),
+            };
+            let outcomes = rcuscale::measure_all(&chosen, config);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &outcomes)?;
+                writeln!(out)?;
+            } else {
+                rcuscale::write_text(&mut out, &outcomes)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Torture(args) => {
+            let chosen = registry::select(torture::implementations(), &args.implementations)
+                .unwrap_or_else(|e| usage_error(e));
+            let config = torture::Config {
+                readers: args.readers as usize,
+                writers: args.writers as usize,
+                duration: Duration::from_secs_f64(args.duration_s),
+            };
+            let outcomes = torture::torture_all(&chosen, config);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &outcomes)?;
+                writeln!(out)?;
+            } else {
+                torture::write_text(&mut out, &outcomes)?;
+            }
+            let failed = outcomes.iter().any(|o| o.errors > 0);
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Report(args) => {
             let profile = if args.full {
                 report::Profile::Full
@@ -259,7 +350,7 @@ pub struct ImplListing {
     pub unavailable: Option<String>,
 }
 
-fn listing<T: ?Sized>(list: &[Implementation<T>]) -> Vec<ImplListing> {
+fn listing<T: ?Sized, O: Default>(list: &[Implementation<T, O>]) -> Vec<ImplListing> {
     list.iter()
         .map(|imp| {
             let availability = imp.availability();
@@ -286,6 +377,16 @@ pub fn list() -> Vec<KindListing> {
             kind: "reader-writer locks",
             command: "locktorture",
             implementations: listing(locktorture::implementations()),
+        },
+        KindListing {
+            kind: "waiting for readers (grace periods)",
+            command: "rcuscale",
+            implementations: listing(rcuscale::implementations()),
+        },
+        KindListing {
+            kind: "deferred reclamation under torture",
+            command: "torture",
+            implementations: listing(torture::implementations()),
         },
     ]
 }

@@ -9,6 +9,8 @@
 //! |---|---|---|---|
 //! | read-side cost | [`refscale::ReadSide`] | `syncbench refscale` | `kernel/rcu/refscale.c` |
 //! | lock contention and exclusion | [`locktorture::TortureLock`] | `syncbench locktorture` | `kernel/locking/locktorture.c` |
+//! | waiting for readers | [`rcuscale::GracePeriod`] | `syncbench rcuscale` | `kernel/rcu/rcuscale.c` |
+//! | use-after-free detection | [`torture::Torture`] | `syncbench torture` | `kernel/rcu/rcutorture.c` |
 //!
 //! Every implementation is listed in a registry ([`registry`]) by name; the CLI
 //! validates names against it and `syncbench list` prints it grouped by kind.
@@ -20,7 +22,9 @@ pub mod delay;
 pub mod locktorture;
 pub mod machine;
 pub mod progress;
+pub mod rcuscale;
 pub mod refscale;
 pub mod registry;
 pub mod report;
 pub mod stats;
+pub mod torture;

@@ -33,35 +33,43 @@ impl fmt::Display for Unavailable {
     }
 }
 
-/// One contender of a kind `T` (a trait object type such as `dyn ReadSide`).
-pub struct Implementation<T: ?Sized> {
+/// One contender of a kind `T` (a trait object type such as `dyn ReadSide`),
+/// built from the kind's options `O` (`()` for kinds without options).
+pub struct Implementation<T: ?Sized, O = ()> {
     /// The name used on the command line.
     pub name: &'static str,
     /// What exactly is measured, in a few words.
     pub summary: &'static str,
     /// Ours or a peer.
     pub origin: Origin,
-    /// Builds a fresh instance, or says why it cannot.
-    pub make: fn() -> Result<Box<T>, Unavailable>,
+    /// Builds a fresh instance for the given options, or says why it cannot.
+    pub make: fn(&O) -> Result<Box<T>, Unavailable>,
 }
 
-impl<T: ?Sized> Implementation<T> {
-    /// Whether [`Implementation::make`] would succeed, without keeping the instance.
+impl<T: ?Sized, O: Default> Implementation<T, O> {
+    /// Whether [`Implementation::make`] would succeed with default options,
+    /// without keeping the instance.
     pub fn availability(&self) -> Result<(), Unavailable> {
-        (self.make)().map(drop)
+        (self.make)(&O::default()).map(drop)
+    }
+
+    /// Builds an instance with `options`, panicking with the reason if it is
+    /// unavailable (callers select available implementations first).
+    pub fn build(&self, options: &O) -> Box<T> {
+        (self.make)(options).unwrap_or_else(|why| panic!("{} is unavailable: {why}", self.name))
     }
 }
 
 /// Finds `name` in `list`.
-pub fn find<'a, T: ?Sized>(
-    list: &'a [Implementation<T>],
+pub fn find<'a, T: ?Sized, O>(
+    list: &'a [Implementation<T, O>],
     name: &str,
-) -> Option<&'a Implementation<T>> {
+) -> Option<&'a Implementation<T, O>> {
     list.iter().find(|i| i.name == name)
 }
 
 /// The names in `list`, plus `all`, for argument validation.
-pub fn names_with_all<T: ?Sized>(list: &[Implementation<T>]) -> Vec<&'static str> {
+pub fn names_with_all<T: ?Sized, O>(list: &[Implementation<T, O>]) -> Vec<&'static str> {
     let mut names: Vec<_> = list.iter().map(|i| i.name).collect();
     names.push("all");
     names
@@ -69,11 +77,11 @@ pub fn names_with_all<T: ?Sized>(list: &[Implementation<T>]) -> Vec<&'static str
 
 /// Expands the names given on the command line (`all` means every available
 /// one) into implementations, in the order given, without duplicates.
-pub fn select<'a, T: ?Sized>(
-    list: &'a [Implementation<T>],
+pub fn select<'a, T: ?Sized, O: Default>(
+    list: &'a [Implementation<T, O>],
     names: &[String],
-) -> Result<Vec<&'a Implementation<T>>, String> {
-    let mut chosen: Vec<&Implementation<T>> = Vec::new();
+) -> Result<Vec<&'a Implementation<T, O>>, String> {
+    let mut chosen: Vec<&Implementation<T, O>> = Vec::new();
     for name in names {
         if name == "all" {
             for imp in list {

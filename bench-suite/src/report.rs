@@ -7,7 +7,7 @@
 
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::{locktorture, refscale};
+use crate::{locktorture, rcuscale, refscale, torture};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -54,6 +54,37 @@ impl Profile {
         }
     }
 
+    /// (writers, readers) pairs for rcuscale: one writer alone, then many
+    /// concurrent writers whose waits can share work.
+    fn rcuscale_mixes(self) -> &'static [(usize, usize)] {
+        match self {
+            Profile::Quick => &[(1, 1), (16, 1)],
+            Profile::Full => &[(1, 0), (1, 1), (4, 1), (16, 1), (16, 4)],
+        }
+    }
+
+    fn rcuscale_duration(self) -> Duration {
+        match self {
+            Profile::Quick => Duration::from_secs(1),
+            Profile::Full => Duration::from_secs(3),
+        }
+    }
+
+    fn torture_config(self) -> torture::Config {
+        match self {
+            Profile::Quick => torture::Config {
+                readers: 4,
+                writers: 2,
+                duration: Duration::from_secs(2),
+            },
+            Profile::Full => torture::Config {
+                readers: 8,
+                writers: 2,
+                duration: Duration::from_secs(10),
+            },
+        }
+    }
+
     fn locktorture_duration(self) -> Duration {
         match self {
             Profile::Quick => Duration::from_secs(2),
@@ -75,12 +106,16 @@ pub struct Results {
     pub refscale: Vec<refscale::Outcome>,
     /// Lock contention per mix.
     pub locktorture: Vec<locktorture::Outcome>,
+    /// Waiting for readers per mix.
+    pub rcuscale: Vec<rcuscale::Outcome>,
+    /// Use-after-free torture smoke runs.
+    pub torture: Vec<torture::Outcome>,
 }
 
 impl Results {
     /// Whether any torture run saw an exclusion failure.
     pub fn any_failure(&self) -> bool {
-        self.locktorture.iter().any(|o| o.fail > 0)
+        self.locktorture.iter().any(|o| o.fail > 0) || self.torture.iter().any(|o| o.errors > 0)
     }
 }
 
@@ -124,10 +159,20 @@ pub fn measure(profile: Profile) -> Results {
         .iter()
         .filter(|i| i.availability().is_ok())
         .collect();
+    let waiters: Vec<_> = rcuscale::implementations()
+        .iter()
+        .filter(|i| i.availability().is_ok())
+        .collect();
+    let tortured: Vec<_> = torture::implementations()
+        .iter()
+        .filter(|i| i.availability().is_ok())
+        .collect();
     let mixes = profile.locktorture_mixes();
-    let refscale_units = profile.refscale_threads().len() * readers.len();
-    let torture_units = mixes.len() * locks.len();
-    let mut progress = Progress::new((refscale_units + torture_units) as u64, "report");
+    let units = profile.refscale_threads().len() * readers.len()
+        + mixes.len() * locks.len()
+        + profile.rcuscale_mixes().len() * waiters.len()
+        + tortured.len();
+    let mut progress = Progress::new(units as u64, "report");
 
     let mut refscale_out = Vec::new();
     for &threads in profile.refscale_threads() {
@@ -161,12 +206,38 @@ pub fn measure(profile: Profile) -> Results {
         }
     }
 
+    let mut rcuscale_out = Vec::new();
+    for &(writers, readers) in profile.rcuscale_mixes() {
+        let config = rcuscale::Config {
+            writers,
+            readers,
+            duration: profile.rcuscale_duration(),
+        };
+        for imp in &waiters {
+            let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
+            rcuscale_out.push(rcuscale::measure(imp, config, &mut quiet));
+            progress.set_label(imp.name);
+            progress.inc(1);
+        }
+    }
+
+    let mut uaf_out = Vec::new();
+    let config = profile.torture_config();
+    for imp in &tortured {
+        let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
+        uaf_out.push(torture::torture(imp, config, &mut quiet));
+        progress.set_label(imp.name);
+        progress.inc(1);
+    }
+
     Results {
         profile,
         machine,
         wall_s: began.elapsed().as_secs_f64(),
         refscale: refscale_out,
         locktorture: torture_out,
+        rcuscale: rcuscale_out,
+        torture: uaf_out,
     }
 }
 
@@ -287,6 +358,53 @@ pub fn render_markdown(results: &Results) -> String {
             if o.fail > 0 { " !!!" } else { "" }
         );
     }
+
+    let _ = writeln!(md, "\n## Waiting for readers (rcuscale)\n");
+    let _ = writeln!(
+        md,
+        "W writers loop \"unpublish, wait until no reader holds it\". *Per-GP* is run time over all waits \
+         (lower with concurrent writers when waits share work); latency is per wait, in microseconds.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| implementation | writers | readers | waits | per-GP us | mean us | p50 us | p99 us | max us |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for o in &results.rcuscale {
+        let l = o.latency_us;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
+            o.name, o.writers, o.readers, o.gps, o.per_gp_us, l.mean, l.p50, l.p99, l.max
+        );
+    }
+
+    let _ = writeln!(md, "\n## Deferred reclamation under torture\n");
+    let _ = writeln!(
+        md,
+        "Readers check every object they reach is live; reclamation poisons objects before a delayed free. \
+         *Unreclaimed max* is the most objects allocated but not yet reclaimed at once: the memory the \
+         primitive holds back.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| implementation | readers | writers | reads | replaced | unreclaimed max | errors |\n\
+         |---|---:|---:|---:|---:|---:|---:|"
+    );
+    for o in &results.torture {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {}{} |",
+            o.name,
+            o.readers,
+            o.writers,
+            o.reads,
+            o.replaced,
+            o.unreclaimed_max,
+            o.errors,
+            if o.errors > 0 { " !!!" } else { "" }
+        );
+    }
     md
 }
 
@@ -337,6 +455,31 @@ mod tests {
                 write_fail: 0,
                 read_fail: 0,
             }],
+            rcuscale: vec![rcuscale::Outcome {
+                name: "waiter".into(),
+                writers: 16,
+                readers: 1,
+                gps: 1000,
+                per_gp_us: 12.5,
+                latency_us: rcuscale::Latency {
+                    mean: 200.0,
+                    p50: 150.0,
+                    p99: 900.0,
+                    max: 1500.0,
+                },
+                reads: 10,
+                duration_s: 1.0,
+            }],
+            torture: vec![torture::Outcome {
+                name: "tortured".into(),
+                readers: 4,
+                writers: 2,
+                duration_s: 2.0,
+                reads: 100,
+                replaced: 50,
+                errors: 0,
+                unreclaimed_max: 7,
+            }],
         };
         let md = render_markdown(&results);
         assert!(md.contains("Test CPU (2 CPUs)"), "{md}");
@@ -344,6 +487,14 @@ mod tests {
         assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");
         assert!(
             md.contains("| lock-a | 4 | 16 | 400 | 1600 | 1.00x | 1.000 | no | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| waiter | 16 | 1 | 1000 | 12.50 | 200.00 | 150.00 | 900.00 | 1500.0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| tortured | 4 | 2 | 100 | 50 | 7 | 0 |"),
             "{md}"
         );
         assert!(!results.any_failure());

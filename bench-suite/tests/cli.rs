@@ -144,6 +144,56 @@ fn locktorture_json_and_kernel_lines() {
 }
 
 #[test]
+fn rcuscale_json_reports_per_gp_time_and_latency() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "crossbeam-epoch",
+        "--writers",
+        "2",
+        "--readers",
+        "1",
+        "--duration-s",
+        "0.3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows.as_array().unwrap()[0];
+    assert_eq!(row["impl"], "crossbeam-epoch");
+    assert_eq!(row["writers"], 2);
+    assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
+    let lat = &row["latency_us"];
+    let (p50, p99, max) = (
+        lat["p50"].as_f64().unwrap(),
+        lat["p99"].as_f64().unwrap(),
+        lat["max"].as_f64().unwrap(),
+    );
+    assert!(p50 <= p99 && p99 <= max, "{row}");
+    assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
+}
+
+#[test]
+fn torture_json_counts_reads_replacements_and_errors() {
+    let out = syncbench(&[
+        "torture",
+        "--impl",
+        "crossbeam-epoch",
+        "--duration-s",
+        "0.3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows.as_array().unwrap()[0];
+    assert_eq!(row["errors"], 0, "{row}");
+    assert!(
+        row["reads"].as_u64().unwrap() > 0 && row["replaced"].as_u64().unwrap() > 0,
+        "{row}"
+    );
+}
+
+#[test]
 fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
     let cases: &[(&[&str], &str)] = &[
         (&["refscale", "--impl", "nonesuch"], "possible values"),
@@ -157,6 +207,9 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
         (&["refscale", "--frobnicate"], "unexpected argument"),
         (&["report", "--quick", "--full"], "cannot be used with"),
         (&["nonesuch"], "unrecognized subcommand"),
+        (&["rcuscale", "--writers", "0"], "0"),
+        (&["torture", "--impl", "nonesuch"], "crossbeam-epoch"),
+        (&["torture", "--duration-s", "-1"], "unexpected argument"),
     ];
     for (args, needle) in cases {
         let out = syncbench(args);

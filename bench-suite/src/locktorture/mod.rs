@@ -227,7 +227,7 @@ pub fn torture<'w>(
     progress: &mut Progress,
     mut interval_out: Option<&mut (dyn Write + 'w)>,
 ) -> std::io::Result<Outcome> {
-    let lock = (imp.make)().unwrap_or_else(|why| panic!("{} is unavailable: {why}", imp.name));
+    let lock = imp.build(&());
     let lock = &*lock;
     progress.set_label(imp.name);
     let arena = Arena {
@@ -374,7 +374,7 @@ mod tests {
             name: "none",
             summary: "no locking at all",
             origin: crate::registry::Origin::Peer,
-            make: || Ok(Box::new(NoLock)),
+            make: |_| Ok(Box::new(NoLock)),
         };
         let config = Config {
             writers: 2,

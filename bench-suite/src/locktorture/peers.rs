@@ -8,19 +8,19 @@ pub(super) static IMPLEMENTATIONS: &[Implementation<dyn TortureLock>] = &[
         name: "parking_lot",
         summary: "parking_lot::RwLock (task-fair, eventual fairness, parks waiters)",
         origin: Origin::Peer,
-        make: || Ok(Box::new(parking_lot::RwLock::new(()))),
+        make: |_| Ok(Box::new(parking_lot::RwLock::new(()))),
     },
     Implementation {
         name: "std",
         summary: "std::sync::RwLock (futex-based, writer-preferring)",
         origin: Origin::Peer,
-        make: || Ok(Box::new(std::sync::RwLock::new(()))),
+        make: |_| Ok(Box::new(std::sync::RwLock::new(()))),
     },
     Implementation {
         name: "spin",
         summary: "spin::RwLock (reader-preferring spinning lock, like the pre-qrwlock arm64 rwlock)",
         origin: Origin::Peer,
-        make: || Ok(Box::new(spin::RwLock::new(()))),
+        make: |_| Ok(Box::new(spin::RwLock::new(()))),
     },
 ];
 

@@ -100,7 +100,7 @@ pub fn measure(
     config: Config,
     progress: &mut Progress,
 ) -> Outcome {
-    let instance = (imp.make)().unwrap_or_else(|why| panic!("{} is unavailable: {why}", imp.name));
+    let instance = imp.build(&());
     progress.set_label(imp.name);
     one_run(&*instance, config.threads, (config.iterations / 10).max(1));
     let runs_ns: Vec<f64> = (0..config.runs)

@@ -1,0 +1,196 @@
+//! `rcuscale`: the writer side of deferred reclamation, the cost of waiting
+//! for readers.
+//!
+//! The counterpart of the kernel's `kernel/rcu/rcuscale.c`: W writer threads
+//! loop "unpublish something, wait until no reader still holds it" while M
+//! reader threads run read-side sections. Reported, as in the hazptr
+//! shared-scan series:
+//!
+//! - **effective per-grace-period time**: run duration / total waits across
+//!   all writers. With W concurrent writers whose waits share work, this falls
+//!   well below one wait's latency;
+//! - **wait latency** (mean, p50, p99, max) of each individual wait.
+
+mod peers;
+
+use crate::progress::Progress;
+use crate::registry::Implementation;
+use crate::stats;
+use serde::Serialize;
+use std::io::Write;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// A primitive whose writers wait for readers.
+pub trait GracePeriod: Send + Sync {
+    /// One update by writer `writer`: unpublish an object readers may hold and
+    /// wait until no reader that could have reached it still holds it
+    /// (`synchronize_rcu()`, `hazptr_synchronize()`, or the peer's equivalent).
+    fn update_and_wait(&self, writer: usize);
+    /// Runs read-side sections until `stop` is set; returns how many.
+    fn read_until(&self, stop: &AtomicBool) -> u64;
+}
+
+/// Every writer-side contender, ours and peers.
+pub fn implementations() -> &'static [Implementation<dyn GracePeriod>] {
+    peers::IMPLEMENTATIONS
+}
+
+/// How to run rcuscale.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Writer threads, each waiting back to back.
+    pub writers: usize,
+    /// Reader threads.
+    pub readers: usize,
+    /// How long each implementation runs.
+    pub duration: Duration,
+}
+
+/// Latency figures in microseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Latency {
+    /// Summarizes samples given in microseconds.
+    pub fn of(samples_us: &[f64]) -> Latency {
+        Latency {
+            mean: stats::mean(samples_us),
+            p50: stats::percentile(samples_us, 50.0),
+            p99: stats::percentile(samples_us, 99.0),
+            max: samples_us.iter().copied().fold(f64::NAN, f64::max),
+        }
+    }
+}
+
+/// The outcome for one implementation.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// Implementation name.
+    #[serde(rename = "impl")]
+    pub name: String,
+    /// Writer threads.
+    pub writers: usize,
+    /// Reader threads.
+    pub readers: usize,
+    /// Waits completed by all writers together.
+    pub gps: u64,
+    /// Run duration / `gps`, microseconds.
+    pub per_gp_us: f64,
+    /// Latency of individual waits, microseconds.
+    pub latency_us: Latency,
+    /// Read-side sections completed meanwhile.
+    pub reads: u64,
+    /// Seconds the run took.
+    pub duration_s: f64,
+}
+
+/// Runs one implementation.
+pub fn measure(
+    imp: &Implementation<dyn GracePeriod>,
+    config: Config,
+    progress: &mut Progress,
+) -> Outcome {
+    let boxed = imp.build(&());
+    let primitive = &*boxed;
+    progress.set_label(imp.name);
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(config.writers + config.readers + 1);
+    let base = progress.position();
+    let (elapsed, samples, reads) = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..config.readers)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    primitive.read_until(&stop)
+                })
+            })
+            .collect();
+        let writers: Vec<_> = (0..config.writers)
+            .map(|w| {
+                let (start, stop) = (&start, &stop);
+                s.spawn(move || {
+                    let mut samples = Vec::with_capacity(1 << 14);
+                    start.wait();
+                    while !stop.load(Relaxed) {
+                        let t = Instant::now();
+                        primitive.update_and_wait(w);
+                        samples.push(t.elapsed().as_nanos() as f64 / 1000.0);
+                    }
+                    samples
+                })
+            })
+            .collect();
+        start.wait();
+        let began = Instant::now();
+        while began.elapsed() < config.duration {
+            let left = config.duration.saturating_sub(began.elapsed());
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+            progress.set_position(base + began.elapsed().as_millis() as u64);
+        }
+        stop.store(true, Relaxed);
+        let samples: Vec<f64> = writers
+            .into_iter()
+            .flat_map(|h| h.join().expect("writer panicked"))
+            .collect();
+        // The clock stops when the last writer's last wait returns.
+        let elapsed = began.elapsed();
+        let reads: u64 = readers
+            .into_iter()
+            .map(|h| h.join().expect("reader panicked"))
+            .sum();
+        (elapsed, samples, reads)
+    });
+    let gps = samples.len() as u64;
+    Outcome {
+        name: imp.name.to_owned(),
+        writers: config.writers,
+        readers: config.readers,
+        gps,
+        per_gp_us: elapsed.as_nanos() as f64 / 1000.0 / gps.max(1) as f64,
+        latency_us: Latency::of(&samples),
+        reads,
+        duration_s: elapsed.as_secs_f64(),
+    }
+}
+
+/// Runs every implementation in `chosen`, one after the other.
+pub fn measure_all(chosen: &[&Implementation<dyn GracePeriod>], config: Config) -> Vec<Outcome> {
+    let total_ms = chosen.len() as u64 * config.duration.as_millis() as u64;
+    let mut progress = Progress::new(total_ms, "rcuscale");
+    chosen
+        .iter()
+        .map(|imp| measure(imp, config, &mut progress))
+        .collect()
+}
+
+/// Writes one line per implementation.
+pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
+    for o in outcomes {
+        writeln!(
+            out,
+            "rcuscale: {} writers={} readers={} gps={} per-GP {:.2} us; latency us: mean {:.2} p50 {:.2} p99 {:.2} max {:.2}; reads {}",
+            o.name,
+            o.writers,
+            o.readers,
+            o.gps,
+            o.per_gp_us,
+            o.latency_us.mean,
+            o.latency_us.p50,
+            o.latency_us.p99,
+            o.latency_us.max,
+            o.reads
+        )?;
+    }
+    Ok(())
+}

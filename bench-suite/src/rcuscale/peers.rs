@@ -1,0 +1,80 @@
+//! The peers' writer side.
+
+use super::GracePeriod;
+use crate::registry::{Implementation, Origin};
+use crossbeam_epoch::{self as epoch, Atomic, Owned};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+pub(super) static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod>] = &[Implementation {
+    name: "crossbeam-epoch",
+    summary: "crossbeam_epoch: swap, defer the free, flush until it has run (no synchronize() exists)",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(CrossbeamEpoch::new())),
+}];
+
+struct CrossbeamEpoch {
+    current: Atomic<u64>,
+}
+
+impl CrossbeamEpoch {
+    fn new() -> Self {
+        CrossbeamEpoch {
+            current: Atomic::new(0),
+        }
+    }
+}
+
+impl GracePeriod for CrossbeamEpoch {
+    fn update_and_wait(&self, writer: usize) {
+        let freed = Arc::new(AtomicBool::new(false));
+        {
+            let guard = epoch::pin();
+            let old = self.current.swap(Owned::new(writer as u64), AcqRel, &guard);
+            // SAFETY: `old` is unpublished; crossbeam destroys it only once
+            // every thread pinned now has unpinned.
+            unsafe { guard.defer_destroy(old) };
+            // Same bag, same epoch: runs right after the free above.
+            let signal = Arc::clone(&freed);
+            guard.defer(move || signal.store(true, Release));
+            guard.flush();
+        }
+        // The wait: keep nudging the global epoch until our deferred free ran.
+        // Acquire pairs with the Release store of the deferred signal.
+        let mut spins = 0u32;
+        while !freed.load(Acquire) {
+            epoch::pin().flush();
+            spins += 1;
+            if spins > 64 {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn read_until(&self, stop: &AtomicBool) -> u64 {
+        let mut n = 0;
+        while !stop.load(Relaxed) {
+            for _ in 0..64 {
+                let guard = epoch::pin();
+                let node = self.current.load(Acquire, &guard);
+                // SAFETY: never null; `guard` keeps it alive.
+                black_box(unsafe { node.deref() });
+            }
+            n += 64;
+        }
+        n
+    }
+}
+
+impl Drop for CrossbeamEpoch {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no reader is inside; the last node is ours.
+        let last = unsafe { self.current.load(Acquire, epoch::unprotected()) };
+        if !last.is_null() {
+            // SAFETY: allocated by `Owned::new`, unreachable by anyone else now.
+            drop(unsafe { last.into_owned() });
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The objects torture runs publish, and the ledger that reclaims them.
+//!
+//! A [`TortureObject`] carries a magic word that is [`LIVE`] from allocation
+//! until the primitive's reclamation hands it back ([`reclaim`]). Reclamation
+//! poisons the word first and then parks the object in a bounded quarantine
+//! before really freeing it, so a reader that reaches an object its primitive
+//! reclaimed too early reads the poison (a counted error) rather than freed
+//! memory. The ledger also tracks how many objects are retired but not yet
+//! reclaimed, and its high-water mark: the memory a primitive holds back.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex};
+
+/// The magic word of an object no reclamation has reached.
+pub const LIVE: u64 = 0x5afe_0b1e_c7a1_1fe0;
+/// The magic word written by [`reclaim`].
+pub const POISON: u64 = 0xdead_dead_dead_dead;
+/// Objects held in quarantine after poisoning, before they are freed.
+pub const QUARANTINE: usize = 1 << 14;
+
+/// An object a torture writer publishes and readers check.
+#[derive(Debug)]
+pub struct TortureObject {
+    /// [`LIVE`] until reclaimed, then [`POISON`].
+    magic: AtomicU64,
+    /// The writer's sequence number for this object.
+    seq: u64,
+    /// `checksum(seq)`: a second word a reader can verify.
+    check: u64,
+    ledger: Arc<Ledger>,
+}
+
+fn checksum(seq: u64) -> u64 {
+    seq.rotate_left(17) ^ LIVE
+}
+
+impl TortureObject {
+    /// A fresh live object accounted to `ledger`.
+    pub fn new(ledger: &Arc<Ledger>, seq: u64) -> Box<TortureObject> {
+        let outstanding =
+            ledger.allocated.fetch_add(1, Relaxed) + 1 - ledger.reclaimed.load(Relaxed);
+        ledger.unreclaimed_max.fetch_max(outstanding, Relaxed);
+        Box::new(TortureObject {
+            magic: AtomicU64::new(LIVE),
+            seq,
+            check: checksum(seq),
+            ledger: Arc::clone(ledger),
+        })
+    }
+
+    /// Whether the object is live and intact: what a reader checks.
+    #[inline]
+    pub fn is_live(&self) -> bool {
+        // Acquire pairs with nothing in particular: the poison store is
+        // Relaxed-or-stronger and a stale LIVE is the race the quarantine exists
+        // to make harmless. Any value but LIVE is a premature reclamation.
+        self.magic.load(Acquire) == LIVE && self.check == checksum(self.seq)
+    }
+
+    /// The writer's sequence number.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+/// Bookkeeping for one torture run's objects.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    allocated: AtomicU64,
+    reclaimed: AtomicU64,
+    unreclaimed_max: AtomicU64,
+    /// Set by [`Ledger::close`]: later reclamations free at once.
+    closed: AtomicBool,
+    quarantine: Mutex<VecDeque<SendPtr>>,
+}
+
+#[derive(Debug)]
+struct SendPtr(*mut TortureObject);
+// SAFETY: the pointer is an owned, poisoned object that only the quarantine
+// (under its mutex) refers to; moving it between threads moves that ownership.
+unsafe impl Send for SendPtr {}
+
+impl Ledger {
+    /// A ledger for a new run.
+    pub fn new() -> Arc<Ledger> {
+        Arc::new(Ledger::default())
+    }
+
+    /// Objects allocated so far.
+    pub fn allocated(&self) -> u64 {
+        self.allocated.load(Relaxed)
+    }
+
+    /// Objects handed to [`reclaim`] so far.
+    pub fn reclaimed(&self) -> u64 {
+        self.reclaimed.load(Relaxed)
+    }
+
+    /// The most objects that were allocated and not yet reclaimed at once
+    /// (the published ones included).
+    pub fn unreclaimed_max(&self) -> u64 {
+        self.unreclaimed_max.load(Relaxed)
+    }
+
+    /// Frees every quarantined object; objects reclaimed afterwards are freed
+    /// at once. Called when a run ends.
+    pub fn close(&self) {
+        self.closed.store(true, Relaxed);
+        let drained: Vec<SendPtr> = self
+            .quarantine
+            .lock()
+            .expect("not poisoned")
+            .drain(..)
+            .collect();
+        for SendPtr(ptr) in drained {
+            // SAFETY: quarantined pointers came from `Box::into_raw` in
+            // `reclaim` and are owned by the quarantine alone.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+    }
+}
+
+/// Poisons `ptr` and hands it to the quarantine: the deleter every torture
+/// implementation's reclamation calls.
+///
+/// # Safety
+///
+/// `ptr` came from `Box::into_raw` of a [`TortureObject::new`] box, and the
+/// caller's primitive has decided that no reader can still reach it (that is
+/// the claim a torture run checks). It is not used by the caller afterwards.
+pub unsafe fn reclaim(ptr: *mut TortureObject) {
+    // SAFETY: valid and owned, per the contract.
+    let object = unsafe { &*ptr };
+    // Relaxed: the reader's check is a detector, not a synchronization.
+    object.magic.store(POISON, Relaxed);
+    let ledger = Arc::clone(&object.ledger);
+    ledger.reclaimed.fetch_add(1, Relaxed);
+    if ledger.closed.load(Relaxed) {
+        // SAFETY: owned per the contract, and no longer referenced.
+        drop(unsafe { Box::from_raw(ptr) });
+        return;
+    }
+    let evicted = {
+        let mut quarantine = ledger.quarantine.lock().expect("not poisoned");
+        quarantine.push_back(SendPtr(ptr));
+        if quarantine.len() > QUARANTINE {
+            quarantine.pop_front()
+        } else {
+            None
+        }
+    };
+    if let Some(SendPtr(old)) = evicted {
+        // SAFETY: the oldest quarantined object, owned by the quarantine alone.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reclaim_poisons_and_counts() {
+        let ledger = Ledger::new();
+        let a = Box::into_raw(TortureObject::new(&ledger, 1));
+        let b = TortureObject::new(&ledger, 2);
+        assert_eq!(ledger.unreclaimed_max(), 2);
+        // SAFETY: `a` is alive until reclaimed below; nobody else holds it.
+        assert!(unsafe { &*a }.is_live());
+        // SAFETY: `a` came from `Box::into_raw` and is not used after this
+        // except through the quarantine, which keeps it allocated.
+        unsafe { reclaim(a) };
+        // SAFETY: quarantined objects stay allocated until `close`.
+        assert!(!unsafe { &*a }.is_live());
+        assert_eq!(ledger.reclaimed(), 1);
+        ledger.close();
+        // SAFETY: as above; after `close`, reclaim frees at once.
+        unsafe { reclaim(Box::into_raw(b)) };
+        assert_eq!(ledger.allocated(), 2);
+        assert_eq!(ledger.reclaimed(), 2);
+    }
+}
