@@ -39,8 +39,12 @@ pub trait TortureLock: Send + Sync {
 
 /// Every lock contender, ours and peers.
 pub fn implementations() -> &'static [Implementation<dyn TortureLock>] {
-    peers::IMPLEMENTATIONS
+    IMPLEMENTATIONS
 }
+
+/// The registry: this workspace's implementations first, then the peers.
+static IMPLEMENTATIONS: &[Implementation<dyn TortureLock>] =
+    &[peers::PARKING_LOT, peers::STD, peers::SPIN];
 
 /// How to run locktorture.
 #[derive(Clone, Copy, Debug)]

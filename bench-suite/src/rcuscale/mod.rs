@@ -34,8 +34,11 @@ pub trait GracePeriod: Send + Sync {
 
 /// Every writer-side contender, ours and peers.
 pub fn implementations() -> &'static [Implementation<dyn GracePeriod>] {
-    peers::IMPLEMENTATIONS
+    IMPLEMENTATIONS
 }
+
+/// The registry: this workspace's implementations first, then the peers.
+static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod>] = &[peers::CROSSBEAM_EPOCH];
 
 /// How to run rcuscale.
 #[derive(Clone, Copy, Debug)]

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-pub(super) static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod>] = &[Implementation {
+/// `crossbeam-epoch`.
+pub(super) const CROSSBEAM_EPOCH: Implementation<dyn GracePeriod> = Implementation {
     name: "crossbeam-epoch",
     summary: "crossbeam_epoch: swap, defer the free, flush until it has run (no synchronize() exists)",
     origin: Origin::Peer,
     make: |_| Ok(Box::new(CrossbeamEpoch::new())),
-}];
+};
 
 struct CrossbeamEpoch {
     current: Atomic<u64>,

@@ -37,8 +37,19 @@ pub fn time_sections(iterations: u64, mut section: impl FnMut()) -> Duration {
 
 /// Every read-side contender, ours and peers.
 pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
-    peers::IMPLEMENTATIONS
+    IMPLEMENTATIONS
 }
+
+/// The registry: this workspace's implementations first, then the peers.
+static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
+    peers::CROSSBEAM_EPOCH,
+    peers::HAPHAZARD,
+    peers::SEIZE,
+    peers::ARC_SWAP,
+    peers::SEQLOCK,
+    peers::PARKING_LOT_READ,
+    peers::STD_READ,
+];
 
 /// How to run refscale.
 #[derive(Clone, Copy, Debug)]

@@ -9,50 +9,61 @@ use std::hint::black_box;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::time::Duration;
 
-pub(super) static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
-    Implementation {
-        name: "crossbeam-epoch",
-        summary: "crossbeam_epoch::pin() + Atomic::load + unpin",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(CrossbeamEpoch::new())),
-    },
-    Implementation {
-        name: "haphazard",
-        summary: "haphazard AtomicPtr::safe_load + reset_protection (one HazardPointer per thread)",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(Haphazard::new())),
-    },
-    Implementation {
-        name: "seize",
-        summary: "seize Collector::enter + Guard::protect + drop",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(Seize::new())),
-    },
-    Implementation {
-        name: "arc-swap",
-        summary: "arc_swap::ArcSwap::load (debt-list fast path) + drop",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(arc_swap::ArcSwap::from_pointee(42u64))),
-    },
-    Implementation {
-        name: "seqlock",
-        summary: "seqlock::SeqLock<u64>::read (sequence check + copy)",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(seqlock::SeqLock::new(42u64))),
-    },
-    Implementation {
-        name: "parking_lot-read",
-        summary: "parking_lot::RwLock::read + drop",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(parking_lot::RwLock::new(42u64))),
-    },
-    Implementation {
-        name: "std-read",
-        summary: "std::sync::RwLock::read + drop",
-        origin: Origin::Peer,
-        make: |_| Ok(Box::new(std::sync::RwLock::new(42u64))),
-    },
-];
+/// `crossbeam-epoch`.
+pub(super) const CROSSBEAM_EPOCH: Implementation<dyn ReadSide> = Implementation {
+    name: "crossbeam-epoch",
+    summary: "crossbeam_epoch::pin() + Atomic::load + unpin",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(CrossbeamEpoch::new())),
+};
+
+/// `haphazard`.
+pub(super) const HAPHAZARD: Implementation<dyn ReadSide> = Implementation {
+    name: "haphazard",
+    summary: "haphazard AtomicPtr::safe_load + reset_protection (one HazardPointer per thread)",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(Haphazard::new())),
+};
+
+/// `seize`.
+pub(super) const SEIZE: Implementation<dyn ReadSide> = Implementation {
+    name: "seize",
+    summary: "seize Collector::enter + Guard::protect + drop",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(Seize::new())),
+};
+
+/// `arc-swap`.
+pub(super) const ARC_SWAP: Implementation<dyn ReadSide> = Implementation {
+    name: "arc-swap",
+    summary: "arc_swap::ArcSwap::load (debt-list fast path) + drop",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(arc_swap::ArcSwap::from_pointee(42u64))),
+};
+
+/// `seqlock`.
+pub(super) const SEQLOCK: Implementation<dyn ReadSide> = Implementation {
+    name: "seqlock",
+    summary: "seqlock::SeqLock<u64>::read (sequence check + copy)",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(seqlock::SeqLock::new(42u64))),
+};
+
+/// `parking_lot-read`.
+pub(super) const PARKING_LOT_READ: Implementation<dyn ReadSide> = Implementation {
+    name: "parking_lot-read",
+    summary: "parking_lot::RwLock::read + drop",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(parking_lot::RwLock::new(42u64))),
+};
+
+/// `std-read`.
+pub(super) const STD_READ: Implementation<dyn ReadSide> = Implementation {
+    name: "std-read",
+    summary: "std::sync::RwLock::read + drop",
+    origin: Origin::Peer,
+    make: |_| Ok(Box::new(std::sync::RwLock::new(42u64))),
+};
 
 struct CrossbeamEpoch {
     value: crossbeam_epoch::Atomic<u64>,

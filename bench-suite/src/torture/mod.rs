@@ -39,8 +39,11 @@ pub struct Options {
 
 /// Every torture contender, ours and peers.
 pub fn implementations() -> &'static [Implementation<dyn Torture, Options>] {
-    peers::IMPLEMENTATIONS
+    IMPLEMENTATIONS
 }
+
+/// The registry: this workspace's implementations first, then the peers.
+static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[peers::CROSSBEAM_EPOCH];
 
 /// How to run a torture test.
 #[derive(Clone, Copy, Debug)]

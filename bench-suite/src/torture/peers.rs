@@ -6,12 +6,13 @@ use crate::registry::{Implementation, Origin};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
-pub(super) static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[Implementation {
+/// `crossbeam-epoch`.
+pub(super) const CROSSBEAM_EPOCH: Implementation<dyn Torture, Options> = Implementation {
     name: "crossbeam-epoch",
     summary: "crossbeam_epoch: readers pin, writers swap and defer_destroy-style reclaim",
     origin: Origin::Peer,
     make: |o| Ok(Box::new(CrossbeamEpoch::new(o))),
-}];
+};
 
 struct CrossbeamEpoch {
     current: Atomic<TortureObject>,
