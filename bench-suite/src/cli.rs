@@ -5,7 +5,7 @@
 //! exit status 2. A torture run that sees an exclusion failure exits with 1.
 
 use crate::registry::{self, Implementation, Origin};
-use crate::{locktorture, rcuscale, refscale, report, torture};
+use crate::{compare, locktorture, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -40,8 +40,10 @@ pub enum Command {
     Rcuscale(RcuscaleArgs),
     /// Use-after-free detection for deferred reclamation (kernel rcutorture).
     Torture(TortureArgs),
-    /// Run a profile of every measurement and write a markdown report.
+    /// Run a profile of every measurement and write a report (markdown, HTML, SVG plots, JSON).
     Report(ReportArgs),
+    /// Compare two results.json files and flag regressions beyond a threshold.
+    Compare(CompareArgs),
 }
 
 fn refscale_names() -> PossibleValuesParser {
@@ -158,6 +160,37 @@ pub struct ReportArgs {
     /// Also print results.json to standard output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `syncbench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The earlier run's results.json.
+    pub old: PathBuf,
+    /// The later run's results.json.
+    pub new: PathBuf,
+    /// A figure changing for the worse by more than this percentage is a regression.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_percent)]
+    pub threshold_pct: f64,
+    /// List every figure, not only regressions and improvements.
+    #[arg(long)]
+    pub all: bool,
+    /// Exit with status 1 when any figure regressed.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn positive_percent(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("must be 0 or more (got {text})"));
+    }
+    Ok(v)
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -290,6 +323,37 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 torture::write_text(&mut out, &outcomes)?;
             }
             let failed = outcomes.iter().any(|o| o.errors > 0);
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Compare(args) => {
+            let load = |path: &PathBuf| -> serde_json::Value {
+                let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+                    usage_error(format!("cannot read {}: {e}", path.display()))
+                });
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+                    usage_error(format!("{} is not JSON: {e}", path.display()))
+                });
+                if !value.is_object() {
+                    usage_error(format!(
+                        "{} is not a syncbench results.json (expected an object)",
+                        path.display()
+                    ));
+                }
+                value
+            };
+            let (old, new) = (load(&args.old), load(&args.new));
+            let comparison = compare::compare(&old, &new, args.threshold_pct);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &comparison)?;
+                writeln!(out)?;
+            } else {
+                compare::write_text(&mut out, &comparison, args.all)?;
+            }
+            let failed = args.fail_on_regression && comparison.regressions() > 0;
             Ok(if failed {
                 ExitCode::FAILURE
             } else {

@@ -18,6 +18,7 @@
 //! and `results.json`.
 
 pub mod cli;
+pub mod compare;
 pub mod delay;
 pub mod locktorture;
 pub mod machine;

@@ -230,3 +230,45 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
         );
     }
 }
+
+#[test]
+fn compare_flags_a_regression_and_can_fail_on_it() {
+    let dir = std::env::temp_dir().join(format!("syncbench-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, ns: f64| {
+        let path = dir.join(name);
+        let doc = serde_json::json!({
+            "machine": {"cpu": "X"},
+            "refscale": [{"impl": "arc-swap", "threads": 1, "ns_per_op": ns}],
+        });
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (old, new) = (write("old.json", 2.0), write("new.json", 3.0));
+    let out = syncbench(&["compare", &old, &new]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("REGRESSION  refscale impl=arc-swap threads=1 ns_per_op: 2 -> 3 (+50.0%)"),
+        "{text}"
+    );
+    let out = syncbench(&["compare", &old, &new, "--fail-on-regression"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = syncbench(&[
+        "compare",
+        &old,
+        &new,
+        "--threshold-pct",
+        "60",
+        "--fail-on-regression",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = syncbench(&["compare", &old, "/nonexistent/results.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot read /nonexistent/results.json"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
