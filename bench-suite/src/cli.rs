@@ -5,7 +5,7 @@
 //! exit status 2. A torture run that sees an exclusion failure exits with 1.
 
 use crate::registry::{self, Implementation, Origin};
-use crate::{compare, locktorture, rcuscale, refscale, report, torture};
+use crate::{advise, compare, locktorture, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -44,6 +44,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two results.json files and flag regressions beyond a threshold.
     Compare(CompareArgs),
+    /// Benchmark one read/write workload on this machine and recommend a primitive.
+    Advise(AdviseArgs),
 }
 
 fn refscale_names() -> PossibleValuesParser {
@@ -158,6 +160,26 @@ pub struct ReportArgs {
     #[arg(long, default_value = "target/syncbench-report")]
     pub out: PathBuf,
     /// Also print results.json to standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `syncbench advise`.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// Read-side sections per update, per thread.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub reads_per_write: u32,
+    /// Threads sharing the payload.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: u32,
+    /// Size of the shared payload in bytes.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    pub payload_bytes: u64,
+    /// Seconds each contender runs.
+    #[arg(long, default_value_t = 0.5, value_parser = positive_seconds)]
+    pub duration_s: f64,
+    /// Print the matrix and the recommendation as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -327,6 +349,29 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
+            })
+        }
+        Command::Advise(args) => {
+            let config = advise::Config {
+                reads_per_write: args.reads_per_write,
+                threads: args.threads as usize,
+                payload_bytes: args.payload_bytes as usize,
+                duration: Duration::from_secs_f64(args.duration_s),
+            };
+            let mut progress =
+                crate::progress::Progress::new(advise::implementations().len() as u64, "advise");
+            let advice = advise::advise(config, &mut progress);
+            drop(progress);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &advice)?;
+                writeln!(out)?;
+            } else {
+                advise::write_text(&mut out, &advice)?;
+            }
+            Ok(if advice.recommended.is_some() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
             })
         }
         Command::Compare(args) => {

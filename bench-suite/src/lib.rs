@@ -17,6 +17,7 @@
 //! `syncbench report` runs a profile of everything and writes a markdown report
 //! and `results.json`.
 
+pub mod advise;
 pub mod cli;
 pub mod compare;
 pub mod delay;

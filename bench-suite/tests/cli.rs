@@ -272,3 +272,40 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn advise_recommends_with_its_figures() {
+    let out = syncbench(&[
+        "advise",
+        "--reads-per-write",
+        "100",
+        "--threads",
+        "2",
+        "--payload-bytes",
+        "64",
+        "--duration-s",
+        "0.1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let advice: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pick = advice["recommended"].as_str().expect("a recommendation");
+    let rows = advice["outcomes"].as_array().unwrap();
+    assert_eq!(
+        rows[0]["impl"], pick,
+        "the fastest clean contender is recommended"
+    );
+    assert!(advice["reason"].as_str().unwrap().contains("Mops/s"));
+    for row in rows {
+        assert_eq!(row["errors"], 0, "{row}");
+    }
+    let out = syncbench(&["advise", "--reads-per-write", "0", "--threads", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = syncbench(&["advise", "--threads", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--reads-per-write"),
+        "{}",
+        stderr(&out)
+    );
+}
