@@ -243,14 +243,15 @@ impl Drop for Shared {
             // SAFETY: retired objects are unreachable and unprotected now.
             unsafe { r.reclaim() };
         }
-        let mut block = *self.blocks.get_mut();
+        // Relaxed: `&mut self`, every other access happened before.
+        let mut block = self.blocks.load(Ordering::Relaxed);
         while !block.is_null() {
             // SAFETY: allocated by `Box::new` in `take_block`, freed once here.
             let b = unsafe { Box::from_raw(block) };
             block = b.link.next;
         }
-        for head in &mut self.overflow {
-            let mut node = *head.get_mut();
+        for head in &self.overflow {
+            let mut node = head.load(Ordering::Relaxed);
             while !node.is_null() {
                 // SAFETY: allocated by `Box::new` in `take_backup`, freed once.
                 let n = unsafe { Box::from_raw(node) };
