@@ -327,7 +327,9 @@ fn hazptr_torture_passes_on_both_paths_and_slow_path_is_hazptr_only() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("--slow-path") && err.contains("only hazptr") && err.contains("crossbeam-epoch"),
+        err.contains("--slow-path")
+            && err.contains("only hazptr")
+            && err.contains("crossbeam-epoch"),
         "{err}"
     );
     assert!(out.stdout.is_empty());

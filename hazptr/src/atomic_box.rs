@@ -182,7 +182,11 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     /// `new` is null or a `Box::into_raw` pointer that the box may own from
     /// now on, and the caller takes responsibility for the old pointer
     /// (retire it with [`AtomicBox::retire_ptr`] once it is unreachable).
-    pub unsafe fn compare_exchange_ptr(&self, current: *mut T, new: *mut T) -> Result<*mut T, *mut T> {
+    pub unsafe fn compare_exchange_ptr(
+        &self,
+        current: *mut T,
+        new: *mut T,
+    ) -> Result<*mut T, *mut T> {
         // As in `compare_exchange`.
         self.ptr
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
@@ -211,7 +215,9 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
 #[cold]
 #[inline(never)]
 fn wrong_domain() -> ! {
-    panic!("hazptr: AtomicBox::load with a guard of another domain (use the box's domain().guard())")
+    panic!(
+        "hazptr: AtomicBox::load with a guard of another domain (use the box's domain().guard())"
+    )
 }
 
 impl<T> Drop for AtomicBox<'_, T> {

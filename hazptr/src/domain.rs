@@ -26,9 +26,7 @@
 
 use crate::retire::{self, Retired};
 use crate::scan::ScanState;
-use crate::slot::{
-    ALL_FREE, BackupSlot, EMPTY, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node,
-};
+use crate::slot::{ALL_FREE, BackupSlot, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Mutex, Ordering};
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -199,9 +197,19 @@ impl Shared {
         b.link.in_use.store(false, Ordering::Release);
     }
 
-    /// Takes a backup slot for the calling thread (token `owner`): a free one
-    /// from any overflow list, or a new one on the list `owner` hashes to.
-    pub(crate) fn take_backup(&self, owner: usize) -> NonNull<BackupSlot> {
+    /// Takes a backup slot for the calling thread (whose token is `token`):
+    /// a free one from any overflow list, or a new one on the list `token`
+    /// hashes to. Records it in the thread's list of held backup slots.
+    pub(crate) fn take_backup(&self, token: usize) -> NonNull<BackupSlot> {
+        let node = self.find_or_add_backup(token);
+        let _ = HELD_BACKUPS.try_with(|held| {
+            held.borrow_mut()
+                .push((ptr::from_ref(self), node.as_ptr().cast_const()))
+        });
+        node
+    }
+
+    fn find_or_add_backup(&self, token: usize) -> NonNull<BackupSlot> {
         let mut found = None;
         self.for_each_backup(|n| {
             if found.is_none()
@@ -211,15 +219,14 @@ impl Shared {
                     .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                n.owner.store(owner, Ordering::Relaxed);
                 found = Some(NonNull::from(n));
             }
         });
         if let Some(node) = found {
             return node;
         }
-        let node = Box::into_raw(Box::new(BackupSlot::new(owner)));
-        let list = &self.overflow[(owner >> 6) % OVERFLOW_LISTS];
+        let node = Box::into_raw(Box::new(BackupSlot::new()));
+        let list = &self.overflow[(token >> 6) % OVERFLOW_LISTS];
         // SAFETY: freshly allocated and exclusively ours.
         unsafe { push_node(list, node, |next| (*node).next = next) };
         // SAFETY: just allocated, never null.
@@ -466,6 +473,7 @@ thread_local! {
     };
     static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
     static TOKEN: u8 = const { 0 };
+    static HELD_BACKUPS: RefCell<Vec<(*const Shared, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
 }
 
 #[cfg(loom)]
@@ -477,15 +485,24 @@ loom::thread_local! {
     };
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static TOKEN: u8 = 0;
+    static HELD_BACKUPS: RefCell<Vec<(*const Shared, *const BackupSlot)>> = RefCell::new(Vec::new());
+}
+
+/// Forgets `node` from the calling thread's held backup slots (guard drop).
+pub(crate) fn forget_backup(node: NonNull<BackupSlot>) {
+    let _ = HELD_BACKUPS.try_with(|held| {
+        let mut held = held.borrow_mut();
+        if let Some(i) = held.iter().rposition(|&(_, n)| ptr::eq(n, node.as_ptr())) {
+            held.swap_remove(i);
+        }
+    });
 }
 
 /// A number unique to the calling thread among live threads (the address of
-/// a thread-local), used to tag backup slots with their owner. 0 if the
+/// a thread-local), used to spread threads over the overflow lists. 0 if the
 /// thread-locals are gone (thread exit).
 pub(crate) fn thread_token() -> usize {
-    TOKEN
-        .try_with(|t| ptr::from_ref(t) as usize)
-        .unwrap_or(0)
+    TOKEN.try_with(|t| ptr::from_ref(t) as usize).unwrap_or(0)
 }
 
 /// Finds or creates the calling thread's block in `shared`.
@@ -579,23 +596,26 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
         // SAFETY: the block is this thread's and lives as long as the domain.
         let b = unsafe { block.as_ref() };
         // Relaxed: only this thread writes its own slots.
-        if b.hot.slots.iter().any(|s| s.load(Ordering::Relaxed) == addr) {
+        if b.hot
+            .slots
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) == addr)
+        {
             return true;
         }
     }
-    let me = thread_token();
-    let mut held = false;
-    domain.shared.for_each_backup(|n| {
-        // Relaxed: a backup slot tagged with our token was taken by this
-        // thread, which is the only writer of its value while it holds it.
-        if n.in_use.load(Ordering::Relaxed)
-            && n.owner.load(Ordering::Relaxed) == me
-            && n.value.load(Ordering::Relaxed) == addr
-        {
-            held = true;
-        }
-    });
-    held && addr != EMPTY
+    // Only this thread writes the values of the backup slots it holds, so
+    // Relaxed loads see its own latest stores.
+    HELD_BACKUPS
+        .try_with(|held| {
+            let shared = Arc::as_ptr(&domain.shared);
+            held.borrow().iter().any(|&(s, n)| {
+                // SAFETY: a held backup slot belongs to a live guard, whose
+                // domain (owner of the slot) is therefore alive.
+                ptr::eq(s, shared) && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// Slots per thread block, for documentation and tests.

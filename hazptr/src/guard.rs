@@ -262,6 +262,7 @@ impl Drop for Guard<'_> {
                 b.hot.free_mask.set(b.hot.free_mask.get() | bit);
             }
             Home::Backup(node) => {
+                crate::domain::forget_backup(node);
                 // SAFETY: backup slots live as long as the domain.
                 let n = unsafe { node.as_ref() };
                 // Release pairs with the Acquire CAS in `take_backup`: the

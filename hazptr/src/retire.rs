@@ -107,7 +107,8 @@ impl Domain {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
         // the transmuted pointer with the original `ptr` is calling `deleter`.
-        let deleter = unsafe { std::mem::transmute::<unsafe fn(*mut T), unsafe fn(*mut ())>(deleter) };
+        let deleter =
+            unsafe { std::mem::transmute::<unsafe fn(*mut T), unsafe fn(*mut ())>(deleter) };
         let retired = Retired {
             ptr: ptr.cast(),
             deleter,

@@ -150,19 +150,15 @@ pub(crate) struct BackupSlot {
     /// Whether a guard holds this slot (Acquire CAS to take, Release store to
     /// give back).
     pub(crate) in_use: AtomicBool,
-    /// The token of the thread holding it (`thread_token`), for the
-    /// synchronize-while-holding check; meaningful only while `in_use`.
-    pub(crate) owner: AtomicUsize,
     /// Next backup slot of the same overflow list; set before publication.
     pub(crate) next: *mut BackupSlot,
 }
 
 impl BackupSlot {
-    pub(crate) fn new(owner: usize) -> Self {
+    pub(crate) fn new() -> Self {
         BackupSlot {
             value: AtomicUsize::new(EMPTY),
             in_use: AtomicBool::new(true),
-            owner: AtomicUsize::new(owner),
             next: ptr::null_mut(),
         }
     }

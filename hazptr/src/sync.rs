@@ -117,7 +117,9 @@ impl Backoff {
         } else if step < Self::YIELD_STEPS {
             Pause::Yield
         } else {
-            Pause::Sleep(Duration::from_micros(1 << (step - Self::YIELD_STEPS).min(10)))
+            Pause::Sleep(Duration::from_micros(
+                1 << (step - Self::YIELD_STEPS).min(10),
+            ))
         }
     }
 

@@ -74,7 +74,10 @@ fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
     std::thread::scope(|s| {
         let waiter = s.spawn(|| {
             domain.synchronize(last as *const u64);
-            assert!(released.load(SeqCst), "synchronize returned while a backup slot held the address");
+            assert!(
+                released.load(SeqCst),
+                "synchronize returned while a backup slot held the address"
+            );
         });
         std::thread::sleep(Duration::from_millis(50));
         released.store(true, SeqCst);
@@ -111,7 +114,10 @@ fn synchronize_waits_for_a_guard_held_in_another_thread() {
             protected.wait();
             let old = shared.swap(std::ptr::null_mut(), AcqRel);
             domain.synchronize(old);
-            assert!(releasing.load(SeqCst), "synchronize returned under protection ({domain:?})");
+            assert!(
+                releasing.load(SeqCst),
+                "synchronize returned under protection ({domain:?})"
+            );
             // SAFETY: unpublished and synchronized.
             drop(unsafe { Box::from_raw(old) });
         });
@@ -320,9 +326,13 @@ fn atomic_box_store_swap_compare_exchange() {
     drop(guard);
     let current = boxed.load_ptr();
     let stale = std::ptr::null();
-    let back = boxed.compare_exchange(stale, mk(3)).expect_err("stale comparand");
+    let back = boxed
+        .compare_exchange(stale, mk(3))
+        .expect_err("stale comparand");
     assert_eq!(back.map(|t| t.value), Some(3));
-    let old = boxed.compare_exchange(current, mk(4)).expect("current comparand");
+    let old = boxed
+        .compare_exchange(current, mk(4))
+        .expect("current comparand");
     let old = old.expect("was set").synchronize();
     assert_eq!(old.value, 2);
     drop(old);

@@ -36,7 +36,8 @@ fn obj() -> *mut Obj {
 /// `p` is null or protected by a guard of the domain it was published in.
 unsafe fn check(p: *mut Obj) {
     if let Some(o) = unsafe { p.as_ref() } {
-        o.value.with(|v| assert_eq!(unsafe { *v }, LIVE, "read a reclaimed object"));
+        o.value
+            .with(|v| assert_eq!(unsafe { *v }, LIVE, "read a reclaimed object"));
     }
 }
 

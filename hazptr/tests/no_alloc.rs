@@ -9,9 +9,9 @@
 
 use hazptr::Domain;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Barrier;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
-use std::sync::Barrier;
 
 struct Counting;
 
@@ -72,8 +72,9 @@ fn synchronize_allocates_nothing_per_call() {
                 finished.wait();
             });
             for c in 0..CALLERS {
-                let (domain, objects, ready, start, counted, finished, done) =
-                    (&domain, &objects, &ready, &start, &counted, &finished, &done);
+                let (domain, objects, ready, start, counted, finished, done) = (
+                    &domain, &objects, &ready, &start, &counted, &finished, &done,
+                );
                 s.spawn(move || {
                     let addr = objects[c].load(Relaxed).cast_const();
                     // Warm-up: registration, the scanner thread, buffers.

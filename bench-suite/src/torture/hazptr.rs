@@ -23,9 +23,7 @@ struct Hazptr {
 impl Hazptr {
     fn new(options: &Options) -> Self {
         Hazptr {
-            domain: Domain::builder()
-                .force_slow_path(options.slow_path)
-                .build(),
+            domain: Domain::builder().force_slow_path(options.slow_path).build(),
             current: AtomicPtr::new(Box::into_raw(TortureObject::new(&options.ledger, 0))),
         }
     }
