@@ -94,6 +94,11 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
         }
     }
 
+    /// The underlying pointer (for [`crate::scoped`]).
+    pub(crate) fn raw(&self) -> &AtomicPtr<T> {
+        &self.ptr
+    }
+
     /// The domain whose guards protect this box's values.
     pub fn domain(&self) -> &'d Domain {
         self.domain

@@ -26,7 +26,7 @@
 
 use crate::retire::{self, Retired};
 use crate::scan::ScanState;
-use crate::slot::{ALL_FREE, BackupSlot, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
+use crate::slot::{BackupSlot, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Mutex, Ordering};
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -70,9 +70,12 @@ impl Default for Options {
 pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) options: Options,
-    /// The current wildcard: `(generation << 1) | 1`. Boxed so that blocks
-    /// can point at it. Written only by scans (`fetch_add(2, AcqRel)`).
-    pub(crate) wildcard: Box<CacheAligned<AtomicUsize>>,
+    /// The current wildcard, `(generation << 1) | 1`, at a stable address
+    /// blocks can point at: `own_wildcard` for user domains, a static for the
+    /// global one (so its fast path needs no load to find it). Written only
+    /// by scans (`fetch_add(2, AcqRel)`).
+    wildcard: *const AtomicUsize,
+    _own_wildcard: Option<Box<CacheAligned<AtomicUsize>>>,
     /// Head of the block list (push-only until the domain is freed).
     pub(crate) blocks: AtomicPtr<SlotBlock>,
     /// Heads of the overflow lists (push-only until the domain is freed).
@@ -102,10 +105,18 @@ unsafe impl Sync for Shared {}
 
 impl Shared {
     fn new(id: u64, options: Options) -> Self {
+        let (wildcard, own_wildcard) = match global_wildcard() {
+            Some(global) if id == GLOBAL_ID => (ptr::from_ref(global), None),
+            _ => {
+                let own = Box::new(CacheAligned(AtomicUsize::new(FIRST_WILDCARD)));
+                (ptr::from_ref(&own.0), Some(own))
+            }
+        };
         Shared {
             id,
             options,
-            wildcard: Box::new(CacheAligned(AtomicUsize::new(FIRST_WILDCARD))),
+            wildcard,
+            _own_wildcard: own_wildcard,
             blocks: AtomicPtr::new(ptr::null_mut()),
             overflow: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             scan: ScanState::new(),
@@ -119,7 +130,8 @@ impl Shared {
     /// The wildcard word.
     #[inline]
     pub(crate) fn wildcard(&self) -> &AtomicUsize {
-        &self.wildcard.0
+        // SAFETY: points at `own_wildcard` (owned by `self`) or at a static.
+        unsafe { &*self.wildcard }
     }
 
     /// Calls `f` on every block, in list order.
@@ -187,7 +199,7 @@ impl Shared {
         // SAFETY: blocks live as long as `self`.
         let b = unsafe { block.as_ref() };
         retire::flush_batch(self, b);
-        if b.hot.free_mask.get() != ALL_FREE {
+        if !b.hot.all_free() {
             // A guard of this thread outlives its registration (a guard kept
             // in another thread-local whose destructor runs later). Its slot
             // must stay reserved, so the block is never recycled.
@@ -225,7 +237,7 @@ impl Shared {
         if let Some(node) = found {
             return node;
         }
-        let node = Box::into_raw(Box::new(BackupSlot::new()));
+        let node = Box::into_raw(Box::new(BackupSlot::new(self.wildcard())));
         let list = &self.overflow[(token >> 6) % OVERFLOW_LISTS];
         // SAFETY: freshly allocated and exclusively ours.
         unsafe { push_node(list, node, |next| (*node).next = next) };
@@ -410,6 +422,15 @@ impl Domain {
         n
     }
 
+    /// A backup slot of this domain for the calling thread (the acquire slow
+    /// path); returned as one pointer so that callers build the guard in
+    /// registers.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn backup_slot(&self) -> NonNull<BackupSlot> {
+        self.shared.take_backup(thread_token())
+    }
+
     /// The calling thread's block in this domain, registering on first use.
     /// `None` when the domain forces the slow path or the thread is exiting.
     #[inline]
@@ -496,6 +517,46 @@ pub(crate) fn forget_backup(node: NonNull<BackupSlot>) {
             held.swap_remove(i);
         }
     });
+}
+
+/// The global domain's wildcard word: a static, so that the global fast path
+/// finds it without a load. `None` under loom (loom atomics are not `const`;
+/// the global domain then owns its word like any other).
+#[inline(always)]
+pub(crate) fn global_wildcard() -> Option<&'static AtomicUsize> {
+    #[cfg(not(loom))]
+    {
+        static GLOBAL_WILDCARD: CacheAligned<AtomicUsize> =
+            CacheAligned(AtomicUsize::new(FIRST_WILDCARD));
+        Some(&GLOBAL_WILDCARD.0)
+    }
+    #[cfg(loom)]
+    {
+        None
+    }
+}
+
+/// The calling thread's block in the global domain, registering on first use
+/// (the fast path of [`Guard::new`](crate::Guard::new) is the TLS read).
+#[inline(always)]
+pub(crate) fn global_block() -> Option<NonNull<SlotBlock>> {
+    match NonNull::new(FAST.with(|fast| fast.global.get())) {
+        Some(block) => Some(block),
+        None => register_global(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn register_global() -> Option<NonNull<SlotBlock>> {
+    Domain::global().block()
+}
+
+/// A backup slot of the global domain (the slow path of `Guard::new`).
+#[cold]
+#[inline(never)]
+pub(crate) fn global_backup_slot() -> NonNull<BackupSlot> {
+    Domain::global().backup_slot()
 }
 
 /// A number unique to the calling thread among live threads (the address of

@@ -3,8 +3,9 @@
 //!
 //! # Acquire (the fast path)
 //!
-//! 1. take a free slot of the thread's block (one TLS access reaches the
-//!    block; its free mask says which slots guards have reserved);
+//! 1. find a free slot of the thread's block: one TLS access reaches the
+//!    block, and a block slot is free when it holds `EMPTY` (a load of the
+//!    thread's own slot and a predicted branch; no bookkeeping store);
 //! 2. store the domain's current wildcard into the slot;
 //! 3. `fence::light()` — pairs with `fence::heavy()` in `scan::begin`;
 //! 4. load the pointer once;
@@ -13,22 +14,24 @@
 //! No reload-and-validate loop: while the slot holds the wildcard, a scan
 //! treats it as protecting every address, so whatever step 4 returns is
 //! protected from the moment it was loaded. No RMW, no SeqCst fence, no
-//! syscall and no allocation.
+//! syscall and no allocation. [`acquire`] / [`Domain::acquire`] do exactly
+//! these steps; [`Guard::new`] + [`Guard::protect_ptr`] split them, the
+//! guard keeping its slot at `RESERVED` in between.
 //!
-//! Release is a store-release of the empty value (pairs with the scan's
-//! Acquire load of the slot), then the slot goes back to the free mask.
+//! Release is a store-release of `EMPTY` (pairs with the scan's Acquire load
+//! of the slot), which also frees the slot.
 //!
 //! # The slow path
 //!
-//! When the thread's slots are all reserved, when the domain forces the slow
+//! When the thread's slots are all taken, when the domain forces the slow
 //! path, or when the thread is exiting, the guard takes a backup slot from an
-//! overflow list instead; protection works the same way. A guard can also
-//! move its protection from its block slot to a backup slot
-//! ([`Guard::promote`]), freeing the block slot for others.
+//! overflow list instead (an RMW on the slot's `in_use` flag); protection
+//! works the same way. A guard can also move its protection from its block
+//! slot to a backup slot ([`Guard::promote`]), freeing the block slot.
 
 use crate::atomic_box::AtomicBox;
 use crate::domain::{Domain, thread_token};
-use crate::slot::{BackupSlot, EMPTY, SlotBlock};
+use crate::slot::{BackupSlot, EMPTY, RESERVED, SLOTS_PER_BLOCK, SlotBlock};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use membarrier_sim::fence;
 use std::fmt;
@@ -38,8 +41,8 @@ use std::ptr::NonNull;
 /// Where a guard's slot lives.
 #[derive(Clone, Copy)]
 enum Home {
-    /// Slot `bit.trailing_zeros()` of a thread block.
-    Block { block: NonNull<SlotBlock>, bit: u32 },
+    /// A slot of this thread block.
+    Block(NonNull<SlotBlock>),
     /// A backup slot on an overflow list.
     Backup(NonNull<BackupSlot>),
 }
@@ -88,7 +91,11 @@ impl Guard<'static> {
     /// A guard in the global domain.
     #[inline]
     pub fn new() -> Guard<'static> {
-        Domain::global().guard()
+        // The fast path reaches the thread's block with one TLS access and
+        // never touches the (lazily initialized) global domain itself.
+        let guard = Guard::take_global();
+        guard.slot_ref().store(RESERVED, Ordering::Relaxed);
+        guard
     }
 }
 
@@ -103,45 +110,94 @@ impl Domain {
     /// a backup slot when they are all reserved).
     #[inline]
     pub fn guard(&self) -> Guard<'_> {
-        if let Some(block) = self.block() {
-            // SAFETY: `block` is this thread's block, alive as long as the
-            // domain; only this thread touches its free mask.
-            let b = unsafe { block.as_ref() };
-            let mask = b.hot.free_mask.get();
-            if mask != 0 {
-                let bit = mask & mask.wrapping_neg();
-                b.hot.free_mask.set(mask & !bit);
-                return Guard {
-                    slot: NonNull::from(&b.hot.slots[bit.trailing_zeros() as usize]),
-                    wildcard: NonNull::new(b.link.wildcard.cast_mut())
-                        .expect("blocks point at their domain's wildcard"),
-                    home: Home::Block { block, bit },
-                    _domain: PhantomData,
-                    _not_send: PhantomData,
-                };
-            }
-        }
-        self.guard_slow()
+        let guard = self.take_slot();
+        guard.slot_ref().store(RESERVED, Ordering::Relaxed);
+        guard
     }
 
-    /// The slow path: a backup slot on an overflow list.
-    #[cold]
-    #[inline(never)]
-    fn guard_slow(&self) -> Guard<'_> {
-        let node = self.shared.take_backup(thread_token());
-        // SAFETY: backup slots live as long as the domain.
+    /// Protects the object `src` points to with a new guard (the kernel's
+    /// `hazptr_acquire()`): finds a free slot, then the wildcard, light fence,
+    /// load, store of [`Guard::protect_ptr`]. Returns the guard and the
+    /// protected pointer.
+    #[inline]
+    pub fn acquire<T>(&self, src: &AtomicPtr<T>) -> (Guard<'_>, *mut T) {
+        let mut guard = self.take_slot();
+        let ptr = guard.protect_ptr(src);
+        (guard, ptr)
+    }
+
+    /// A free slot of this domain for a new guard (its value still `EMPTY`
+    /// for a block slot: the caller stores next).
+    #[inline]
+    fn take_slot(&self) -> Guard<'_> {
+        if let Some(block) = self.block() {
+            if let Some(guard) = Guard::in_block(block, None) {
+                return guard;
+            }
+        }
+        Guard::in_backup(self.backup_slot())
+    }
+}
+
+impl<'d> Guard<'d> {
+    /// A free slot of the global domain (`Guard::new` and [`acquire`]).
+    #[inline(always)]
+    fn take_global() -> Guard<'static> {
+        if let Some(block) = crate::domain::global_block() {
+            if let Some(guard) = Guard::in_block(block, crate::domain::global_wildcard()) {
+                return guard;
+            }
+        }
+        Guard::in_backup(crate::domain::global_backup_slot())
+    }
+
+    /// Takes a free slot of `block`, if it has one; the global domain's
+    /// guards pass its wildcard word, others `None` (read from the block).
+    /// The caller stores into the slot before anything else can look for a
+    /// free one.
+    ///
+    /// `block` must be the calling thread's block in a domain that outlives
+    /// `'d` (callers get it from the thread's registration).
+    #[inline(always)]
+    fn in_block(block: NonNull<SlotBlock>, wildcard: Option<&'d AtomicUsize>) -> Option<Guard<'d>> {
+        // SAFETY: the calling thread's block, alive as long as the domain.
+        let b = unsafe { block.as_ref() };
+        // Relaxed: only this thread writes its slots.
+        let free = |i: usize| b.hot.slots[i].load(Ordering::Relaxed) == EMPTY;
+        let index = if free(0) {
+            0
+        } else {
+            (1..SLOTS_PER_BLOCK).find(|&i| free(i))?
+        };
+        let wildcard = match wildcard {
+            Some(w) => NonNull::from(w),
+            // SAFETY: blocks always point at their domain's wildcard word.
+            None => unsafe { NonNull::new_unchecked(b.link.wildcard.cast_mut()) },
+        };
+        Some(Guard {
+            slot: NonNull::from(&b.hot.slots[index]),
+            wildcard,
+            home: Home::Block(block),
+            _domain: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// A guard on backup slot `node`, which the calling thread just took.
+    #[inline(always)]
+    fn in_backup(node: NonNull<BackupSlot>) -> Guard<'d> {
+        // SAFETY: backup slots live as long as their domain.
         let n = unsafe { node.as_ref() };
         Guard {
             slot: NonNull::from(&n.value),
-            wildcard: NonNull::from(self.shared.wildcard()),
+            // SAFETY: backup slots always point at their domain's wildcard.
+            wildcard: unsafe { NonNull::new_unchecked(n.wildcard.cast_mut()) },
             home: Home::Backup(node),
             _domain: PhantomData,
             _not_send: PhantomData,
         }
     }
-}
 
-impl<'d> Guard<'d> {
     #[inline(always)]
     fn slot_ref(&self) -> &AtomicUsize {
         // SAFETY: the slot lives in a block or backup slot of the domain,
@@ -210,7 +266,7 @@ impl<'d> Guard<'d> {
     pub fn reset(&mut self) {
         // Release pairs with the scan's Acquire load of the slot: the reads of
         // the object done under protection happen before the scan finishes.
-        self.slot_ref().store(EMPTY, Ordering::Release);
+        self.slot_ref().store(RESERVED, Ordering::Release);
     }
 
     /// Whether the guard uses a backup slot (the slow path).
@@ -227,7 +283,7 @@ impl<'d> Guard<'d> {
     /// read every block slot before any overflow list, so a scan cannot miss
     /// the protection in between.
     pub fn promote(&mut self) {
-        let Home::Block { block, bit } = self.home else {
+        let Home::Block(block) = self.home else {
             return;
         };
         // SAFETY: the block is this thread's, alive as long as the domain,
@@ -242,10 +298,8 @@ impl<'d> Guard<'d> {
         // Release: the backup value (and the node's publication) are visible
         // to a scan whose Acquire load sees the block slot empty, before that
         // scan walks the overflow lists (it walks them after every block).
+        // The block slot is free again from this store on.
         self.slot_ref().store(EMPTY, Ordering::Release);
-        // SAFETY: the block is this thread's; only this thread touches its mask.
-        let b = unsafe { block.as_ref() };
-        b.hot.free_mask.set(b.hot.free_mask.get() | bit);
         self.slot = NonNull::from(&n.value);
         self.home = Home::Backup(backup);
     }
@@ -254,13 +308,11 @@ impl<'d> Guard<'d> {
 impl Drop for Guard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.reset();
+        // Release pairs with the scan's Acquire load of the slot, as in
+        // `reset`; for a block slot this also frees it.
+        self.slot_ref().store(EMPTY, Ordering::Release);
         match self.home {
-            Home::Block { block, bit } => {
-                // SAFETY: this thread's block; only this thread touches its mask.
-                let b = unsafe { block.as_ref() };
-                b.hot.free_mask.set(b.hot.free_mask.get() | bit);
-            }
+            Home::Block(_) => {}
             Home::Backup(node) => {
                 crate::domain::forget_backup(node);
                 // SAFETY: backup slots live as long as the domain.
@@ -286,8 +338,10 @@ impl Drop for Guard<'_> {
 /// ```
 #[inline]
 pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&T>) -> R) -> R {
-    let mut guard = src.domain().guard();
-    f(src.load(&mut guard))
+    let (_guard, ptr) = src.domain().acquire(src.raw());
+    // SAFETY: `ptr` is null or an object the box published, protected by
+    // `_guard` in the box's domain until after `f` returns.
+    f(unsafe { ptr.as_ref() })
 }
 
 /// The raw form of [`scoped`]: protects what `src` points to (in the global
@@ -304,6 +358,26 @@ pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&
 /// ```
 #[inline]
 pub fn scoped_ptr<T, R>(src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
-    let mut guard = Guard::new();
-    f(guard.protect_ptr(src))
+    let (_guard, ptr) = acquire(src);
+    f(ptr)
+}
+
+/// [`Domain::acquire`] in the global domain: protects what `src` points to
+/// with a new guard and returns both (the kernel's `hazptr_acquire()`).
+///
+/// ```
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let shared = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
+/// let (guard, p) = hazptr::acquire(&shared);
+/// // SAFETY: protected until `guard` is dropped.
+/// assert_eq!(unsafe { *p }, 7);
+/// drop(guard); // the kernel's hazptr_release()
+/// # drop(unsafe { Box::from_raw(p) });
+/// ```
+#[inline]
+pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
+    let mut guard = Guard::take_global();
+    let ptr = guard.protect_ptr(src);
+    (guard, ptr)
 }

@@ -59,7 +59,7 @@ mod sync;
 
 pub use atomic_box::{AtomicBox, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
-pub use guard::{Guard, scoped, scoped_ptr};
+pub use guard::{Guard, acquire, scoped, scoped_ptr};
 
 /// [`Domain::synchronize`] in the global domain.
 ///

@@ -48,7 +48,7 @@
 
 use crate::bloom::Bloom;
 use crate::domain::{Domain, Shared, thread_holds};
-use crate::slot::{EMPTY, is_older_wildcard, is_wildcard};
+use crate::slot::{EMPTY, RESERVED, is_older_wildcard, is_wildcard};
 use crate::sync::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, Pause, UnsafeCell,
     futex_wait, futex_wake_all, spin_loop,
@@ -176,7 +176,7 @@ pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
 /// Whether a value returned by [`read_slot`] protects an address.
 #[inline]
 pub(crate) fn protects(value: usize) -> bool {
-    value != EMPTY && !is_wildcard(value)
+    value != EMPTY && value != RESERVED && !is_wildcard(value)
 }
 
 /// Calls `f` on every slot: all per-thread slots first, then every backup

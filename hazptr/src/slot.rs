@@ -5,7 +5,8 @@
 //!
 //! One `usize`:
 //!
-//! - `0`: empty;
+//! - `0`: empty (a block slot holding it is free);
+//! - `2`: reserved by a guard that protects nothing;
 //! - an odd value: a **wildcard**, `(generation << 1) | 1`, stored by
 //!   `acquire` before it loads the pointer. While a slot holds a wildcard a
 //!   scan must treat it as protecting every address, unless its generation is
@@ -43,11 +44,13 @@ use std::ptr;
 /// Slots per thread block: seven slots and the free mask fill one cache line.
 pub(crate) const SLOTS_PER_BLOCK: usize = if cfg!(loom) { 2 } else { 7 };
 
-/// A free mask with every slot of a block free.
-pub(crate) const ALL_FREE: u32 = (1 << SLOTS_PER_BLOCK) - 1;
-
-/// The value of an empty slot.
+/// The value of an empty (free) slot.
 pub(crate) const EMPTY: usize = 0;
+
+/// The value of a slot a guard holds while protecting nothing. Even, and
+/// below any address an allocation can have, so it is neither a wildcard
+/// nor an object.
+pub(crate) const RESERVED: usize = 2;
 
 /// Whether a slot value is a wildcard (odd).
 #[inline(always)]
@@ -66,13 +69,23 @@ pub(crate) const fn is_older_wildcard(value: usize, current: usize) -> bool {
 /// The first wildcard a domain publishes (generation 0).
 pub(crate) const FIRST_WILDCARD: usize = 1;
 
-/// The hot line of a block: the slots and the owner's free mask.
+/// The hot line of a block: its slots. A block slot is free exactly when it
+/// holds [`EMPTY`]; a guard that protects nothing keeps its slot at
+/// [`RESERVED`]. Finding a free slot is a load of the thread's own slot and
+/// a predicted branch, with no bookkeeping store.
 #[repr(C, align(64))]
 pub(crate) struct HotLine {
     pub(crate) slots: [AtomicUsize; SLOTS_PER_BLOCK],
-    /// Bit `i` set: slot `i` is not reserved by a guard. Only the owning
-    /// thread reads or writes it.
-    pub(crate) free_mask: Cell<u32>,
+}
+
+impl HotLine {
+    /// Whether no guard holds any slot. Only meaningful for the owner.
+    pub(crate) fn all_free(&self) -> bool {
+        // Relaxed: only the owner writes its slots.
+        self.slots
+            .iter()
+            .all(|s| s.load(Ordering::Relaxed) == EMPTY)
+    }
 }
 
 /// The link line: read by scans and by registration, written rarely.
@@ -111,7 +124,7 @@ pub(crate) struct OwnerLine {
     pub(crate) since_check: Cell<u32>,
 }
 
-// SAFETY: the `Cell`s (`free_mask`, `since_check`) and the batch are only
+// SAFETY: the `Cell` (`since_check`) and the batch are only
 // touched by the owning thread, or under the domain's retired-list mutex after
 // the owner has stopped using the domain (see `retire`); everything else is
 // atomic or immutable after publication.
@@ -127,7 +140,6 @@ impl SlotBlock {
         SlotBlock {
             hot: HotLine {
                 slots: std::array::from_fn(|_| AtomicUsize::new(EMPTY)),
-                free_mask: Cell::new(ALL_FREE),
             },
             link: LinkLine {
                 next: ptr::null_mut(),
@@ -152,14 +164,17 @@ pub(crate) struct BackupSlot {
     pub(crate) in_use: AtomicBool,
     /// Next backup slot of the same overflow list; set before publication.
     pub(crate) next: *mut BackupSlot,
+    /// The domain's wildcard word (as in a block's link line).
+    pub(crate) wildcard: *const AtomicUsize,
 }
 
 impl BackupSlot {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(wildcard: *const AtomicUsize) -> Self {
         BackupSlot {
             value: AtomicUsize::new(EMPTY),
             in_use: AtomicBool::new(true),
             next: ptr::null_mut(),
+            wildcard,
         }
     }
 }

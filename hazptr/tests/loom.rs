@@ -71,10 +71,11 @@ fn acquire_racing_synchronize(shared_scan: bool) {
         let reader = {
             let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
             thread::spawn(move || {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&src);
+                // The fused form, as the kernel's hazptr_acquire().
+                let (guard, p) = domain.acquire(&src);
                 // SAFETY: protected by `guard`.
                 unsafe { check(p) };
+                drop(guard);
             })
         };
         let old = src.swap(obj(), AcqRel);

@@ -10,7 +10,7 @@ use std::time::Duration;
 /// `hazptr_release()` pair.
 pub(super) const HAZPTR: Implementation<dyn ReadSide> = Implementation {
     name: "hazptr",
-    summary: "hazptr Guard::new + protect_ptr + drop (slot, wildcard, light fence, load, store; release store)",
+    summary: "hazptr::acquire + drop (free slot, wildcard, light fence, load, store; release store)",
     origin: Origin::Workspace,
     make: |_| Ok(Box::new(Hazptr::new())),
 };
@@ -32,11 +32,11 @@ impl ReadSide for Hazptr {
         // Registration (the thread's slot block) happens on the first guard,
         // which the untimed set-up call of `read_sections(1)` makes.
         time_sections(iterations, || {
-            let mut guard = hazptr::Guard::new();
-            let p = guard.protect_ptr(&self.value);
+            let (guard, p) = hazptr::acquire(&self.value);
             // SAFETY: protected by `guard`; freed only in `drop`, which cannot
             // run while `&self` is borrowed.
             black_box(unsafe { *p });
+            drop(guard);
         })
     }
 }
