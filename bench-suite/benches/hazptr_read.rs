@@ -2,8 +2,9 @@
 //! the hazard-pointer and epoch crates Rust users reach for.
 //!
 //! Each iteration enters, reads the protected `u64` through `black_box` and
-//! exits: hazptr takes a guard, protects and drops it (slot reservation
-//! included); haphazard protects and resets a hazard pointer held across
+//! exits: hazptr acquires (free slot, protect) and releases in the kernel's
+//! fused form, and separately as guard + protect + drop (one more store, the
+//! slot reservation); haphazard protects and resets a hazard pointer held across
 //! iterations (its cheapest form); seize enters and protects; crossbeam-epoch
 //! pins and loads.
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -19,7 +20,15 @@ fn hazptr_read(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(2));
 
     let value = AtomicPtr::new(Box::into_raw(Box::new(42u64)));
-    group.bench_function(BenchmarkId::new("hazptr", "protect+release"), |b| {
+    group.bench_function(BenchmarkId::new("hazptr", "acquire+release"), |b| {
+        b.iter(|| {
+            let (guard, p) = hazptr::acquire(&value);
+            // SAFETY: protected by `guard`; freed only after the benchmark.
+            black_box(unsafe { *p });
+            drop(guard);
+        })
+    });
+    group.bench_function(BenchmarkId::new("hazptr", "guard+protect+release"), |b| {
         b.iter(|| {
             let mut guard = hazptr::Guard::new();
             let p = guard.protect_ptr(&value);

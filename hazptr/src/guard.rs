@@ -130,10 +130,8 @@ impl Domain {
     /// for a block slot: the caller stores next).
     #[inline]
     fn take_slot(&self) -> Guard<'_> {
-        if let Some(block) = self.block() {
-            if let Some(guard) = Guard::in_block(block, None) {
-                return guard;
-            }
+        if let Some(guard) = self.block().and_then(|b| Guard::in_block(b, None)) {
+            return guard;
         }
         Guard::in_backup(self.backup_slot())
     }
@@ -143,10 +141,11 @@ impl<'d> Guard<'d> {
     /// A free slot of the global domain (`Guard::new` and [`acquire`]).
     #[inline(always)]
     fn take_global() -> Guard<'static> {
-        if let Some(block) = crate::domain::global_block() {
-            if let Some(guard) = Guard::in_block(block, crate::domain::global_wildcard()) {
-                return guard;
-            }
+        let wildcard = crate::domain::global_wildcard();
+        if let Some(guard) =
+            crate::domain::global_block().and_then(|b| Guard::in_block(b, wildcard))
+        {
+            return guard;
         }
         Guard::in_backup(crate::domain::global_backup_slot())
     }
