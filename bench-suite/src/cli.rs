@@ -142,6 +142,9 @@ pub struct TortureArgs {
     /// Seconds each implementation is tortured.
     #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
+    /// Force the acquire slow path (backup slots); only hazptr has one.
+    #[arg(long)]
+    pub slow_path: bool,
     /// Print a JSON array of {"impl","reads","replaced","errors",...}.
     #[arg(long)]
     pub json: bool,
@@ -332,10 +335,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Torture(args) => {
             let chosen = registry::select(torture::implementations(), &args.implementations)
                 .unwrap_or_else(|e| usage_error(e));
+            if args.slow_path {
+                let without: Vec<&str> = chosen
+                    .iter()
+                    .map(|imp| imp.name)
+                    .filter(|name| !torture::SLOW_PATH_IMPLEMENTATIONS.contains(name))
+                    .collect();
+                if !without.is_empty() {
+                    usage_error(format!(
+                        "--slow-path forces the acquire slow path, which only {} have; {} do not (choose e.g. --impl hazptr)",
+                        torture::SLOW_PATH_IMPLEMENTATIONS.join(", "),
+                        without.join(", ")
+                    ));
+                }
+            }
             let config = torture::Config {
                 readers: args.readers as usize,
                 writers: args.writers as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
+                slow_path: args.slow_path,
             };
             let outcomes = torture::torture_all(&chosen, config);
             if args.json {

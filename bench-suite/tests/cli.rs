@@ -309,3 +309,107 @@ fn advise_recommends_with_its_figures() {
         stderr(&out)
     );
 }
+
+#[test]
+fn hazptr_is_listed_first_in_its_kinds() {
+    let out = syncbench(&["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = |command: &str| {
+        kinds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["command"] == command)
+            .map(|k| k["implementations"][0]["name"].clone())
+            .unwrap()
+    };
+    assert_eq!(first("refscale"), "hazptr");
+    assert_eq!(first("rcuscale"), "hazptr");
+    assert_eq!(first("torture"), "hazptr");
+    let text = String::from_utf8(syncbench(&["list"]).stdout).unwrap();
+    assert!(text.contains("hazptr-unshared"), "{text}");
+}
+
+#[test]
+fn hazptr_refscale_and_rcuscale_report_figures() {
+    let out = syncbench(&[
+        "refscale",
+        "--impl",
+        "hazptr",
+        "--iterations",
+        "10000",
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["impl"], "hazptr");
+    assert!(rows[0]["ns_per_op"].as_f64().unwrap() > 0.0);
+
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,hazptr-unshared",
+        "--writers",
+        "3",
+        "--readers",
+        "1",
+        "--duration-s",
+        "0.3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["impl"], "hazptr");
+    assert_eq!(rows[1]["impl"], "hazptr-unshared");
+    for row in rows {
+        assert_eq!(row["writers"], 3);
+        assert_eq!(row["readers"], 1);
+        assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
+        let lat = &row["latency_us"];
+        for key in ["mean", "p50", "p99", "max"] {
+            assert!(lat[key].as_f64().unwrap() > 0.0, "{row}");
+        }
+        assert!(lat["p50"].as_f64() <= lat["max"].as_f64(), "{row}");
+    }
+}
+
+#[test]
+fn hazptr_torture_passes_on_both_paths_and_slow_path_is_hazptr_only() {
+    for extra in [&[][..], &["--slow-path"][..]] {
+        let mut args = vec![
+            "torture",
+            "--impl",
+            "hazptr",
+            "--readers",
+            "2",
+            "--writers",
+            "2",
+            "--duration-s",
+            "0.4",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = syncbench(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = &rows[0];
+        assert_eq!(row["impl"], "hazptr");
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(row["reads"].as_u64().unwrap() > 0 && row["replaced"].as_u64().unwrap() > 0);
+    }
+    let out = syncbench(&["torture", "--impl", "crossbeam-epoch", "--slow-path"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--slow-path")
+            && err.contains("only hazptr")
+            && err.contains("crossbeam-epoch"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -11,6 +11,7 @@
 //!   well below one wait's latency;
 //! - **wait latency** (mean, p50, p99, max) of each individual wait.
 
+mod hazptr;
 mod peers;
 
 use crate::progress::Progress;
@@ -38,7 +39,11 @@ pub fn implementations() -> &'static [Implementation<dyn GracePeriod>] {
 }
 
 /// The registry: this workspace's implementations first, then the peers.
-static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod>] = &[peers::CROSSBEAM_EPOCH];
+static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod>] = &[
+    hazptr::HAZPTR,
+    hazptr::HAZPTR_UNSHARED,
+    peers::CROSSBEAM_EPOCH,
+];
 
 /// How to run rcuscale.
 #[derive(Clone, Copy, Debug)]

@@ -6,6 +6,7 @@
 //! its own tight loop ([`ReadSide::read_sections`]) so that no dynamic dispatch
 //! sits inside the timed region, as refscale's `readsection()` hooks do.
 
+mod hazptr;
 mod peers;
 
 use crate::progress::Progress;
@@ -42,6 +43,7 @@ pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
 
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
+    hazptr::HAZPTR,
     peers::CROSSBEAM_EPOCH,
     peers::HAPHAZARD,
     peers::SEIZE,

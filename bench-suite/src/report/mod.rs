@@ -88,11 +88,13 @@ impl Profile {
                 readers: 4,
                 writers: 2,
                 duration: Duration::from_secs(2),
+                slow_path: false,
             },
             Profile::Full => torture::Config {
                 readers: 8,
                 writers: 2,
                 duration: Duration::from_secs(10),
+                slow_path: false,
             },
         }
     }
