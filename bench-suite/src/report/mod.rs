@@ -5,6 +5,7 @@
 //! written to `results.json`, and every table compares contenders measured in
 //! the same run, so ratios are honest even on a noisy machine.
 
+pub mod choosing;
 pub mod document;
 pub mod plots;
 
@@ -285,11 +286,41 @@ pub fn document(results: &Results) -> Document {
         ],
         sections: Vec::new(),
     };
+    doc.sections.push(choosing_section(results));
     doc.sections.push(refscale_section(results));
     doc.sections.push(locktorture_section(results));
     doc.sections.push(rcuscale_section(results));
     doc.sections.push(torture_section(results));
     doc
+}
+
+fn choosing_section(results: &Results) -> Section {
+    let mut section = Section::new("Choosing a primitive on this machine");
+    section.paragraph(
+        "Each row is decided by the measurement it names, from this run only; *costs elsewhere* is \
+         another figure of the same run that the winner pays. Details and the other contenders are in \
+         the sections below.",
+    );
+    let mut table = Table::new(&[
+        "use case",
+        "winner",
+        "figure",
+        "runner-up",
+        "costs elsewhere",
+        "measured by",
+    ]);
+    for c in choosing::table(results) {
+        table.row(vec![
+            c.use_case.to_owned(),
+            c.winner,
+            c.figure,
+            c.runner_up,
+            c.costs_elsewhere,
+            c.measured_by,
+        ]);
+    }
+    section.table(table);
+    section
 }
 
 /// Names in first-seen order.

@@ -1,0 +1,410 @@
+//! The choosing table: for each use case, which primitive wins on this
+//! machine, by how much, and what it costs elsewhere, computed from the
+//! figures of one report run (never from constants).
+//!
+//! Each use case names the measurement that decides it, the contenders that
+//! fit it, and whether lower or higher wins. A contender missing from the run
+//! (an unavailable peer, a profile that skipped it) is left out of that row.
+
+use super::Results;
+use serde::Serialize;
+
+/// One row of the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Choice {
+    /// The job, in a user's words.
+    pub use_case: &'static str,
+    /// The winner on this machine.
+    pub winner: String,
+    /// The winner's deciding figure, with its unit.
+    pub figure: String,
+    /// The runner-up and how far behind it is.
+    pub runner_up: String,
+    /// What the winner costs elsewhere (another measured figure).
+    pub costs_elsewhere: String,
+    /// The measurement that decided the row.
+    pub measured_by: String,
+}
+
+/// A contender's deciding figure.
+struct Candidate {
+    name: String,
+    value: f64,
+}
+
+/// Picks the best of `candidates` (`lower` wins, or higher) and describes the
+/// margin over the runner-up as a ratio in the winning direction.
+fn rank(
+    mut candidates: Vec<Candidate>,
+    lower: bool,
+) -> Option<(Candidate, Option<(Candidate, f64)>)> {
+    candidates.retain(|c| c.value.is_finite());
+    candidates.sort_by(|a, b| {
+        if lower {
+            a.value.total_cmp(&b.value)
+        } else {
+            b.value.total_cmp(&a.value)
+        }
+    });
+    let mut it = candidates.into_iter();
+    let best = it.next()?;
+    let next = it.next().map(|n| {
+        let margin = if lower {
+            n.value / best.value
+        } else {
+            best.value / n.value.max(f64::MIN_POSITIVE)
+        };
+        (n, margin)
+    });
+    Some((best, next))
+}
+
+fn refscale_ns(results: &Results, name: &str, threads: usize) -> Option<f64> {
+    results
+        .refscale
+        .iter()
+        .find(|o| o.name == name && o.threads == threads)
+        .map(|o| o.ns_per_op)
+}
+
+fn wait_latency(results: &Results, name: &str) -> Option<(f64, f64)> {
+    results
+        .rcuscale
+        .iter()
+        .filter(|o| o.name == name && o.writers == 1)
+        .min_by_key(|o| o.readers)
+        .map(|o| (o.latency_us.mean, o.latency_us.p99))
+}
+
+fn torture_row<'a>(results: &'a Results, name: &str) -> Option<&'a crate::torture::Outcome> {
+    results.torture.iter().find(|o| o.name == name)
+}
+
+/// A read-side contender and the writer-side implementation that pairs with it.
+const POINTER_READERS: &[(&str, &str)] = &[
+    ("rcu-lite-memb", "rcu-lite"),
+    ("rcu-lite-qsbr", "rcu-lite"),
+    ("hazptr", "hazptr"),
+    ("liburcu-memb", "liburcu-memb"),
+    ("liburcu-qsbr", "liburcu-memb"),
+    ("crossbeam-epoch", "crossbeam-epoch"),
+    ("seize", ""),
+    ("haphazard", ""),
+    ("arc-swap", ""),
+];
+
+fn row(
+    use_case: &'static str,
+    measured_by: String,
+    unit: &str,
+    ranked: Option<(Candidate, Option<(Candidate, f64)>)>,
+    costs: impl Fn(&str) -> String,
+) -> Option<Choice> {
+    let (best, next) = ranked?;
+    let runner_up = match next {
+        Some((n, margin)) => format!(
+            "{} ({}; winner {margin:.2}x better)",
+            n.name,
+            fmt_value(n.value, unit)
+        ),
+        None => "none measured".into(),
+    };
+    Some(Choice {
+        use_case,
+        figure: fmt_value(best.value, unit),
+        costs_elsewhere: costs(&best.name),
+        winner: best.name,
+        runner_up,
+        measured_by,
+    })
+}
+
+fn fmt_value(v: f64, unit: &str) -> String {
+    if v >= 1e6 && unit.ends_with("/s") {
+        format!("{:.2} M{unit}", v / 1e6)
+    } else if v >= 100.0 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.2} {unit}")
+    }
+}
+
+/// The table for `results`.
+pub fn table(results: &Results) -> Vec<Choice> {
+    let threads = results
+        .refscale
+        .iter()
+        .map(|o| o.threads)
+        .max()
+        .unwrap_or(1)
+        .min(2);
+    let mut rows = Vec::new();
+
+    // 1. A read-mostly shared pointer that is swapped rarely: read-side cost.
+    let ranked = rank(
+        POINTER_READERS
+            .iter()
+            .filter_map(|(n, _)| {
+                Some(Candidate {
+                    name: (*n).into(),
+                    value: refscale_ns(results, n, threads)?,
+                })
+            })
+            .collect(),
+        true,
+    );
+    rows.extend(row(
+        "read-mostly shared pointer, swapped rarely",
+        format!("refscale, {threads} reader thread(s), ns per read-side section"),
+        "ns/read",
+        ranked,
+        |winner| {
+            let writer = POINTER_READERS.iter().find(|(n, _)| *n == winner).map_or("", |(_, w)| *w);
+            let mut cost = match wait_latency(results, writer) {
+                Some((mean, p99)) => {
+                    format!("a writer waiting for readers ({writer}) takes {mean:.1} us mean, {p99:.1} us p99")
+                }
+                None => "writer-side wait not measured".into(),
+            };
+            if winner.ends_with("qsbr") {
+                cost.push_str("; every reader thread must announce quiescent states");
+            }
+            cost
+        },
+    ));
+
+    // 2. Per-object protection with bounded memory: memory held back under torture.
+    let bounded: Vec<Candidate> = ["hazptr", "haphazard"]
+        .iter()
+        .filter_map(|n| {
+            Some(Candidate {
+                name: (*n).into(),
+                value: torture_row(results, n)?.unreclaimed_max as f64,
+            })
+        })
+        .collect();
+    let unbounded = results
+        .torture
+        .iter()
+        .filter(|o| !["hazptr", "haphazard"].contains(&o.name.as_str()))
+        .max_by_key(|o| o.unreclaimed_max);
+    rows.extend(row(
+        "per-object protection with bounded memory",
+        "torture: most objects retired but not yet freed at once (hazard-pointer schemes bound it)"
+            .into(),
+        "objects",
+        rank(bounded, true),
+        |winner| {
+            let read = refscale_ns(results, winner, 1)
+                .map_or("read cost not measured".into(), |ns| {
+                    format!("reads cost {ns:.2} ns")
+                });
+            match unbounded {
+                Some(u) => format!(
+                    "{read}; for comparison {} held back up to {} objects",
+                    u.name, u.unreclaimed_max
+                ),
+                None => read,
+            }
+        },
+    ));
+
+    // 3. A read-mostly lock over a large struct: uncontended read lock cost, at
+    //    the largest thread count measured (readers sharing the lock word).
+    let locks = ["qrwlock-read", "parking_lot-read", "std-read"];
+    rows.extend(row(
+        "read-mostly lock over a large struct",
+        format!("refscale, {threads} reader thread(s), ns per read lock + unlock"),
+        "ns/read",
+        rank(
+            locks
+                .iter()
+                .filter_map(|n| {
+                    Some(Candidate {
+                        name: (*n).into(),
+                        value: refscale_ns(results, n, threads)?,
+                    })
+                })
+                .collect(),
+            true,
+        ),
+        |winner| {
+            let lock = winner.trim_end_matches("-read");
+            match results
+                .locktorture
+                .iter()
+                .filter(|o| o.lock == lock)
+                .max_by_key(|o| o.writers + o.readers)
+            {
+                Some(o) => format!(
+                    "under contention ({}w/{}r) writers get {:.3} of a reader's share{}",
+                    o.writers,
+                    o.readers,
+                    o.writer_share(),
+                    if o.writes.starved() || o.reads.starved() {
+                        ", some threads starved"
+                    } else {
+                        ""
+                    }
+                ),
+                None => "contention not measured".into(),
+            }
+        },
+    ));
+
+    // 4. A write-heavy lock: writer acquisitions per second in the mix with
+    //    the most writers per reader.
+    if let Some(mix) = results
+        .locktorture
+        .iter()
+        .map(|o| (o.writers, o.readers))
+        .filter(|(w, _)| *w > 0)
+        .max_by(|a, b| {
+            (a.0 as f64 / (a.1 as f64 + 1.0)).total_cmp(&(b.0 as f64 / (b.1 as f64 + 1.0)))
+        })
+    {
+        let ranked = rank(
+            results
+                .locktorture
+                .iter()
+                .filter(|o| (o.writers, o.readers) == mix)
+                .map(|o| Candidate {
+                    name: o.lock.clone(),
+                    value: o.writes.total as f64 / o.duration_s,
+                })
+                .collect(),
+            false,
+        );
+        rows.extend(row(
+            "write-heavy lock",
+            format!(
+                "locktorture {}w/{}r: writer acquisitions per second",
+                mix.0, mix.1
+            ),
+            "writes/s",
+            ranked,
+            |winner| match results
+                .locktorture
+                .iter()
+                .find(|o| o.lock == winner && (o.writers, o.readers) == mix)
+            {
+                Some(o) if o.readers > 0 => format!(
+                    "its readers got {:.0} acquisitions/s per thread{}",
+                    o.reads.per_thread(o.readers) / o.duration_s,
+                    if o.reads.starved() {
+                        " (some starved)"
+                    } else {
+                        ""
+                    }
+                ),
+                _ => "readers not measured".into(),
+            },
+        ));
+    }
+
+    // 5. A writer that must wait for readers with low latency.
+    let waiters: Vec<&str> = {
+        let mut names: Vec<&str> = results.rcuscale.iter().map(|o| o.name.as_str()).collect();
+        names.dedup();
+        names
+    };
+    rows.extend(row(
+        "writer that must wait for readers, with low latency",
+        "rcuscale, 1 writer (fewest readers measured): mean wait".into(),
+        "us",
+        rank(
+            waiters
+                .iter()
+                .filter_map(|n| {
+                    Some(Candidate {
+                        name: (*n).into(),
+                        value: wait_latency(results, n)?.0,
+                    })
+                })
+                .collect(),
+            true,
+        ),
+        |winner| {
+            let per_gp = results
+                .rcuscale
+                .iter()
+                .filter(|o| o.name == winner)
+                .max_by_key(|o| o.writers)
+                .map(|o| {
+                    format!(
+                        "with {} concurrent writers, {:.2} us per grace period",
+                        o.writers, o.per_gp_us
+                    )
+                });
+            let p99 = wait_latency(results, winner).map(|(_, p99)| format!("p99 {p99:.1} us"));
+            [p99, per_gp]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    ));
+
+    // 6. Small Copy data: reading one word.
+    let small = [
+        "seqlock",
+        "arc-swap",
+        "rcu-lite-memb",
+        "hazptr",
+        "qrwlock-read",
+        "parking_lot-read",
+        "std-read",
+    ];
+    rows.extend(row(
+        "small Copy data (one word)",
+        format!("refscale, {threads} reader thread(s), ns per read of a u64"),
+        "ns/read",
+        rank(
+            small
+                .iter()
+                .filter_map(|n| {
+                    Some(Candidate {
+                        name: (*n).into(),
+                        value: refscale_ns(results, n, threads)?,
+                    })
+                })
+                .collect(),
+            true,
+        ),
+        |winner| {
+            if winner == "seqlock" {
+                "readers retry while a write is in progress; writers serialize on a spin lock"
+                    .into()
+            } else {
+                format!(
+                    "1-thread read {:.2} ns",
+                    refscale_ns(results, winner, 1).unwrap_or(f64::NAN)
+                )
+            }
+        },
+    ));
+
+    // 7. Freeing in bulk from a background thread: objects replaced and
+    //    handed to deferred reclamation per second under torture.
+    rows.extend(row(
+        "freeing in bulk from a background thread",
+        "torture: objects replaced and handed to deferred reclamation per second".into(),
+        "frees/s",
+        rank(
+            results
+                .torture
+                .iter()
+                .map(|o| Candidate {
+                    name: o.name.clone(),
+                    value: o.replaced as f64 / o.duration_s,
+                })
+                .collect(),
+            false,
+        ),
+        |winner| match torture_row(results, winner) {
+            Some(o) => format!("held back up to {} unreclaimed objects", o.unreclaimed_max),
+            None => String::new(),
+        },
+    ));
+    rows
+}
