@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering::{Acquire, Release};
 pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
 
 /// Spins of a `rcu_barrier()` caller before it sleeps.
-const BARRIER_SPINS: u32 = if cfg!(loom) { 0 } else { 100 };
+const BARRIER_SPINS: u32 = if cfg!(loom) { 1 } else { 100 };
 
 #[cfg(not(loom))]
 std::thread_local! {

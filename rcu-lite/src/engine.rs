@@ -108,9 +108,9 @@ const WAITS_FOR_HOLDOUTS: u32 = 1;
 const WAITS_FOR_TIMER: u32 = 2;
 
 /// Rechecks of the holdouts before the driver sleeps.
-const HOLDOUT_SPINS: u32 = if cfg!(loom) { 0 } else { 200 };
+const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 /// Checks for completion before a waiting caller sleeps.
-const CALLER_SPINS: u32 = if cfg!(loom) { 0 } else { 50 };
+const CALLER_SPINS: u32 = if cfg!(loom) { 1 } else { 50 };
 
 /// How many grace periods an engine has started and completed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
