@@ -12,7 +12,8 @@
 //!
 //! - outermost: store the engine's `gp_word` (the newest grace period started,
 //!   nesting 1) into the record, then `fence::light()`, which pairs with the
-//!   grace period's `fence::heavy()`;
+//!   grace period's `fence::heavy()` (the light fence's mode test is folded
+//!   into the thread's record pointer: see `ThreadRecord`);
 //! - nested: add one to the nesting.
 //!
 //! Dropping the [`Guard`]:
@@ -33,8 +34,8 @@
 
 use crate::config::GpConfig;
 use crate::engine::{Engine, GpCounts};
-use crate::record::{NEST_MASK, NEST_ONE, Record, nesting};
-use membarrier_sim::fence;
+use crate::record::{NEST_MASK, NEST_ONE, nesting};
+use crate::thread_record::ThreadRecord;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -67,14 +68,14 @@ crate::thread_record::thread_record!();
 /// [`crate::Rcu::read`] stay valid. Guards nest. `!Send` and `!Sync`.
 #[must_use = "the read-side section ends when the guard is dropped"]
 pub struct Guard {
-    record: &'static Record,
+    record: ThreadRecord,
     _not_send: PhantomData<*const ()>,
 }
 
 impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("memb::Guard")
-            .field("nesting", &nesting(self.record.word.load(Relaxed)))
+            .field("nesting", &nesting(self.record.record().word.load(Relaxed)))
             .finish()
     }
 }
@@ -98,9 +99,10 @@ impl Drop for Guard {
     }
 }
 
-/// The read lock on `record`, the calling thread's.
+/// The read lock on `thread`, the calling thread's record.
 #[inline(always)]
-pub(crate) fn lock(record: &Record) {
+pub(crate) fn lock(thread: ThreadRecord) {
+    let record = thread.record();
     // Relaxed: only this thread writes its word; this reads its own last store.
     let word = record.word.load(Relaxed);
     if nesting(word) == 0 {
@@ -110,9 +112,9 @@ pub(crate) fn lock(record: &Record) {
         // a section that began after init.
         let snapshot = engine().reader.gp_word.load(Acquire);
         record.word.store(snapshot, Relaxed);
-        // Orders the store above before the section's loads; pairs with
-        // fence::heavy() in `Engine::grace_period`.
-        fence::light();
+        // fence::light(): orders the store above before the section's loads;
+        // pairs with fence::heavy() in `Engine::grace_period`.
+        thread.light();
     } else if nesting(word) == NEST_MASK {
         nesting_overflow();
     } else {
@@ -120,18 +122,19 @@ pub(crate) fn lock(record: &Record) {
     }
 }
 
-/// The read unlock on `record`, the calling thread's.
+/// The read unlock on `thread`, the calling thread's record.
 #[inline(always)]
-pub(crate) fn unlock(record: &Record) {
+pub(crate) fn unlock(thread: ThreadRecord) {
+    let record = thread.record();
     // Relaxed: only this thread writes its word.
     let word = record.word.load(Relaxed);
     if nesting(word) == NEST_ONE {
         // Release pairs with the Acquire loads of record words in the scan and
         // rechecks: the section's loads happen before the grace period ends.
         record.word.store(word - NEST_ONE, Release);
-        // Orders the store before the load of `driver_wait`; pairs with
-        // fence::heavy() in `Engine::sleep_for_holdouts`.
-        fence::light();
+        // fence::light(): orders the store before the load of `driver_wait`;
+        // pairs with fence::heavy() in `Engine::sleep_for_holdouts`.
+        thread.light();
         engine().wake_driver_if_waiting();
     } else if nesting(word) == 0 {
         unbalanced_unlock();
@@ -157,7 +160,7 @@ pub(crate) fn unbalanced_unlock() -> ! {
 
 /// Whether the calling thread is inside a read-side section.
 pub fn read_ongoing() -> bool {
-    registered_record().is_some_and(|record| nesting(record.word.load(Relaxed)) != 0)
+    registered_record().is_some_and(|thread| nesting(thread.record().word.load(Relaxed)) != 0)
 }
 
 /// Waits until every read-side section that began before the call has ended
@@ -183,7 +186,7 @@ pub fn synchronize_rcu_expedited() {
 }
 
 fn synchronize(expedited: bool, name: &str) {
-    let own = thread_record();
+    let own = thread_record().record();
     // Relaxed: only this thread writes its word.
     if nesting(own.word.load(Relaxed)) != 0 {
         panic!(

@@ -253,7 +253,7 @@ fn synchronize(expedited: bool, name: &str) {
              QsbrThread::synchronize_rcu() or take the registration offline first"
         );
     }
-    engine().synchronize(thread_record(), expedited);
+    engine().synchronize(thread_record().record(), expedited);
 }
 
 /// Runs `callback` on the flavor's callback thread after a grace period that

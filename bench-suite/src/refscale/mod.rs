@@ -6,7 +6,9 @@
 //! its own tight loop ([`ReadSide::read_sections`]) so that no dynamic dispatch
 //! sits inside the timed region, as refscale's `readsection()` hooks do.
 
+mod liburcu;
 mod peers;
+mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -42,6 +44,8 @@ pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
 
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
+    rcu_lite::RCU_LITE_MEMB,
+    rcu_lite::RCU_LITE_QSBR,
     peers::CROSSBEAM_EPOCH,
     peers::HAPHAZARD,
     peers::SEIZE,
@@ -49,6 +53,8 @@ static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
     peers::SEQLOCK,
     peers::PARKING_LOT_READ,
     peers::STD_READ,
+    liburcu::LIBURCU_MEMB,
+    liburcu::LIBURCU_QSBR,
 ];
 
 /// How to run refscale.

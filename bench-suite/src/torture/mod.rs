@@ -10,6 +10,7 @@
 
 pub mod object;
 mod peers;
+mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -43,7 +44,11 @@ pub fn implementations() -> &'static [Implementation<dyn Torture, Options>] {
 }
 
 /// The registry: this workspace's implementations first, then the peers.
-static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[peers::CROSSBEAM_EPOCH];
+static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[
+    rcu_lite::RCU_LITE_MEMB,
+    rcu_lite::RCU_LITE_QSBR,
+    peers::CROSSBEAM_EPOCH,
+];
 
 /// How to run a torture test.
 #[derive(Clone, Copy, Debug)]
