@@ -12,8 +12,7 @@
 //!
 //! - outermost: store the engine's `gp_word` (the newest grace period started,
 //!   nesting 1) into the record, then `fence::light()`, which pairs with the
-//!   grace period's `fence::heavy()` (the light fence's mode test is folded
-//!   into the thread's record pointer: see `ThreadRecord`);
+//!   grace period's `fence::heavy()`;
 //! - nested: add one to the nesting.
 //!
 //! Dropping the [`Guard`]:
@@ -26,6 +25,20 @@
 //! Only the owning thread writes its word, so no read-modify-write is needed.
 //! The guard is `!Send`: the section belongs to the thread's record.
 //!
+//! # Fast path and slow path
+//!
+//! The inline fast path handles the common case only: a registered thread, in
+//! `fence::Mode::Membarrier`, entering its outermost section or leaving it. It
+//! tests the low 16 bits of the record word once (`== 0` to enter, `== 1` to
+//! leave) and needs no other check, because everything else sets one of those
+//! bits for good: a thread not registered yet reads the flavor's placeholder
+//! record, whose word is `SLOW_PATH`; a thread registered while the fences are
+//! in `fence::Mode::SeqCst` carries `SLOW_PATH` in its word for life (the mode
+//! never changes once decided); nesting sets the count. In membarrier mode
+//! `fence::light()` is a compiler fence, which is what the fast path issues;
+//! the out-of-line slow path calls `fence::light()` itself. Under loom the
+//! mode is always SeqCst, so the models check the slow path's ordering.
+//!
 //! # Misuse
 //!
 //! [`synchronize_rcu`] inside a read-side section would wait for the caller
@@ -34,11 +47,13 @@
 
 use crate::config::GpConfig;
 use crate::engine::{Engine, GpCounts};
-use crate::record::{NEST_MASK, NEST_ONE, nesting};
-use crate::thread_record::ThreadRecord;
+use crate::record::{LOW_BITS, NEST_MASK, NEST_ONE, Record, SLOW_PATH, nesting};
+use membarrier_sim::fence;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::compiler_fence;
 
 #[cfg(not(loom))]
 static ENGINE: Engine = Engine::new();
@@ -59,7 +74,12 @@ pub(crate) fn engine() -> &'static Engine {
     return *ENGINE;
 }
 
-crate::thread_record::thread_record!();
+crate::thread_record::thread_record!(|record| {
+    // Fallback fences send this thread's read side to the slow path for good.
+    let slow = cfg!(loom) || fence::mode() == fence::Mode::SeqCst;
+    // Relaxed: the record is not in use by anyone else yet.
+    record.word.store(if slow { SLOW_PATH } else { 0 }, Relaxed);
+});
 
 /// A memb read-side critical section, ended when dropped.
 ///
@@ -68,14 +88,14 @@ crate::thread_record::thread_record!();
 /// [`crate::Rcu::read`] stay valid. Guards nest. `!Send` and `!Sync`.
 #[must_use = "the read-side section ends when the guard is dropped"]
 pub struct Guard {
-    record: ThreadRecord,
+    record: &'static Record,
     _not_send: PhantomData<*const ()>,
 }
 
 impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("memb::Guard")
-            .field("nesting", &nesting(self.record.record().word.load(Relaxed)))
+            .field("nesting", &nesting(self.record.word.load(Relaxed)))
             .finish()
     }
 }
@@ -84,10 +104,8 @@ impl fmt::Debug for Guard {
 /// guard is dropped. Registers the thread on its first call.
 #[inline]
 pub fn read_lock() -> Guard {
-    let record = thread_record();
-    lock(record);
     Guard {
-        record,
+        record: lock(),
         _not_send: PhantomData,
     }
 }
@@ -99,54 +117,103 @@ impl Drop for Guard {
     }
 }
 
-/// The read lock on `thread`, the calling thread's record.
+/// The read lock on the calling thread's record, which it returns.
 #[inline(always)]
-pub(crate) fn lock(thread: ThreadRecord) {
-    let record = thread.record();
+pub(crate) fn lock() -> &'static Record {
+    #[cfg(not(loom))]
+    let record = current_record();
+    #[cfg(loom)]
+    let record = thread_record();
     // Relaxed: only this thread writes its word; this reads its own last store.
     let word = record.word.load(Relaxed);
-    if nesting(word) == 0 {
+    if word & LOW_BITS == 0 {
+        // Registered, membarrier fences, outermost (see the module docs).
         // Acquire pairs with the Release store of `gp_word` in
         // `Engine::grace_period`: this section sees every update published
         // before the grace period it snapshots, which is why a scan may credit
         // a section that began after init.
         let snapshot = engine().reader.gp_word.load(Acquire);
         record.word.store(snapshot, Relaxed);
-        // fence::light(): orders the store above before the section's loads;
-        // pairs with fence::heavy() in `Engine::grace_period`.
-        thread.light();
-    } else if nesting(word) == NEST_MASK {
-        nesting_overflow();
+        // fence::light() in membarrier mode: orders the store above before
+        // the section's loads; pairs with fence::heavy() in
+        // `Engine::grace_period`.
+        compiler_fence(SeqCst);
+        record
     } else {
-        record.word.store(word + NEST_ONE, Relaxed);
+        lock_slow(record)
     }
 }
 
-/// The read unlock on `thread`, the calling thread's record.
-#[inline(always)]
-pub(crate) fn unlock(thread: ThreadRecord) {
-    let record = thread.record();
+/// The read lock's slow path: registration, fallback fences, nesting.
+#[cold]
+#[inline(never)]
+fn lock_slow(record: &'static Record) -> &'static Record {
+    if is_placeholder(record) {
+        return lock_registered(thread_record());
+    }
+    lock_registered(record);
+    record
+}
+
+/// The read lock on `record`, registered, with `fence::light()`.
+fn lock_registered(record: &'static Record) -> &'static Record {
     // Relaxed: only this thread writes its word.
     let word = record.word.load(Relaxed);
-    if nesting(word) == NEST_ONE {
-        // Release pairs with the Acquire loads of record words in the scan and
-        // rechecks: the section's loads happen before the grace period ends.
-        record.word.store(word - NEST_ONE, Release);
-        // fence::light(): orders the store before the load of `driver_wait`;
-        // pairs with fence::heavy() in `Engine::sleep_for_holdouts`.
-        thread.light();
+    match nesting(word) {
+        0 => {
+            // Acquire: as in `lock`.
+            let snapshot = engine().reader.gp_word.load(Acquire);
+            record.word.store(snapshot | (word & SLOW_PATH), Relaxed);
+            // Pairs with fence::heavy() in `Engine::grace_period`.
+            fence::light();
+        }
+        NEST_MASK => nesting_overflow(),
+        _ => record.word.store(word + NEST_ONE, Relaxed),
+    }
+    record
+}
+
+/// The read unlock on `record`, the calling thread's.
+#[inline(always)]
+pub(crate) fn unlock(record: &'static Record) {
+    // Relaxed: only this thread writes its word.
+    let word = record.word.load(Relaxed);
+    if word & LOW_BITS == NEST_ONE {
+        // Membarrier fences, outermost. Release pairs with the Acquire loads of
+        // record words in the scan and rechecks: the section's loads happen
+        // before the grace period ends.
+        record.word.store(0, Release);
+        // fence::light() in membarrier mode: orders the store before the load
+        // of `driver_wait`; pairs with fence::heavy() in
+        // `Engine::sleep_for_holdouts`.
+        compiler_fence(SeqCst);
         engine().wake_driver_if_waiting();
-    } else if nesting(word) == 0 {
-        unbalanced_unlock();
     } else {
-        record.word.store(word - NEST_ONE, Relaxed);
+        unlock_slow(record, word);
+    }
+}
+
+/// The read unlock's slow path: fallback fences, nesting, misuse.
+#[cold]
+#[inline(never)]
+fn unlock_slow(record: &'static Record, word: u64) {
+    match nesting(word) {
+        0 => unbalanced_unlock(),
+        NEST_ONE => {
+            // Release: as in `unlock`.
+            record.word.store(word & SLOW_PATH, Release);
+            // Pairs with fence::heavy() in `Engine::sleep_for_holdouts`.
+            fence::light();
+            engine().wake_driver_if_waiting();
+        }
+        _ => record.word.store(word - NEST_ONE, Relaxed),
     }
 }
 
 #[cold]
 #[inline(never)]
 fn nesting_overflow() -> ! {
-    panic!("rcu_lite::memb::read_lock(): read-side sections nested more than 65535 deep")
+    panic!("rcu_lite::memb::read_lock(): read-side sections nested more than 32767 deep")
 }
 
 #[cold]
@@ -160,7 +227,7 @@ pub(crate) fn unbalanced_unlock() -> ! {
 
 /// Whether the calling thread is inside a read-side section.
 pub fn read_ongoing() -> bool {
-    registered_record().is_some_and(|thread| nesting(thread.record().word.load(Relaxed)) != 0)
+    registered_record().is_some_and(|record| nesting(record.word.load(Relaxed)) != 0)
 }
 
 /// Waits until every read-side section that began before the call has ended
@@ -186,7 +253,7 @@ pub fn synchronize_rcu_expedited() {
 }
 
 fn synchronize(expedited: bool, name: &str) {
-    let own = thread_record().record();
+    let own = thread_record();
     // Relaxed: only this thread writes its word.
     if nesting(own.word.load(Relaxed)) != 0 {
         panic!(

@@ -57,7 +57,7 @@ pub(crate) fn engine() -> &'static Engine {
 
 // The thread's own record: used when the thread drives grace periods, never
 // online (registrations have records of their own).
-crate::thread_record::thread_record!();
+crate::thread_record::thread_record!(|_record| {});
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -253,7 +253,7 @@ fn synchronize(expedited: bool, name: &str) {
              QsbrThread::synchronize_rcu() or take the registration offline first"
         );
     }
-    engine().synchronize(thread_record().record(), expedited);
+    engine().synchronize(thread_record(), expedited);
 }
 
 /// Runs `callback` on the flavor's callback thread after a grace period that

@@ -15,7 +15,7 @@ use crate::memb;
 /// with [`memb_read_unlock`] on the same thread.
 #[inline]
 pub fn memb_read_lock() {
-    memb::lock(memb::thread_record());
+    memb::lock();
 }
 
 /// Ends the innermost memb read-side section of the calling thread

@@ -11,10 +11,10 @@
 //! grace-period driver:
 //!
 //! ```text
-//!   63                              16 15             0
-//!  +----------------------------------+----------------+
-//!  |  snapshot: GP number it last saw |     nesting    |
-//!  +----------------------------------+----------------+
+//!   63                              16   15   14           0
+//!  +----------------------------------+------+--------------+
+//!  |  snapshot: GP number it last saw | SLOW |   nesting    |
+//!  +----------------------------------+------+--------------+
 //! ```
 //!
 //! - `nesting == 0`: the thread is outside every read-side section (memb) or
@@ -23,6 +23,11 @@
 //!   snapshot is the engine's [`reader_word`] the thread loaded when it entered
 //!   its outermost section (memb), last announced a quiescent state, or came
 //!   online (qsbr).
+//! - [`SLOW_PATH`]: memb only, set for a thread's whole life when its read side
+//!   must not take the inline fast path (the fences fell back to
+//!   `fence(SeqCst)`, or the record is the "not registered yet" placeholder).
+//!   The fast path tests the low 16 bits at once, so this costs it nothing.
+//!   Scans ignore it.
 //!
 //! [`is_quiescent_for`] is the one rule every scan applies: a record does not
 //! hold up grace period `gp` if it is outside (`nesting == 0`) or its snapshot
@@ -44,10 +49,14 @@ use crate::sync::{AtomicBool, AtomicPtr, AtomicU64};
 use std::ptr;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-/// Bits of the record word holding the nesting depth.
+/// Bits of the record word below the snapshot: nesting and [`SLOW_PATH`].
 pub(crate) const NEST_BITS: u32 = 16;
+/// The low 16 bits: the memb fast path tests them all at once.
+pub(crate) const LOW_BITS: u64 = (1 << NEST_BITS) - 1;
+/// Set for a memb thread whose read side takes the out-of-line path.
+pub(crate) const SLOW_PATH: u64 = 1 << (NEST_BITS - 1);
 /// Mask of the nesting depth in a record word.
-pub(crate) const NEST_MASK: u64 = (1 << NEST_BITS) - 1;
+pub(crate) const NEST_MASK: u64 = SLOW_PATH - 1;
 /// One level of nesting (or "online" for qsbr).
 pub(crate) const NEST_ONE: u64 = 1;
 
@@ -88,6 +97,17 @@ impl Record {
     fn new() -> Record {
         Record {
             word: AtomicU64::new(0),
+            in_use: AtomicBool::new(true),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// A record that is never registered, whose word is [`SLOW_PATH`]: what
+    /// a thread's memb fast path reads before the thread has registered.
+    #[cfg(not(loom))]
+    pub(crate) const fn placeholder() -> Record {
+        Record {
+            word: AtomicU64::new(SLOW_PATH),
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
         }

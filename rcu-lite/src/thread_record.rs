@@ -9,10 +9,12 @@
 //! [`thread_record!`] declares, in the flavor module that invokes it, two
 //! thread-locals:
 //!
-//! - `RECORD`, a `Cell<usize>` holding a [`ThreadRecord`] (0 before
-//!   registration) with a `const` initializer and no destructor: the read-side
-//!   fast path reads it with one thread-pointer-relative load and no
-//!   "initialized yet?" check;
+//! - `RECORD`, a `Cell<*const Record>` with a `const` initializer and no
+//!   destructor, pointing at the flavor's `PLACEHOLDER` record until the thread
+//!   registers: the read-side fast path reads it with one
+//!   thread-pointer-relative load and no "initialized yet?" check, because the
+//!   placeholder's word sends it to the slow path (`record.rs`, `SLOW_PATH`),
+//!   which registers;
 //! - `OWNER`, an [`Owner`] whose destructor gives the record back when the
 //!   thread exits. It is touched only on registration, so its lazy destructor
 //!   registration stays off the fast path.
@@ -28,84 +30,20 @@
 //! own thread-local teardown gets a record that is never given back, for the
 //! same reason; it too ends up outside.
 //!
-//! Under loom, `loom::thread_local!` has no `const` form: `OWNER` alone holds
-//! the pointer.
+//! Under loom, `loom::thread_local!` has no `const` form and loom atomics no
+//! `const` constructors: `OWNER` alone holds the pointer, null until
+//! registration.
 
 use crate::engine::Engine;
 use crate::record::{Record, nesting};
-use membarrier_sim::fence;
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-
-/// A thread's record, with the read-side fence it must use folded into the
-/// low bit of the address (records are 128-byte aligned).
-///
-/// `fence::light()` decides per call between a compiler fence (membarrier
-/// mode) and `fence(SeqCst)` by loading the process's fence mode. The mode is
-/// decided once and never changes, so it is read once, when the thread
-/// registers, and carried here: the fast path tests a bit of a value it has in
-/// a register instead of loading the mode twice per section. [`Self::light`]
-/// is therefore exactly `fence::light()`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ThreadRecord(usize);
-
-impl ThreadRecord {
-    /// Set when light fences must be `fence(SeqCst)`.
-    const SEQCST_FENCES: usize = 1;
-
-    /// Tags `record` with the process's fence mode (deciding it if needed).
-    pub(crate) fn new(record: &'static Record) -> ThreadRecord {
-        let address = ptr::from_ref(record) as usize;
-        debug_assert_eq!(address & Self::SEQCST_FENCES, 0);
-        let seqcst = cfg!(loom) || fence::mode() == fence::Mode::SeqCst;
-        ThreadRecord(address | if seqcst { Self::SEQCST_FENCES } else { 0 })
-    }
-
-    /// The raw tagged value (never 0).
-    #[inline(always)]
-    pub(crate) fn bits(self) -> usize {
-        self.0
-    }
-
-    /// From [`Self::bits`]; 0 means none.
-    #[inline(always)]
-    pub(crate) fn from_bits(bits: usize) -> Option<ThreadRecord> {
-        (bits != 0).then_some(ThreadRecord(bits))
-    }
-
-    /// The record.
-    #[inline(always)]
-    pub(crate) fn record(self) -> &'static Record {
-        // SAFETY: built by `new` from a `'static` record (registry records are
-        // never freed); the tag bit is masked off.
-        unsafe { &*((self.0 & !Self::SEQCST_FENCES) as *const Record) }
-    }
-
-    /// `fence::light()`: a compiler fence in membarrier mode, `fence(SeqCst)`
-    /// otherwise (always under loom). Pairs with `fence::heavy()`.
-    #[inline(always)]
-    pub(crate) fn light(self) {
-        if self.0 & Self::SEQCST_FENCES != 0 {
-            seqcst_fence();
-        } else {
-            std::sync::atomic::compiler_fence(SeqCst);
-        }
-    }
-}
-
-/// The fallback light fence, out of line so the membarrier-mode fast path
-/// falls straight through.
-#[cold]
-#[inline(never)]
-fn seqcst_fence() {
-    crate::sync::fence(SeqCst);
-}
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Gives this thread's record back to its engine when the thread exits.
 pub(crate) struct Owner {
-    /// The record's [`ThreadRecord::bits`], or 0 before registration.
-    pub(crate) record: Cell<usize>,
+    /// The record, or null before registration.
+    pub(crate) record: Cell<*const Record>,
     /// The engine whose registry the record belongs to.
     engine: Cell<*const Engine>,
     /// Clears the fast-path `RECORD` thread-local (std only).
@@ -117,7 +55,7 @@ impl Owner {
         /// An owner of nothing yet.
         pub(crate) fn new() -> Owner {
             Owner {
-                record: Cell::new(0),
+                record: Cell::new(ptr::null()),
                 engine: Cell::new(ptr::null()),
                 clear_fast_slot: Cell::new(None),
             }
@@ -125,8 +63,13 @@ impl Owner {
     }
 
     /// Takes ownership of `record`, registered with `engine`.
-    pub(crate) fn own(&self, record: ThreadRecord, engine: &'static Engine, clear: Option<fn()>) {
-        self.record.set(record.bits());
+    pub(crate) fn own(
+        &self,
+        record: &'static Record,
+        engine: &'static Engine,
+        clear: Option<fn()>,
+    ) {
+        self.record.set(record);
         self.engine.set(engine);
         self.clear_fast_slot.set(clear);
     }
@@ -134,19 +77,16 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        let (Some(record), engine) = (
-            ThreadRecord::from_bits(self.record.get()),
-            self.engine.get(),
-        ) else {
+        let (record, engine) = (self.record.get(), self.engine.get());
+        if record.is_null() || engine.is_null() {
             return;
-        };
+        }
         if let Some(clear) = self.clear_fast_slot.get() {
             clear();
         }
-        let record = record.record();
-        // SAFETY: set by `own`, with the record, from a `'static` reference
-        // (engines are statics, leaked boxes under loom).
-        let engine = unsafe { &*engine };
+        // SAFETY: both set by `own` from `'static` references (registry records
+        // are never freed; engines are statics, leaked boxes under loom).
+        let (record, engine) = unsafe { (&*record, &*engine) };
         // Relaxed: only this thread writes its word.
         if nesting(record.word.load(Relaxed)) == 0 {
             engine.registry().release(record);
@@ -155,15 +95,23 @@ impl Drop for Owner {
 }
 
 /// Declares this thread's record for the flavor module that invokes it (see
-/// the module docs). The module must have `fn engine() -> &'static Engine`.
-/// Defines `thread_record()` (registering on first use) and
+/// the module docs). The module must have `fn engine() -> &'static Engine`;
+/// `$on_register: fn(&'static Record)` prepares a newly acquired record.
+/// Defines `current_record()` (the placeholder before registration, std
+/// only), `thread_record()` (registering on first use) and
 /// `registered_record()`.
 macro_rules! thread_record {
-    () => {
+    ($on_register:expr) => {
+        /// What `current_record()` returns before the thread registers.
+        #[cfg(not(loom))]
+        static PLACEHOLDER: $crate::record::Record = $crate::record::Record::placeholder();
+
         #[cfg(not(loom))]
         std::thread_local! {
-            /// This thread's `ThreadRecord` bits; 0 before registration and after exit.
-            static RECORD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+            /// This thread's record; `PLACEHOLDER` before registration and
+            /// after exit.
+            static RECORD: std::cell::Cell<*const $crate::record::Record> =
+                const { std::cell::Cell::new(&raw const PLACEHOLDER) };
             /// Gives the record back when the thread exits.
             static OWNER: $crate::thread_record::Owner =
                 const { $crate::thread_record::Owner::new() };
@@ -174,9 +122,32 @@ macro_rules! thread_record {
             static OWNER: $crate::thread_record::Owner = $crate::thread_record::Owner::new();
         }
 
+        /// This thread's record, or the placeholder (whose word is
+        /// `SLOW_PATH`) if it has not registered: one thread-local load.
+        #[cfg(not(loom))]
+        #[inline(always)]
+        #[allow(dead_code)]
+        pub(crate) fn current_record() -> &'static $crate::record::Record {
+            // SAFETY: `RECORD` always points at `PLACEHOLDER` or at a registry
+            // record, and neither is ever freed.
+            unsafe { &*RECORD.with(|slot| slot.get()) }
+        }
+
+        /// Whether `record` is the not-yet-registered placeholder.
+        #[allow(dead_code)]
+        pub(crate) fn is_placeholder(record: &$crate::record::Record) -> bool {
+            #[cfg(not(loom))]
+            return std::ptr::eq(record, &raw const PLACEHOLDER);
+            #[cfg(loom)]
+            {
+                let _ = record;
+                false
+            }
+        }
+
         /// This thread's record, registering it on first use.
         #[inline(always)]
-        pub(crate) fn thread_record() -> $crate::thread_record::ThreadRecord {
+        pub(crate) fn thread_record() -> &'static $crate::record::Record {
             match registered_record() {
                 Some(record) => record,
                 None => register_thread_record(),
@@ -185,26 +156,38 @@ macro_rules! thread_record {
 
         /// This thread's record, if it has registered one.
         #[inline(always)]
-        pub(crate) fn registered_record() -> Option<$crate::thread_record::ThreadRecord> {
+        pub(crate) fn registered_record() -> Option<&'static $crate::record::Record> {
             #[cfg(not(loom))]
-            let bits = RECORD.with(|slot| slot.get());
+            {
+                let record = current_record();
+                (!is_placeholder(record)).then_some(record)
+            }
             #[cfg(loom)]
-            let bits = OWNER.with(|owner| owner.record.get());
-            $crate::thread_record::ThreadRecord::from_bits(bits)
+            {
+                // SAFETY: non-null only while it points at a registry record,
+                // and registry records are never freed.
+                unsafe { OWNER.with(|owner| owner.record.get()).as_ref() }
+            }
         }
 
         #[cold]
         #[inline(never)]
-        fn register_thread_record() -> $crate::thread_record::ThreadRecord {
+        fn register_thread_record() -> &'static $crate::record::Record {
             let engine = engine();
-            let record = $crate::thread_record::ThreadRecord::new(engine.registry().acquire());
+            let record = engine.registry().acquire();
+            let on_register: fn(&'static $crate::record::Record) = $on_register;
+            on_register(record);
             #[cfg(not(loom))]
             {
-                RECORD.with(|slot| slot.set(record.bits()));
+                RECORD.with(|slot| slot.set(record));
                 // During the thread's own teardown `OWNER` may be gone: the
                 // record then stays registered for good (see the module docs).
                 let _ = OWNER.try_with(|owner| {
-                    owner.own(record, engine, Some(|| RECORD.with(|slot| slot.set(0))))
+                    owner.own(
+                        record,
+                        engine,
+                        Some(|| RECORD.with(|slot| slot.set(&raw const PLACEHOLDER))),
+                    )
                 });
             }
             #[cfg(loom)]
