@@ -26,8 +26,12 @@
 //! then, it wakes the waiters, and one of them takes the `DRIVER` bit over and
 //! drives the next grace period. No caller drives more than the grace period it
 //! needs plus the one in progress, so no caller's latency is held hostage by a
-//! steady stream of others. Waiters spin briefly, then sleep on the `gp_done`
-//! eventcount, which each completion and each hand-off bumps.
+//! steady stream of others. Waiters spin briefly, then sleep on one of two
+//! `gp_done` eventcounts, chosen by the parity of the grace period they wait
+//! for: a waiter's target is at most two past the last completed grace period,
+//! so the completion of grace period N wakes exactly the callers that waited
+//! for N and none of those that need N + 1. A hand-off wakes one waiter of the
+//! next grace period, to take `DRIVER` over.
 //!
 //! # One grace period
 //!
@@ -93,8 +97,8 @@ const DRIVER: u64 = 1 << 1;
 /// `gp_state`: the number of grace periods started sits above this shift.
 const STARTED_SHIFT: u32 = 2;
 
-/// `gp_done`: some waiter sleeps on the word (set by the waiter, cleared by the
-/// next bump, which then wakes everyone).
+/// `gp_done`: some waiter sleeps on the word (set by a waiter, cleared by the
+/// completion that wakes them all).
 const SLEEPERS: u32 = 1;
 /// `gp_done`: one event (a completion or a hand-off).
 const EVENT: u32 = 2;
@@ -145,8 +149,9 @@ struct CallerShared {
     gp_state: AtomicU64,
     /// Grace periods completed. Written by the driver only.
     completed: AtomicU64,
-    /// Eventcount waiting callers sleep on: `EVENT` per bump, plus `SLEEPERS`.
-    gp_done: AtomicU32,
+    /// Eventcounts waiting callers sleep on, indexed by the parity of the grace
+    /// period they wait for: `EVENT` per bump, plus `SLEEPERS`.
+    gp_done: [AtomicU32; 2],
     /// The highest grace period an expedited caller needs.
     expedite: AtomicU64,
 }
@@ -179,7 +184,7 @@ impl Engine {
                 callers: CallerShared {
                     gp_state: AtomicU64::new(0),
                     completed: AtomicU64::new(0),
-                    gp_done: AtomicU32::new(0),
+                    gp_done: [AtomicU32::new(0), AtomicU32::new(0)],
                     expedite: AtomicU64::new(0),
                 },
                 registry: Registry::new(),
@@ -307,9 +312,10 @@ impl Engine {
             if completed >= target {
                 let old = self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
                 if old & NEED_GP != 0 {
-                    // Someone needs a grace period that has not started: wake
-                    // the sleepers so one of them takes `DRIVER` over.
-                    self.announce();
+                    // Someone needs a grace period that has not started (the
+                    // next one, `completed + 1`): wake one of its waiters to
+                    // take `DRIVER` over.
+                    self.hand_off(completed + 1);
                 }
                 return;
             }
@@ -331,22 +337,40 @@ impl Engine {
             // (ordered before our Acquire loads of their words) happen before
             // the waiters return.
             self.callers.completed.store(gp, Release);
-            self.announce();
+            self.announce_completion(gp);
         }
     }
 
-    /// Bumps `gp_done`, waking the sleepers if there are any.
-    fn announce(&self) {
-        // Release pairs with the Acquire load of `gp_done` in `wait_for_gp`.
-        let old = self
-            .callers
-            .gp_done
+    /// The eventcount the waiters for grace period `gp` sleep on.
+    fn gp_done(&self, gp: u64) -> &AtomicU32 {
+        &self.callers.gp_done[(gp & 1) as usize]
+    }
+
+    /// Bumps grace period `gp`'s eventcount after its completion, waking its
+    /// sleepers if there are any.
+    fn announce_completion(&self, gp: u64) {
+        let word = self.gp_done(gp);
+        // Release pairs with the Acquire load of the eventcount in
+        // `wait_for_gp`.
+        let old = word
             .fetch_update(Release, Relaxed, |e| {
                 Some(e.wrapping_add(EVENT) & !SLEEPERS)
             })
             .unwrap_or_else(|e| e);
         if old & SLEEPERS != 0 {
-            futex::wake_all(&self.callers.gp_done);
+            futex::wake_all(word);
+        }
+    }
+
+    /// Wakes one waiter for grace period `gp`, which no driver is running, so
+    /// that it takes `DRIVER` over. `SLEEPERS` stays set: the others sleep on.
+    fn hand_off(&self, gp: u64) {
+        let word = self.gp_done(gp);
+        // Release pairs with the Acquire load of the eventcount in
+        // `wait_for_gp`: the woken waiter sees `DRIVER` clear.
+        let old = word.fetch_add(EVENT, Release);
+        if old & SLEEPERS != 0 {
+            futex::wake_one(word);
         }
     }
 
@@ -355,8 +379,9 @@ impl Engine {
     fn wait_for_gp(&self, target: u64, own: &'static Record) {
         let mut spins = 0;
         loop {
-            // Acquire pairs with the Release bump in `announce`.
-            let events = self.callers.gp_done.load(Acquire);
+            // Acquire pairs with the Release bumps in `announce_completion`
+            // and `hand_off`.
+            let events = self.gp_done(target).load(Acquire);
             // Acquire pairs with the Release store of `completed` in `drive`.
             if self.callers.completed.load(Acquire) >= target {
                 return;
@@ -374,14 +399,13 @@ impl Engine {
             }
             if events & SLEEPERS == 0
                 && self
-                    .callers
-                    .gp_done
+                    .gp_done(target)
                     .compare_exchange(events, events | SLEEPERS, Relaxed, Relaxed)
                     .is_err()
             {
                 continue;
             }
-            futex::wait(&self.callers.gp_done, events | SLEEPERS, None);
+            futex::wait(self.gp_done(target), events | SLEEPERS, None);
         }
     }
 

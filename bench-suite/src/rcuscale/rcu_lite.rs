@@ -1,17 +1,17 @@
-//! `rcu-lite`'s writer side: replace an `Rcu<u64>` and wait for a memb grace
-//! period, with quick quiescent-state reporting on (`rcu-lite`) and off
-//! (`rcu-lite-noqs`).
+//! `rcu-lite`'s writer side: swap a pointer, `memb::synchronize_rcu()`, free
+//! the old value (as the liburcu peer does), with quick quiescent-state
+//! reporting on (`rcu-lite`) and off (`rcu-lite-noqs`).
 
 use super::{GracePeriod, Options};
 use crate::registry::{Implementation, Origin};
-use rcu_lite::{Fqs, GpConfig, Memb, Rcu, memb};
+use rcu_lite::{Fqs, GpConfig, memb};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
 /// `rcu-lite`.
 pub(super) const RCU_LITE: Implementation<dyn GracePeriod, Options> = Implementation {
     name: "rcu-lite",
-    summary: "rcu_lite memb: Rcu::replace_and_synchronize (quick QS on; --fqs-interval-ms paces FQS)",
+    summary: "rcu_lite memb: swap pointer + memb::synchronize_rcu + free (quick QS on; --fqs-interval-ms paces FQS)",
     origin: Origin::Workspace,
     make: |o| Ok(Box::new(RcuLite::new(true, o))),
 };
@@ -24,10 +24,11 @@ pub(super) const RCU_LITE_NOQS: Implementation<dyn GracePeriod, Options> = Imple
     make: |o| Ok(Box::new(RcuLite::new(false, o))),
 };
 
-/// A memb cell, with the memb flavor configured for this run; the previous
-/// configuration comes back when it is dropped (runs are one at a time).
+/// A memb-protected pointer, with the memb flavor configured for this run;
+/// the previous configuration comes back when it is dropped (runs are one at a
+/// time).
 struct RcuLite {
-    current: Rcu<u64, Memb>,
+    current: AtomicPtr<u64>,
     previous: GpConfig,
 }
 
@@ -40,7 +41,7 @@ impl RcuLite {
                 .map_or(Fqs::Adaptive, Fqs::FixedInterval),
         });
         RcuLite {
-            current: Rcu::new(0),
+            current: AtomicPtr::new(Box::into_raw(Box::new(0))),
             previous,
         }
     }
@@ -48,7 +49,15 @@ impl RcuLite {
 
 impl GracePeriod for RcuLite {
     fn update_and_wait(&self, writer: usize) {
-        black_box(self.current.replace_and_synchronize(writer as u64));
+        // AcqRel: Release publishes the new value to readers' Acquire loads;
+        // Acquire orders our free after the old value's initialization.
+        let old = self
+            .current
+            .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+        memb::synchronize_rcu();
+        // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a memb
+        // grace period has elapsed since, so no reader holds it.
+        drop(unsafe { Box::from_raw(old) });
     }
 
     fn read_until(&self, stop: &AtomicBool) -> u64 {
@@ -56,7 +65,9 @@ impl GracePeriod for RcuLite {
         while !stop.load(Relaxed) {
             for _ in 0..64 {
                 let guard = memb::read_lock();
-                black_box(*self.current.read(&guard));
+                // SAFETY: never null; the guard keeps the pointee alive.
+                black_box(unsafe { *self.current.load(Acquire) });
+                drop(guard);
             }
             n += 64;
         }
@@ -67,5 +78,7 @@ impl GracePeriod for RcuLite {
 impl Drop for RcuLite {
     fn drop(&mut self) {
         memb::configure(self.previous);
+        // SAFETY: the last published value; `&mut self`: no reader runs.
+        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
     }
 }
