@@ -23,8 +23,8 @@
 //!
 //! The caller whose RMW found `DRIVER` clear drives: it runs grace periods until
 //! its own target has completed, then clears `DRIVER`. If `NEED_GP` is set by
-//! then, it wakes the waiters, and one of them takes the `DRIVER` bit over and
-//! drives the next grace period. No caller drives more than the grace period it
+//! then, it wakes one waiter of the next grace period, which takes the `DRIVER`
+//! bit over and drives it. No caller drives more than the grace period it
 //! needs plus the one in progress, so no caller's latency is held hostage by a
 //! steady stream of others. Waiters spin briefly, then sleep on one of two
 //! `gp_done` eventcounts, chosen by the parity of the grace period they wait
