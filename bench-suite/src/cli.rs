@@ -5,7 +5,7 @@
 //! exit status 2. A torture run that sees an exclusion failure exits with 1.
 
 use crate::registry::{self, Implementation, Origin};
-use crate::{locktorture, rcuscale, refscale, report, torture};
+use crate::{advise, compare, locktorture, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -40,8 +40,12 @@ pub enum Command {
     Rcuscale(RcuscaleArgs),
     /// Use-after-free detection for deferred reclamation (kernel rcutorture).
     Torture(TortureArgs),
-    /// Run a profile of every measurement and write a markdown report.
+    /// Run a profile of every measurement and write a report (markdown, HTML, SVG plots, JSON).
     Report(ReportArgs),
+    /// Compare two results.json files and flag regressions beyond a threshold.
+    Compare(CompareArgs),
+    /// Benchmark one read/write workload on this machine and recommend a primitive.
+    Advise(AdviseArgs),
 }
 
 fn refscale_names() -> PossibleValuesParser {
@@ -143,6 +147,9 @@ pub struct TortureArgs {
     /// Seconds each implementation is tortured.
     #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
+    /// Force the acquire slow path (backup slots); only hazptr has one.
+    #[arg(long)]
+    pub slow_path: bool,
     /// Print a JSON array of {"impl","reads","replaced","errors",...}.
     #[arg(long)]
     pub json: bool,
@@ -163,6 +170,57 @@ pub struct ReportArgs {
     /// Also print results.json to standard output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `syncbench advise`.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// Read-side sections per update, per thread.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub reads_per_write: u32,
+    /// Threads sharing the payload.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: u32,
+    /// Size of the shared payload in bytes.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    pub payload_bytes: u64,
+    /// Seconds each contender runs.
+    #[arg(long, default_value_t = 0.5, value_parser = positive_seconds)]
+    pub duration_s: f64,
+    /// Print the matrix and the recommendation as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `syncbench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The earlier run's results.json.
+    pub old: PathBuf,
+    /// The later run's results.json.
+    pub new: PathBuf,
+    /// A figure changing for the worse by more than this percentage is a regression.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_percent)]
+    pub threshold_pct: f64,
+    /// List every figure, not only regressions and improvements.
+    #[arg(long)]
+    pub all: bool,
+    /// Exit with status 1 when any figure regressed.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn positive_percent(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("must be 0 or more (got {text})"));
+    }
+    Ok(v)
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -300,10 +358,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Torture(args) => {
             let chosen = registry::select(torture::implementations(), &args.implementations)
                 .unwrap_or_else(|e| usage_error(e));
+            if args.slow_path {
+                let without: Vec<&str> = chosen
+                    .iter()
+                    .map(|imp| imp.name)
+                    .filter(|name| !torture::SLOW_PATH_IMPLEMENTATIONS.contains(name))
+                    .collect();
+                if !without.is_empty() {
+                    usage_error(format!(
+                        "--slow-path forces the acquire slow path, which only {} have; {} do not (choose e.g. --impl hazptr)",
+                        torture::SLOW_PATH_IMPLEMENTATIONS.join(", "),
+                        without.join(", ")
+                    ));
+                }
+            }
             let config = torture::Config {
                 readers: args.readers as usize,
                 writers: args.writers as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
+                slow_path: args.slow_path,
             };
             let outcomes = torture::torture_all(&chosen, config);
             if args.json {
@@ -313,6 +386,60 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 torture::write_text(&mut out, &outcomes)?;
             }
             let failed = outcomes.iter().any(|o| o.errors > 0);
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Advise(args) => {
+            let config = advise::Config {
+                reads_per_write: args.reads_per_write,
+                threads: args.threads as usize,
+                payload_bytes: args.payload_bytes as usize,
+                duration: Duration::from_secs_f64(args.duration_s),
+            };
+            let mut progress =
+                crate::progress::Progress::new(advise::implementations().len() as u64, "advise");
+            let advice = advise::advise(config, &mut progress);
+            drop(progress);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &advice)?;
+                writeln!(out)?;
+            } else {
+                advise::write_text(&mut out, &advice)?;
+            }
+            Ok(if advice.recommended.is_some() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Compare(args) => {
+            let load = |path: &PathBuf| -> serde_json::Value {
+                let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+                    usage_error(format!("cannot read {}: {e}", path.display()))
+                });
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+                    usage_error(format!("{} is not JSON: {e}", path.display()))
+                });
+                if !value.is_object() {
+                    usage_error(format!(
+                        "{} is not a syncbench results.json (expected an object)",
+                        path.display()
+                    ));
+                }
+                value
+            };
+            let (old, new) = (load(&args.old), load(&args.new));
+            let comparison = compare::compare(&old, &new, args.threshold_pct);
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &comparison)?;
+                writeln!(out)?;
+            } else {
+                compare::write_text(&mut out, &comparison, args.all)?;
+            }
+            let failed = args.fail_on_regression && comparison.regressions() > 0;
             Ok(if failed {
                 ExitCode::FAILURE
             } else {

@@ -18,7 +18,9 @@
 //! and `results.json`. The C peer liburcu is linked when `build.rs` finds it
 //! ([`liburcu`]).
 
+pub mod advise;
 pub mod cli;
+pub mod compare;
 pub mod delay;
 pub mod liburcu;
 pub mod locktorture;

@@ -232,11 +232,195 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
 }
 
 #[test]
+fn compare_flags_a_regression_and_can_fail_on_it() {
+    let dir = std::env::temp_dir().join(format!("syncbench-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, ns: f64| {
+        let path = dir.join(name);
+        let doc = serde_json::json!({
+            "machine": {"cpu": "X"},
+            "refscale": [{"impl": "arc-swap", "threads": 1, "ns_per_op": ns}],
+        });
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (old, new) = (write("old.json", 2.0), write("new.json", 3.0));
+    let out = syncbench(&["compare", &old, &new]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("REGRESSION  refscale impl=arc-swap threads=1 ns_per_op: 2 -> 3 (+50.0%)"),
+        "{text}"
+    );
+    let out = syncbench(&["compare", &old, &new, "--fail-on-regression"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = syncbench(&[
+        "compare",
+        &old,
+        &new,
+        "--threshold-pct",
+        "60",
+        "--fail-on-regression",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = syncbench(&["compare", &old, "/nonexistent/results.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot read /nonexistent/results.json"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn advise_recommends_with_its_figures() {
+    let out = syncbench(&[
+        "advise",
+        "--reads-per-write",
+        "100",
+        "--threads",
+        "2",
+        "--payload-bytes",
+        "64",
+        "--duration-s",
+        "0.1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let advice: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pick = advice["recommended"].as_str().expect("a recommendation");
+    let rows = advice["outcomes"].as_array().unwrap();
+    assert_eq!(
+        rows[0]["impl"], pick,
+        "the fastest clean contender is recommended"
+    );
+    assert!(advice["reason"].as_str().unwrap().contains("Mops/s"));
+    for row in rows {
+        assert_eq!(row["errors"], 0, "{row}");
+    }
+    let out = syncbench(&["advise", "--reads-per-write", "0", "--threads", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = syncbench(&["advise", "--threads", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--reads-per-write"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn hazptr_is_listed_first_in_its_kinds() {
+    let out = syncbench(&["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = |command: &str| {
+        kinds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["command"] == command)
+            .map(|k| k["implementations"][0]["name"].clone())
+            .unwrap()
+    };
+    assert_eq!(first("refscale"), "hazptr");
+    assert_eq!(first("rcuscale"), "hazptr");
+    assert_eq!(first("torture"), "hazptr");
+    let text = String::from_utf8(syncbench(&["list"]).stdout).unwrap();
+    assert!(text.contains("hazptr-unshared"), "{text}");
+}
+
+#[test]
+fn hazptr_refscale_and_rcuscale_report_figures() {
+    let out = syncbench(&[
+        "refscale",
+        "--impl",
+        "hazptr",
+        "--iterations",
+        "10000",
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["impl"], "hazptr");
+    assert!(rows[0]["ns_per_op"].as_f64().unwrap() > 0.0);
+
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,hazptr-unshared",
+        "--writers",
+        "3",
+        "--readers",
+        "1",
+        "--duration-s",
+        "0.3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["impl"], "hazptr");
+    assert_eq!(rows[1]["impl"], "hazptr-unshared");
+    for row in rows {
+        assert_eq!(row["writers"], 3);
+        assert_eq!(row["readers"], 1);
+        assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
+        let lat = &row["latency_us"];
+        for key in ["mean", "p50", "p99", "max"] {
+            assert!(lat[key].as_f64().unwrap() > 0.0, "{row}");
+        }
+        assert!(lat["p50"].as_f64() <= lat["max"].as_f64(), "{row}");
+    }
+}
+
+#[test]
+fn hazptr_torture_passes_on_both_paths_and_slow_path_is_hazptr_only() {
+    for extra in [&[][..], &["--slow-path"][..]] {
+        let mut args = vec![
+            "torture",
+            "--impl",
+            "hazptr",
+            "--readers",
+            "2",
+            "--writers",
+            "2",
+            "--duration-s",
+            "0.4",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = syncbench(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = &rows[0];
+        assert_eq!(row["impl"], "hazptr");
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(row["reads"].as_u64().unwrap() > 0 && row["replaced"].as_u64().unwrap() > 0);
+    }
+    let out = syncbench(&["torture", "--impl", "crossbeam-epoch", "--slow-path"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--slow-path")
+            && err.contains("only hazptr")
+            && err.contains("crossbeam-epoch"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn list_names_rcu_lite_and_liburcu_in_every_kind_they_join() {
     let out = syncbench(&["list", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names = |command: &str| -> Vec<String> {
+    // (name, origin) in listing order.
+    let listed = |command: &str| -> Vec<(String, String)> {
         kinds
             .as_array()
             .unwrap()
@@ -246,25 +430,41 @@ fn list_names_rcu_lite_and_liburcu_in_every_kind_they_join() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|i| i["name"].as_str().unwrap().to_owned())
+            .map(|i| {
+                (
+                    i["name"].as_str().unwrap().to_owned(),
+                    i["origin"].as_str().unwrap().to_owned(),
+                )
+            })
             .collect()
     };
-    let refscale = names("refscale");
-    assert_eq!(
-        &refscale[..2],
-        ["rcu-lite-memb", "rcu-lite-qsbr"],
-        "ours first"
+    let check = |command: &str, ours: &[&str], peers: &[&str]| {
+        let list = listed(command);
+        let position = |name: &str| {
+            list.iter()
+                .position(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("{name} missing from {command}: {list:?}"))
+        };
+        let first_peer = list.iter().position(|(_, o)| o == "peer").unwrap();
+        for name in ours {
+            assert_eq!(list[position(name)].1, "workspace", "{name}");
+            assert!(position(name) < first_peer, "{name} listed after a peer");
+        }
+        for name in peers {
+            assert_eq!(list[position(name)].1, "peer", "{name}");
+        }
+    };
+    check(
+        "refscale",
+        &["rcu-lite-memb", "rcu-lite-qsbr"],
+        &["liburcu-memb", "liburcu-qsbr"],
     );
-    assert!(refscale.contains(&"liburcu-memb".into()) && refscale.contains(&"liburcu-qsbr".into()));
-    let rcuscale = names("rcuscale");
-    assert_eq!(&rcuscale[..2], ["rcu-lite", "rcu-lite-noqs"], "ours first");
-    assert!(rcuscale.contains(&"liburcu-memb".into()));
-    let torture = names("torture");
-    assert_eq!(
-        &torture[..2],
-        ["rcu-lite-memb", "rcu-lite-qsbr"],
-        "ours first"
+    check(
+        "rcuscale",
+        &["rcu-lite", "rcu-lite-noqs"],
+        &["liburcu-memb"],
     );
+    check("torture", &["rcu-lite-memb", "rcu-lite-qsbr"], &[]);
 }
 
 /// The liburcu peers are available exactly when the build found liburcu;

@@ -1,26 +1,86 @@
 //! # hazptr: hazard pointers with a shared scan
 //!
 //! A user-space rebuild of Mathieu Desnoyers's kernel hazard pointers
-//! (`hazptr_acquire()`, `hazptr_release()`, `hazptr_synchronize()`) and of the
-//! shared-scan series (`../shared/seeds/hazptr-shared-scan-rfc-v3.txt`), in which
-//! concurrent `synchronize()` callers share one scan.
+//! (`hazptr_acquire()`, `hazptr_release()`, `hazptr_synchronize()`, the
+//! wildcard, per-CPU slots with backup slots on overflow lists) and of the
+//! shared-scan series (`hazptr-shared-scan-rfc-v3`), in which concurrent
+//! `synchronize()` callers share one scan run by a per-domain scanner.
 //!
-//! This crate will hold:
+//! Threads stand in for CPUs: each thread gets a block of
+//! [`SLOTS_PER_THREAD`] slots per domain on first use, recycled when it
+//! exits.
 //!
-//! - a `Domain` (a global default and user-created ones) owning per-thread slot
-//!   blocks, overflow lists of backup slots, retired lists and the scan state;
-//! - acquire/release: a wildcard into a free slot, a light fence
-//!   (`membarrier_sim::fence::light`), one load, the pointer into the slot;
-//!   release is a store-release of null;
-//! - `synchronize(addr)`, whose callers queue a waiter on their own stack and are
-//!   served by one scanner per domain that screens slots with a Bloom filter of
-//!   the waiters' addresses and flips the wildcard generation so new readers
-//!   cannot starve it;
-//! - `retire`/`reclaim` with batched reclamation, and a safe atomic owning
-//!   pointer on top.
+//! - **Readers** protect with a [`Guard`]: store the current wildcard into a
+//!   free slot, `membarrier_sim::fence::light()` (a compiler fence), load the
+//!   pointer once, store it into the slot. Release is a store-release of
+//!   null. The safe form is [`AtomicBox::load`] or [`scoped`].
+//! - **Writers** unpublish, then either wait with [`synchronize`] (no
+//!   allocation per call; concurrent callers share one scan, screened by a
+//!   Bloom filter of their addresses, and a flipped wildcard generation keeps
+//!   new readers from starving them) and free directly, or [`Domain::retire`]
+//!   and let batched reclamation free later. The scan side pays
+//!   `membarrier(2)` (`membarrier_sim::fence::heavy`).
 //!
-//! Readers pay a compiler fence; the scan side pays `membarrier(2)`
-//! (`membarrier_sim::fence::heavy`).
+//! ```
+//! use hazptr::AtomicBox;
+//!
+//! let shared = AtomicBox::new(1u64);
+//! std::thread::scope(|s| {
+//!     s.spawn(|| {
+//!         let v = hazptr::scoped(&shared, |v| v.copied());
+//!         assert!(matches!(v, Some(1 | 2)));
+//!     });
+//!     shared.store(Some(Box::new(2)));
+//! });
+//! ```
+//!
+//! # Raw layer
+//!
+//! [`Guard::protect_ptr`] on a plain `AtomicPtr`, [`Domain::synchronize`],
+//! [`Domain::retire`] (unsafe: the caller states the object is unpublished)
+//! and [`Guard::promote`] are what data-structure authors build on; see
+//! `examples/treiber.rs` for a lock-free stack.
+//!
+//! # Cargo features
+//!
+//! `force-slow-path`: every acquire in every domain takes the slow path (a
+//! backup slot), as the kernel's debug option does; per domain, use
+//! [`DomainBuilder::force_slow_path`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod atomic_box;
+mod bloom;
+mod domain;
+mod guard;
+mod retire;
+mod scan;
+mod slot;
 mod sync;
+
+pub use atomic_box::{AtomicBox, Replaced};
+pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
+pub use guard::{Guard, acquire, scoped, scoped_ptr};
+
+/// [`Domain::synchronize`] in the global domain.
+///
+/// # Panics
+///
+/// If the calling thread holds a guard protecting `addr`.
+pub fn synchronize<T>(addr: *const T) {
+    Domain::global().synchronize(addr)
+}
+
+/// [`Domain::retire`] in the global domain.
+///
+/// # Safety
+///
+/// As [`Domain::retire`].
+pub unsafe fn retire<T>(ptr: *mut T, deleter: unsafe fn(*mut T)) {
+    // SAFETY: forwarded contract.
+    unsafe { Domain::global().retire(ptr, deleter) }
+}
+
+/// [`Domain::reclaim`] in the global domain.
+pub fn reclaim() -> usize {
+    Domain::global().reclaim()
+}

@@ -1,29 +1,34 @@
 //! The one place that chooses between `std` and `loom` types.
 //!
-//! Everything else in the crate imports atomics, cells and thread helpers from
-//! here, so `RUSTFLAGS="--cfg loom"` swaps the whole crate onto loom's model
-//! checker. The `std` side wraps `UnsafeCell` to offer loom's `with`/`with_mut`
-//! access style, so code reads the same under both.
-// The crate's algorithm modules import from here as they land; until they all
-// have, some re-exports are unused.
-#![allow(unused_imports, dead_code)]
+//! Everything else in the crate imports atomics, cells, mutexes and the
+//! futex-style sleep/wake helpers from here, so `RUSTFLAGS="--cfg loom"` swaps
+//! the whole crate onto loom's model checker. The `std` side wraps `UnsafeCell`
+//! to offer loom's `with_mut` access style, so code reads the same under both.
+//!
+//! Under loom there is no futex: [`futex_wait`] yields to loom's scheduler and
+//! returns (a spurious wake-up, which every caller tolerates), and
+//! [`futex_wake_all`] does nothing.
 
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
     hint::spin_loop,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence},
+    sync::Mutex,
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering},
     thread::yield_now,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
     hint::spin_loop,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence},
+    sync::Mutex,
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering},
     thread::yield_now,
 };
 
-/// `std`'s `UnsafeCell` with loom's closure-based accessors.
+use std::time::Duration;
+
+/// `std`'s `UnsafeCell` with loom's closure-based accessor.
 #[cfg(not(loom))]
 #[derive(Debug, Default)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
@@ -35,15 +40,99 @@ impl<T> UnsafeCell<T> {
         UnsafeCell(std::cell::UnsafeCell::new(value))
     }
 
-    /// Calls `f` with a shared raw pointer to the contents.
-    #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
-        f(self.0.get())
-    }
-
     /// Calls `f` with a mutable raw pointer to the contents.
     #[inline(always)]
     pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
         f(self.0.get())
+    }
+}
+
+/// Sleeps while `word` holds `expected`, for at most `timeout` if given.
+/// Spurious returns are allowed: callers re-check their condition in a loop.
+#[cfg(not(loom))]
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    use rustix::thread::futex;
+    let timespec = timeout.map(|t| futex::Timespec {
+        tv_sec: t.as_secs() as _,
+        tv_nsec: t.subsec_nanos() as _,
+    });
+    // EAGAIN (the word changed), EINTR and ETIMEDOUT are all "go and re-check".
+    let _ = futex::wait(word, futex::Flags::PRIVATE, expected, timespec.as_ref());
+}
+
+/// Wakes every thread sleeping in [`futex_wait`] on `word`.
+#[cfg(not(loom))]
+pub(crate) fn futex_wake_all(word: &AtomicU32) {
+    use rustix::thread::futex;
+    let _ = futex::wake(word, futex::Flags::PRIVATE, i32::MAX as u32);
+}
+
+/// Under loom: let another thread run, then report a (spurious) wake-up.
+#[cfg(loom)]
+pub(crate) fn futex_wait(_word: &AtomicU32, _expected: u32, _timeout: Option<Duration>) {
+    yield_now();
+}
+
+/// Under loom nobody really sleeps, so there is nobody to wake.
+#[cfg(loom)]
+pub(crate) fn futex_wake_all(_word: &AtomicU32) {}
+
+/// One step of a [`Backoff`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pause {
+    /// Spin this many `spin_loop` iterations.
+    Spin(u32),
+    /// Yield the CPU once.
+    Yield,
+    /// Sleep (or futex-wait with this timeout).
+    Sleep(Duration),
+}
+
+/// Bounded exponential back-off for waits nobody will end with a wake-up (a
+/// reader in its wildcard window or holding an address never signals): spin,
+/// then yield, then sleep in growing steps up to about 1 ms. Under loom every
+/// step is a yield.
+pub(crate) struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    /// Spinning steps (1, 2, 4, ... iterations).
+    const SPIN_STEPS: u32 = 6;
+    /// Steps before sleeping.
+    const YIELD_STEPS: u32 = Self::SPIN_STEPS + 4;
+
+    pub(crate) const fn new() -> Self {
+        Backoff { step: 0 }
+    }
+
+    /// The next step, each longer than the last.
+    pub(crate) fn next_pause(&mut self) -> Pause {
+        let step = self.step;
+        self.step = self.step.saturating_add(1);
+        if cfg!(loom) {
+            Pause::Yield
+        } else if step < Self::SPIN_STEPS {
+            Pause::Spin(1 << step)
+        } else if step < Self::YIELD_STEPS {
+            Pause::Yield
+        } else {
+            Pause::Sleep(Duration::from_micros(
+                1 << (step - Self::YIELD_STEPS).min(10),
+            ))
+        }
+    }
+
+    /// Takes the next step.
+    pub(crate) fn snooze(&mut self) {
+        match self.next_pause() {
+            Pause::Spin(n) => {
+                for _ in 0..n {
+                    spin_loop();
+                }
+            }
+            Pause::Yield => yield_now(),
+            Pause::Sleep(d) => std::thread::sleep(d),
+        }
     }
 }

@@ -38,9 +38,20 @@
 //! light fence issued under one mode only pairs with heavy fences of that mode.
 //! [`force`] picks the mode before the first use (tests use it for the fallback).
 //! Under `cfg(loom)` and `cfg(miri)` the mode is always SeqCst.
+//!
+//! # ThreadSanitizer
+//!
+//! TSan does not model standalone fences (nor, of course, membarrier), so it
+//! would report the accesses these fences order as races. Built with
+//! `--cfg syncprims_tsan` (what `scripts/sanitize.sh` does), both fences become
+//! a `SeqCst` read-modify-write of one global word. Those RMWs are totally
+//! ordered, and the later one acquires from the earlier one, so whatever a
+//! thread did before its fence happens-before whatever the other thread does
+//! after its later fence: the same guarantee, expressed in a way TSan tracks.
 
-#[cfg(not(loom))]
+#[cfg(all(not(loom), not(syncprims_tsan)))]
 use crate::sync::compiler_fence;
+#[cfg(not(syncprims_tsan))]
 use crate::sync::fence;
 use std::fmt;
 use std::sync::OnceLock;
@@ -99,7 +110,9 @@ const MODE_SEQCST: u8 = 2;
 /// context; never blocks after the first call in the process.
 #[inline]
 pub fn light() {
-    #[cfg(not(loom))]
+    #[cfg(syncprims_tsan)]
+    return sanitizer_fence();
+    #[cfg(all(not(loom), not(syncprims_tsan)))]
     match FAST_MODE.load(Relaxed) {
         MODE_MEMBARRIER => compiler_fence(SeqCst),
         MODE_SEQCST => fence(SeqCst),
@@ -109,7 +122,16 @@ pub fn light() {
     fence(SeqCst);
 }
 
-#[cfg(not(loom))]
+/// Both fences under `cfg(syncprims_tsan)` (see the module docs): a SeqCst RMW
+/// of one word, which pairs with every other thread's RMW of the same word.
+#[cfg(syncprims_tsan)]
+#[inline]
+fn sanitizer_fence() {
+    static SANITIZER_FENCE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    SANITIZER_FENCE.fetch_add(0, SeqCst);
+}
+
+#[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 #[inline(never)]
 fn light_undecided() {
@@ -133,7 +155,9 @@ fn light_undecided() {
 /// fences already issued as compiler fences, so this panics instead.
 #[inline]
 pub fn heavy() {
-    #[cfg(not(loom))]
+    #[cfg(syncprims_tsan)]
+    return sanitizer_fence();
+    #[cfg(all(not(loom), not(syncprims_tsan)))]
     match FAST_MODE.load(Relaxed) {
         MODE_SEQCST => fence(SeqCst),
         _ => heavy_slow(),
@@ -142,7 +166,7 @@ pub fn heavy() {
     fence(SeqCst);
 }
 
-#[cfg(not(loom))]
+#[cfg(all(not(loom), not(syncprims_tsan)))]
 fn heavy_slow() {
     match mode() {
         Mode::SeqCst => fence(SeqCst),
@@ -160,7 +184,7 @@ fn heavy_slow() {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 fn heavy_failed(err: crate::sys::Error) -> ! {
     panic!(
@@ -214,7 +238,7 @@ fn publish_fast_mode(mode: Mode) {
 }
 
 fn decide() -> Mode {
-    if cfg!(any(loom, miri)) {
+    if cfg!(any(loom, miri, syncprims_tsan)) {
         return Mode::SeqCst;
     }
     match std::env::var(MODE_ENV).as_deref() {
@@ -226,7 +250,7 @@ fn decide() -> Mode {
 }
 
 fn decide_from_kernel() -> Mode {
-    if cfg!(any(loom, miri)) {
+    if cfg!(any(loom, miri, syncprims_tsan)) {
         return Mode::SeqCst;
     }
     match crate::sys::register(crate::sys::Command::PrivateExpedited) {

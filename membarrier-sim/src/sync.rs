@@ -6,5 +6,5 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::fence;
-#[cfg(not(loom))]
+#[cfg(all(not(loom), not(syncprims_tsan)))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence};

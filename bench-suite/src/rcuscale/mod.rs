@@ -11,6 +11,7 @@
 //!   well below one wait's latency;
 //! - **wait latency** (mean, p50, p99, max) of each individual wait.
 
+mod hazptr;
 mod liburcu;
 mod peers;
 mod rcu_lite;
@@ -50,6 +51,8 @@ pub fn implementations() -> &'static [Implementation<dyn GracePeriod, Options>] 
 
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod, Options>] = &[
+    hazptr::HAZPTR,
+    hazptr::HAZPTR_UNSHARED,
     rcu_lite::RCU_LITE,
     rcu_lite::RCU_LITE_NOQS,
     peers::CROSSBEAM_EPOCH,

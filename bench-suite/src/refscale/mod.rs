@@ -6,6 +6,7 @@
 //! its own tight loop ([`ReadSide::read_sections`]) so that no dynamic dispatch
 //! sits inside the timed region, as refscale's `readsection()` hooks do.
 
+mod hazptr;
 mod liburcu;
 mod peers;
 mod rcu_lite;
@@ -44,6 +45,7 @@ pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
 
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
+    hazptr::HAZPTR,
     rcu_lite::RCU_LITE_MEMB,
     rcu_lite::RCU_LITE_QSBR,
     peers::CROSSBEAM_EPOCH,

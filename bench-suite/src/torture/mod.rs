@@ -8,6 +8,7 @@
 //! delayed free ([`object::reclaim`]), so a primitive that frees too early shows
 //! up as counted errors, not as silent corruption. Any error exits with 1.
 
+mod hazptr;
 pub mod object;
 mod peers;
 mod rcu_lite;
@@ -36,6 +37,9 @@ pub trait Torture: Send + Sync {
 pub struct Options {
     /// The ledger of this run's objects (the first object too).
     pub ledger: Arc<Ledger>,
+    /// Force the acquire slow path (only implementations listed in
+    /// [`SLOW_PATH_IMPLEMENTATIONS`] have one).
+    pub slow_path: bool,
 }
 
 /// Every torture contender, ours and peers.
@@ -45,10 +49,14 @@ pub fn implementations() -> &'static [Implementation<dyn Torture, Options>] {
 
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[
+    hazptr::HAZPTR,
     rcu_lite::RCU_LITE_MEMB,
     rcu_lite::RCU_LITE_QSBR,
     peers::CROSSBEAM_EPOCH,
 ];
+
+/// The implementations that have an acquire slow path `--slow-path` can force.
+pub const SLOW_PATH_IMPLEMENTATIONS: &[&str] = &["hazptr"];
 
 /// How to run a torture test.
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +67,8 @@ pub struct Config {
     pub writers: usize,
     /// How long each implementation is tortured.
     pub duration: Duration,
+    /// Force the acquire slow path (see [`Options::slow_path`]).
+    pub slow_path: bool,
 }
 
 /// The outcome for one implementation.
@@ -92,6 +102,7 @@ pub fn torture(
     let ledger = Ledger::new();
     let boxed = imp.build(&Options {
         ledger: Arc::clone(&ledger),
+        slow_path: config.slow_path,
     });
     let primitive = &*boxed;
     progress.set_label(imp.name);
@@ -243,6 +254,7 @@ mod tests {
             readers: 2,
             writers: 1,
             duration: Duration::from_millis(300),
+            slow_path: false,
         };
         let out = torture(&imp, config, &mut Progress::new(1, "test"));
         assert!(out.errors > 0, "{out:?}");
@@ -254,6 +266,7 @@ mod tests {
             readers: 2,
             writers: 1,
             duration: Duration::from_millis(300),
+            slow_path: false,
         };
         for imp in implementations() {
             let out = torture(imp, config, &mut Progress::new(1, "test"));

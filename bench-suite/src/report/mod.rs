@@ -5,11 +5,15 @@
 //! written to `results.json`, and every table compares contenders measured in
 //! the same run, so ratios are honest even on a noisy machine.
 
+pub mod document;
+pub mod plots;
+
 use crate::machine::Machine;
 use crate::progress::Progress;
 use crate::{locktorture, rcuscale, refscale, torture};
+use document::{Document, Section, Table};
+use plots::Series;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,6 +28,14 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// The profile's name, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Quick => "quick",
+            Profile::Full => "full",
+        }
+    }
+
     fn refscale_threads(self) -> &'static [usize] {
         match self {
             Profile::Quick => &[1, 2],
@@ -58,8 +70,8 @@ impl Profile {
     /// concurrent writers whose waits can share work.
     fn rcuscale_mixes(self) -> &'static [(usize, usize)] {
         match self {
-            Profile::Quick => &[(1, 1), (16, 1)],
-            Profile::Full => &[(1, 0), (1, 1), (4, 1), (16, 1), (16, 4)],
+            Profile::Quick => &[(1, 1), (4, 1), (16, 1)],
+            Profile::Full => &[(1, 0), (1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (16, 4)],
         }
     }
 
@@ -76,11 +88,13 @@ impl Profile {
                 readers: 4,
                 writers: 2,
                 duration: Duration::from_secs(2),
+                slow_path: false,
             },
             Profile::Full => torture::Config {
                 readers: 8,
                 writers: 2,
                 duration: Duration::from_secs(10),
+                slow_path: false,
             },
         }
     }
@@ -125,17 +139,31 @@ pub struct Written {
     pub results: Results,
     /// Path of `report.md`.
     pub markdown: PathBuf,
+    /// Path of `report.html`.
+    pub html: PathBuf,
     /// Path of `results.json`.
     pub json: PathBuf,
 }
 
-/// Runs `profile` and writes `report.md` and `results.json` into `out`.
+/// Runs `profile` and writes `report.md`, `report.html`, `plots/*.svg` and
+/// `results.json` into `out`.
 pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     let results = measure(profile);
-    std::fs::create_dir_all(out)?;
+    write(results, out)
+}
+
+/// Writes the files of a report of `results` into `out`.
+pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
+    let doc = document(&results);
+    std::fs::create_dir_all(out.join("plots"))?;
+    for (file, svg) in doc.plots() {
+        std::fs::write(out.join(file), svg)?;
+    }
     let markdown = out.join("report.md");
+    let html = out.join("report.html");
     let json = out.join("results.json");
-    std::fs::write(&markdown, render_markdown(&results))?;
+    std::fs::write(&markdown, doc.to_markdown())?;
+    std::fs::write(&html, doc.to_html())?;
     std::fs::write(
         &json,
         serde_json::to_string_pretty(&results).map_err(std::io::Error::other)?,
@@ -143,6 +171,7 @@ pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     Ok(Written {
         results,
         markdown,
+        html,
         json,
     })
 }
@@ -241,93 +270,141 @@ pub fn measure(profile: Profile) -> Results {
     }
 }
 
-/// Renders the markdown report from `results` alone.
-pub fn render_markdown(results: &Results) -> String {
-    let mut md = String::new();
-    let _ = writeln!(md, "# syncbench report ({:?} profile)\n", results.profile);
-    let _ = writeln!(md, "Machine: {}.\n", results.machine.summary());
-    let _ = writeln!(
-        md,
-        "All figures in a table were measured in the same run, one contender after the other; \
-         ratios compare them to the best in the same column. Every figure is also in `results.json`. \
-         Run wall time: {:.0} s.\n",
-        results.wall_s
-    );
+/// Builds the report document from `results` alone.
+pub fn document(results: &Results) -> Document {
+    let mut doc = Document {
+        title: format!("syncbench report ({} profile)", results.profile.name()),
+        intro: vec![
+            format!("Machine: {}.", results.machine.summary()),
+            format!(
+                "All figures in a table were measured in the same run, one contender after the other; \
+                 ratios compare them to the best in the same column. Every figure is also in `results.json`. \
+                 Run wall time: {:.0} s.",
+                results.wall_s
+            ),
+        ],
+        sections: Vec::new(),
+    };
+    doc.sections.push(refscale_section(results));
+    doc.sections.push(locktorture_section(results));
+    doc.sections.push(rcuscale_section(results));
+    doc.sections.push(torture_section(results));
+    doc
+}
 
-    let _ = writeln!(
-        md,
-        "## Read side (refscale): ns per read-side critical section\n"
-    );
-    let mut threads: Vec<usize> = results.refscale.iter().map(|o| o.threads).collect();
-    threads.dedup();
-    let mut names: Vec<&str> = Vec::new();
-    for o in &results.refscale {
-        if !names.contains(&o.name.as_str()) {
-            names.push(&o.name);
+/// Names in first-seen order.
+fn ordered<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
         }
     }
-    let _ = write!(md, "| implementation |");
+    out
+}
+
+fn refscale_section(results: &Results) -> Section {
+    let mut section = Section::new("Read side (refscale): ns per read-side critical section");
+    let threads = ordered_numbers(results.refscale.iter().map(|o| o.threads));
+    let names = ordered(results.refscale.iter().map(|o| o.name.as_str()));
+    let mut headers = vec!["implementation".to_owned()];
     for t in &threads {
-        let _ = write!(
-            md,
-            " {t} thread{} (median ns) | vs best |",
+        headers.push(format!(
+            "{t} thread{} (median ns)>",
             if *t == 1 { "" } else { "s" }
-        );
+        ));
+        headers.push("vs best>".to_owned());
     }
-    let _ = write!(md, "\n|---|");
-    for _ in &threads {
-        let _ = write!(md, "---:|---:|");
-    }
-    let _ = writeln!(md);
+    let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
+    let find = |name: &str, t: usize| {
+        results
+            .refscale
+            .iter()
+            .find(|o| o.threads == t && o.name == name)
+    };
     for name in &names {
-        let _ = write!(md, "| {name} |");
-        for t in &threads {
+        let mut row = vec![(*name).to_owned()];
+        for &t in &threads {
             let best = results
                 .refscale
                 .iter()
-                .filter(|o| o.threads == *t)
+                .filter(|o| o.threads == t)
                 .map(|o| o.ns_per_op)
                 .fold(f64::INFINITY, f64::min);
-            match results
-                .refscale
-                .iter()
-                .find(|o| o.threads == *t && o.name == *name)
-            {
+            match find(name, t) {
                 Some(o) => {
-                    let _ = write!(md, " {:.2} | {:.2}x |", o.ns_per_op, o.ns_per_op / best);
+                    row.push(format!("{:.2}", o.ns_per_op));
+                    row.push(format!("{:.2}x", o.ns_per_op / best));
                 }
-                None => {
-                    let _ = write!(md, " - | - |");
-                }
+                None => row.extend(["-".to_owned(), "-".to_owned()]),
             }
         }
-        let _ = writeln!(md);
+        table.row(row);
     }
-    let _ = writeln!(
-        md,
-        "\nWith more threads than cores ({} here) a thread's time includes time descheduled, so \
-         compare rows within a column, not across columns.\n",
+    section.table(table);
+    section.paragraph(format!(
+        "With more threads than cores ({} here) a thread's time includes time descheduled, so compare \
+         rows within a column, not across columns.",
         results.machine.cores
+    ));
+    let categories: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let series: Vec<Series> = threads
+        .iter()
+        .map(|&t| {
+            Series::bars(
+                format!("{t} thread{}", if t == 1 { "" } else { "s" }),
+                names
+                    .iter()
+                    .map(|n| find(n, t).map(|o| o.ns_per_op))
+                    .collect(),
+            )
+        })
+        .collect();
+    section.plot(
+        "plots/refscale.svg",
+        "Read-side ns/op per primitive (lower is better)",
+        plots::bar_chart(
+            "Read-side critical section, ns/op (median)",
+            "ns per section",
+            &categories,
+            &series,
+            false,
+        ),
     );
+    section
+}
 
-    let _ = writeln!(
-        md,
-        "## Reader-writer locks under contention (locktorture)\n"
-    );
-    let _ = writeln!(
-        md,
+fn ordered_numbers(values: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+fn locktorture_section(results: &Results) -> Section {
+    let mut section = Section::new("Reader-writer locks under contention (locktorture)");
+    section.paragraph(format!(
         "Writers hold the lock {} us, readers {} us (busy-wait), as the kernel's rw_lock torture does. \
          *Writer share* is writer acquisitions per writer thread over reader acquisitions per reader \
          thread: 1.0 is even, near 0 means writers starve. *Starved* marks the kernel's `???` \
-         (a thread got less than half the busiest thread's count).\n",
+         (a thread got less than half the busiest thread's count).",
         locktorture::Config::WRITE_HOLD.as_micros(),
         locktorture::Config::READ_HOLD.as_micros()
-    );
-    let _ = writeln!(
-        md,
-        "| lock | writers | readers | writes | reads | total vs best | writer share | starved | fail |\n\
-         |---|---:|---:|---:|---:|---:|---:|---|---:|"
-    );
+    ));
+    let mut table = Table::new(&[
+        "lock",
+        "writers>",
+        "readers>",
+        "writes>",
+        "reads>",
+        "total vs best>",
+        "writer share>",
+        "starved",
+        "fail>",
+    ]);
     for o in &results.locktorture {
         let best = results
             .locktorture
@@ -343,69 +420,148 @@ pub fn render_markdown(results: &Results) -> String {
             (false, true) => "readers",
             (false, false) => "no",
         };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {:.2}x | {:.3} | {} | {}{} |",
-            o.lock,
-            o.writers,
-            o.readers,
-            o.writes.total,
-            o.reads.total,
-            (o.writes.total + o.reads.total) as f64 / best as f64,
-            o.writer_share(),
-            starved,
-            o.fail,
-            if o.fail > 0 { " !!!" } else { "" }
+        table.row(vec![
+            o.lock.clone(),
+            o.writers.to_string(),
+            o.readers.to_string(),
+            o.writes.total.to_string(),
+            o.reads.total.to_string(),
+            format!(
+                "{:.2}x",
+                (o.writes.total + o.reads.total) as f64 / best as f64
+            ),
+            format!("{:.3}", o.writer_share()),
+            starved.to_owned(),
+            format!("{}{}", o.fail, if o.fail > 0 { " !!!" } else { "" }),
+        ]);
+    }
+    section.table(table);
+    // The most contended mix, as a picture: per-thread acquisitions per side.
+    if let Some(mix) = results
+        .locktorture
+        .iter()
+        .map(|o| (o.writers, o.readers))
+        .max_by_key(|(w, r)| w + r)
+    {
+        let rows: Vec<_> = results
+            .locktorture
+            .iter()
+            .filter(|o| (o.writers, o.readers) == mix)
+            .collect();
+        let categories: Vec<String> = rows.iter().map(|o| o.lock.clone()).collect();
+        let per = |c: locktorture::Counts, n: usize| Some(c.per_thread(n).max(0.5));
+        let series = vec![
+            Series::bars(
+                "per writer thread",
+                rows.iter().map(|o| per(o.writes, o.writers)).collect(),
+            ),
+            Series::bars(
+                "per reader thread",
+                rows.iter().map(|o| per(o.reads, o.readers)).collect(),
+            ),
+        ];
+        section.plot(
+            "plots/locktorture.svg",
+            "Acquisitions per thread, writers vs readers (log scale; a writer bar far left of its reader bar means writer starvation)",
+            plots::bar_chart(
+                &format!("locktorture, {} writers / {} readers: acquisitions per thread", mix.0, mix.1),
+                "acquisitions per thread (log)",
+                &categories,
+                &series,
+                true,
+            ),
         );
     }
+    section
+}
 
-    let _ = writeln!(md, "\n## Waiting for readers (rcuscale)\n");
-    let _ = writeln!(
-        md,
+fn rcuscale_section(results: &Results) -> Section {
+    let mut section = Section::new("Waiting for readers (rcuscale)");
+    section.paragraph(
         "W writers loop \"unpublish, wait until no reader holds it\". *Per-GP* is run time over all waits \
-         (lower with concurrent writers when waits share work); latency is per wait, in microseconds.\n"
+         (lower with concurrent writers when waits share work); latency is per wait, in microseconds.",
     );
-    let _ = writeln!(
-        md,
-        "| implementation | writers | readers | waits | per-GP us | mean us | p50 us | p99 us | max us |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
+    let mut table = Table::new(&[
+        "implementation",
+        "writers>",
+        "readers>",
+        "waits>",
+        "per-GP us>",
+        "mean us>",
+        "p50 us>",
+        "p99 us>",
+        "max us>",
+    ]);
     for o in &results.rcuscale {
         let l = o.latency_us;
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
-            o.name, o.writers, o.readers, o.gps, o.per_gp_us, l.mean, l.p50, l.p99, l.max
+        table.row(vec![
+            o.name.clone(),
+            o.writers.to_string(),
+            o.readers.to_string(),
+            o.gps.to_string(),
+            format!("{:.2}", o.per_gp_us),
+            format!("{:.2}", l.mean),
+            format!("{:.2}", l.p50),
+            format!("{:.2}", l.p99),
+            format!("{:.1}", l.max),
+        ]);
+    }
+    section.table(table);
+    let names = ordered(results.rcuscale.iter().map(|o| o.name.as_str()));
+    let series: Vec<Series> = names
+        .iter()
+        .map(|n| {
+            Series::line(
+                *n,
+                results
+                    .rcuscale
+                    .iter()
+                    .filter(|o| o.name == *n && o.per_gp_us > 0.0)
+                    .map(|o| (o.writers as f64, o.per_gp_us))
+                    .collect(),
+            )
+        })
+        .filter(|s| s.points.len() > 1)
+        .collect();
+    if !series.is_empty() {
+        section.plot(
+            "plots/rcuscale-per-gp.svg",
+            "Effective per-grace-period time against concurrent synchronize callers (lower is better)",
+            plots::line_chart("Per-GP time vs concurrent callers", "concurrent callers (writers)", "per-GP time, us", &series, true, true),
         );
     }
+    section
+}
 
-    let _ = writeln!(md, "\n## Deferred reclamation under torture\n");
-    let _ = writeln!(
-        md,
+fn torture_section(results: &Results) -> Section {
+    let mut section = Section::new("Deferred reclamation under torture");
+    section.paragraph(
         "Readers check every object they reach is live; reclamation poisons objects before a delayed free. \
          *Unreclaimed max* is the most objects allocated but not yet reclaimed at once: the memory the \
-         primitive holds back.\n"
+         primitive holds back.",
     );
-    let _ = writeln!(
-        md,
-        "| implementation | readers | writers | reads | replaced | unreclaimed max | errors |\n\
-         |---|---:|---:|---:|---:|---:|---:|"
-    );
+    let mut table = Table::new(&[
+        "implementation",
+        "readers>",
+        "writers>",
+        "reads>",
+        "replaced>",
+        "unreclaimed max>",
+        "errors>",
+    ]);
     for o in &results.torture {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {}{} |",
-            o.name,
-            o.readers,
-            o.writers,
-            o.reads,
-            o.replaced,
-            o.unreclaimed_max,
-            o.errors,
-            if o.errors > 0 { " !!!" } else { "" }
-        );
+        table.row(vec![
+            o.name.clone(),
+            o.readers.to_string(),
+            o.writers.to_string(),
+            o.reads.to_string(),
+            o.replaced.to_string(),
+            o.unreclaimed_max.to_string(),
+            format!("{}{}", o.errors, if o.errors > 0 { " !!!" } else { "" }),
+        ]);
     }
-    md
+    section.table(table);
+    section
 }
 
 #[cfg(test)]
@@ -481,7 +637,7 @@ mod tests {
                 unreclaimed_max: 7,
             }],
         };
-        let md = render_markdown(&results);
+        let md = document(&results).to_markdown();
         assert!(md.contains("Test CPU (2 CPUs)"), "{md}");
         assert!(md.contains("| fast | 2.00 | 1.00x |"), "{md}");
         assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");

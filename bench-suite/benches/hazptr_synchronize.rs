@@ -1,0 +1,70 @@
+//! `hazptr_synchronize`: effective time per `synchronize` with 1..16
+//! concurrent callers, the shared scan against every caller scanning alone
+//! (the shared-scan series' question). One reader protects the current
+//! object meanwhile. Time per iteration = wall time / total calls.
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use hazptr::Domain;
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr};
+use std::time::{Duration, Instant};
+
+fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
+    let current = AtomicPtr::new(Box::into_raw(Box::new(0u64)));
+    let per_caller = iters.div_ceil(callers as u64);
+    let start = Barrier::new(callers + 1);
+    let end = Barrier::new(callers + 1);
+    let stop = AtomicBool::new(false);
+    let elapsed = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Relaxed) {
+                let mut guard = domain.guard();
+                // SAFETY: protected; never null.
+                black_box(unsafe { *guard.protect_ptr(&current) });
+            }
+        });
+        for c in 0..callers {
+            let (start, end, current) = (&start, &end, &current);
+            s.spawn(move || {
+                start.wait();
+                for _ in 0..per_caller {
+                    let old = current.swap(Box::into_raw(Box::new(c as u64)), AcqRel);
+                    domain.synchronize(old);
+                    // SAFETY: unpublished and synchronized.
+                    drop(unsafe { Box::from_raw(old) });
+                }
+                end.wait();
+            });
+        }
+        start.wait();
+        let began = Instant::now();
+        end.wait();
+        let elapsed = began.elapsed();
+        stop.store(true, Relaxed);
+        elapsed
+    });
+    // SAFETY: every thread is done.
+    drop(unsafe { Box::from_raw(current.into_inner()) });
+    elapsed.mul_f64(iters as f64 / (per_caller * callers as u64) as f64)
+}
+
+fn hazptr_synchronize(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hazptr_synchronize");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    for (name, shared) in [("shared", true), ("unshared", false)] {
+        let domain = Domain::builder().shared_scan(shared).build();
+        for callers in [1, 2, 4, 8, 16] {
+            group.bench_function(BenchmarkId::new(name, callers), |b| {
+                b.iter_custom(|iters| run(&domain, callers, iters))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, hazptr_synchronize);
+criterion_main!(benches);

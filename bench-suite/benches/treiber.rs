@@ -1,0 +1,130 @@
+//! `treiber`: a Treiber stack's push + pop with the popped node retired,
+//! hazptr (the stack of `hazptr/examples/treiber.rs`, compiled in here)
+//! against the same stack on haphazard. Time per iteration = one push+pop
+//! pair on each thread (threads run concurrently).
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::mem::ManuallyDrop;
+use std::ptr;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+#[allow(dead_code)]
+#[path = "../../hazptr/examples/treiber.rs"]
+mod hazptr_treiber;
+
+/// The same stack on haphazard: `AtomicPtr`, one `HazardPointer` per pop,
+/// `Replaced::retire` for the popped node.
+struct HaphazardStack<T> {
+    head: haphazard::AtomicPtr<Node<T>>,
+}
+
+struct Node<T> {
+    value: ManuallyDrop<T>,
+    next: *mut Node<T>,
+}
+
+// SAFETY: as in the hazptr example: nodes move `T` between threads and
+// expose `next` read-only under protection.
+unsafe impl<T: Send + Sync> Send for Node<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Node<T> {}
+
+impl<T: Send + Sync> HaphazardStack<T> {
+    fn new() -> Self {
+        HaphazardStack {
+            // SAFETY: null is a valid (empty) value for haphazard's AtomicPtr.
+            head: unsafe { haphazard::AtomicPtr::new(ptr::null_mut()) },
+        }
+    }
+
+    fn push(&self, value: T) {
+        let node = Box::into_raw(Box::new(Node {
+            value: ManuallyDrop::new(value),
+            next: ptr::null_mut(),
+        }));
+        loop {
+            let head = self.head.load_ptr();
+            // SAFETY: `node` is ours until published.
+            unsafe { (*node).next = head };
+            // SAFETY: `node` is a valid `Box` pointer the stack owns from now on.
+            if unsafe { self.head.compare_exchange_weak_ptr(head, node) }.is_ok() {
+                return;
+            }
+        }
+    }
+
+    fn pop(&self) -> Option<T> {
+        let mut hp = haphazard::HazardPointer::new();
+        loop {
+            let head = self.head.safe_load(&mut hp)?;
+            let head_ptr = ptr::from_ref(head).cast_mut();
+            let next = head.next;
+            // SAFETY: `next` is owned through `head`'s link.
+            if let Ok(Some(old)) = unsafe { self.head.compare_exchange_ptr(head_ptr, next) } {
+                // SAFETY: we unlinked it; only we move the value out.
+                let value = unsafe { ptr::read(&*head.value) };
+                // SAFETY: unlinked and retired once.
+                unsafe { old.retire() };
+                return Some(value);
+            }
+        }
+    }
+}
+
+fn pairs<S: Sync>(
+    stack: &S,
+    threads: usize,
+    iters: u64,
+    pair: impl Fn(&S, u64) + Sync,
+) -> Duration {
+    let start = Barrier::new(threads + 1);
+    let end = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                start.wait();
+                for i in 0..iters {
+                    pair(stack, i);
+                }
+                end.wait();
+            });
+        }
+        start.wait();
+        let began = Instant::now();
+        end.wait();
+        began.elapsed()
+    })
+}
+
+fn treiber(c: &mut Criterion) {
+    let mut group = c.benchmark_group("treiber");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for threads in [1, 2] {
+        let ours = hazptr_treiber::TreiberStack::new();
+        group.bench_function(BenchmarkId::new("hazptr", threads), |b| {
+            b.iter_custom(|iters| {
+                pairs(&ours, threads, iters, |s, i| {
+                    s.push(i);
+                    black_box(s.pop());
+                })
+            })
+        });
+        let theirs = HaphazardStack::new();
+        group.bench_function(BenchmarkId::new("haphazard", threads), |b| {
+            b.iter_custom(|iters| {
+                pairs(&theirs, threads, iters, |s, i| {
+                    s.push(i);
+                    black_box(s.pop());
+                })
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, treiber);
+criterion_main!(benches);

@@ -1,0 +1,327 @@
+//! `syncbench advise`: run a short benchmark matrix for one workload on this
+//! machine and recommend a primitive, with the numbers behind the advice.
+//!
+//! The workload: T threads share one payload of B bytes; each thread loops
+//! "R read-side sections over the whole payload, then one update of the whole
+//! payload". A read sums the payload's words and checks they are all equal;
+//! an update adds one to every word (in place under a lock, or on a copy that
+//! is then published for copy-on-write primitives, with writers serialized or
+//! retried so no update is lost). Unequal words mean a reader saw a torn
+//! payload: counted as an error, and a contender with errors is never
+//! recommended.
+
+mod peers;
+
+use crate::registry::{Implementation, Origin};
+use serde::Serialize;
+use std::io::Write;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// A primitive protecting a shared payload, for a mixed read/write workload.
+pub trait Workload: Send + Sync {
+    /// Runs the per-thread loop until `stop`: `reads_per_write` reads, then one
+    /// update, repeated. Each contender writes its own loop with
+    /// [`mixed_loop`] so no dynamic dispatch sits inside it.
+    fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts;
+}
+
+/// What one thread did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    /// Read-side sections completed.
+    pub reads: u64,
+    /// Updates completed.
+    pub writes: u64,
+    /// Reads that saw unequal words (a torn payload).
+    pub torn: u64,
+}
+
+/// The loop every [`Workload`] uses: `read` returns whether the payload it
+/// saw was consistent.
+#[inline(always)]
+pub fn mixed_loop(
+    reads_per_write: u32,
+    stop: &AtomicBool,
+    mut read: impl FnMut() -> bool,
+    mut write: impl FnMut(),
+) -> Counts {
+    let mut c = Counts::default();
+    while !stop.load(Relaxed) {
+        for _ in 0..reads_per_write {
+            c.torn += u64::from(!read());
+        }
+        c.reads += u64::from(reads_per_write);
+        write();
+        c.writes += 1;
+    }
+    c
+}
+
+/// Sums `words` and reports whether they were all equal (an untorn payload).
+#[inline(always)]
+pub fn check_payload(words: &[u64]) -> bool {
+    let first = words.first().copied().unwrap_or(0);
+    let mut same = true;
+    let mut sum = 0u64;
+    for &w in words {
+        same &= w == first;
+        sum = sum.wrapping_add(w);
+    }
+    std::hint::black_box(sum);
+    same
+}
+
+/// What contenders are built with.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Payload size in 8-byte words.
+    pub payload_words: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { payload_words: 8 }
+    }
+}
+
+/// Every contender, ours first, then peers.
+pub fn implementations() -> &'static [Implementation<dyn Workload, Options>] {
+    IMPLEMENTATIONS
+}
+
+static IMPLEMENTATIONS: &[Implementation<dyn Workload, Options>] = &[
+    peers::PARKING_LOT,
+    peers::STD,
+    peers::SEQLOCK,
+    peers::ARC_SWAP,
+    peers::CROSSBEAM_EPOCH,
+];
+
+/// The workload to advise on.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Config {
+    /// Reads per write, per thread.
+    pub reads_per_write: u32,
+    /// Threads.
+    pub threads: usize,
+    /// Payload size in bytes (rounded up to whole 8-byte words).
+    pub payload_bytes: usize,
+    /// How long each contender runs.
+    #[serde(skip)]
+    pub duration: Duration,
+}
+
+/// One contender's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// Implementation name.
+    #[serde(rename = "impl")]
+    pub name: String,
+    /// Ours or a peer.
+    pub origin: Origin,
+    /// Reads plus writes per second, all threads together.
+    pub ops_per_s: f64,
+    /// Reads per second.
+    pub reads_per_s: f64,
+    /// Writes per second.
+    pub writes_per_s: f64,
+    /// Torn reads seen.
+    pub errors: u64,
+    /// Why it was not measured, if it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// The advice: the matrix and the pick.
+#[derive(Debug, Serialize)]
+pub struct Advice {
+    /// The workload.
+    pub workload: Config,
+    /// Every contender, fastest first.
+    pub outcomes: Vec<Outcome>,
+    /// The recommended contender.
+    pub recommended: Option<String>,
+    /// The recommendation in words, with its figures.
+    pub reason: String,
+}
+
+/// Measures one contender on `config`.
+pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> Outcome {
+    let options = Options {
+        payload_words: config.payload_bytes.div_ceil(8).max(1),
+    };
+    let primitive = match (imp.make)(&options) {
+        Ok(p) => p,
+        Err(why) => {
+            return Outcome {
+                name: imp.name.into(),
+                origin: imp.origin,
+                ops_per_s: 0.0,
+                reads_per_s: 0.0,
+                writes_per_s: 0.0,
+                errors: 0,
+                skipped: Some(why.to_string()),
+            };
+        }
+    };
+    let primitive = &*primitive;
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(config.threads + 1);
+    let (elapsed, totals) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..config.threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    primitive.run(config.reads_per_write, &stop)
+                })
+            })
+            .collect();
+        start.wait();
+        let began = Instant::now();
+        std::thread::sleep(config.duration);
+        stop.store(true, Relaxed);
+        let counts: Vec<Counts> = handles
+            .into_iter()
+            .map(|h| h.join().expect("worker panicked"))
+            .collect();
+        (began.elapsed(), counts)
+    });
+    let secs = elapsed.as_secs_f64();
+    let reads: u64 = totals.iter().map(|c| c.reads).sum();
+    let writes: u64 = totals.iter().map(|c| c.writes).sum();
+    Outcome {
+        name: imp.name.into(),
+        origin: imp.origin,
+        ops_per_s: (reads + writes) as f64 / secs,
+        reads_per_s: reads as f64 / secs,
+        writes_per_s: writes as f64 / secs,
+        errors: totals.iter().map(|c| c.torn).sum(),
+        skipped: None,
+    }
+}
+
+/// Runs the matrix and picks the fastest contender that saw no errors.
+pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advice {
+    let mut outcomes: Vec<Outcome> = implementations()
+        .iter()
+        .map(|imp| {
+            progress.set_label(imp.name);
+            let o = measure(imp, config);
+            progress.inc(1);
+            o
+        })
+        .collect();
+    outcomes.sort_by(|a, b| b.ops_per_s.total_cmp(&a.ops_per_s));
+    let eligible: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.skipped.is_none() && o.errors == 0)
+        .collect();
+    let (recommended, reason) = match eligible.as_slice() {
+        [] => (None, "no contender ran without errors".to_owned()),
+        [only] => (
+            Some(only.name.clone()),
+            format!("{} is the only contender that ran cleanly", only.name),
+        ),
+        [best, next, ..] => (
+            Some(best.name.clone()),
+            format!(
+                "use {}: {:.2} Mops/s ({:.2} M reads/s, {:.3} M writes/s), {:.2}x the next best ({}, {:.2} Mops/s) \
+                 for {} reads per write on {} threads with a {}-byte payload",
+                best.name,
+                best.ops_per_s / 1e6,
+                best.reads_per_s / 1e6,
+                best.writes_per_s / 1e6,
+                best.ops_per_s / next.ops_per_s,
+                next.name,
+                next.ops_per_s / 1e6,
+                config.reads_per_write,
+                config.threads,
+                config.payload_bytes
+            ),
+        ),
+    };
+    Advice {
+        workload: config,
+        outcomes,
+        recommended,
+        reason,
+    }
+}
+
+/// Writes the matrix and the recommendation as text.
+pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> {
+    let w = advice.workload;
+    writeln!(
+        out,
+        "advise: {} reads per write, {} threads, {}-byte payload, {:.1} s per contender",
+        w.reads_per_write,
+        w.threads,
+        w.payload_bytes,
+        w.duration.as_secs_f64()
+    )?;
+    let best = advice
+        .outcomes
+        .first()
+        .map_or(1.0, |o| o.ops_per_s.max(1e-9));
+    writeln!(
+        out,
+        "{:<18} {:>10} {:>8} {:>12} {:>12} {:>7}",
+        "impl", "Mops/s", "vs best", "Mreads/s", "Mwrites/s", "errors"
+    )?;
+    for o in &advice.outcomes {
+        match &o.skipped {
+            Some(why) => writeln!(out, "{:<18} skipped: {why}", o.name)?,
+            None => writeln!(
+                out,
+                "{:<18} {:>10.3} {:>7.2}x {:>12.3} {:>12.4} {:>7}{}",
+                o.name,
+                o.ops_per_s / 1e6,
+                o.ops_per_s / best,
+                o.reads_per_s / 1e6,
+                o.writes_per_s / 1e6,
+                o.errors,
+                if o.errors > 0 { " !!!" } else { "" }
+            )?,
+        }
+    }
+    writeln!(out, "recommendation: {}", advice.reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_contender_runs_cleanly_and_advice_names_the_fastest() {
+        let config = Config {
+            reads_per_write: 10,
+            threads: 2,
+            payload_bytes: 64,
+            duration: Duration::from_millis(50),
+        };
+        let advice = advise(config, &mut crate::progress::Progress::new(1, "test"));
+        assert_eq!(advice.outcomes.len(), implementations().len());
+        for o in &advice.outcomes {
+            assert_eq!(o.errors, 0, "{o:?}");
+            assert!(
+                o.skipped.is_some() || (o.reads_per_s > 0.0 && o.writes_per_s > 0.0),
+                "{o:?}"
+            );
+        }
+        let fastest = advice
+            .outcomes
+            .iter()
+            .find(|o| o.skipped.is_none())
+            .unwrap();
+        assert_eq!(advice.recommended.as_deref(), Some(fastest.name.as_str()));
+        assert!(advice.reason.contains(&fastest.name));
+    }
+
+    #[test]
+    fn torn_payloads_are_detected() {
+        assert!(check_payload(&[3, 3, 3]));
+        assert!(!check_payload(&[3, 4, 3]));
+    }
+}

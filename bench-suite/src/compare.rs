@@ -1,0 +1,366 @@
+//! `syncbench compare OLD.json NEW.json`: the change of every figure between
+//! two report runs, flagging regressions beyond a threshold.
+//!
+//! Works on any `results.json` without knowing its schema in detail: every
+//! top-level array is a section, every object in it a measurement whose
+//! *identity* is its string fields plus its configuration numbers (threads,
+//! writers, readers, cpus, ...), and whose *figures* are its other numeric
+//! leaves (nested objects flatten to `latency_us.p99`). A figure's direction
+//! (lower or higher is better) comes from its name; figures of unknown
+//! direction are shown but never flagged.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// Numeric fields that identify a measurement rather than measure it.
+const IDENTITY_NUMBERS: &[&str] = &[
+    "threads",
+    "writers",
+    "readers",
+    "cpus",
+    "callers",
+    "reads_per_write",
+    "payload_bytes",
+    "interval_ms",
+];
+
+/// Numeric fields that are neither identity nor figures (run settings).
+const SETTINGS: &[&str] = &["iterations", "duration_s", "sim_seconds", "seed", "runs"];
+
+/// Whether lower or higher is better for a figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Times, latencies, errors, memory held back.
+    LowerIsBetter,
+    /// Throughputs and counts of work done.
+    HigherIsBetter,
+    /// Not judged.
+    Neutral,
+}
+
+/// The direction of the figure at `path` (dot-separated).
+pub fn direction(path: &str) -> Direction {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    let lower = [
+        "errors",
+        "fail",
+        "write_fail",
+        "read_fail",
+        "stalls",
+        "unreclaimed_max",
+    ];
+    let higher = [
+        "total",
+        "min",
+        "gps",
+        "reads",
+        "replaced",
+        "calls_per_s",
+        "ratio",
+        "ops_per_s",
+        "writer_share",
+        "throughput",
+    ];
+    let timing = path.contains("latency")
+        || path.ends_with("_us")
+        || path.ends_with("_ns")
+        || last == "ns_per_op";
+    if timing || lower.contains(&last) {
+        Direction::LowerIsBetter
+    } else if higher.contains(&last) {
+        Direction::HigherIsBetter
+    } else {
+        Direction::Neutral
+    }
+}
+
+/// One figure present in both runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Change {
+    /// Section and identity, e.g. `refscale impl=hazptr threads=1`.
+    pub measurement: String,
+    /// The figure's path within the measurement, e.g. `ns_per_op`.
+    pub figure: String,
+    /// Old value.
+    pub old: f64,
+    /// New value.
+    pub new: f64,
+    /// (new - old) / old, in percent (`null` when old is 0).
+    pub change_pct: Option<f64>,
+    /// Which way is better.
+    pub direction: Direction,
+    /// Worse by more than the threshold (or an error count that rose from 0).
+    pub regression: bool,
+    /// Better by more than the threshold.
+    pub improvement: bool,
+}
+
+/// The whole comparison.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    /// The threshold used, percent.
+    pub threshold_pct: f64,
+    /// Figures in both runs.
+    pub changes: Vec<Change>,
+    /// Measurements only in the old run.
+    pub only_old: Vec<String>,
+    /// Measurements only in the new run.
+    pub only_new: Vec<String>,
+    /// Machine fields that differ (`field: old -> new`): ratios across
+    /// machines are not like for like.
+    pub machine_differences: Vec<String>,
+}
+
+impl Comparison {
+    /// How many figures regressed.
+    pub fn regressions(&self) -> usize {
+        self.changes.iter().filter(|c| c.regression).count()
+    }
+
+    /// How many figures improved.
+    pub fn improvements(&self) -> usize {
+        self.changes.iter().filter(|c| c.improvement).count()
+    }
+}
+
+/// Flattens a results document into `measurement -> figure -> value`.
+pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let mut out = BTreeMap::new();
+    let Some(top) = results.as_object() else {
+        return out;
+    };
+    for (section, value) in top {
+        let Some(items) = value.as_array() else {
+            continue;
+        };
+        for item in items {
+            let Some(fields) = item.as_object() else {
+                continue;
+            };
+            let mut identity = Vec::new();
+            let mut figures = BTreeMap::new();
+            for (name, v) in fields {
+                match v {
+                    Value::String(s) => identity.push(format!("{name}={s}")),
+                    Value::Bool(b) => identity.push(format!("{name}={b}")),
+                    Value::Number(n) if IDENTITY_NUMBERS.contains(&name.as_str()) => {
+                        identity.push(format!("{name}={n}"))
+                    }
+                    _ if SETTINGS.contains(&name.as_str()) => {}
+                    _ => collect_figures(name, v, &mut figures),
+                }
+            }
+            let key = format!("{section} {}", identity.join(" "));
+            out.insert(key, figures);
+        }
+    }
+    out
+}
+
+fn collect_figures(path: &str, value: &Value, out: &mut BTreeMap<String, f64>) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64() {
+                out.insert(path.to_owned(), f);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                collect_figures(&format!("{path}.{k}"), v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Compares two results documents.
+pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
+    let (a, b) = (flatten(old), flatten(new));
+    let mut changes = Vec::new();
+    for (measurement, old_figures) in &a {
+        let Some(new_figures) = b.get(measurement) else {
+            continue;
+        };
+        for (figure, &o) in old_figures {
+            let Some(&n) = new_figures.get(figure) else {
+                continue;
+            };
+            let dir = direction(figure);
+            let change_pct = (o != 0.0).then(|| (n - o) / o.abs() * 100.0);
+            let worse_pct = match (dir, change_pct) {
+                (Direction::LowerIsBetter, Some(p)) => p,
+                (Direction::HigherIsBetter, Some(p)) => -p,
+                _ => 0.0,
+            };
+            // A count of errors rising from zero is a regression at any size.
+            let from_zero = o == 0.0 && n > 0.0 && dir == Direction::LowerIsBetter;
+            changes.push(Change {
+                measurement: measurement.clone(),
+                figure: figure.clone(),
+                old: o,
+                new: n,
+                change_pct,
+                direction: dir,
+                regression: from_zero || worse_pct > threshold_pct,
+                improvement: dir != Direction::Neutral && worse_pct < -threshold_pct,
+            });
+        }
+    }
+    let only_old = a.keys().filter(|k| !b.contains_key(*k)).cloned().collect();
+    let only_new = b.keys().filter(|k| !a.contains_key(*k)).cloned().collect();
+    let mut machine_differences = Vec::new();
+    if let (Some(Value::Object(ma)), Some(Value::Object(mb))) =
+        (old.get("machine"), new.get("machine"))
+    {
+        for (k, va) in ma {
+            if let Some(vb) = mb.get(k)
+                && va != vb
+            {
+                machine_differences.push(format!("{k}: {va} -> {vb}"));
+            }
+        }
+    }
+    Comparison {
+        threshold_pct,
+        changes,
+        only_old,
+        only_new,
+        machine_differences,
+    }
+}
+
+/// Writes the comparison as text: regressions first, then improvements, then
+/// (with `all`) every other figure, and a summary line.
+pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::Result<()> {
+    for d in &c.machine_differences {
+        writeln!(
+            out,
+            "warning: machines differ ({d}); ratios across machines are not like for like"
+        )?;
+    }
+    let line = |out: &mut dyn Write, ch: &Change, tag: &str| {
+        let pct = ch
+            .change_pct
+            .map_or("n/a".to_owned(), |p| format!("{p:+.1}%"));
+        writeln!(
+            out,
+            "{tag:<11} {} {}: {} -> {} ({pct})",
+            ch.measurement,
+            ch.figure,
+            fmt(ch.old),
+            fmt(ch.new)
+        )
+    };
+    for ch in c.changes.iter().filter(|ch| ch.regression) {
+        line(out, ch, "REGRESSION")?;
+    }
+    for ch in c.changes.iter().filter(|ch| ch.improvement) {
+        line(out, ch, "improved")?;
+    }
+    if all {
+        for ch in c
+            .changes
+            .iter()
+            .filter(|ch| !ch.regression && !ch.improvement)
+        {
+            line(out, ch, "")?;
+        }
+    }
+    for m in &c.only_old {
+        writeln!(out, "only in old: {m}")?;
+    }
+    for m in &c.only_new {
+        writeln!(out, "only in new: {m}")?;
+    }
+    writeln!(
+        out,
+        "{} figures compared: {} regressions and {} improvements beyond {}%",
+        c.changes.len(),
+        c.regressions(),
+        c.improvements(),
+        c.threshold_pct
+    )
+}
+
+fn fmt(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(ns: f64, writes: u64, errors: u64) -> Value {
+        json!({
+            "profile": "quick",
+            "machine": {"cpu": "X", "cores": 2},
+            "refscale": [{"impl": "hazptr", "threads": 1, "ns_per_op": ns, "iterations": 100, "runs_ns": [ns]}],
+            "locktorture": [{"lock": "qrwlock", "writers": 4, "readers": 16, "duration_s": 5.0,
+                             "writes": {"total": writes, "max": 10, "min": 5}, "fail": 0}],
+            "torture": [{"impl": "hazptr", "readers": 4, "writers": 2, "errors": errors}],
+        })
+    }
+
+    #[test]
+    fn flags_regressions_by_direction_and_threshold() {
+        let c = compare(&run(1.0, 1000, 0), &run(1.2, 850, 0), 10.0);
+        let get = |f: &str| c.changes.iter().find(|ch| ch.figure == f).unwrap();
+        assert!(get("ns_per_op").regression, "20% slower reads");
+        assert!(get("writes.total").regression, "15% fewer writes");
+        assert!(!get("writes.max").regression && get("writes.max").direction == Direction::Neutral);
+        assert!(!get("errors").regression);
+        assert_eq!(c.regressions(), 2);
+        // Settings are not figures; identity numbers are part of the key.
+        assert!(
+            c.changes
+                .iter()
+                .all(|ch| ch.figure != "iterations" && ch.figure != "duration_s")
+        );
+        assert!(get("ns_per_op").measurement.contains("threads=1"));
+
+        let better = compare(&run(1.0, 1000, 0), &run(0.8, 1200, 0), 10.0);
+        assert_eq!(better.regressions(), 0);
+        assert_eq!(better.improvements(), 2);
+
+        let within = compare(&run(1.0, 1000, 0), &run(1.05, 960, 0), 10.0);
+        assert_eq!(within.regressions() + within.improvements(), 0);
+    }
+
+    #[test]
+    fn errors_rising_from_zero_always_regress() {
+        let c = compare(&run(1.0, 1000, 0), &run(1.0, 1000, 1), 10.0);
+        assert_eq!(c.regressions(), 1);
+        let mut text = Vec::new();
+        write_text(&mut text, &c, false).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("REGRESSION  torture impl=hazptr readers=4 writers=2 errors: 0 -> 1"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn added_and_removed_measurements_and_machines_are_reported() {
+        let mut new = run(1.0, 1000, 0);
+        new["refscale"][0]["impl"] = json!("hazptr-v2");
+        new["machine"]["cores"] = json!(16);
+        let c = compare(&run(1.0, 1000, 0), &new, 10.0);
+        assert_eq!(
+            c.only_old,
+            vec!["refscale impl=hazptr threads=1".to_owned()]
+        );
+        assert_eq!(
+            c.only_new,
+            vec!["refscale impl=hazptr-v2 threads=1".to_owned()]
+        );
+        assert_eq!(c.machine_differences, vec!["cores: 2 -> 16".to_owned()]);
+    }
+}

@@ -1,0 +1,70 @@
+//! This workspace's `hazptr` writer side: swap, `synchronize(old)`, free.
+
+use super::{GracePeriod, Options};
+use crate::registry::{Implementation, Origin};
+use hazptr::Domain;
+use std::hint::black_box;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr};
+
+/// `hazptr`: concurrent `synchronize` callers share one scan.
+pub(super) const HAZPTR: Implementation<dyn GracePeriod, Options> = Implementation {
+    name: "hazptr",
+    summary: "hazptr: swap, synchronize(old) through the shared scan (scanner thread, Bloom filter), free",
+    origin: Origin::Workspace,
+    make: |_| Ok(Box::new(Hazptr::new(true))),
+};
+
+/// `hazptr-unshared`: every caller scans alone (the comparison point).
+pub(super) const HAZPTR_UNSHARED: Implementation<dyn GracePeriod, Options> = Implementation {
+    name: "hazptr-unshared",
+    summary: "hazptr with shared_scan(false): every synchronize caller flips, fences and scans alone",
+    origin: Origin::Workspace,
+    make: |_| Ok(Box::new(Hazptr::new(false))),
+};
+
+struct Hazptr {
+    domain: Domain,
+    current: AtomicPtr<u64>,
+}
+
+impl Hazptr {
+    fn new(shared_scan: bool) -> Self {
+        Hazptr {
+            domain: Domain::builder().shared_scan(shared_scan).build(),
+            current: AtomicPtr::new(Box::into_raw(Box::new(0u64))),
+        }
+    }
+}
+
+impl GracePeriod for Hazptr {
+    fn update_and_wait(&self, writer: usize) {
+        let fresh = Box::into_raw(Box::new(writer as u64));
+        let old = self.current.swap(fresh, AcqRel);
+        self.domain.synchronize(old);
+        // SAFETY: unpublished by the swap; after `synchronize` no reader holds
+        // it; allocated by `Box::new`.
+        drop(unsafe { Box::from_raw(old) });
+    }
+
+    fn read_until(&self, stop: &AtomicBool) -> u64 {
+        let mut n = 0;
+        while !stop.load(Relaxed) {
+            for _ in 0..64 {
+                let mut guard = self.domain.guard();
+                let p = guard.protect_ptr(&self.current);
+                // SAFETY: protected by `guard`; never null.
+                black_box(unsafe { *p });
+            }
+            n += 64;
+        }
+        n
+    }
+}
+
+impl Drop for Hazptr {
+    fn drop(&mut self) {
+        // SAFETY: the last published object; `&mut self` excludes readers.
+        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
+    }
+}

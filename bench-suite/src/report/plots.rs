@@ -1,0 +1,325 @@
+//! SVG plots for reports, drawn with plotters' SVG backend into strings.
+//!
+//! Two shapes cover the report: horizontal grouped bars (one row per
+//! contender, one bar per series, so long names stay readable) and line charts
+//! (a figure against a parameter such as concurrent callers or CPU count).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Colours for series, in order.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+];
+
+/// A named series of values, one per category (bars) or per point (lines).
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Bars: one value per category, `None` where not measured. Lines: unused.
+    pub values: Vec<Option<f64>>,
+    /// Lines: (x, y) points. Bars: unused.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// A bar series.
+    pub fn bars(name: impl Into<String>, values: Vec<Option<f64>>) -> Series {
+        Series {
+            name: name.into(),
+            values,
+            points: Vec::new(),
+        }
+    }
+
+    /// A line series.
+    pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            values: Vec::new(),
+            points,
+        }
+    }
+}
+
+fn finish(area: DrawingArea<SVGBackend<'_>, Shift>) {
+    area.present().expect("drawing into a string cannot fail");
+}
+
+/// Horizontal grouped bars: `categories` down the side, each series a bar per
+/// category. `log` uses a logarithmic value axis (for figures that span
+/// orders of magnitude); values must then be positive.
+pub fn bar_chart(
+    title: &str,
+    value_label: &str,
+    categories: &[String],
+    series: &[Series],
+    log: bool,
+) -> String {
+    let mut svg = String::new();
+    let rows = categories.len().max(1);
+    let height = (90 + rows * (14 * series.len().max(1) + 10)).max(220) as u32;
+    {
+        let area = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
+        area.fill(&WHITE).expect("fill");
+        let values = series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied());
+        let max = values.clone().fold(0.0f64, f64::max).max(1e-9);
+        let min_pos = values.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        let label_width =
+            (categories.iter().map(|c| c.len()).max().unwrap_or(4) as u32 * 7 + 16).min(260);
+        let mut builder = ChartBuilder::on(&area);
+        builder
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(label_width);
+        // Category i is drawn top-down (row `rows - 1 - i` from the bottom), and
+        // its series top-down within the row, so the picture reads like the table.
+        let band = |i: usize, s: usize| {
+            let per = 1.0 / (series.len().max(1) as f64 + 0.6);
+            let row = (rows - 1 - i) as f64;
+            let top = row + 1.0 - 0.3 * per - s as f64 * per;
+            (top - per * 0.9, top)
+        };
+        let centre = |i: usize| (rows - 1 - i) as f64 + 0.5;
+        // Headroom on the right keeps the legend off the longest bars.
+        let lo = if log {
+            if min_pos.is_finite() {
+                min_pos / 2.0
+            } else {
+                0.1
+            }
+        } else {
+            0.0
+        };
+        let hi = if log { max * 40.0 } else { max * 1.45 };
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(value_label)
+                    .y_labels(0)
+                    .disable_y_mesh()
+                    .light_line_style(WHITE)
+                    .draw()
+                    .expect("mesh");
+                for (s, ser) in series.iter().enumerate() {
+                    let color = PALETTE[s % PALETTE.len()];
+                    chart
+                        .draw_series(ser.values.iter().enumerate().filter_map(|(i, v)| {
+                            v.map(|v| {
+                                let (a, b) = band(i, s);
+                                Rectangle::new([(lo, a), (v.max(lo), b)], color.filled())
+                            })
+                        }))
+                        .expect("bars")
+                        .label(ser.name.as_str())
+                        .legend(move |(x, y)| {
+                            Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                        });
+                }
+                if series.len() > 1 {
+                    chart
+                        .configure_series_labels()
+                        .position(SeriesLabelPosition::UpperRight)
+                        .background_style(WHITE.mix(0.85))
+                        .border_style(BLACK.mix(0.3))
+                        .draw()
+                        .expect("legend");
+                }
+                // Category names, right-aligned left of the plotting area.
+                let style =
+                    TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Right, VPos::Center));
+                for (i, name) in categories.iter().enumerate() {
+                    let (x, y) = chart.backend_coord(&(lo, centre(i)));
+                    area.draw(&Text::new(name.as_str(), (x - 6, y), style.clone()))
+                        .expect("label");
+                }
+            }};
+        }
+        if log {
+            draw!(
+                builder
+                    .build_cartesian_2d((lo..hi).log_scale(), 0.0..rows as f64)
+                    .expect("chart")
+            );
+        } else {
+            draw!(
+                builder
+                    .build_cartesian_2d(lo..hi, 0.0..rows as f64)
+                    .expect("chart")
+            );
+        }
+        finish(area);
+    }
+    svg
+}
+
+/// Lines with markers: each series a set of (x, y) points. `log_x`/`log_y`
+/// use logarithmic axes; values must then be positive.
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    log_x: bool,
+    log_y: bool,
+) -> String {
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
+        area.fill(&WHITE).expect("fill");
+        let pts = || series.iter().flat_map(|s| s.points.iter().copied());
+        let (x_lo, x_hi) = bounds(pts().map(|p| p.0), log_x);
+        let (y_lo, y_hi) = bounds(pts().map(|p| p.1), log_y);
+        let mut builder = ChartBuilder::on(&area);
+        builder
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(y_label)
+                    .light_line_style(WHITE)
+                    .draw()
+                    .expect("mesh");
+                for (s, ser) in series.iter().enumerate() {
+                    let color = PALETTE[s % PALETTE.len()];
+                    chart
+                        .draw_series(LineSeries::new(
+                            ser.points.iter().copied(),
+                            color.stroke_width(2),
+                        ))
+                        .expect("line")
+                        .label(ser.name.as_str())
+                        .legend(move |(x, y)| {
+                            PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(
+                            ser.points
+                                .iter()
+                                .map(|&p| Circle::new(p, 3, color.filled())),
+                        )
+                        .expect("points");
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .draw()
+                    .expect("legend");
+            }};
+        }
+        match (log_x, log_y) {
+            (false, false) => draw!(
+                builder
+                    .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
+                    .expect("chart")
+            ),
+            (true, false) => draw!(
+                builder
+                    .build_cartesian_2d((x_lo..x_hi).log_scale(), y_lo..y_hi)
+                    .expect("chart")
+            ),
+            (false, true) => draw!(
+                builder
+                    .build_cartesian_2d(x_lo..x_hi, (y_lo..y_hi).log_scale())
+                    .expect("chart")
+            ),
+            (true, true) => draw!(
+                builder
+                    .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+                    .expect("chart")
+            ),
+        }
+        finish(area);
+    }
+    svg
+}
+
+/// Axis bounds with a margin; for log axes, positive bounds around the data.
+fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return if log { (0.1, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        (lo / 1.5, hi * 1.5)
+    } else {
+        let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);
+        ((lo - pad).min(0.0f64.max(lo - pad)), hi + pad)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bar_chart_draws_every_category_and_series() {
+        let cats = vec!["crossbeam-epoch".to_owned(), "hazptr".to_owned()];
+        let svg = bar_chart(
+            "ns/op",
+            "ns",
+            &cats,
+            &[
+                Series::bars("1 thread", vec![Some(2.0), Some(0.9)]),
+                Series::bars("2 threads", vec![Some(3.0), None]),
+            ],
+            false,
+        );
+        assert!(
+            svg.contains("<svg") && svg.contains("crossbeam-epoch") && svg.contains("hazptr"),
+            "{svg}"
+        );
+        assert!(svg.contains("2 threads"));
+        // Three bars drawn (one value is missing), plus the legend swatches.
+        assert!(svg.matches("<rect").count() >= 3);
+        let log = bar_chart(
+            "acq",
+            "per thread",
+            &cats,
+            &[Series::bars("w", vec![Some(0.5), Some(5000.0)])],
+            true,
+        );
+        assert!(log.contains("<svg"));
+    }
+
+    #[test]
+    fn line_chart_draws_points() {
+        let svg = line_chart(
+            "per-GP",
+            "callers",
+            "us",
+            &[Series::line(
+                "shared",
+                vec![(1.0, 10.0), (4.0, 3.0), (16.0, 1.0)],
+            )],
+            true,
+            true,
+        );
+        assert!(svg.contains("<svg") && svg.contains("shared"));
+        assert!(svg.matches("<circle").count() >= 3, "{svg}");
+    }
+}

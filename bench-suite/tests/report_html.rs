@@ -1,0 +1,186 @@
+//! Renders a report's `report.html` in headless Chromium and checks that the
+//! page and its plots are really drawn (the screenshot is not blank and shows
+//! the plots' bar colour).
+//!
+//! Needs Debian's `chromium` package. Without it the test says so and passes,
+//! unless `SYNCPRIMS_REQUIRE_CHROMIUM=1` is set, as `.ci/run` does (and installs
+//! chromium), so CI always runs it.
+
+use bench_suite::machine::Machine;
+use bench_suite::report::{self, Profile, Results};
+use bench_suite::{locktorture, rcuscale, refscale, torture};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("command -v {name}"))
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        })
+}
+
+fn sample_results() -> Results {
+    let refscale = ["crossbeam-epoch", "haphazard", "arc-swap"]
+        .iter()
+        .enumerate()
+        .flat_map(|(i, name)| {
+            [1usize, 2].map(|threads| refscale::Outcome {
+                name: (*name).into(),
+                threads,
+                ns_per_op: 2.0 + i as f64 + threads as f64,
+                iterations: 1000,
+                runs_ns: vec![3.0],
+            })
+        })
+        .collect();
+    let counts = |total, max, min| locktorture::Counts { total, max, min };
+    let locktorture = ["parking_lot", "spin"]
+        .iter()
+        .map(|lock| locktorture::Outcome {
+            lock: (*lock).into(),
+            writers: 4,
+            readers: 16,
+            duration_s: 2.0,
+            writes: counts(4000, 1100, 900),
+            reads: counts(160_000, 11_000, 9000),
+            fail: 0,
+            write_fail: 0,
+            read_fail: 0,
+        })
+        .collect();
+    let rcuscale = [1usize, 4, 16]
+        .iter()
+        .map(|&writers| rcuscale::Outcome {
+            name: "crossbeam-epoch".into(),
+            writers,
+            readers: 1,
+            gps: 1000,
+            per_gp_us: 10.0 / writers as f64,
+            latency_us: rcuscale::Latency {
+                mean: 10.0,
+                p50: 9.0,
+                p99: 30.0,
+                max: 100.0,
+            },
+            reads: 1,
+            duration_s: 1.0,
+        })
+        .collect();
+    Results {
+        profile: Profile::Quick,
+        machine: Machine::current(),
+        wall_s: 1.0,
+        refscale,
+        locktorture,
+        rcuscale,
+        torture: vec![torture::Outcome {
+            name: "crossbeam-epoch".into(),
+            readers: 4,
+            writers: 2,
+            duration_s: 1.0,
+            reads: 10,
+            replaced: 5,
+            errors: 0,
+            unreclaimed_max: 3,
+        }],
+    }
+}
+
+fn screenshot(chromium: &Path, html: &Path, png: &Path, profile_dir: &Path) {
+    let status = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,2600",
+        ])
+        .arg(format!("--user-data-dir={}", profile_dir.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .status()
+        .expect("chromium runs");
+    assert!(status.success(), "chromium exited with {status}");
+}
+
+#[test]
+fn report_html_renders_with_its_plots() {
+    let Some(chromium) = chromium() else {
+        assert!(
+            std::env::var_os("SYNCPRIMS_REQUIRE_CHROMIUM").is_none(),
+            "SYNCPRIMS_REQUIRE_CHROMIUM is set but chromium is not installed (apt-get install -y chromium)"
+        );
+        eprintln!(
+            "chromium not installed: report.html rendering not checked (apt-get install -y chromium)"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("syncbench-html-{}", std::process::id()));
+    let written = report::write(sample_results(), &dir).expect("report written");
+    let html = std::fs::read_to_string(&written.html).unwrap();
+    // Namespaces (xmlns="http://www.w3.org/2000/svg") are names, not fetches.
+    for fetch in [
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+        "<script src",
+        "<link ",
+    ] {
+        assert!(
+            !html.contains(fetch),
+            "report.html must not need the network: found {fetch}"
+        );
+    }
+    assert_eq!(html.matches("<svg").count(), 3, "three plots inlined");
+
+    let png_path = dir.join("shot.png");
+    screenshot(
+        &chromium,
+        &written.html,
+        &png_path,
+        &dir.join("chromium-profile"),
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&png_path).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bytes = &buf[..info.buffer_size()];
+    let channels = info.color_type.samples();
+    let pixels = bytes.chunks(channels).map(|p| (p[0], p[1], p[2]));
+    let (mut non_white, mut bar_blue) = (0usize, 0usize);
+    for (r, g, b) in pixels {
+        if (r, g, b) != (255, 255, 255) {
+            non_white += 1;
+        }
+        // The first series colour of every plot (#1f77b4), drawn only by plots.
+        if r.abs_diff(0x1f) < 8 && g.abs_diff(0x77) < 8 && b.abs_diff(0xb4) < 8 {
+            bar_blue += 1;
+        }
+    }
+    let total = (info.width * info.height) as usize;
+    assert!(
+        non_white > total / 50,
+        "screenshot nearly blank: {non_white} of {total} pixels drawn"
+    );
+    assert!(
+        bar_blue > 2000,
+        "plots not drawn: only {bar_blue} pixels of the bar colour"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,154 @@
+//! A Treiber stack (lock-free LIFO) on [`hazptr::AtomicBox`].
+//!
+//! Push links a new node in front of the head with a CAS. Pop protects the
+//! head with a guard (so it cannot be freed, and its address cannot be
+//! reused, while we read its `next`), swings the head to `next` with a CAS,
+//! moves the value out and retires the node. Retired nodes are freed in
+//! batches once no guard protects them.
+//!
+//! Run with `cargo run --release -p hazptr --example treiber`. The
+//! `treiber` criterion group of bench-suite measures this very stack.
+
+use hazptr::{AtomicBox, Domain};
+use std::mem::ManuallyDrop;
+use std::ptr;
+
+/// A lock-free stack whose popped nodes are reclaimed through hazard pointers.
+pub struct TreiberStack<'d, T: Send + Sync> {
+    head: AtomicBox<'d, Node<T>>,
+}
+
+struct Node<T> {
+    /// Moved out by the pop that unlinks the node; the node's own drop (at
+    /// reclamation) must not drop it again.
+    value: ManuallyDrop<T>,
+    /// The next node; owned through this link until a pop unlinks this node.
+    next: *mut Node<T>,
+}
+
+// SAFETY: a node is shared between threads only through the stack, which
+// hands out `&T` (needs `T: Sync`) and moves `T` across threads (needs
+// `T: Send`); `next` is only read, and only under protection.
+unsafe impl<T: Send + Sync> Send for Node<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Node<T> {}
+
+impl<T: Send + Sync> TreiberStack<'static, T> {
+    /// An empty stack in the global domain.
+    pub fn new() -> Self {
+        TreiberStack {
+            head: AtomicBox::null(),
+        }
+    }
+}
+
+impl<T: Send + Sync> Default for TreiberStack<'static, T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'d, T: Send + Sync> TreiberStack<'d, T> {
+    /// An empty stack whose nodes are retired to `domain`.
+    pub fn new_in(domain: &'d Domain) -> Self {
+        TreiberStack {
+            head: AtomicBox::from_box_in(None, domain),
+        }
+    }
+
+    /// Pushes `value`.
+    pub fn push(&self, value: T) {
+        let node = Box::into_raw(Box::new(Node {
+            value: ManuallyDrop::new(value),
+            next: ptr::null_mut(),
+        }));
+        loop {
+            let head = self.head.load_ptr();
+            // SAFETY: `node` is ours until the CAS publishes it.
+            unsafe { (*node).next = head };
+            // SAFETY: `node` is a `Box::into_raw` pointer the stack owns from
+            // now on; the old head stays linked (through `node.next`), so it
+            // is neither retired nor freed here.
+            if unsafe { self.head.compare_exchange_ptr(head, node) }.is_ok() {
+                return;
+            }
+        }
+    }
+
+    /// Pops the most recently pushed value.
+    pub fn pop(&self) -> Option<T> {
+        let mut guard = self.head.domain().guard();
+        loop {
+            let head = self.head.load(&mut guard)?;
+            let head_ptr = ptr::from_ref(head).cast_mut();
+            // SAFETY (of the read): `head` is protected, so it is not freed.
+            let next = head.next;
+            // SAFETY: `next` is the rest of the list, owned through `head`'s
+            // link, which this CAS transfers to the stack's head.
+            if unsafe { self.head.compare_exchange_ptr(head_ptr, next) }.is_ok() {
+                // SAFETY: our CAS unlinked the node, so this pop alone moves
+                // the value out; other poppers holding it only read `next`.
+                let value = unsafe { ptr::read(&*head.value) };
+                // SAFETY: unlinked (unreachable for new readers), retired
+                // once, allocated by `Box::new` in `push`; dropping the node
+                // does not drop the moved-out value (`ManuallyDrop`).
+                unsafe { self.head.retire_ptr(head_ptr) };
+                return Some(value);
+            }
+        }
+    }
+
+    /// Whether the stack is empty (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.head.load_ptr().is_null()
+    }
+}
+
+impl<T: Send + Sync> Drop for TreiberStack<'_, T> {
+    fn drop(&mut self) {
+        // `&mut self`: no reader; free the remaining nodes and their values.
+        let mut node = self.head.take().map_or(ptr::null_mut(), Box::into_raw);
+        while !node.is_null() {
+            // SAFETY: every linked node is a `Box::into_raw` pointer owned by
+            // the stack through its predecessor's link.
+            let mut boxed = unsafe { Box::from_raw(node) };
+            // SAFETY: the value was not moved out (the node is still linked).
+            unsafe { ManuallyDrop::drop(&mut boxed.value) };
+            node = boxed.next;
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn main() {
+    const THREADS: u64 = 4;
+    const PER_THREAD: u64 = 100_000;
+    let stack = TreiberStack::new();
+    let popped_sum: u64 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let stack = &stack;
+                s.spawn(move || {
+                    let mut sum = 0;
+                    for i in 0..PER_THREAD {
+                        stack.push(t * PER_THREAD + i);
+                        sum += stack.pop().expect("at least our own push is there");
+                    }
+                    sum
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    let n = THREADS * PER_THREAD;
+    assert_eq!(
+        popped_sum,
+        n * (n - 1) / 2,
+        "every pushed value popped once"
+    );
+    assert!(stack.is_empty());
+    println!(
+        "treiber: {THREADS} threads pushed and popped {n} values; sum checks out; {} nodes still retired",
+        hazptr::Domain::global().retired_len()
+    );
+}

@@ -1,0 +1,285 @@
+//! The safe layer: [`AtomicBox`], an atomically replaceable owning pointer
+//! whose readers protect what they load with a [`Guard`].
+//!
+//! Invariants: the box owns the object it currently points to (a
+//! `Box::into_raw` pointer, or null). An object replaced by `store`, `swap`
+//! or `compare_exchange` is unpublished at that moment; it is retired to the
+//! box's domain (or, through [`Replaced::synchronize`], handed back after a
+//! `synchronize`), never freed while a guard of that domain protects it.
+
+use crate::domain::Domain;
+use crate::guard::Guard;
+use crate::sync::{AtomicPtr, Ordering};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+
+/// An atomic, owning, nullable pointer to a `T`, readable under hazard-pointer
+/// protection.
+///
+/// ```
+/// use hazptr::{AtomicBox, Guard};
+///
+/// let config = AtomicBox::new(String::from("v1"));
+/// let mut guard = Guard::new();
+/// let current = config.load(&mut guard).expect("set");
+/// assert_eq!(current, "v1");
+///
+/// // Writers replace the value; the old one is retired, and freed once no
+/// // guard protects it any more. `current` stays valid meanwhile.
+/// config.store(Some(Box::new(String::from("v2"))));
+/// assert_eq!(current, "v1");
+/// drop(guard);
+///
+/// assert_eq!(hazptr::scoped(&config, |v| v.cloned()), Some("v2".into()));
+/// ```
+///
+/// Taking an old value back instead of retiring it, with `synchronize`:
+///
+/// ```
+/// use hazptr::AtomicBox;
+///
+/// let slot = AtomicBox::new(vec![1, 2, 3]);
+/// let old = slot.swap(Some(Box::new(vec![4]))).expect("was set");
+/// let mut owned: Box<Vec<i32>> = old.synchronize(); // waits for readers
+/// owned.push(99);
+/// assert_eq!(*owned, vec![1, 2, 3, 99]);
+/// ```
+pub struct AtomicBox<'d, T> {
+    ptr: AtomicPtr<T>,
+    domain: &'d Domain,
+    _owns: PhantomData<Box<T>>,
+}
+
+// SAFETY: the box owns a `T` (so `Send` needs `T: Send`) and hands out `&T`
+// to readers on other threads (so `Sync` needs `T: Sync`); replaced objects
+// are freed on whichever thread reclaims them (so both need `T: Send`).
+unsafe impl<T: Send + Sync> Send for AtomicBox<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for AtomicBox<'_, T> {}
+
+impl<T> fmt::Debug for AtomicBox<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AtomicBox")
+            .field("ptr", &self.ptr.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + Sync> AtomicBox<'static, T> {
+    /// A box holding `value`, in the global domain.
+    pub fn new(value: T) -> Self {
+        AtomicBox::from_box_in(Some(Box::new(value)), Domain::global())
+    }
+
+    /// An empty box, in the global domain.
+    pub fn null() -> Self {
+        AtomicBox::from_box_in(None, Domain::global())
+    }
+}
+
+impl<'d, T: Send + Sync> AtomicBox<'d, T> {
+    /// A box holding `value`, in `domain`.
+    pub fn new_in(value: T, domain: &'d Domain) -> Self {
+        AtomicBox::from_box_in(Some(Box::new(value)), domain)
+    }
+
+    /// A box holding `value` (or nothing), in `domain`.
+    pub fn from_box_in(value: Option<Box<T>>, domain: &'d Domain) -> Self {
+        const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+        AtomicBox {
+            ptr: AtomicPtr::new(value.map_or(ptr::null_mut(), Box::into_raw)),
+            domain,
+            _owns: PhantomData,
+        }
+    }
+
+    /// The underlying pointer (for [`crate::scoped`]).
+    pub(crate) fn raw(&self) -> &AtomicPtr<T> {
+        &self.ptr
+    }
+
+    /// The domain whose guards protect this box's values.
+    pub fn domain(&self) -> &'d Domain {
+        self.domain
+    }
+
+    /// Loads the current value and protects it with `guard` until the guard
+    /// protects something else, is reset or dropped.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` belongs to another domain than the box (its protection
+    /// would not be seen by this domain's reclamation).
+    #[inline]
+    pub fn load<'a>(&'a self, guard: &'a mut Guard<'_>) -> Option<&'a T> {
+        if !ptr::eq(guard.wildcard_word(), self.domain.shared.wildcard()) {
+            wrong_domain();
+        }
+        let p = guard.protect_ptr(&self.ptr);
+        // SAFETY: `p` is null or an object this box published; `guard`
+        // protects it in the box's domain, so it is not freed before the
+        // guard's protection ends, which needs `&mut guard`, borrowed for
+        // `'a`. `&self` for `'a` keeps the box (owner of the current value)
+        // alive.
+        unsafe { p.as_ref() }
+    }
+
+    /// The current pointer, unprotected (for comparisons, e.g. as the
+    /// `current` argument of [`AtomicBox::compare_exchange`]).
+    pub fn load_ptr(&self) -> *mut T {
+        // Acquire pairs with the Release of the stores that published it.
+        self.ptr.load(Ordering::Acquire)
+    }
+
+    /// Replaces the value and retires the old one.
+    pub fn store(&self, value: Option<Box<T>>) {
+        drop(self.swap(value));
+    }
+
+    /// Replaces the value and returns the old one as [`Replaced`]: retired
+    /// when dropped, or handed back by [`Replaced::synchronize`].
+    pub fn swap(&self, value: Option<Box<T>>) -> Option<Replaced<'d, T>> {
+        let new = value.map_or(ptr::null_mut(), Box::into_raw);
+        // AcqRel: Release publishes the new object to readers' Acquire
+        // loads; Acquire makes the old object's contents visible to us (we
+        // may take it back).
+        let old = self.ptr.swap(new, Ordering::AcqRel);
+        NonNull::new(old).map(|ptr| Replaced {
+            ptr,
+            domain: self.domain,
+        })
+    }
+
+    /// Stores `new` if the current pointer is `current`. On success returns
+    /// the old value (retired when dropped); on failure hands `new` back.
+    #[allow(clippy::type_complexity)]
+    pub fn compare_exchange(
+        &self,
+        current: *const T,
+        new: Option<Box<T>>,
+    ) -> Result<Option<Replaced<'d, T>>, Option<Box<T>>> {
+        let new_ptr = new.map_or(ptr::null_mut(), Box::into_raw);
+        // AcqRel on success as in `swap`; Relaxed on failure (nothing is
+        // read through the current pointer).
+        match self.ptr.compare_exchange(
+            current.cast_mut(),
+            new_ptr,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(old) => Ok(NonNull::new(old).map(|ptr| Replaced {
+                ptr,
+                domain: self.domain,
+            })),
+            // SAFETY: the exchange failed, so `new_ptr` was never published
+            // and is still exclusively ours.
+            Err(_) => Err(NonNull::new(new_ptr).map(|p| unsafe { Box::from_raw(p.as_ptr()) })),
+        }
+    }
+
+    /// The raw exchange for data structures whose links own differently
+    /// (a Treiber stack's head): stores `new` if the pointer is `current` and
+    /// returns the old pointer, which is neither retired nor freed.
+    ///
+    /// # Safety
+    ///
+    /// `new` is null or a `Box::into_raw` pointer that the box may own from
+    /// now on, and the caller takes responsibility for the old pointer
+    /// (retire it with [`AtomicBox::retire_ptr`] once it is unreachable).
+    pub unsafe fn compare_exchange_ptr(
+        &self,
+        current: *mut T,
+        new: *mut T,
+    ) -> Result<*mut T, *mut T> {
+        // As in `compare_exchange`.
+        self.ptr
+            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
+    }
+
+    /// Retires `ptr` to this box's domain, to be freed as a `Box<T>`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Domain::retire_box`]: `ptr` came from `Box::into_raw`, is
+    /// unreachable for new readers, and is retired once.
+    pub unsafe fn retire_ptr(&self, ptr: *mut T) {
+        // SAFETY: forwarded contract; `T: Send` from the impl bounds.
+        unsafe { self.domain.retire_box(ptr) }
+    }
+
+    /// Takes the value out (no reader can hold it: `&mut self`).
+    pub fn take(&mut self) -> Option<Box<T>> {
+        // Relaxed: `&mut self` means every other access happened before.
+        let old = self.ptr.swap(ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: owned by the box, and `&mut self` excludes readers.
+        NonNull::new(old).map(|p| unsafe { Box::from_raw(p.as_ptr()) })
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_domain() -> ! {
+    panic!(
+        "hazptr: AtomicBox::load with a guard of another domain (use the box's domain().guard())"
+    )
+}
+
+impl<T> Drop for AtomicBox<'_, T> {
+    fn drop(&mut self) {
+        // Relaxed suffices: `&mut self` means every other access happened
+        // before (through whatever gave us exclusive ownership).
+        let p = self.ptr.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // SAFETY: owned by the box; `&mut self` excludes readers (their
+            // references borrow the box).
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// A value replaced in an [`AtomicBox`]: unpublished, possibly still read by
+/// guards. Dropping it retires it; [`Replaced::synchronize`] waits for the
+/// readers and hands it back.
+#[must_use = "dropping a Replaced retires it; call synchronize() to take it back"]
+pub struct Replaced<'d, T: Send> {
+    ptr: NonNull<T>,
+    domain: &'d Domain,
+}
+
+impl<T: Send> fmt::Debug for Replaced<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Replaced").field(&self.ptr).finish()
+    }
+}
+
+impl<T: Send> Replaced<'_, T> {
+    /// The old object's address.
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    /// Waits until no guard that protected the object before this call still
+    /// does ([`Domain::synchronize`]), then returns it.
+    pub fn synchronize(self) -> Box<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.domain.synchronize(this.ptr.as_ptr());
+        // SAFETY: the object came from `Box::into_raw`, was unpublished by
+        // the replacing operation, and after `synchronize` no guard protects
+        // it; `ManuallyDrop` keeps `Drop` from retiring it as well.
+        unsafe { Box::from_raw(this.ptr.as_ptr()) }
+    }
+
+    /// Retires it now (what dropping does).
+    pub fn retire(self) {
+        drop(self);
+    }
+}
+
+impl<T: Send> Drop for Replaced<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: a `Box::into_raw` pointer unpublished by the replacing
+        // operation; `Replaced` is its only owner and retires it once.
+        unsafe { self.domain.retire_box(self.ptr.as_ptr()) };
+    }
+}

@@ -1,0 +1,683 @@
+//! Domains: the set of slots that scans walk and the objects retired to them
+//! (the kernel's `struct hazptr_domain`).
+//!
+//! A domain owns:
+//!
+//! - the wildcard word (the current wildcard generation; see `scan`);
+//! - the list of per-thread [`SlotBlock`]s, each owned by at most one live
+//!   thread and recycled when its thread exits;
+//! - [`OVERFLOW_LISTS`] overflow lists of [`BackupSlot`]s;
+//! - the scan state (waiter queue, scanner thread; see `scan`);
+//! - the retired list (see `retire`).
+//!
+//! Blocks and backup slots are freed only when the last reference to the
+//! domain's shared part goes away, so scans walk them without locks. The
+//! global domain ([`Domain::global`]) lives for the whole process; a domain
+//! from [`Domain::new`] or [`Domain::builder`] frees every retired object when
+//! dropped, while its slot memory lives on until the last thread that used it
+//! exits.
+//!
+//! # Thread registration
+//!
+//! A thread's first acquire in a domain takes a free block (or allocates one)
+//! and records it twice in thread-local storage: in a registration list whose
+//! destructor gives the block back at thread exit, and in a destructor-free
+//! cache (`FAST`) that the acquire fast path reads with one TLS access.
+
+use crate::retire::{self, Retired};
+use crate::scan::ScanState;
+use crate::slot::{BackupSlot, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Mutex, Ordering};
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// How many overflow lists a domain has (threads pick one by their token).
+pub(crate) const OVERFLOW_LISTS: usize = if cfg!(loom) { 1 } else { 4 };
+
+/// Retired objects that trigger a reclamation pass once handed to the domain.
+pub(crate) const DEFAULT_RETIRE_THRESHOLD: usize = if cfg!(loom) { 2 } else { 1000 };
+
+/// The id of the global domain; user domains count up from 2. Ids are never
+/// reused, so a stale cache entry can never match a newer domain.
+const GLOBAL_ID: u64 = 1;
+static NEXT_ID: AtomicU64 = AtomicU64::new(GLOBAL_ID + 1);
+
+/// Options of a domain, set through [`DomainBuilder`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Options {
+    /// Concurrent `synchronize` callers share one scan (the default).
+    pub(crate) shared_scan: bool,
+    /// Every acquire takes the slow path (a backup slot on an overflow list).
+    pub(crate) force_slow_path: bool,
+    /// Retired objects handed to the domain before a reclamation pass.
+    pub(crate) retire_threshold: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            shared_scan: true,
+            force_slow_path: cfg!(feature = "force-slow-path"),
+            retire_threshold: DEFAULT_RETIRE_THRESHOLD,
+        }
+    }
+}
+
+/// The part of a domain shared with thread registrations and its scanner.
+pub(crate) struct Shared {
+    pub(crate) id: u64,
+    pub(crate) options: Options,
+    /// The current wildcard, `(generation << 1) | 1`, at a stable address
+    /// blocks can point at: `own_wildcard` for user domains, a static for the
+    /// global one (so its fast path needs no load to find it). Written only
+    /// by scans (`fetch_add(2, AcqRel)`).
+    wildcard: *const AtomicUsize,
+    _own_wildcard: Option<Box<CacheAligned<AtomicUsize>>>,
+    /// Head of the block list (push-only until the domain is freed).
+    pub(crate) blocks: AtomicPtr<SlotBlock>,
+    /// Heads of the overflow lists (push-only until the domain is freed).
+    pub(crate) overflow: [AtomicPtr<BackupSlot>; OVERFLOW_LISTS],
+    /// The synchronize machinery.
+    pub(crate) scan: ScanState,
+    /// The retired list handed over by threads, and reclamation bookkeeping.
+    pub(crate) retired: Mutex<Vec<Retired>>,
+    /// Objects in `retired` (read without the lock to decide on a pass).
+    pub(crate) retired_count: AtomicUsize,
+    /// When the last reclamation pass ran (`retire::now_ms`).
+    pub(crate) last_reclaim_ms: AtomicU32,
+    /// Set when the owning [`Domain`] handle is dropped.
+    pub(crate) dropped: AtomicBool,
+}
+
+/// `T` on its own cache line(s).
+#[repr(align(128))]
+pub(crate) struct CacheAligned<T>(pub(crate) T);
+
+// SAFETY: the raw pointers in `blocks`/`overflow` lead to nodes the domain
+// owns and frees only in `Drop`; all shared mutation goes through atomics or
+// the mutex, and per-node rules are argued in `slot`.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    fn new(id: u64, options: Options) -> Self {
+        let (wildcard, own_wildcard) = match global_wildcard() {
+            Some(global) if id == GLOBAL_ID => (ptr::from_ref(global), None),
+            _ => {
+                let own = Box::new(CacheAligned(AtomicUsize::new(FIRST_WILDCARD)));
+                (ptr::from_ref(&own.0), Some(own))
+            }
+        };
+        Shared {
+            id,
+            options,
+            wildcard,
+            _own_wildcard: own_wildcard,
+            blocks: AtomicPtr::new(ptr::null_mut()),
+            overflow: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            scan: ScanState::new(),
+            retired: Mutex::new(Vec::new()),
+            retired_count: AtomicUsize::new(0),
+            last_reclaim_ms: AtomicU32::new(retire::now_ms()),
+            dropped: AtomicBool::new(false),
+        }
+    }
+
+    /// The wildcard word.
+    #[inline]
+    pub(crate) fn wildcard(&self) -> &AtomicUsize {
+        // SAFETY: points at `own_wildcard` (owned by `self`) or at a static.
+        unsafe { &*self.wildcard }
+    }
+
+    /// Calls `f` on every block, in list order.
+    pub(crate) fn for_each_block(&self, mut f: impl FnMut(&SlotBlock)) {
+        // Acquire pairs with the Release CAS in `push_node`: a published
+        // block's fields are visible.
+        let mut block = self.blocks.load(Ordering::Acquire);
+        while let Some(b) = NonNull::new(block) {
+            // SAFETY: blocks are freed only in `Drop for Shared`, which cannot
+            // run while `&self` is borrowed.
+            let b = unsafe { b.as_ref() };
+            f(b);
+            block = b.link.next;
+        }
+    }
+
+    /// Calls `f` on every backup slot of every overflow list.
+    pub(crate) fn for_each_backup(&self, mut f: impl FnMut(&BackupSlot)) {
+        for head in &self.overflow {
+            // Acquire pairs with the Release CAS in `push_node`.
+            let mut node = head.load(Ordering::Acquire);
+            while let Some(n) = NonNull::new(node) {
+                // SAFETY: backup slots are freed only in `Drop for Shared`.
+                let n = unsafe { n.as_ref() };
+                f(n);
+                node = n.next;
+            }
+        }
+    }
+
+    /// Takes a free block or allocates one; the caller owns it afterwards.
+    fn take_block(&self) -> NonNull<SlotBlock> {
+        let mut found = None;
+        self.for_each_block(|b| {
+            if found.is_none()
+                && !b.link.in_use.load(Ordering::Relaxed)
+                // Acquire pairs with the Release store in `give_back_block`:
+                // the previous owner's last writes (empty slots, full mask,
+                // empty batch) are visible.
+                && b.link
+                    .in_use
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                found = Some(NonNull::from(b));
+            }
+        });
+        if let Some(block) = found {
+            return block;
+        }
+        let block = Box::into_raw(Box::new(SlotBlock::new(self)));
+        // SAFETY: `block` is freshly allocated and exclusively ours; the
+        // closure writes only its link.
+        unsafe { push_node(&self.blocks, block, |next| (*block).link.next = next) };
+        // SAFETY: just allocated, never null.
+        unsafe { NonNull::new_unchecked(block) }
+    }
+
+    /// Gives `block` back at thread exit (or when the domain was dropped).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `block` and stops using it.
+    unsafe fn give_back_block(&self, block: NonNull<SlotBlock>) {
+        // SAFETY: blocks live as long as `self`.
+        let b = unsafe { block.as_ref() };
+        retire::flush_batch(self, b);
+        if !b.hot.all_free() {
+            // A guard of this thread outlives its registration (a guard kept
+            // in another thread-local whose destructor runs later). Its slot
+            // must stay reserved, so the block is never recycled.
+            return;
+        }
+        // Release pairs with the Acquire CAS in `take_block`.
+        b.link.in_use.store(false, Ordering::Release);
+    }
+
+    /// Takes a backup slot for the calling thread (whose token is `token`):
+    /// a free one from any overflow list, or a new one on the list `token`
+    /// hashes to. Records it in the thread's list of held backup slots.
+    pub(crate) fn take_backup(&self, token: usize) -> NonNull<BackupSlot> {
+        let node = self.find_or_add_backup(token);
+        let _ = HELD_BACKUPS.try_with(|held| {
+            held.borrow_mut()
+                .push((ptr::from_ref(self), node.as_ptr().cast_const()))
+        });
+        node
+    }
+
+    fn find_or_add_backup(&self, token: usize) -> NonNull<BackupSlot> {
+        let mut found = None;
+        self.for_each_backup(|n| {
+            if found.is_none()
+                && !n.in_use.load(Ordering::Relaxed)
+                // Acquire pairs with the Release store in `give_back_backup`.
+                && n.in_use
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                found = Some(NonNull::from(n));
+            }
+        });
+        if let Some(node) = found {
+            return node;
+        }
+        let node = Box::into_raw(Box::new(BackupSlot::new(self.wildcard())));
+        let list = &self.overflow[(token >> 6) % OVERFLOW_LISTS];
+        // SAFETY: freshly allocated and exclusively ours.
+        unsafe { push_node(list, node, |next| (*node).next = next) };
+        // SAFETY: just allocated, never null.
+        unsafe { NonNull::new_unchecked(node) }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Nobody else references the domain any more: free every retired
+        // object (no guard can exist), then the blocks and backup slots.
+        let mut leftovers = std::mem::take(&mut *self.retired.lock().expect("not poisoned"));
+        self.for_each_block(|b| {
+            // SAFETY: no thread uses the block any more (the last reference to
+            // the domain is going away).
+            b.retired
+                .batch
+                .with_mut(|batch| leftovers.append(unsafe { &mut *batch }));
+        });
+        for r in leftovers {
+            // SAFETY: retired objects are unreachable and unprotected now.
+            unsafe { r.reclaim() };
+        }
+        // Relaxed: `&mut self`, every other access happened before.
+        let mut block = self.blocks.load(Ordering::Relaxed);
+        while !block.is_null() {
+            // SAFETY: allocated by `Box::new` in `take_block`, freed once here.
+            let b = unsafe { Box::from_raw(block) };
+            block = b.link.next;
+        }
+        for head in &self.overflow {
+            let mut node = head.load(Ordering::Relaxed);
+            while !node.is_null() {
+                // SAFETY: allocated by `Box::new` in `take_backup`, freed once.
+                let n = unsafe { Box::from_raw(node) };
+                node = n.next;
+            }
+        }
+    }
+}
+
+/// A hazard-pointer domain: slots, overflow lists, retired objects and the
+/// shared scan of `synchronize`.
+///
+/// Most programs use the global domain ([`Domain::global`], what
+/// [`Guard::new`](crate::Guard::new), [`synchronize`](crate::synchronize) and
+/// [`AtomicBox::new`](crate::AtomicBox::new) use). A separate domain isolates
+/// a data structure's scans and retired objects from everyone else's; dropping
+/// it frees every object retired to it.
+///
+/// ```
+/// use hazptr::Domain;
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let domain = Domain::builder().shared_scan(false).build();
+/// let shared = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
+/// {
+///     let mut guard = domain.guard();
+///     let p = guard.protect_ptr(&shared);
+///     // SAFETY: `p` is protected by `guard` and was published by `Box::into_raw`.
+///     assert_eq!(unsafe { *p }, 7);
+/// }
+/// let old = shared.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::AcqRel);
+/// domain.synchronize(old);
+/// // No reader still holds `old`.
+/// drop(unsafe { Box::from_raw(old) });
+/// ```
+pub struct Domain {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Domain")
+            .field("id", &self.shared.id)
+            .field("shared_scan", &self.shared.options.shared_scan)
+            .field("force_slow_path", &self.shared.options.force_slow_path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Domain {
+    fn default() -> Self {
+        Domain::new()
+    }
+}
+
+/// Configures a [`Domain`].
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct DomainBuilder {
+    options: Options,
+}
+
+impl DomainBuilder {
+    /// Whether concurrent `synchronize` callers share one scan run by the
+    /// domain's scanner thread (`true`, the default), or each caller scans
+    /// alone (`false`, for comparison).
+    pub fn shared_scan(mut self, shared: bool) -> Self {
+        self.options.shared_scan = shared;
+        self
+    }
+
+    /// Forces every acquire onto the slow path (a backup slot on an overflow
+    /// list), as the kernel's debug option does; for tests and torture runs.
+    /// The cargo feature `force-slow-path` sets it for every domain.
+    pub fn force_slow_path(mut self, force: bool) -> Self {
+        self.options.force_slow_path = force || cfg!(feature = "force-slow-path");
+        self
+    }
+
+    /// How many retired objects handed to the domain trigger a reclamation
+    /// pass (default 1000; at least 1).
+    pub fn retire_threshold(mut self, objects: usize) -> Self {
+        self.options.retire_threshold = objects.max(1);
+        self
+    }
+
+    /// Builds the domain.
+    pub fn build(self) -> Domain {
+        Domain {
+            shared: Arc::new(Shared::new(
+                NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                self.options,
+            )),
+        }
+    }
+}
+
+#[cfg(not(loom))]
+static GLOBAL: std::sync::LazyLock<Domain> = std::sync::LazyLock::new(|| Domain {
+    shared: Arc::new(Shared::new(GLOBAL_ID, Options::default())),
+});
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref GLOBAL: Domain = Domain {
+        shared: Arc::new(Shared::new(GLOBAL_ID, Options::default())),
+    };
+}
+
+impl Domain {
+    /// A new domain with default options (shared scan on).
+    pub fn new() -> Domain {
+        DomainBuilder::default().build()
+    }
+
+    /// Starts configuring a domain.
+    pub fn builder() -> DomainBuilder {
+        DomainBuilder::default()
+    }
+
+    /// The process-wide default domain. It is never dropped.
+    pub fn global() -> &'static Domain {
+        &GLOBAL
+    }
+
+    /// Whether `synchronize` callers share one scan.
+    pub fn shared_scan(&self) -> bool {
+        self.shared.options.shared_scan
+    }
+
+    /// Whether every acquire takes the slow path.
+    pub fn forces_slow_path(&self) -> bool {
+        self.shared.options.force_slow_path
+    }
+
+    /// How many per-thread slot blocks the domain has allocated (blocks of
+    /// exited threads are reused, so this tracks the most threads that used
+    /// the domain at once). For tests and statistics.
+    pub fn thread_blocks(&self) -> usize {
+        let mut n = 0;
+        self.shared.for_each_block(|_| n += 1);
+        n
+    }
+
+    /// How many backup slots the overflow lists hold (in use or free).
+    pub fn backup_slots(&self) -> usize {
+        let mut n = 0;
+        self.shared.for_each_backup(|_| n += 1);
+        n
+    }
+
+    /// A backup slot of this domain for the calling thread (the acquire slow
+    /// path); returned as one pointer so that callers build the guard in
+    /// registers.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn backup_slot(&self) -> NonNull<BackupSlot> {
+        self.shared.take_backup(thread_token())
+    }
+
+    /// The calling thread's block in this domain, registering on first use.
+    /// `None` when the domain forces the slow path or the thread is exiting.
+    #[inline]
+    pub(crate) fn block(&self) -> Option<NonNull<SlotBlock>> {
+        let id = self.shared.id;
+        let cached = FAST.with(|fast| {
+            if id == GLOBAL_ID {
+                fast.global.get()
+            } else if fast.user_id.get() == id {
+                fast.user_block.get()
+            } else {
+                ptr::null_mut()
+            }
+        });
+        match NonNull::new(cached) {
+            Some(block) => Some(block),
+            None => register(&self.shared),
+        }
+    }
+}
+
+impl Drop for Domain {
+    fn drop(&mut self) {
+        self.shared.dropped.store(true, Ordering::Relaxed);
+        crate::scan::stop_scanner(&self.shared);
+        // No guard of this domain can exist (guards borrow it), so every
+        // retired object can go, including those in other threads' batches:
+        // those threads cannot be retiring into this domain any more, and
+        // their exit flush takes the same mutex.
+        retire::free_all(&self.shared);
+    }
+}
+
+/// The destructor-free thread-local cache the fast path reads.
+struct FastCache {
+    /// This thread's block in the global domain, or null.
+    global: Cell<*mut SlotBlock>,
+    /// The id and block of the last user domain this thread used.
+    user_id: Cell<u64>,
+    user_block: Cell<*mut SlotBlock>,
+}
+
+/// A thread's blocks, given back by the destructor at thread exit.
+struct Registrations {
+    list: RefCell<Vec<Registration>>,
+}
+
+struct Registration {
+    shared: Arc<Shared>,
+    block: NonNull<SlotBlock>,
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static FAST: FastCache = const {
+        FastCache {
+            global: Cell::new(ptr::null_mut()),
+            user_id: Cell::new(0),
+            user_block: Cell::new(ptr::null_mut()),
+        }
+    };
+    static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
+    static TOKEN: u8 = const { 0 };
+    static HELD_BACKUPS: RefCell<Vec<(*const Shared, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static FAST: FastCache = FastCache {
+        global: Cell::new(ptr::null_mut()),
+        user_id: Cell::new(0),
+        user_block: Cell::new(ptr::null_mut()),
+    };
+    static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
+    static TOKEN: u8 = 0;
+    static HELD_BACKUPS: RefCell<Vec<(*const Shared, *const BackupSlot)>> = RefCell::new(Vec::new());
+}
+
+/// Forgets `node` from the calling thread's held backup slots (guard drop).
+pub(crate) fn forget_backup(node: NonNull<BackupSlot>) {
+    let _ = HELD_BACKUPS.try_with(|held| {
+        let mut held = held.borrow_mut();
+        if let Some(i) = held.iter().rposition(|&(_, n)| ptr::eq(n, node.as_ptr())) {
+            held.swap_remove(i);
+        }
+    });
+}
+
+/// The global domain's wildcard word: a static, so that the global fast path
+/// finds it without a load. `None` under loom (loom atomics are not `const`;
+/// the global domain then owns its word like any other).
+#[inline(always)]
+pub(crate) fn global_wildcard() -> Option<&'static AtomicUsize> {
+    #[cfg(not(loom))]
+    {
+        static GLOBAL_WILDCARD: CacheAligned<AtomicUsize> =
+            CacheAligned(AtomicUsize::new(FIRST_WILDCARD));
+        Some(&GLOBAL_WILDCARD.0)
+    }
+    #[cfg(loom)]
+    {
+        None
+    }
+}
+
+/// The calling thread's block in the global domain, registering on first use
+/// (the fast path of [`Guard::new`](crate::Guard::new) is the TLS read).
+#[inline(always)]
+pub(crate) fn global_block() -> Option<NonNull<SlotBlock>> {
+    match NonNull::new(FAST.with(|fast| fast.global.get())) {
+        Some(block) => Some(block),
+        None => register_global(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn register_global() -> Option<NonNull<SlotBlock>> {
+    Domain::global().block()
+}
+
+/// A backup slot of the global domain (the slow path of `Guard::new`).
+#[cold]
+#[inline(never)]
+pub(crate) fn global_backup_slot() -> NonNull<BackupSlot> {
+    Domain::global().backup_slot()
+}
+
+/// A number unique to the calling thread among live threads (the address of
+/// a thread-local), used to spread threads over the overflow lists. 0 if the
+/// thread-locals are gone (thread exit).
+pub(crate) fn thread_token() -> usize {
+    TOKEN.try_with(|t| ptr::from_ref(t) as usize).unwrap_or(0)
+}
+
+/// Finds or creates the calling thread's block in `shared`.
+#[cold]
+#[inline(never)]
+fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
+    if shared.options.force_slow_path {
+        return None;
+    }
+    let block = REGISTRATIONS
+        .try_with(|regs| {
+            let mut list = regs.list.borrow_mut();
+            if let Some(r) = list.iter().find(|r| r.shared.id == shared.id) {
+                return r.block;
+            }
+            // Give back blocks of dropped domains first, so that a thread
+            // using many short-lived domains does not pile them up.
+            list.retain(|r| {
+                if r.shared.dropped.load(Ordering::Relaxed) {
+                    // SAFETY: this thread owns `r.block`; the domain handle is
+                    // gone, so no guard or retire of this thread uses it.
+                    unsafe { r.shared.give_back_block(r.block) };
+                    false
+                } else {
+                    true
+                }
+            });
+            let block = shared.take_block();
+            list.push(Registration {
+                shared: Arc::clone(shared),
+                block,
+            });
+            block
+        })
+        .ok()?;
+    let _ = FAST.try_with(|fast| {
+        if shared.id == GLOBAL_ID {
+            fast.global.set(block.as_ptr());
+        } else {
+            fast.user_id.set(shared.id);
+            fast.user_block.set(block.as_ptr());
+        }
+    });
+    Some(block)
+}
+
+impl Drop for Registrations {
+    fn drop(&mut self) {
+        // Later thread-local destructors that use hazard pointers must not
+        // find the blocks in the cache: they go to backup slots instead.
+        let _ = FAST.try_with(|fast| {
+            fast.global.set(ptr::null_mut());
+            fast.user_id.set(0);
+            fast.user_block.set(ptr::null_mut());
+        });
+        for r in self.list.get_mut().drain(..) {
+            // SAFETY: this thread owns `r.block` and is exiting.
+            unsafe { r.shared.give_back_block(r.block) };
+        }
+    }
+}
+
+/// The calling thread's slot values, for the synchronize-while-holding check:
+/// true if one of this thread's slots in `shared` holds `addr`.
+pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
+    let id = domain.shared.id;
+    let block = FAST
+        .try_with(|fast| {
+            if id == GLOBAL_ID {
+                fast.global.get()
+            } else if fast.user_id.get() == id {
+                fast.user_block.get()
+            } else {
+                ptr::null_mut()
+            }
+        })
+        .unwrap_or(ptr::null_mut());
+    let block = NonNull::new(block).or_else(|| {
+        REGISTRATIONS
+            .try_with(|regs| {
+                regs.list
+                    .borrow()
+                    .iter()
+                    .find(|r| r.shared.id == id)
+                    .map(|r| r.block)
+            })
+            .ok()
+            .flatten()
+    });
+    if let Some(block) = block {
+        // SAFETY: the block is this thread's and lives as long as the domain.
+        let b = unsafe { block.as_ref() };
+        // Relaxed: only this thread writes its own slots.
+        if b.hot
+            .slots
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) == addr)
+        {
+            return true;
+        }
+    }
+    // Only this thread writes the values of the backup slots it holds, so
+    // Relaxed loads see its own latest stores.
+    HELD_BACKUPS
+        .try_with(|held| {
+            let shared = Arc::as_ptr(&domain.shared);
+            held.borrow().iter().any(|&(s, n)| {
+                // SAFETY: a held backup slot belongs to a live guard, whose
+                // domain (owner of the slot) is therefore alive.
+                ptr::eq(s, shared) && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Slots per thread block, for documentation and tests.
+pub const SLOTS_PER_THREAD: usize = SLOTS_PER_BLOCK;

@@ -1,0 +1,382 @@
+//! Guards: acquire and release of one hazard slot (the kernel's
+//! `hazptr_acquire()` / `hazptr_release()`).
+//!
+//! # Acquire (the fast path)
+//!
+//! 1. find a free slot of the thread's block: one TLS access reaches the
+//!    block, and a block slot is free when it holds `EMPTY` (a load of the
+//!    thread's own slot and a predicted branch; no bookkeeping store);
+//! 2. store the domain's current wildcard into the slot;
+//! 3. `fence::light()` — pairs with `fence::heavy()` in `scan::begin`;
+//! 4. load the pointer once;
+//! 5. store the pointer into the slot.
+//!
+//! No reload-and-validate loop: while the slot holds the wildcard, a scan
+//! treats it as protecting every address, so whatever step 4 returns is
+//! protected from the moment it was loaded. No RMW, no SeqCst fence, no
+//! syscall and no allocation. [`acquire`] / [`Domain::acquire`] do exactly
+//! these steps; [`Guard::new`] + [`Guard::protect_ptr`] split them, the
+//! guard keeping its slot at `RESERVED` in between.
+//!
+//! Release is a store-release of `EMPTY` (pairs with the scan's Acquire load
+//! of the slot), which also frees the slot.
+//!
+//! # The slow path
+//!
+//! When the thread's slots are all taken, when the domain forces the slow
+//! path, or when the thread is exiting, the guard takes a backup slot from an
+//! overflow list instead (an RMW on the slot's `in_use` flag); protection
+//! works the same way. A guard can also move its protection from its block
+//! slot to a backup slot ([`Guard::promote`]), freeing the block slot.
+
+use crate::atomic_box::AtomicBox;
+use crate::domain::{Domain, thread_token};
+use crate::slot::{BackupSlot, EMPTY, RESERVED, SLOTS_PER_BLOCK, SlotBlock};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use membarrier_sim::fence;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+/// Where a guard's slot lives.
+#[derive(Clone, Copy)]
+enum Home {
+    /// A slot of this thread block.
+    Block(NonNull<SlotBlock>),
+    /// A backup slot on an overflow list.
+    Backup(NonNull<BackupSlot>),
+}
+
+/// A hazard pointer: one reserved slot that protects at most one object.
+///
+/// Created with [`Guard::new`] (global domain) or [`Domain::guard`];
+/// [`Guard::protect_ptr`] (or [`AtomicBox::load`](crate::AtomicBox::load))
+/// protects the object a pointer currently refers to until the guard
+/// protects something else, is [reset](Guard::reset), or is dropped.
+///
+/// A guard is tied to its thread (`!Send`): its slot belongs to the thread's
+/// slot block.
+///
+/// ```
+/// use hazptr::Guard;
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let shared = AtomicPtr::new(Box::into_raw(Box::new(42u64)));
+/// let mut guard = Guard::new();
+/// let p = guard.protect_ptr(&shared);
+/// // SAFETY: protected by `guard`; the pointer came from `Box::into_raw`.
+/// assert_eq!(unsafe { *p }, 42);
+/// drop(guard);
+/// # drop(unsafe { Box::from_raw(p) });
+/// ```
+pub struct Guard<'d> {
+    slot: NonNull<AtomicUsize>,
+    wildcard: NonNull<AtomicUsize>,
+    home: Home,
+    _domain: PhantomData<&'d Domain>,
+    /// `!Send` and `!Sync`: the slot belongs to this thread's block.
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl fmt::Debug for Guard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Guard")
+            .field("backup", &matches!(self.home, Home::Backup(_)))
+            .field("protects", &self.slot_ref().load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Guard<'static> {
+    /// A guard in the global domain.
+    #[inline]
+    pub fn new() -> Guard<'static> {
+        // The fast path reaches the thread's block with one TLS access and
+        // never touches the (lazily initialized) global domain itself.
+        let guard = Guard::take_global();
+        guard.slot_ref().store(RESERVED, Ordering::Relaxed);
+        guard
+    }
+}
+
+impl Default for Guard<'static> {
+    fn default() -> Self {
+        Guard::new()
+    }
+}
+
+impl Domain {
+    /// A guard in this domain: reserves one of the calling thread's slots (or
+    /// a backup slot when they are all reserved).
+    #[inline]
+    pub fn guard(&self) -> Guard<'_> {
+        let guard = self.take_slot();
+        guard.slot_ref().store(RESERVED, Ordering::Relaxed);
+        guard
+    }
+
+    /// Protects the object `src` points to with a new guard (the kernel's
+    /// `hazptr_acquire()`): finds a free slot, then the wildcard, light fence,
+    /// load, store of [`Guard::protect_ptr`]. Returns the guard and the
+    /// protected pointer.
+    #[inline]
+    pub fn acquire<T>(&self, src: &AtomicPtr<T>) -> (Guard<'_>, *mut T) {
+        let mut guard = self.take_slot();
+        let ptr = guard.protect_ptr(src);
+        (guard, ptr)
+    }
+
+    /// A free slot of this domain for a new guard (its value still `EMPTY`
+    /// for a block slot: the caller stores next).
+    #[inline]
+    fn take_slot(&self) -> Guard<'_> {
+        if let Some(guard) = self.block().and_then(|b| Guard::in_block(b, None)) {
+            return guard;
+        }
+        Guard::in_backup(self.backup_slot())
+    }
+}
+
+impl<'d> Guard<'d> {
+    /// A free slot of the global domain (`Guard::new` and [`acquire`]).
+    #[inline(always)]
+    fn take_global() -> Guard<'static> {
+        let wildcard = crate::domain::global_wildcard();
+        if let Some(guard) =
+            crate::domain::global_block().and_then(|b| Guard::in_block(b, wildcard))
+        {
+            return guard;
+        }
+        Guard::in_backup(crate::domain::global_backup_slot())
+    }
+
+    /// Takes a free slot of `block`, if it has one; the global domain's
+    /// guards pass its wildcard word, others `None` (read from the block).
+    /// The caller stores into the slot before anything else can look for a
+    /// free one.
+    ///
+    /// `block` must be the calling thread's block in a domain that outlives
+    /// `'d` (callers get it from the thread's registration).
+    #[inline(always)]
+    fn in_block(block: NonNull<SlotBlock>, wildcard: Option<&'d AtomicUsize>) -> Option<Guard<'d>> {
+        // SAFETY: the calling thread's block, alive as long as the domain.
+        let b = unsafe { block.as_ref() };
+        // Relaxed: only this thread writes its slots.
+        let free = |i: usize| b.hot.slots[i].load(Ordering::Relaxed) == EMPTY;
+        let index = if free(0) {
+            0
+        } else {
+            (1..SLOTS_PER_BLOCK).find(|&i| free(i))?
+        };
+        let wildcard = match wildcard {
+            Some(w) => NonNull::from(w),
+            // SAFETY: blocks always point at their domain's wildcard word.
+            None => unsafe { NonNull::new_unchecked(b.link.wildcard.cast_mut()) },
+        };
+        Some(Guard {
+            slot: NonNull::from(&b.hot.slots[index]),
+            wildcard,
+            home: Home::Block(block),
+            _domain: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// A guard on backup slot `node`, which the calling thread just took.
+    #[inline(always)]
+    fn in_backup(node: NonNull<BackupSlot>) -> Guard<'d> {
+        // SAFETY: backup slots live as long as their domain.
+        let n = unsafe { node.as_ref() };
+        Guard {
+            slot: NonNull::from(&n.value),
+            // SAFETY: backup slots always point at their domain's wildcard.
+            wildcard: unsafe { NonNull::new_unchecked(n.wildcard.cast_mut()) },
+            home: Home::Backup(node),
+            _domain: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn slot_ref(&self) -> &AtomicUsize {
+        // SAFETY: the slot lives in a block or backup slot of the domain,
+        // which outlives `'d` and so this guard.
+        unsafe { self.slot.as_ref() }
+    }
+
+    #[inline(always)]
+    pub(crate) fn wildcard_word(&self) -> *const AtomicUsize {
+        self.wildcard.as_ptr()
+    }
+
+    /// Protects the object `src` points to and returns the pointer (the
+    /// kernel's `hazptr_acquire()`): until this guard protects something
+    /// else, is reset or dropped, `synchronize` of that address waits and
+    /// reclamation keeps it.
+    ///
+    /// The pointer is loaded exactly once, with Acquire ordering. Dereferencing
+    /// it is safe as long as the writer side follows the protocol: unpublish,
+    /// then [`Domain::synchronize`] or [`Domain::retire`] before freeing.
+    ///
+    /// `T` must be at least 2-aligned (checked at compile time): slot values
+    /// with the low bit set are wildcards.
+    #[inline]
+    pub fn protect_ptr<T>(&mut self, src: &AtomicPtr<T>) -> *mut T {
+        const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+        let slot = self.slot_ref();
+        // SAFETY: the wildcard word is boxed in the domain, alive for `'d`.
+        let wildcard = unsafe { self.wildcard.as_ref() };
+        // Acquire pairs with the AcqRel flip in `scan::begin`: a reader that
+        // sees a scan's generation also sees every unpublish that preceded
+        // that flip, so the scan may skip its wildcard.
+        let current = wildcard.load(Ordering::Acquire);
+        slot.store(current, Ordering::Relaxed);
+        // Pairs with `fence::heavy()` in `scan::begin`: either the scan sees
+        // the wildcard (or what replaces it), or the load below sees the
+        // unpublish that preceded the scan.
+        fence::light();
+        // Acquire pairs with the Release store that published the object.
+        let ptr = src.load(Ordering::Acquire);
+        // Relaxed: same location as the wildcard, so coherence orders them;
+        // a scan seeing either value protects `ptr`.
+        slot.store(ptr as usize, Ordering::Relaxed);
+        ptr
+    }
+
+    /// Protects `ptr`, which the caller knows is still published; the
+    /// kernel's form for pointers read by other means. Equivalent to
+    /// [`Guard::protect_ptr`] on an `AtomicPtr` holding `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must still be reachable by readers when this is called (not yet
+    /// unpublished), or the protection may come too late; usually the caller
+    /// re-validates after this call.
+    #[inline]
+    pub unsafe fn protect_raw<T>(&mut self, ptr: *mut T) {
+        const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+        self.slot_ref().store(ptr as usize, Ordering::Relaxed);
+        // Pairs with `fence::heavy()` in `scan::begin`, as in `protect_ptr`.
+        fence::light();
+    }
+
+    /// Ends the current protection and keeps the slot for later use.
+    #[inline]
+    pub fn reset(&mut self) {
+        // Release pairs with the scan's Acquire load of the slot: the reads of
+        // the object done under protection happen before the scan finishes.
+        self.slot_ref().store(RESERVED, Ordering::Release);
+    }
+
+    /// Whether the guard uses a backup slot (the slow path).
+    pub fn is_backup(&self) -> bool {
+        matches!(self.home, Home::Backup(_))
+    }
+
+    /// Moves the protection from this thread's block slot to a backup slot on
+    /// an overflow list, freeing the block slot (the kernel promotes a
+    /// per-CPU slot this way before a task is preempted). Does nothing if the
+    /// guard already uses a backup slot.
+    ///
+    /// The backup slot is written before the block slot is cleared, and scans
+    /// read every block slot before any overflow list, so a scan cannot miss
+    /// the protection in between.
+    pub fn promote(&mut self) {
+        let Home::Block(block) = self.home else {
+            return;
+        };
+        // SAFETY: the block is this thread's, alive as long as the domain,
+        // and its `shared` pointer leads to that domain.
+        let shared = unsafe { &*block.as_ref().link.shared };
+        let backup = shared.take_backup(thread_token());
+        // SAFETY: backup slots live as long as the domain.
+        let n = unsafe { backup.as_ref() };
+        // Relaxed: only this thread writes its slots.
+        let value = self.slot_ref().load(Ordering::Relaxed);
+        n.value.store(value, Ordering::Relaxed);
+        // Release: the backup value (and the node's publication) are visible
+        // to a scan whose Acquire load sees the block slot empty, before that
+        // scan walks the overflow lists (it walks them after every block).
+        // The block slot is free again from this store on.
+        self.slot_ref().store(EMPTY, Ordering::Release);
+        self.slot = NonNull::from(&n.value);
+        self.home = Home::Backup(backup);
+    }
+}
+
+impl Drop for Guard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release pairs with the scan's Acquire load of the slot, as in
+        // `reset`; for a block slot this also frees it.
+        self.slot_ref().store(EMPTY, Ordering::Release);
+        match self.home {
+            Home::Block(_) => {}
+            Home::Backup(node) => {
+                crate::domain::forget_backup(node);
+                // SAFETY: backup slots live as long as the domain.
+                let n = unsafe { node.as_ref() };
+                // Release pairs with the Acquire CAS in `take_backup`: the
+                // next holder sees the slot empty.
+                n.in_use.store(false, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Protects the value of `src` for the duration of `f` (the kernel's
+/// `scoped_guard(hazptr, ...)`): a guard of the box's domain is taken, the
+/// value loaded under it, `f` called, and the guard dropped.
+///
+/// ```
+/// use hazptr::AtomicBox;
+///
+/// let config = AtomicBox::new(String::from("v1"));
+/// let len = hazptr::scoped(&config, |v| v.map_or(0, |s| s.len()));
+/// assert_eq!(len, 2);
+/// ```
+#[inline]
+pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&T>) -> R) -> R {
+    let (_guard, ptr) = src.domain().acquire(src.raw());
+    // SAFETY: `ptr` is null or an object the box published, protected by
+    // `_guard` in the box's domain until after `f` returns.
+    f(unsafe { ptr.as_ref() })
+}
+
+/// The raw form of [`scoped`]: protects what `src` points to (in the global
+/// domain) for the duration of `f`, which gets the protected pointer.
+///
+/// ```
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let shared = AtomicPtr::new(Box::into_raw(Box::new(41u64)));
+/// // SAFETY: the pointer is protected while the closure runs.
+/// let v = hazptr::scoped_ptr(&shared, |p| unsafe { *p } + 1);
+/// assert_eq!(v, 42);
+/// # drop(unsafe { Box::from_raw(shared.into_inner()) });
+/// ```
+#[inline]
+pub fn scoped_ptr<T, R>(src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
+    let (_guard, ptr) = acquire(src);
+    f(ptr)
+}
+
+/// [`Domain::acquire`] in the global domain: protects what `src` points to
+/// with a new guard and returns both (the kernel's `hazptr_acquire()`).
+///
+/// ```
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let shared = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
+/// let (guard, p) = hazptr::acquire(&shared);
+/// // SAFETY: protected until `guard` is dropped.
+/// assert_eq!(unsafe { *p }, 7);
+/// drop(guard); // the kernel's hazptr_release()
+/// # drop(unsafe { Box::from_raw(p) });
+/// ```
+#[inline]
+pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
+    let mut guard = Guard::take_global();
+    let ptr = guard.protect_ptr(src);
+    (guard, ptr)
+}

@@ -1,0 +1,279 @@
+//! Retire and reclaim: deferred freeing of unpublished objects (what folly
+//! and haphazard call `retire`/`cleanup`; the kernel's hazptr users call
+//! `hazptr_synchronize()` and free directly instead).
+//!
+//! # Batching
+//!
+//! [`Domain::retire`] pushes onto the calling thread's batch in its slot
+//! block: no atomic operation, no lock. The batch is handed to the domain's
+//! retired list (one mutex acquisition) when it reaches [`LOCAL_BATCH`]
+//! objects, or when a time check (every [`TIME_CHECK_EVERY`] retires) finds
+//! the last reclamation pass [`RECLAIM_PERIOD_MS`] ago, and when the thread
+//! exits. After a hand-over, a pass runs if the domain holds at least its
+//! threshold of objects (default 1000) or the period has passed.
+//!
+//! # A pass
+//!
+//! Take the whole list, begin a scan (wildcard flip, then **`fence::heavy()`
+//! before collecting hazards**: pairs with the readers' light fence, so a
+//! reader either is seen in its slot or sees the unpublish), collect every
+//! protected address, free every taken object not among them, put the rest
+//! back. Each object is moved out of the list exactly once, so its deleter
+//! runs exactly once.
+//!
+//! [`Domain::reclaim`] hands over the caller's batch and runs a pass now.
+//! Objects in other live threads' batches (fewer than [`LOCAL_BATCH`] each)
+//! are handed over at their next batch boundary or exit. Dropping a domain
+//! frees everything, batches included.
+
+use crate::domain::{Domain, Shared};
+use crate::scan::{begin, for_each_slot, protects, read_slot};
+use crate::slot::SlotBlock;
+use crate::sync::Ordering;
+use std::ptr::NonNull;
+
+/// Objects a thread batches before handing them to the domain.
+pub(crate) const LOCAL_BATCH: usize = if cfg!(loom) { 1 } else { 64 };
+/// Retires between two looks at the clock.
+pub(crate) const TIME_CHECK_EVERY: u32 = 8;
+/// A pass runs at least this often while objects are being retired.
+pub(crate) const RECLAIM_PERIOD_MS: u32 = 2;
+
+/// A retired object and the function that frees it.
+pub(crate) struct Retired {
+    ptr: *mut (),
+    deleter: unsafe fn(*mut ()),
+}
+
+// SAFETY: `Domain::retire` requires that the object may be freed from any
+// thread.
+unsafe impl Send for Retired {}
+
+impl Retired {
+    /// The object's address, as slots hold it.
+    fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Frees the object.
+    ///
+    /// # Safety
+    ///
+    /// No guard protects it, and no reader can reach it any more.
+    pub(crate) unsafe fn reclaim(self) {
+        // SAFETY: the deleter was given with this pointer to `retire`, whose
+        // contract makes this call valid once the object is unprotected.
+        unsafe { (self.deleter)(self.ptr) }
+    }
+}
+
+/// Milliseconds since the first call in this process (0 under loom, where
+/// time-based triggers would make executions nondeterministic).
+pub(crate) fn now_ms() -> u32 {
+    #[cfg(loom)]
+    {
+        0
+    }
+    #[cfg(not(loom))]
+    {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_millis() as u32
+    }
+}
+
+fn period_passed(shared: &Shared) -> bool {
+    !cfg!(loom)
+        && now_ms().wrapping_sub(shared.last_reclaim_ms.load(Ordering::Relaxed))
+            >= RECLAIM_PERIOD_MS
+}
+
+impl Domain {
+    /// Hands `ptr` to the domain: `deleter(ptr)` runs once no guard protects
+    /// it, on whichever thread runs the reclamation pass (or when the domain
+    /// is dropped).
+    ///
+    /// # Safety
+    ///
+    /// 1. `ptr` is unpublished: no reader can newly reach it.
+    /// 2. `ptr` is not retired again, nor freed otherwise, before `deleter`
+    ///    runs.
+    /// 3. `deleter(ptr)` is sound to call from any thread once `ptr` is
+    ///    unprotected (for a `Box<T>`, `T: Send`).
+    /// 4. `T` is at least 2-aligned (as for every protected type).
+    pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
+        // SAFETY: function pointers whose argument types are `*mut T` and
+        // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
+        // the transmuted pointer with the original `ptr` is calling `deleter`.
+        let deleter =
+            unsafe { std::mem::transmute::<unsafe fn(*mut T), unsafe fn(*mut ())>(deleter) };
+        let retired = Retired {
+            ptr: ptr.cast(),
+            deleter,
+        };
+        match self.block() {
+            Some(block) => retire_local(&self.shared, block, retired),
+            None => retire_shared(&self.shared, retired),
+        }
+    }
+
+    /// [`Domain::retire`] with the deleter `drop(Box::from_raw(ptr))`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Domain::retire`], and `ptr` came from `Box::into_raw`.
+    pub unsafe fn retire_box<T: Send>(&self, ptr: *mut T) {
+        unsafe fn drop_box<T>(ptr: *mut T) {
+            // SAFETY: `retire_box`'s contract: a `Box::into_raw` pointer,
+            // freed once, now unprotected.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+        // SAFETY: forwarded contract; `drop_box` is valid on any thread for
+        // `T: Send`.
+        unsafe { self.retire(ptr, drop_box::<T>) }
+    }
+
+    /// Hands the calling thread's batch to the domain and runs a reclamation
+    /// pass now: frees every retired object no guard protects. Returns how
+    /// many objects it freed.
+    pub fn reclaim(&self) -> usize {
+        if let Some(block) = self.block() {
+            // SAFETY: this thread's block, alive as long as the domain.
+            flush_batch(&self.shared, unsafe { block.as_ref() });
+        }
+        reclaim_pass(&self.shared)
+    }
+
+    /// Objects retired to this domain and not yet freed, batches of live
+    /// threads excluded (for tests and statistics).
+    pub fn retired_len(&self) -> usize {
+        self.shared.retired_count.load(Ordering::Relaxed)
+    }
+}
+
+/// The common case: onto the thread's own batch.
+#[inline]
+fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
+    // SAFETY: the calling thread owns `block`, alive as long as the domain.
+    let b = unsafe { block.as_ref() };
+    let len = b.retired.batch.with_mut(|batch| {
+        // SAFETY: only the owner touches its batch outside the retired-list
+        // mutex, and the owner is this thread (see `flush_batch`, `free_all`).
+        let batch = unsafe { &mut *batch };
+        batch.push(retired);
+        batch.len()
+    });
+    let since = b.retired.since_check.get() + 1;
+    b.retired.since_check.set(since);
+    if len >= LOCAL_BATCH || (since % TIME_CHECK_EVERY == 0 && period_passed(shared)) {
+        hand_over(shared, b);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn hand_over(shared: &Shared, block: &SlotBlock) {
+    flush_batch(shared, block);
+    maybe_reclaim(shared);
+}
+
+/// The slow path (no block: forced slow path or thread exit).
+#[cold]
+#[inline(never)]
+fn retire_shared(shared: &Shared, retired: Retired) {
+    shared.retired.lock().expect("not poisoned").push(retired);
+    shared.retired_count.fetch_add(1, Ordering::Relaxed);
+    maybe_reclaim(shared);
+}
+
+/// Moves `block`'s batch to the domain's list. Called by the block's owner
+/// (batch boundary, `reclaim`, thread exit).
+pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
+    block.retired.since_check.set(0);
+    let mut list = shared.retired.lock().expect("not poisoned");
+    let moved = block.retired.batch.with_mut(|batch| {
+        // SAFETY: the owner calls this, holding the retired-list mutex that
+        // `free_all` also takes.
+        let batch = unsafe { &mut *batch };
+        let n = batch.len();
+        list.extend(batch.drain(..));
+        n
+    });
+    drop(list);
+    shared.retired_count.fetch_add(moved, Ordering::Relaxed);
+}
+
+fn maybe_reclaim(shared: &Shared) {
+    if shared.retired_count.load(Ordering::Relaxed) >= shared.options.retire_threshold
+        || period_passed(shared)
+    {
+        reclaim_pass(shared);
+    }
+}
+
+/// One reclamation pass over the domain's list; returns how many it freed.
+pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
+    let taken = {
+        let mut list = shared.retired.lock().expect("not poisoned");
+        shared.retired_count.store(0, Ordering::Relaxed);
+        shared.last_reclaim_ms.store(now_ms(), Ordering::Relaxed);
+        std::mem::take(&mut *list)
+    };
+    if taken.is_empty() {
+        return 0;
+    }
+    // The objects were unpublished before they were retired, and the mutex
+    // orders those retires before this point; `begin` flips and issues the
+    // heavy fence before any hazard is collected.
+    let mine = begin(shared);
+    let mut hazards = Vec::new();
+    for_each_slot(shared, |slot| {
+        let value = read_slot(slot, mine);
+        if protects(value) {
+            hazards.push(value);
+        }
+    });
+    hazards.sort_unstable();
+    let (kept, free): (Vec<Retired>, Vec<Retired>) = taken
+        .into_iter()
+        .partition(|r| hazards.binary_search(&r.addr()).is_ok());
+    if !kept.is_empty() {
+        let n = kept.len();
+        shared.retired.lock().expect("not poisoned").extend(kept);
+        shared.retired_count.fetch_add(n, Ordering::Relaxed);
+    }
+    let freed = free.len();
+    for r in free {
+        // SAFETY: unpublished before retire, and no slot held its address
+        // after the heavy fence (a reader that stores it later loaded its
+        // pointer after the unpublish, so it cannot hold this object).
+        unsafe { r.reclaim() };
+    }
+    freed
+}
+
+/// Frees every object retired to `shared`, without looking at slots
+/// (domain drop: no guard of the domain exists).
+pub(crate) fn free_all(shared: &Shared) {
+    let mut all = {
+        let mut list = shared.retired.lock().expect("not poisoned");
+        let mut all = std::mem::take(&mut *list);
+        shared.for_each_block(|b| {
+            b.retired.batch.with_mut(|batch| {
+                // SAFETY: the domain handle is being dropped, so no thread is
+                // inside `retire` for it; a thread that exits concurrently
+                // flushes its batch under the mutex we hold.
+                all.append(unsafe { &mut *batch });
+            });
+        });
+        shared.retired_count.store(0, Ordering::Relaxed);
+        all
+    };
+    for r in all.drain(..) {
+        // SAFETY: no guard of the domain exists and the objects are
+        // unpublished.
+        unsafe { r.reclaim() };
+    }
+}

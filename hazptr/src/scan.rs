@@ -1,0 +1,536 @@
+//! `synchronize(addr)` and the shared scan (the kernel's
+//! `hazptr_synchronize()` and the shared-scan kthread of the RFC series).
+//!
+//! # One scan
+//!
+//! [`begin`] flips the wildcard generation (`fetch_add(2, AcqRel)` on the
+//! domain's wildcard word; the scan's own wildcard is the new value) and then
+//! issues `fence::heavy()`. [`for_each_slot`] then reads every per-thread
+//! slot, and only afterwards every backup slot of the overflow lists (a
+//! promotion writes the backup slot before clearing the block slot, so this
+//! order cannot miss it). For each slot value:
+//!
+//! - empty, or a wildcard of the scan's generation or newer: no protection
+//!   that matters. A reader that loaded a generation at least the scan's
+//!   (Acquire, pairing with the flip's Release) also sees the unpublish that
+//!   preceded the scan, so it cannot obtain the address;
+//! - a wildcard of an older generation: a reader is between storing it and
+//!   storing its pointer. The scan waits for that slot to change ("drain the
+//!   old generation") and classifies the new value. New readers write the new
+//!   generation, so a stream of them cannot keep the scan waiting;
+//! - an address: protected.
+//!
+//! A slot the scan does not see written by a reader (it reads an older value)
+//! is harmless: by the light/heavy fence pairing, that reader's pointer load
+//! comes after the heavy fence and sees the unpublish.
+//!
+//! A protection found is waited out by watching that slot until its value
+//! changes: once it does, that reader's protection ended, and a new one
+//! cannot obtain the unpublished address.
+//!
+//! # Sharing the scan
+//!
+//! In shared mode (the default) a caller queues a [`Waiter`] that lives on its
+//! own stack (no allocation), wakes the domain's scanner thread (started
+//! lazily, one per domain), and waits: it spins briefly, then sleeps on the
+//! domain's `release_seq` futex. The scanner takes every queued waiter at
+//! once, builds a [`Bloom`] filter of their addresses, runs one scan, checks
+//! each protected address against the filter and then exactly against the
+//! batch, and releases at once every waiter whose address no slot holds.
+//! Waiters with hits stay on the scanner's pending list, which it re-checks
+//! (watching only the hit slots) between batches. Releasing is a SeqCst store
+//! to the waiter's state and then one futex wake for all sleepers.
+//!
+//! With sharing off, each caller runs [`begin`] and the walk itself.
+//!
+//! Under loom there is no scanner thread: waiting callers run the scanner's
+//! step ([`drive_once`]) themselves.
+
+use crate::bloom::Bloom;
+use crate::domain::{Domain, Shared, thread_holds};
+use crate::slot::{EMPTY, RESERVED, is_older_wildcard, is_wildcard};
+use crate::sync::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, Pause, UnsafeCell,
+    futex_wait, futex_wake_all, spin_loop,
+};
+use membarrier_sim::fence;
+use std::cell::Cell;
+use std::ptr;
+use std::sync::Arc;
+
+/// Spins a waiter does before sleeping (a scan takes microseconds; on an
+/// oversubscribed machine a spinning waiter only delays the scanner).
+const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
+
+/// Waiter states.
+const WAITING: u32 = 0;
+const DONE: u32 = 1;
+
+/// Scanner states (the futex word callers wake it through).
+const AWAKE: u32 = 0;
+const SLEEPING: u32 = 1;
+
+/// A synchronize caller queued for the shared scan. Lives on the caller's
+/// stack from the push until the scanner sets `state` to `DONE`; the scanner
+/// never touches it after that store.
+pub(crate) struct Waiter {
+    addr: usize,
+    /// `WAITING` until released; the release is the scanner's last access.
+    state: AtomicU32,
+    /// Next waiter of the same batch: written by the caller before the push
+    /// (published by the Release CAS), read by the scanner after its Acquire
+    /// swap.
+    next: Cell<*const Waiter>,
+    /// Slots found holding `addr` and not yet seen to change. Scanner-only.
+    hits: Cell<u32>,
+}
+
+/// A slot found holding a waiter's address.
+struct PendingHit {
+    slot: *const AtomicUsize,
+    value: usize,
+    waiter: *const Waiter,
+}
+
+/// The scanner's working memory, reused across passes (no allocation per
+/// synchronize call once it has grown to the workload).
+struct Buffers {
+    pending: Vec<PendingHit>,
+}
+
+/// The shared-scan part of a domain.
+pub(crate) struct ScanState {
+    /// Queued waiters (a Treiber stack of stack-allocated nodes).
+    queue: AtomicPtr<Waiter>,
+    /// `AWAKE` or `SLEEPING`: the futex word the scanner sleeps on.
+    scanner_state: AtomicU32,
+    /// Bumped after each release of waiters: the futex word waiters sleep on.
+    release_seq: AtomicU32,
+    /// Waiters that are (about to be) asleep on `release_seq`.
+    sleepers: AtomicU32,
+    /// Whoever drives the scan (the scanner thread; under loom, a waiter)
+    /// holds this.
+    driver: AtomicBool,
+    /// Owned by whoever holds `driver`.
+    buffers: UnsafeCell<Buffers>,
+    /// Whether the scanner thread runs.
+    started: AtomicBool,
+    /// Set when the domain is dropped: the scanner exits.
+    shutdown: AtomicBool,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl ScanState {
+    pub(crate) fn new() -> Self {
+        ScanState {
+            queue: AtomicPtr::new(ptr::null_mut()),
+            scanner_state: AtomicU32::new(AWAKE),
+            release_seq: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+            driver: AtomicBool::new(false),
+            buffers: UnsafeCell::new(Buffers {
+                pending: Vec::with_capacity(64),
+            }),
+            started: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
+            thread: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+/// Starts a scan: flips the wildcard generation, then the heavy fence.
+/// Returns the scan's wildcard (the new generation).
+pub(crate) fn begin(shared: &Shared) -> usize {
+    // Release: a reader whose Acquire load returns this generation (or a
+    // later one: later flips continue this RMW's release sequence) sees every
+    // write before the flip, in particular the unpublish of the addresses this
+    // scan serves. Acquire: orders after earlier scans' flips.
+    let mine = shared
+        .wildcard()
+        .fetch_add(2, Ordering::AcqRel)
+        .wrapping_add(2);
+    // Pairs with `fence::light()` in `Guard::protect_ptr`.
+    fence::heavy();
+    mine
+}
+
+/// Reads `slot` for a scan that began with wildcard `mine`, waiting out
+/// wildcards of older generations. Returns the value: empty, a newer
+/// wildcard, or an address.
+#[inline]
+pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
+    // Acquire pairs with the Release store in `Guard::reset`/`promote`: what
+    // the reader did under protection happens before what the scan's caller
+    // does next (free the object).
+    let mut value = slot.load(Ordering::Acquire);
+    if is_wildcard(value) && is_older_wildcard(value, mine) {
+        let mut backoff = Backoff::new();
+        while is_wildcard(value) && is_older_wildcard(value, mine) {
+            backoff.snooze();
+            value = slot.load(Ordering::Acquire);
+        }
+    }
+    value
+}
+
+/// Whether a value returned by [`read_slot`] protects an address.
+#[inline]
+pub(crate) fn protects(value: usize) -> bool {
+    value != EMPTY && value != RESERVED && !is_wildcard(value)
+}
+
+/// Calls `f` on every slot: all per-thread slots first, then every backup
+/// slot of the overflow lists.
+pub(crate) fn for_each_slot(shared: &Shared, mut f: impl FnMut(&AtomicUsize)) {
+    shared.for_each_block(|b| b.hot.slots.iter().for_each(&mut f));
+    shared.for_each_backup(|n| f(&n.value));
+}
+
+impl Domain {
+    /// Waits until no protection of `addr` that began before this call is
+    /// still held (the kernel's `hazptr_synchronize()`).
+    ///
+    /// The caller must already have unpublished `addr` (made it unreachable
+    /// for new readers); afterwards it may free the object. Concurrent callers
+    /// share one scan unless the domain was built with
+    /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A call
+    /// allocates nothing (the scanner thread is started on first use).
+    ///
+    /// # Panics
+    ///
+    /// If the calling thread itself holds a guard protecting `addr`: the call
+    /// would wait for itself forever.
+    pub fn synchronize<T>(&self, addr: *const T) {
+        let addr = addr as usize;
+        if addr == EMPTY {
+            return;
+        }
+        if thread_holds(self, addr) {
+            synchronize_while_holding(addr);
+        }
+        let shared = &self.shared;
+        if shared.options.shared_scan && ensure_scanner(shared) {
+            synchronize_shared(shared, addr);
+        } else {
+            synchronize_alone(shared, addr);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn synchronize_while_holding(addr: usize) -> ! {
+    panic!(
+        "hazptr: synchronize({addr:#x}) called while this thread holds a guard protecting \
+         that address; it would wait for itself forever (drop or reset the guard first)"
+    )
+}
+
+/// One caller, one scan.
+fn synchronize_alone(shared: &Shared, addr: usize) {
+    let mine = begin(shared);
+    for_each_slot(shared, |slot| {
+        let mut value = read_slot(slot, mine);
+        if value == addr {
+            let mut backoff = Backoff::new();
+            while value == addr {
+                backoff.snooze();
+                // Acquire: as in `read_slot`.
+                value = slot.load(Ordering::Acquire);
+            }
+        }
+    });
+}
+
+/// Queues a waiter for the scanner and waits for its release.
+fn synchronize_shared(shared: &Shared, addr: usize) {
+    let waiter = Waiter {
+        addr,
+        state: AtomicU32::new(WAITING),
+        next: Cell::new(ptr::null()),
+        hits: Cell::new(0),
+    };
+    let scan = &shared.scan;
+    let me = ptr::from_ref(&waiter).cast_mut();
+    let mut head = scan.queue.load(Ordering::Relaxed);
+    loop {
+        waiter.next.set(head);
+        // SeqCst: Release publishes `waiter` (and, through program order, the
+        // caller's unpublish of `addr`) to the scanner's Acquire swap; SeqCst
+        // against the scanner's SLEEPING store + queue re-check, so one of
+        // us sees the other (no lost wake-up).
+        match scan
+            .queue
+            .compare_exchange_weak(head, me, Ordering::SeqCst, Ordering::Relaxed)
+        {
+            Ok(_) => break,
+            Err(actual) => head = actual,
+        }
+    }
+    if scan.scanner_state.load(Ordering::SeqCst) == SLEEPING
+        && scan
+            .scanner_state
+            .compare_exchange(SLEEPING, AWAKE, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    {
+        futex_wake_all(&scan.scanner_state);
+    }
+    wait_for_release(shared, &waiter);
+}
+
+/// Spins, then sleeps on `release_seq`, until the scanner releases `waiter`.
+fn wait_for_release(shared: &Shared, waiter: &Waiter) {
+    let scan = &shared.scan;
+    let mut spins = 0;
+    loop {
+        // Acquire pairs with the SeqCst (Release) store in `release`: the
+        // scan's slot reads happen before the caller frees the object.
+        if waiter.state.load(Ordering::Acquire) == DONE {
+            return;
+        }
+        if cfg!(loom) {
+            // No scanner thread under loom: drive the scan ourselves.
+            drive_once(shared);
+            crate::sync::yield_now();
+            continue;
+        }
+        if spins < WAITER_SPINS {
+            spins += 1;
+            spin_loop();
+            continue;
+        }
+        let seq = scan.release_seq.load(Ordering::SeqCst);
+        // SeqCst (Dekker with `release_all`): either this re-check sees DONE,
+        // or the scanner's `sleepers` load sees us and wakes; and if its bump
+        // of `release_seq` came first, the futex wait returns at once.
+        scan.sleepers.fetch_add(1, Ordering::SeqCst);
+        if waiter.state.load(Ordering::SeqCst) != DONE {
+            futex_wait(&scan.release_seq, seq, None);
+        }
+        scan.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Marks `waiter` released. The waiter may return (and its stack frame
+/// vanish) right after this store, so nothing touches it afterwards.
+///
+/// # Safety
+///
+/// `waiter` is queued and not yet released.
+unsafe fn release(waiter: *const Waiter) {
+    // SAFETY: still queued, so still alive (per the contract).
+    let w = unsafe { &*waiter };
+    // SeqCst: Release pairs with the waiter's Acquire load; SeqCst for the
+    // Dekker pattern in `wait_for_release`.
+    w.state.store(DONE, Ordering::SeqCst);
+}
+
+/// After releasing waiters: bump `release_seq` and wake the sleepers.
+fn wake_released(scan: &ScanState) {
+    // SeqCst: see `wait_for_release`.
+    scan.release_seq.fetch_add(1, Ordering::SeqCst);
+    if scan.sleepers.load(Ordering::SeqCst) > 0 {
+        futex_wake_all(&scan.release_seq);
+    }
+}
+
+/// What one [`drive_once`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// Someone else is driving.
+    Busy,
+    /// Nothing queued and nothing pending.
+    Idle,
+    /// Only waiters with hits, none of which cleared.
+    Pending,
+    /// Released waiters or scanned a batch.
+    Worked,
+}
+
+/// One step of the scanner: re-check pending hits, then serve every queued
+/// waiter with one scan.
+pub(crate) fn drive_once(shared: &Shared) -> Progress {
+    let scan = &shared.scan;
+    // Acquire pairs with the Release store at the end: the previous driver's
+    // buffer writes are visible.
+    if scan
+        .driver
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Progress::Busy;
+    }
+    let progress = scan.buffers.with_mut(|buffers| {
+        // SAFETY: the driver flag makes this the only access.
+        let buffers = unsafe { &mut *buffers };
+        drive_locked(shared, buffers)
+    });
+    // Release pairs with the Acquire CAS above.
+    scan.driver.store(false, Ordering::Release);
+    progress
+}
+
+fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
+    let scan = &shared.scan;
+    let mut released = false;
+    // 1. Pending hits: a slot whose value changed no longer protects its
+    //    waiter's address.
+    buffers.pending.retain(|hit| {
+        // SAFETY: slots live as long as the domain.
+        let slot = unsafe { &*hit.slot };
+        // Acquire: as in `read_slot`.
+        if slot.load(Ordering::Acquire) == hit.value {
+            return true;
+        }
+        // SAFETY: a waiter with hits is not released, so it is alive.
+        let w = unsafe { &*hit.waiter };
+        w.hits.set(w.hits.get() - 1);
+        if w.hits.get() == 0 {
+            // SAFETY: queued, not yet released; no other pending entry
+            // refers to it (its hit count was 1).
+            unsafe { release(w) };
+            released = true;
+        }
+        false
+    });
+    // 2. Every queued waiter, one scan. Acquire pairs with the callers'
+    //    SeqCst push: their waiters and unpublishes are visible.
+    let batch = scan.queue.swap(ptr::null_mut(), Ordering::Acquire);
+    let had_batch = !batch.is_null();
+    if had_batch {
+        let mut bloom = Bloom::new();
+        for_each_waiter(batch, |w| bloom.insert(w.addr));
+        let mine = begin(shared);
+        for_each_slot(shared, |slot| {
+            let value = read_slot(slot, mine);
+            if protects(value) && bloom.may_contain(value) {
+                for_each_waiter(batch, |w| {
+                    if w.addr == value {
+                        w.hits.set(w.hits.get() + 1);
+                        buffers.pending.push(PendingHit {
+                            slot,
+                            value,
+                            waiter: w,
+                        });
+                    }
+                });
+            }
+        });
+        let mut w = batch.cast_const();
+        while !w.is_null() {
+            // SAFETY: queued and not yet released, so alive; `next` is read
+            // before the release below.
+            let (next, hits) = unsafe { ((*w).next.get(), (*w).hits.get()) };
+            if hits == 0 {
+                // SAFETY: queued, not yet released, and not pending.
+                unsafe { release(w) };
+                released = true;
+            }
+            w = next;
+        }
+    }
+    if released {
+        wake_released(scan);
+    }
+    if released || had_batch {
+        Progress::Worked
+    } else if buffers.pending.is_empty() {
+        Progress::Idle
+    } else {
+        Progress::Pending
+    }
+}
+
+/// Calls `f` on every waiter of a batch.
+fn for_each_waiter(batch: *mut Waiter, mut f: impl FnMut(&Waiter)) {
+    let mut w = batch.cast_const();
+    while !w.is_null() {
+        // SAFETY: batch waiters are alive until released, which happens only
+        // after the walks that use this function.
+        let waiter = unsafe { &*w };
+        f(waiter);
+        w = waiter.next.get();
+    }
+}
+
+/// Makes sure the scanner thread runs; false if it cannot be started (the
+/// caller then scans alone).
+#[inline]
+fn ensure_scanner(shared: &Arc<Shared>) -> bool {
+    // Acquire pairs with the Release store in `start_scanner`.
+    cfg!(loom) || shared.scan.started.load(Ordering::Acquire) || start_scanner(shared)
+}
+
+#[cold]
+#[inline(never)]
+fn start_scanner(shared: &Arc<Shared>) -> bool {
+    let scan = &shared.scan;
+    let mut handle = scan.thread.lock().expect("not poisoned");
+    if scan.started.load(Ordering::Relaxed) {
+        return true;
+    }
+    if scan.shutdown.load(Ordering::Relaxed) {
+        return false;
+    }
+    let for_thread = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name(format!("hazptr-scan-{}", shared.id))
+        .spawn(move || scanner_main(&for_thread));
+    match spawned {
+        Ok(h) => {
+            *handle = Some(h);
+            // Release pairs with the Acquire load in `ensure_scanner`.
+            scan.started.store(true, Ordering::Release);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The scanner thread: drive the scan while there is work, sleep otherwise.
+fn scanner_main(shared: &Shared) {
+    let scan = &shared.scan;
+    let mut backoff = Backoff::new();
+    loop {
+        match drive_once(shared) {
+            Progress::Worked => backoff = Backoff::new(),
+            Progress::Busy => crate::sync::yield_now(),
+            Progress::Pending => match backoff.next_pause() {
+                Pause::Spin(n) => (0..n).for_each(|_| spin_loop()),
+                Pause::Yield => crate::sync::yield_now(),
+                Pause::Sleep(timeout) => scanner_sleep(scan, Some(timeout)),
+            },
+            Progress::Idle => {
+                if scan.shutdown.load(Ordering::SeqCst) {
+                    return;
+                }
+                scanner_sleep(scan, None);
+                backoff = Backoff::new();
+            }
+        }
+    }
+}
+
+/// Sleeps until a caller queues a waiter (or `timeout` passes).
+fn scanner_sleep(scan: &ScanState, timeout: Option<std::time::Duration>) {
+    // SeqCst: Dekker with the callers' SeqCst push + state load.
+    scan.scanner_state.store(SLEEPING, Ordering::SeqCst);
+    if scan.queue.load(Ordering::SeqCst).is_null() && !scan.shutdown.load(Ordering::SeqCst) {
+        futex_wait(&scan.scanner_state, SLEEPING, timeout);
+    }
+    scan.scanner_state.store(AWAKE, Ordering::SeqCst);
+}
+
+/// Stops and joins the scanner thread (domain drop).
+pub(crate) fn stop_scanner(shared: &Shared) {
+    let scan = &shared.scan;
+    scan.shutdown.store(true, Ordering::SeqCst);
+    let handle = scan.thread.lock().expect("not poisoned").take();
+    if let Some(handle) = handle {
+        scan.scanner_state.store(AWAKE, Ordering::SeqCst);
+        futex_wake_all(&scan.scanner_state);
+        // A scanner panic would already have been reported; the domain is
+        // going away either way.
+        let _ = handle.join();
+    }
+}

@@ -1,0 +1,198 @@
+//! Hazard slots: per-thread slot blocks and the backup slots of the overflow
+//! lists (the kernel's per-CPU `hazptr_slot`s and `hazptr_backup_slot`s).
+//!
+//! # What a slot holds
+//!
+//! One `usize`:
+//!
+//! - `0`: empty (a block slot holding it is free);
+//! - `2`: reserved by a guard that protects nothing;
+//! - an odd value: a **wildcard**, `(generation << 1) | 1`, stored by
+//!   `acquire` before it loads the pointer. While a slot holds a wildcard a
+//!   scan must treat it as protecting every address, unless its generation is
+//!   at least the scan's own (see `scan`);
+//! - any other value: the address of the protected object. Protected types
+//!   are at least 2-aligned (checked at compile time), so an address is never
+//!   odd and never mistaken for a wildcard.
+//!
+//! Only the slot's owner (the thread that acquired it) writes it; scans only
+//! read it.
+//!
+//! # Blocks
+//!
+//! A [`SlotBlock`] is one thread's set of slots in one domain: the first cache
+//! line holds the slots and the owner-only free mask (the reader touches one
+//! line), the second the list link and ownership flag (read by scans and by
+//! threads looking for a block to recycle), the third the owner's batch of
+//! retired objects. Blocks are never freed while their domain lives: a
+//! block whose thread exits goes back to the domain, and the next thread
+//! that registers takes it over, so scans can walk the list without locks.
+//!
+//! # Backup slots
+//!
+//! A [`BackupSlot`] is used when a thread's block is full, when the domain
+//! forces the slow path, or when a guard is promoted out of its block slot.
+//! Backup slots hang off the domain's overflow lists; like blocks they are
+//! recycled, never freed before the domain.
+
+use crate::domain::Shared;
+use crate::retire::Retired;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+use std::cell::Cell;
+use std::ptr;
+
+/// Slots per thread block: seven slots and the free mask fill one cache line.
+pub(crate) const SLOTS_PER_BLOCK: usize = if cfg!(loom) { 2 } else { 7 };
+
+/// The value of an empty (free) slot.
+pub(crate) const EMPTY: usize = 0;
+
+/// The value of a slot a guard holds while protecting nothing. Even, and
+/// below any address an allocation can have, so it is neither a wildcard
+/// nor an object.
+pub(crate) const RESERVED: usize = 2;
+
+/// Whether a slot value is a wildcard (odd).
+#[inline(always)]
+pub(crate) const fn is_wildcard(value: usize) -> bool {
+    value & 1 == 1
+}
+
+/// Whether wildcard `value` belongs to a generation older than `current`
+/// (both wildcards). Generations advance by 2 per flip; the wrapping
+/// difference keeps the comparison right across overflow of the counter.
+#[inline(always)]
+pub(crate) const fn is_older_wildcard(value: usize, current: usize) -> bool {
+    (value.wrapping_sub(current) as isize) < 0
+}
+
+/// The first wildcard a domain publishes (generation 0).
+pub(crate) const FIRST_WILDCARD: usize = 1;
+
+/// The hot line of a block: its slots. A block slot is free exactly when it
+/// holds [`EMPTY`]; a guard that protects nothing keeps its slot at
+/// [`RESERVED`]. Finding a free slot is a load of the thread's own slot and
+/// a predicted branch, with no bookkeeping store.
+#[repr(C, align(64))]
+pub(crate) struct HotLine {
+    pub(crate) slots: [AtomicUsize; SLOTS_PER_BLOCK],
+}
+
+impl HotLine {
+    /// Whether no guard holds any slot. Only meaningful for the owner.
+    pub(crate) fn all_free(&self) -> bool {
+        // Relaxed: only the owner writes its slots.
+        self.slots
+            .iter()
+            .all(|s| s.load(Ordering::Relaxed) == EMPTY)
+    }
+}
+
+/// The link line: read by scans and by registration, written rarely.
+#[repr(C, align(64))]
+pub(crate) struct LinkLine {
+    /// Next block of the domain; set before the block is published and never
+    /// changed afterwards.
+    pub(crate) next: *mut SlotBlock,
+    /// Whether a thread owns the block. Set with an Acquire CAS when a thread
+    /// takes the block, cleared with a Release store when it gives it back.
+    pub(crate) in_use: AtomicBool,
+    /// The domain's wildcard word, copied here so that the fast path reaches
+    /// it from the block without going through the domain.
+    pub(crate) wildcard: *const AtomicUsize,
+    /// The domain the block belongs to (for promotion to a backup slot).
+    pub(crate) shared: *const Shared,
+}
+
+/// One thread's slots in one domain.
+#[repr(C)]
+pub(crate) struct SlotBlock {
+    pub(crate) hot: HotLine,
+    pub(crate) link: LinkLine,
+    /// Objects this thread retired and has not yet handed to the domain.
+    /// Only the owner touches it, except under the domain's retired-list
+    /// mutex when the owner exits or the domain is dropped (see `retire`).
+    pub(crate) retired: OwnerLine,
+}
+
+/// The owner's retire batch, on its own line.
+#[repr(C, align(64))]
+pub(crate) struct OwnerLine {
+    pub(crate) batch: UnsafeCell<Vec<Retired>>,
+    /// Retires since the batch was last handed over (a cheap clock for the
+    /// time-based check, which reads the real clock only every few retires).
+    pub(crate) since_check: Cell<u32>,
+}
+
+// SAFETY: the `Cell` (`since_check`) and the batch are only
+// touched by the owning thread, or under the domain's retired-list mutex after
+// the owner has stopped using the domain (see `retire`); everything else is
+// atomic or immutable after publication.
+unsafe impl Sync for SlotBlock {}
+// SAFETY: as above; a block moves between threads only through the domain's
+// list (Release CAS on publication, Acquire CAS on takeover).
+unsafe impl Send for SlotBlock {}
+
+impl SlotBlock {
+    /// A new block owned by the caller, for the domain whose wildcard word is
+    /// `wildcard`.
+    pub(crate) fn new(shared: &Shared) -> Self {
+        SlotBlock {
+            hot: HotLine {
+                slots: std::array::from_fn(|_| AtomicUsize::new(EMPTY)),
+            },
+            link: LinkLine {
+                next: ptr::null_mut(),
+                in_use: AtomicBool::new(true),
+                wildcard: shared.wildcard(),
+                shared,
+            },
+            retired: OwnerLine {
+                batch: UnsafeCell::new(Vec::new()),
+                since_check: Cell::new(0),
+            },
+        }
+    }
+}
+
+/// A slot on an overflow list.
+#[repr(C, align(64))]
+pub(crate) struct BackupSlot {
+    pub(crate) value: AtomicUsize,
+    /// Whether a guard holds this slot (Acquire CAS to take, Release store to
+    /// give back).
+    pub(crate) in_use: AtomicBool,
+    /// Next backup slot of the same overflow list; set before publication.
+    pub(crate) next: *mut BackupSlot,
+    /// The domain's wildcard word (as in a block's link line).
+    pub(crate) wildcard: *const AtomicUsize,
+}
+
+impl BackupSlot {
+    pub(crate) fn new(wildcard: *const AtomicUsize) -> Self {
+        BackupSlot {
+            value: AtomicUsize::new(EMPTY),
+            in_use: AtomicBool::new(true),
+            next: ptr::null_mut(),
+            wildcard,
+        }
+    }
+}
+
+/// Pushes `node` (exclusively owned, `next` unset) onto the lock-free list at
+/// `head`. The Release CAS publishes the node's initialized fields to list
+/// walkers, whose Acquire load of `head` pairs with it.
+///
+/// # Safety
+///
+/// `node` is valid, exclusively owned, and `set_next` writes its link field.
+pub(crate) unsafe fn push_node<N>(head: &AtomicPtr<N>, node: *mut N, set_next: impl Fn(*mut N)) {
+    let mut current = head.load(Ordering::Relaxed);
+    loop {
+        set_next(current);
+        match head.compare_exchange_weak(current, node, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(actual) => current = actual,
+        }
+    }
+}

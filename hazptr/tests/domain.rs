@@ -1,0 +1,395 @@
+//! Guards, synchronize, retire and domains, on real threads.
+#![cfg(not(loom))]
+
+use hazptr::{AtomicBox, Domain, Guard, SLOTS_PER_THREAD};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+/// An object whose drop is counted.
+#[derive(Debug)]
+struct Tracked {
+    drops: Arc<AtomicUsize>,
+    value: u64,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+fn tracked(drops: &Arc<AtomicUsize>, value: u64) -> *mut Tracked {
+    Box::into_raw(Box::new(Tracked {
+        drops: Arc::clone(drops),
+        value,
+    }))
+}
+
+fn domains() -> [Domain; 3] {
+    [
+        Domain::new(),
+        Domain::builder().shared_scan(false).build(),
+        Domain::builder().force_slow_path(true).build(),
+    ]
+}
+
+#[test]
+fn protect_reads_the_current_object() {
+    for domain in domains() {
+        let shared = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+        let mut guard = domain.guard();
+        let p = guard.protect_ptr(&shared);
+        // SAFETY: protected; published by `Box::into_raw`.
+        assert_eq!(unsafe { *p }, 5);
+        assert_eq!(guard.is_backup(), domain.forces_slow_path());
+        drop(guard);
+        // SAFETY: never shared with another thread; no guard remains.
+        drop(unsafe { Box::from_raw(shared.into_inner()) });
+    }
+}
+
+#[test]
+fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
+    let domain = Domain::new();
+    let values: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 3)
+        .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+        .collect();
+    let mut guards: Vec<Guard<'_>> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let mut g = domain.guard();
+        let p = g.protect_ptr(v);
+        // SAFETY: protected by `g`.
+        assert_eq!(unsafe { *p }, i as u64);
+        assert_eq!(g.is_backup(), i >= SLOTS_PER_THREAD, "guard {i}");
+        guards.push(g);
+    }
+    assert_eq!(domain.backup_slots(), 3);
+    // Every nested protection holds: a synchronize of any of them from
+    // another thread must wait until the guards go.
+    let released = AtomicBool::new(false);
+    let last = values.last().unwrap().load(Relaxed) as usize;
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            domain.synchronize(last as *const u64);
+            assert!(
+                released.load(SeqCst),
+                "synchronize returned while a backup slot held the address"
+            );
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        released.store(true, SeqCst);
+        guards.clear();
+        waiter.join().unwrap();
+    });
+    // Freed backup slots are reused, not reallocated.
+    let mut again: Vec<Guard<'_>> = (0..SLOTS_PER_THREAD + 3).map(|_| domain.guard()).collect();
+    assert_eq!(domain.backup_slots(), 3);
+    again.clear();
+    for v in values {
+        // SAFETY: no guard remains.
+        drop(unsafe { Box::from_raw(v.into_inner()) });
+    }
+}
+
+#[test]
+fn synchronize_waits_for_a_guard_held_in_another_thread() {
+    for domain in domains() {
+        let shared = AtomicPtr::new(Box::into_raw(Box::new(11u64)));
+        let protected = Barrier::new(2);
+        let releasing = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(&shared);
+                protected.wait();
+                std::thread::sleep(Duration::from_millis(60));
+                // SAFETY: still protected: the writer cannot have freed it.
+                assert_eq!(unsafe { *p }, 11);
+                releasing.store(true, SeqCst);
+                drop(guard);
+            });
+            protected.wait();
+            let old = shared.swap(std::ptr::null_mut(), AcqRel);
+            domain.synchronize(old);
+            assert!(
+                releasing.load(SeqCst),
+                "synchronize returned under protection ({domain:?})"
+            );
+            // SAFETY: unpublished and synchronized.
+            drop(unsafe { Box::from_raw(old) });
+        });
+    }
+}
+
+#[test]
+fn synchronize_of_an_unprotected_address_returns() {
+    for domain in domains() {
+        let x = Box::into_raw(Box::new(3u64));
+        for _ in 0..100 {
+            domain.synchronize(x);
+        }
+        domain.synchronize(std::ptr::null::<u64>());
+        // SAFETY: never published.
+        drop(unsafe { Box::from_raw(x) });
+    }
+}
+
+#[test]
+fn synchronize_while_holding_the_address_panics() {
+    for domain in domains() {
+        let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+        let mut guard = domain.guard();
+        let p = guard.protect_ptr(&shared);
+        let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
+            .expect_err("must panic instead of waiting for itself");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("holds a guard protecting"), "{msg}");
+        // Another address is fine while holding this one.
+        let other = Box::into_raw(Box::new(2u64));
+        domain.synchronize(other);
+        drop(guard);
+        domain.synchronize(p);
+        // SAFETY: never shared with other threads; no guards remain.
+        unsafe {
+            drop(Box::from_raw(other));
+            drop(Box::from_raw(shared.into_inner()));
+        }
+    }
+}
+
+#[test]
+fn promoted_guard_still_protects() {
+    let domain = Domain::new();
+    let shared = AtomicPtr::new(Box::into_raw(Box::new(9u64)));
+    let mut guard = domain.guard();
+    let p = guard.protect_ptr(&shared);
+    assert!(!guard.is_backup());
+    guard.promote();
+    assert!(guard.is_backup());
+    // The block slot is free again: a new guard takes block slot 0.
+    assert!(!domain.guard().is_backup());
+    let released = AtomicBool::new(false);
+    let addr = p as usize;
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            domain.synchronize(addr as *const u64);
+            assert!(released.load(SeqCst));
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        released.store(true, SeqCst);
+        drop(guard);
+        waiter.join().unwrap();
+    });
+    // SAFETY: no guard remains.
+    drop(unsafe { Box::from_raw(shared.into_inner()) });
+}
+
+#[test]
+fn retire_frees_each_object_exactly_once_and_never_a_protected_one() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let shared = AtomicPtr::new(tracked(&drops, 0));
+        let mut guard = domain.guard();
+        let protected = guard.protect_ptr(&shared);
+        // Replace it 500 times, retiring each old object.
+        for i in 1..=500 {
+            let old = shared.swap(tracked(&drops, i), AcqRel);
+            // SAFETY: unpublished by the swap, retired once, Box-allocated.
+            unsafe { domain.retire_box(old) };
+        }
+        domain.reclaim();
+        assert_eq!(drops.load(SeqCst), 499, "all but the protected object");
+        // SAFETY: still protected by `guard`.
+        assert_eq!(unsafe { (*protected).value }, 0);
+        drop(guard);
+        assert_eq!(domain.reclaim(), 1);
+        assert_eq!(drops.load(SeqCst), 500);
+        assert_eq!(domain.reclaim(), 0);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(shared.into_inner()) });
+        assert_eq!(drops.load(SeqCst), 501);
+    }
+}
+
+#[test]
+fn retire_reclaims_by_count_without_explicit_reclaim() {
+    let domain = Domain::builder().retire_threshold(100).build();
+    let drops = Arc::new(AtomicUsize::new(0));
+    for i in 0..10_000 {
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(tracked(&drops, i)) };
+    }
+    assert!(drops.load(SeqCst) >= 9_000, "{}", drops.load(SeqCst));
+}
+
+#[test]
+fn dropping_a_domain_frees_everything_retired_to_it() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    // A thread that retires and exits (its batch is handed over at exit) and
+    // a thread that retires and is still alive when the domain is dropped.
+    let parked = Barrier::new(2);
+    let dropped = Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..10 {
+                // SAFETY: never published; retired once.
+                unsafe { domain.retire_box(tracked(&drops, i)) };
+            }
+        })
+        .join()
+        .unwrap();
+        let domain_ref = &domain;
+        let drops_ref = &drops;
+        let (parked, dropped) = (&parked, &dropped);
+        s.spawn(move || {
+            for i in 0..10 {
+                // SAFETY: never published; retired once.
+                unsafe { domain_ref.retire_box(tracked(drops_ref, i)) };
+            }
+            parked.wait();
+            dropped.wait();
+        });
+        parked.wait();
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(tracked(&drops, 99)) };
+        assert!(drops.load(SeqCst) < 21);
+        dropped.wait();
+    });
+    drop(domain);
+    assert_eq!(drops.load(SeqCst), 21);
+}
+
+#[test]
+fn exited_threads_blocks_are_recycled() {
+    let domain = Domain::new();
+    for _ in 0..20 {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _g = domain.guard();
+            });
+        });
+    }
+    assert_eq!(domain.thread_blocks(), 1);
+    let barrier = &Barrier::new(4);
+    let domain = &domain;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(move || {
+                let _g = domain.guard();
+                barrier.wait();
+            });
+        }
+    });
+    assert_eq!(domain.thread_blocks(), 4);
+}
+
+#[test]
+fn scoped_protects_raw_pointers_and_boxes() {
+    let raw = AtomicPtr::new(Box::into_raw(Box::new(40u64)));
+    // SAFETY: protected for the closure; published by `Box::into_raw`.
+    let v = hazptr::scoped_ptr(&raw, |p| unsafe { *p } + 2);
+    assert_eq!(v, 42);
+    // SAFETY: no guard remains.
+    drop(unsafe { Box::from_raw(raw.into_inner()) });
+    let domain = Domain::new();
+    let boxed = AtomicBox::new_in(String::from("abc"), &domain);
+    assert_eq!(hazptr::scoped(&boxed, |s| s.map(|s| s.len())), Some(3));
+}
+
+#[test]
+#[should_panic(expected = "guard of another domain")]
+fn atomic_box_refuses_a_guard_of_another_domain() {
+    let domain = Domain::new();
+    let boxed = AtomicBox::new_in(1u64, &domain);
+    let mut guard = Guard::new();
+    let _ = boxed.load(&mut guard);
+}
+
+#[test]
+fn atomic_box_store_swap_compare_exchange() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    let mk = |v| {
+        Some(Box::new(Tracked {
+            drops: Arc::clone(&drops),
+            value: v,
+        }))
+    };
+    let boxed = AtomicBox::from_box_in(mk(1), &domain);
+    boxed.store(mk(2));
+    let mut guard = domain.guard();
+    assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(2));
+    drop(guard);
+    let current = boxed.load_ptr();
+    let stale = std::ptr::null();
+    let back = boxed
+        .compare_exchange(stale, mk(3))
+        .expect_err("stale comparand");
+    assert_eq!(back.map(|t| t.value), Some(3));
+    let old = boxed
+        .compare_exchange(current, mk(4))
+        .expect("current comparand");
+    let old = old.expect("was set").synchronize();
+    assert_eq!(old.value, 2);
+    drop(old);
+    assert_eq!(boxed.swap(None).map(|r| r.synchronize().value), Some(4));
+    domain.reclaim();
+    // 1 (retired by store), 3 (handed back), 2 and 4 (taken back): all dropped.
+    assert_eq!(drops.load(SeqCst), 4);
+}
+
+#[test]
+fn readers_never_see_a_freed_object_under_churn() {
+    const LIVE: u64 = 0x1172_0b1e;
+    struct Obj {
+        magic: AtomicUsize,
+    }
+    impl Drop for Obj {
+        fn drop(&mut self) {
+            self.magic.store(0xdead, SeqCst);
+        }
+    }
+    for domain in domains() {
+        let boxed = AtomicBox::new_in(
+            Obj {
+                magic: AtomicUsize::new(LIVE as usize),
+            },
+            &domain,
+        );
+        let stop = AtomicBool::new(false);
+        let errors = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    while !stop.load(Relaxed) {
+                        let mut guard = domain.guard();
+                        if let Some(o) = boxed.load(&mut guard) {
+                            std::hint::spin_loop();
+                            if o.magic.load(Acquire) != LIVE as usize {
+                                errors.fetch_add(1, Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+            s.spawn(|| {
+                for i in 0..3_000 {
+                    let fresh = Some(Box::new(Obj {
+                        magic: AtomicUsize::new(LIVE as usize),
+                    }));
+                    if i % 2 == 0 {
+                        boxed.store(fresh);
+                    } else if let Some(old) = boxed.swap(fresh) {
+                        drop(old.synchronize());
+                    }
+                }
+                stop.store(true, Relaxed);
+            });
+        });
+        assert_eq!(errors.load(Relaxed), 0, "{domain:?}");
+    }
+}

@@ -1,0 +1,120 @@
+//! `synchronize` allocates nothing per call: its waiter lives on the caller's
+//! stack and the scanner reuses its buffers. A counting global allocator
+//! proves it, with concurrent callers sharing scans and a reader whose guards
+//! the scans find.
+//!
+//! This file holds one test so that no other test's allocations run while it
+//! counts.
+#![cfg(not(loom))]
+
+use hazptr::Domain;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Barrier;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator and only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const CALLERS: usize = 4;
+const CALLS: usize = 2_000;
+
+#[test]
+fn synchronize_allocates_nothing_per_call() {
+    for domain in [Domain::new(), Domain::builder().shared_scan(false).build()] {
+        // Objects the callers "unpublish": fixed addresses, allocated up front.
+        let objects: Vec<AtomicPtr<u64>> = (0..CALLERS as u64)
+            .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+            .collect();
+        let stop = AtomicBool::new(false);
+        let ready = Barrier::new(CALLERS + 2);
+        let start = Barrier::new(CALLERS + 2);
+        let counted = Barrier::new(CALLERS + 2);
+        let finished = Barrier::new(CALLERS + 2);
+        let before = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            // A reader protecting the objects in turn, so scans find hits.
+            s.spawn(|| {
+                let mut guard = domain.guard();
+                ready.wait();
+                start.wait();
+                let mut i = 0;
+                while !stop.load(Relaxed) {
+                    std::hint::black_box(guard.protect_ptr(&objects[i % CALLERS]));
+                    guard.reset();
+                    i += 1;
+                }
+                drop(guard);
+                counted.wait();
+                finished.wait();
+            });
+            for c in 0..CALLERS {
+                let (domain, objects, ready, start, counted, finished, done) = (
+                    &domain, &objects, &ready, &start, &counted, &finished, &done,
+                );
+                s.spawn(move || {
+                    let addr = objects[c].load(Relaxed).cast_const();
+                    // Warm-up: registration, the scanner thread, buffers.
+                    for _ in 0..200 {
+                        domain.synchronize(addr);
+                    }
+                    ready.wait();
+                    start.wait();
+                    for _ in 0..CALLS {
+                        domain.synchronize(addr);
+                    }
+                    done.fetch_add(1, SeqCst);
+                    counted.wait();
+                    finished.wait();
+                });
+            }
+            // Counting starts once every thread is warmed up and waiting.
+            ready.wait();
+            before.store(ALLOCATIONS.load(SeqCst), SeqCst);
+            start.wait();
+            // The reader stops after the callers are done (sleeping does not
+            // allocate).
+            while done.load(SeqCst) < CALLERS {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            stop.store(true, SeqCst);
+            counted.wait();
+            let during = ALLOCATIONS.load(SeqCst) - before.load(SeqCst);
+            finished.wait();
+            assert_eq!(
+                during,
+                0,
+                "{during} allocations during {} synchronize calls ({domain:?})",
+                CALLERS * CALLS
+            );
+        });
+        for o in objects {
+            let p = o.swap(std::ptr::null_mut(), AcqRel);
+            // SAFETY: every thread is gone; allocated by `Box::new` above.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
