@@ -1,4 +1,21 @@
-//! Records the compiler version for the machine description in reports.
+//! Records the compiler version for the machine description in reports, and
+//! finds liburcu (the C peer of `rcu-lite`).
+//!
+//! When `pkg-config` finds `liburcu-memb` and `liburcu-qsbr`, the C shims in
+//! `csrc/` are compiled against them (so liburcu's inline read-side fast paths
+//! are what syncbench measures), the libraries are linked, and
+//! `cfg(syncbench_liburcu)` is set. Otherwise the workspace still builds and
+//! the liburcu peers are listed as unavailable with the install hint. Setting
+//! `SYNCBENCH_NO_LIBURCU` makes this script act as if liburcu were absent, to
+//! test that path.
+
+use std::path::Path;
+
+/// The liburcu flavors syncbench measures, with their shims.
+const FLAVORS: [(&str, &str); 2] = [
+    ("liburcu-memb", "csrc/urcu_memb_shim.c"),
+    ("liburcu-qsbr", "csrc/urcu_qsbr_shim.c"),
+];
 
 fn main() {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
@@ -11,4 +28,64 @@ fn main() {
         .unwrap_or_else(|| "unknown rustc".into());
     println!("cargo:rustc-env=SYNCBENCH_RUSTC_VERSION={version}");
     println!("cargo:rerun-if-env-changed=RUSTC");
+
+    liburcu();
+}
+
+fn liburcu() {
+    println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu)");
+    println!("cargo:rerun-if-env-changed=SYNCBENCH_NO_LIBURCU");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    for (_, shim) in FLAVORS {
+        println!("cargo:rerun-if-changed={shim}");
+    }
+    if std::env::var_os("SYNCBENCH_NO_LIBURCU").is_some() {
+        println!("cargo:warning=SYNCBENCH_NO_LIBURCU is set: building without the liburcu peers");
+        return;
+    }
+    let mut libraries = Vec::new();
+    for (package, _) in FLAVORS {
+        match pkg_config::Config::new()
+            .atleast_version("0.11")
+            .cargo_metadata(false)
+            .probe(package)
+        {
+            Ok(library) => libraries.push(library),
+            Err(_) => {
+                println!(
+                    "cargo:warning={package} not found by pkg-config: the liburcu peers are \
+                     unavailable (apt-get install -y liburcu-dev)"
+                );
+                return;
+            }
+        }
+    }
+    let mut build = cc::Build::new();
+    // liburcu's reader state is an `extern __thread` variable of a shared
+    // library loaded at start-up. `cc` builds position-independent code, whose
+    // default for such a variable is the general-dynamic TLS model (a call to
+    // `__tls_get_addr` per access); a C program built as usual (PIE or not)
+    // gets the initial-exec model. Ask for that, so liburcu's fast path is
+    // measured as its users run it.
+    build
+        .opt_level(2)
+        .warnings(true)
+        .flag_if_supported("-ftls-model=initial-exec");
+    for library in &libraries {
+        build.includes(&library.include_paths);
+    }
+    for (_, shim) in FLAVORS {
+        build.file(Path::new(shim));
+    }
+    build.compile("syncbench_liburcu_shim");
+    // After the shim's own link line, so the linker resolves its references.
+    for library in &libraries {
+        for path in &library.link_paths {
+            println!("cargo:rustc-link-search=native={}", path.display());
+        }
+        for lib in &library.libs {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        }
+    }
+    println!("cargo:rustc-cfg=syncbench_liburcu");
 }

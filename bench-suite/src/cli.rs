@@ -122,6 +122,11 @@ pub struct RcuscaleArgs {
     /// Seconds each implementation runs.
     #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
     pub duration_s: f64,
+    /// Kernel-like fixed force-quiescent-state interval in milliseconds (the
+    /// kernel's is 3). Affects rcu-lite and rcu-lite-noqs only; without it they
+    /// scan adaptively. Other implementations ignore it.
+    #[arg(long, value_parser = positive_milliseconds)]
+    pub fqs_interval_ms: Option<f64>,
     /// Print a JSON array of {"impl","writers","readers","gps","per_gp_us","latency_us":{...}}.
     #[arg(long)]
     pub json: bool,
@@ -231,6 +236,19 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+fn positive_milliseconds(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of milliseconds"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("must be more than 0 milliseconds (got {text})"));
+    }
+    if v > 60_000.0 {
+        return Err(format!("at most 60000 milliseconds (got {text})"));
+    }
+    Ok(v)
+}
+
 /// Parses the process arguments and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -323,7 +341,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 readers: args.readers as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
             };
-            let outcomes = rcuscale::measure_all(&chosen, config);
+            let options = rcuscale::Options {
+                fqs_interval: args
+                    .fqs_interval_ms
+                    .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+            };
+            let outcomes = rcuscale::measure_all(&chosen, config, &options);
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;

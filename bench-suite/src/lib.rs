@@ -15,12 +15,14 @@
 //! Every implementation is listed in a registry ([`registry`]) by name; the CLI
 //! validates names against it and `syncbench list` prints it grouped by kind.
 //! `syncbench report` runs a profile of everything and writes a markdown report
-//! and `results.json`.
+//! and `results.json`. The C peer liburcu is linked when `build.rs` finds it
+//! ([`liburcu`]).
 
 pub mod advise;
 pub mod cli;
 pub mod compare;
 pub mod delay;
+pub mod liburcu;
 pub mod locktorture;
 pub mod machine;
 pub mod progress;

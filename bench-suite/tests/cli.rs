@@ -413,3 +413,203 @@ fn hazptr_torture_passes_on_both_paths_and_slow_path_is_hazptr_only() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn list_names_rcu_lite_and_liburcu_in_every_kind_they_join() {
+    let out = syncbench(&["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // (name, origin) in listing order.
+    let listed = |command: &str| -> Vec<(String, String)> {
+        kinds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["command"] == command)
+            .unwrap()["implementations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["name"].as_str().unwrap().to_owned(),
+                    i["origin"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let check = |command: &str, ours: &[&str], peers: &[&str]| {
+        let list = listed(command);
+        let position = |name: &str| {
+            list.iter()
+                .position(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("{name} missing from {command}: {list:?}"))
+        };
+        let first_peer = list.iter().position(|(_, o)| o == "peer").unwrap();
+        for name in ours {
+            assert_eq!(list[position(name)].1, "workspace", "{name}");
+            assert!(position(name) < first_peer, "{name} listed after a peer");
+        }
+        for name in peers {
+            assert_eq!(list[position(name)].1, "peer", "{name}");
+        }
+    };
+    check(
+        "refscale",
+        &["rcu-lite-memb", "rcu-lite-qsbr"],
+        &["liburcu-memb", "liburcu-qsbr"],
+    );
+    check(
+        "rcuscale",
+        &["rcu-lite", "rcu-lite-noqs"],
+        &["liburcu-memb"],
+    );
+    check("torture", &["rcu-lite-memb", "rcu-lite-qsbr"], &[]);
+}
+
+/// The liburcu peers are available exactly when the build found liburcu;
+/// otherwise `list` says why and how to install it, and selecting one is
+/// refused with the same hint. `.ci/run` runs this test a second time with
+/// `SYNCBENCH_NO_LIBURCU=1`, which makes the build script act as if liburcu
+/// were absent.
+#[test]
+fn liburcu_peers_are_listed_with_their_availability() {
+    let out = syncbench(&["list", "--json"]);
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let liburcu: Vec<&serde_json::Value> = kinds
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|k| k["implementations"].as_array().unwrap())
+        .filter(|i| i["name"].as_str().unwrap().starts_with("liburcu-"))
+        .collect();
+    assert_eq!(liburcu.len(), 3, "{liburcu:?}");
+    let text = String::from_utf8(syncbench(&["list"]).stdout).unwrap();
+    if cfg!(syncbench_liburcu) {
+        for imp in &liburcu {
+            assert_eq!(imp["available"], true, "{imp}");
+        }
+        for line in text.lines().filter(|l| l.contains("liburcu-")) {
+            assert!(!line.contains("[unavailable"), "{line}");
+        }
+    } else {
+        for imp in &liburcu {
+            assert_eq!(imp["available"], false, "{imp}");
+            let why = imp["unavailable"].as_str().unwrap();
+            assert!(why.contains("apt-get install -y liburcu-dev"), "{why}");
+        }
+        assert!(
+            text.contains("[unavailable: liburcu")
+                && text.contains("(apt-get install -y liburcu-dev)]"),
+            "{text}"
+        );
+        let out = syncbench(&["refscale", "--impl", "liburcu-memb", "--iterations", "10"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stderr(&out).contains("apt-get install -y liburcu-dev"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn refscale_runs_the_rcu_read_sides() {
+    let mut impls = vec!["rcu-lite-memb", "rcu-lite-qsbr"];
+    if cfg!(syncbench_liburcu) {
+        impls.extend(["liburcu-memb", "liburcu-qsbr"]);
+    }
+    let impls = impls.join(",");
+    let out = syncbench(&[
+        "refscale",
+        "--impl",
+        &impls,
+        "--iterations",
+        "2000",
+        "--runs",
+        "2",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), impls.split(',').count());
+    for row in rows {
+        let ns = row["ns_per_op"].as_f64().unwrap();
+        assert!(ns > 0.0 && ns.is_finite(), "{row}");
+    }
+}
+
+#[test]
+fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
+    let mut impls = vec!["rcu-lite", "rcu-lite-noqs"];
+    if cfg!(syncbench_liburcu) {
+        impls.push("liburcu-memb");
+    }
+    let impls = impls.join(",");
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        &impls,
+        "--writers",
+        "2",
+        "--readers",
+        "1",
+        "--duration-s",
+        "0.3",
+        "--fqs-interval-ms",
+        "1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
+        let lat = &row["latency_us"];
+        assert!(
+            lat["p50"].as_f64().unwrap() <= lat["max"].as_f64().unwrap(),
+            "{row}"
+        );
+        if row["impl"].as_str().unwrap().starts_with("rcu-lite") {
+            // A fixed 1 ms FQS interval: every grace period waits at least once.
+            assert!(lat["p50"].as_f64().unwrap() >= 1000.0, "{row}");
+        }
+    }
+    for bad in ["0", "-1", "x", "60001"] {
+        let out = syncbench(&["rcuscale", "--fqs-interval-ms", bad]);
+        assert_eq!(out.status.code(), Some(2), "--fqs-interval-ms {bad}");
+    }
+    let help = syncbench(&["rcuscale", "--help"]);
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains("--fqs-interval-ms") && help.contains("rcu-lite-noqs"),
+        "{help}"
+    );
+}
+
+#[test]
+fn torture_finds_no_errors_in_rcu_lite() {
+    let out = syncbench(&[
+        "torture",
+        "--impl",
+        "rcu-lite-memb,rcu-lite-qsbr",
+        "--readers",
+        "2",
+        "--writers",
+        "2",
+        "--duration-s",
+        "0.5",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(
+            row["reads"].as_u64().unwrap() > 0 && row["replaced"].as_u64().unwrap() > 0,
+            "{row}"
+        );
+    }
+}

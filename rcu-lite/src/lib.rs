@@ -2,20 +2,72 @@
 //!
 //! A user-space rebuild of Tree RCU's grace-period engine and of the patch that
 //! reports the grace-period driver's own quiescent state at the end of
-//! `rcu_gp_init()` (`../shared/seeds/rcu-gp-kthread-qs-early-v2.txt`), so that on
-//! an idle system one force-quiescent-state scan suffices instead of two.
+//! `rcu_gp_init()` (`../shared/seeds/rcu-gp-kthread-qs-early-v2.txt`): with it,
+//! on an idle system one force-quiescent-state (FQS) scan suffices instead of
+//! two. [`GpConfig::quick_qs`] switches it off for comparison and
+//! [`Fqs::FixedInterval`] paces scans as the kernel does.
 //!
-//! This crate will hold:
+//! Two flavors share one engine:
 //!
-//! - two flavors sharing one engine: `memb` (a per-thread nesting counter and a
-//!   light fence on the read side, like liburcu's memb flavor) and `qsbr` (a free
-//!   read side; registered threads announce quiescent states or go offline);
-//! - `synchronize_rcu()` callers sharing grace periods, `synchronize_rcu_expedited()`,
-//!   `call_rcu()` with a batching callback worker and `rcu_barrier()`;
-//! - a safe `Rcu<T>` cell whose `replace` defers freeing the old value.
+//! - [`memb`]: nestable read-side sections for any thread, paid with two stores
+//!   and two compiler fences ([`membarrier_sim::fence::light`]); grace periods
+//!   pay [`membarrier_sim::fence::heavy`] (like liburcu's memb flavor);
+//! - [`qsbr`]: read-side sections that cost nothing; registered threads
+//!   ([`qsbr::QsbrThread`]) announce quiescent states or go offline.
 //!
-//! Calling `synchronize_rcu()` inside a read-side section would deadlock; it
-//! panics with a message saying so.
+//! Each flavor has `synchronize_rcu()` (concurrent callers share grace
+//! periods), `synchronize_rcu_expedited()`, `call_rcu()` (one callback thread
+//! per flavor, batching callbacks per grace period) and `rcu_barrier()`.
+//! [`Rcu<T, F>`] is the safe cell on top; [`raw`] is the layer underneath.
+//!
+//! ```
+//! use rcu_lite::{memb, Rcu};
+//!
+//! let config = Rcu::<String>::new("v1".to_owned());
+//! {
+//!     let guard = memb::read_lock();
+//!     assert_eq!(config.read(&guard), "v1");
+//! }
+//! config.replace("v2".to_owned()); // "v1" is dropped after a grace period
+//! let old = config.replace_and_synchronize("v3".to_owned());
+//! assert_eq!(old, "v2");
+//! memb::rcu_barrier(); // every deferred drop has run
+//! ```
+//!
+//! Threads register on first use and give their registration back when they
+//! exit; a thread that exits outside every read-side section never holds up a
+//! grace period. Calling `synchronize_rcu()` inside a read-side section would
+//! deadlock: it panics with a message saying so, as does an unbalanced unlock.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// Defines a function as `const fn` except under loom, whose atomics and
+/// mutexes have no `const` constructors.
+macro_rules! const_unless_loom {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        #[cfg(not(loom))]
+        $(#[$attr])*
+        $vis const fn $name($($arg: $ty),*) -> $ret $body
+        #[cfg(loom)]
+        $(#[$attr])*
+        $vis fn $name($($arg: $ty),*) -> $ret $body
+    };
+}
+pub(crate) use const_unless_loom;
+
+mod callbacks;
+mod cell;
+mod config;
+mod engine;
+mod flavor;
+mod futex;
+pub mod memb;
+pub mod qsbr;
+pub mod raw;
+mod record;
 mod sync;
+mod thread_record;
+
+pub use cell::Rcu;
+pub use config::{Fqs, GpConfig};
+pub use engine::GpCounts;
+pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};

@@ -1,6 +1,6 @@
 //! This workspace's `hazptr` writer side: swap, `synchronize(old)`, free.
 
-use super::GracePeriod;
+use super::{GracePeriod, Options};
 use crate::registry::{Implementation, Origin};
 use hazptr::Domain;
 use std::hint::black_box;
@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::{AtomicBool, AtomicPtr};
 
 /// `hazptr`: concurrent `synchronize` callers share one scan.
-pub(super) const HAZPTR: Implementation<dyn GracePeriod> = Implementation {
+pub(super) const HAZPTR: Implementation<dyn GracePeriod, Options> = Implementation {
     name: "hazptr",
     summary: "hazptr: swap, synchronize(old) through the shared scan (scanner thread, Bloom filter), free",
     origin: Origin::Workspace,
@@ -16,7 +16,7 @@ pub(super) const HAZPTR: Implementation<dyn GracePeriod> = Implementation {
 };
 
 /// `hazptr-unshared`: every caller scans alone (the comparison point).
-pub(super) const HAZPTR_UNSHARED: Implementation<dyn GracePeriod> = Implementation {
+pub(super) const HAZPTR_UNSHARED: Implementation<dyn GracePeriod, Options> = Implementation {
     name: "hazptr-unshared",
     summary: "hazptr with shared_scan(false): every synchronize caller flips, fences and scans alone",
     origin: Origin::Workspace,

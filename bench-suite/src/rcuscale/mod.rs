@@ -12,7 +12,9 @@
 //! - **wait latency** (mean, p50, p99, max) of each individual wait.
 
 mod hazptr;
+mod liburcu;
 mod peers;
+mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -33,16 +35,28 @@ pub trait GracePeriod: Send + Sync {
     fn read_until(&self, stop: &AtomicBool) -> u64;
 }
 
+/// What every rcuscale implementation is built with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Fixed-interval force-quiescent-state pacing for the implementations
+    /// that have it (`rcu-lite`, `rcu-lite-noqs`: `rcu_lite::Fqs::FixedInterval`);
+    /// `None`: each implementation's default. Others ignore it.
+    pub fqs_interval: Option<Duration>,
+}
+
 /// Every writer-side contender, ours and peers.
-pub fn implementations() -> &'static [Implementation<dyn GracePeriod>] {
+pub fn implementations() -> &'static [Implementation<dyn GracePeriod, Options>] {
     IMPLEMENTATIONS
 }
 
 /// The registry: this workspace's implementations first, then the peers.
-static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod>] = &[
+static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod, Options>] = &[
     hazptr::HAZPTR,
     hazptr::HAZPTR_UNSHARED,
+    rcu_lite::RCU_LITE,
+    rcu_lite::RCU_LITE_NOQS,
     peers::CROSSBEAM_EPOCH,
+    liburcu::LIBURCU_MEMB,
 ];
 
 /// How to run rcuscale.
@@ -103,13 +117,23 @@ pub struct Outcome {
     pub duration_s: f64,
 }
 
-/// Runs one implementation.
+/// Runs one implementation with default [`Options`].
 pub fn measure(
-    imp: &Implementation<dyn GracePeriod>,
+    imp: &Implementation<dyn GracePeriod, Options>,
     config: Config,
     progress: &mut Progress,
 ) -> Outcome {
-    let boxed = imp.build(&());
+    measure_with(imp, config, &Options::default(), progress)
+}
+
+/// Runs one implementation built with `options`.
+pub fn measure_with(
+    imp: &Implementation<dyn GracePeriod, Options>,
+    config: Config,
+    options: &Options,
+    progress: &mut Progress,
+) -> Outcome {
+    let boxed = imp.build(options);
     let primitive = &*boxed;
     progress.set_label(imp.name);
     let stop = AtomicBool::new(false);
@@ -172,13 +196,18 @@ pub fn measure(
     }
 }
 
-/// Runs every implementation in `chosen`, one after the other.
-pub fn measure_all(chosen: &[&Implementation<dyn GracePeriod>], config: Config) -> Vec<Outcome> {
+/// Runs every implementation in `chosen`, one after the other, each built
+/// with `options`.
+pub fn measure_all(
+    chosen: &[&Implementation<dyn GracePeriod, Options>],
+    config: Config,
+    options: &Options,
+) -> Vec<Outcome> {
     let total_ms = chosen.len() as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "rcuscale");
     chosen
         .iter()
-        .map(|imp| measure(imp, config, &mut progress))
+        .map(|imp| measure_with(imp, config, options, &mut progress))
         .collect()
 }
 

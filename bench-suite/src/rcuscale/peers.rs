@@ -1,6 +1,6 @@
 //! The peers' writer side.
 
-use super::GracePeriod;
+use super::{GracePeriod, Options};
 use crate::registry::{Implementation, Origin};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 use std::hint::black_box;
@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 /// `crossbeam-epoch`.
-pub(super) const CROSSBEAM_EPOCH: Implementation<dyn GracePeriod> = Implementation {
+pub(super) const CROSSBEAM_EPOCH: Implementation<dyn GracePeriod, Options> = Implementation {
     name: "crossbeam-epoch",
     summary: "crossbeam_epoch: swap, defer the free, flush until it has run (no synchronize() exists)",
     origin: Origin::Peer,

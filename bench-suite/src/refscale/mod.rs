@@ -7,7 +7,9 @@
 //! sits inside the timed region, as refscale's `readsection()` hooks do.
 
 mod hazptr;
+mod liburcu;
 mod peers;
+mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -44,6 +46,8 @@ pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
     hazptr::HAZPTR,
+    rcu_lite::RCU_LITE_MEMB,
+    rcu_lite::RCU_LITE_QSBR,
     peers::CROSSBEAM_EPOCH,
     peers::HAPHAZARD,
     peers::SEIZE,
@@ -51,6 +55,8 @@ static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
     peers::SEQLOCK,
     peers::PARKING_LOT_READ,
     peers::STD_READ,
+    liburcu::LIBURCU_MEMB,
+    liburcu::LIBURCU_QSBR,
 ];
 
 /// How to run refscale.

@@ -11,6 +11,7 @@
 mod hazptr;
 pub mod object;
 mod peers;
+mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -47,8 +48,12 @@ pub fn implementations() -> &'static [Implementation<dyn Torture, Options>] {
 }
 
 /// The registry: this workspace's implementations first, then the peers.
-static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] =
-    &[hazptr::HAZPTR, peers::CROSSBEAM_EPOCH];
+static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[
+    hazptr::HAZPTR,
+    rcu_lite::RCU_LITE_MEMB,
+    rcu_lite::RCU_LITE_QSBR,
+    peers::CROSSBEAM_EPOCH,
+];
 
 /// The implementations that have an acquire slow path `--slow-path` can force.
 pub const SLOW_PATH_IMPLEMENTATIONS: &[&str] = &["hazptr"];

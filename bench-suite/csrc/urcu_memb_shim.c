@@ -1,0 +1,50 @@
+/*
+ * syncbench's shim over liburcu's memb flavor (urcu-memb).
+ *
+ * liburcu's read-side lock and unlock are static inline functions in its
+ * headers (with _LGPL_SOURCE), so the fair way to measure them is from C: the
+ * loops below run liburcu's real inlined fast path, and Rust calls each loop
+ * once per timed run. The update side (synchronize, registration) is exported
+ * by the library and only wrapped here so that Rust links one small API.
+ *
+ * Each section reads the u64 behind *slot through rcu_dereference() and hides
+ * the value from the optimizer, as the Rust contenders do with black_box.
+ */
+#define _LGPL_SOURCE
+#include <urcu/urcu-memb.h>
+#include <stdint.h>
+
+#define SINK(v) __asm__ volatile("" : : "r"(v) : "memory")
+
+void syncbench_urcu_memb_register_thread(void) { urcu_memb_register_thread(); }
+
+void syncbench_urcu_memb_unregister_thread(void) { urcu_memb_unregister_thread(); }
+
+void syncbench_urcu_memb_synchronize_rcu(void) { urcu_memb_synchronize_rcu(); }
+
+/* Runs `iterations` read-side sections. The calling thread is registered. */
+void syncbench_urcu_memb_read_sections(uint64_t **slot, uint64_t iterations)
+{
+	for (uint64_t i = 0; i < iterations; i++) {
+		urcu_memb_read_lock();
+		uint64_t *p = rcu_dereference(*slot);
+		SINK(*p);
+		urcu_memb_read_unlock();
+	}
+}
+
+/* Runs sections in batches of 64 until *stop is set; returns how many ran. */
+uint64_t syncbench_urcu_memb_read_until(uint64_t **slot, const uint8_t *stop)
+{
+	uint64_t n = 0;
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 64; i++) {
+			urcu_memb_read_lock();
+			uint64_t *p = rcu_dereference(*slot);
+			SINK(*p);
+			urcu_memb_read_unlock();
+		}
+		n += 64;
+	}
+	return n;
+}

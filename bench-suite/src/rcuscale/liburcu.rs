@@ -1,0 +1,67 @@
+//! liburcu's writer side (peer): swap a pointer, `urcu_memb_synchronize_rcu()`,
+//! free; readers run their sections in C (see `crate::liburcu`).
+
+use super::{GracePeriod, Options};
+use crate::registry::{Implementation, Origin, Unavailable};
+
+/// `liburcu-memb`.
+pub(super) const LIBURCU_MEMB: Implementation<dyn GracePeriod, Options> = Implementation {
+    name: "liburcu-memb",
+    summary: "liburcu memb: xchg pointer + urcu_memb_synchronize_rcu + free; readers loop in C",
+    origin: Origin::Peer,
+    make: |_| make(),
+};
+
+#[cfg(syncbench_liburcu)]
+fn make() -> Result<Box<dyn GracePeriod>, Unavailable> {
+    Ok(Box::new(linked::LiburcuMemb::new()))
+}
+
+#[cfg(not(syncbench_liburcu))]
+fn make() -> Result<Box<dyn GracePeriod>, Unavailable> {
+    Err(crate::liburcu::unavailable())
+}
+
+#[cfg(syncbench_liburcu)]
+mod linked {
+    use super::GracePeriod;
+    use crate::liburcu::{MembReader, memb_synchronize_rcu};
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::AcqRel};
+
+    pub(super) struct LiburcuMemb {
+        slot: AtomicPtr<u64>,
+    }
+
+    impl LiburcuMemb {
+        pub(super) fn new() -> LiburcuMemb {
+            LiburcuMemb {
+                slot: AtomicPtr::new(Box::into_raw(Box::new(0))),
+            }
+        }
+    }
+
+    impl GracePeriod for LiburcuMemb {
+        fn update_and_wait(&self, writer: usize) {
+            // AcqRel: Release publishes the new value to C's rcu_dereference;
+            // Acquire orders our free after the old value's initialization.
+            let old = self
+                .slot
+                .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+            memb_synchronize_rcu();
+            // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a
+            // memb grace period has elapsed since, so no C reader holds it.
+            drop(unsafe { Box::from_raw(old) });
+        }
+
+        fn read_until(&self, stop: &AtomicBool) -> u64 {
+            MembReader::register().read_until(&self.slot, stop)
+        }
+    }
+
+    impl Drop for LiburcuMemb {
+        fn drop(&mut self) {
+            // SAFETY: the last published value; `&mut self`: no reader runs.
+            drop(unsafe { Box::from_raw(*self.slot.get_mut()) });
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! `rcu-lite`'s writer side: swap a pointer, `memb::synchronize_rcu()`, free
+//! the old value (as the liburcu peer does), with quick quiescent-state
+//! reporting on (`rcu-lite`) and off (`rcu-lite-noqs`).
+
+use super::{GracePeriod, Options};
+use crate::registry::{Implementation, Origin};
+use rcu_lite::{Fqs, GpConfig, memb};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+
+/// `rcu-lite`.
+pub(super) const RCU_LITE: Implementation<dyn GracePeriod, Options> = Implementation {
+    name: "rcu-lite",
+    summary: "rcu_lite memb: swap pointer + memb::synchronize_rcu + free (quick QS on; --fqs-interval-ms paces FQS)",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(RcuLite::new(true, o))),
+};
+
+/// `rcu-lite-noqs`.
+pub(super) const RCU_LITE_NOQS: Implementation<dyn GracePeriod, Options> = Implementation {
+    name: "rcu-lite-noqs",
+    summary: "rcu-lite with quick QS off: the driver is credited only after it waits (the kernel before the seed's patch)",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(RcuLite::new(false, o))),
+};
+
+/// A memb-protected pointer, with the memb flavor configured for this run;
+/// the previous configuration comes back when it is dropped (runs are one at a
+/// time).
+struct RcuLite {
+    current: AtomicPtr<u64>,
+    previous: GpConfig,
+}
+
+impl RcuLite {
+    fn new(quick_qs: bool, options: &Options) -> RcuLite {
+        let previous = memb::configure(GpConfig {
+            quick_qs,
+            fqs: options
+                .fqs_interval
+                .map_or(Fqs::Adaptive, Fqs::FixedInterval),
+        });
+        RcuLite {
+            current: AtomicPtr::new(Box::into_raw(Box::new(0))),
+            previous,
+        }
+    }
+}
+
+impl GracePeriod for RcuLite {
+    fn update_and_wait(&self, writer: usize) {
+        // AcqRel: Release publishes the new value to readers' Acquire loads;
+        // Acquire orders our free after the old value's initialization.
+        let old = self
+            .current
+            .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+        memb::synchronize_rcu();
+        // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a memb
+        // grace period has elapsed since, so no reader holds it.
+        drop(unsafe { Box::from_raw(old) });
+    }
+
+    fn read_until(&self, stop: &AtomicBool) -> u64 {
+        let mut n = 0;
+        while !stop.load(Relaxed) {
+            for _ in 0..64 {
+                let guard = memb::read_lock();
+                // SAFETY: never null; the guard keeps the pointee alive.
+                black_box(unsafe { *self.current.load(Acquire) });
+                drop(guard);
+            }
+            n += 64;
+        }
+        n
+    }
+}
+
+impl Drop for RcuLite {
+    fn drop(&mut self) {
+        memb::configure(self.previous);
+        // SAFETY: the last published value; `&mut self`: no reader runs.
+        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
+    }
+}

@@ -1,0 +1,124 @@
+//! `rcu-lite` under torture: readers reach the object in an `Rcu` cell inside
+//! memb or qsbr read-side sections; writers rotate through the three ways the
+//! cell retires a value (`replace`: `call_rcu`; `update`: `call_rcu`;
+//! `replace_and_synchronize`: `synchronize_rcu` then reclaim at once).
+
+use super::object::{self, TortureObject};
+use super::{Options, Torture};
+use crate::registry::{Implementation, Origin};
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Flavor, Memb, Qsbr, Rcu, memb};
+use std::cell::RefCell;
+use std::ptr::NonNull;
+
+/// `rcu-lite-memb`.
+pub(super) const RCU_LITE_MEMB: Implementation<dyn Torture, Options> = Implementation {
+    name: "rcu-lite-memb",
+    summary: "rcu_lite memb: readers read_lock + Rcu::read; writers replace / update / replace_and_synchronize",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(RcuLite::<Memb>::new(o))),
+};
+
+/// `rcu-lite-qsbr`.
+pub(super) const RCU_LITE_QSBR: Implementation<dyn Torture, Options> = Implementation {
+    name: "rcu-lite-qsbr",
+    summary: "rcu_lite qsbr: registered readers, a quiescent state every 16 reads; writers as for memb",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(RcuLite::<Qsbr>::new(o))),
+};
+
+/// An owned torture object whose drop is the ledger's reclamation.
+struct Tracked(NonNull<TortureObject>);
+
+// SAFETY: `Tracked` owns its object (a `TortureObject` is `Send + Sync`: atomics
+// and an `Arc`); it is only reclaimed once, by `drop`.
+unsafe impl Send for Tracked {}
+// SAFETY: shared access only reads the object through `&TortureObject`.
+unsafe impl Sync for Tracked {}
+
+impl Tracked {
+    fn new(object: Box<TortureObject>) -> Tracked {
+        Tracked(NonNull::from(Box::leak(object)))
+    }
+
+    fn object(&self) -> &TortureObject {
+        // SAFETY: owned and live until `drop` (which reclaims it).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from `Box::leak` of a `TortureObject::new`
+        // box, and the cell drops a value only when no reader can reach it.
+        unsafe { object::reclaim(self.0.as_ptr()) };
+    }
+}
+
+struct RcuLite<F: Flavor> {
+    cell: Rcu<Tracked, F>,
+}
+
+impl<F: Flavor> RcuLite<F> {
+    fn new(options: &Options) -> Self {
+        RcuLite {
+            cell: Rcu::new(Tracked::new(TortureObject::new(&options.ledger, 0))),
+        }
+    }
+
+    fn replace_with(&self, fresh: Box<TortureObject>) {
+        let fresh = Tracked::new(fresh);
+        match fresh.object().seq() % 3 {
+            0 => self.cell.replace(fresh),
+            1 => self.cell.update(move |_| fresh),
+            _ => drop(self.cell.replace_and_synchronize(fresh)),
+        }
+    }
+}
+
+impl Torture for RcuLite<Memb> {
+    fn read(&self) -> bool {
+        let guard = memb::read_lock();
+        self.cell.read(&guard).object().is_live()
+    }
+
+    fn replace(&self, fresh: Box<TortureObject>) {
+        self.replace_with(fresh);
+    }
+}
+
+std::thread_local! {
+    /// This reader thread's qsbr registration and its reads since the last
+    /// quiescent state.
+    static QSBR_READER: RefCell<Option<(QsbrThread, u32)>> = const { RefCell::new(None) };
+}
+
+/// Reads between two quiescent states of a qsbr torture reader.
+const READS_PER_QS: u32 = 16;
+
+impl Torture for RcuLite<Qsbr> {
+    fn read(&self) -> bool {
+        QSBR_READER.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            let (registration, reads) = slot.get_or_insert_with(|| (QsbrThread::register(), 0));
+            *reads += 1;
+            if *reads == READS_PER_QS {
+                *reads = 0;
+                registration.quiescent_state();
+            }
+            let guard = registration.read_lock();
+            self.cell.read(&guard).object().is_live()
+        })
+    }
+
+    fn replace(&self, fresh: Box<TortureObject>) {
+        self.replace_with(fresh);
+    }
+}
+
+impl<F: Flavor> Drop for RcuLite<F> {
+    fn drop(&mut self) {
+        // Let every deferred reclamation run before the ledger closes.
+        F::rcu_barrier();
+    }
+}

@@ -1,0 +1,211 @@
+//! `call_rcu()`: callbacks that run after a grace period, batched per grace
+//! period by one worker thread per flavor, and `rcu_barrier()`.
+//!
+//! Kernel counterparts: `call_rcu()`, `rcu_do_batch()` and `rcu_barrier()`
+//! (liburcu: the `call_rcu` worker thread and `rcu_barrier()`).
+//!
+//! # Invariants
+//!
+//! - A callback runs only after a grace period that began after `call_rcu()`
+//!   queued it: the worker takes a batch, then calls `synchronize_rcu()`, then
+//!   runs the batch. Callbacks queued while that grace period runs wait for the
+//!   next batch, so one grace period serves everything queued before it.
+//! - Batches run one at a time, in queue order (`batch_lock`); within a batch,
+//!   callbacks run in the order they were queued. `rcu_barrier()` queues a
+//!   callback and waits for it, so every callback queued before the barrier has
+//!   run when it returns.
+//! - The worker starts on the first `call_rcu()` and lives as long as the
+//!   process. It sleeps on a futex while the queue is empty and is woken by the
+//!   `call_rcu()` that finds it asleep. A panicking callback is reported on
+//!   standard error and does not stop the worker.
+//!
+//! Under loom there is no worker thread: `rcu_barrier()` runs the batches
+//! itself while it waits, which is how the models exercise this module.
+
+use crate::futex;
+use crate::sync::{Arc, AtomicU32, Mutex, spin_loop};
+use std::cell::Cell;
+use std::mem;
+#[cfg(not(loom))]
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Release};
+
+/// A queued callback.
+pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
+
+/// Spins of a `rcu_barrier()` caller before it sleeps.
+const BARRIER_SPINS: u32 = if cfg!(loom) { 1 } else { 100 };
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Whether this thread is running a batch of callbacks.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    /// Whether this thread is running a batch of callbacks.
+    static IN_CALLBACK: Cell<bool> = Cell::new(false);
+}
+
+/// The callbacks queued and the worker's sleep state, under one lock.
+struct Pending {
+    callbacks: Vec<Callback>,
+    /// The worker sleeps (or is about to) on `wake_seq`.
+    worker_asleep: bool,
+}
+
+/// One flavor's callback queue.
+pub(crate) struct CallbackQueue {
+    pending: Mutex<Pending>,
+    /// Futex word the worker sleeps on; bumped to wake it.
+    wake_seq: AtomicU32,
+    /// Held while a batch is taken, waited for and run.
+    batch_lock: Mutex<()>,
+    #[cfg(not(loom))]
+    worker: std::sync::Once,
+}
+
+impl CallbackQueue {
+    crate::const_unless_loom! {
+        /// An empty queue with no worker yet.
+        pub(crate) fn new() -> CallbackQueue {
+            CallbackQueue {
+                pending: Mutex::new(Pending {
+                    callbacks: Vec::new(),
+                    worker_asleep: false,
+                }),
+                wake_seq: AtomicU32::new(0),
+                batch_lock: Mutex::new(()),
+                #[cfg(not(loom))]
+                worker: std::sync::Once::new(),
+            }
+        }
+    }
+
+    /// Queues `callback` to run after a grace period of the flavor whose
+    /// `synchronize_rcu` is `synchronize`, starting the worker if needed.
+    pub(crate) fn enqueue(&'static self, callback: Callback, synchronize: fn(), flavor: &str) {
+        #[cfg(not(loom))]
+        self.start_worker(synchronize, flavor);
+        #[cfg(loom)]
+        let _ = (synchronize, flavor);
+        let wake = {
+            let mut pending = self
+                .pending
+                .lock()
+                .expect("never poisoned: no user code runs under it");
+            pending.callbacks.push(callback);
+            mem::take(&mut pending.worker_asleep)
+        };
+        if wake {
+            // Release: not needed for the callbacks (the mutex orders them);
+            // the bump only has to differ from the value the worker sleeps on.
+            self.wake_seq.fetch_add(1, Release);
+            futex::wake_one(&self.wake_seq);
+        }
+    }
+
+    /// Takes every queued callback, waits for a grace period, and runs them.
+    /// Returns how many ran.
+    pub(crate) fn run_batch(&self, synchronize: fn()) -> usize {
+        let _one_batch_at_a_time = self
+            .batch_lock
+            .lock()
+            .expect("never poisoned: callbacks run under catch_unwind");
+        let batch = mem::take(
+            &mut self
+                .pending
+                .lock()
+                .expect("never poisoned: no user code runs under it")
+                .callbacks,
+        );
+        if batch.is_empty() {
+            return 0;
+        }
+        synchronize();
+        let ran = batch.len();
+        IN_CALLBACK.with(|c| c.set(true));
+        for callback in batch {
+            if cfg!(loom) {
+                // Loom reports its findings by panicking: let them through.
+                callback();
+            } else if std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)).is_err() {
+                eprintln!("rcu-lite: an RCU callback panicked; the callback worker goes on");
+            }
+        }
+        IN_CALLBACK.with(|c| c.set(false));
+        ran
+    }
+
+    /// `rcu_barrier()`: returns once every callback queued before the call has
+    /// run.
+    pub(crate) fn barrier(&'static self, synchronize: fn(), flavor: &str) {
+        if IN_CALLBACK.with(Cell::get) {
+            panic!(
+                "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback: the \
+                 callback worker would wait for its own batch forever (deadlock)"
+            );
+        }
+        let done = Arc::new(AtomicU32::new(0));
+        let signal = Arc::clone(&done);
+        self.enqueue(
+            Box::new(move || {
+                // Release pairs with the Acquire load in the wait below: the
+                // callbacks of earlier batches ran before this store.
+                signal.store(1, Release);
+                futex::wake_one(&signal);
+            }),
+            synchronize,
+            flavor,
+        );
+        let mut spins = 0;
+        while done.load(Acquire) == 0 {
+            if cfg!(loom) {
+                // No worker under loom: do its work here.
+                self.run_batch(synchronize);
+                crate::sync::yield_now();
+            } else if spins < BARRIER_SPINS {
+                spins += 1;
+                spin_loop();
+            } else {
+                futex::wait(&done, 0, None);
+            }
+        }
+    }
+
+    /// Starts the worker thread once.
+    #[cfg(not(loom))]
+    fn start_worker(&'static self, synchronize: fn(), flavor: &str) {
+        self.worker.call_once(|| {
+            std::thread::Builder::new()
+                .name(format!("rcu-lite-{flavor}-callbacks"))
+                .spawn(move || self.worker_loop(synchronize))
+                .expect("rcu-lite: cannot start the call_rcu() worker thread");
+        });
+    }
+
+    /// The worker: run batches; sleep while the queue is empty.
+    #[cfg(not(loom))]
+    fn worker_loop(&'static self, synchronize: fn()) {
+        loop {
+            if self.run_batch(synchronize) > 0 {
+                continue;
+            }
+            let seq = {
+                let mut pending = self
+                    .pending
+                    .lock()
+                    .expect("never poisoned: no user code runs under it");
+                if !pending.callbacks.is_empty() {
+                    continue;
+                }
+                pending.worker_asleep = true;
+                // Read under the lock: an enqueue that finds `worker_asleep`
+                // bumps the word after we release the lock, so the wait below
+                // either sees the bump or is woken by it.
+                self.wake_seq.load(Relaxed)
+            };
+            futex::wait(&self.wake_seq, seq, None);
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! [`Rcu<T>`]: an RCU-protected value with a safe API.
+//!
+//! Kernel counterpart: an `__rcu` pointer with `rcu_dereference()`,
+//! `rcu_replace_pointer()` + `call_rcu()`/`kfree_rcu()`, and the update-side lock
+//! that serializes updaters.
+//!
+//! # Invariants
+//!
+//! - `current` always points at a live `Box<T>` owned by the cell.
+//! - A value that `replace`/`update` unpublishes is dropped only after a grace
+//!   period of the flavor that began after it was unpublished (through
+//!   `call_rcu`), so a reader whose guard predates the grace period still sees
+//!   it alive. `replace_and_synchronize` waits for that grace period itself and
+//!   hands the value back.
+//! - Updaters are serialized by `update_lock`, so `update` may read the current
+//!   value without a guard: nobody else can unpublish it meanwhile.
+//! - `read` ties the returned reference to both the cell and the guard: it
+//!   cannot outlive the read-side section.
+
+use crate::flavor::{Flavor, Memb, ReadGuard};
+use crate::sync::{AtomicPtr, Mutex};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering::{AcqRel, Acquire};
+
+/// A value readers reach inside read-side sections of flavor `F` while
+/// updaters replace it, freeing old values only after a grace period.
+pub struct Rcu<T, F: Flavor = Memb> {
+    current: AtomicPtr<T>,
+    update_lock: Mutex<()>,
+    _owns: PhantomData<(Box<T>, F)>,
+}
+
+// SAFETY: the cell owns a `T` (moving the cell moves it: `T: Send`) and hands
+// out `&T` to any thread that holds a guard (`T: Sync`); values are dropped on
+// the callback thread (`T: Send`).
+unsafe impl<T: Send + Sync, F: Flavor> Send for Rcu<T, F> {}
+// SAFETY: as above; all mutation goes through atomics and `update_lock`.
+unsafe impl<T: Send + Sync, F: Flavor> Sync for Rcu<T, F> {}
+
+/// An unpublished value on its way to the callback thread.
+struct Unpublished<T>(*mut T);
+
+// SAFETY: the pointer is an owned `Box<T>` nobody else frees; sending it sends
+// the `T`.
+unsafe impl<T: Send> Send for Unpublished<T> {}
+
+impl<T> Unpublished<T> {
+    /// Drops the value.
+    ///
+    /// # Safety
+    ///
+    /// No reader may still hold a reference to it: a grace period began after
+    /// it was unpublished and has ended.
+    unsafe fn drop_value(self) {
+        // SAFETY: an owned `Box` (`Rcu` invariant), unreachable per the contract.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
+impl<T, F: Flavor> Rcu<T, F> {
+    /// A cell holding `value`.
+    pub fn new(value: T) -> Rcu<T, F> {
+        Rcu {
+            current: AtomicPtr::new(Box::into_raw(Box::new(value))),
+            update_lock: Mutex::new(()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// The current value (`rcu_dereference()`), valid for as long as `guard`'s
+    /// read-side section lasts.
+    #[inline]
+    pub fn read<'g, G: ReadGuard<Flavor = F>>(&'g self, _guard: &'g G) -> &'g T {
+        // Acquire pairs with the AcqRel swap in `swap_current`: the value's
+        // initialization happens before our reads of it.
+        let current = self.current.load(Acquire);
+        // SAFETY: `current` is a live `Box` (invariant). A value unpublished
+        // after this load is freed only after a grace period that begins after
+        // the unpublish, which waits for the section `guard` proves we are in,
+        // and the returned borrow cannot outlive `guard`.
+        unsafe { &*current }
+    }
+
+    /// Exclusive access: no reader can be in the cell while `&mut self` lives.
+    pub fn get_mut(&mut self) -> &mut T {
+        // SAFETY: `&mut self` excludes readers and updaters; the value is live.
+        unsafe { &mut *self.current.load(Acquire) }
+    }
+
+    /// The value, consuming the cell.
+    pub fn into_inner(self) -> T {
+        let current = self.current.load(Acquire);
+        std::mem::forget(self);
+        // SAFETY: an owned `Box`; `self` is forgotten, so it is not freed twice.
+        *unsafe { Box::from_raw(current) }
+    }
+
+    /// Publishes `new` and returns the previous value's pointer. Caller holds
+    /// `update_lock`.
+    fn swap_current(&self, new: T) -> Unpublished<T> {
+        // AcqRel: Release pairs with the Acquire load in `read` (the new value
+        // is initialized before readers see it); Acquire orders our later drop
+        // of the old value after its publisher's writes.
+        Unpublished(self.current.swap(Box::into_raw(Box::new(new)), AcqRel))
+    }
+
+    fn lock_updates(&self) -> impl Drop + '_ {
+        self.update_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
+    /// Publishes `new`; the old value is dropped on the callback thread after a
+    /// grace period (`rcu_replace_pointer()` + `call_rcu()`).
+    pub fn replace(&self, new: T) {
+        let old = {
+            let _serialized = self.lock_updates();
+            self.swap_current(new)
+        };
+        defer_drop::<T, F>(old);
+    }
+
+    /// Publishes `update(&current)`; the old value is dropped after a grace
+    /// period. Updates are serialized, so `update` sees the latest value.
+    pub fn update(&self, update: impl FnOnce(&T) -> T) {
+        let old = {
+            let _serialized = self.lock_updates();
+            // SAFETY: only updaters unpublish values and we hold `update_lock`,
+            // so the current value stays published while `update` reads it.
+            let current = unsafe { &*self.current.load(Acquire) };
+            let new = update(current);
+            self.swap_current(new)
+        };
+        defer_drop::<T, F>(old);
+    }
+}
+
+impl<T, F: Flavor> Rcu<T, F> {
+    /// Publishes `new`, waits for a grace period (`synchronize_rcu()`), and
+    /// returns the old value, which no reader can hold any more.
+    ///
+    /// # Panics
+    ///
+    /// As the flavor's `synchronize_rcu()`: inside a read-side section (memb)
+    /// or with an online registration on this thread (qsbr).
+    pub fn replace_and_synchronize(&self, new: T) -> T {
+        let old = {
+            let _serialized = self.lock_updates();
+            self.swap_current(new)
+        };
+        F::synchronize_rcu();
+        // SAFETY: a full grace period began after the unpublish and has ended,
+        // so no reader holds the value; it is an owned `Box`.
+        *unsafe { Box::from_raw(old.0) }
+    }
+}
+
+fn defer_drop<T: Send + 'static, F: Flavor>(old: Unpublished<T>) {
+    F::call_rcu(move || {
+        let old = old;
+        // SAFETY: `call_rcu` runs this after a grace period that began after
+        // the unpublish, so no reader holds the value.
+        unsafe { old.drop_value() }
+    });
+}
+
+impl<T, F: Flavor> Drop for Rcu<T, F> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no reader borrows the cell (reads borrow it), and
+        // the current value is an owned, live `Box`.
+        drop(unsafe { Box::from_raw(self.current.load(Acquire)) });
+    }
+}
+
+impl<T: fmt::Debug, F: Flavor> fmt::Debug for Rcu<T, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rcu")
+            .field("flavor", &F::NAME)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Default, F: Flavor> Default for Rcu<T, F> {
+    fn default() -> Rcu<T, F> {
+        Rcu::new(T::default())
+    }
+}

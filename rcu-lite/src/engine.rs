@@ -1,0 +1,586 @@
+//! The grace-period engine both flavors share.
+//!
+//! Kernel counterparts: `synchronize_rcu()` sharing grace periods through
+//! `rcu_seq_snap()`, `rcu_gp_init()` (advance the sequence, full barrier), the
+//! seed's patch (report the grace-period kthread's own quiescent state at the end
+//! of `rcu_gp_init()`), and `rcu_gp_fqs_loop()` (force-quiescent-state scans that
+//! credit idle CPUs, repeated until every CPU has reported).
+//!
+//! # Callers share grace periods
+//!
+//! `gp_state` holds the number of grace periods started (above bit 2), a
+//! `DRIVER` bit (some caller is driving) and a `NEED_GP` bit (a caller wants a
+//! grace period that has not started yet). A caller announces itself with one
+//! AcqRel `fetch_or(NEED_GP | DRIVER)`: its target is "started + 1" as that RMW
+//! saw it, the first grace period to start after its call. Every grace period
+//! starts with a CAS on the same word that clears `NEED_GP`; since RMWs on one
+//! word are totally ordered, a caller's RMW either precedes the start (and the
+//! start's Acquire makes the caller's earlier updates visible to the driver,
+//! which publishes them to readers with the Release store of `gp_word`) or
+//! follows it (and the caller saw the new count, so it targets the next one).
+//! All callers that arrive during grace period N wait for N + 1, which serves
+//! them all.
+//!
+//! The caller whose RMW found `DRIVER` clear drives: it runs grace periods until
+//! its own target has completed, then clears `DRIVER`. If `NEED_GP` is set by
+//! then, it wakes one waiter of the next grace period, which takes the `DRIVER`
+//! bit over and drives it. No caller drives more than the grace period it
+//! needs plus the one in progress, so no caller's latency is held hostage by a
+//! steady stream of others. Waiters spin briefly, then sleep on one of two
+//! `gp_done` eventcounts, chosen by the parity of the grace period they wait
+//! for: a waiter's target is at most two past the last completed grace period,
+//! so the completion of grace period N wakes exactly the callers that waited
+//! for N and none of those that need N + 1. A hand-off wakes one waiter of the
+//! next grace period, to take `DRIVER` over.
+//!
+//! # One grace period
+//!
+//! 1. **init**: store `reader_word(gp)` into `gp_word` (Release), then
+//!    `fence::heavy()`. A reader that enters its outermost section later loads
+//!    that word with Acquire and sees every update its callers published; a
+//!    reader whose word store is not yet visible to the scan is ordered by the
+//!    heavy fence against its own `fence::light()`, so its section's loads see
+//!    those updates too.
+//! 2. **quick QS** (the seed's patch, [`GpConfig::quick_qs`]): the driver
+//!    credits its own record at once. It can do so because it is not in a
+//!    read-side section (memb checks that before it may call; qsbr's
+//!    `synchronize_rcu()` refuses an online caller).
+//! 3. **FQS scan 1**: read every registered record's word and credit those
+//!    outside a section or offline, or whose section began after init (the
+//!    rule in `record.rs`). The driver's own record is never judged by its word:
+//!    like the kernel's grace-period kthread, whose CPU is running the scan and
+//!    so is never seen idle by it, the driver is credited only by the quick QS
+//!    report, or once it has waited after a scan (its wait is a quiescent state:
+//!    it holds no reference; the next check sees it, as the kernel's second FQS
+//!    sees the kthread's CPU idle since the first).
+//! 4. **holdouts** are rechecked until each has passed a quiescent state.
+//!
+//! # Waiting for holdouts
+//!
+//! [`Fqs::Adaptive`]: recheck while spinning, then sleep on the `driver_wait`
+//! futex word: the driver stores `WAITS_FOR_HOLDOUTS`, issues `fence::heavy()`,
+//! rechecks, and sleeps. A reader that leaves its section (or reports a quiescent
+//! state, or goes offline) stores its word, issues `fence::light()`, and loads
+//! `driver_wait`; the two fences form a store-buffering pair, so either the
+//! driver's recheck sees the reader's word or the reader sees the driver waiting
+//! and wakes it. The reader's check is one load of a read-mostly line and a
+//! predictable branch.
+//!
+//! [`Fqs::FixedInterval`]: the kernel's pacing: a timed wait before scan 1 and
+//! between scans. A wait ends early only when every holdout has passed a
+//! quiescent state and the driver has already been credited (the kernel's
+//! `rcu_gp_fqs_check_wake()`). On an idle system with quick QS off, scan 1 finds
+//! only the driver holding out and scan 2 credits it: two interval waits. With
+//! quick QS on, scan 1 finds nobody: one wait. That is the seed's result.
+//!
+//! An expedited caller ([`Engine::synchronize`] with `expedited`) records the
+//! grace period it needs in `expedite` and wakes a driver sleeping in a fixed
+//! interval wait; that grace period then runs adaptively with quick QS.
+
+use crate::callbacks::CallbackQueue;
+use crate::config::{Fqs, GpConfig};
+use crate::futex;
+use crate::record::{NEST_BITS, Record, Registry, is_quiescent_for, reader_word};
+use crate::sync::{AtomicU32, AtomicU64, spin_loop};
+use membarrier_sim::fence;
+use std::ptr;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::{AtomicBool as ConfigBool, AtomicU64 as ConfigU64};
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
+
+/// `gp_state`: a caller wants a grace period that has not started yet.
+const NEED_GP: u64 = 1 << 0;
+/// `gp_state`: a caller is driving grace periods.
+const DRIVER: u64 = 1 << 1;
+/// `gp_state`: the number of grace periods started sits above this shift.
+const STARTED_SHIFT: u32 = 2;
+
+/// `gp_done`: some waiter sleeps on the word (set by a waiter, cleared by the
+/// completion that wakes them all).
+const SLEEPERS: u32 = 1;
+/// `gp_done`: one event (a completion or a hand-off).
+const EVENT: u32 = 2;
+
+/// `driver_wait`: the driver is not sleeping.
+const DRIVER_RUNNING: u32 = 0;
+/// `driver_wait`: the driver sleeps until a holdout passes a quiescent state.
+const WAITS_FOR_HOLDOUTS: u32 = 1;
+/// `driver_wait`: the driver sleeps until its FQS timer (or an expedited caller).
+#[cfg_attr(loom, allow(dead_code))]
+const WAITS_FOR_TIMER: u32 = 2;
+
+/// Rechecks of the holdouts before the driver sleeps.
+const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
+/// Checks for completion before a waiting caller sleeps.
+const CALLER_SPINS: u32 = if cfg!(loom) { 1 } else { 50 };
+
+/// How many grace periods an engine has started and completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpCounts {
+    /// Grace periods whose init has begun (their sequence number published to
+    /// readers).
+    pub started: u64,
+    /// Grace periods completed (`started` or `started - 1`).
+    pub completed: u64,
+    /// Fixed-interval FQS waits the drivers have made ([`Fqs::FixedInterval`]
+    /// only): on an idle system, one per grace period with quick QS, two
+    /// without.
+    pub fqs_waits: u64,
+}
+
+/// What the read side touches: one read-mostly cache line.
+#[repr(align(128))]
+pub(crate) struct ReaderShared {
+    /// `reader_word(newest grace period started)`: what a memb reader stores
+    /// when it enters its outermost section and a qsbr thread when it reports a
+    /// quiescent state or comes online. Written by the driver only.
+    pub(crate) gp_word: AtomicU64,
+    /// `DRIVER_RUNNING`, `WAITS_FOR_HOLDOUTS` or `WAITS_FOR_TIMER`: the futex
+    /// word the driver sleeps on.
+    pub(crate) driver_wait: AtomicU32,
+}
+
+/// What `synchronize` callers touch, away from the readers' line.
+#[repr(align(128))]
+struct CallerShared {
+    /// Started count, `DRIVER`, `NEED_GP` (see the module docs).
+    gp_state: AtomicU64,
+    /// Grace periods completed. Written by the driver only.
+    completed: AtomicU64,
+    /// Eventcounts waiting callers sleep on, indexed by the parity of the grace
+    /// period they wait for: `EVENT` per bump, plus `SLEEPERS`.
+    gp_done: [AtomicU32; 2],
+    /// The highest grace period an expedited caller needs.
+    expedite: AtomicU64,
+}
+
+/// One flavor's grace-period engine, its registry and its callback queue.
+pub(crate) struct Engine {
+    pub(crate) reader: ReaderShared,
+    callers: CallerShared,
+    registry: Registry,
+    /// [`GpConfig::quick_qs`]. A setting, not a synchronization variable: plain
+    /// `std` atomics even under loom.
+    quick_qs: ConfigBool,
+    /// [`Fqs::FixedInterval`] in nanoseconds, or 0 for [`Fqs::Adaptive`].
+    fqs_interval_ns: ConfigU64,
+    /// Fixed-interval FQS waits so far (statistics).
+    fqs_waits: ConfigU64,
+    /// `call_rcu()` callbacks waiting for a grace period.
+    pub(crate) callbacks: CallbackQueue,
+}
+
+impl Engine {
+    crate::const_unless_loom! {
+        /// An engine with no grace period started yet.
+        pub(crate) fn new() -> Engine {
+            Engine {
+                reader: ReaderShared {
+                    gp_word: AtomicU64::new(reader_word(0)),
+                    driver_wait: AtomicU32::new(DRIVER_RUNNING),
+                },
+                callers: CallerShared {
+                    gp_state: AtomicU64::new(0),
+                    completed: AtomicU64::new(0),
+                    gp_done: [AtomicU32::new(0), AtomicU32::new(0)],
+                    expedite: AtomicU64::new(0),
+                },
+                registry: Registry::new(),
+                quick_qs: ConfigBool::new(GpConfig::DEFAULT.quick_qs),
+                fqs_interval_ns: ConfigU64::new(0),
+                fqs_waits: ConfigU64::new(0),
+                callbacks: CallbackQueue::new(),
+            }
+        }
+    }
+
+    /// The registry of this engine's records.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The settings the next grace period will use.
+    pub(crate) fn config(&self) -> GpConfig {
+        let interval = self.fqs_interval_ns.load(Relaxed);
+        GpConfig {
+            quick_qs: self.quick_qs.load(Relaxed),
+            fqs: if interval == 0 {
+                Fqs::Adaptive
+            } else {
+                Fqs::FixedInterval(Duration::from_nanos(interval))
+            },
+        }
+    }
+
+    /// Replaces the settings, returning the previous ones. Grace periods that
+    /// already began keep theirs.
+    pub(crate) fn configure(&self, config: GpConfig) -> GpConfig {
+        let old = self.config();
+        self.quick_qs.store(config.quick_qs, Relaxed);
+        let interval = match config.fqs {
+            Fqs::Adaptive => 0,
+            Fqs::FixedInterval(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1),
+        };
+        self.fqs_interval_ns.store(interval, Relaxed);
+        old
+    }
+
+    /// Grace periods started and completed so far.
+    pub(crate) fn counts(&self) -> GpCounts {
+        let completed = self.callers.completed.load(Acquire);
+        // A grace period counts as started once its init published `gp_word`:
+        // a reader that sees `started >= n` and then enters a section is one
+        // that grace period `n` need not wait for.
+        let started = self.reader.gp_word.load(Acquire) >> NEST_BITS;
+        GpCounts {
+            started: started.max(completed),
+            completed,
+            fqs_waits: self.fqs_waits.load(Relaxed),
+        }
+    }
+
+    /// Wakes the driver if it sleeps waiting for holdouts: the read side's only
+    /// contact with the writer side. Call after storing the record word and
+    /// `fence::light()`.
+    #[inline(always)]
+    pub(crate) fn wake_driver_if_waiting(&self) {
+        // Relaxed: the caller's light() orders this load after its word store;
+        // it pairs with heavy() between the driver's WAITS_FOR_HOLDOUTS store
+        // and its recheck (`wait_adaptive`, `fqs_wait`).
+        if self.reader.driver_wait.load(Relaxed) == WAITS_FOR_HOLDOUTS {
+            self.wake_driver();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_driver(&self) {
+        // Only one holdout needs to wake it; the CAS keeps the others from
+        // making the system call too.
+        if self
+            .reader
+            .driver_wait
+            .compare_exchange(WAITS_FOR_HOLDOUTS, DRIVER_RUNNING, Relaxed, Relaxed)
+            .is_ok()
+        {
+            futex::wake_one(&self.reader.driver_wait);
+        }
+    }
+
+    /// `synchronize_rcu()`: returns once a full grace period has elapsed since
+    /// the call. `own` is the calling thread's record, outside every section
+    /// (the flavor checked). Its updates before the call are covered.
+    pub(crate) fn synchronize(&self, own: &'static Record, expedited: bool) {
+        // AcqRel: the Release half publishes this caller's earlier updates to
+        // the driver that starts our grace period (its CAS in `drive` reads this
+        // RMW or a later one); see the module docs.
+        let old = self.callers.gp_state.fetch_or(NEED_GP | DRIVER, AcqRel);
+        let target = (old >> STARTED_SHIFT) + 1;
+        if expedited {
+            self.request_expedited(target);
+        }
+        if old & DRIVER == 0 {
+            self.drive(target, own);
+        } else {
+            self.wait_for_gp(target, own);
+        }
+    }
+
+    /// Asks for grace period `target` to run adaptively with quick QS, waking a
+    /// driver that sleeps in a fixed-interval wait.
+    fn request_expedited(&self, target: u64) {
+        // SeqCst, with the SeqCst load of `driver_wait` below, against the
+        // driver's SeqCst store of `driver_wait` and load of `expedite` in
+        // `fqs_wait`: either it sees the request or we see it asleep.
+        self.callers.expedite.fetch_max(target, SeqCst);
+        if self.reader.driver_wait.load(SeqCst) != DRIVER_RUNNING
+            && self.reader.driver_wait.swap(DRIVER_RUNNING, SeqCst) != DRIVER_RUNNING
+        {
+            futex::wake_one(&self.reader.driver_wait);
+        }
+    }
+
+    /// Runs grace periods until `target` has completed, then gives up the
+    /// `DRIVER` bit (handing it to a waiter if anyone still needs one).
+    fn drive(&self, target: u64, own: &'static Record) {
+        loop {
+            let state = self.callers.gp_state.load(Acquire);
+            // Relaxed: only the driver (us) stores `completed`.
+            let completed = self.callers.completed.load(Relaxed);
+            if completed >= target {
+                let old = self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
+                if old & NEED_GP != 0 {
+                    // Someone needs a grace period that has not started (the
+                    // next one, `completed + 1`): wake one of its waiters to
+                    // take `DRIVER` over.
+                    self.hand_off(completed + 1);
+                }
+                return;
+            }
+            let gp = (state >> STARTED_SHIFT) + 1;
+            debug_assert_eq!(gp, completed + 1, "a driver starts grace periods in order");
+            // AcqRel: Acquire pairs with every caller's Release `fetch_or`
+            // before this point in the word's modification order.
+            if self
+                .callers
+                .gp_state
+                .compare_exchange(state, (gp << STARTED_SHIFT) | DRIVER, AcqRel, Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            self.grace_period(gp, own);
+            // Release pairs with the Acquire load of `completed` in
+            // `wait_for_gp`: the readers' sections this grace period waited for
+            // (ordered before our Acquire loads of their words) happen before
+            // the waiters return.
+            self.callers.completed.store(gp, Release);
+            self.announce_completion(gp);
+        }
+    }
+
+    /// The eventcount the waiters for grace period `gp` sleep on.
+    fn gp_done(&self, gp: u64) -> &AtomicU32 {
+        &self.callers.gp_done[(gp & 1) as usize]
+    }
+
+    /// Bumps grace period `gp`'s eventcount after its completion, waking its
+    /// sleepers if there are any.
+    fn announce_completion(&self, gp: u64) {
+        let word = self.gp_done(gp);
+        // Release pairs with the Acquire load of the eventcount in
+        // `wait_for_gp`.
+        let old = word
+            .fetch_update(Release, Relaxed, |e| {
+                Some(e.wrapping_add(EVENT) & !SLEEPERS)
+            })
+            .unwrap_or_else(|e| e);
+        if old & SLEEPERS != 0 {
+            futex::wake_all(word);
+        }
+    }
+
+    /// Wakes one waiter for grace period `gp`, which no driver is running, so
+    /// that it takes `DRIVER` over. `SLEEPERS` stays set: the others sleep on.
+    fn hand_off(&self, gp: u64) {
+        let word = self.gp_done(gp);
+        // Release pairs with the Acquire load of the eventcount in
+        // `wait_for_gp`: the woken waiter sees `DRIVER` clear.
+        let old = word.fetch_add(EVENT, Release);
+        if old & SLEEPERS != 0 {
+            futex::wake_one(word);
+        }
+    }
+
+    /// Waits until grace period `target` has completed, taking over as driver
+    /// if the previous one left.
+    fn wait_for_gp(&self, target: u64, own: &'static Record) {
+        let mut spins = 0;
+        loop {
+            // Acquire pairs with the Release bumps in `announce_completion`
+            // and `hand_off`.
+            let events = self.gp_done(target).load(Acquire);
+            // Acquire pairs with the Release store of `completed` in `drive`.
+            if self.callers.completed.load(Acquire) >= target {
+                return;
+            }
+            if self.callers.gp_state.load(Relaxed) & DRIVER == 0 {
+                if self.callers.gp_state.fetch_or(DRIVER, AcqRel) & DRIVER == 0 {
+                    return self.drive(target, own);
+                }
+                continue;
+            }
+            if spins < CALLER_SPINS {
+                spins += 1;
+                spin_loop();
+                continue;
+            }
+            if events & SLEEPERS == 0
+                && self
+                    .gp_done(target)
+                    .compare_exchange(events, events | SLEEPERS, Relaxed, Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            futex::wait(self.gp_done(target), events | SLEEPERS, None);
+        }
+    }
+
+    /// Grace period `gp`, driven by the thread owning `own`.
+    fn grace_period(&self, gp: u64, own: &'static Record) {
+        let config = self.config();
+        let expedited = self.callers.expedite.load(Relaxed) >= gp;
+
+        // rcu_gp_init(). Release pairs with the Acquire loads of `gp_word` in
+        // memb's read lock and qsbr's quiescent_state()/online: a thread whose
+        // snapshot is `gp` sees every update published before this store.
+        self.reader.gp_word.store(reader_word(gp), Release);
+        // Pairs with fence::light() after every record-word store on the read
+        // side: a reader whose word the scan below does not see yet sees, in its
+        // section, every update made before this fence.
+        fence::heavy();
+        // The seed's patch: rcu_qs() + rcu_report_qs_rdp() for the driver.
+        let mut driver_holdout = !(config.quick_qs || expedited);
+        let mut fqs = if expedited { Fqs::Adaptive } else { config.fqs };
+
+        let mut holdouts: Vec<&'static Record> = Vec::new();
+        if let Fqs::FixedInterval(interval) = fqs {
+            // jiffies_till_first_fqs. The driver sleeps, but no scan has
+            // sampled it yet, so this sleep cannot count as its quiescent state.
+            if self.fqs_wait(&mut holdouts, gp, interval, false) {
+                fqs = Fqs::Adaptive;
+                driver_holdout = false;
+            }
+        }
+
+        // FQS scan 1.
+        for record in self.registry.iter() {
+            if ptr::eq(record, own) {
+                continue;
+            }
+            // Acquire pairs with the Release stores that end a section, report a
+            // quiescent state or go offline: what the thread did before happens
+            // before our return.
+            if !is_quiescent_for(record.word.load(Acquire), gp) {
+                holdouts.push(record);
+            }
+        }
+
+        while driver_holdout || !holdouts.is_empty() {
+            match fqs {
+                Fqs::Adaptive => {
+                    // The driver waits from here on: a quiescent state.
+                    driver_holdout = false;
+                    self.wait_adaptive(&mut holdouts, gp);
+                }
+                Fqs::FixedInterval(interval) => {
+                    // Early wake only if the driver is already credited: its own
+                    // sleep is seen by the next scan, not by a holdout's wake-up.
+                    let expedited = self.fqs_wait(&mut holdouts, gp, interval, !driver_holdout);
+                    // The next FQS scan: the driver slept since the last one.
+                    driver_holdout = false;
+                    recheck(&mut holdouts, gp);
+                    if expedited {
+                        fqs = Fqs::Adaptive;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rechecks `holdouts` until each has passed a quiescent state: spins, then
+    /// sleeps until one of them wakes the driver.
+    fn wait_adaptive(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
+        let mut spins = 0;
+        loop {
+            recheck(holdouts, gp);
+            if holdouts.is_empty() {
+                return;
+            }
+            if spins < HOLDOUT_SPINS {
+                spins += 1;
+                spin_loop();
+                continue;
+            }
+            spins = 0;
+            self.sleep_for_holdouts(holdouts, gp);
+        }
+    }
+
+    /// Publishes `WAITS_FOR_HOLDOUTS`, rechecks, and sleeps until a holdout
+    /// wakes the driver, unless the recheck emptied `holdouts`.
+    fn sleep_for_holdouts(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
+        if cfg!(loom) {
+            // No futex under loom: the wait is a yield, and the holdouts'
+            // wake-up checks need not be armed.
+            futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
+            return;
+        }
+        // SeqCst for the expedite handshake (`request_expedited`); the pairing
+        // with the readers is the heavy fence.
+        self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+        // Pairs with fence::light() between a reader's word store and its load
+        // of `driver_wait` (`wake_driver_if_waiting`).
+        fence::heavy();
+        recheck(holdouts, gp);
+        if !holdouts.is_empty() {
+            futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
+        }
+        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+    }
+
+    /// One fixed-interval FQS wait of `interval`. Ends early if an expedited
+    /// caller needs `gp` (returns `true`), or, when `early_wake`, once every
+    /// holdout has passed a quiescent state.
+    fn fqs_wait(
+        &self,
+        holdouts: &mut Vec<&'static Record>,
+        gp: u64,
+        interval: Duration,
+        early_wake: bool,
+    ) -> bool {
+        #[cfg(loom)]
+        {
+            // Under loom the timer is a yield: time must not steer the model.
+            let _ = (holdouts, interval, early_wake);
+            self.fqs_waits.fetch_add(1, Relaxed);
+            crate::sync::yield_now();
+            self.callers.expedite.load(SeqCst) >= gp
+        }
+        #[cfg(not(loom))]
+        {
+            self.fqs_waits.fetch_add(1, Relaxed);
+            let deadline = Instant::now() + interval;
+            loop {
+                if early_wake && holdouts.is_empty() {
+                    return false;
+                }
+                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                    return false;
+                };
+                if left.is_zero() {
+                    return false;
+                }
+                if early_wake {
+                    // Arms the holdouts' wake-ups; the expedite check follows
+                    // the SeqCst store inside.
+                    self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+                    fence::heavy();
+                    recheck(holdouts, gp);
+                    if holdouts.is_empty() {
+                        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                        return false;
+                    }
+                } else {
+                    // SeqCst: see `request_expedited`.
+                    self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
+                }
+                // SeqCst: see `request_expedited`.
+                if self.callers.expedite.load(SeqCst) >= gp {
+                    self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                    return true;
+                }
+                let state = if early_wake {
+                    WAITS_FOR_HOLDOUTS
+                } else {
+                    WAITS_FOR_TIMER
+                };
+                futex::wait(&self.reader.driver_wait, state, Some(left));
+                self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                if early_wake {
+                    recheck(holdouts, gp);
+                }
+            }
+        }
+    }
+}
+
+/// Drops from `holdouts` every record that has passed a quiescent state.
+fn recheck(holdouts: &mut Vec<&'static Record>, gp: u64) {
+    // Acquire pairs with the Release stores that end a section, report a
+    // quiescent state or go offline.
+    holdouts.retain(|record| !is_quiescent_for(record.word.load(Acquire), gp));
+}

@@ -1,0 +1,86 @@
+//! The two flavors as types, so that [`crate::Rcu`] can be generic over them.
+//!
+//! [`Memb`] and [`Qsbr`] are uninhabited markers; [`Flavor`] gives their
+//! update-side entry points and [`ReadGuard`] ties each guard type to its
+//! flavor, so a memb guard cannot be used to read a qsbr cell. Both traits are
+//! sealed: the crate's safety argument covers exactly these two flavors.
+
+use crate::{memb, qsbr};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A flavor of RCU: [`Memb`] or [`Qsbr`].
+pub trait Flavor: sealed::Sealed + Send + Sync + 'static {
+    /// `memb` or `qsbr`.
+    const NAME: &'static str;
+    /// The flavor's `synchronize_rcu()`.
+    fn synchronize_rcu();
+    /// The flavor's `synchronize_rcu_expedited()`.
+    fn synchronize_rcu_expedited();
+    /// The flavor's `call_rcu()`.
+    fn call_rcu(callback: impl FnOnce() + Send + 'static);
+    /// The flavor's `rcu_barrier()`.
+    fn rcu_barrier();
+}
+
+/// A read-side guard of flavor [`ReadGuard::Flavor`]: proof that the thread
+/// is inside a read-side section of that flavor.
+pub trait ReadGuard: sealed::Sealed {
+    /// The flavor the guard belongs to.
+    type Flavor: Flavor;
+}
+
+/// The memb flavor ([`crate::memb`]).
+#[derive(Debug)]
+pub enum Memb {}
+
+/// The qsbr flavor ([`crate::qsbr`]).
+#[derive(Debug)]
+pub enum Qsbr {}
+
+impl sealed::Sealed for Memb {}
+impl sealed::Sealed for Qsbr {}
+impl sealed::Sealed for memb::Guard {}
+impl sealed::Sealed for qsbr::Guard<'_> {}
+
+impl Flavor for Memb {
+    const NAME: &'static str = "memb";
+    fn synchronize_rcu() {
+        memb::synchronize_rcu();
+    }
+    fn synchronize_rcu_expedited() {
+        memb::synchronize_rcu_expedited();
+    }
+    fn call_rcu(callback: impl FnOnce() + Send + 'static) {
+        memb::call_rcu(callback);
+    }
+    fn rcu_barrier() {
+        memb::rcu_barrier();
+    }
+}
+
+impl Flavor for Qsbr {
+    const NAME: &'static str = "qsbr";
+    fn synchronize_rcu() {
+        qsbr::synchronize_rcu();
+    }
+    fn synchronize_rcu_expedited() {
+        qsbr::synchronize_rcu_expedited();
+    }
+    fn call_rcu(callback: impl FnOnce() + Send + 'static) {
+        qsbr::call_rcu(callback);
+    }
+    fn rcu_barrier() {
+        qsbr::rcu_barrier();
+    }
+}
+
+impl ReadGuard for memb::Guard {
+    type Flavor = Memb;
+}
+
+impl ReadGuard for qsbr::Guard<'_> {
+    type Flavor = Qsbr;
+}

@@ -1,0 +1,301 @@
+//! The memb flavor: nestable read-side sections that cost two record-word
+//! stores and two compiler fences, for any thread, without registration calls.
+//!
+//! Kernel/liburcu counterpart: liburcu's `urcu-memb` flavor
+//! (`_urcu_memb_read_lock()` / `_urcu_memb_read_unlock()`, `smp_mb_slave()`
+//! against `smp_mb_master()`), on top of this crate's Tree-RCU-style engine.
+//!
+//! # Read side
+//!
+//! A thread's record word holds its nesting depth and a snapshot (see
+//! `record.rs`). [`read_lock`]:
+//!
+//! - outermost: store the engine's `gp_word` (the newest grace period started,
+//!   nesting 1) into the record, then `fence::light()`, which pairs with the
+//!   grace period's `fence::heavy()`;
+//! - nested: add one to the nesting.
+//!
+//! Dropping the [`Guard`]:
+//!
+//! - outermost: store nesting 0 with Release (the section's loads happen before
+//!   a scan that sees it), `fence::light()`, then one load of the engine's
+//!   `driver_wait` word and a predictable branch to wake a sleeping driver;
+//! - nested: subtract one.
+//!
+//! Only the owning thread writes its word, so no read-modify-write is needed.
+//! The guard is `!Send`: the section belongs to the thread's record.
+//!
+//! # Fast path and slow path
+//!
+//! The inline fast path handles the common case only: a registered thread, in
+//! `fence::Mode::Membarrier`, entering its outermost section or leaving it. It
+//! tests the low 16 bits of the record word once (`== 0` to enter, `== 1` to
+//! leave) and needs no other check, because everything else sets one of those
+//! bits for good: a thread not registered yet reads the flavor's placeholder
+//! record, whose word is `SLOW_PATH`; a thread registered while the fences are
+//! in `fence::Mode::SeqCst` carries `SLOW_PATH` in its word for life (the mode
+//! never changes once decided); nesting sets the count. In membarrier mode
+//! `fence::light()` is a compiler fence, which is what the fast path issues;
+//! the out-of-line slow path calls `fence::light()` itself. Under loom the
+//! mode is always SeqCst, so the models check the slow path's ordering.
+//!
+//! # Misuse
+//!
+//! [`synchronize_rcu`] inside a read-side section would wait for the caller
+//! itself forever: it panics instead. So does an unlock without a matching lock
+//! (possible only through [`crate::raw`]) and nesting deeper than 65535.
+
+use crate::config::GpConfig;
+use crate::engine::{Engine, GpCounts};
+use crate::record::{LOW_BITS, NEST_MASK, NEST_ONE, Record, SLOW_PATH, nesting};
+use membarrier_sim::fence;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::compiler_fence;
+
+#[cfg(not(loom))]
+static ENGINE: Engine = Engine::new();
+
+#[cfg(loom)]
+loom::lazy_static! {
+    // Leaked so that thread-local destructors that run after loom drops its
+    // lazy statics (the main thread's) still find the engine.
+    static ref ENGINE: &'static Engine = Box::leak(Box::new(Engine::new()));
+}
+
+/// This flavor's engine.
+#[inline(always)]
+pub(crate) fn engine() -> &'static Engine {
+    #[cfg(not(loom))]
+    return &ENGINE;
+    #[cfg(loom)]
+    return *ENGINE;
+}
+
+crate::thread_record::thread_record!(|record| {
+    // Fallback fences send this thread's read side to the slow path for good.
+    let slow = cfg!(loom) || fence::mode() == fence::Mode::SeqCst;
+    // Relaxed: the record is not in use by anyone else yet.
+    record.word.store(if slow { SLOW_PATH } else { 0 }, Relaxed);
+});
+
+/// A memb read-side critical section, ended when dropped.
+///
+/// While any guard of a thread is alive, no grace period that began after the
+/// thread's outermost [`read_lock`] can complete, so objects it reached through
+/// [`crate::Rcu::read`] stay valid. Guards nest. `!Send` and `!Sync`.
+#[must_use = "the read-side section ends when the guard is dropped"]
+pub struct Guard {
+    record: &'static Record,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("memb::Guard")
+            .field("nesting", &nesting(self.record.word.load(Relaxed)))
+            .finish()
+    }
+}
+
+/// Enters a read-side critical section (`rcu_read_lock()`); it lasts until the
+/// guard is dropped. Registers the thread on its first call.
+#[inline]
+pub fn read_lock() -> Guard {
+    Guard {
+        record: lock(),
+        _not_send: PhantomData,
+    }
+}
+
+impl Drop for Guard {
+    #[inline]
+    fn drop(&mut self) {
+        unlock(self.record);
+    }
+}
+
+/// The read lock on the calling thread's record, which it returns.
+#[inline(always)]
+pub(crate) fn lock() -> &'static Record {
+    #[cfg(not(loom))]
+    let record = current_record();
+    #[cfg(loom)]
+    let record = thread_record();
+    // Relaxed: only this thread writes its word; this reads its own last store.
+    let word = record.word.load(Relaxed);
+    if word & LOW_BITS == 0 {
+        // Registered, membarrier fences, outermost (see the module docs).
+        // Acquire pairs with the Release store of `gp_word` in
+        // `Engine::grace_period`: this section sees every update published
+        // before the grace period it snapshots, which is why a scan may credit
+        // a section that began after init.
+        let snapshot = engine().reader.gp_word.load(Acquire);
+        record.word.store(snapshot, Relaxed);
+        // fence::light() in membarrier mode: orders the store above before
+        // the section's loads; pairs with fence::heavy() in
+        // `Engine::grace_period`.
+        compiler_fence(SeqCst);
+        record
+    } else {
+        lock_slow(record)
+    }
+}
+
+/// The read lock's slow path: registration, fallback fences, nesting.
+#[cold]
+#[inline(never)]
+fn lock_slow(record: &'static Record) -> &'static Record {
+    if is_placeholder(record) {
+        return lock_registered(thread_record());
+    }
+    lock_registered(record);
+    record
+}
+
+/// The read lock on `record`, registered, with `fence::light()`.
+fn lock_registered(record: &'static Record) -> &'static Record {
+    // Relaxed: only this thread writes its word.
+    let word = record.word.load(Relaxed);
+    match nesting(word) {
+        0 => {
+            // Acquire: as in `lock`.
+            let snapshot = engine().reader.gp_word.load(Acquire);
+            record.word.store(snapshot | (word & SLOW_PATH), Relaxed);
+            // Pairs with fence::heavy() in `Engine::grace_period`.
+            fence::light();
+        }
+        NEST_MASK => nesting_overflow(),
+        _ => record.word.store(word + NEST_ONE, Relaxed),
+    }
+    record
+}
+
+/// The read unlock on `record`, the calling thread's.
+#[inline(always)]
+pub(crate) fn unlock(record: &'static Record) {
+    // Relaxed: only this thread writes its word.
+    let word = record.word.load(Relaxed);
+    if word & LOW_BITS == NEST_ONE {
+        // Membarrier fences, outermost. Release pairs with the Acquire loads of
+        // record words in the scan and rechecks: the section's loads happen
+        // before the grace period ends.
+        record.word.store(0, Release);
+        // fence::light() in membarrier mode: orders the store before the load
+        // of `driver_wait`; pairs with fence::heavy() in
+        // `Engine::sleep_for_holdouts`.
+        compiler_fence(SeqCst);
+        engine().wake_driver_if_waiting();
+    } else {
+        unlock_slow(record, word);
+    }
+}
+
+/// The read unlock's slow path: fallback fences, nesting, misuse.
+#[cold]
+#[inline(never)]
+fn unlock_slow(record: &'static Record, word: u64) {
+    match nesting(word) {
+        0 => unbalanced_unlock(),
+        NEST_ONE => {
+            // Release: as in `unlock`.
+            record.word.store(word & SLOW_PATH, Release);
+            // Pairs with fence::heavy() in `Engine::sleep_for_holdouts`.
+            fence::light();
+            engine().wake_driver_if_waiting();
+        }
+        _ => record.word.store(word - NEST_ONE, Relaxed),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn nesting_overflow() -> ! {
+    panic!("rcu_lite::memb::read_lock(): read-side sections nested more than 32767 deep")
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn unbalanced_unlock() -> ! {
+    panic!(
+        "rcu_lite::memb read unlock without a matching read lock (unbalanced unlock): this \
+         thread is not in a read-side section"
+    )
+}
+
+/// Whether the calling thread is inside a read-side section.
+pub fn read_ongoing() -> bool {
+    registered_record().is_some_and(|record| nesting(record.word.load(Relaxed)) != 0)
+}
+
+/// Waits until every read-side section that began before the call has ended
+/// (`synchronize_rcu()`). Concurrent callers share grace periods.
+///
+/// # Panics
+///
+/// If the calling thread is inside a read-side section: the grace period would
+/// wait for the caller itself (deadlock).
+pub fn synchronize_rcu() {
+    synchronize(false, "synchronize_rcu");
+}
+
+/// Like [`synchronize_rcu`], but the grace period it needs runs at once, with
+/// adaptive FQS and quick QS, whatever [`configure`] says
+/// (`synchronize_rcu_expedited()`).
+///
+/// # Panics
+///
+/// As [`synchronize_rcu`].
+pub fn synchronize_rcu_expedited() {
+    synchronize(true, "synchronize_rcu_expedited");
+}
+
+fn synchronize(expedited: bool, name: &str) {
+    let own = thread_record();
+    // Relaxed: only this thread writes its word.
+    if nesting(own.word.load(Relaxed)) != 0 {
+        panic!(
+            "rcu_lite::memb::{name}() called inside a read-side critical section: the grace \
+             period would wait for this very thread forever (deadlock); drop every \
+             memb::Guard first"
+        );
+    }
+    engine().synchronize(own, expedited);
+}
+
+/// Runs `callback` on the flavor's callback thread after a grace period that
+/// begins after this call (`call_rcu()`). Callbacks queued together share one
+/// grace period.
+pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
+    engine()
+        .callbacks
+        .enqueue(Box::new(callback), synchronize_rcu, "memb");
+}
+
+/// Waits until every callback queued by [`call_rcu`] before this call has run
+/// (`rcu_barrier()`).
+///
+/// # Panics
+///
+/// If called from inside an RCU callback (it would wait for itself).
+pub fn rcu_barrier() {
+    engine().callbacks.barrier(synchronize_rcu, "memb");
+}
+
+/// Sets how this flavor's grace periods are driven, returning the previous
+/// settings. Grace periods already running keep theirs.
+pub fn configure(config: GpConfig) -> GpConfig {
+    engine().configure(config)
+}
+
+/// The settings the next grace period of this flavor will use.
+pub fn config() -> GpConfig {
+    engine().config()
+}
+
+/// How many grace periods this flavor has started and completed.
+pub fn grace_periods() -> GpCounts {
+    engine().counts()
+}

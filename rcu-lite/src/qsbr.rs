@@ -1,0 +1,300 @@
+//! The qsbr flavor: read-side sections that cost nothing; registered threads
+//! announce quiescent states instead.
+//!
+//! Kernel/liburcu counterpart: liburcu's `urcu-qsbr` flavor
+//! (`rcu_quiescent_state()`, `rcu_thread_offline()`/`rcu_thread_online()`) and
+//! the kernel's non-preemptible RCU, where every context switch is a quiescent
+//! state.
+//!
+//! # Model
+//!
+//! A [`QsbrThread`] is a registration: while it is online, its thread may hold
+//! references obtained under any of its guards, so every grace period waits for
+//! it to announce a quiescent state ([`QsbrThread::quiescent_state`]) or go
+//! offline ([`QsbrThread::offline`]). Both take `&mut self`, so the borrow
+//! checker proves that no guard (which borrows the registration) is alive across
+//! them: the read side needs no run-time work at all.
+//!
+//! Each registration has its own record (see `record.rs`): online, its word is
+//! the engine's `gp_word` as of the last quiescent state (nesting 1); offline,
+//! nesting 0. Announcing a quiescent state is one Acquire load of `gp_word` and,
+//! if it moved, a Release store, `fence::light()` and the `driver_wait` check.
+//! A thread may hold several registrations; each is credited on its own.
+//!
+//! # Misuse
+//!
+//! The free [`synchronize_rcu`] panics when the calling thread has an online
+//! registration: the grace period would wait for that registration's thread,
+//! which is the caller (deadlock). [`QsbrThread::synchronize_rcu`] takes the
+//! registration offline for the wait instead, as liburcu does.
+
+use crate::config::GpConfig;
+use crate::engine::{Engine, GpCounts};
+use crate::record::{NEST_ONE, Record};
+use membarrier_sim::fence;
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+#[cfg(not(loom))]
+static ENGINE: Engine = Engine::new();
+
+#[cfg(loom)]
+loom::lazy_static! {
+    // Leaked: see memb.rs.
+    static ref ENGINE: &'static Engine = Box::leak(Box::new(Engine::new()));
+}
+
+/// This flavor's engine.
+#[inline(always)]
+pub(crate) fn engine() -> &'static Engine {
+    #[cfg(not(loom))]
+    return &ENGINE;
+    #[cfg(loom)]
+    return *ENGINE;
+}
+
+// The thread's own record: used when the thread drives grace periods, never
+// online (registrations have records of their own).
+crate::thread_record::thread_record!(|_record| {});
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Online registrations of this thread.
+    static ONLINE: Cell<u32> = const { Cell::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    /// Online registrations of this thread.
+    static ONLINE: Cell<u32> = Cell::new(0);
+}
+
+fn online_count() -> u32 {
+    ONLINE.with(Cell::get)
+}
+
+fn add_online(delta: i32) {
+    ONLINE.with(|c| c.set(c.get().wrapping_add_signed(delta)));
+}
+
+/// A thread's registration with the qsbr flavor; online while it exists,
+/// except inside [`QsbrThread::offline`]. `!Send` and `!Sync`.
+pub struct QsbrThread {
+    record: &'static Record,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for QsbrThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QsbrThread").finish_non_exhaustive()
+    }
+}
+
+/// A qsbr read-side section: free. It borrows the registration, so no
+/// quiescent state can be announced while it lives.
+#[must_use = "a guard only protects references while it is alive"]
+#[derive(Debug)]
+pub struct Guard<'t> {
+    _thread: PhantomData<&'t QsbrThread>,
+}
+
+/// A registration taken offline; it comes back online when this is dropped
+/// (or by [`Offline::online`]).
+#[must_use = "the registration goes back online when this is dropped"]
+#[derive(Debug)]
+pub struct Offline<'t> {
+    thread: &'t mut QsbrThread,
+}
+
+impl QsbrThread {
+    /// Registers the calling thread (`rcu_register_thread()`); the
+    /// registration starts online.
+    pub fn register() -> QsbrThread {
+        let record = engine().registry().acquire();
+        go_online(record);
+        add_online(1);
+        QsbrThread {
+            record,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Enters a read-side section (`rcu_read_lock()`): costs nothing.
+    #[inline(always)]
+    pub fn read_lock(&self) -> Guard<'_> {
+        Guard {
+            _thread: PhantomData,
+        }
+    }
+
+    /// Announces a quiescent state (`rcu_quiescent_state()`): the thread holds
+    /// no reference obtained before this call.
+    #[inline]
+    pub fn quiescent_state(&mut self) {
+        // Acquire pairs with the Release store of `gp_word` in
+        // `Engine::grace_period`: what this thread reads from now on includes
+        // every update published before that grace period.
+        let current = engine().reader.gp_word.load(Acquire);
+        // Relaxed: only this thread writes its word.
+        if self.record.word.load(Relaxed) != current {
+            report(self.record, current);
+        }
+    }
+
+    /// Takes the registration offline (`rcu_thread_offline()`) until the
+    /// returned value is dropped: while offline it holds up no grace period,
+    /// so the thread may block for long.
+    pub fn offline(&mut self) -> Offline<'_> {
+        go_offline(self.record);
+        add_online(-1);
+        Offline { thread: self }
+    }
+
+    /// Waits for a grace period, taking this registration offline meanwhile
+    /// (the call is a quiescent state for it).
+    ///
+    /// # Panics
+    ///
+    /// If the thread has another online registration: the grace period would
+    /// wait for it, that is, for the caller (deadlock).
+    pub fn synchronize_rcu(&mut self) {
+        let _offline = self.offline();
+        synchronize(false, "QsbrThread::synchronize_rcu");
+    }
+
+    /// [`QsbrThread::synchronize_rcu`], expedited (see
+    /// [`synchronize_rcu_expedited`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`QsbrThread::synchronize_rcu`].
+    pub fn synchronize_rcu_expedited(&mut self) {
+        let _offline = self.offline();
+        synchronize(true, "QsbrThread::synchronize_rcu_expedited");
+    }
+}
+
+impl Drop for QsbrThread {
+    fn drop(&mut self) {
+        go_offline(self.record);
+        add_online(-1);
+        engine().registry().release(self.record);
+    }
+}
+
+impl Offline<'_> {
+    /// Brings the registration back online (`rcu_thread_online()`).
+    pub fn online(self) {}
+}
+
+impl Drop for Offline<'_> {
+    fn drop(&mut self) {
+        go_online(self.thread.record);
+        add_online(1);
+    }
+}
+
+/// Stores quiescent-state word `word` into `record`.
+#[inline]
+fn report(record: &Record, word: u64) {
+    // Release pairs with the Acquire loads of record words in the scan and
+    // rechecks: everything before the quiescent state happens before the
+    // grace period ends.
+    record.word.store(word, Release);
+    // Orders the store before the load of `driver_wait`; pairs with
+    // fence::heavy() in `Engine::sleep_for_holdouts`.
+    fence::light();
+    engine().wake_driver_if_waiting();
+}
+
+fn go_online(record: &Record) {
+    // Acquire: as in `quiescent_state`.
+    let current = engine().reader.gp_word.load(Acquire);
+    debug_assert_eq!(current & NEST_ONE, NEST_ONE);
+    record.word.store(current, Relaxed);
+    // Orders the store before the thread's next reads; pairs with
+    // fence::heavy() in `Engine::grace_period`.
+    fence::light();
+}
+
+fn go_offline(record: &Record) {
+    report(record, 0);
+}
+
+/// Waits for a grace period (`synchronize_rcu()`), from a thread with no
+/// online registration. Concurrent callers share grace periods.
+///
+/// # Panics
+///
+/// If the calling thread has an online [`QsbrThread`]: its whole online time
+/// is a read-side section, and the grace period would wait for it forever.
+/// Use [`QsbrThread::synchronize_rcu`] or go offline first.
+pub fn synchronize_rcu() {
+    synchronize(false, "synchronize_rcu");
+}
+
+/// Like [`synchronize_rcu`], but the grace period it needs runs at once, with
+/// adaptive FQS and quick QS (`synchronize_rcu_expedited()`).
+///
+/// # Panics
+///
+/// As [`synchronize_rcu`].
+pub fn synchronize_rcu_expedited() {
+    synchronize(true, "synchronize_rcu_expedited");
+}
+
+fn synchronize(expedited: bool, name: &str) {
+    if online_count() != 0 {
+        panic!(
+            "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread, which \
+             is inside a read-side critical section until its next quiescent state: the grace \
+             period would wait for this very thread forever (deadlock); use \
+             QsbrThread::synchronize_rcu() or take the registration offline first"
+        );
+    }
+    engine().synchronize(thread_record(), expedited);
+}
+
+/// Runs `callback` on the flavor's callback thread after a grace period that
+/// begins after this call (`call_rcu()`).
+pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
+    engine()
+        .callbacks
+        .enqueue(Box::new(callback), synchronize_rcu, "qsbr");
+}
+
+/// Waits until every callback queued by [`call_rcu`] before this call has run
+/// (`rcu_barrier()`).
+///
+/// # Panics
+///
+/// If called from inside an RCU callback (it would wait for itself), or while
+/// the thread has an online [`QsbrThread`] (the callbacks' grace period would
+/// wait for this thread).
+pub fn rcu_barrier() {
+    if online_count() != 0 {
+        panic!(
+            "rcu_lite::qsbr::rcu_barrier() called while this thread has an online QsbrThread: \
+             the callbacks' grace period would wait for this very thread forever (deadlock); \
+             take the registration offline first"
+        );
+    }
+    engine().callbacks.barrier(synchronize_rcu, "qsbr");
+}
+
+/// Sets how this flavor's grace periods are driven, returning the previous
+/// settings.
+pub fn configure(config: GpConfig) -> GpConfig {
+    engine().configure(config)
+}
+
+/// The settings the next grace period of this flavor will use.
+pub fn config() -> GpConfig {
+    engine().config()
+}
+
+/// How many grace periods this flavor has started and completed.
+pub fn grace_periods() -> GpCounts {
+    engine().counts()
+}

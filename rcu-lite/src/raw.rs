@@ -1,0 +1,63 @@
+//! The raw layer: guard-less read-side sections and deferred frees of raw
+//! pointers, for data-structure authors who manage their own pointers.
+//!
+//! Kernel counterparts: `rcu_read_lock()`/`rcu_read_unlock()` without a guard
+//! object, and `kfree_rcu()`.
+//!
+//! The safe layer ([`crate::memb::read_lock`], [`crate::Rcu`]) is built on the
+//! same operations; this layer only drops the compile-time pairing. Its
+//! obligations are the usual RCU ones, stated per function.
+
+use crate::flavor::Flavor;
+use crate::memb;
+
+/// Enters a memb read-side section without a guard (`rcu_read_lock()`). End it
+/// with [`memb_read_unlock`] on the same thread.
+#[inline]
+pub fn memb_read_lock() {
+    memb::lock();
+}
+
+/// Ends the innermost memb read-side section of the calling thread
+/// (`rcu_read_unlock()`).
+///
+/// # Safety
+///
+/// 1. The section being ended was entered with [`memb_read_lock`] on this
+///    thread, not by a live [`memb::Guard`]: ending a guard's section early
+///    would leave the guard's references unprotected.
+/// 2. No reference obtained inside the section is used afterwards.
+///
+/// # Panics
+///
+/// If the thread is not inside a read-side section (unbalanced unlock).
+#[inline]
+pub unsafe fn memb_read_unlock() {
+    match memb::registered_record() {
+        Some(record) => memb::unlock(record),
+        None => memb::unbalanced_unlock(),
+    }
+}
+
+/// Drops the `Box<T>` behind `ptr` on flavor `F`'s callback thread after a
+/// grace period that begins after this call (`kfree_rcu()`).
+///
+/// # Safety
+///
+/// 1. `ptr` came from `Box::into_raw` and is freed by nobody else.
+/// 2. `ptr` is already unreachable for new readers (unpublished) when this is
+///    called; readers that reached it earlier are inside read-side sections of
+///    flavor `F`.
+pub unsafe fn defer_drop_box<T: Send + 'static, F: Flavor>(ptr: *mut T) {
+    struct Owned<T>(*mut T);
+    // SAFETY: the pointer is an owned `Box<T>` (contract 1); sending it sends
+    // the `T`, which is `Send`.
+    unsafe impl<T: Send> Send for Owned<T> {}
+    let owned = Owned(ptr);
+    F::call_rcu(move || {
+        let owned = owned;
+        // SAFETY: an owned `Box` (contract 1); the grace period that ran before
+        // this callback waited for every reader that could reach it (contract 2).
+        drop(unsafe { Box::from_raw(owned.0) });
+    });
+}

@@ -1,0 +1,184 @@
+//! Per-thread reader records and the registry a grace period scans.
+//!
+//! Kernel counterpart: the per-CPU `struct rcu_data` (its `cpu_no_qs` and
+//! dyntick state) and the leaf `rcu_node` masks `rcu_gp_init()` fills. Here a
+//! thread stands in for a CPU: it gets a [`Record`] the first time it needs one
+//! and gives it back for reuse when it exits.
+//!
+//! # The record word
+//!
+//! One `u64` per record, written only by the owning thread and read by the
+//! grace-period driver:
+//!
+//! ```text
+//!   63                              16   15   14           0
+//!  +----------------------------------+------+--------------+
+//!  |  snapshot: GP number it last saw | SLOW |   nesting    |
+//!  +----------------------------------+------+--------------+
+//! ```
+//!
+//! - `nesting == 0`: the thread is outside every read-side section (memb) or
+//!   offline (qsbr). It holds no reference, whatever the snapshot says.
+//! - `nesting > 0`: memb: the read-side nesting depth; qsbr: 1, online. The
+//!   snapshot is the engine's [`reader_word`] the thread loaded when it entered
+//!   its outermost section (memb), last announced a quiescent state, or came
+//!   online (qsbr).
+//! - [`SLOW_PATH`]: memb only, set for a thread's whole life when its read side
+//!   must not take the inline fast path (the fences fell back to
+//!   `fence(SeqCst)`, or the record is the "not registered yet" placeholder).
+//!   The fast path tests the low 16 bits at once, so this costs it nothing.
+//!   Scans ignore it.
+//!
+//! [`is_quiescent_for`] is the one rule every scan applies: a record does not
+//! hold up grace period `gp` if it is outside (`nesting == 0`) or its snapshot
+//! is at least `gp`. The second half is safe because a thread that loaded the
+//! engine's word for `gp` with Acquire ordering sees every update published
+//! before that grace period began (see `engine.rs`). Snapshots are 48 bits: a
+//! grace period per microsecond takes nine years to wrap them.
+//!
+//! # The registry
+//!
+//! A push-only linked list of records, each on its own cache lines. Records are
+//! never freed while the engine lives (the engines are statics); a thread that
+//! exits marks its record free (`in_use = false`) and the next thread to
+//! register takes it over. A scan may read a record while it changes owner: the
+//! word is then either the old owner's final `nesting == 0` or the new owner's
+//! own state, and both are judged correctly by the same rule.
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64};
+use std::ptr;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// Bits of the record word below the snapshot: nesting and [`SLOW_PATH`].
+pub(crate) const NEST_BITS: u32 = 16;
+/// The low 16 bits: the memb fast path tests them all at once.
+pub(crate) const LOW_BITS: u64 = (1 << NEST_BITS) - 1;
+/// Set for a memb thread whose read side takes the out-of-line path.
+pub(crate) const SLOW_PATH: u64 = 1 << (NEST_BITS - 1);
+/// Mask of the nesting depth in a record word.
+pub(crate) const NEST_MASK: u64 = SLOW_PATH - 1;
+/// One level of nesting (or "online" for qsbr).
+pub(crate) const NEST_ONE: u64 = 1;
+
+/// The word a thread stores when it enters its outermost section (memb), or
+/// announces a quiescent state (qsbr), while grace period `gp` is the newest
+/// started: the snapshot `gp` with a nesting of one.
+#[inline]
+pub(crate) const fn reader_word(gp: u64) -> u64 {
+    (gp << NEST_BITS) | NEST_ONE
+}
+
+/// The nesting depth in a record word.
+#[inline]
+pub(crate) const fn nesting(word: u64) -> u64 {
+    word & NEST_MASK
+}
+
+/// Whether a record whose word is `word` does not hold up grace period `gp`.
+#[inline]
+pub(crate) const fn is_quiescent_for(word: u64, gp: u64) -> bool {
+    nesting(word) == 0 || word >> NEST_BITS >= gp
+}
+
+/// One thread's reader state, alone on its cache lines (128 bytes: the
+/// adjacent-line prefetcher pairs lines on x86).
+#[repr(align(128))]
+pub(crate) struct Record {
+    /// The record word (see the module docs). Written by the owner only.
+    pub(crate) word: AtomicU64,
+    /// Whether a thread owns this record.
+    in_use: AtomicBool,
+    /// The next record of the registry; set before the record is published and
+    /// never changed afterwards.
+    next: AtomicPtr<Record>,
+}
+
+impl Record {
+    fn new() -> Record {
+        Record {
+            word: AtomicU64::new(0),
+            in_use: AtomicBool::new(true),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// A record that is never registered, whose word is [`SLOW_PATH`]: what
+    /// a thread's memb fast path reads before the thread has registered.
+    #[cfg(not(loom))]
+    pub(crate) const fn placeholder() -> Record {
+        Record {
+            word: AtomicU64::new(SLOW_PATH),
+            in_use: AtomicBool::new(true),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+}
+
+/// The list of every record an engine has handed out.
+pub(crate) struct Registry {
+    head: AtomicPtr<Record>,
+}
+
+impl Registry {
+    crate::const_unless_loom! {
+        /// An empty registry.
+        pub(crate) fn new() -> Registry {
+            Registry {
+                head: AtomicPtr::new(ptr::null_mut()),
+            }
+        }
+    }
+
+    /// Hands the calling thread a record: a free one if there is one, else a new
+    /// one pushed on the list. Its word has `nesting == 0`.
+    #[cold]
+    pub(crate) fn acquire(&self) -> &'static Record {
+        for record in self.iter() {
+            // Acquire pairs with the Release store in `release`: the previous
+            // owner's last word store is visible before we write ours.
+            if !record.in_use.load(Relaxed)
+                && record
+                    .in_use
+                    .compare_exchange(false, true, Acquire, Relaxed)
+                    .is_ok()
+            {
+                debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
+                return record;
+            }
+        }
+        let record: &'static Record = Box::leak(Box::new(Record::new()));
+        let new = ptr::from_ref(record).cast_mut();
+        let mut head = self.head.load(Relaxed);
+        loop {
+            record.next.store(head, Relaxed);
+            // Release pairs with the Acquire load of `head` in `iter`: a scan
+            // that finds the record sees its initialized fields.
+            match self.head.compare_exchange_weak(head, new, Release, Relaxed) {
+                Ok(_) => return record,
+                Err(current) => head = current,
+            }
+        }
+    }
+
+    /// Gives `record` back for reuse. Its owner must have left it outside every
+    /// section (`nesting == 0`) and must not touch it again.
+    pub(crate) fn release(&self, record: &'static Record) {
+        debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
+        // Release pairs with the Acquire CAS in `acquire`.
+        record.in_use.store(false, Release);
+    }
+
+    /// Every record ever handed out, newest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &'static Record> {
+        // Acquire pairs with the Release CAS in `acquire`.
+        let mut next = self.head.load(Acquire);
+        std::iter::from_fn(move || {
+            // SAFETY: every pointer on the list came from `Box::leak` in
+            // `acquire` and records are never freed, so it is valid for
+            // 'static; `next` fields were written before publication.
+            let record: &'static Record = unsafe { next.as_ref() }?;
+            next = record.next.load(Relaxed);
+            Some(record)
+        })
+    }
+}

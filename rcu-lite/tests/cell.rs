@@ -1,0 +1,79 @@
+//! The safe `Rcu<T>` cell.
+
+use rcu_lite::{Memb, Rcu, memb};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::thread;
+use std::time::Duration;
+
+/// Counts its drops.
+struct Counted {
+    value: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn replace_defers_the_drop_until_readers_have_left() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let counted = |value| Counted {
+        value,
+        drops: Arc::clone(&drops),
+    };
+    let cell: Rcu<Counted, Memb> = Rcu::new(counted(1));
+    let guard = memb::read_lock();
+    let seen = cell.read(&guard);
+    cell.replace(counted(2));
+    thread::sleep(Duration::from_millis(20));
+    // Our section began before the replace: the old value must still be alive.
+    assert_eq!(seen.value, 1);
+    assert_eq!(drops.load(SeqCst), 0);
+    assert_eq!(cell.read(&guard).value, 2);
+    drop(guard);
+    memb::rcu_barrier();
+    assert_eq!(drops.load(SeqCst), 1);
+    drop(cell);
+    assert_eq!(drops.load(SeqCst), 2);
+}
+
+#[test]
+fn update_sees_every_previous_update() {
+    let cell = Arc::new(Rcu::<u64>::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let cell = Arc::clone(&cell);
+            thread::spawn(move || {
+                for _ in 0..500 {
+                    cell.update(|v| v + 1);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let guard = memb::read_lock();
+    assert_eq!(*cell.read(&guard), 2000);
+}
+
+#[test]
+fn replace_and_synchronize_hands_back_the_old_value() {
+    let cell = Rcu::<String>::new("a".into());
+    assert_eq!(cell.replace_and_synchronize("b".into()), "a");
+    let mut cell = cell;
+    cell.get_mut().push('c');
+    assert_eq!(cell.into_inner(), "bc");
+}
+
+#[test]
+#[should_panic(expected = "called inside a read-side critical section")]
+fn replace_and_synchronize_inside_a_section_panics() {
+    let cell = Rcu::<u64>::new(1);
+    let _guard = memb::read_lock();
+    cell.replace_and_synchronize(2);
+}

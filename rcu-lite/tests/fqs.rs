@@ -1,0 +1,111 @@
+//! Quick quiescent-state reporting and FQS pacing: the seed's claim as a
+//! count of FQS waits, and expedited grace periods cutting FQS waits short.
+//!
+//! These tests change the memb flavor's configuration, so they run one at a
+//! time (`SERIAL`) in this test binary of their own.
+
+use rcu_lite::{Fqs, GpConfig, memb};
+use std::sync::{Mutex, mpsc};
+use std::thread;
+use std::time::Duration;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn with_config<R>(config: GpConfig, f: impl FnOnce() -> R) -> R {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let old = memb::configure(config);
+    let out = f();
+    memb::configure(old);
+    out
+}
+
+/// FQS waits one idle-system grace period takes.
+fn fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
+    with_config(
+        GpConfig {
+            quick_qs,
+            fqs: Fqs::FixedInterval(Duration::from_millis(1)),
+        },
+        || {
+            // A registered thread that is outside its section: idle.
+            thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+            drop(memb::read_lock());
+            let before = memb::grace_periods();
+            memb::synchronize_rcu();
+            let after = memb::grace_periods();
+            assert_eq!(
+                after.completed - before.completed,
+                1,
+                "{before:?} {after:?}"
+            );
+            after.fqs_waits - before.fqs_waits
+        },
+    )
+}
+
+#[test]
+fn quick_qs_turns_two_fqs_waits_into_one_on_an_idle_system() {
+    assert_eq!(fqs_waits_per_grace_period(true), 1, "with quick QS");
+    assert_eq!(fqs_waits_per_grace_period(false), 2, "without quick QS");
+}
+
+#[test]
+fn adaptive_mode_makes_no_fqs_waits() {
+    let waits = with_config(GpConfig::DEFAULT, || {
+        let before = memb::grace_periods().fqs_waits;
+        memb::synchronize_rcu();
+        memb::grace_periods().fqs_waits - before
+    });
+    assert_eq!(waits, 0);
+}
+
+#[test]
+fn expedited_callers_cut_an_hour_long_fqs_wait_short() {
+    let config = GpConfig {
+        quick_qs: false,
+        fqs: Fqs::FixedInterval(Duration::from_secs(3600)),
+    };
+    with_config(config, || {
+        // Alone: the expedited grace period never waits for the timer.
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            memb::synchronize_rcu_expedited();
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("expedited grace period waited for the FQS timer");
+
+        // Behind a normal caller asleep in its first FQS wait: the expedited
+        // request wakes that driver, and both return.
+        let (tx, rx) = mpsc::channel();
+        let normal_tx = tx.clone();
+        thread::spawn(move || {
+            memb::synchronize_rcu();
+            normal_tx.send("normal").unwrap();
+        });
+        while memb::grace_periods().started == memb::grace_periods().completed {
+            thread::yield_now();
+        }
+        thread::spawn(move || {
+            memb::synchronize_rcu_expedited();
+            tx.send("expedited").unwrap();
+        });
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("a grace period waited for the hour-long FQS timer");
+        }
+    });
+}
+
+#[test]
+fn configure_returns_the_previous_settings() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let kernel = GpConfig {
+        quick_qs: false,
+        fqs: Fqs::kernel(),
+    };
+    let old = memb::configure(kernel);
+    assert_eq!(memb::config(), kernel);
+    assert_eq!(memb::configure(old), kernel);
+    assert_eq!(Fqs::kernel(), Fqs::FixedInterval(Duration::from_millis(3)));
+}

@@ -1,0 +1,274 @@
+//! Loom models of the grace-period engine.
+//!
+//! Run with
+//! `LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rcu-lite --test loom --release`.
+//!
+//! Every protected object holds a `loom::cell::UnsafeCell`: readers read it
+//! inside their section, and the updater writes it (standing in for the free)
+//! once the grace period or the callback says no reader can hold it. If any
+//! read is not ordered before that write, loom reports a causality violation,
+//! so the models check the happens-before guarantee itself, not merely values.
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::AtomicBool;
+use loom::sync::atomic::AtomicPtr;
+use loom::thread;
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Fqs, GpConfig, memb, qsbr};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+
+/// A published object; `value` is 1 while live, 0 once "freed".
+struct Object {
+    value: UnsafeCell<u64>,
+}
+
+impl Object {
+    fn boxed() -> *mut Object {
+        Box::into_raw(Box::new(Object {
+            value: UnsafeCell::new(1),
+        }))
+    }
+}
+
+/// A pointer readers load inside their sections.
+struct Slot {
+    ptr: AtomicPtr<Object>,
+}
+
+impl Slot {
+    fn new() -> Arc<Slot> {
+        Arc::new(Slot {
+            ptr: AtomicPtr::new(Object::boxed()),
+        })
+    }
+
+    /// Reads the current object; the caller is inside a read-side section.
+    fn read(&self) -> u64 {
+        // Acquire pairs with the AcqRel swap in `unpublish`.
+        let object = self.ptr.load(Acquire);
+        // SAFETY: objects are freed only after the test joins every thread;
+        // the UnsafeCell access is what loom checks.
+        unsafe { &*object }.value.with(|v| unsafe { *v })
+    }
+
+    /// Publishes a fresh object and returns the old one.
+    fn unpublish(&self) -> *mut Object {
+        self.ptr.swap(Object::boxed(), AcqRel)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // SAFETY: the last published object, owned by the slot.
+        drop(unsafe { Box::from_raw(self.ptr.load(Acquire)) });
+    }
+}
+
+/// "Frees" `object` (writes its cell), then really frees it.
+///
+/// # Safety
+///
+/// `object` came from `Object::boxed`, is unpublished, and nobody frees it
+/// again.
+unsafe fn retire_now(object: *mut Object) {
+    // SAFETY: per the contract.
+    let o = unsafe { &*object };
+    // SAFETY: loom checks that every reader's access happens before this write.
+    o.value.with_mut(|v| unsafe { *v = 0 });
+    // SAFETY: per the contract.
+    drop(unsafe { Box::from_raw(object) });
+}
+
+fn configure(quick_qs: bool) {
+    let config = GpConfig {
+        quick_qs,
+        fqs: Fqs::Adaptive,
+    };
+    memb::configure(config);
+    qsbr::configure(config);
+}
+
+/// A grace period waits for a reader whose section began before it, with quick
+/// QS on and off.
+#[test]
+fn grace_period_waits_for_a_reader_that_began_before_it() {
+    for quick_qs in [true, false] {
+        loom::model(move || {
+            configure(quick_qs);
+            let slot = Slot::new();
+            let reader = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || {
+                    let guard = memb::read_lock();
+                    assert_eq!(slot.read(), 1, "reader reached a freed object");
+                    drop(guard);
+                })
+            };
+            let old = slot.unpublish();
+            memb::synchronize_rcu();
+            // SAFETY: unpublished, and a grace period has elapsed.
+            unsafe { retire_now(old) };
+            reader.join().unwrap();
+        });
+    }
+}
+
+/// A grace period does not wait for a reader whose section began after it: the
+/// reader holds its section until the updater's `synchronize_rcu()` has
+/// returned, which would never happen if the grace period waited for it.
+///
+/// Fixed-interval FQS: under loom its first wait is a yield between init and
+/// scan 1, which lets the spinning reader enter its section there. (Loom
+/// rarely preempts a thread in favour of one that is spinning with yields, so
+/// in adaptive mode the reader would almost always enter after scan 1.)
+#[test]
+fn grace_period_does_not_wait_for_a_reader_that_began_after_it() {
+    loom::model(|| {
+        memb::configure(GpConfig {
+            quick_qs: true,
+            fqs: Fqs::kernel(),
+        });
+        let updater_done = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let updater_done = Arc::clone(&updater_done);
+            thread::spawn(move || {
+                // Wait until grace period 1 has passed init.
+                while memb::grace_periods().started < 1 {
+                    thread::yield_now();
+                }
+                let guard = memb::read_lock();
+                while !updater_done.load(Acquire) {
+                    thread::yield_now();
+                }
+                drop(guard);
+            })
+        };
+        memb::synchronize_rcu();
+        updater_done.store(true, Release);
+        reader.join().unwrap();
+    });
+}
+
+/// Two concurrent callers, possibly sharing one grace period: each one's
+/// unpublished object outlives the reader that may hold it.
+#[test]
+fn concurrent_callers_sharing_a_grace_period_are_each_covered() {
+    loom::model(|| {
+        configure(true);
+        let first = Slot::new();
+        let second = Slot::new();
+        let reader = {
+            let (first, second) = (Arc::clone(&first), Arc::clone(&second));
+            thread::spawn(move || {
+                let guard = memb::read_lock();
+                assert_eq!(
+                    first.read() + second.read(),
+                    2,
+                    "reader reached a freed object"
+                );
+                drop(guard);
+            })
+        };
+        let other_caller = {
+            let second = Arc::clone(&second);
+            thread::spawn(move || {
+                let old = second.unpublish();
+                memb::synchronize_rcu();
+                // SAFETY: unpublished, and a grace period has elapsed.
+                unsafe { retire_now(old) };
+            })
+        };
+        let old = first.unpublish();
+        memb::synchronize_rcu();
+        // SAFETY: unpublished, and a grace period has elapsed.
+        unsafe { retire_now(old) };
+        other_caller.join().unwrap();
+        reader.join().unwrap();
+        let counts = memb::grace_periods();
+        assert!(counts.completed <= 2, "{counts:?}");
+    });
+}
+
+/// The driver's quick QS credits the driver only: a memb reader still inside a
+/// nested section is waited for.
+#[test]
+fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
+    loom::model(|| {
+        configure(true);
+        let slot = Slot::new();
+        let reader = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || {
+                let outer = memb::read_lock();
+                let inner = memb::read_lock();
+                drop(inner);
+                // Still inside `outer`.
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(outer);
+            })
+        };
+        let old = slot.unpublish();
+        memb::synchronize_rcu_expedited();
+        // SAFETY: unpublished, and a grace period has elapsed.
+        unsafe { retire_now(old) };
+        reader.join().unwrap();
+    });
+}
+
+/// The driver's quick QS credits the driver only: an online qsbr registration
+/// is waited for until it goes offline.
+#[test]
+fn quick_qs_never_credits_an_online_qsbr_thread() {
+    loom::model(|| {
+        configure(true);
+        let slot = Slot::new();
+        let reader = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || {
+                let registration = QsbrThread::register();
+                let guard = registration.read_lock();
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(guard);
+                drop(registration);
+            })
+        };
+        let old = slot.unpublish();
+        qsbr::synchronize_rcu();
+        // SAFETY: unpublished, and a grace period has elapsed.
+        unsafe { retire_now(old) };
+        reader.join().unwrap();
+    });
+}
+
+/// A `call_rcu()` callback runs only after a grace period: the reader that may
+/// hold the object has left its section first.
+#[test]
+fn call_rcu_callbacks_run_only_after_their_grace_period() {
+    struct Retire(*mut Object);
+    // SAFETY: the pointer is an unpublished object the callback alone frees.
+    unsafe impl Send for Retire {}
+
+    loom::model(|| {
+        configure(true);
+        let slot = Slot::new();
+        let reader = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || {
+                let guard = memb::read_lock();
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(guard);
+            })
+        };
+        let old = Retire(slot.unpublish());
+        memb::call_rcu(move || {
+            let old = old;
+            // SAFETY: unpublished; call_rcu runs this after a grace period.
+            unsafe { retire_now(old.0) };
+        });
+        // Under loom the barrier runs the callback batch itself.
+        memb::rcu_barrier();
+        reader.join().unwrap();
+    });
+}

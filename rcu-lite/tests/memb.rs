@@ -1,0 +1,231 @@
+//! The memb flavor's behaviour, with real threads (see `loom.rs` for the
+//! exhaustive models).
+
+use rcu_lite::{memb, raw};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier, mpsc};
+use std::thread;
+use std::time::Duration;
+
+#[test]
+fn guards_nest_and_read_ongoing_follows_them() {
+    assert!(!memb::read_ongoing());
+    let outer = memb::read_lock();
+    let inner = memb::read_lock();
+    assert!(memb::read_ongoing());
+    drop(inner);
+    assert!(memb::read_ongoing());
+    drop(outer);
+    assert!(!memb::read_ongoing());
+}
+
+#[test]
+fn synchronize_waits_for_a_section_that_began_before_it() {
+    let entered = Arc::new(Barrier::new(2));
+    let left = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (entered, left) = (Arc::clone(&entered), Arc::clone(&left));
+        thread::spawn(move || {
+            let guard = memb::read_lock();
+            entered.wait();
+            thread::sleep(Duration::from_millis(50));
+            left.store(true, SeqCst);
+            drop(guard);
+        })
+    };
+    entered.wait();
+    memb::synchronize_rcu();
+    assert!(
+        left.load(SeqCst),
+        "synchronize_rcu returned while the reader was inside"
+    );
+    reader.join().unwrap();
+}
+
+#[test]
+fn synchronize_does_not_wait_for_a_section_that_began_after_it() {
+    // The reader waits for grace period N to start, enters, and stays inside
+    // until the updater's synchronize returned (bounded, so a bug fails
+    // instead of hanging).
+    let before = memb::grace_periods().started;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        while memb::grace_periods().started <= before {
+            thread::yield_now();
+        }
+        let guard = memb::read_lock();
+        let outcome = done_rx.recv_timeout(Duration::from_secs(20));
+        drop(guard);
+        outcome.is_ok()
+    });
+    // Keep starting grace periods until the reader got in during one of them.
+    while !reader.is_finished() {
+        memb::synchronize_rcu();
+        let _ = done_tx.send(());
+    }
+    assert!(
+        reader.join().unwrap(),
+        "a grace period waited for a newer reader"
+    );
+}
+
+#[test]
+#[should_panic(expected = "called inside a read-side critical section")]
+fn synchronize_inside_a_section_panics() {
+    let _guard = memb::read_lock();
+    memb::synchronize_rcu();
+}
+
+#[test]
+#[should_panic(expected = "called inside a read-side critical section")]
+fn expedited_synchronize_inside_a_section_panics() {
+    let _guard = memb::read_lock();
+    memb::synchronize_rcu_expedited();
+}
+
+#[test]
+#[should_panic(expected = "unbalanced unlock")]
+fn unbalanced_raw_unlock_panics() {
+    raw::memb_read_lock();
+    // SAFETY: ends the section the line above entered.
+    unsafe { raw::memb_read_unlock() };
+    // SAFETY: deliberately unbalanced: no section is open, so it must panic.
+    unsafe { raw::memb_read_unlock() };
+}
+
+#[test]
+fn raw_sections_pair_with_guards() {
+    raw::memb_read_lock();
+    let guard = memb::read_lock();
+    drop(guard);
+    assert!(memb::read_ongoing());
+    // SAFETY: ends the raw section entered above; no guard is alive.
+    unsafe { raw::memb_read_unlock() };
+    assert!(!memb::read_ongoing());
+}
+
+/// Writers replace pointers and free the old objects after synchronize; readers
+/// check that whatever they reach is live.
+#[test]
+fn concurrent_callers_and_readers_never_see_freed_objects() {
+    const LIVE: u64 = 0x11fe;
+    struct Object(AtomicU64);
+    let current = Arc::new(std::sync::atomic::AtomicPtr::new(Box::into_raw(Box::new(
+        Object(AtomicU64::new(LIVE)),
+    ))));
+    let stop = Arc::new(AtomicBool::new(false));
+    let bad = Arc::new(AtomicUsize::new(0));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (current, stop, bad) = (Arc::clone(&current), Arc::clone(&stop), Arc::clone(&bad));
+            thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    let guard = memb::read_lock();
+                    // SAFETY: objects are poisoned only after a grace period
+                    // and freed only after the run (the quarantine below).
+                    let value = unsafe { &*current.load(Acquire) }.0.load(Relaxed);
+                    if value != LIVE {
+                        bad.fetch_add(1, Relaxed);
+                    }
+                    drop(guard);
+                }
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let current = Arc::clone(&current);
+            thread::spawn(move || {
+                let mut retired = Vec::new();
+                for _ in 0..300 {
+                    let fresh = Box::into_raw(Box::new(Object(AtomicU64::new(LIVE))));
+                    let old = current.swap(fresh, AcqRel);
+                    memb::synchronize_rcu();
+                    // SAFETY: unpublished, and a grace period has elapsed.
+                    unsafe { &*old }.0.store(0xdead, Relaxed);
+                    retired.push(old as usize);
+                }
+                retired
+            })
+        })
+        .collect();
+    let retired: Vec<usize> = writers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    stop.store(true, Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(bad.load(Relaxed), 0, "readers reached poisoned objects");
+    for old in retired {
+        // SAFETY: every retired object came from Box::into_raw and is unreachable.
+        drop(unsafe { Box::from_raw(old as *mut Object) });
+    }
+    // SAFETY: the last published object; all threads are joined.
+    drop(unsafe { Box::from_raw(current.load(Acquire)) });
+}
+
+#[test]
+fn callbacks_run_after_a_grace_period_and_rcu_barrier_waits_for_them() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let guard = memb::read_lock();
+    for _ in 0..100 {
+        let ran = Arc::clone(&ran);
+        memb::call_rcu(move || {
+            ran.fetch_add(1, SeqCst);
+        });
+    }
+    // Our own section is open: no grace period can end, so nothing has run.
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        ran.load(SeqCst),
+        0,
+        "a callback ran during a read-side section"
+    );
+    drop(guard);
+    memb::rcu_barrier();
+    assert_eq!(ran.load(SeqCst), 100);
+}
+
+#[test]
+fn callbacks_run_in_the_order_they_were_queued() {
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for i in 0..50 {
+        let order = Arc::clone(&order);
+        memb::call_rcu(move || order.lock().unwrap().push(i));
+    }
+    memb::rcu_barrier();
+    assert_eq!(*order.lock().unwrap(), (0..50).collect::<Vec<_>>());
+}
+
+#[test]
+fn rcu_barrier_inside_a_callback_panics_and_the_worker_survives() {
+    let (tx, rx) = mpsc::channel();
+    memb::call_rcu(move || {
+        let outcome = std::panic::catch_unwind(memb::rcu_barrier);
+        let message = outcome
+            .err()
+            .and_then(|e| e.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tx.send(message).unwrap();
+    });
+    let message = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(message.contains("from inside an RCU callback"), "{message}");
+    // The worker still runs callbacks.
+    memb::rcu_barrier();
+}
+
+#[test]
+fn a_thread_that_exits_outside_a_section_never_blocks_a_grace_period() {
+    for _ in 0..50 {
+        thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+    }
+    memb::synchronize_rcu();
+    memb::synchronize_rcu_expedited();
+    let counts = memb::grace_periods();
+    assert!(
+        counts.completed >= 2 && counts.started >= counts.completed,
+        "{counts:?}"
+    );
+}

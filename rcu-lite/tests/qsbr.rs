@@ -1,0 +1,95 @@
+//! The qsbr flavor's behaviour, with real threads.
+
+use rcu_lite::qsbr::{self, QsbrThread};
+use rcu_lite::{Qsbr, Rcu};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+#[test]
+fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
+    let ready = Arc::new(Barrier::new(2));
+    let reported = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (ready, reported) = (Arc::clone(&ready), Arc::clone(&reported));
+        thread::spawn(move || {
+            let mut me = QsbrThread::register();
+            ready.wait();
+            thread::sleep(Duration::from_millis(50));
+            reported.store(true, SeqCst);
+            me.quiescent_state();
+            // Stay online a little: the grace period must not need more.
+            thread::sleep(Duration::from_millis(20));
+        })
+    };
+    ready.wait();
+    qsbr::synchronize_rcu();
+    assert!(
+        reported.load(SeqCst),
+        "synchronize_rcu returned before the quiescent state"
+    );
+    reader.join().unwrap();
+}
+
+#[test]
+fn an_offline_thread_holds_up_no_grace_period() {
+    let ready = Arc::new(Barrier::new(2));
+    let release = Arc::new(Barrier::new(2));
+    let reader = {
+        let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
+        thread::spawn(move || {
+            let mut me = QsbrThread::register();
+            let offline = me.offline();
+            ready.wait();
+            release.wait();
+            offline.online();
+            me.quiescent_state();
+        })
+    };
+    ready.wait();
+    qsbr::synchronize_rcu();
+    release.wait();
+    reader.join().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "has an online QsbrThread")]
+fn synchronize_with_an_online_registration_panics() {
+    let _me = QsbrThread::register();
+    qsbr::synchronize_rcu();
+}
+
+#[test]
+#[should_panic(expected = "has an online QsbrThread")]
+fn synchronize_through_one_registration_while_another_is_online_panics() {
+    let _other = QsbrThread::register();
+    let mut me = QsbrThread::register();
+    me.synchronize_rcu();
+}
+
+#[test]
+fn a_registration_can_synchronize_and_read_afterwards() {
+    let cell = Rcu::<u64, Qsbr>::new(1);
+    let mut me = QsbrThread::register();
+    {
+        let guard = me.read_lock();
+        assert_eq!(*cell.read(&guard), 1);
+    }
+    cell.replace(2);
+    me.synchronize_rcu();
+    me.synchronize_rcu_expedited();
+    let guard = me.read_lock();
+    assert_eq!(*cell.read(&guard), 2);
+    drop(guard);
+    let offline = me.offline();
+    qsbr::rcu_barrier();
+    drop(offline);
+}
+
+#[test]
+#[should_panic(expected = "rcu_barrier() called while this thread has an online QsbrThread")]
+fn rcu_barrier_with_an_online_registration_panics() {
+    let _me = QsbrThread::register();
+    qsbr::rcu_barrier();
+}

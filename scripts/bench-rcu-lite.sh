@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# rcu-lite's speed goals (issue 4), each measured side by side with its peer in
+# one syncbench run, under /work/bench.lock when it exists (so no two
+# benchmarks overlap), and printed as ratios.
+#
+#   ./scripts/bench-rcu-lite.sh            # release build, then every goal
+#   DURATION=5 ./scripts/bench-rcu-lite.sh # longer rcuscale runs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p bench-suite --bin syncbench
+sb=target/release/syncbench
+lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
+d="${DURATION:-3}"
+out=target/bench-rcu-lite
+mkdir -p "$out"
+
+lock "$sb" refscale --impl rcu-lite-memb,rcu-lite-qsbr,liburcu-memb,liburcu-qsbr,crossbeam-epoch \
+    --iterations 10000000 --runs 15 --json > "$out/refscale.json"
+lock "$sb" rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s "$d" \
+    --json > "$out/busy-reader.json"
+lock "$sb" rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --readers 0 --fqs-interval-ms 3 \
+    --duration-s "$d" --json > "$out/quick-qs.json"
+for fqs in adaptive 3; do
+    flag=(); [ "$fqs" = adaptive ] || flag=(--fqs-interval-ms "$fqs")
+    for readers in 0 1; do
+        for writers in 1 16; do
+            lock "$sb" rcuscale --impl rcu-lite --writers "$writers" --readers "$readers" \
+                --duration-s "$d" "${flag[@]}" --json > "$out/concurrent-$fqs-r$readers-w$writers.json"
+        done
+    done
+done
+
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+load = lambda name: {r["impl"]: r for r in json.load(open(f"{out}/{name}.json"))}
+ref = load("refscale")
+ns = {k: v["ns_per_op"] for k, v in ref.items()}
+lo = {k: min(v["runs_ns"]) for k, v in ref.items()}
+print("read side, ns/op (median of 15 runs; min in brackets):")
+for k in ns:
+    print(f"  {k:16} {ns[k]:6.3f} [{lo[k]:.3f}]")
+def ratio(a, b, goal, what):
+    if b not in ns:
+        print(f"  {what}: {b} unavailable"); return
+    r = ns[a] / ns[b]
+    print(f"  {what}: {r:.2f}x (min {lo[a]/lo[b]:.2f}x) goal <= {goal}x {'ok' if r <= goal else 'NOT MET'}")
+ratio("rcu-lite-memb", "liburcu-memb", 1.2, "memb / liburcu-memb")
+ratio("rcu-lite-memb", "crossbeam-epoch", 0.4, "memb / crossbeam-epoch pin")
+q = ns["rcu-lite-qsbr"]
+print(f"  qsbr read side: {q:.3f} ns goal <= 0.5 ns {'ok' if q <= 0.5 else 'NOT MET'}")
+
+busy = load("busy-reader")
+if "liburcu-memb" in busy:
+    a, b = busy["rcu-lite"]["latency_us"], busy["liburcu-memb"]["latency_us"]
+    r = a["mean"] / b["mean"]
+    print(f"synchronize with one busy reader, us: rcu-lite mean {a['mean']:.2f} p50 {a['p50']:.2f} max {a['max']:.0f}; "
+          f"liburcu-memb mean {b['mean']:.2f} p50 {b['p50']:.2f} max {b['max']:.0f}; "
+          f"mean ratio {r:.2f}x goal <= 1.0x {'ok' if r <= 1.0 else 'NOT MET'}")
+
+qq = load("quick-qs")
+a, b = qq["rcu-lite"]["latency_us"], qq["rcu-lite-noqs"]["latency_us"]
+rm, rx = a["mean"] / b["mean"], a["max"] / b["max"]
+print(f"quick QS on/off, fixed 3 ms FQS, idle, us: on mean {a['mean']:.0f} max {a['max']:.0f}; "
+      f"off mean {b['mean']:.0f} max {b['max']:.0f}; mean {rm:.2f}x (goal <= 0.65x {'ok' if rm <= 0.65 else 'NOT MET'}), "
+      f"max {rx:.2f}x (goal <= 0.5x {'ok' if rx <= 0.5 else 'NOT MET'})")
+
+for fqs in ["adaptive", "3"]:
+    for readers in [0, 1]:
+        one = load(f"concurrent-{fqs}-r{readers}-w1")["rcu-lite"]["per_gp_us"]
+        many = load(f"concurrent-{fqs}-r{readers}-w16")["rcu-lite"]["per_gp_us"]
+        r = many / one
+        mode = "adaptive FQS" if fqs == "adaptive" else f"fixed {fqs} ms FQS"
+        print(f"16 concurrent callers vs 1, {mode}, {readers} reader(s): per-GP {many:.2f} vs {one:.2f} us = "
+              f"{r:.3f}x goal <= 0.25x {'ok' if r <= 0.25 else 'NOT MET'}")
+PY
