@@ -268,9 +268,13 @@ fn exited_threads_blocks_are_recycled() {
     let domain = Domain::new();
     for _ in 0..20 {
         std::thread::scope(|s| {
+            // An explicit join waits for the thread's TLS destructors (which
+            // recycle its block); the scope's implicit join does not.
             s.spawn(|| {
                 let _g = domain.guard();
-            });
+            })
+            .join()
+            .unwrap();
         });
     }
     assert_eq!(domain.thread_blocks(), 1);
