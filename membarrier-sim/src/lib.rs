@@ -16,6 +16,11 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod fence;
+pub mod sim;
+#[cfg(not(loom))]
+pub mod stress;
 pub mod sys;
+#[cfg(not(loom))]
+pub mod threaded;
 
 mod sync;
