@@ -1,4 +1,6 @@
 //! Real syscall stress on this machine's kernel.
+//! Not built under `cfg(loom)`: real threads against real time.
+#![cfg(not(loom))]
 
 use membarrier_sim::stress::{self, Config, Error};
 use membarrier_sim::sys::{self, Command};

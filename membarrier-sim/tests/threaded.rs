@@ -1,4 +1,6 @@
 //! The threaded cross-check against the simulator, and its parameter checks.
+//! Not built under `cfg(loom)`: real threads against real time.
+#![cfg(not(loom))]
 
 use membarrier_sim::sim::{self, Config, ConfigError, NS_PER_S, Policy};
 use membarrier_sim::threaded;
