@@ -5,7 +5,7 @@
 //! exit status 2. A torture run that sees an exclusion failure exits with 1.
 
 use crate::registry::{self, Implementation, Origin};
-use crate::{advise, compare, locktorture, rcuscale, refscale, report, torture};
+use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -46,6 +46,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Benchmark one read/write workload on this machine and recommend a primitive.
     Advise(AdviseArgs),
+    /// Why targeted membarrier needs per-CPU mutexes: simulator, threaded cross-check, real syscall.
+    Membarrier(membarrier::MembarrierArgs),
 }
 
 fn refscale_names() -> PossibleValuesParser {
@@ -415,6 +417,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 ExitCode::FAILURE
             })
         }
+        Command::Membarrier(args) => match membarrier::run(&args, &mut out) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(membarrier::Failure::Usage(message)) => usage_error(message),
+            Err(membarrier::Failure::Run(message)) => Err(message.into()),
+        },
         Command::Compare(args) => {
             let load = |path: &PathBuf| -> serde_json::Value {
                 let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
@@ -537,6 +544,11 @@ pub fn list() -> Vec<KindListing> {
             kind: "deferred reclamation under torture",
             command: "torture",
             implementations: listing(torture::implementations()),
+        },
+        KindListing {
+            kind: "membarrier serialization under CFS throttling",
+            command: "membarrier",
+            implementations: membarrier::listing(),
         },
     ]
 }

@@ -11,6 +11,7 @@
 //! | lock contention and exclusion | [`locktorture::TortureLock`] | `syncbench locktorture` | `kernel/locking/locktorture.c` |
 //! | waiting for readers | [`rcuscale::GracePeriod`] | `syncbench rcuscale` | `kernel/rcu/rcuscale.c` |
 //! | use-after-free detection | [`torture::Torture`] | `syncbench torture` | `kernel/rcu/rcutorture.c` |
+//! | membarrier serialization | [`membarrier_sim::sim`] | `syncbench membarrier` | `selftests/membarrier/membarrier_rseq_stress.c` |
 //!
 //! Every implementation is listed in a registry ([`registry`]) by name; the CLI
 //! validates names against it and `syncbench list` prints it grouped by kind.
@@ -25,6 +26,7 @@ pub mod delay;
 pub mod liburcu;
 pub mod locktorture;
 pub mod machine;
+pub mod membarrier;
 pub mod progress;
 pub mod rcuscale;
 pub mod refscale;

@@ -613,3 +613,196 @@ fn torture_finds_no_errors_in_rcu_lite() {
         );
     }
 }
+
+#[test]
+fn membarrier_sim_json_has_the_documented_fields() {
+    let out = syncbench(&[
+        "membarrier",
+        "--mode",
+        "sim",
+        "--cpus",
+        "16",
+        "--callers",
+        "64",
+        "--policy",
+        "per-cpu",
+        "--sim-seconds",
+        "1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["mode"], "sim");
+    assert_eq!(row["cpus"], 16);
+    assert_eq!(row["callers"], 64);
+    assert_eq!(row["policy"], "per-cpu");
+    assert!(row["calls_per_s"].as_f64().unwrap() > 0.0, "{row}");
+    let lat = &row["latency_us"];
+    let (mean, p50, p99, max) = (
+        lat["mean"].as_f64().unwrap(),
+        lat["p50"].as_f64().unwrap(),
+        lat["p99"].as_f64().unwrap(),
+        lat["max"].as_f64().unwrap(),
+    );
+    assert!(p50 <= p99 && p99 <= max && mean <= max, "{row}");
+    assert_eq!(row["stalls"], 0, "{row}");
+    assert!(row["irq_off_fraction"].as_f64().unwrap() > 0.0, "{row}");
+}
+
+#[test]
+fn membarrier_sim_output_is_byte_identical_for_the_same_seed() {
+    for json in [false, true] {
+        let mut args = vec!["membarrier", "--cpus", "32", "--sim-seconds", "1"];
+        if json {
+            args.push("--json");
+        }
+        let a = syncbench(&args);
+        let b = syncbench(&args);
+        assert!(a.status.success(), "{}", stderr(&a));
+        assert_eq!(a.stdout, b.stdout);
+        args.extend(["--seed", "7"]);
+        let c = syncbench(&args);
+        assert_ne!(a.stdout, c.stdout, "the seed must matter");
+    }
+}
+
+#[test]
+fn membarrier_sweep_shows_the_ratio_growing_with_cpus() {
+    let out = syncbench(&["membarrier", "--sweep", "--sim-seconds", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let cpus: Vec<u64> = rows.iter().map(|r| r["cpus"].as_u64().unwrap()).collect();
+    assert_eq!(cpus, [8, 16, 64, 128, 256, 384]);
+    let ratio = |i: usize| rows[i]["ratio"].as_f64().unwrap();
+    assert!(ratio(0) > 1.0, "{}", rows[0]);
+    assert!(ratio(5) > 10.0 * ratio(0), "{} vs {}", ratio(5), ratio(0));
+    let last = &rows[5];
+    assert!(last["global"]["stalls"].as_u64().unwrap() > 0, "{last}");
+    for row in rows {
+        assert_eq!(row["per_cpu"]["stalls"], 0, "{row}");
+        for policy in ["global", "per_cpu", "none"] {
+            assert_eq!(row[policy]["mode"], "sim");
+        }
+    }
+    let text = syncbench(&["membarrier", "--sweep", "--sim-seconds", "0.2"]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("per-cpu/global"), "{text}");
+    assert_eq!(text.lines().count(), 2 + 6, "{text}");
+}
+
+#[test]
+fn membarrier_threaded_and_real_modes_run_or_say_why_not() {
+    let out = syncbench(&[
+        "membarrier",
+        "--mode",
+        "threaded",
+        "--cpus",
+        "2",
+        "--callers",
+        "2",
+        "--duration-s",
+        "0.2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["mode"], "threaded");
+    assert!(row["calls"].as_u64().unwrap() > 0, "{row}");
+
+    let out = syncbench(&[
+        "membarrier",
+        "--mode",
+        "real",
+        "--callers",
+        "2",
+        "--duration-s",
+        "0.2",
+        "--json",
+    ]);
+    if out.status.success() {
+        let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(row["mode"], "real");
+        assert_eq!(row["policy"], "kernel");
+        assert!(row["calls_per_s"].as_f64().unwrap() > 0.0, "{row}");
+    } else {
+        // A kernel without the command: a clear error, status 1, no output.
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("does not support"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn membarrier_bad_parameters_exit_2_with_the_reason() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["membarrier", "--cpus", "0"], "at least 1 CPU"),
+        (
+            &["membarrier", "--cpus", "8", "--targets", "3,9"],
+            "target CPU 9",
+        ),
+        (
+            &["membarrier", "--period-us", "0"],
+            "period must be more than 0",
+        ),
+        (
+            &["membarrier", "--quota-us", "0"],
+            "quota must be more than 0",
+        ),
+        (&["membarrier", "--callers", "0"], "at least 1 caller"),
+        (&["membarrier", "--policy", "fast"], "per-cpu"),
+        (&["membarrier", "--mode", "kernel"], "threaded"),
+        (&["membarrier", "--sim-seconds", "0"], "more than 0 seconds"),
+        (
+            &["membarrier", "--mode", "real", "--cpus", "100000"],
+            "online",
+        ),
+        (
+            &["membarrier", "--mode", "real", "--policy", "global"],
+            "--policy",
+        ),
+        (
+            &["membarrier", "--sweep", "--cpus", "8"],
+            "cannot be used with",
+        ),
+        (
+            &["membarrier", "--no-throttle", "--depth", "2"],
+            "--no-throttle",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = syncbench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected '{needle}' in:\n{err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+#[test]
+fn list_names_the_membarrier_modes() {
+    let out = syncbench(&["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kind = kinds
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["command"] == "membarrier")
+        .expect("a membarrier kind");
+    let names: Vec<&str> = kind["implementations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sim", "threaded", "real"]);
+}

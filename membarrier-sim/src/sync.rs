@@ -8,3 +8,8 @@
 pub(crate) use loom::sync::atomic::fence;
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence};
+
+/// Atomics for the threaded and stress modes (not built under loom: they
+/// run real threads against real time, which loom cannot model).
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

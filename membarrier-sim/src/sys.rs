@@ -323,23 +323,62 @@ pub fn issue_on_cpu(command: Command, cpu: Option<u32>) -> Result<(), Error> {
     if command != Command::PrivateExpeditedRseq {
         return Err(Error::CpuNotAccepted { command });
     }
-    let online = online_cpus();
-    if !online.contains(cpu) {
-        return Err(Error::BadCpu {
-            cpu,
-            online: online.to_string(),
-        });
+    let cpu = OnlineCpu::new(cpu)?;
+    issue_on_online_cpu(command, cpu)
+}
+
+/// A CPU found online when it was checked, for issuing many targeted
+/// commands without reading `/sys/devices/system/cpu/online` before each one
+/// (as [`issue_on_cpu`] does).
+///
+/// If the CPU goes offline later, the kernel silently does nothing for it:
+/// keep an `OnlineCpu` only as long as the CPU set cannot change under you.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OnlineCpu {
+    cpu: u32,
+}
+
+impl OnlineCpu {
+    /// Checks that `cpu` is online now.
+    pub fn new(cpu: u32) -> Result<OnlineCpu, Error> {
+        let online = online_cpus();
+        if !online.contains(cpu) {
+            return Err(Error::BadCpu {
+                cpu,
+                online: online.to_string(),
+            });
+        }
+        Ok(OnlineCpu { cpu })
     }
+
+    /// The CPU number.
+    pub fn get(self) -> u32 {
+        self.cpu
+    }
+}
+
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, MEMBARRIER_CMD_FLAG_CPU,
+/// cpu)` for a CPU checked beforehand: [`private_expedited_rseq`] without
+/// the per-call online check. Needs `register(Command::PrivateExpeditedRseq)`.
+#[inline]
+pub fn private_expedited_rseq_on(cpu: OnlineCpu) -> Result<(), Error> {
+    issue_on_online_cpu(Command::PrivateExpeditedRseq, cpu)
+}
+
+fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
+    let cpu = cpu.get();
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `Cpuid::from_raw` is unsafe only because some raw values have a
         // special meaning to some OSes; the kernel range-checks `cpu_id` in
-        // `membarrier_private_expedited()`, and we checked it is online above.
+        // `membarrier_private_expedited()`, and `OnlineCpu::new` checked that
+        // the CPU was online.
         let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
         rustix::thread::membarrier_cpu(command.to_rustix(), id).map_err(|e| map_errno(command, e))
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = cpu;
         Err(Error::Unsupported { command })
     }
 }

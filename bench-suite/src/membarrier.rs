@@ -1,0 +1,659 @@
+//! `syncbench membarrier`: why targeted `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`
+//! needs per-CPU mutexes, measured three ways.
+//!
+//! The counterpart of the kernel selftest `membarrier_rseq_stress` (seed
+//! `membarrier-per-cpu-mutex-v3.txt`):
+//!
+//! - `--mode sim`: [`membarrier_sim::sim`], the deterministic simulator of
+//!   `membarrier_private_expedited()` under CFS bandwidth throttling, with the
+//!   serialization policy as a parameter (`global`: the kernel today,
+//!   `per-cpu`: the series, `none`: before the CVE-2024-26602 fix). Same
+//!   parameters and seed, same output byte for byte.
+//! - `--mode threaded`: [`membarrier_sim::threaded`], the same scenario with
+//!   real threads as CPUs, for cross-checking the simulator at small scale.
+//! - `--mode real`: [`membarrier_sim::stress`], threads hammering this
+//!   kernel's targeted command (the kernel's own policy), or a clear error
+//!   where the kernel lacks it.
+//! - `--sweep`: the simulator at 8, 16, 64, 128, 256 and 384 CPUs under every
+//!   policy, with the per-cpu/global throughput ratio.
+//!
+//! Invariants: bad parameters are refused before anything runs ([`Failure::Usage`],
+//! exit status 2); a run that cannot happen on this machine is a
+//! [`Failure::Run`] (exit status 1); stdout carries only the result.
+
+use crate::cli::ImplListing;
+use crate::progress::Progress;
+use crate::registry::Origin;
+use clap::{Args, ValueEnum};
+use membarrier_sim::sim::{self, Config, NS_PER_S, Policy, Report};
+use membarrier_sim::{stress, sys, threaded};
+use serde::Serialize;
+use std::io::Write;
+use std::time::Duration;
+
+/// CPU counts of `--sweep`.
+pub const SWEEP_CPUS: [u32; 6] = [8, 16, 64, 128, 256, 384];
+
+/// Where the measurement comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// The deterministic simulator.
+    Sim,
+    /// Real threads as CPUs, sleeps as interrupts-off windows.
+    Threaded,
+    /// This kernel's targeted MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ.
+    Real,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Sim => "sim",
+            Mode::Threaded => "threaded",
+            Mode::Real => "real",
+        }
+    }
+}
+
+/// The serialization policy, as the command line spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// One mutex for every expedited command (the kernel today).
+    Global,
+    /// The target CPU's mutex for targeted commands (the per-CPU series).
+    PerCpu,
+    /// No serialization (before the CVE-2024-26602 fix).
+    None,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Policy {
+        match p {
+            PolicyArg::Global => Policy::Global,
+            PolicyArg::PerCpu => Policy::PerCpu,
+            PolicyArg::None => Policy::None,
+        }
+    }
+}
+
+/// Arguments of `syncbench membarrier`.
+#[derive(Debug, Args)]
+pub struct MembarrierArgs {
+    /// sim: the deterministic simulator; threaded: real threads as CPUs; real: this kernel's syscall.
+    #[arg(long, value_enum, default_value_t = Mode::Sim)]
+    pub mode: Mode,
+    /// CPUs: simulated (sim default 384, threaded default 8) or targeted (real default: all online).
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// Caller threads (default 25 per CPU, as the selftest's hammers).
+    #[arg(long)]
+    pub callers: Option<u32>,
+    /// Serialization of expedited commands (sim and threaded; default global, the kernel today).
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
+    /// Simulated seconds (sim; default 10).
+    #[arg(long, value_parser = seconds)]
+    pub sim_seconds: Option<f64>,
+    /// Wall-clock seconds (threaded default 2, real default 2).
+    #[arg(long, value_parser = seconds)]
+    pub duration_s: Option<f64>,
+    /// Seed of every random choice (sim and threaded).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// CPUs the callers aim at, comma-separated (default: every CPU in turn).
+    #[arg(long, value_delimiter = ',')]
+    pub targets: Option<Vec<u32>>,
+    /// Simulate without CFS throttling: no interrupts-off windows.
+    #[arg(long)]
+    pub no_throttle: bool,
+    /// CFS period in microseconds (default 5000, the selftest's).
+    #[arg(long)]
+    pub period_us: Option<u64>,
+    /// CFS quota of the throttled group in microseconds per period (default 1000).
+    #[arg(long)]
+    pub quota_us: Option<u64>,
+    /// Sibling cgroups under the throttled group (default 2000).
+    #[arg(long)]
+    pub siblings: Option<u64>,
+    /// Nested cgroups below each sibling (default 5).
+    #[arg(long)]
+    pub depth: Option<u64>,
+    /// Interrupts-off nanoseconds per task group a throttle walk visits (default 200).
+    #[arg(long)]
+    pub tg_visit_ns: Option<u64>,
+    /// Microseconds each caller spends between calls (default 0: a tight loop).
+    #[arg(long)]
+    pub think_us: Option<u64>,
+    /// Make every Nth call of each caller a broadcast (default 0: never).
+    #[arg(long, default_value_t = 0)]
+    pub broadcast_every: u32,
+    /// A call that waits longer than this many milliseconds is a stall (default 1000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub watchdog_ms: u64,
+    /// Print the per-cpu/global ratio (and every policy's stalls) for 8, 16, 64, 128, 256 and 384 simulated CPUs.
+    #[arg(long, conflicts_with_all = ["cpus", "callers", "policy", "targets", "duration_s"])]
+    pub sweep: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("must be more than 0 seconds (got {text})"));
+    }
+    Ok(v)
+}
+
+/// Why `syncbench membarrier` did not produce a result.
+#[derive(Debug)]
+pub enum Failure {
+    /// The arguments cannot work: exit status 2.
+    Usage(String),
+    /// The run could not happen here: exit status 1.
+    Run(String),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Run(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for Failure {
+    fn from(e: serde_json::Error) -> Failure {
+        Failure::Run(e.to_string())
+    }
+}
+
+/// Latency figures in microseconds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LatencyUs {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+/// One run's outcome, as `--json` prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// `sim`, `threaded` or `real`.
+    pub mode: &'static str,
+    /// CPUs simulated (sim, threaded) or targeted (real).
+    pub cpus: u32,
+    /// Caller threads.
+    pub callers: u32,
+    /// `global`, `per-cpu`, `none`, or `kernel` for real runs.
+    pub policy: &'static str,
+    /// Seconds covered (simulated for sim, wall-clock otherwise).
+    pub seconds: f64,
+    /// Calls that completed within them.
+    pub calls: u64,
+    /// Successful calls per second.
+    pub calls_per_s: f64,
+    /// Call latency.
+    pub latency_us: LatencyUs,
+    /// Calls that waited longer than the watchdog threshold.
+    pub stalls: u64,
+    /// The watchdog threshold in seconds.
+    pub watchdog_s: f64,
+    /// The seed (sim and threaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The longest wait for the policy's mutex (sim and threaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutex_wait_max_us: Option<f64>,
+    /// Callers with at least one stall (sim and threaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalled_callers: Option<u32>,
+    /// Share of CPU time in interrupts-off windows (sim and threaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_off_fraction: Option<f64>,
+    /// The longest interrupts-off window (sim and threaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_off_longest_ms: Option<f64>,
+    /// Passes of the CFS period timer, back-to-back ones, and period doublings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer: Option<TimerCounts>,
+    /// Events the simulator processed (sim).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+}
+
+/// What the CFS period timer did.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TimerCounts {
+    /// Passes (`do_sched_cfs_period_timer()`).
+    pub passes: u64,
+    /// Passes run back to back because the previous one overran.
+    pub chained: u64,
+    /// Times period and quota were doubled ("period too short, scaling up").
+    pub period_scalings: u32,
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1_000.0
+}
+
+impl Outcome {
+    fn of_report(mode: Mode, r: &Report) -> Outcome {
+        let l = r.latency();
+        Outcome {
+            mode: mode.name(),
+            cpus: r.cpus,
+            callers: r.callers,
+            policy: r.policy.name(),
+            seconds: r.time_ns as f64 / NS_PER_S as f64,
+            calls: r.calls,
+            calls_per_s: r.calls_per_s(),
+            latency_us: LatencyUs {
+                mean: us(l.mean_ns),
+                p50: us(l.p50_ns as f64),
+                p99: us(l.p99_ns as f64),
+                max: us(l.max_ns as f64),
+            },
+            stalls: r.stalls,
+            watchdog_s: r.watchdog_ns as f64 / NS_PER_S as f64,
+            seed: Some(r.seed),
+            mutex_wait_max_us: Some(us(r.mutex_wait_max_ns as f64)),
+            stalled_callers: Some(r.stalled_callers),
+            irq_off_fraction: Some(r.irq_off_fraction),
+            irq_off_longest_ms: Some(r.irq_off_longest_ns as f64 / 1e6),
+            timer: Some(TimerCounts {
+                passes: r.timer_passes,
+                chained: r.chained_passes,
+                period_scalings: r.period_scalings,
+            }),
+            events: (mode == Mode::Sim).then_some(r.events),
+        }
+    }
+
+    fn of_stress(r: &stress::Report, watchdog: Duration) -> Outcome {
+        let h = &r.latency;
+        Outcome {
+            mode: Mode::Real.name(),
+            cpus: r.targets.len() as u32,
+            callers: r.threads,
+            policy: "kernel",
+            seconds: r.elapsed.as_secs_f64(),
+            calls: r.calls,
+            calls_per_s: r.calls_per_s(),
+            latency_us: LatencyUs {
+                mean: us(h.mean()),
+                p50: us(h.percentile(50.0) as f64),
+                p99: us(h.percentile(99.0) as f64),
+                max: us(h.max() as f64),
+            },
+            stalls: r.stalls,
+            watchdog_s: watchdog.as_secs_f64(),
+            seed: None,
+            mutex_wait_max_us: None,
+            stalled_callers: None,
+            irq_off_fraction: None,
+            irq_off_longest_ms: None,
+            timer: None,
+            events: None,
+        }
+    }
+
+    fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        write!(
+            out,
+            "membarrier {}: cpus {} callers {} policy {}",
+            self.mode, self.cpus, self.callers, self.policy
+        )?;
+        if let Some(seed) = self.seed {
+            write!(out, " seed {seed}")?;
+        }
+        writeln!(out, " seconds {:.3}", self.seconds)?;
+        writeln!(out, "calls {} ({:.1}/s)", self.calls, self.calls_per_s)?;
+        let l = &self.latency_us;
+        writeln!(
+            out,
+            "latency_us mean {:.3} p50 {:.3} p99 {:.3} max {:.3}",
+            l.mean, l.p50, l.p99, l.max
+        )?;
+        if let Some(wait) = self.mutex_wait_max_us {
+            writeln!(out, "mutex_wait_max_us {wait:.3}")?;
+        }
+        write!(out, "stalls {}", self.stalls)?;
+        if let Some(stalled) = self.stalled_callers {
+            write!(out, " (callers stalled {stalled} of {})", self.callers)?;
+        }
+        writeln!(out, " watchdog {:.3} s", self.watchdog_s)?;
+        if let (Some(f), Some(longest)) = (self.irq_off_fraction, self.irq_off_longest_ms) {
+            writeln!(
+                out,
+                "irq_off {:.2}% of CPU time, longest window {longest:.3} ms",
+                100.0 * f
+            )?;
+        }
+        if let Some(t) = self.timer {
+            writeln!(
+                out,
+                "cfs_period_timer passes {} chained {} period_scalings {}",
+                t.passes, t.chained, t.period_scalings
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of `--sweep`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepRow {
+    /// Simulated CPUs.
+    pub cpus: u32,
+    /// Callers (25 per CPU).
+    pub callers: u32,
+    /// per-cpu calls/s over global calls/s (`null` if global completed none).
+    pub ratio: Option<f64>,
+    /// The global mutex.
+    pub global: Outcome,
+    /// Per-CPU mutexes.
+    pub per_cpu: Outcome,
+    /// No serialization.
+    pub none: Outcome,
+}
+
+/// Runs `syncbench membarrier` with `args`, writing the result to `out`.
+///
+/// # Errors
+///
+/// [`Failure::Usage`] for arguments that cannot work, [`Failure::Run`] for a
+/// run that cannot happen here (a kernel without the command).
+pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
+    if args.sweep {
+        if args.mode != Mode::Sim {
+            return Err(Failure::Usage(
+                "--sweep runs the simulator: it cannot be combined with --mode threaded or real"
+                    .into(),
+            ));
+        }
+        return sweep(args, out);
+    }
+    let outcome = match args.mode {
+        Mode::Sim | Mode::Threaded => {
+            let config = config(args, args.mode, args.cpus)?;
+            let report = if args.mode == Mode::Sim {
+                sim::run(&config)
+            } else {
+                threaded::run(&config)
+            }
+            .map_err(|e| Failure::Usage(e.to_string()))?;
+            Outcome::of_report(args.mode, &report)
+        }
+        Mode::Real => real(args)?,
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &outcome)?;
+        writeln!(out)?;
+    } else {
+        outcome.write_text(out)?;
+    }
+    Ok(())
+}
+
+/// The simulator's (or threaded mode's) configuration for `args`.
+fn config(args: &MembarrierArgs, mode: Mode, cpus: Option<u32>) -> Result<Config, Failure> {
+    let cpus = cpus.unwrap_or(if mode == Mode::Sim { 384 } else { 8 });
+    let mut c = Config::selftest(cpus);
+    c.callers = args
+        .callers
+        .unwrap_or(cpus.saturating_mul(Config::SELFTEST_CALLERS_PER_CPU));
+    c.policy = args.policy.unwrap_or(PolicyArg::Global).into();
+    c.seed = args.seed;
+    c.targets = args.targets.clone();
+    let seconds = match mode {
+        Mode::Sim => {
+            if args.duration_s.is_some() {
+                return Err(Failure::Usage(
+                    "--duration-s is wall-clock time for --mode threaded and real; the \
+                     simulator takes --sim-seconds"
+                        .into(),
+                ));
+            }
+            args.sim_seconds.unwrap_or(10.0)
+        }
+        _ => {
+            if args.sim_seconds.is_some() {
+                return Err(Failure::Usage(
+                    "--sim-seconds applies to --mode sim; use --duration-s for wall-clock time"
+                        .into(),
+                ));
+            }
+            args.duration_s.unwrap_or(2.0)
+        }
+    };
+    c.sim_time_ns = (seconds * NS_PER_S as f64).round() as u64;
+    c.think_ns = args.think_us.unwrap_or(0).saturating_mul(1_000);
+    c.broadcast_every = args.broadcast_every;
+    c.watchdog_ns = args.watchdog_ms.saturating_mul(1_000_000);
+    let overrides = [
+        ("--period-us", args.period_us.is_some()),
+        ("--quota-us", args.quota_us.is_some()),
+        ("--siblings", args.siblings.is_some()),
+        ("--depth", args.depth.is_some()),
+        ("--tg-visit-ns", args.tg_visit_ns.is_some()),
+    ];
+    if args.no_throttle {
+        if let Some((flag, _)) = overrides.iter().find(|(_, given)| *given) {
+            return Err(Failure::Usage(format!(
+                "{flag} describes the throttling that --no-throttle turns off"
+            )));
+        }
+        c.throttle = None;
+    } else if let Some(t) = c.throttle.as_mut() {
+        if let Some(v) = args.period_us {
+            t.period_ns = v.saturating_mul(1_000);
+        }
+        if let Some(v) = args.quota_us {
+            t.quota_ns = v.saturating_mul(1_000);
+        }
+        if let Some(v) = args.siblings {
+            t.siblings = v;
+        }
+        if let Some(v) = args.depth {
+            t.depth = v;
+        }
+        if let Some(v) = args.tg_visit_ns {
+            t.tg_visit_ns = v;
+        }
+    }
+    c.validate().map_err(|e| Failure::Usage(e.to_string()))?;
+    Ok(c)
+}
+
+/// `--mode real`: the kernel's own command.
+fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
+    let refuse = |flag: &str, why: &str| Failure::Usage(format!("{flag} {why}"));
+    if args.policy.is_some() {
+        return Err(refuse(
+            "--policy",
+            "applies to --mode sim and threaded: the real kernel serializes as it was built to",
+        ));
+    }
+    if args.sim_seconds.is_some() {
+        return Err(refuse(
+            "--sim-seconds",
+            "applies to --mode sim; use --duration-s for wall-clock time",
+        ));
+    }
+    let model_flags = [
+        ("--no-throttle", args.no_throttle),
+        ("--period-us", args.period_us.is_some()),
+        ("--quota-us", args.quota_us.is_some()),
+        ("--siblings", args.siblings.is_some()),
+        ("--depth", args.depth.is_some()),
+        ("--tg-visit-ns", args.tg_visit_ns.is_some()),
+        ("--think-us", args.think_us.is_some()),
+        ("--broadcast-every", args.broadcast_every != 0),
+    ];
+    if let Some((flag, _)) = model_flags.iter().find(|(_, given)| *given) {
+        return Err(refuse(
+            flag,
+            "shapes the simulated scenario; --mode real only hammers this kernel \
+             (the throttled cgroup hierarchy needs the kernel selftest, as root)",
+        ));
+    }
+    let online = sys::online_cpus();
+    let cpus = args.cpus.unwrap_or(online.len() as u32);
+    if cpus == 0 {
+        return Err(Failure::Usage("at least 1 CPU is needed (got 0)".into()));
+    }
+    if cpus as usize > online.len() {
+        return Err(Failure::Usage(format!(
+            "--cpus {cpus}, but only {} CPUs are online ({online})",
+            online.len()
+        )));
+    }
+    let targets = match &args.targets {
+        Some(t) => {
+            if let Some(&bad) = t.iter().find(|&&c| !online.contains(c)) {
+                return Err(Failure::Usage(format!(
+                    "callers target CPU {bad}, which is not online (online CPUs: {online})"
+                )));
+            }
+            t.clone()
+        }
+        None => online.iter().take(cpus as usize).collect(),
+    };
+    let threads = args
+        .callers
+        .unwrap_or(cpus.saturating_mul(Config::SELFTEST_CALLERS_PER_CPU));
+    if threads == 0 {
+        return Err(Failure::Usage("at least 1 caller is needed (got 0)".into()));
+    }
+    let watchdog = Duration::from_millis(args.watchdog_ms);
+    let config = stress::Config {
+        threads,
+        targets,
+        duration: Duration::from_secs_f64(args.duration_s.unwrap_or(2.0)),
+        watchdog,
+    };
+    let report = stress::run(&config).map_err(|e| Failure::Run(format!("membarrier: {e}")))?;
+    Ok(Outcome::of_stress(&report, watchdog))
+}
+
+/// `--sweep`: every policy at every CPU count of [`SWEEP_CPUS`].
+fn sweep(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
+    let mut progress = Progress::new((SWEEP_CPUS.len() * Policy::ALL.len()) as u64, "sweep");
+    let mut rows = Vec::new();
+    for cpus in SWEEP_CPUS {
+        let mut base = config(args, Mode::Sim, Some(cpus))?;
+        let mut outcomes = Vec::new();
+        for policy in Policy::ALL {
+            progress.set_label(&format!("{cpus} cpus {policy}"));
+            base.policy = policy;
+            let report = sim::run(&base).map_err(|e| Failure::Usage(e.to_string()))?;
+            outcomes.push(Outcome::of_report(Mode::Sim, &report));
+            progress.inc(1);
+        }
+        let [global, per_cpu, none]: [Outcome; 3] = outcomes
+            .try_into()
+            .expect("one outcome per policy in Policy::ALL");
+        rows.push(SweepRow {
+            cpus,
+            callers: base.callers,
+            ratio: (global.calls > 0).then(|| per_cpu.calls_per_s / global.calls_per_s),
+            global,
+            per_cpu,
+            none,
+        });
+    }
+    drop(progress);
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &rows)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let sample = config(args, Mode::Sim, Some(SWEEP_CPUS[0]))?;
+    write!(
+        out,
+        "membarrier sweep: {:.3} simulated s per run, seed {}, ",
+        sample.sim_time_ns as f64 / NS_PER_S as f64,
+        sample.seed
+    )?;
+    match &sample.throttle {
+        Some(t) => writeln!(
+            out,
+            "CFS period {} us quota {} us over {} task groups ({} siblings x depth {}, {} ns each)",
+            t.period_ns / 1_000,
+            t.quota_ns / 1_000,
+            t.task_groups(),
+            t.siblings,
+            t.depth,
+            t.tg_visit_ns
+        )?,
+        None => writeln!(out, "no throttling")?,
+    }
+    writeln!(
+        out,
+        "{:>5} {:>8} {:>13} {:>13} {:>13} {:>15} {:>24} {:>8}",
+        "cpus",
+        "callers",
+        "global/s",
+        "per-cpu/s",
+        "none/s",
+        "per-cpu/global",
+        "stalls global/per-cpu/none",
+        "irq-off"
+    )?;
+    for r in &rows {
+        let ratio = r.ratio.map_or("-".to_string(), |x| format!("{x:.1}x"));
+        let stalls = format!("{}/{}/{}", r.global.stalls, r.per_cpu.stalls, r.none.stalls);
+        writeln!(
+            out,
+            "{:>5} {:>8} {:>13.1} {:>13.1} {:>13.1} {:>15} {:>24} {:>7.1}%",
+            r.cpus,
+            r.callers,
+            r.global.calls_per_s,
+            r.per_cpu.calls_per_s,
+            r.none.calls_per_s,
+            ratio,
+            stalls,
+            100.0 * r.global.irq_off_fraction.unwrap_or(0.0)
+        )?;
+    }
+    Ok(())
+}
+
+/// The membarrier kind in `syncbench list`: its modes.
+pub fn listing() -> Vec<ImplListing> {
+    let rseq = sys::query().contains(sys::Command::PrivateExpeditedRseq);
+    vec![
+        ImplListing {
+            name: "sim",
+            origin: Origin::Workspace,
+            summary: "deterministic simulator; --policy global|per-cpu|none; --sweep for 8..384 CPUs",
+            available: true,
+            unavailable: None,
+        },
+        ImplListing {
+            name: "threaded",
+            origin: Origin::Workspace,
+            summary: "the simulated scenario with real threads as CPUs (cross-check)",
+            available: true,
+            unavailable: None,
+        },
+        ImplListing {
+            name: "real",
+            origin: Origin::Workspace,
+            summary: "this kernel's targeted MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, calls/s",
+            available: rseq,
+            unavailable: (!rseq).then(|| {
+                "the running kernel lacks MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ (needs Linux \
+                 5.10+ with CONFIG_RSEQ)"
+                    .to_string()
+            }),
+        },
+    ]
+}

@@ -1,0 +1,466 @@
+//! The event loop: callers, their home CPUs, the serialization mutexes and
+//! the IPIs, over the interrupts-off windows of [`Schedule`].
+//!
+//! Mirrors `membarrier_private_expedited()` with `SERIALIZE_IPI()` or
+//! `SERIALIZE_IPI_CPU(cpu_id)` around `smp_call_function_single()` (and
+//! `smp_call_function_many()` for broadcasts); see [`crate::sim`] for the model.
+//!
+//! # Events
+//!
+//! Only two kinds, keyed `time << 24 | id` in one binary heap (ties go to the
+//! smaller id, so the order is total and the run deterministic):
+//! - `CpuStep(h)` (`id = h`): home CPU `h` is free to run its next caller.
+//! - `MutexRelease(m)` (`id = cpus + m`): the owner of mutex `m` has seen its
+//!   call complete; the first waiter gets the mutex.
+//!
+//! A call is usually one event. When a caller takes a mutex its whole call is
+//! already determined (the windows do not depend on the callers, and IPIs to
+//! one target are handled in the order they are sent), so the completion time
+//! is computed at once and stored as the mutex's `held_until`: a later caller
+//! that arrives after it finds the mutex free without a release event having
+//! run. Only a contended mutex schedules a release.
+//!
+//! # Invariants
+//!
+//! - A home CPU has at most one live `CpuStep` (`step_at`); older heap
+//!   entries for it are stale and skipped.
+//! - A mutex with waiters and a known `held_until` has its release scheduled
+//!   (`release_at == held_until`). `held_until == NEVER` while the owner is a
+//!   woken waiter that has not yet sent its IPI.
+//! - `ipi_busy_until[c]` is when CPU `c` finishes the handlers queued so far;
+//!   sends happen in time order, so arrivals reach each target in order.
+
+use super::histogram::Histogram;
+use super::queue::EventQueue;
+use super::throttle::Schedule;
+use super::{Config, Policy, Report};
+use std::collections::VecDeque;
+
+const ID_BITS: u32 = 24;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+/// No event scheduled / not known yet.
+const NEVER: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Between calls: the next call starts when its home CPU runs it.
+    Ready,
+    /// Asleep in a mutex's wait queue.
+    WaitingMutex,
+    /// Handed the mutex while asleep; sends its IPI once its CPU runs it.
+    HoldsMutex,
+}
+
+struct Caller {
+    home: u32,
+    target: u32,
+    phase: Phase,
+    /// Whether the current call is a broadcast.
+    broadcast: bool,
+    calls_started: u32,
+    /// When the current (or last) call started on the home CPU.
+    issued_at: u64,
+    mutex_requested_at: u64,
+    /// A woken waiter may not run before this.
+    ready_at: u64,
+    /// When the last call completed (may be past the end of the run).
+    last_done: u64,
+    stalled: bool,
+}
+
+struct HomeCpu {
+    /// Callers ready to run, in arrival order.
+    runq: VecDeque<u32>,
+    /// Callers thinking between calls, with their wake-up times (in order,
+    /// as the think time is fixed).
+    sleepers: VecDeque<(u64, u32)>,
+    /// The caller doing its exit work until the pending step.
+    finishing: Option<u32>,
+    step_at: u64,
+}
+
+struct SimMutex {
+    held: bool,
+    /// When the owner sees its call complete (NEVER: not known yet).
+    held_until: u64,
+    waiters: VecDeque<u32>,
+    release_at: u64,
+}
+
+struct Engine<'a> {
+    cfg: &'a Config,
+    end: u64,
+    queue: EventQueue,
+    /// Events produced while handling the current one.
+    pending: Vec<u64>,
+    callers: Vec<Caller>,
+    cpus: Vec<HomeCpu>,
+    ipi_busy_until: Vec<u64>,
+    mutexes: Vec<SimMutex>,
+    schedule: Schedule,
+    latency: Histogram,
+    calls: u64,
+    stalls: u64,
+    mutex_wait_max: u64,
+    events: u64,
+}
+
+pub(super) fn run(cfg: &Config) -> Report {
+    let mut engine = Engine::new(cfg);
+    engine.event_loop();
+    engine.finish()
+}
+
+impl<'a> Engine<'a> {
+    fn new(cfg: &'a Config) -> Engine<'a> {
+        let n = cfg.cpus as usize;
+        let mut cpus: Vec<HomeCpu> = (0..n)
+            .map(|_| HomeCpu {
+                runq: VecDeque::new(),
+                sleepers: VecDeque::new(),
+                finishing: None,
+                step_at: NEVER,
+            })
+            .collect();
+        let callers: Vec<Caller> = cfg
+            .placement()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (home, target))| {
+                cpus[home as usize].runq.push_back(i as u32);
+                Caller {
+                    home,
+                    target,
+                    phase: Phase::Ready,
+                    broadcast: false,
+                    calls_started: 0,
+                    issued_at: 0,
+                    mutex_requested_at: 0,
+                    ready_at: 0,
+                    last_done: 0,
+                    stalled: false,
+                }
+            })
+            .collect();
+        let mutex_count = match cfg.policy {
+            Policy::Global => 1,
+            Policy::PerCpu => 1 + n,
+            Policy::None => 0,
+        };
+        let mut engine = Engine {
+            cfg,
+            end: cfg.sim_time_ns,
+            queue: EventQueue::with_capacity(n + mutex_count + 1),
+            pending: Vec::with_capacity(8),
+            callers,
+            cpus,
+            ipi_busy_until: vec![0; n],
+            mutexes: (0..mutex_count)
+                .map(|_| SimMutex {
+                    held: false,
+                    held_until: 0,
+                    waiters: VecDeque::new(),
+                    release_at: NEVER,
+                })
+                .collect(),
+            schedule: Schedule::new(
+                cfg.cpus,
+                cfg.throttle.as_ref(),
+                cfg.costs.ipi_latency_ns,
+                cfg.seed,
+                cfg.sim_time_ns,
+            ),
+            latency: Histogram::new(),
+            calls: 0,
+            stalls: 0,
+            mutex_wait_max: 0,
+            events: 0,
+        };
+        for h in 0..cfg.cpus {
+            if !engine.cpus[h as usize].runq.is_empty() {
+                engine.schedule_step(h, 0);
+            }
+        }
+        for key in std::mem::take(&mut engine.pending) {
+            engine.queue.push(key);
+        }
+        engine
+    }
+
+    #[inline]
+    fn push(&mut self, t: u64, id: u64) {
+        // Nothing after the end is ever handled.
+        if t <= self.end {
+            self.pending.push(t << ID_BITS | id);
+        }
+    }
+
+    #[inline]
+    fn schedule_step(&mut self, h: u32, t: u64) {
+        let cpu = &mut self.cpus[h as usize];
+        if t < cpu.step_at {
+            cpu.step_at = t;
+            self.push(t, u64::from(h));
+        }
+    }
+
+    fn event_loop(&mut self) {
+        let cpus = u64::from(self.cfg.cpus);
+        while let Some(key) = self.queue.min() {
+            let t = key >> ID_BITS;
+            if t > self.end {
+                break;
+            }
+            self.schedule.set_now(t);
+            self.events += 1;
+            let id = key & ID_MASK;
+            if id < cpus {
+                self.cpu_step(id as u32, t);
+            } else {
+                self.mutex_release((id - cpus) as usize, t);
+            }
+            // The handled event's slot takes the first new one (one sift
+            // instead of a pop and a push).
+            match self.pending.first() {
+                None => self.queue.pop_min(),
+                Some(&first) => {
+                    self.queue.replace_min(first);
+                    for i in 1..self.pending.len() {
+                        self.queue.push(self.pending[i]);
+                    }
+                    self.pending.clear();
+                }
+            }
+        }
+    }
+
+    fn cpu_step(&mut self, h: u32, t: u64) {
+        let cpu = &mut self.cpus[h as usize];
+        if cpu.step_at != t {
+            return; // superseded by an earlier step
+        }
+        cpu.step_at = NEVER;
+        let on = self.schedule.irq_on_at(h, t);
+        if on > t {
+            // The CPU is in an interrupts-off window: nothing runs until it ends.
+            self.schedule_step(h, on);
+            return;
+        }
+        let think = self.cfg.think_ns;
+        let cpu = &mut self.cpus[h as usize];
+        if let Some(done) = cpu.finishing.take() {
+            if think == 0 {
+                cpu.runq.push_back(done);
+            } else {
+                cpu.sleepers.push_back((t + think, done));
+            }
+        }
+        while cpu.sleepers.front().is_some_and(|&(wake, _)| wake <= t) {
+            let (_, c) = cpu.sleepers.pop_front().expect("checked non-empty");
+            cpu.runq.push_back(c);
+        }
+        while let Some(c) = self.cpus[h as usize].runq.pop_front() {
+            let ready_at = self.callers[c as usize].ready_at;
+            if ready_at > t {
+                self.cpus[h as usize].runq.push_front(c);
+                self.schedule_step(h, ready_at);
+                return;
+            }
+            if self.run_caller(h, c, t) {
+                return;
+            }
+        }
+        if let Some(&(wake, _)) = self.cpus[h as usize].sleepers.front() {
+            self.schedule_step(h, wake);
+        }
+    }
+
+    /// The mutex a call of `c` needs, if any.
+    #[inline]
+    fn mutex_of(&self, c: &Caller) -> Option<usize> {
+        match self.cfg.policy {
+            Policy::None => None,
+            Policy::Global => Some(0),
+            Policy::PerCpu if c.broadcast => Some(0),
+            Policy::PerCpu => Some(1 + c.target as usize),
+        }
+    }
+
+    /// Home CPU `h` runs caller `c` at `t`. Returns whether `h` is now busy
+    /// with it (false: `c` went to sleep on a mutex).
+    fn run_caller(&mut self, h: u32, c: u32, t: u64) -> bool {
+        let every = self.cfg.broadcast_every;
+        let caller = &mut self.callers[c as usize];
+        match caller.phase {
+            Phase::Ready => {
+                caller.calls_started = caller.calls_started.wrapping_add(1);
+                caller.broadcast = every > 0 && caller.calls_started.is_multiple_of(every);
+                caller.issued_at = t;
+                let Some(m) = self.mutex_of(&self.callers[c as usize]) else {
+                    let done = self.send(c, t);
+                    self.complete(h, c, done);
+                    return true;
+                };
+                let mutex = &mut self.mutexes[m];
+                if !mutex.held || (mutex.held_until <= t && mutex.waiters.is_empty()) {
+                    mutex.held = true;
+                    let done = self.send(c, t);
+                    self.mutexes[m].held_until = done;
+                    self.complete(h, c, done);
+                    true
+                } else {
+                    let caller = &mut self.callers[c as usize];
+                    caller.phase = Phase::WaitingMutex;
+                    caller.mutex_requested_at = t;
+                    mutex.waiters.push_back(c);
+                    if mutex.release_at == NEVER && mutex.held_until != NEVER {
+                        let at = mutex.held_until;
+                        mutex.release_at = at;
+                        self.push(at, u64::from(self.cfg.cpus) + m as u64);
+                    }
+                    false
+                }
+            }
+            Phase::HoldsMutex => {
+                let m = self
+                    .mutex_of(&self.callers[c as usize])
+                    .expect("a caller holding a mutex has a policy with mutexes");
+                let done = self.send(c, t);
+                let mutex = &mut self.mutexes[m];
+                mutex.held_until = done;
+                if !mutex.waiters.is_empty() && mutex.release_at == NEVER {
+                    mutex.release_at = done;
+                    self.push(done, u64::from(self.cfg.cpus) + m as u64);
+                }
+                self.complete(h, c, done);
+                true
+            }
+            Phase::WaitingMutex => unreachable!("a sleeping waiter is on no run queue"),
+        }
+    }
+
+    /// Caller `c` sends its IPI(s) at `t`; returns when it sees completion.
+    fn send(&mut self, c: u32, t: u64) -> u64 {
+        let caller = &self.callers[c as usize];
+        let (home, target, broadcast) = (caller.home, caller.target, caller.broadcast);
+        let costs = &self.cfg.costs;
+        let arrival = t + costs.ipi_latency_ns;
+        if broadcast {
+            // smp_call_function_many(): every other CPU, wait for all.
+            let mut done = t;
+            for cpu in 0..self.cfg.cpus {
+                if cpu != home {
+                    done = done.max(self.deliver(cpu, arrival));
+                }
+            }
+            self.schedule.irq_on_at(home, done)
+        } else if target == home {
+            // smp_call_function_single() on the calling CPU runs the
+            // function right there.
+            t + costs.ipi_handler_ns
+        } else {
+            let handled = self.deliver(target, arrival);
+            self.schedule.irq_on_at(home, handled)
+        }
+    }
+
+    /// An IPI reaches `cpu` at `arrival`; returns when its handler is done.
+    #[inline]
+    fn deliver(&mut self, cpu: u32, arrival: u64) -> u64 {
+        let start = self
+            .schedule
+            .irq_on_at(cpu, arrival)
+            .max(self.ipi_busy_until[cpu as usize]);
+        let done = start + self.cfg.costs.ipi_handler_ns;
+        self.ipi_busy_until[cpu as usize] = done;
+        done
+    }
+
+    /// Caller `c` on `h` sees its call complete at `done`.
+    fn complete(&mut self, h: u32, c: u32, done: u64) {
+        let caller = &mut self.callers[c as usize];
+        caller.phase = Phase::Ready;
+        caller.last_done = done;
+        if done <= self.end {
+            let latency = done - caller.issued_at;
+            self.latency.record(latency);
+            self.calls += 1;
+            if latency > self.cfg.watchdog_ns {
+                self.stalls += 1;
+                caller.stalled = true;
+            }
+        }
+        self.cpus[h as usize].finishing = Some(c);
+        let next = self.schedule.advance(h, done, self.cfg.costs.syscall_ns);
+        self.schedule_step(h, next);
+    }
+
+    fn mutex_release(&mut self, m: usize, t: u64) {
+        let mutex = &mut self.mutexes[m];
+        debug_assert_eq!(mutex.release_at, t);
+        mutex.release_at = NEVER;
+        let Some(w) = mutex.waiters.pop_front() else {
+            mutex.held = false;
+            return;
+        };
+        mutex.held_until = NEVER;
+        let ready = t + self.cfg.costs.mutex_handoff_ns;
+        let waiter = &mut self.callers[w as usize];
+        self.mutex_wait_max = self.mutex_wait_max.max(ready - waiter.mutex_requested_at);
+        waiter.phase = Phase::HoldsMutex;
+        let home = waiter.home;
+        // The waiter runs once awake and its CPU's interrupts are on.
+        let ready = self.schedule.irq_on_at(home, ready);
+        self.callers[w as usize].ready_at = ready;
+        let cpu = &mut self.cpus[home as usize];
+        if cpu.finishing.is_none() && cpu.runq.is_empty() && cpu.step_at == NEVER {
+            // Its CPU is idle with nothing else due: it runs the waiter at
+            // `ready` for sure, so the call can be settled now, saving a
+            // wake-up event. (Sends to one target still reach it in send
+            // order: only this waiter may send to its target until its
+            // call completes, broadcasts aside.)
+            let ran = self.run_caller(home, w, ready);
+            debug_assert!(ran, "a caller holding its mutex never blocks");
+        } else {
+            cpu.runq.push_back(w);
+            if cpu.finishing.is_none() {
+                self.schedule_step(home, ready);
+            }
+        }
+    }
+
+    fn finish(mut self) -> Report {
+        let windows = self.schedule.summary();
+        let end = self.end;
+        let watchdog = self.cfg.watchdog_ns;
+        for caller in &mut self.callers {
+            let in_flight = caller.phase != Phase::Ready || caller.last_done > end;
+            if caller.phase == Phase::WaitingMutex {
+                self.mutex_wait_max = self.mutex_wait_max.max(end - caller.mutex_requested_at);
+            }
+            if in_flight && end - caller.issued_at > watchdog {
+                self.stalls += 1;
+                caller.stalled = true;
+            }
+        }
+        Report {
+            cpus: self.cfg.cpus,
+            callers: self.cfg.callers,
+            policy: self.cfg.policy,
+            seed: self.cfg.seed,
+            time_ns: end,
+            calls: self.calls,
+            mutex_wait_max_ns: self.mutex_wait_max,
+            stalls: self.stalls,
+            stalled_callers: self.callers.iter().filter(|c| c.stalled).count() as u32,
+            watchdog_ns: watchdog,
+            irq_off_fraction: windows.irq_off_fraction,
+            irq_off_longest_ns: windows.longest_ns,
+            timer_passes: windows.passes,
+            chained_passes: windows.chained_passes,
+            period_scalings: windows.period_scalings,
+            events: self.events,
+            latency: self.latency,
+        }
+    }
+}

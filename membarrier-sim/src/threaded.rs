@@ -1,0 +1,410 @@
+//! The simulator's cross-check in real time: threads as CPUs, sleeps as
+//! interrupts-off windows, `std::sync::Mutex` as the serialization.
+//!
+//! Mirrors the same kernel code as [`crate::sim`] (`membarrier_private_expedited()`
+//! with `SERIALIZE_IPI()` or `SERIALIZE_IPI_CPU()` around
+//! `smp_call_function_single()`), played out by real threads instead of an
+//! event queue, so that the simulator's central claim can be checked against
+//! real blocking, real wake-ups and a real scheduler at small scale:
+//!
+//! - One **CPU thread** per simulated CPU replays that CPU's interrupts-off
+//!   windows, drawn from the same `Schedule` as the simulator for the same
+//!   [`Config`] and seed: inside a window it sleeps (interrupts off: its IPI
+//!   inbox waits), outside it runs the IPI handlers queued for it and sleeps
+//!   until the next request or window.
+//! - One **caller thread** per caller loops like a selftest hammer: take its
+//!   home CPU's run token (a `Mutex<()>`: the CPU the caller spins on, as
+//!   `csd_lock_wait()` does with preemption off), wait for that CPU's
+//!   interrupts, take the policy's mutex (sleeping for it without the run
+//!   token), post the request to the target's inbox, wait for the handler,
+//!   wait for its home CPU's interrupts again, release both.
+//!
+//! Costs are whatever this machine charges for them (futex wake-ups of a few
+//! to tens of microseconds instead of the simulator's 1 µs IPI); the windows,
+//! in milliseconds, dominate either way, which is why the two modes can be
+//! compared on the per-cpu/global ratio.
+//!
+//! Invariants: a caller holds at most its policy mutex and its home CPU's
+//! run token, always taking the mutex first when it has to sleep for it and
+//! never blocking on anything but its IPI while holding the token, so no
+//! cycle of waits can form. Every wait spins briefly, then sleeps on a futex
+//! and is woken by the party that ends it.
+
+use crate::sim::{Config, ConfigError, Histogram, Policy, Report, Schedule, Window};
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Barrier, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Spins before a wait goes to sleep.
+const SPINS: u32 = 100;
+
+/// Runs `config` in real time for `config.sim_time_ns`; `think_ns` is slept,
+/// the `costs` are this machine's own.
+///
+/// # Errors
+///
+/// A [`ConfigError`] naming the first parameter that cannot be used.
+pub fn run(config: &Config) -> Result<Report, ConfigError> {
+    config.validate()?;
+    let duration = config.sim_time_ns;
+    let mut schedule = Schedule::new(
+        config.cpus,
+        config.throttle.as_ref(),
+        config.costs.ipi_latency_ns,
+        config.seed,
+        duration,
+    );
+    // A little past the end, for callers finishing their last call.
+    let windows = schedule.all_windows(duration + duration / 4 + 100_000_000);
+    let summary = schedule.summary();
+    let machine = Machine::new(config, windows);
+    let outcome = machine.run(config);
+    Ok(Report {
+        cpus: config.cpus,
+        callers: config.callers,
+        policy: config.policy,
+        seed: config.seed,
+        time_ns: duration,
+        calls: outcome.calls,
+        latency: outcome.latency,
+        mutex_wait_max_ns: outcome.mutex_wait_max_ns,
+        stalls: outcome.stalls,
+        stalled_callers: outcome.stalled_callers,
+        watchdog_ns: config.watchdog_ns,
+        irq_off_fraction: summary.irq_off_fraction,
+        irq_off_longest_ns: summary.longest_ns,
+        timer_passes: summary.passes,
+        chained_passes: summary.chained_passes,
+        period_scalings: summary.period_scalings,
+        events: 0,
+    })
+}
+
+/// The shared state of one run.
+struct Machine {
+    windows: Vec<Vec<Window>>,
+    /// Per CPU: the callers whose IPIs wait for it.
+    inboxes: Vec<Mutex<Vec<u32>>>,
+    /// Per CPU: bumped after each post; the CPU thread sleeps on it.
+    doorbells: Vec<AtomicU32>,
+    /// Per caller: handlers run for its current call.
+    handled: Vec<AtomicU32>,
+    /// Per CPU: held by the caller spinning on that CPU.
+    run_tokens: Vec<Mutex<()>>,
+    /// `[global, cpu 0, cpu 1, ...]` as the policy needs them.
+    mutexes: Vec<Mutex<()>>,
+    placement: Vec<(u32, u32)>,
+    callers_stop: AtomicBool,
+    cpus_stop: AtomicBool,
+}
+
+/// What the callers measured.
+struct Outcome {
+    calls: u64,
+    latency: Histogram,
+    mutex_wait_max_ns: u64,
+    stalls: u64,
+    stalled_callers: u32,
+}
+
+/// What one caller measured.
+#[derive(Default)]
+struct CallerTally {
+    calls: u64,
+    latency: Histogram,
+    mutex_wait_max_ns: u64,
+    stalls: u64,
+}
+
+impl Machine {
+    fn new(config: &Config, windows: Vec<Vec<Window>>) -> Machine {
+        let n = config.cpus as usize;
+        let mutexes = match config.policy {
+            Policy::Global => 1,
+            Policy::PerCpu => 1 + n,
+            Policy::None => 0,
+        };
+        Machine {
+            windows,
+            inboxes: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+            doorbells: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            handled: (0..config.callers).map(|_| AtomicU32::new(0)).collect(),
+            run_tokens: (0..n).map(|_| Mutex::new(())).collect(),
+            mutexes: (0..mutexes).map(|_| Mutex::new(())).collect(),
+            placement: config.placement(),
+            callers_stop: AtomicBool::new(false),
+            cpus_stop: AtomicBool::new(false),
+        }
+    }
+
+    fn run(&self, config: &Config) -> Outcome {
+        let threads = config.callers as usize + config.cpus as usize + 1;
+        // Everyone measures time from one epoch, taken once all threads exist.
+        let ready = Barrier::new(threads);
+        let go = Barrier::new(threads);
+        let epoch: OnceLock<Instant> = OnceLock::new();
+        let tallies: Vec<CallerTally> = std::thread::scope(|s| {
+            let (ready, go, epoch) = (&ready, &go, &epoch);
+            let cpu_threads: Vec<_> = (0..config.cpus)
+                .map(|cpu| {
+                    s.spawn(move || {
+                        ready.wait();
+                        go.wait();
+                        self.cpu_loop(cpu, *epoch.get().expect("set before `go`"));
+                    })
+                })
+                .collect();
+            let caller_threads: Vec<_> = (0..config.callers)
+                .map(|caller| {
+                    s.spawn(move || {
+                        ready.wait();
+                        go.wait();
+                        self.caller_loop(config, caller, *epoch.get().expect("set before `go`"))
+                    })
+                })
+                .collect();
+            ready.wait();
+            let start = *epoch.get_or_init(Instant::now);
+            go.wait();
+            sleep_until(start, config.sim_time_ns);
+            // Relaxed: the flags only end loops; the joins below order the rest.
+            self.callers_stop.store(true, Ordering::Relaxed);
+            let tallies = caller_threads
+                .into_iter()
+                .map(|h| h.join().expect("caller threads do not panic"))
+                .collect();
+            self.cpus_stop.store(true, Ordering::Relaxed);
+            for bell in &self.doorbells {
+                ring(bell);
+            }
+            for h in cpu_threads {
+                h.join().expect("CPU threads do not panic");
+            }
+            tallies
+        });
+        let mut outcome = Outcome {
+            calls: 0,
+            latency: Histogram::new(),
+            mutex_wait_max_ns: 0,
+            stalls: 0,
+            stalled_callers: 0,
+        };
+        for t in &tallies {
+            outcome.calls += t.calls;
+            outcome.latency.merge(&t.latency);
+            outcome.mutex_wait_max_ns = outcome.mutex_wait_max_ns.max(t.mutex_wait_max_ns);
+            outcome.stalls += t.stalls;
+            outcome.stalled_callers += u32::from(t.stalls > 0);
+        }
+        outcome
+    }
+
+    /// The window of `cpu` holding `now`, if any (`cursor` only moves forward).
+    fn window_at(&self, cpu: u32, cursor: &mut usize, now: u64) -> Option<Window> {
+        let windows = &self.windows[cpu as usize];
+        while windows.get(*cursor).is_some_and(|w| w.end <= now) {
+            *cursor += 1;
+        }
+        windows.get(*cursor).copied().filter(|w| w.start <= now)
+    }
+
+    /// Sleeps until `cpu`'s interrupts are on.
+    fn wait_irq_on(&self, cpu: u32, cursor: &mut usize, start: Instant) {
+        while let Some(w) = self.window_at(cpu, cursor, elapsed_ns(start)) {
+            sleep_until(start, w.end);
+        }
+    }
+
+    fn cpu_loop(&self, cpu: u32, start: Instant) {
+        let mut cursor = 0;
+        let inbox = &self.inboxes[cpu as usize];
+        let doorbell = &self.doorbells[cpu as usize];
+        let mut batch = Vec::new();
+        // Relaxed: see `run`.
+        while !self.cpus_stop.load(Ordering::Relaxed) {
+            // Read the doorbell before the inbox: a post after this read
+            // changes it, so the sleep below cannot miss the post.
+            // Acquire pairs with the Release increment in `post`.
+            let rung = doorbell.load(Ordering::Acquire);
+            let now = elapsed_ns(start);
+            if let Some(w) = self.window_at(cpu, &mut cursor, now) {
+                // Interrupts off: the inbox waits.
+                sleep_until(start, w.end);
+                continue;
+            }
+            std::mem::swap(&mut batch, &mut *lock(inbox));
+            for caller in batch.drain(..) {
+                // ipi_rseq() would do smp_mb() and rseq_preempt(); here the
+                // handler is just the sender's CSD unlock.
+                let handled = &self.handled[caller as usize];
+                // Release pairs with the Acquire load in `wait_handled`.
+                handled.fetch_add(1, Ordering::Release);
+                ring(handled);
+            }
+            let next_window = self.windows[cpu as usize]
+                .get(cursor)
+                .map_or(u64::MAX, |w| w.start);
+            let until = next_window.min(elapsed_ns(start) + 10_000_000);
+            wait_for_change(doorbell, rung, start, until);
+        }
+    }
+
+    fn caller_loop(&self, config: &Config, caller: u32, start: Instant) -> CallerTally {
+        let (home, target) = self.placement[caller as usize];
+        let home_token = &self.run_tokens[home as usize];
+        let mut home_cursor = 0;
+        let mut tally = CallerTally::default();
+        let mut calls_started = 0u32;
+        let handled = &self.handled[caller as usize];
+        // Relaxed: see `run`.
+        while !self.callers_stop.load(Ordering::Relaxed) {
+            calls_started = calls_started.wrapping_add(1);
+            let broadcast =
+                config.broadcast_every > 0 && calls_started.is_multiple_of(config.broadcast_every);
+            let mut token = Some(lock(home_token));
+            self.wait_irq_on(home, &mut home_cursor, start);
+            let issued = elapsed_ns(start);
+            let mutex = match config.policy {
+                Policy::None => None,
+                Policy::Global => Some(&self.mutexes[0]),
+                Policy::PerCpu if broadcast => Some(&self.mutexes[0]),
+                Policy::PerCpu => Some(&self.mutexes[1 + target as usize]),
+            };
+            let guard: Option<MutexGuard<'_, ()>> = mutex.map(|m| match m.try_lock() {
+                Ok(g) => g,
+                Err(_) => {
+                    // Sleep for the mutex without holding the CPU, then get
+                    // the CPU back.
+                    drop(token.take());
+                    let g = lock(m);
+                    token = Some(lock(home_token));
+                    self.wait_irq_on(home, &mut home_cursor, start);
+                    tally.mutex_wait_max_ns =
+                        tally.mutex_wait_max_ns.max(elapsed_ns(start) - issued);
+                    g
+                }
+            });
+            if self.callers_stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // Relaxed: only this caller resets its counter, and the inbox
+            // mutex orders the reset before any handler's increment.
+            handled.store(0, Ordering::Relaxed);
+            if broadcast {
+                let others: Vec<u32> = (0..config.cpus).filter(|&c| c != home).collect();
+                for &cpu in &others {
+                    self.post(cpu, caller);
+                }
+                wait_handled(handled, others.len() as u32);
+            } else if target == home {
+                // smp_call_function_single() on the calling CPU runs the
+                // handler right here: nothing to wait for.
+            } else {
+                self.post(target, caller);
+                wait_handled(handled, 1);
+            }
+            self.wait_irq_on(home, &mut home_cursor, start);
+            let finished = elapsed_ns(start);
+            drop(guard);
+            drop(token);
+            let latency = finished - issued;
+            if latency > config.watchdog_ns {
+                tally.stalls += 1;
+            }
+            if finished <= config.sim_time_ns {
+                tally.calls += 1;
+                tally.latency.record(latency);
+            }
+            if config.think_ns > 0 {
+                std::thread::sleep(Duration::from_nanos(config.think_ns));
+            }
+        }
+        tally
+    }
+
+    /// Queues `caller`'s IPI on `cpu` and rings its doorbell.
+    fn post(&self, cpu: u32, caller: u32) {
+        lock(&self.inboxes[cpu as usize]).push(caller);
+        let doorbell = &self.doorbells[cpu as usize];
+        // Release pairs with the Acquire load in `cpu_loop`.
+        doorbell.fetch_add(1, Ordering::Release);
+        ring(doorbell);
+    }
+}
+
+/// Waits until `count` handlers have run for this call: spin, then sleep.
+fn wait_handled(handled: &AtomicU32, count: u32) {
+    let mut spins = 0;
+    loop {
+        // Acquire pairs with the Release increment in `cpu_loop`.
+        let seen = handled.load(Ordering::Acquire);
+        if seen >= count {
+            return;
+        }
+        if spins < SPINS {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            sleep_while(handled, seen, None);
+        }
+    }
+}
+
+/// Locks `m`, shrugging off poisoning (a panicking thread fails the run anyway).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn elapsed_ns(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn sleep_until(start: Instant, at_ns: u64) {
+    let now = elapsed_ns(start);
+    if at_ns > now {
+        std::thread::sleep(Duration::from_nanos(at_ns - now));
+    }
+}
+
+/// Sleeps while `word` still reads `seen`, at most until `until_ns`.
+fn wait_for_change(word: &AtomicU32, seen: u32, start: Instant, until_ns: u64) {
+    let now = elapsed_ns(start);
+    if until_ns <= now {
+        return;
+    }
+    sleep_while(word, seen, Some(Duration::from_nanos(until_ns - now)));
+}
+
+/// One futex wait: returns when `word != value` may hold, on a wake-up, or
+/// after `timeout`.
+fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration>) {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::thread::futex;
+        let timeout = timeout.map(|d| futex::Timespec {
+            tv_sec: d.as_secs() as futex::Secs,
+            tv_nsec: d.subsec_nanos() as futex::Nsecs,
+        });
+        // EAGAIN (the value changed), EINTR and ETIMEDOUT all mean: look again.
+        let _ = futex::wait(word, futex::Flags::PRIVATE, value, timeout.as_ref());
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (word, value);
+        std::thread::sleep(timeout.map_or(Duration::from_micros(50), |d| {
+            d.min(Duration::from_micros(50))
+        }));
+    }
+}
+
+/// Wakes every thread sleeping on `word`.
+fn ring(word: &AtomicU32) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::PRIVATE, u32::MAX);
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = word;
+    }
+}

@@ -1,0 +1,253 @@
+//! The simulator through its public API: determinism, the policies'
+//! behaviour with and without interrupts-off windows, and parameter checks.
+
+use membarrier_sim::sim::{self, Config, ConfigError, NS_PER_S, Policy, Report, Throttle};
+
+fn run(config: &Config) -> Report {
+    sim::run(config).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn scenario(cpus: u32, policy: Policy, seconds: u64) -> Config {
+    let mut c = Config::selftest(cpus);
+    c.policy = policy;
+    c.sim_time_ns = seconds * NS_PER_S;
+    c
+}
+
+#[test]
+fn same_parameters_and_seed_give_the_same_report_byte_for_byte() {
+    for policy in Policy::ALL {
+        let c = scenario(16, policy, 2);
+        let a = run(&c).to_string();
+        let b = run(&c).to_string();
+        assert_eq!(a, b, "{policy}");
+        assert!(a.contains(&format!("policy {policy}")), "{a}");
+        let mut other = c.clone();
+        other.seed = 2;
+        assert_ne!(run(&other).to_string(), a, "{policy}: the seed must matter");
+    }
+}
+
+#[test]
+fn without_windows_and_an_unsaturated_mutex_the_policies_match() {
+    // Eight callers that think 50 us between calls offer about 150k calls/s,
+    // well below what one global mutex passes (~400k/s): serializing costs
+    // nothing but a little queueing.
+    let mut c = scenario(8, Policy::Global, 1);
+    c.throttle = None;
+    c.callers = 8;
+    c.think_ns = 50_000;
+    let global = run(&c);
+    c.policy = Policy::PerCpu;
+    let per_cpu = run(&c);
+    let ratio = per_cpu.calls_per_s() / global.calls_per_s();
+    assert!(
+        (0.97..1.03).contains(&ratio),
+        "{ratio}\n{global}\n{per_cpu}"
+    );
+    assert_eq!(global.irq_off_fraction, 0.0);
+    assert_eq!(global.stalls + per_cpu.stalls, 0);
+}
+
+#[test]
+fn without_windows_a_tight_loop_still_saturates_the_global_mutex_but_never_stalls() {
+    // The selftest's tight loop on 8 CPUs: the global mutex passes one IPI
+    // round trip at a time while per-CPU mutexes pass eight, so per-cpu is
+    // faster even without throttling; but every caller still gets through
+    // within milliseconds.
+    let mut c = scenario(8, Policy::Global, 1);
+    c.throttle = None;
+    c.sim_time_ns = NS_PER_S / 5;
+    let global = run(&c);
+    c.policy = Policy::PerCpu;
+    let per_cpu = run(&c);
+    assert!(
+        per_cpu.calls_per_s() > 2.0 * global.calls_per_s(),
+        "{global}\n{per_cpu}"
+    );
+    assert_eq!(global.stalls + per_cpu.stalls, 0);
+    assert!(global.latency().max_ns < 10_000_000, "{global}");
+}
+
+#[test]
+fn with_windows_per_cpu_never_does_worse_than_global() {
+    for cpus in [1, 2, 4, 8, 16, 32] {
+        for seed in 1..=4 {
+            let mut c = scenario(cpus, Policy::Global, 1);
+            c.seed = seed;
+            let global = run(&c);
+            c.policy = Policy::PerCpu;
+            let per_cpu = run(&c);
+            assert!(
+                per_cpu.calls >= global.calls,
+                "cpus {cpus} seed {seed}:\n{global}\n{per_cpu}"
+            );
+            assert!(per_cpu.stalls <= global.stalls, "cpus {cpus} seed {seed}");
+            assert!(global.irq_off_fraction > 0.3, "{global}");
+        }
+    }
+}
+
+#[test]
+fn on_a_large_machine_global_stalls_and_per_cpu_does_not() {
+    let global = run(&scenario(128, Policy::Global, 3));
+    let per_cpu = run(&scenario(128, Policy::PerCpu, 3));
+    assert!(global.stalls > 0, "{global}");
+    assert_eq!(per_cpu.stalls, 0, "{per_cpu}");
+    assert!(
+        per_cpu.calls_per_s() > 20.0 * global.calls_per_s(),
+        "{global}\n{per_cpu}"
+    );
+    // A stalled global caller waited for the whole queue, not for one window.
+    assert!(global.mutex_wait_max_ns > NS_PER_S, "{global}");
+    assert!(global.latency().max_ns > NS_PER_S, "{global}");
+}
+
+#[test]
+fn a_call_on_the_callers_own_cpu_runs_the_handler_locally() {
+    let mut c = scenario(1, Policy::Global, 1);
+    c.throttle = None;
+    c.callers = 1;
+    let r = run(&c);
+    let l = r.latency();
+    // No IPI: the handler alone, then the syscall's own CPU time, per call.
+    assert_eq!(l.max_ns, c.costs.ipi_handler_ns);
+    assert_eq!(l.p50_ns, c.costs.ipi_handler_ns);
+    let per_call = c.costs.ipi_handler_ns + c.costs.syscall_ns;
+    assert_eq!(r.calls, NS_PER_S / per_call + 1);
+    assert_eq!(r.mutex_wait_max_ns, 0);
+}
+
+#[test]
+fn a_remote_call_costs_one_ipi_round_trip_without_contention() {
+    let mut c = scenario(2, Policy::PerCpu, 1);
+    c.throttle = None;
+    c.callers = 1;
+    let r = run(&c);
+    assert_eq!(
+        r.latency().max_ns,
+        c.costs.ipi_latency_ns + c.costs.ipi_handler_ns
+    );
+    assert!(r.latency().mean_ns > 0.0);
+}
+
+#[test]
+fn broadcasts_wait_for_every_cpu_and_take_the_global_mutex() {
+    let mut c = scenario(16, Policy::PerCpu, 1);
+    let targeted = run(&c);
+    c.broadcast_every = 4;
+    let mixed = run(&c);
+    assert!(mixed.calls > 0);
+    // A broadcast waits for whichever CPU is walking, and every fourth call
+    // queues on the one global mutex.
+    assert!(mixed.calls < targeted.calls, "{targeted}\n{mixed}");
+    assert!(mixed.latency().max_ns > targeted.latency().max_ns);
+}
+
+#[test]
+fn targets_confine_the_callers_to_the_cpus_named() {
+    let mut c = scenario(8, Policy::PerCpu, 1);
+    c.throttle = None;
+    c.callers = 16;
+    c.targets = Some(vec![3]);
+    let one_target = run(&c);
+    c.targets = None;
+    let all_targets = run(&c);
+    // Sixteen callers behind one per-CPU mutex pass one call at a time.
+    assert!(
+        all_targets.calls_per_s() > 3.0 * one_target.calls_per_s(),
+        "{one_target}\n{all_targets}"
+    );
+    let placement = {
+        let mut c = c.clone();
+        c.targets = Some(vec![3, 5]);
+        c.placement()
+    };
+    assert!(placement.iter().all(|&(_, t)| t == 3 || t == 5));
+}
+
+#[test]
+fn latency_figures_are_ordered() {
+    for policy in Policy::ALL {
+        let r = run(&scenario(32, policy, 1));
+        let l = r.latency();
+        assert!(l.p50_ns <= l.p99_ns && l.p99_ns <= l.max_ns, "{r}");
+        assert!(l.mean_ns <= l.max_ns as f64, "{r}");
+        assert!(r.calls > 0 && r.events > 0, "{r}");
+        assert!(r.timer_passes >= 199, "{r}");
+    }
+}
+
+#[test]
+fn bad_parameters_are_refused_with_the_reason() {
+    let ok = scenario(8, Policy::Global, 1);
+    assert!(sim::run(&ok).is_ok());
+    type Spoil = Box<dyn Fn(&mut Config)>;
+    let cases: Vec<(Spoil, &str)> = vec![
+        (Box::new(|c| c.cpus = 0), "at least 1 CPU"),
+        (Box::new(|c| c.callers = 0), "at least 1 caller"),
+        (Box::new(|c| c.targets = Some(vec![2, 9])), "target CPU 9"),
+        (Box::new(|c| c.targets = Some(vec![])), "empty"),
+        (Box::new(|c| c.sim_time_ns = 0), "more than 0"),
+        (
+            Box::new(|c| c.sim_time_ns = 2_000 * NS_PER_S),
+            "at most 1000",
+        ),
+        (Box::new(|c| c.costs.syscall_ns = 0), "syscall_ns"),
+        (Box::new(|c| c.watchdog_ns = 0), "watchdog"),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().period_ns = 0),
+            "period must be more than 0",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().quota_ns = 0),
+            "quota must be more than 0",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().quota_ns = 40_000_000),
+            "never throttle",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().overshoot_ns = 0),
+            "overshoot",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().window_spread_pct = 101),
+            "at most 100%",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().timer_cpu = 8),
+            "timer fires on CPU 8",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().tg_visit_ns = u64::MAX / 2),
+            "throttle walk",
+        ),
+    ];
+    for (i, (spoil, needle)) in cases.iter().enumerate() {
+        let mut c = ok.clone();
+        spoil(&mut c);
+        let err = sim::run(&c).expect_err(needle);
+        assert!(
+            err.to_string().contains(needle),
+            "case {i}: expected '{needle}' in '{err}'"
+        );
+        assert_eq!(c.validate(), Err(err));
+    }
+    assert_eq!(
+        sim::run(&Config {
+            cpus: 0,
+            ..ok.clone()
+        })
+        .unwrap_err(),
+        ConfigError::NoCpus
+    );
+    assert_eq!("per-cpu".parse::<Policy>(), Ok(Policy::PerCpu));
+    assert!(
+        "fast"
+            .parse::<Policy>()
+            .unwrap_err()
+            .contains("global, per-cpu, none")
+    );
+    assert_eq!(Throttle::selftest().task_groups(), 12_001);
+}

@@ -1,0 +1,59 @@
+//! Real syscall stress on this machine's kernel.
+//! Not built under `cfg(loom)`: real threads against real time.
+#![cfg(not(loom))]
+
+use membarrier_sim::stress::{self, Config, Error};
+use membarrier_sim::sys::{self, Command};
+use std::time::Duration;
+
+fn config(threads: u32, targets: Vec<u32>) -> Config {
+    Config {
+        threads,
+        targets,
+        duration: Duration::from_millis(200),
+        watchdog: Duration::from_secs(1),
+    }
+}
+
+#[test]
+fn stress_hammers_the_kernel_or_says_why_not() {
+    let online: Vec<u32> = sys::online_cpus().iter().take(2).collect();
+    match stress::run(&config(3, online.clone())) {
+        Ok(r) => {
+            assert!(r.calls > 0, "{r:?}");
+            assert!(r.calls_per_s() > 0.0);
+            assert_eq!(r.targets, online);
+            let l = (
+                r.latency.percentile(50.0),
+                r.latency.percentile(99.0),
+                r.latency.max(),
+            );
+            assert!(l.0 <= l.1 && l.1 <= l.2, "{l:?}");
+        }
+        Err(Error::Sys(sys::Error::Unsupported { command })) => {
+            // Kernels before 5.10 or without CONFIG_RSEQ.
+            assert_eq!(command, Command::PrivateExpeditedRseq);
+            assert!(!sys::query().contains(Command::PrivateExpeditedRseq));
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn stress_refuses_what_cannot_run() {
+    let err = stress::run(&config(1, vec![100_000])).unwrap_err();
+    match err {
+        Error::Sys(sys::Error::BadCpu { cpu, .. }) => assert_eq!(cpu, 100_000),
+        Error::Sys(sys::Error::Unsupported { .. }) => {}
+        other => panic!("{other}"),
+    }
+    assert!(matches!(
+        stress::run(&config(0, vec![0])).unwrap_err(),
+        Error::NoThreads
+    ));
+    assert!(matches!(
+        stress::run(&config(1, vec![])).unwrap_err(),
+        Error::NoTargets
+    ));
+    assert!(Error::NoThreads.to_string().contains("at least one"));
+}

@@ -1,0 +1,82 @@
+//! The threaded cross-check against the simulator, and its parameter checks.
+//! Not built under `cfg(loom)`: real threads against real time.
+#![cfg(not(loom))]
+
+use membarrier_sim::sim::{self, Config, ConfigError, NS_PER_S, Policy};
+use membarrier_sim::threaded;
+
+#[test]
+fn threaded_mode_agrees_with_the_simulator_on_the_ratio_at_8_cpus() {
+    // The selftest's scenario on 8 CPUs with 2 callers per CPU that think
+    // 1 ms between calls. Without the think time the per-cpu calls would
+    // run as fast as this 2-core machine switches threads (tens of us a
+    // call, against the model's 2.5 us); with it both modes are bound by
+    // the windows and the think time, which is what they should agree on.
+    let mut c = Config::selftest(8);
+    c.callers = 16;
+    c.think_ns = 1_000_000;
+    c.sim_time_ns = NS_PER_S;
+    let ratio = |run: &dyn Fn(&Config) -> f64| {
+        let mut c = c.clone();
+        c.policy = Policy::Global;
+        let global = run(&c);
+        c.policy = Policy::PerCpu;
+        run(&c) / global
+    };
+    let threaded = ratio(&|c| threaded::run(c).unwrap().calls_per_s());
+    let simulated = ratio(&|c| {
+        let mut c = c.clone();
+        c.sim_time_ns = 4 * NS_PER_S;
+        sim::run(&c).unwrap().calls_per_s()
+    });
+    assert!(
+        simulated > 1.5 && threaded > 1.5,
+        "sim {simulated} threaded {threaded}"
+    );
+    let agreement = threaded / simulated;
+    assert!(
+        (0.5..=2.0).contains(&agreement),
+        "per-cpu/global: threaded {threaded:.2}, simulated {simulated:.2}"
+    );
+}
+
+#[test]
+fn threaded_mode_without_windows_completes_calls_under_every_policy() {
+    for policy in Policy::ALL {
+        let mut c = Config::selftest(4);
+        c.throttle = None;
+        c.callers = 4;
+        c.policy = policy;
+        c.sim_time_ns = NS_PER_S / 5;
+        let r = threaded::run(&c).unwrap();
+        assert!(r.calls > 0, "{r}");
+        assert_eq!(r.irq_off_fraction, 0.0);
+        let l = r.latency();
+        assert!(l.p50_ns <= l.p99_ns && l.p99_ns <= l.max_ns, "{r}");
+    }
+}
+
+#[test]
+fn threaded_mode_runs_broadcasts() {
+    let mut c = Config::selftest(4);
+    c.throttle = None;
+    c.callers = 4;
+    c.policy = Policy::PerCpu;
+    c.broadcast_every = 2;
+    c.sim_time_ns = NS_PER_S / 5;
+    let r = threaded::run(&c).unwrap();
+    assert!(r.calls > 0, "{r}");
+}
+
+#[test]
+fn threaded_mode_refuses_bad_parameters() {
+    let mut c = Config::selftest(4);
+    c.cpus = 0;
+    assert_eq!(threaded::run(&c).unwrap_err(), ConfigError::NoCpus);
+    let mut c = Config::selftest(4);
+    c.targets = Some(vec![4]);
+    assert!(matches!(
+        threaded::run(&c).unwrap_err(),
+        ConfigError::NoSuchTarget { target: 4, cpus: 4 }
+    ));
+}
