@@ -263,11 +263,16 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Exits with clap's usage-error status (2) and `message`.
+/// Exits with clap's usage-error status (2) and `message`, under the usage
+/// line of the subcommand that was run.
 fn usage_error(message: impl std::fmt::Display) -> ! {
-    Cli::command()
-        .error(clap::error::ErrorKind::ValueValidation, message)
-        .exit()
+    let mut root = Cli::command();
+    root.build();
+    let subcommand = std::env::args().nth(1);
+    match subcommand.as_deref().and_then(|name| root.find_subcommand_mut(name)) {
+        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, message).exit(),
+        None => root.error(clap::error::ErrorKind::ValueValidation, message).exit(),
+    }
 }
 
 /// Runs a parsed command line.
