@@ -230,3 +230,57 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
         );
     }
 }
+
+#[test]
+fn qrwlock_is_listed_first_as_ours_and_runs_in_locktorture_and_refscale() {
+    let out = syncbench(&["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (command, name) in [("locktorture", "qrwlock"), ("refscale", "qrwlock-read")] {
+        let kind = kinds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["command"] == command)
+            .unwrap();
+        let first = &kind["implementations"][0];
+        assert_eq!(first["name"], name, "{kind}");
+        assert_eq!(first["origin"], "workspace", "{kind}");
+        assert_eq!(first["available"], true, "{kind}");
+    }
+
+    let out = syncbench(&[
+        "locktorture",
+        "--lock",
+        "qrwlock",
+        "--writers",
+        "2",
+        "--readers",
+        "4",
+        "--duration-s",
+        "0.5",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows[0];
+    assert_eq!(row["lock"], "qrwlock");
+    assert_eq!(row["fail"], 0, "{row}");
+    assert!(row["writes"]["total"].as_u64().unwrap() > 0, "{row}");
+    assert!(row["reads"]["total"].as_u64().unwrap() > 0, "{row}");
+
+    let out = syncbench(&[
+        "refscale",
+        "--impl",
+        "qrwlock-read",
+        "--iterations",
+        "1000",
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["impl"], "qrwlock-read");
+    assert!(rows[0]["ns_per_op"].as_f64().unwrap() > 0.0);
+}

@@ -7,6 +7,7 @@
 //! sits inside the timed region, as refscale's `readsection()` hooks do.
 
 mod peers;
+mod qrwlock;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -42,6 +43,7 @@ pub fn implementations() -> &'static [Implementation<dyn ReadSide>] {
 
 /// The registry: this workspace's implementations first, then the peers.
 static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
+    qrwlock::QRWLOCK_READ,
     peers::CROSSBEAM_EPOCH,
     peers::HAPHAZARD,
     peers::SEIZE,
