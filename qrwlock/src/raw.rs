@@ -80,10 +80,10 @@ pub const READER_MASK: u32 = !(READER_BIAS - 1);
 /// (about 2 million readers at once: only leaked guards get there).
 pub const READER_OVERFLOW: u32 = 1 << 31;
 
-/// Spin budgets (wait-hint rounds) before sleeping.
-mod spins {
+/// Spin budgets before sleeping, in nanoseconds (see `wait::budget`).
+mod spin_ns {
     /// The queue head on the lock word: it is next, so it spins longer.
-    pub(super) const HEAD: u32 = if cfg!(loom) { 1 } else { 256 };
+    pub(super) const HEAD: u32 = 40_000;
 }
 
 /// A raw fair queued reader-writer lock: the kernel's qrwlock.
@@ -315,7 +315,7 @@ impl RawQRwLock {
         self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
         // Acquire: pairs with the Release RMW (`write_unlock`, `downgrade`)
         // that cleared the byte, so the writer's section happens before ours.
-        let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spins::HEAD, |c| {
+        let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spin_ns::HEAD, |c| {
             c & WRITER_LOCKED == 0
         });
         crate::sync::fence(Ordering::Acquire);
@@ -353,7 +353,7 @@ impl RawQRwLock {
             // Wait for the readers inside (and a writer that took the lock on
             // its fast path before WAITING) to leave. Relaxed: the acquire is
             // the CAS's, as in the kernel.
-            let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spins::HEAD, |c| {
+            let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spin_ns::HEAD, |c| {
                 c == WRITER_WAITING
             });
             // Acquire: pairs with the Release unlocks of the readers and

@@ -35,13 +35,15 @@
 use crate::futex;
 use crate::sync::{AtomicU32, Ordering, fence};
 
-/// Spin budgets, in wait-hint rounds (each round re-reads the word once).
-/// A round is one WFE on aarch64 (returns at the latest at the next
-/// event-stream tick) and a few `pause`s elsewhere.
+/// How long a wait spins before it sleeps, in nanoseconds of wall time.
+///
+/// Time, not rounds: a round of the hint costs anything from a few ns (an
+/// old x86 `pause`) to 100 us (an aarch64 WFE that no write ends before the
+/// event-stream tick). Under loom any non-zero budget is one round.
 pub(crate) mod budget {
     /// The default for [`super::cond_load_acquire`] and
     /// [`super::cond_load_relaxed`].
-    pub(crate) const DEFAULT: u32 = if cfg!(loom) { 1 } else { 64 };
+    pub(crate) const DEFAULT_NS: u32 = 10_000;
 }
 
 /// Waits until `cond` holds for the value of `word`, then returns the value
@@ -55,7 +57,7 @@ pub(crate) mod budget {
 /// architecture's wait hint, then sleeps on a futex.
 #[inline]
 pub fn cond_load_acquire(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u32) -> bool) -> u32 {
-    let value = cond_load(word, sleeper_bit, budget::DEFAULT, cond);
+    let value = cond_load(word, sleeper_bit, budget::DEFAULT_NS, cond);
     // Turns the relaxed read that satisfied `cond` into an acquire, as
     // `smp_acquire__after_ctrl_dep()` does: pairs with the Release RMW of the
     // party that made `cond` true.
@@ -68,7 +70,7 @@ pub fn cond_load_acquire(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u3
 /// acquire RMW of their own.
 #[inline]
 pub fn cond_load_relaxed(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u32) -> bool) -> u32 {
-    cond_load(word, sleeper_bit, budget::DEFAULT, cond)
+    cond_load(word, sleeper_bit, budget::DEFAULT_NS, cond)
 }
 
 /// Wakes the threads sleeping in [`cond_load_acquire`] on `word` if
@@ -94,21 +96,21 @@ pub(crate) fn wake_all_sleepers(word: &AtomicU32, sleeper_bit: u32) {
     futex::wake_all(word);
 }
 
-/// The wait loop: up to `spins` rounds of the wait hint, then futex sleeps.
-/// Returns the first value (sleeper bit included) for which `cond(value &
-/// !sleeper_bit)` holds, read with a relaxed load.
+/// The wait loop: rounds of the wait hint for `spin_ns` nanoseconds, then
+/// futex sleeps. Returns the first value (sleeper bit included) for which
+/// `cond(value & !sleeper_bit)` holds, read with a relaxed load.
 #[inline]
 pub(crate) fn cond_load(
     word: &AtomicU32,
     sleeper_bit: u32,
-    spins: u32,
+    spin_ns: u32,
     mut cond: impl FnMut(u32) -> bool,
 ) -> u32 {
     let value = word.load(Ordering::Relaxed);
     if cond(value & !sleeper_bit) {
         return value;
     }
-    cond_load_slow(word, sleeper_bit, spins, value, &mut cond)
+    cond_load_slow(word, sleeper_bit, spin_ns, value, &mut cond)
 }
 
 #[cold]
@@ -116,17 +118,16 @@ pub(crate) fn cond_load(
 fn cond_load_slow(
     word: &AtomicU32,
     sleeper_bit: u32,
-    spins: u32,
+    spin_ns: u32,
     mut value: u32,
     cond: &mut dyn FnMut(u32) -> bool,
 ) -> u32 {
-    let mut spun = 0;
+    let mut spin = Spin::new(spin_ns);
     loop {
         if cond(value & !sleeper_bit) {
             return value;
         }
-        if spun < spins {
-            spun += 1;
+        if spin.again() {
             wait_for_change(word, value);
         } else {
             if value & sleeper_bit == 0 {
@@ -147,6 +148,61 @@ fn cond_load_slow(
             futex::wait(word, value);
         }
         value = word.load(Ordering::Relaxed);
+    }
+}
+
+/// The spin phase's budget: [`Spin::again`] says whether to spin one more
+/// round. The clock is read once per round; a round is long enough (a few
+/// `pause`s, or a WFE) that the read costs little next to it.
+#[cfg(not(loom))]
+struct Spin {
+    budget: std::time::Duration,
+    deadline: Option<std::time::Instant>,
+}
+
+#[cfg(not(loom))]
+impl Spin {
+    fn new(spin_ns: u32) -> Spin {
+        Spin {
+            budget: std::time::Duration::from_nanos(spin_ns.into()),
+            deadline: None,
+        }
+    }
+
+    #[inline]
+    fn again(&mut self) -> bool {
+        if self.budget.is_zero() {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        let deadline = *self.deadline.get_or_insert(now + self.budget);
+        if now < deadline {
+            true
+        } else {
+            self.budget = std::time::Duration::ZERO;
+            false
+        }
+    }
+}
+
+/// Under loom a non-zero budget is one round.
+#[cfg(loom)]
+struct Spin {
+    rounds: u32,
+}
+
+#[cfg(loom)]
+impl Spin {
+    fn new(spin_ns: u32) -> Spin {
+        Spin {
+            rounds: u32::from(spin_ns > 0),
+        }
+    }
+
+    fn again(&mut self) -> bool {
+        let again = self.rounds > 0;
+        self.rounds = self.rounds.saturating_sub(1);
+        again
     }
 }
 

@@ -20,8 +20,8 @@
 //!
 //! # Waiting
 //!
-//! A waiter spins on `state` with the wait hint for a bounded number of
-//! rounds, then sets [`SLEEPING`] and sleeps on the futex
+//! A waiter spins on `state` with the wait hint for a bounded time, then
+//! sets [`SLEEPING`] and sleeps on the futex
 //! ([`crate::wait`]'s protocol). Its predecessor grants with a swap, which
 //! returns whether the bit was set, so a handoff to a spinning waiter costs no
 //! system call. The wake goes through [`futex::wake_all_at`] because the
@@ -46,14 +46,14 @@ fn awaiting_link() -> *mut QNode {
     ptr::without_provenance_mut(1)
 }
 
-/// Spin budgets (wait-hint rounds) before sleeping.
-mod spins {
+/// Spin budgets before sleeping, in nanoseconds (see `wait::budget`).
+mod spin_ns {
     /// A queued waiter on its own node: it waits at least one whole turn of
     /// the thread ahead of it, so it spins only briefly.
-    pub(super) const QUEUED: u32 = if cfg!(loom) { 1 } else { 32 };
+    pub(super) const QUEUED: u32 = 5_000;
     /// The holder waiting for a successor that is between joining and linking
     /// (a few instructions, unless that thread was preempted there).
-    pub(super) const LINK: u32 = if cfg!(loom) { 1 } else { 64 };
+    pub(super) const LINK: u32 = 10_000;
 }
 
 /// One waiter's queue entry. Lives in the slow path's stack frame.
@@ -138,7 +138,7 @@ impl WaitQueue {
         }
         // Acquire: pairs with the Release grant swap in the predecessor's
         // `unlock`, so our turn follows its.
-        wait::cond_load(&node.state, SLEEPING, spins::QUEUED, |s| s & GRANTED != 0);
+        wait::cond_load(&node.state, SLEEPING, spin_ns::QUEUED, |s| s & GRANTED != 0);
         crate::sync::fence(Ordering::Acquire);
     }
 
@@ -192,7 +192,7 @@ impl WaitQueue {
         ) {
             Err(next) => next,
             Ok(_) => {
-                wait::cond_load(&node.state, SLEEPING, spins::LINK, |s| s & LINKED != 0);
+                wait::cond_load(&node.state, SLEEPING, spin_ns::LINK, |s| s & LINKED != 0);
                 // Acquire: pairs with the Release fetch_or(LINKED) in the
                 // successor's `lock`, which follows its swap of `next`.
                 crate::sync::fence(Ordering::Acquire);
