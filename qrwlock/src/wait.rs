@@ -30,7 +30,7 @@
 //! has changed and `FUTEX_WAIT` returns at once.
 //!
 //! Under loom the spin is one `yield_now()` and the futex is a model (see
-//! [`crate::futex`]), so the sleep path is what the models check.
+//! `src/futex.rs`), so the sleep path is what the models check.
 
 use crate::futex;
 use crate::sync::{AtomicU32, Ordering, fence};
