@@ -198,7 +198,10 @@ impl RawQRwLock {
         // Release: pairs with the Acquire CAS of the writer that takes the
         // lock once the count is zero, ordering our reads before its writes.
         let cnts = self.cnts.fetch_sub(READER_BIAS, Ordering::Release);
-        if cnts & HEAD_SLEEPING != 0 || cnts < READER_BIAS {
+        // One test for both rare cases: the queue head sleeps, or the count
+        // was zero (the subtraction wrapped into the overflow bit; the slow
+        // path tells this misuse apart from a count really that high).
+        if cnts.wrapping_sub(READER_BIAS) & (HEAD_SLEEPING | READER_OVERFLOW) != 0 {
             self.read_unlock_slow(cnts);
         }
     }
@@ -390,7 +393,9 @@ impl RawQRwLock {
                  (an unlock without a matching read lock)"
             );
         }
-        self.wake_head(cnts - READER_BIAS);
+        if cnts & HEAD_SLEEPING != 0 {
+            self.wake_head(cnts - READER_BIAS);
+        }
     }
 
     #[cold]
