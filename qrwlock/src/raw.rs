@@ -564,5 +564,11 @@ mod tests {
             before,
             "the bias was taken back"
         );
+        // A transient bias on top of a count with the top bit set: the unlock
+        // below leaves the top bit set, which must not read as an underflow.
+        lock.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+        // SAFETY: one of the shared holds taken above.
+        unsafe { lock.read_unlock() };
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), before);
     }
 }
