@@ -50,11 +50,16 @@ pub(crate) mod budget {
 /// (sleeper bit included), ordering every later memory access after the read
 /// that satisfied `cond`: the user-space `atomic_cond_read_acquire()`.
 ///
-/// `cond` is called with `sleeper_bit` masked off. `sleeper_bit` must be a
+/// `cond` is called with `sleeper_bit` masked off. `sleeper_bit` must be one
 /// bit of `word` that no one but waiters sets, and every write that can make
 /// `cond` true must be a read-modify-write followed by [`wake_sleepers`] with
-/// the value it returned (see the module docs). Spins briefly with the
-/// architecture's wait hint, then sleeps on a futex.
+/// the value it returned (see the module docs); then no wake-up is lost.
+/// Spins briefly with the architecture's wait hint, then sleeps on a futex.
+///
+/// # Panics
+///
+/// If `sleeper_bit` is not exactly one bit (checked when the wait does not
+/// end at the first read).
 #[inline]
 pub fn cond_load_acquire(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u32) -> bool) -> u32 {
     let value = cond_load(word, sleeper_bit, budget::DEFAULT_NS, cond);
@@ -122,6 +127,10 @@ fn cond_load_slow(
     mut value: u32,
     cond: &mut dyn FnMut(u32) -> bool,
 ) -> u32 {
+    assert!(
+        sleeper_bit.is_power_of_two(),
+        "qrwlock::cond_load_acquire: the sleeper bit must be exactly one bit (got {sleeper_bit:#x})"
+    );
     let mut spin = Spin::new(spin_ns);
     loop {
         if cond(value & !sleeper_bit) {

@@ -240,3 +240,15 @@ fn oversubscribed_stress_keeps_exclusion() {
         (writes.load(Relaxed) as u64, writes.load(Relaxed) as u64)
     );
 }
+
+#[test]
+fn cond_load_refuses_a_sleeper_bit_that_is_not_one_bit() {
+    let word = AtomicU32::new(0);
+    let caught = std::panic::catch_unwind(|| cond_load_acquire(&word, 0b11, |v| v == 1));
+    assert!(panic_message(caught.unwrap_err()).contains("exactly one bit"));
+    assert_eq!(
+        cond_load_acquire(&word, 0, |v| v == 0),
+        0,
+        "satisfied at once: no check needed"
+    );
+}
