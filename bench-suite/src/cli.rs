@@ -269,9 +269,16 @@ fn usage_error(message: impl std::fmt::Display) -> ! {
     let mut root = Cli::command();
     root.build();
     let subcommand = std::env::args().nth(1);
-    match subcommand.as_deref().and_then(|name| root.find_subcommand_mut(name)) {
-        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, message).exit(),
-        None => root.error(clap::error::ErrorKind::ValueValidation, message).exit(),
+    match subcommand
+        .as_deref()
+        .and_then(|name| root.find_subcommand_mut(name))
+    {
+        Some(sub) => sub
+            .error(clap::error::ErrorKind::ValueValidation, message)
+            .exit(),
+        None => root
+            .error(clap::error::ErrorKind::ValueValidation, message)
+            .exit(),
     }
 }
 

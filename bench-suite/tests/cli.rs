@@ -806,3 +806,59 @@ fn list_names_the_membarrier_modes() {
         .collect();
     assert_eq!(names, ["sim", "threaded", "real"]);
 }
+
+#[test]
+fn qrwlock_is_listed_as_ours_and_runs_in_locktorture_and_refscale() {
+    let out = syncbench(&["list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (command, name) in [("locktorture", "qrwlock"), ("refscale", "qrwlock-read")] {
+        let kind = kinds
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["command"] == command)
+            .unwrap();
+        let list = kind["implementations"].as_array().unwrap();
+        let at = list.iter().position(|i| i["name"] == name).expect("listed");
+        let first_peer = list.iter().position(|i| i["origin"] == "peer").unwrap();
+        assert!(at < first_peer, "ours are listed before the peers: {kind}");
+        assert_eq!(list[at]["origin"], "workspace", "{kind}");
+        assert_eq!(list[at]["available"], true, "{kind}");
+    }
+
+    let out = syncbench(&[
+        "locktorture",
+        "--lock",
+        "qrwlock",
+        "--writers",
+        "2",
+        "--readers",
+        "4",
+        "--duration-s",
+        "0.5",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows[0];
+    assert_eq!(row["lock"], "qrwlock");
+    assert_eq!(row["fail"], 0, "{row}");
+    assert!(row["writes"]["total"].as_u64().unwrap() > 0, "{row}");
+    assert!(row["reads"]["total"].as_u64().unwrap() > 0, "{row}");
+
+    let out = syncbench(&[
+        "refscale",
+        "--impl",
+        "qrwlock-read",
+        "--iterations",
+        "1000",
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["impl"], "qrwlock-read");
+    assert!(rows[0]["ns_per_op"].as_f64().unwrap() > 0.0);
+}

@@ -1,21 +1,87 @@
 //! # qrwlock: the kernel's fair queued reader-writer lock
 //!
-//! A user-space rebuild of `kernel/locking/qrwlock.c` after Will Deacon's series
-//! (`../shared/seeds/arm64-qrwlock-locktorture.txt`): one 32-bit word (writer-
-//! locked byte, writer-waiting bit, reader count above them) and a fair FIFO
-//! wait queue.
+//! A user-space rebuild of `kernel/locking/qrwlock.c` after Will Deacon's
+//! series "Switch arm64 over to qrwlock" (`atomic_cond_read_acquire()` for
+//! WFE-style waiting, and "Prevent slowpath writers getting held up by
+//! fastpath"): one 32-bit lock word (writer-locked byte, writer-waiting bit,
+//! reader count above them) and a fair FIFO wait queue.
 //!
-//! This crate will hold:
+//! ```
+//! let config = qrwlock::RwLock::new(vec![1, 2, 3]);
+//! {
+//!     let a = config.read();
+//!     let b = config.try_read().expect("readers share");
+//!     assert_eq!(a.len() + b.len(), 6);
+//!     assert!(config.try_write().is_none(), "readers exclude writers");
+//! }
+//! config.write().push(4);
+//! let w = config.write();
+//! let r = qrwlock::RwLockWriteGuard::downgrade(w);
+//! assert_eq!(*r, [1, 2, 3, 4]);
+//! ```
 //!
-//! - `RawQRwLock`, with inline reader and writer fast paths and out-of-line slow
-//!   paths (`queued_read_lock_slowpath()`, `queued_write_lock_slowpath()`), where a
-//!   waiting writer sets the waiting bit so new fast-path readers queue behind it;
-//! - the wait queue as a real queued lock (MCS-style nodes, each waiter spinning
-//!   on its own cache line, then sleeping on a futex);
-//! - `cond_load_acquire`, the user-space `atomic_cond_read_acquire()` (WFE on
-//!   aarch64, `pause` on x86_64, a futex after a bounded spin);
-//! - `lock_api::RawRwLock` for it, so `RwLock<T>` is
-//!   `lock_api::RwLock<RawQRwLock, T>`.
+//! - [`RwLock`] is `lock_api::RwLock<RawQRwLock, T>`: guards, `try_read`,
+//!   `try_write`, `downgrade` and the rest of `lock_api`'s API.
+//! - [`RawQRwLock`] is the raw layer (`read_lock`, `write_unlock`, ...), for
+//!   data-structure authors who keep the data elsewhere.
+//! - [`cond_load_acquire`] is the user-space `atomic_cond_read_acquire()` the
+//!   lock waits with: a bounded spin with the architecture's wait hint (LDXR +
+//!   WFE on aarch64, `pause` on x86_64), then a futex sleep, with a sleeper bit
+//!   in the word so that wakers make a system call only when someone sleeps.
+//!
+//! # Fairness
+//!
+//! What is promised, exactly:
+//!
+//! - **Writers are not starved by readers.** A writer that reaches the front
+//!   of the queue sets the waiting bit; from then on no new reader enters (fast
+//!   path or `try_read`), and the writer enters as soon as the readers already
+//!   inside leave.
+//! - **The queue is FIFO.** Threads that do not get the lock at once (a reader
+//!   that finds a writer inside or waiting, a writer that finds the lock held
+//!   or contended) join one queue and reach the front in arrival order. Readers
+//!   that reach the front one after another enter together.
+//! - **The fast paths are not queued.** A reader that finds no writer inside
+//!   or waiting enters at once, even if threads are queued (a writer queued
+//!   behind the front has not set the waiting bit yet); a writer that finds the
+//!   lock completely free (no reader, no writer, no waiting writer) takes it at
+//!   once. So the order is FIFO among queued threads, not among all callers: a
+//!   queued thread waits for the threads queued before it plus the fast-path
+//!   entries that happen while the thread at the front is not yet waiting.
+//!   Under contention every thread joins the queue, and the lock becomes
+//!   task-fair.
+//! - **No priority, no timeouts, no fair unlock**: unlocking never hands the
+//!   lock to a particular waiter, it wakes the front of the queue.
+//! - **Read locks are not recursive.** A thread that holds a read lock and asks
+//!   for another can deadlock if a writer queued in between (the writer waits
+//!   for the first hold, the second waits behind the writer). The kernel allows
+//!   this only in interrupt context; here it is never allowed.
+//!
+//! # Misuse
+//!
+//! Unlocking a lock that is not held through the raw layer
+//! ([`RawQRwLock::write_unlock`] without the writer byte set,
+//! [`RawQRwLock::read_unlock`] with no reader counted) panics with a message
+//! naming the misuse, after restoring the word.
+//!
+//! # Not in this crate
+//!
+//! Upgradable reads, timeouts, and priority inheritance.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod futex;
+mod raw;
 mod sync;
+pub mod wait;
+mod wait_queue;
+
+pub use raw::{
+    HEAD_SLEEPING, READER_BIAS, READER_MASK, READER_OVERFLOW, READER_SHIFT, RawQRwLock,
+    WRITER_LOCKED, WRITER_MASK, WRITER_WAITING,
+};
+pub use wait::{cond_load_acquire, cond_load_relaxed, wake_sleepers};
+
+#[cfg(not(loom))]
+mod api;
+#[cfg(not(loom))]
+pub use api::{RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -19,6 +19,7 @@
 //! delays, which a short user-space run would turn into noise.
 
 mod peers;
+mod qrwlock;
 
 use crate::delay::{Padded, spin_for};
 use crate::progress::Progress;
@@ -43,8 +44,12 @@ pub fn implementations() -> &'static [Implementation<dyn TortureLock>] {
 }
 
 /// The registry: this workspace's implementations first, then the peers.
-static IMPLEMENTATIONS: &[Implementation<dyn TortureLock>] =
-    &[peers::PARKING_LOT, peers::STD, peers::SPIN];
+static IMPLEMENTATIONS: &[Implementation<dyn TortureLock>] = &[
+    qrwlock::QRWLOCK,
+    peers::PARKING_LOT,
+    peers::STD,
+    peers::SPIN,
+];
 
 /// How to run locktorture.
 #[derive(Clone, Copy, Debug)]

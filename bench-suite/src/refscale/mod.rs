@@ -9,6 +9,7 @@
 mod hazptr;
 mod liburcu;
 mod peers;
+mod qrwlock;
 mod rcu_lite;
 
 use crate::progress::Progress;
@@ -48,6 +49,7 @@ static IMPLEMENTATIONS: &[Implementation<dyn ReadSide>] = &[
     hazptr::HAZPTR,
     rcu_lite::RCU_LITE_MEMB,
     rcu_lite::RCU_LITE_QSBR,
+    qrwlock::QRWLOCK_READ,
     peers::CROSSBEAM_EPOCH,
     peers::HAPHAZARD,
     peers::SEIZE,

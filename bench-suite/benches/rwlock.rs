@@ -1,0 +1,169 @@
+//! Criterion group `rwlock`: qrwlock against parking_lot, std and spin.
+//!
+//! Three questions, one benchmark id each (`rwlock/<impl>/<question>`):
+//!
+//! - `uncontended-read`: one thread, read lock + load + unlock.
+//! - `uncontended-write`: one thread, write lock + increment + unlock.
+//! - `read-mostly-2t`: two threads on one lock, each doing 1 write per 100
+//!   reads; the time is per operation pair (one operation on each thread), so
+//!   throughput is 2 / time. Threads are spawned and released by a barrier
+//!   outside the timed region; each times its own loop and the slower one
+//!   counts.
+//!
+//! `cargo bench -p bench-suite --bench rwlock` (add `-- --quick` for a
+//! minute-long run). Run under `flock /work/bench.lock` on a shared machine.
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// One contender: a reader-writer lock around a `u64`.
+trait BenchLock: Send + Sync + 'static {
+    const NAME: &'static str;
+    fn new() -> Self;
+    /// Read lock, load, unlock.
+    fn read(&self) -> u64;
+    /// Write lock, increment, unlock.
+    fn write(&self);
+}
+
+impl BenchLock for qrwlock::RwLock<u64> {
+    const NAME: &'static str = "qrwlock";
+    fn new() -> Self {
+        qrwlock::RwLock::new(0)
+    }
+    #[inline]
+    fn read(&self) -> u64 {
+        *qrwlock::RwLock::read(self)
+    }
+    #[inline]
+    fn write(&self) {
+        *qrwlock::RwLock::write(self) += 1;
+    }
+}
+
+impl BenchLock for parking_lot::RwLock<u64> {
+    const NAME: &'static str = "parking_lot";
+    fn new() -> Self {
+        parking_lot::RwLock::new(0)
+    }
+    #[inline]
+    fn read(&self) -> u64 {
+        *parking_lot::RwLock::read(self)
+    }
+    #[inline]
+    fn write(&self) {
+        *parking_lot::RwLock::write(self) += 1;
+    }
+}
+
+impl BenchLock for std::sync::RwLock<u64> {
+    const NAME: &'static str = "std";
+    fn new() -> Self {
+        std::sync::RwLock::new(0)
+    }
+    #[inline]
+    fn read(&self) -> u64 {
+        *std::sync::RwLock::read(self).expect("never poisoned")
+    }
+    #[inline]
+    fn write(&self) {
+        *std::sync::RwLock::write(self).expect("never poisoned") += 1;
+    }
+}
+
+impl BenchLock for spin::RwLock<u64> {
+    const NAME: &'static str = "spin";
+    fn new() -> Self {
+        spin::RwLock::new(0)
+    }
+    #[inline]
+    fn read(&self) -> u64 {
+        *spin::RwLock::read(self)
+    }
+    #[inline]
+    fn write(&self) {
+        *spin::RwLock::write(self) += 1;
+    }
+}
+
+/// The lock on its own cache lines, so nothing else shares them.
+#[repr(align(128))]
+struct Padded<L>(L);
+
+/// Reads per write in `read-mostly-2t`.
+const READS_PER_WRITE: u64 = 100;
+
+fn uncontended<L: BenchLock>(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rwlock");
+    group.throughput(Throughput::Elements(1));
+    let lock = Padded(L::new());
+    group.bench_function(BenchmarkId::new(L::NAME, "uncontended-read"), |b| {
+        b.iter(|| black_box(black_box(&lock.0).read()))
+    });
+    group.bench_function(BenchmarkId::new(L::NAME, "uncontended-write"), |b| {
+        b.iter(|| black_box(&lock.0).write())
+    });
+    group.finish();
+}
+
+/// `iters` operations on each of two threads, 1 write per
+/// `READS_PER_WRITE` reads, the threads' writes staggered by half a period.
+fn read_mostly_pair<L: BenchLock>(lock: &Arc<Padded<L>>, iters: u64) -> Duration {
+    let start = Arc::new(Barrier::new(2));
+    let threads: Vec<_> = (0..2u64)
+        .map(|t| {
+            let (lock, start) = (lock.clone(), start.clone());
+            std::thread::spawn(move || {
+                let lock = &lock.0;
+                let offset = t * (READS_PER_WRITE / 2);
+                start.wait();
+                let began = Instant::now();
+                for i in 0..iters {
+                    if (i + offset) % (READS_PER_WRITE + 1) == READS_PER_WRITE {
+                        lock.write();
+                    } else {
+                        black_box(lock.read());
+                    }
+                }
+                began.elapsed()
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|t| t.join().expect("bench thread panicked"))
+        .max()
+        .expect("two threads")
+}
+
+fn read_mostly<L: BenchLock>(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rwlock");
+    group.throughput(Throughput::Elements(2));
+    let lock = Arc::new(Padded(L::new()));
+    group.bench_function(BenchmarkId::new(L::NAME, "read-mostly-2t"), |b| {
+        b.iter_custom(|iters| read_mostly_pair(&lock, iters))
+    });
+    group.finish();
+}
+
+fn rwlock(c: &mut Criterion) {
+    uncontended::<qrwlock::RwLock<u64>>(c);
+    uncontended::<parking_lot::RwLock<u64>>(c);
+    uncontended::<std::sync::RwLock<u64>>(c);
+    uncontended::<spin::RwLock<u64>>(c);
+    read_mostly::<qrwlock::RwLock<u64>>(c);
+    read_mostly::<parking_lot::RwLock<u64>>(c);
+    read_mostly::<std::sync::RwLock<u64>>(c);
+    read_mostly::<spin::RwLock<u64>>(c);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = rwlock
+}
+criterion_main!(benches);

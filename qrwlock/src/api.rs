@@ -1,0 +1,103 @@
+//! The `lock_api` layer: [`RawQRwLock`] as a `lock_api::RawRwLock` (and
+//! `RawRwLockDowngrade`), so that [`RwLock`] is `lock_api::RwLock`.
+//!
+//! Not built under loom: `lock_api` needs a `const INIT`, and loom's atomics
+//! are not `const`. The loom models test the raw methods these call.
+
+use crate::raw::RawQRwLock;
+use lock_api::GuardSend;
+
+// SAFETY: `lock_shared`/`try_lock_shared` succeed only with the reader count
+// raised and no writer holding (`read_lock`'s Acquire add, or the queue
+// head's `cond_load_acquire` after the writer byte cleared);
+// `lock_exclusive`/`try_lock_exclusive` succeed only with an Acquire CAS that
+// set the writer byte from a word with no reader and no writer. Unlocks are
+// Release RMWs. So either many shared holds or one exclusive hold exist, with
+// acquire/release ordering. Guards carry no state (the lock word has all of
+// it), may be forgotten (the lock stays held, nothing unsound happens), and
+// may be sent to another thread (no operation depends on the thread that
+// locked). The lock object has no address-dependent state while unlocked: the
+// wait queue's nodes live on waiters' stacks, and a waiter borrows the lock.
+// A lock operation only unwinds on reader-count overflow, after taking its
+// bias back; unlocks only unwind on misuse (nothing was held).
+unsafe impl lock_api::RawRwLock for RawQRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = RawQRwLock::new();
+
+    type SharedGuard = GuardSend;
+    type ExclusiveGuard = GuardSend;
+
+    #[inline]
+    fn lock_shared(&self) -> GuardSend {
+        self.read_lock();
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<GuardSend> {
+        self.try_read_lock().then(GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, _guard: GuardSend) {
+        // SAFETY: the caller passes the state of a shared hold it owns, as
+        // `read_unlock` requires.
+        unsafe { self.read_unlock() }
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> GuardSend {
+        self.write_lock();
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<GuardSend> {
+        self.try_write_lock().then(GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, _guard: GuardSend) {
+        // SAFETY: the caller passes the state of an exclusive hold it owns,
+        // as `write_unlock` requires.
+        unsafe { self.write_unlock() }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        RawQRwLock::is_locked(self)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        RawQRwLock::is_locked_exclusive(self)
+    }
+}
+
+// SAFETY: sound because `downgrade` is one Release RMW that clears the writer
+// byte and adds a reader in the same step: at no instant is the lock free, so
+// no writer can enter between the exclusive and the shared hold (a writer
+// needs the count at zero), and the Release orders the exclusive section
+// before every reader that enters after it. The waiting bit is untouched, so a
+// writer queued at the front keeps new fast-path readers out and enters after
+// the downgraded reader leaves. The returned state is the shared hold that
+// `unlock_shared` releases.
+unsafe impl lock_api::RawRwLockDowngrade for RawQRwLock {
+    #[inline]
+    unsafe fn downgrade(&self, _guard: GuardSend) -> GuardSend {
+        // SAFETY: the caller passes the state of an exclusive hold it owns.
+        unsafe { RawQRwLock::downgrade(self) };
+        GuardSend::new()
+    }
+}
+
+/// A fair queued reader-writer lock protecting a `T` (see the crate docs'
+/// *Fairness* section).
+pub type RwLock<T> = lock_api::RwLock<RawQRwLock, T>;
+
+/// A shared hold of an [`RwLock`]; released on drop.
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawQRwLock, T>;
+
+/// An exclusive hold of an [`RwLock`]; released on drop, or turned into a
+/// shared hold with `RwLockWriteGuard::downgrade`.
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T>;

@@ -1,0 +1,574 @@
+//! `RawQRwLock`: the lock word, the fast paths and the slow paths.
+//!
+//! Mirrors `include/asm-generic/qrwlock.h` (fast paths) and
+//! `kernel/locking/qrwlock.c` (`queued_read_lock_slowpath()`,
+//! `queued_write_lock_slowpath()`) after Will Deacon's series, including
+//! "Prevent slowpath writers getting held up by fastpath".
+//!
+//! # The lock word (`cnts`)
+//!
+//! ```text
+//!  31                    10   9         8        7          0
+//! +------------------------+---------+---------+------------+
+//! |     reader count       | SLEEPER | WAITING |   LOCKED   |
+//! +------------------------+---------+---------+------------+
+//! ```
+//!
+//! See the constants for each field's invariant. Every change of the word is a
+//! read-modify-write, so each writer of the word learns from the returned value
+//! whether the queue head sleeps, and wakes it only then.
+//!
+//! # Protocol
+//!
+//! - Reader fast path: add [`READER_BIAS`]; if no writer bit was set, done.
+//!   Otherwise (slow path) take the bias back, join the wait queue, add it
+//!   again at the front, wait until [`WRITER_LOCKED`] clears, and hand the
+//!   queue on: the readers queued behind follow at once, each adding its bias.
+//! - Writer fast path: CAS 0 -> [`WRITER_LOCKED`]. Slow path: join the queue;
+//!   at the front, set [`WRITER_WAITING`], so that new fast-path readers fail
+//!   and queue behind this writer; wait for the word to be exactly
+//!   [`WRITER_WAITING`] (no readers, no writer) with a relaxed wait, and take
+//!   it with an acquire CAS to [`WRITER_LOCKED`]; hand the queue on.
+//! - Write unlock: a release RMW clearing [`WRITER_LOCKED`]. The kernel stores
+//!   zero to the locked byte; Rust has no mixed-size atomics (a byte store
+//!   racing with 32-bit RMWs on the same word is undefined), so here it is a
+//!   `fetch_sub` of the byte's value, which also returns the sleeper bit.
+//! - The front of the queue is the only thread that waits on the word, with
+//!   [`crate::cond_load_acquire`]'s protocol; [`HEAD_SLEEPING`] is its sleeper
+//!   bit.
+
+use crate::sync::{AtomicU32, Ordering};
+use crate::wait;
+use crate::wait_queue::{QNode, WaitQueue};
+
+/// The writer-locked byte (`_QW_LOCKED`). Invariant: either all its bits are
+/// set (one writer holds the lock and no reader does) or none is. A whole
+/// byte, as in the kernel, which on some architectures clears it with a byte
+/// store.
+pub const WRITER_LOCKED: u32 = 0xff;
+
+/// The writer-waiting bit (`_QW_WAITING`). Invariant: set only by the writer
+/// at the front of the wait queue, and cleared only by that writer's CAS to
+/// [`WRITER_LOCKED`]; while set, reader fast paths fail, so new readers queue
+/// behind that writer.
+pub const WRITER_WAITING: u32 = 0x100;
+
+/// Both writer fields (`_QW_WMASK`): a reader may enter on the fast path only
+/// when none of these bits is set.
+pub const WRITER_MASK: u32 = WRITER_LOCKED | WRITER_WAITING;
+
+/// The queue head's sleeper bit. Invariant: set only by the thread at the
+/// front of the wait queue (the only thread that waits on the word), with a
+/// CAS from a value that does not satisfy its wait, just before it sleeps on
+/// the futex; cleared by the next RMW-er that sees it (which then wakes it),
+/// or by the head's own acquiring CAS. Ignored by every lock decision.
+pub const HEAD_SLEEPING: u32 = 0x200;
+
+/// Where the reader count starts (`_QR_SHIFT`).
+pub const READER_SHIFT: u32 = 10;
+
+/// One reader (`_QR_BIAS`). Invariant: the count is the number of readers
+/// holding the lock plus those transiently counted between a fast-path add
+/// and its undo.
+pub const READER_BIAS: u32 = 1 << READER_SHIFT;
+
+/// The reader count field.
+pub const READER_MASK: u32 = !(READER_BIAS - 1);
+
+/// The count's top bit: a reader that finds it set panics instead of
+/// entering, long before the count could wrap to zero and let a writer in
+/// (about 2 million readers at once: only leaked guards get there).
+pub const READER_OVERFLOW: u32 = 1 << 31;
+
+/// Spin budgets before sleeping, in nanoseconds (see `wait::budget`).
+mod spin_ns {
+    /// The queue head on the lock word: it is next, so it spins longer.
+    pub(super) const HEAD: u32 = 40_000;
+}
+
+/// A raw fair queued reader-writer lock: the kernel's qrwlock.
+///
+/// Use it through [`crate::RwLock`] (`lock_api`), or directly as below. The
+/// raw methods hold no data; the caller pairs every lock with one unlock.
+///
+/// # Fairness
+///
+/// See the crate documentation's *Fairness* section: a writer that reaches the
+/// front of the FIFO queue is blocked only by readers already inside, and
+/// queued threads are served in arrival order; the fast paths let a thread
+/// that finds the lock free (readers: free of writers) enter without queueing.
+pub struct RawQRwLock {
+    /// The lock word (see the module docs).
+    cnts: AtomicU32,
+    /// The FIFO queue of slow-path lockers (`lock->wait_lock`).
+    wait_queue: WaitQueue,
+}
+
+impl Default for RawQRwLock {
+    fn default() -> Self {
+        RawQRwLock::new()
+    }
+}
+
+impl core::fmt::Debug for RawQRwLock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let cnts = self.cnts.load(Ordering::Relaxed);
+        f.debug_struct("RawQRwLock")
+            .field("readers", &(cnts >> READER_SHIFT))
+            .field("writer_locked", &(cnts & WRITER_LOCKED != 0))
+            .field("writer_waiting", &(cnts & WRITER_WAITING != 0))
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawQRwLock {
+    /// An unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawQRwLock {
+            cnts: AtomicU32::new(0),
+            wait_queue: WaitQueue::new(),
+        }
+    }
+
+    /// An unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawQRwLock {
+            cnts: AtomicU32::new(0),
+            wait_queue: WaitQueue::new(),
+        }
+    }
+
+    /// Acquires the lock shared, waiting as long as a writer holds it or waits
+    /// at the front of the queue: `queued_read_lock()`.
+    ///
+    /// # Panics
+    ///
+    /// If about 2 million read locks are held at once (leaked guards).
+    #[inline]
+    pub fn read_lock(&self) {
+        // Acquire: pairs with the Release unlock of the last writer, when no
+        // writer bit is set and we are in.
+        let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        if cnts & (WRITER_MASK | READER_OVERFLOW) != 0 {
+            self.read_lock_slow(cnts);
+        }
+    }
+
+    /// Acquires the lock shared if no writer holds it or waits for it:
+    /// `queued_read_trylock()`. Never waits.
+    ///
+    /// # Panics
+    ///
+    /// As [`RawQRwLock::read_lock`].
+    #[inline]
+    pub fn try_read_lock(&self) -> bool {
+        let cnts = self.cnts.load(Ordering::Relaxed);
+        if cnts & (WRITER_MASK | READER_OVERFLOW) != 0 {
+            return false;
+        }
+        // Acquire: as in `read_lock`.
+        let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        if cnts & (WRITER_MASK | READER_OVERFLOW) == 0 {
+            return true;
+        }
+        self.undo_reader_bias();
+        if cnts & READER_OVERFLOW != 0 {
+            reader_overflow();
+        }
+        false
+    }
+
+    /// Releases a shared hold: `queued_read_unlock()`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock shared (a [`RawQRwLock::read_lock`] or
+    /// successful [`RawQRwLock::try_read_lock`] not yet released), and gives
+    /// that hold up.
+    ///
+    /// # Panics
+    ///
+    /// If the lock has no reader at all (an unlock without a lock), after
+    /// restoring the count; with other readers inside, such a misuse cannot be
+    /// told apart from a correct unlock.
+    #[inline]
+    pub unsafe fn read_unlock(&self) {
+        // Release: pairs with the Acquire CAS of the writer that takes the
+        // lock once the count is zero, ordering our reads before its writes.
+        let cnts = self.cnts.fetch_sub(READER_BIAS, Ordering::Release);
+        // One test for both rare cases: the queue head sleeps, or the count
+        // was zero (the subtraction wrapped into the overflow bit; the slow
+        // path tells this misuse apart from a count really that high).
+        if cnts.wrapping_sub(READER_BIAS) & (HEAD_SLEEPING | READER_OVERFLOW) != 0 {
+            self.read_unlock_slow(cnts);
+        }
+    }
+
+    /// Acquires the lock exclusively, waiting for the readers inside and every
+    /// thread queued earlier: `queued_write_lock()`.
+    #[inline]
+    pub fn write_lock(&self) {
+        // Acquire: pairs with the Release unlocks of the previous holders.
+        if self
+            .cnts
+            .compare_exchange(0, WRITER_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.write_lock_slow();
+        }
+    }
+
+    /// Acquires the lock exclusively if nobody holds it or waits for it:
+    /// `queued_write_trylock()`. Never waits.
+    #[inline]
+    pub fn try_write_lock(&self) -> bool {
+        self.cnts.load(Ordering::Relaxed) == 0
+            && self
+                .cnts
+                // Acquire: as in `write_lock`.
+                .compare_exchange(0, WRITER_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Releases an exclusive hold: `queued_write_unlock()`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively (a [`RawQRwLock::write_lock`] or
+    /// successful [`RawQRwLock::try_write_lock`] not yet released), and gives
+    /// that hold up.
+    ///
+    /// # Panics
+    ///
+    /// If the lock is not write-locked (an unlock without a lock), after
+    /// restoring the word.
+    #[inline]
+    pub unsafe fn write_unlock(&self) {
+        // Release: pairs with the Acquire of the next reader (fast-path add
+        // or the queue head's `cond_load_acquire`) or writer (CAS).
+        let cnts = self.cnts.fetch_sub(WRITER_LOCKED, Ordering::Release);
+        if cnts & (WRITER_LOCKED | HEAD_SLEEPING) != WRITER_LOCKED {
+            self.write_unlock_slow(cnts);
+        }
+    }
+
+    /// Turns an exclusive hold into a shared one in one step: no writer can
+    /// enter in between. Readers waiting at the front of the queue may enter
+    /// together with the caller.
+    ///
+    /// # Safety
+    ///
+    /// As [`RawQRwLock::write_unlock`]; afterwards the caller holds the lock
+    /// shared and must release it with [`RawQRwLock::read_unlock`].
+    ///
+    /// # Panics
+    ///
+    /// As [`RawQRwLock::write_unlock`].
+    #[inline]
+    pub unsafe fn downgrade(&self) {
+        // One RMW: the byte goes 0xff -> 0 and the count goes up by one (the
+        // carry out of the byte plus the rest of the bias). Release: as in
+        // `write_unlock`, for the readers that now enter.
+        let cnts = self
+            .cnts
+            .fetch_add(READER_BIAS.wrapping_sub(WRITER_LOCKED), Ordering::Release);
+        if cnts & (WRITER_LOCKED | HEAD_SLEEPING) != WRITER_LOCKED {
+            self.downgrade_slow(cnts);
+        }
+    }
+
+    /// Whether anyone holds the lock, shared or exclusive (a snapshot; a
+    /// reader on its way into the queue may be counted for an instant).
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.cnts.load(Ordering::Relaxed) & (READER_MASK | WRITER_LOCKED) != 0
+    }
+
+    /// Whether a writer holds the lock (a snapshot).
+    #[inline]
+    pub fn is_locked_exclusive(&self) -> bool {
+        self.cnts.load(Ordering::Relaxed) & WRITER_LOCKED != 0
+    }
+
+    /// Whether a writer waits at the front of the queue, so that new readers
+    /// queue instead of entering (a snapshot).
+    #[inline]
+    pub fn is_writer_waiting(&self) -> bool {
+        self.cnts.load(Ordering::Relaxed) & WRITER_WAITING != 0
+    }
+
+    /// `queued_read_lock_slowpath()`: `cnts` is what our fast-path add
+    /// returned (our bias is in the word).
+    #[cold]
+    #[inline(never)]
+    fn read_lock_slow(&self, cnts: u32) {
+        // Take our bias back: we may not enter now, and a writer at the front
+        // may be waiting for the count to drain.
+        self.undo_reader_bias();
+        if cnts & READER_OVERFLOW != 0 {
+            reader_overflow();
+        }
+        let node = QNode::new();
+        self.wait_queue.lock(&node);
+        // At the front: count ourselves again. No writer can set WAITING now
+        // (only the front does), and a writer's fast-path CAS from zero fails
+        // from here on. Relaxed: the acquire is the wait's.
+        self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+        // Acquire: pairs with the Release RMW (`write_unlock`, `downgrade`)
+        // that cleared the byte, so the writer's section happens before ours.
+        let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spin_ns::HEAD, |c| {
+            c & WRITER_LOCKED == 0
+        });
+        crate::sync::fence(Ordering::Acquire);
+        if cnts & HEAD_SLEEPING != 0 {
+            // Our bit, left by a wake that came before the waker cleared it:
+            // clear it so later unlocks do not issue a pointless wake.
+            self.cnts.fetch_and(!HEAD_SLEEPING, Ordering::Relaxed);
+        }
+        // Let the next queued thread come to the front; readers behind us
+        // enter right away.
+        self.wait_queue.unlock(&node);
+    }
+
+    /// `queued_write_lock_slowpath()`.
+    #[cold]
+    #[inline(never)]
+    fn write_lock_slow(&self) {
+        let node = QNode::new();
+        self.wait_queue.lock(&node);
+        // At the front. Take the lock directly if it is free.
+        if self.cnts.load(Ordering::Relaxed) == 0
+            && self
+                .cnts
+                // Acquire: pairs with the previous holders' Release unlocks.
+                .compare_exchange(0, WRITER_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.wait_queue.unlock(&node);
+            return;
+        }
+        // Stop new fast-path readers: they see WAITING and queue behind us.
+        // Relaxed: it orders nothing; the readers that see it back off.
+        self.cnts.fetch_or(WRITER_WAITING, Ordering::Relaxed);
+        loop {
+            // Wait for the readers inside (and a writer that took the lock on
+            // its fast path before WAITING) to leave. Relaxed: the acquire is
+            // the CAS's, as in the kernel.
+            let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spin_ns::HEAD, |c| {
+                c == WRITER_WAITING
+            });
+            // Acquire: pairs with the Release unlocks of the readers and
+            // writer that were inside. Clears WAITING and our sleeper bit.
+            if self
+                .cnts
+                .compare_exchange(cnts, WRITER_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                break;
+            }
+        }
+        self.wait_queue.unlock(&node);
+    }
+
+    /// Takes back a bias added on a fast path that then found a writer bit,
+    /// waking a writer at the front if this leaves it free to go.
+    fn undo_reader_bias(&self) {
+        // Relaxed: this reader accessed nothing the lock protects.
+        let cnts = self.cnts.fetch_sub(READER_BIAS, Ordering::Relaxed);
+        if cnts & HEAD_SLEEPING != 0 {
+            self.wake_head(cnts - READER_BIAS);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_unlock_slow(&self, cnts: u32) {
+        if cnts < READER_BIAS {
+            // Restore the count: the fetch_sub wrapped it.
+            self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+            panic!(
+                "qrwlock: read_unlock of a RawQRwLock that no reader holds \
+                 (an unlock without a matching read lock)"
+            );
+        }
+        if cnts & HEAD_SLEEPING != 0 {
+            self.wake_head(cnts - READER_BIAS);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_unlock_slow(&self, cnts: u32) {
+        if cnts & WRITER_LOCKED != WRITER_LOCKED {
+            // Restore the word: the fetch_sub borrowed from the bits above.
+            self.cnts.fetch_add(WRITER_LOCKED, Ordering::Relaxed);
+            panic!(
+                "qrwlock: write_unlock of a RawQRwLock that is not write-locked \
+                 (an unlock without a matching write lock)"
+            );
+        }
+        self.wake_head(cnts - WRITER_LOCKED);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn downgrade_slow(&self, cnts: u32) {
+        if cnts & WRITER_LOCKED != WRITER_LOCKED {
+            self.cnts
+                .fetch_sub(READER_BIAS.wrapping_sub(WRITER_LOCKED), Ordering::Relaxed);
+            panic!(
+                "qrwlock: downgrade of a RawQRwLock that is not write-locked \
+                 (a downgrade without a matching write lock)"
+            );
+        }
+        self.wake_head(cnts.wrapping_add(READER_BIAS.wrapping_sub(WRITER_LOCKED)));
+    }
+
+    /// The queue head sleeps (its bit was in the value our RMW returned) and
+    /// the word is now `cnts`: wake it if its wait may be over. A reader head
+    /// waits for the byte to clear; a writer head (WAITING set) also for the
+    /// count to drain.
+    #[inline]
+    fn wake_head(&self, cnts: u32) {
+        let may_proceed =
+            cnts & WRITER_LOCKED == 0 && (cnts & WRITER_WAITING == 0 || cnts & READER_MASK == 0);
+        if may_proceed {
+            wait::wake_all_sleepers(&self.cnts, HEAD_SLEEPING);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn reader_overflow() -> ! {
+    panic!(
+        "qrwlock: reader count overflow (about 2 million read locks held at once: leaked guards?)"
+    )
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Polls until `word` satisfies `cond` (the other thread got there).
+    fn until(lock: &RawQRwLock, cond: impl Fn(u32) -> bool) {
+        while !cond(lock.cnts.load(Ordering::Relaxed)) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn constants_partition_the_word() {
+        assert_eq!(WRITER_LOCKED & WRITER_WAITING, 0);
+        assert_eq!(WRITER_MASK & HEAD_SLEEPING, 0);
+        assert_eq!(READER_MASK & (WRITER_MASK | HEAD_SLEEPING), 0);
+        assert_eq!(READER_MASK | WRITER_MASK | HEAD_SLEEPING, u32::MAX);
+        assert_eq!(READER_OVERFLOW & READER_MASK, READER_OVERFLOW);
+    }
+
+    #[test]
+    fn word_follows_the_kernel_layout() {
+        let lock = RawQRwLock::new();
+        lock.read_lock();
+        lock.read_lock();
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), 2 * READER_BIAS);
+        // SAFETY: two shared holds taken above.
+        unsafe {
+            lock.read_unlock();
+            lock.read_unlock();
+        }
+        lock.write_lock();
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), WRITER_LOCKED);
+        // SAFETY: write-locked above.
+        unsafe { lock.downgrade() };
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), READER_BIAS);
+        // SAFETY: the downgraded hold.
+        unsafe { lock.read_unlock() };
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+    }
+
+    /// A reader that waits behind a writer for long sleeps with the head's
+    /// sleeper bit set, and the write unlock clears it and wakes it.
+    #[test]
+    fn queue_head_sleeps_and_write_unlock_wakes_it() {
+        let lock = Arc::new(RawQRwLock::new());
+        lock.write_lock();
+        let reader = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                lock.read_lock();
+                // SAFETY: taken just above.
+                unsafe { lock.read_unlock() };
+            })
+        };
+        until(&lock, |c| c & HEAD_SLEEPING != 0);
+        // SAFETY: write-locked above.
+        unsafe { lock.write_unlock() };
+        reader.join().unwrap();
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            0,
+            "bit cleared, count back"
+        );
+    }
+
+    /// A writer at the front sets WAITING, sleeps until the last reader
+    /// leaves, and is woken by that read unlock.
+    #[test]
+    fn waiting_writer_sleeps_until_the_last_reader_leaves() {
+        let lock = Arc::new(RawQRwLock::new());
+        lock.read_lock();
+        lock.read_lock();
+        let writer = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                lock.write_lock();
+                // SAFETY: taken just above.
+                unsafe { lock.write_unlock() };
+            })
+        };
+        until(&lock, |c| {
+            c & (WRITER_WAITING | HEAD_SLEEPING) == WRITER_WAITING | HEAD_SLEEPING
+        });
+        assert!(
+            !lock.try_read_lock(),
+            "a waiting writer keeps new readers out"
+        );
+        // SAFETY: two shared holds taken above.
+        unsafe { lock.read_unlock() };
+        assert!(lock.is_writer_waiting(), "one reader is still inside");
+        // SAFETY: as above.
+        unsafe { lock.read_unlock() };
+        writer.join().unwrap();
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn reader_overflow_panics_before_the_count_wraps() {
+        let lock = RawQRwLock::new();
+        let below = READER_OVERFLOW >> READER_SHIFT;
+        for _ in 0..below {
+            lock.read_lock();
+        }
+        let before = lock.cnts.load(Ordering::Relaxed);
+        let caught = std::panic::catch_unwind(|| lock.read_lock());
+        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
+        assert!(message.contains("reader count overflow"), "{message}");
+        assert!(!lock.try_read_lock());
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            before,
+            "the bias was taken back"
+        );
+        // A transient bias on top of a count with the top bit set: the unlock
+        // below leaves the top bit set, which must not read as an underflow.
+        lock.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+        // SAFETY: one of the shared holds taken above.
+        unsafe { lock.read_unlock() };
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), before);
+    }
+}

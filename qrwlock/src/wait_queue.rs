@@ -1,0 +1,203 @@
+//! The wait queue: an MCS lock whose nodes live on the waiters' stacks.
+//!
+//! The kernel's qrwlock serializes its slow paths on `lock->wait_lock`, an
+//! `arch_spinlock_t` that is itself a queued (MCS-based) spinlock: each waiter
+//! spins on its own per-CPU node. Here threads stand in for CPUs and the node
+//! is a local of the slow-path frame, aligned to its own 128-byte pair of cache
+//! lines, so a waiter's spinning touches no line another waiter spins on.
+//!
+//! # Invariants
+//!
+//! - `tail` is null, or points at the node of the last thread to join. The
+//!   thread whose node is at the front (it joined an empty queue, or was
+//!   granted by its predecessor) *holds* the queue until [`WaitQueue::unlock`].
+//! - A node is alive until its owner returns from `unlock`; the owner does not
+//!   return while a successor may still link to it, and a predecessor touches
+//!   the node for the last time with the read-modify-write that grants it.
+//! - `QNode::next` is null, a successor, or [`awaiting_link()`]: the holder
+//!   found the tail moved but no link yet, and waits on its state word for
+//!   [`LINKED`].
+//!
+//! # Waiting
+//!
+//! A waiter spins on `state` with the wait hint for a bounded time, then
+//! sets [`SLEEPING`] and sleeps on the futex
+//! ([`crate::wait`]'s protocol). Its predecessor grants with a swap, which
+//! returns whether the bit was set, so a handoff to a spinning waiter costs no
+//! system call. The wake goes through [`futex::wake_all_at`] because the
+//! granted thread may pop its node off the stack before the wake is issued.
+
+use crate::futex;
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+use crate::wait;
+use core::ptr;
+
+/// `QNode::state` bit: the predecessor has handed over the queue.
+const GRANTED: u32 = 1;
+/// `QNode::state` bit: the successor has linked itself after an
+/// [`awaiting_link()`] request.
+const LINKED: u32 = 1 << 1;
+/// `QNode::state` bit: the owner may be asleep on this word (the sleeper bit).
+const SLEEPING: u32 = 1 << 2;
+
+/// `QNode::next` sentinel: the holder waits for its successor to link. Never a
+/// node address (nodes are 128-byte aligned).
+fn awaiting_link() -> *mut QNode {
+    ptr::without_provenance_mut(1)
+}
+
+/// Spin budgets before sleeping, in nanoseconds (see `wait::budget`).
+mod spin_ns {
+    /// A queued waiter on its own node: it waits at least one whole turn of
+    /// the thread ahead of it, so it spins only briefly.
+    pub(super) const QUEUED: u32 = 5_000;
+    /// The holder waiting for a successor that is between joining and linking
+    /// (a few instructions, unless that thread was preempted there).
+    pub(super) const LINK: u32 = 10_000;
+}
+
+/// One waiter's queue entry. Lives in the slow path's stack frame.
+#[repr(align(128))]
+pub(crate) struct QNode {
+    /// [`GRANTED`] | [`LINKED`] | [`SLEEPING`]; written by the owner (the
+    /// sleeper bit) and by its neighbours (one RMW each).
+    state: AtomicU32,
+    /// The successor, null, or [`awaiting_link()`].
+    next: AtomicPtr<QNode>,
+}
+
+impl QNode {
+    /// A node not yet in any queue.
+    pub(crate) fn new() -> Self {
+        QNode {
+            state: AtomicU32::new(0),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+}
+
+/// An MCS queue lock.
+pub(crate) struct WaitQueue {
+    /// The last node to join, or null when nobody holds or waits.
+    tail: AtomicPtr<QNode>,
+}
+
+impl WaitQueue {
+    /// An empty queue.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        WaitQueue {
+            tail: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// An empty queue.
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        WaitQueue {
+            tail: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Joins the queue with `node` and returns when `node` holds it: the
+    /// user-space `arch_spin_lock(&lock->wait_lock)`.
+    ///
+    /// `node` must be fresh ([`QNode::new`]) and must stay where it is until
+    /// the matching [`WaitQueue::unlock`] returns.
+    #[inline]
+    pub(crate) fn lock(&self, node: &QNode) {
+        let me = ptr::from_ref(node).cast_mut();
+        // AcqRel: Release publishes the node's initial fields to whoever reads
+        // the tail next; Acquire pairs with the Release CAS in `unlock` of a
+        // holder that emptied the queue, so our turn follows its.
+        let prev = self.tail.swap(me, Ordering::AcqRel);
+        if prev.is_null() {
+            return;
+        }
+        // SAFETY: `prev` was the tail, so its owner is in the queue and cannot
+        // return from `unlock` before it has seen our link: the tail is no
+        // longer its node, so its CAS there fails and it waits for `next`
+        // (directly, or via AWAITING_LINK + LINKED). The node stays alive until
+        // then.
+        let prev_next = unsafe { &(*prev).next };
+        // Release: publishes our node to the predecessor, which reads `next`
+        // with Acquire in `unlock`.
+        let old = prev_next.swap(me, Ordering::Release);
+        if old == awaiting_link() {
+            // The predecessor is waiting for this link on its state word.
+            // SAFETY: it waits for LINKED in `unlock`, so its node is alive
+            // until the RMW below, our last access (the wake takes an address).
+            let prev_state = unsafe { &(*prev).state };
+            let prev_state_at = ptr::from_ref(prev_state);
+            // Release: pairs with the Acquire wait for LINKED in `unlock`,
+            // after which the predecessor reads `next`.
+            let was = prev_state.fetch_or(LINKED, Ordering::Release);
+            if was & SLEEPING != 0 {
+                futex::wake_all_at(prev_state_at);
+            }
+        }
+        // Acquire: pairs with the Release grant swap in the predecessor's
+        // `unlock`, so our turn follows its.
+        wait::cond_load(&node.state, SLEEPING, spin_ns::QUEUED, |s| s & GRANTED != 0);
+        crate::sync::fence(Ordering::Acquire);
+    }
+
+    /// Hands the queue to the next waiter, if any: the user-space
+    /// `arch_spin_unlock(&lock->wait_lock)`.
+    ///
+    /// `node` must be the node that [`WaitQueue::lock`] returned holding.
+    #[inline]
+    pub(crate) fn unlock(&self, node: &QNode) {
+        let me = ptr::from_ref(node).cast_mut();
+        // Acquire: pairs with the successor's Release swap of our `next`, so
+        // its node's fields are visible.
+        let mut next = node.next.load(Ordering::Acquire);
+        if next.is_null() {
+            // Release: pairs with the AcqRel tail swap of the next thread to
+            // join an empty queue.
+            if self
+                .tail
+                .compare_exchange(me, ptr::null_mut(), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+            next = self.wait_for_link(node);
+        }
+        // SAFETY: `next` is our successor's node. Its owner waits in `lock`
+        // for GRANTED, so the node is alive until the swap below has
+        // completed; after it we only use the address.
+        let next_state = unsafe { &(*next).state };
+        let next_state_at = ptr::from_ref(next_state);
+        // Release: pairs with the Acquire in the successor's `lock` wait.
+        // The swap also clears SLEEPING, which is the successor's to set.
+        let was = next_state.swap(GRANTED, Ordering::Release);
+        if was & SLEEPING != 0 {
+            futex::wake_all_at(next_state_at);
+        }
+    }
+
+    /// The tail has moved past `node` but the successor has not linked yet:
+    /// wait for the link, sleeping if it takes long (the successor was
+    /// preempted between its tail swap and its link).
+    #[cold]
+    #[inline(never)]
+    fn wait_for_link(&self, node: &QNode) -> *mut QNode {
+        // Acquire on both outcomes: pairs with the successor's Release swap.
+        match node.next.compare_exchange(
+            ptr::null_mut(),
+            awaiting_link(),
+            Ordering::Acquire,
+            Ordering::Acquire,
+        ) {
+            Err(next) => next,
+            Ok(_) => {
+                wait::cond_load(&node.state, SLEEPING, spin_ns::LINK, |s| s & LINKED != 0);
+                // Acquire: pairs with the Release fetch_or(LINKED) in the
+                // successor's `lock`, which follows its swap of `next`.
+                crate::sync::fence(Ordering::Acquire);
+                node.next.load(Ordering::Relaxed)
+            }
+        }
+    }
+}

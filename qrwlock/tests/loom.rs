@@ -1,0 +1,230 @@
+//! Loom models of the raw lock: every interleaving of 2-3 threads (up to
+//! `LOOM_MAX_PREEMPTIONS` preemptions) of the fast paths, the slow paths, the
+//! MCS wait queue and the sleep/wake protocol.
+//!
+//! Under loom the spin budgets are one round, so every wait that is not over
+//! at once goes to the futex model (a loom `Mutex` + `Condvar`, see
+//! `src/futex.rs`): a lost wake-up leaves a thread asleep forever, which loom
+//! reports as a deadlock. Data races on the protected cell (an exclusion or
+//! ordering bug) are reported by loom's `UnsafeCell`.
+//!
+//! Run: `LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
+//! cargo test -p qrwlock --test loom --release`
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicU32, Ordering::*};
+use loom::thread;
+use qrwlock::{RawQRwLock, cond_load_acquire, wake_sleepers};
+
+/// A raw lock and the value it protects.
+struct Locked {
+    lock: RawQRwLock,
+    value: UnsafeCell<u32>,
+}
+
+// SAFETY: `value` is only accessed under `lock` (readers shared, writers
+// exclusive), which is what the models check.
+unsafe impl Sync for Locked {}
+
+impl Locked {
+    fn new() -> Arc<Locked> {
+        Arc::new(Locked {
+            lock: RawQRwLock::new(),
+            value: UnsafeCell::new(0),
+        })
+    }
+
+    fn add(&self, n: u32) {
+        self.lock.write_lock();
+        // SAFETY: write-locked.
+        self.value.with_mut(|v| unsafe { *v += n });
+        // SAFETY: we hold it exclusively.
+        unsafe { self.lock.write_unlock() };
+    }
+
+    fn read(&self) -> u32 {
+        self.lock.read_lock();
+        // SAFETY: read-locked.
+        let v = self.value.with(|v| unsafe { *v });
+        // SAFETY: we hold it shared.
+        unsafe { self.lock.read_unlock() };
+        v
+    }
+
+    /// The value once every other thread has been joined (join orders their
+    /// sections before this read).
+    fn value_after_join(&self) -> u32 {
+        // SAFETY: no other thread runs any more.
+        self.value.with(|v| unsafe { *v })
+    }
+}
+
+#[test]
+fn two_writers_exclude_each_other() {
+    loom::model(|| {
+        let locked = Locked::new();
+        let other = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        locked.add(2);
+        other.join().unwrap();
+        assert_eq!(locked.value_after_join(), 3);
+    });
+}
+
+#[test]
+fn reader_and_writer_exclude_each_other() {
+    loom::model(|| {
+        let locked = Locked::new();
+        let reader = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        locked.add(1);
+        let seen = reader.join().unwrap();
+        assert!(seen == 0 || seen == 1, "reader saw {seen}");
+        assert!(!locked.lock.is_locked());
+    });
+}
+
+#[test]
+fn two_writers_and_a_reader() {
+    loom::model(|| {
+        let locked = Locked::new();
+        let w = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let r = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        locked.add(2);
+        w.join().unwrap();
+        let seen = r.join().unwrap();
+        assert!([0, 1, 2, 3].contains(&seen), "reader saw {seen}");
+        assert_eq!(locked.value_after_join(), 3);
+    });
+}
+
+#[test]
+fn two_readers_and_a_writer() {
+    loom::model(|| {
+        let locked = Locked::new();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let locked = locked.clone();
+                thread::spawn(move || locked.read())
+            })
+            .collect();
+        locked.add(1);
+        for r in readers {
+            let seen = r.join().unwrap();
+            assert!(seen <= 1, "reader saw {seen}");
+        }
+        assert!(!locked.lock.is_locked());
+    });
+}
+
+#[test]
+fn three_writers_queue() {
+    loom::model(|| {
+        let locked = Locked::new();
+        let writers: Vec<_> = (0..2)
+            .map(|i| {
+                let locked = locked.clone();
+                thread::spawn(move || locked.add(1 << i))
+            })
+            .collect();
+        locked.add(4);
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(locked.value_after_join(), 7);
+    });
+}
+
+/// "Prevent slowpath writers getting held up by fastpath": once a writer
+/// waits at the front, new readers (fast path or try) do not enter before it.
+#[test]
+fn waiting_writer_blocks_new_fast_path_readers() {
+    loom::model(|| {
+        let locked = Locked::new();
+        locked.lock.read_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        while !locked.lock.is_writer_waiting() {
+            thread::yield_now();
+        }
+        assert!(
+            !locked.lock.try_read_lock(),
+            "a try-reader entered past a waiting writer"
+        );
+        let reader = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        // SAFETY: taken above.
+        unsafe { locked.lock.read_unlock() };
+        assert_eq!(
+            reader.join().unwrap(),
+            1,
+            "a reader that arrived after the writer waited entered first"
+        );
+        writer.join().unwrap();
+    });
+}
+
+/// Downgrade keeps writers out and lets a waiting reader in with the owner.
+#[test]
+fn downgrade_admits_readers_not_writers() {
+    loom::model(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let reader = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        // SAFETY: write-locked.
+        locked.value.with_mut(|v| unsafe { *v = 5 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.downgrade() };
+        assert!(!locked.lock.try_write_lock());
+        // SAFETY: read-locked now.
+        let mine = locked.value.with(|v| unsafe { *v });
+        assert_eq!(mine, 5);
+        assert_eq!(reader.join().unwrap(), 5);
+        // SAFETY: the shared hold downgrade gave us.
+        unsafe { locked.lock.read_unlock() };
+        assert!(!locked.lock.is_locked());
+    });
+}
+
+/// The bare sleep/wake protocol: a waiter that sleeps is always woken by the
+/// RMW that satisfies it (a lost wake-up is a loom deadlock).
+#[test]
+fn cond_load_never_loses_a_wake_up() {
+    const SLEEPER: u32 = 1 << 31;
+    loom::model(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let wakers: Vec<_> = (0..2)
+            .map(|_| {
+                let word = word.clone();
+                thread::spawn(move || {
+                    let previous = word.fetch_add(1, Release);
+                    wake_sleepers(&word, previous, SLEEPER);
+                })
+            })
+            .collect();
+        let seen = cond_load_acquire(&word, SLEEPER, |v| v == 2);
+        assert_eq!(seen & !SLEEPER, 2);
+        for w in wakers {
+            w.join().unwrap();
+        }
+    });
+}

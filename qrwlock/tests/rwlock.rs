@@ -1,0 +1,254 @@
+//! The public API on real threads: `lock_api` guards, the raw layer's misuse
+//! panics, FIFO behaviour behind a waiting writer, `cond_load_acquire` with a
+//! real futex, and a stress run with more threads than this machine's cores.
+#![cfg(not(loom))]
+
+use qrwlock::{RawQRwLock, RwLock, RwLockWriteGuard, cond_load_acquire, wake_sleepers};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(s) => *s,
+        Err(payload) => payload.downcast::<&str>().map(|s| s.to_string()).unwrap(),
+    }
+}
+
+#[test]
+fn guards_share_and_exclude() {
+    let lock = RwLock::new(5);
+    {
+        let a = lock.read();
+        let b = lock.try_read().expect("readers share");
+        assert_eq!(*a + *b, 10);
+        assert!(lock.try_write().is_none());
+        assert!(lock.is_locked() && !lock.is_locked_exclusive());
+    }
+    {
+        let mut w = lock.try_write().expect("free");
+        *w += 1;
+        assert!(lock.try_read().is_none());
+        assert!(lock.try_write().is_none());
+        assert!(lock.is_locked_exclusive());
+    }
+    assert!(!lock.is_locked());
+    assert_eq!(lock.into_inner(), 6);
+}
+
+#[test]
+fn downgrade_keeps_writers_out_and_lets_readers_in() {
+    let lock = RwLock::new(0);
+    let mut w = lock.write();
+    *w = 7;
+    let r = RwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 7);
+    assert!(lock.try_write().is_none());
+    assert_eq!(*lock.try_read().expect("shared now"), 7);
+    drop(r);
+    assert!(lock.try_write().is_some());
+}
+
+#[test]
+fn static_lock_from_const_init() {
+    static LOCK: RwLock<u32> = RwLock::new(1);
+    *LOCK.write() += 1;
+    assert_eq!(*LOCK.read(), 2);
+}
+
+#[test]
+fn write_unlock_of_an_unheld_lock_panics_and_leaves_it_usable() {
+    let lock = RawQRwLock::new();
+    // SAFETY: deliberately violated: nothing is held. The misuse check must
+    // panic before the lock is left corrupted.
+    let caught = std::panic::catch_unwind(|| unsafe { lock.write_unlock() });
+    let message = panic_message(caught.unwrap_err());
+    assert!(message.contains("write_unlock"), "{message}");
+    assert!(message.contains("not write-locked"), "{message}");
+    assert!(!lock.is_locked());
+    assert!(lock.try_write_lock(), "word restored");
+}
+
+#[test]
+fn write_unlock_while_only_read_locked_panics() {
+    let lock = RawQRwLock::new();
+    lock.read_lock();
+    // SAFETY: deliberately violated: the lock is held shared, not exclusive.
+    let caught = std::panic::catch_unwind(|| unsafe { lock.write_unlock() });
+    assert!(panic_message(caught.unwrap_err()).contains("not write-locked"));
+    assert!(!lock.try_write_lock(), "the reader is still counted");
+    // SAFETY: the shared hold taken above.
+    unsafe { lock.read_unlock() };
+    assert!(lock.try_write_lock());
+}
+
+#[test]
+fn read_unlock_of_an_unheld_lock_panics_and_leaves_it_usable() {
+    let lock = RawQRwLock::new();
+    // SAFETY: deliberately violated: nothing is held.
+    let caught = std::panic::catch_unwind(|| unsafe { lock.read_unlock() });
+    let message = panic_message(caught.unwrap_err());
+    assert!(message.contains("read_unlock"), "{message}");
+    assert!(message.contains("no reader holds"), "{message}");
+    assert!(!lock.is_locked());
+    assert!(lock.try_write_lock(), "count restored");
+}
+
+#[test]
+fn downgrade_of_an_unheld_lock_panics() {
+    let lock = RawQRwLock::new();
+    // SAFETY: deliberately violated: nothing is held.
+    let caught = std::panic::catch_unwind(|| unsafe { lock.downgrade() });
+    assert!(panic_message(caught.unwrap_err()).contains("downgrade"));
+    assert!(!lock.is_locked());
+}
+
+/// Readers that arrive after a writer started waiting enter after it, even
+/// though the lock is only read-locked when they arrive.
+#[test]
+fn readers_queue_behind_a_waiting_writer() {
+    let lock = Arc::new(RwLock::new(0u32));
+    let first = lock.read();
+    let writer = {
+        let lock = lock.clone();
+        std::thread::spawn(move || *lock.write() = 1)
+    };
+    while !writer_waiting(&lock) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        lock.try_read().is_none(),
+        "try_read passed a waiting writer"
+    );
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let lock = lock.clone();
+            std::thread::spawn(move || *lock.read())
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    drop(first);
+    for r in readers {
+        assert_eq!(
+            r.join().unwrap(),
+            1,
+            "a late reader entered before the writer"
+        );
+    }
+    writer.join().unwrap();
+}
+
+fn writer_waiting(lock: &RwLock<u32>) -> bool {
+    // SAFETY: `raw()` is unsafe only because the raw lock could be unlocked
+    // through it; this only inspects it.
+    unsafe { lock.raw() }.is_writer_waiting()
+}
+
+/// `cond_load_acquire` on a real futex: the waiter spins, sets the sleeper
+/// bit, sleeps, and the RMW that satisfies it wakes it; the acquire makes the
+/// data written before that RMW visible.
+#[test]
+fn cond_load_acquire_sleeps_and_is_woken() {
+    const SLEEPER: u32 = 1 << 31;
+    let word = Arc::new(AtomicU32::new(0));
+    let data = Arc::new(AtomicU32::new(0));
+    let waiter = {
+        let (word, data) = (word.clone(), data.clone());
+        std::thread::spawn(move || {
+            let seen = cond_load_acquire(&word, SLEEPER, |v| v == 1);
+            (seen & !SLEEPER, data.load(Relaxed))
+        })
+    };
+    while word.load(Relaxed) & SLEEPER == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    data.store(42, Relaxed);
+    let previous = word.fetch_add(1, Release);
+    assert_ne!(previous & SLEEPER, 0);
+    wake_sleepers(&word, previous, SLEEPER);
+    assert_eq!(waiter.join().unwrap(), (1, 42));
+    assert_eq!(word.load(Relaxed), 1, "the waker cleared the sleeper bit");
+}
+
+/// Many more threads than cores, mixing every operation: the protected pair
+/// must never be seen torn, and every thread must finish.
+#[test]
+fn oversubscribed_stress_keeps_exclusion() {
+    const THREADS: usize = 12;
+    const ROUNDS: usize = 2_000;
+    let lock = Arc::new(RwLock::new((0u64, 0u64)));
+    let torn = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(THREADS));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (lock, torn, writes, start) =
+                (lock.clone(), torn.clone(), writes.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                for i in 0..ROUNDS {
+                    match (t + i) % 7 {
+                        0 => {
+                            let mut w = lock.write();
+                            w.0 += 1;
+                            std::hint::spin_loop();
+                            w.1 += 1;
+                            writes.fetch_add(1, Relaxed);
+                        }
+                        1 => {
+                            if let Some(mut w) = lock.try_write() {
+                                w.0 += 1;
+                                w.1 += 1;
+                                writes.fetch_add(1, Relaxed);
+                            }
+                        }
+                        2 => {
+                            let mut w = lock.write();
+                            w.0 += 1;
+                            w.1 += 1;
+                            writes.fetch_add(1, Relaxed);
+                            let r = RwLockWriteGuard::downgrade(w);
+                            if r.0 != r.1 {
+                                torn.store(true, Relaxed);
+                            }
+                        }
+                        3 => {
+                            if let Some(r) = lock.try_read()
+                                && r.0 != r.1
+                            {
+                                torn.store(true, Relaxed);
+                            }
+                        }
+                        _ => {
+                            let r = lock.read();
+                            if r.0 != r.1 {
+                                torn.store(true, Relaxed);
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(!torn.load(Relaxed), "a reader saw a half-done write");
+    let (a, b) = *lock.read();
+    assert_eq!(
+        (a, b),
+        (writes.load(Relaxed) as u64, writes.load(Relaxed) as u64)
+    );
+}
+
+#[test]
+fn cond_load_refuses_a_sleeper_bit_that_is_not_one_bit() {
+    let word = AtomicU32::new(0);
+    let caught = std::panic::catch_unwind(|| cond_load_acquire(&word, 0b11, |v| v == 1));
+    assert!(panic_message(caught.unwrap_err()).contains("exactly one bit"));
+    assert_eq!(
+        cond_load_acquire(&word, 0, |v| v == 0),
+        0,
+        "satisfied at once: no check needed"
+    );
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# qrwlock's speed and fairness goals (issue 5), measured side by side with the
+# peers in one run, and printed as ratios.
+#
+#   ./scripts/qrwlock-goals.sh            # locktorture, then criterion `rwlock`
+#   RUNS=3 ./scripts/qrwlock-goals.sh     # repeat locktorture 3 times
+#   SKIP_CRITERION=1 ./scripts/qrwlock-goals.sh
+#
+# Goals: locktorture --writers 4 --readers 16 --duration-s 5: Fail 0
+# everywhere, qrwlock's writer share (writes per writer thread over reads per
+# reader thread) >= 0.3, qrwlock's total >= 0.3x parking_lot's, no `???`;
+# uncontended read and write lock+unlock <= 1.1x parking_lot's; 2-thread
+# read-mostly throughput >= parking_lot's. On a shared machine every command
+# runs under `flock /work/bench.lock` when that file exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lock=()
+[ -e /work/bench.lock ] && lock=(flock /work/bench.lock)
+
+cargo build --release -p bench-suite --bin syncbench
+for run in $(seq "${RUNS:-1}"); do
+    echo "== locktorture run $run"
+    "${lock[@]}" target/release/syncbench locktorture --lock qrwlock,parking_lot,std,spin \
+        --writers 4 --readers 16 --duration-s 5 --json > target/qrwlock-locktorture.json
+    python3 - target/qrwlock-locktorture.json <<'PY'
+import json, sys
+rows = {r["lock"]: r for r in json.load(open(sys.argv[1]))}
+total = lambda r: r["writes"]["total"] + r["reads"]["total"]
+starved = lambda c: c["max"] / 2 > c["min"]
+pl = total(rows["parking_lot"])
+for name, r in rows.items():
+    w, rd = r["writes"], r["reads"]
+    share = (w["total"] / r["writers"]) / max(rd["total"] / r["readers"], 1e-9)
+    flags = ("writers???" if starved(w) else "") + (" readers???" if starved(rd) else "")
+    print(f"{name:12} fail={r['fail']} writes={w['total']} reads={rd['total']} "
+          f"writer_share={share:.3f} total={total(r)} total/parking_lot={total(r) / pl:.2f} {flags}")
+PY
+done
+
+if [ -z "${SKIP_CRITERION:-}" ]; then
+    echo "== criterion rwlock (--quick)"
+    "${lock[@]}" cargo bench -p bench-suite --bench rwlock -- --quick > /dev/null
+    python3 - <<'PY'
+import json, os
+base = "target/criterion/rwlock"
+def median(imp, q):
+    with open(os.path.join(base, imp, q, "new", "estimates.json")) as f:
+        return json.load(f)["median"]["point_estimate"]
+for q in ["uncontended-read", "uncontended-write", "read-mostly-2t"]:
+    pl = median("parking_lot", q)
+    cells = [f"{imp}={median(imp, q):.2f}ns ({median(imp, q) / pl:.2f}x)"
+             for imp in ["qrwlock", "parking_lot", "std", "spin"]]
+    print(f"{q:18} " + "  ".join(cells))
+print("(time per operation; read-mostly-2t is per pair of operations, one on each thread:"
+      " lower is faster)")
+PY
+fi
