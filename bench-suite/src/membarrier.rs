@@ -347,6 +347,25 @@ impl Outcome {
     }
 }
 
+impl MembarrierArgs {
+    /// The arguments of `syncbench membarrier --sweep --sim-seconds S`, every
+    /// other setting at its default (what the report runs).
+    pub fn for_sweep(sim_seconds: f64) -> MembarrierArgs {
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: MembarrierArgs,
+        }
+        <Wrapper as clap::Parser>::parse_from([
+            "membarrier",
+            "--sweep",
+            "--sim-seconds",
+            &sim_seconds.to_string(),
+        ])
+        .args
+    }
+}
+
 /// One line of `--sweep`.
 #[derive(Clone, Debug, Serialize)]
 pub struct SweepRow {
@@ -544,8 +563,16 @@ fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
 }
 
 /// `--sweep`: every policy at every CPU count of [`SWEEP_CPUS`].
-fn sweep(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
-    let mut progress = Progress::new((SWEEP_CPUS.len() * Policy::ALL.len()) as u64, "sweep");
+/// The `--sweep` rows: every policy at every CPU count of [`SWEEP_CPUS`], in
+/// the simulator, with the other settings from `args`.
+///
+/// # Errors
+///
+/// [`Failure::Usage`] when `args` cannot make a simulator configuration.
+pub fn sweep_rows(
+    args: &MembarrierArgs,
+    progress: &mut Progress,
+) -> Result<Vec<SweepRow>, Failure> {
     let mut rows = Vec::new();
     for cpus in SWEEP_CPUS {
         let mut base = config(args, Mode::Sim, Some(cpus))?;
@@ -569,6 +596,12 @@ fn sweep(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
             none,
         });
     }
+    Ok(rows)
+}
+
+fn sweep(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
+    let mut progress = Progress::new((SWEEP_CPUS.len() * Policy::ALL.len()) as u64, "sweep");
+    let rows = sweep_rows(args, &mut progress)?;
     drop(progress);
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &rows)?;

@@ -7,8 +7,9 @@
 //! chromium), so CI always runs it.
 
 use bench_suite::machine::Machine;
+use bench_suite::progress::Progress;
 use bench_suite::report::{self, Profile, Results};
-use bench_suite::{locktorture, rcuscale, refscale, torture};
+use bench_suite::{locktorture, membarrier, rcuscale, refscale, torture};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -91,6 +92,30 @@ fn sample_results() -> Results {
             errors: 0,
             unreclaimed_max: 3,
         }],
+        quick_qs: ["rcu-lite", "rcu-lite-noqs"]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| rcuscale::Outcome {
+                name: (*name).into(),
+                writers: 1,
+                readers: 0,
+                gps: 100,
+                per_gp_us: 3000.0 * (i + 1) as f64,
+                latency_us: rcuscale::Latency {
+                    mean: 3000.0 * (i + 1) as f64,
+                    p50: 3000.0,
+                    p99: 6000.0,
+                    max: 9000.0,
+                },
+                reads: 0,
+                duration_s: 1.0,
+            })
+            .collect(),
+        membarrier_sweep: membarrier::sweep_rows(
+            &membarrier::MembarrierArgs::for_sweep(0.02),
+            &mut Progress::new(1, "test"),
+        )
+        .expect("sweep runs"),
     }
 }
 
@@ -145,7 +170,7 @@ fn report_html_renders_with_its_plots() {
             "report.html must not need the network: found {fetch}"
         );
     }
-    assert_eq!(html.matches("<svg").count(), 3, "three plots inlined");
+    assert_eq!(html.matches("<svg").count(), 5, "five plots inlined");
 
     let png_path = dir.join("shot.png");
     screenshot(

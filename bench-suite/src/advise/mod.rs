@@ -10,6 +10,7 @@
 //! payload: counted as an error, and a contender with errors is never
 //! recommended.
 
+mod ours;
 mod peers;
 
 use crate::registry::{Implementation, Origin};
@@ -92,6 +93,9 @@ pub fn implementations() -> &'static [Implementation<dyn Workload, Options>] {
 }
 
 static IMPLEMENTATIONS: &[Implementation<dyn Workload, Options>] = &[
+    ours::QRWLOCK,
+    ours::RCU_LITE,
+    ours::HAZPTR,
     peers::PARKING_LOT,
     peers::STD,
     peers::SEQLOCK,

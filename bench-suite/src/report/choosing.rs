@@ -408,3 +408,153 @@ pub fn table(results: &Results) -> Vec<Choice> {
     ));
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::{counts, sample};
+    use crate::{locktorture, rcuscale, refscale, torture};
+
+    fn read(name: &str, threads: usize, ns: f64) -> refscale::Outcome {
+        refscale::Outcome {
+            name: name.into(),
+            threads,
+            ns_per_op: ns,
+            iterations: 1,
+            runs_ns: vec![ns],
+        }
+    }
+
+    fn wait(name: &str, writers: usize, mean: f64) -> rcuscale::Outcome {
+        rcuscale::Outcome {
+            name: name.into(),
+            writers,
+            readers: 1,
+            gps: 10,
+            per_gp_us: mean / writers as f64,
+            latency_us: rcuscale::Latency {
+                mean,
+                p50: mean,
+                p99: mean * 2.0,
+                max: mean * 3.0,
+            },
+            reads: 1,
+            duration_s: 1.0,
+        }
+    }
+
+    fn tortured(name: &str, replaced: u64, unreclaimed_max: u64) -> torture::Outcome {
+        torture::Outcome {
+            name: name.into(),
+            readers: 4,
+            writers: 2,
+            duration_s: 2.0,
+            reads: 1,
+            replaced,
+            errors: 0,
+            unreclaimed_max,
+        }
+    }
+
+    fn lock(name: &str, writers: usize, readers: usize, writes: u64) -> locktorture::Outcome {
+        locktorture::Outcome {
+            lock: name.into(),
+            writers,
+            readers,
+            duration_s: 2.0,
+            writes: counts(writes, writes, writes),
+            reads: counts(100, 50, 50),
+            fail: 0,
+            write_fail: 0,
+            read_fail: 0,
+        }
+    }
+
+    #[test]
+    fn each_use_case_is_decided_by_its_figures() {
+        let mut r = sample();
+        r.refscale = vec![
+            read("rcu-lite-memb", 2, 1.0),
+            read("hazptr", 2, 1.5),
+            read("crossbeam-epoch", 2, 3.0),
+            read("seqlock", 2, 0.5),
+            read("qrwlock-read", 2, 4.0),
+            read("parking_lot-read", 2, 5.0),
+            read("hazptr", 1, 1.2),
+        ];
+        r.rcuscale = vec![
+            wait("rcu-lite", 1, 8.0),
+            wait("hazptr", 1, 20.0),
+            wait("rcu-lite", 16, 40.0),
+        ];
+        r.torture = vec![
+            tortured("hazptr", 1000, 50),
+            tortured("haphazard", 400, 80),
+            tortured("crossbeam-epoch", 2000, 9000),
+        ];
+        r.locktorture = vec![
+            lock("qrwlock", 4, 1, 900),
+            lock("parking_lot", 4, 1, 1200),
+            lock("qrwlock", 1, 1, 10),
+        ];
+        let rows = table(&r);
+        let get = |use_case: &str| {
+            rows.iter()
+                .find(|c| c.use_case.starts_with(use_case))
+                .unwrap()
+        };
+
+        let pointer = get("read-mostly shared pointer");
+        assert_eq!(pointer.winner, "rcu-lite-memb");
+        assert_eq!(pointer.figure, "1.00 ns/read");
+        assert!(
+            pointer
+                .runner_up
+                .starts_with("hazptr (1.50 ns/read; winner 1.50x better)"),
+            "{pointer:?}"
+        );
+        assert!(
+            pointer.costs_elsewhere.contains("rcu-lite")
+                && pointer.costs_elsewhere.contains("8.0 us mean")
+        );
+
+        let bounded = get("per-object protection");
+        assert_eq!(bounded.winner, "hazptr");
+        assert!(
+            bounded
+                .costs_elsewhere
+                .contains("crossbeam-epoch held back up to 9000"),
+            "{bounded:?}"
+        );
+
+        assert_eq!(get("read-mostly lock").winner, "qrwlock-read");
+        let write_heavy = get("write-heavy lock");
+        assert_eq!(write_heavy.winner, "parking_lot");
+        assert!(write_heavy.measured_by.contains("4w/1r"), "{write_heavy:?}");
+        assert_eq!(get("writer that must wait").winner, "rcu-lite");
+        assert!(
+            get("writer that must wait")
+                .costs_elsewhere
+                .contains("with 16 concurrent writers")
+        );
+        assert_eq!(get("small Copy data").winner, "seqlock");
+        assert_eq!(get("freeing in bulk").winner, "crossbeam-epoch");
+        assert_eq!(rows.len(), 7);
+    }
+
+    #[test]
+    fn contenders_missing_from_the_run_are_left_out() {
+        let mut r = sample();
+        r.refscale.clear();
+        r.torture.clear();
+        let rows = table(&r);
+        assert!(
+            rows.iter()
+                .all(|c| !c.use_case.starts_with("read-mostly shared pointer"))
+        );
+        assert!(
+            rows.iter()
+                .all(|c| !c.use_case.starts_with("freeing in bulk"))
+        );
+    }
+}

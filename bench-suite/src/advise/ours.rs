@@ -1,0 +1,96 @@
+//! This workspace's primitives sharing a payload.
+
+use super::peers::bump;
+use super::{Counts, Options, Workload, check_payload, mixed_loop};
+use crate::registry::{Implementation, Origin};
+use std::sync::atomic::AtomicBool;
+
+/// `qrwlock`.
+pub(super) const QRWLOCK: Implementation<dyn Workload, Options> = Implementation {
+    name: "qrwlock",
+    summary: "qrwlock::RwLock<Vec<u64>>: read lock and sum; write lock and update in place",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(qrwlock::RwLock::new(vec![0u64; o.payload_words]))),
+};
+
+impl Workload for qrwlock::RwLock<Vec<u64>> {
+    fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+        mixed_loop(
+            reads_per_write,
+            stop,
+            || check_payload(&self.read()),
+            || bump(&mut self.write()),
+        )
+    }
+}
+
+/// `rcu-lite`.
+pub(super) const RCU_LITE: Implementation<dyn Workload, Options> = Implementation {
+    name: "rcu-lite",
+    summary: "rcu_lite::Rcu<Vec<u64>> (memb): read guard and sum; update() copies, publishes, frees after a grace period",
+    origin: Origin::Workspace,
+    make: |o| {
+        Ok(Box::new(rcu_lite::Rcu::<Vec<u64>>::new(
+            vec![0u64; o.payload_words],
+        )))
+    },
+};
+
+impl Workload for rcu_lite::Rcu<Vec<u64>> {
+    fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+        mixed_loop(
+            reads_per_write,
+            stop,
+            || {
+                let guard = rcu_lite::memb::read_lock();
+                check_payload(self.read(&guard))
+            },
+            || {
+                self.update(|old| {
+                    let mut fresh = old.clone();
+                    bump(&mut fresh);
+                    fresh
+                })
+            },
+        )
+    }
+}
+
+/// `hazptr`.
+pub(super) const HAZPTR: Implementation<dyn Workload, Options> = Implementation {
+    name: "hazptr",
+    summary: "hazptr::AtomicBox<Vec<u64>>: protect and sum; copy, update, compare_exchange, retire",
+    origin: Origin::Workspace,
+    make: |o| {
+        Ok(Box::new(hazptr::AtomicBox::new(vec![
+            0u64;
+            o.payload_words
+        ])))
+    },
+};
+
+impl Workload for hazptr::AtomicBox<'static, Vec<u64>> {
+    fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+        mixed_loop(
+            reads_per_write,
+            stop,
+            || hazptr::scoped(self, |v| check_payload(v.expect("never empty"))),
+            || {
+                let mut guard = hazptr::Guard::new();
+                loop {
+                    let current = self.load(&mut guard).expect("never empty");
+                    let mut fresh = current.clone();
+                    bump(&mut fresh);
+                    let current: *const Vec<u64> = current;
+                    // The replaced value is retired when `Replaced` drops.
+                    if self
+                        .compare_exchange(current, Some(Box::new(fresh)))
+                        .is_ok()
+                    {
+                        break;
+                    }
+                }
+            },
+        )
+    }
+}
