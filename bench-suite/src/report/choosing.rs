@@ -303,11 +303,12 @@ pub fn table(results: &Results) -> Vec<Choice> {
     }
 
     // 5. A writer that must wait for readers with low latency.
-    let waiters: Vec<&str> = {
-        let mut names: Vec<&str> = results.rcuscale.iter().map(|o| o.name.as_str()).collect();
-        names.dedup();
-        names
-    };
+    let mut waiters: Vec<&str> = Vec::new();
+    for o in &results.rcuscale {
+        if !waiters.contains(&o.name.as_str()) {
+            waiters.push(&o.name);
+        }
+    }
     rows.extend(row(
         "writer that must wait for readers, with low latency",
         "rcuscale, 1 writer (fewest readers measured): mean wait".into(),

@@ -38,8 +38,11 @@ fn checksum(seq: u64) -> u64 {
 impl TortureObject {
     /// A fresh live object accounted to `ledger`.
     pub fn new(ledger: &Arc<Ledger>, seq: u64) -> Box<TortureObject> {
-        let outstanding =
-            ledger.allocated.fetch_add(1, Relaxed) + 1 - ledger.reclaimed.load(Relaxed);
+        // `reclaimed` is read after our increment of `allocated`, so other
+        // threads' allocations and reclamations in between can make it the
+        // larger snapshot: saturate instead of wrapping.
+        let allocated = ledger.allocated.fetch_add(1, Relaxed) + 1;
+        let outstanding = allocated.saturating_sub(ledger.reclaimed.load(Relaxed));
         ledger.unreclaimed_max.fetch_max(outstanding, Relaxed);
         Box::new(TortureObject {
             magic: AtomicU64::new(LIVE),
