@@ -121,6 +121,11 @@ pub struct RcuscaleArgs {
     /// Reader threads running read-side sections meanwhile.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub readers: u32,
+    /// Extra reader threads that register, read once and then stay idle: the
+    /// waiting side must still account for them on every scan (like idle CPUs
+    /// in the kernel), so they model a process with many registered threads.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pub idle_threads: u32,
     /// Seconds each implementation runs.
     #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
     pub duration_s: f64,
@@ -353,6 +358,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let config = rcuscale::Config {
                 writers: args.writers as usize,
                 readers: args.readers as usize,
+                idle_threads: args.idle_threads as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
             };
             let options = rcuscale::Options {

@@ -19,6 +19,7 @@ const IDENTITY_NUMBERS: &[&str] = &[
     "threads",
     "writers",
     "readers",
+    "idle_threads",
     "cpus",
     "callers",
     "reads_per_write",

@@ -862,3 +862,25 @@ fn qrwlock_is_listed_as_ours_and_runs_in_locktorture_and_refscale() {
     assert_eq!(rows[0]["impl"], "qrwlock-read");
     assert!(rows[0]["ns_per_op"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn rcuscale_idle_threads_are_reported() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "crossbeam-epoch,hazptr",
+        "--writers",
+        "2",
+        "--idle-threads",
+        "8",
+        "--duration-s",
+        "0.2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["idle_threads"], 8, "{row}");
+        assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
+    }
+}

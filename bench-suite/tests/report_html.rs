@@ -63,6 +63,7 @@ fn sample_results() -> Results {
             name: "crossbeam-epoch".into(),
             writers,
             readers: 1,
+            idle_threads: 0,
             gps: 1000,
             per_gp_us: 10.0 / writers as f64,
             latency_us: rcuscale::Latency {
@@ -99,6 +100,7 @@ fn sample_results() -> Results {
                 name: (*name).into(),
                 writers: 1,
                 readers: 0,
+                idle_threads: 0,
                 gps: 100,
                 per_gp_us: 3000.0 * (i + 1) as f64,
                 latency_us: rcuscale::Latency {

@@ -1,9 +1,10 @@
 //! This workspace's `hazptr` writer side: swap, `synchronize(old)`, free.
 
-use super::{GracePeriod, Options};
+use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use hazptr::Domain;
 use std::hint::black_box;
+use std::sync::Barrier;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::{AtomicBool, AtomicPtr};
 
@@ -59,6 +60,17 @@ impl GracePeriod for Hazptr {
             n += 64;
         }
         n
+    }
+
+    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        // The first guard gives the thread a slot block, which every scan
+        // walks until the thread exits.
+        let mut guard = self.domain.guard();
+        let p = guard.protect_ptr(&self.current);
+        // SAFETY: protected by `guard`; never null.
+        black_box(unsafe { *p });
+        drop(guard);
+        idle_wait(ready, stop);
     }
 }
 

@@ -26,6 +26,8 @@ fn make() -> Result<Box<dyn GracePeriod>, Unavailable> {
 mod linked {
     use super::GracePeriod;
     use crate::liburcu::{MembReader, memb_synchronize_rcu};
+    use crate::rcuscale::idle_wait;
+    use std::sync::Barrier;
     use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::AcqRel};
 
     pub(super) struct LiburcuMemb {
@@ -55,6 +57,15 @@ mod linked {
 
         fn read_until(&self, stop: &AtomicBool) -> u64 {
             MembReader::register().read_until(&self.slot, stop)
+        }
+
+        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+            // Registered (on liburcu's reader list, which every grace period
+            // walks) until `reader` drops.
+            let reader = MembReader::register();
+            reader.read_sections(&self.slot, 1);
+            idle_wait(ready, stop);
+            drop(reader);
         }
     }
 

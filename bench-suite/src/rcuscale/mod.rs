@@ -33,6 +33,22 @@ pub trait GracePeriod: Send + Sync {
     fn update_and_wait(&self, writer: usize);
     /// Runs read-side sections until `stop` is set; returns how many.
     fn read_until(&self, stop: &AtomicBool) -> u64;
+    /// Registers the calling thread as a reader and runs one read-side
+    /// section, then calls [`idle_wait`]`(ready, stop)` while still registered:
+    /// a thread the waiting side must account for on every scan although it
+    /// never reads again, as the kernel accounts for idle CPUs.
+    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool);
+}
+
+/// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (the run's
+/// start barrier), then sleeps until `stop` is set.
+pub fn idle_wait(ready: &Barrier, stop: &AtomicBool) {
+    ready.wait();
+    // Long naps: hundreds of idle threads waking often would themselves load
+    // the machine. The run's clock does not wait for them.
+    while !stop.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// What every rcuscale implementation is built with.
@@ -66,6 +82,8 @@ pub struct Config {
     pub writers: usize,
     /// Reader threads.
     pub readers: usize,
+    /// Registered, idle reader threads (see [`GracePeriod::idle_until`]).
+    pub idle_threads: usize,
     /// How long each implementation runs.
     pub duration: Duration,
 }
@@ -105,6 +123,9 @@ pub struct Outcome {
     pub writers: usize,
     /// Reader threads.
     pub readers: usize,
+    /// Registered, idle reader threads.
+    #[serde(default)]
+    pub idle_threads: usize,
     /// Waits completed by all writers together.
     pub gps: u64,
     /// Run duration / `gps`, microseconds.
@@ -137,9 +158,13 @@ pub fn measure_with(
     let primitive = &*boxed;
     progress.set_label(imp.name);
     let stop = AtomicBool::new(false);
-    let start = Barrier::new(config.writers + config.readers + 1);
+    let start = Barrier::new(config.writers + config.readers + config.idle_threads + 1);
     let base = progress.position();
     let (elapsed, samples, reads) = std::thread::scope(|s| {
+        for _ in 0..config.idle_threads {
+            // Registered before the clock starts; idle throughout.
+            s.spawn(|| primitive.idle_until(&start, &stop));
+        }
         let readers: Vec<_> = (0..config.readers)
             .map(|_| {
                 s.spawn(|| {
@@ -188,6 +213,7 @@ pub fn measure_with(
         name: imp.name.to_owned(),
         writers: config.writers,
         readers: config.readers,
+        idle_threads: config.idle_threads,
         gps,
         per_gp_us: elapsed.as_nanos() as f64 / 1000.0 / gps.max(1) as f64,
         latency_us: Latency::of(&samples),

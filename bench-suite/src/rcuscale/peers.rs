@@ -1,10 +1,11 @@
 //! The peers' writer side.
 
-use super::{GracePeriod, Options};
+use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
@@ -66,6 +67,16 @@ impl GracePeriod for CrossbeamEpoch {
             n += 64;
         }
         n
+    }
+
+    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        // Pinning once registers the thread with the default collector, whose
+        // epoch advance walks every registered participant.
+        let guard = epoch::pin();
+        // SAFETY: never null; `guard` keeps it alive.
+        black_box(unsafe { self.current.load(Acquire, &guard).deref() });
+        drop(guard);
+        idle_wait(ready, stop);
     }
 }
 

@@ -2,10 +2,11 @@
 //! the old value (as the liburcu peer does), with quick quiescent-state
 //! reporting on (`rcu-lite`) and off (`rcu-lite-noqs`).
 
-use super::{GracePeriod, Options};
+use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::hint::black_box;
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
 /// `rcu-lite`.
@@ -72,6 +73,16 @@ impl GracePeriod for RcuLite {
             n += 64;
         }
         n
+    }
+
+    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        // The first read lock registers the thread; it stays registered (and
+        // scanned) until it exits.
+        let guard = memb::read_lock();
+        // SAFETY: never null; the guard keeps the pointee alive.
+        black_box(unsafe { *self.current.load(Acquire) });
+        drop(guard);
+        idle_wait(ready, stop);
     }
 }
 

@@ -71,7 +71,7 @@ fn wait_latency(results: &Results, name: &str) -> Option<(f64, f64)> {
     results
         .rcuscale
         .iter()
-        .filter(|o| o.name == name && o.writers == 1)
+        .filter(|o| o.name == name && o.writers == 1 && o.idle_threads == 0)
         .min_by_key(|o| o.readers)
         .map(|o| (o.latency_us.mean, o.latency_us.p99))
 }
@@ -329,7 +329,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
             let per_gp = results
                 .rcuscale
                 .iter()
-                .filter(|o| o.name == winner)
+                .filter(|o| o.name == winner && o.idle_threads == 0)
                 .max_by_key(|o| o.writers)
                 .map(|o| {
                     format!(
@@ -431,6 +431,7 @@ mod tests {
             name: name.into(),
             writers,
             readers: 1,
+            idle_threads: 0,
             gps: 10,
             per_gp_us: mean / writers as f64,
             latency_us: rcuscale::Latency {

@@ -84,12 +84,25 @@ impl Profile {
         }
     }
 
-    /// (writers, readers) pairs for rcuscale: one writer alone, then many
-    /// concurrent writers whose waits can share work.
-    fn rcuscale_mixes(self) -> &'static [(usize, usize)] {
+    /// (writers, readers, idle threads) for rcuscale: one writer alone, then
+    /// many concurrent writers whose waits can share work; and both again
+    /// with 256 registered idle threads, which make every scan expensive as
+    /// the seed's many-CPU machines do.
+    fn rcuscale_mixes(self) -> &'static [(usize, usize, usize)] {
         match self {
-            Profile::Quick => &[(1, 1), (4, 1), (16, 1)],
-            Profile::Full => &[(1, 0), (1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (16, 4)],
+            Profile::Quick => &[(1, 1, 0), (4, 1, 0), (16, 1, 0), (1, 1, 256), (16, 1, 256)],
+            Profile::Full => &[
+                (1, 0, 0),
+                (1, 1, 0),
+                (2, 1, 0),
+                (4, 1, 0),
+                (8, 1, 0),
+                (16, 1, 0),
+                (16, 4, 0),
+                (1, 1, 256),
+                (4, 1, 256),
+                (16, 1, 256),
+            ],
         }
     }
 
@@ -274,10 +287,11 @@ pub fn measure(profile: Profile) -> Results {
     }
 
     let mut rcuscale_out = Vec::new();
-    for &(writers, readers) in profile.rcuscale_mixes() {
+    for &(writers, readers, idle_threads) in profile.rcuscale_mixes() {
         let config = rcuscale::Config {
             writers,
             readers,
+            idle_threads,
             duration: profile.rcuscale_duration(),
         };
         for imp in &waiters {
@@ -292,6 +306,7 @@ pub fn measure(profile: Profile) -> Results {
     let qs_config = rcuscale::Config {
         writers: 1,
         readers: 0,
+        idle_threads: 0,
         duration: profile.quick_qs_duration(),
     };
     let qs_options = rcuscale::Options {
@@ -709,12 +724,16 @@ fn rcuscale_section(results: &Results) -> Section {
     let mut section = Section::new("Waiting for readers (rcuscale)");
     section.paragraph(
         "W writers loop \"unpublish, wait until no reader holds it\". *Per-GP* is run time over all waits \
-         (lower with concurrent writers when waits share work); latency is per wait, in microseconds.",
+         (lower with concurrent writers when waits share work); latency is per wait, in microseconds. \
+         *Idle* threads registered with the primitive, read once and then sleep: every scan or grace period \
+         still accounts for them, as the kernel does for idle CPUs, so they model a process with many \
+         threads (the seed measured on 24 to 256 CPUs).",
     );
     let mut table = Table::new(&[
         "implementation",
         "writers>",
         "readers>",
+        "idle>",
         "waits>",
         "per-GP us>",
         "mean us>",
@@ -728,6 +747,7 @@ fn rcuscale_section(results: &Results) -> Section {
             o.name.clone(),
             o.writers.to_string(),
             o.readers.to_string(),
+            o.idle_threads.to_string(),
             o.gps.to_string(),
             format!("{:.2}", o.per_gp_us),
             format!("{:.2}", l.mean),
@@ -738,26 +758,38 @@ fn rcuscale_section(results: &Results) -> Section {
     }
     section.table(table);
     let names = ordered(results.rcuscale.iter().map(|o| o.name.as_str()));
-    let series: Vec<Series> = names
-        .iter()
-        .map(|n| {
-            Series::line(
-                *n,
-                results
-                    .rcuscale
-                    .iter()
-                    .filter(|o| o.name == *n && o.per_gp_us > 0.0)
-                    .map(|o| (o.writers as f64, o.per_gp_us))
-                    .collect(),
-            )
-        })
-        .filter(|s| s.points.len() > 1)
-        .collect();
+    let idles = ordered_numbers(results.rcuscale.iter().map(|o| o.idle_threads));
+    let mut series = Vec::new();
+    for &idle in &idles {
+        for n in &names {
+            let points: Vec<(f64, f64)> = results
+                .rcuscale
+                .iter()
+                .filter(|o| o.name == *n && o.idle_threads == idle && o.per_gp_us > 0.0)
+                .map(|o| (o.writers as f64, o.per_gp_us))
+                .collect();
+            if points.len() > 1 {
+                let label = if idle == 0 {
+                    (*n).to_owned()
+                } else {
+                    format!("{n}, {idle} idle")
+                };
+                series.push(Series::line(label, points));
+            }
+        }
+    }
     if !series.is_empty() {
         section.plot(
             "plots/rcuscale-per-gp.svg",
             "Effective per-grace-period time against concurrent synchronize callers (lower is better)",
-            plots::line_chart("Per-GP time vs concurrent callers", "concurrent callers (writers)", "per-GP time, us", &series, true, true),
+            plots::line_chart(
+                "Per-GP time vs concurrent callers",
+                "concurrent callers (writers)",
+                "per-GP time, us",
+                &series,
+                true,
+                true,
+            ),
         );
     }
     section
@@ -845,6 +877,7 @@ pub(crate) mod tests {
                 name: "waiter".into(),
                 writers: 16,
                 readers: 1,
+                idle_threads: 0,
                 gps: 1000,
                 per_gp_us: 12.5,
                 latency_us: rcuscale::Latency {
@@ -871,6 +904,7 @@ pub(crate) mod tests {
                     name: "rcu-lite".into(),
                     writers: 1,
                     readers: 0,
+                    idle_threads: 0,
                     gps: 300,
                     per_gp_us: 3000.0,
                     latency_us: rcuscale::Latency {
@@ -886,6 +920,7 @@ pub(crate) mod tests {
                     name: "rcu-lite-noqs".into(),
                     writers: 1,
                     readers: 0,
+                    idle_threads: 0,
                     gps: 160,
                     per_gp_us: 6000.0,
                     latency_us: rcuscale::Latency {
@@ -918,7 +953,7 @@ pub(crate) mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| waiter | 16 | 1 | 1000 | 12.50 | 200.00 | 150.00 | 900.00 | 1500.0 |"),
+            md.contains("| waiter | 16 | 1 | 0 | 1000 | 12.50 | 200.00 | 150.00 | 900.00 | 1500.0 |"),
             "{md}"
         );
         assert!(
