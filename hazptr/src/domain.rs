@@ -169,7 +169,7 @@ impl Shared {
             if found.is_none()
                 && !b.link.in_use.load(Ordering::Relaxed)
                 // Acquire pairs with the Release store in `give_back_block`:
-                // the previous owner's last writes (empty slots, full mask,
+                // the previous owner's last writes (empty slots,
                 // empty batch) are visible.
                 && b.link
                     .in_use

@@ -38,7 +38,11 @@
 //! each protected address against the filter and then exactly against the
 //! batch, and releases at once every waiter whose address no slot holds.
 //! Waiters with hits stay on the scanner's pending list, which it re-checks
-//! (watching only the hit slots) between batches. Releasing is a SeqCst store
+//! (watching only the hit slots) between batches. When a hit on a per-thread
+//! slot changes, the protection may have moved to a backup slot
+//! ([`Guard::promote`](crate::Guard::promote)) after the batch's walk of the
+//! overflow lists, so the scanner walks the overflow lists again for that
+//! address before it releases the waiter. Releasing is a SeqCst store
 //! to the waiter's state and then one futex wake for all sleepers.
 //!
 //! With sharing off, each caller runs [`begin`] and the walk itself.
@@ -90,12 +94,17 @@ struct PendingHit {
     slot: *const AtomicUsize,
     value: usize,
     waiter: *const Waiter,
+    /// A per-thread block slot (its protection can move to a backup slot
+    /// through [`Guard::promote`](crate::Guard::promote)), not a backup slot.
+    in_block: bool,
 }
 
 /// The scanner's working memory, reused across passes (no allocation per
 /// synchronize call once it has grown to the workload).
 struct Buffers {
     pending: Vec<PendingHit>,
+    /// Hits seen to change in this pass: (waiter, whether it was a block slot).
+    cleared: Vec<(*const Waiter, bool)>,
 }
 
 /// The shared-scan part of a domain.
@@ -130,6 +139,7 @@ impl ScanState {
             driver: AtomicBool::new(false),
             buffers: UnsafeCell::new(Buffers {
                 pending: Vec::with_capacity(64),
+                cleared: Vec::with_capacity(64),
             }),
             started: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
@@ -374,25 +384,49 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
     let scan = &shared.scan;
     let mut released = false;
     // 1. Pending hits: a slot whose value changed no longer protects its
-    //    waiter's address.
+    //    waiter's address there.
+    let mut cleared = std::mem::take(&mut buffers.cleared);
     buffers.pending.retain(|hit| {
         // SAFETY: slots live as long as the domain.
         let slot = unsafe { &*hit.slot };
-        // Acquire: as in `read_slot`.
+        // Acquire: as in `read_slot`; for a block slot it also pairs with the
+        // Release store of `EMPTY` in `Guard::promote`.
         if slot.load(Ordering::Acquire) == hit.value {
             return true;
         }
+        cleared.push((hit.waiter, hit.in_block));
+        false
+    });
+    for (waiter, in_block) in cleared.drain(..) {
         // SAFETY: a waiter with hits is not released, so it is alive.
-        let w = unsafe { &*hit.waiter };
+        let w = unsafe { &*waiter };
+        if in_block {
+            // The protection may have moved to a backup slot (`promote` writes
+            // the backup slot, then empties the block slot with Release, which
+            // the Acquire load above saw), after this waiter's walk of the
+            // overflow lists: look there again before releasing.
+            shared.for_each_backup(|n| {
+                // Acquire: as in `read_slot`.
+                if n.value.load(Ordering::Acquire) == w.addr {
+                    w.hits.set(w.hits.get() + 1);
+                    buffers.pending.push(PendingHit {
+                        slot: &n.value,
+                        value: w.addr,
+                        waiter: w,
+                        in_block: false,
+                    });
+                }
+            });
+        }
         w.hits.set(w.hits.get() - 1);
         if w.hits.get() == 0 {
-            // SAFETY: queued, not yet released; no other pending entry
-            // refers to it (its hit count was 1).
+            // SAFETY: queued, not yet released; no pending entry refers to it
+            // any more (its hit count reached 0).
             unsafe { release(w) };
             released = true;
         }
-        false
-    });
+    }
+    buffers.cleared = cleared;
     // 2. Every queued waiter, one scan. Acquire pairs with the callers'
     //    SeqCst push: their waiters and unpublishes are visible.
     let batch = scan.queue.swap(ptr::null_mut(), Ordering::Acquire);
@@ -401,7 +435,7 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
         let mut bloom = Bloom::new();
         for_each_waiter(batch, |w| bloom.insert(w.addr));
         let mine = begin(shared);
-        for_each_slot(shared, |slot| {
+        let mut check = |slot: &AtomicUsize, in_block: bool| {
             let value = read_slot(slot, mine);
             if protects(value) && bloom.may_contain(value) {
                 for_each_waiter(batch, |w| {
@@ -411,11 +445,15 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
                             slot,
                             value,
                             waiter: w,
+                            in_block,
                         });
                     }
                 });
             }
-        });
+        };
+        // Every per-thread slot before any backup slot (see the module docs).
+        shared.for_each_block(|b| b.hot.slots.iter().for_each(|slot| check(slot, true)));
+        shared.for_each_backup(|n| check(&n.value, false));
         let mut w = batch.cast_const();
         while !w.is_null() {
             // SAFETY: queued and not yet released, so alive; `next` is read

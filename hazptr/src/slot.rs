@@ -21,8 +21,8 @@
 //! # Blocks
 //!
 //! A [`SlotBlock`] is one thread's set of slots in one domain: the first cache
-//! line holds the slots and the owner-only free mask (the reader touches one
-//! line), the second the list link and ownership flag (read by scans and by
+//! line holds the slots, and a slot is free when it holds [`EMPTY`] (the
+//! reader touches one line), the second the list link and ownership flag (read by scans and by
 //! threads looking for a block to recycle), the third the owner's batch of
 //! retired objects. Blocks are never freed while their domain lives: a
 //! block whose thread exits goes back to the domain, and the next thread
@@ -41,7 +41,7 @@ use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 use std::cell::Cell;
 use std::ptr;
 
-/// Slots per thread block: seven slots and the free mask fill one cache line.
+/// Slots per thread block: seven 8-byte slots in one cache line.
 pub(crate) const SLOTS_PER_BLOCK: usize = if cfg!(loom) { 2 } else { 7 };
 
 /// The value of an empty (free) slot.

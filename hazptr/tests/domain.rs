@@ -397,3 +397,43 @@ fn readers_never_see_a_freed_object_under_churn() {
         assert_eq!(errors.load(Relaxed), 0, "{domain:?}");
     }
 }
+
+/// A guard promoted to a backup slot while a shared-scan waiter already found
+/// its block slot: the waiter must keep waiting until the backup slot is
+/// released, not return when the block slot empties.
+#[test]
+fn synchronize_waits_for_a_protection_promoted_after_the_scan() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::time::Duration;
+    for shared_scan in [true, false] {
+        let domain = Domain::builder().shared_scan(shared_scan).build();
+        let src = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
+        let dropped = AtomicBool::new(false);
+        let mut guard = domain.guard();
+        let p = guard.protect_ptr(&src);
+        let old = src.swap(Box::into_raw(Box::new(8u64)), SeqCst);
+        assert_eq!(p, old);
+        let old_addr = old as usize;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                domain.synchronize(old_addr as *const u64);
+                assert!(
+                    dropped.load(SeqCst),
+                    "synchronize returned while a promoted guard still protected the object \
+                     (shared_scan = {shared_scan})"
+                );
+            });
+            // Let the scan find the block slot, then move the protection.
+            std::thread::sleep(Duration::from_millis(50));
+            guard.promote();
+            std::thread::sleep(Duration::from_millis(100));
+            dropped.store(true, SeqCst);
+            drop(guard);
+        });
+        // SAFETY: unpublished and synchronized; both came from `Box::into_raw`.
+        unsafe {
+            drop(Box::from_raw(old));
+            drop(Box::from_raw(src.into_inner()));
+        }
+    }
+}

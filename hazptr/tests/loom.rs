@@ -152,6 +152,33 @@ fn backup_promotion_racing_a_scan() {
     });
 }
 
+/// The same race against the shared scan, whose waiter is released only
+/// when the slot it found changes: a change of a block slot by `promote` must
+/// send the scanner to the overflow lists again instead of releasing.
+#[test]
+fn backup_promotion_racing_a_shared_scan() {
+    loom::model(|| {
+        let domain = Arc::new(Domain::builder().shared_scan(true).build());
+        let src = Arc::new(AtomicPtr::new(obj()));
+        let reader = {
+            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
+            thread::spawn(move || {
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(&src);
+                guard.promote();
+                // SAFETY: protected by `guard` (now in a backup slot).
+                unsafe { check(p) };
+            })
+        };
+        let old = src.swap(obj(), AcqRel);
+        domain.synchronize(old);
+        // SAFETY: unpublished, synchronized.
+        unsafe { reclaim(old) };
+        reader.join().unwrap();
+        free_last(&src);
+    });
+}
+
 /// Retire and reclaim never free an object a guard protects.
 #[test]
 fn retire_never_frees_a_protected_object() {

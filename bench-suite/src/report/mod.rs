@@ -953,7 +953,9 @@ pub(crate) mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| waiter | 16 | 1 | 0 | 1000 | 12.50 | 200.00 | 150.00 | 900.00 | 1500.0 |"),
+            md.contains(
+                "| waiter | 16 | 1 | 0 | 1000 | 12.50 | 200.00 | 150.00 | 900.00 | 1500.0 |"
+            ),
             "{md}"
         );
         assert!(
