@@ -43,7 +43,7 @@
 //!
 //! [`synchronize_rcu`] inside a read-side section would wait for the caller
 //! itself forever: it panics instead. So does an unlock without a matching lock
-//! (possible only through [`crate::raw`]) and nesting deeper than 65535.
+//! (possible only through [`crate::raw`]) and nesting deeper than 32767.
 
 use crate::config::GpConfig;
 use crate::engine::{Engine, GpCounts};
@@ -279,8 +279,17 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// # Panics
 ///
-/// If called from inside an RCU callback (it would wait for itself).
+/// If called from inside an RCU callback (it would wait for itself), or
+/// inside a read-side section (the callbacks' grace period would wait for
+/// this thread).
 pub fn rcu_barrier() {
+    if read_ongoing() {
+        panic!(
+            "rcu_lite::memb::rcu_barrier() called inside a read-side critical section: the \
+             callbacks' grace period would wait for this very thread forever (deadlock); drop \
+             every memb::Guard first"
+        );
+    }
     engine().callbacks.barrier(synchronize_rcu, "memb");
 }
 

@@ -84,6 +84,13 @@ fn expedited_synchronize_inside_a_section_panics() {
 }
 
 #[test]
+#[should_panic(expected = "rcu_barrier() called inside a read-side critical section")]
+fn rcu_barrier_inside_a_section_panics() {
+    let _guard = memb::read_lock();
+    memb::rcu_barrier();
+}
+
+#[test]
 #[should_panic(expected = "unbalanced unlock")]
 fn unbalanced_raw_unlock_panics() {
     raw::memb_read_lock();
