@@ -72,11 +72,14 @@ fn refused_then(misuse: impl FnOnce(), after: impl FnOnce()) {
 }
 
 const HOLDING: &[&str] = &["synchronize(", "holds a guard protecting that address"];
+/// Builds one kind of domain.
+type Build = fn() -> Domain;
+
 const OTHER_DOMAIN: &[&str] = &["AtomicBox::load", "guard of another domain"];
 
 #[test]
 fn synchronize_while_holding_a_guard_on_the_address() {
-    let builders: [(&str, fn() -> Domain); 3] = [
+    let builders: [(&str, Build); 3] = [
         ("shared scan", Domain::new),
         ("own scan", || Domain::builder().shared_scan(false).build()),
         ("backup slots", || {
