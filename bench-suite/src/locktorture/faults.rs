@@ -17,7 +17,9 @@
 //!    `torture_rwlock_*_delay()`; everyone else must get in afterwards.
 //!
 //! After each fault both sides must make progress again within the run's
-//! stall limit: a lock that the fault left held would stop them.
+//! stall limit: a lock that the fault left held would stop them. The counters
+//! are statistics (`Relaxed`); the exclusion checks are `SeqCst` (see
+//! `Arena`).
 
 use super::Arena;
 use crate::fault;

@@ -23,6 +23,10 @@
 //! primitive they use (never freed under them). A panic that was not injected
 //! is a failure too. Any error or failure exits with 1.
 //!
+//! Every counter and flag the harness shares is `Relaxed`: they are
+//! statistics and a stop request, and nothing is published through them (the
+//! objects are published by the primitive under test).
+//!
 //! # Several implementations
 //!
 //! [`torture_all`] tortures the chosen implementations either all at the same
