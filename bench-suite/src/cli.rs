@@ -104,7 +104,13 @@ pub struct LocktortureArgs {
     /// Seconds between statistics lines during the run (text output only).
     #[arg(long, value_parser = positive_seconds)]
     pub stat_interval_s: Option<f64>,
-    /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail"}.
+    /// Inject faults: panics inside write and read sections (caught, and
+    /// fatal to their thread), churn of short-lived threads, holders that
+    /// stall 100-300 ms. Each is counted; exclusion must still hold.
+    #[arg(long)]
+    pub faults: bool,
+    /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail",
+    /// "faults":{...},"failure"}.
     #[arg(long)]
     pub json: bool,
 }
@@ -142,7 +148,7 @@ pub struct RcuscaleArgs {
 /// Arguments of `syncbench torture`.
 #[derive(Debug, Args)]
 pub struct TortureArgs {
-    /// Implementations to torture, comma-separated, one after the other (`all`: every available one).
+    /// Implementations to torture, comma-separated (`all`: every available one).
     #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = torture_names())]
     pub implementations: Vec<String>,
     /// Reader threads checking every object they reach.
@@ -151,13 +157,27 @@ pub struct TortureArgs {
     /// Writer threads replacing and reclaiming objects.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub writers: u32,
-    /// Seconds each implementation is tortured.
+    /// Seconds the whole run lasts. The chosen implementations are tortured
+    /// all at the same time, each for all of it, competing for the CPUs (the
+    /// soak: `--impl all --duration-s 600 --faults`); with --sequential, one
+    /// after the other, each for an equal share.
     #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
+    /// Torture the implementations one after the other, each for
+    /// duration/N seconds, instead of all at the same time.
+    #[arg(long)]
+    pub sequential: bool,
+    /// Inject faults: panics inside read sections (caught, and fatal to their
+    /// thread), threads that exit while registered, churn of short-lived
+    /// threads, readers that stall 100-300 ms inside a section, retire storms.
+    /// Each is counted; the run must still end with 0 errors.
+    #[arg(long)]
+    pub faults: bool,
     /// Force the acquire slow path (backup slots); only hazptr has one.
     #[arg(long)]
     pub slow_path: bool,
-    /// Print a JSON array of {"impl","reads","replaced","errors",...}.
+    /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",
+    /// "faults":{...},"failure",...}.
     #[arg(long)]
     pub json: bool,
 }
@@ -332,6 +352,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 stat_interval: args.stat_interval_s.map(Duration::from_secs_f64),
                 write_hold: locktorture::Config::WRITE_HOLD,
                 read_hold: locktorture::Config::READ_HOLD,
+                faults: args.faults,
+                stall_limit: locktorture::Config::STALL_LIMIT,
             };
             let outcomes = if args.json {
                 locktorture::torture_all(&chosen, config, None)?
@@ -345,7 +367,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             } else {
                 locktorture::write_text(&mut out, &outcomes)?;
             }
-            let failed = outcomes.iter().any(|o| o.fail > 0);
+            let failed = outcomes.iter().any(|o| o.fail > 0 || o.failure.is_some());
             Ok(if failed {
                 ExitCode::FAILURE
             } else {
@@ -392,20 +414,28 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     ));
                 }
             }
+            let total = Duration::from_secs_f64(args.duration_s);
             let config = torture::Config {
                 readers: args.readers as usize,
                 writers: args.writers as usize,
-                duration: Duration::from_secs_f64(args.duration_s),
+                duration: total,
                 slow_path: args.slow_path,
+                faults: args.faults,
+                stall_limit: torture::Config::STALL_LIMIT,
             };
-            let outcomes = torture::torture_all(&chosen, config);
+            let schedule = if args.sequential {
+                torture::Schedule::Sequential
+            } else {
+                torture::Schedule::Concurrent
+            };
+            let outcomes = torture::torture_all(&chosen, config, total, schedule);
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;
             } else {
                 torture::write_text(&mut out, &outcomes)?;
             }
-            let failed = outcomes.iter().any(|o| o.errors > 0);
+            let failed = outcomes.iter().any(torture::Outcome::failed);
             Ok(if failed {
                 ExitCode::FAILURE
             } else {

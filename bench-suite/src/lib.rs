@@ -23,6 +23,7 @@ pub mod advise;
 pub mod cli;
 pub mod compare;
 pub mod delay;
+pub mod fault;
 pub mod liburcu;
 pub mod locktorture;
 pub mod machine;

@@ -884,3 +884,137 @@ fn rcuscale_idle_threads_are_reported() {
         assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
     }
 }
+
+#[test]
+fn torture_faults_are_counted_by_kind_and_leave_no_errors() {
+    let out = syncbench(&[
+        "torture",
+        "--impl",
+        "hazptr,rcu-lite-qsbr",
+        "--readers",
+        "2",
+        "--writers",
+        "2",
+        "--duration-s",
+        "3",
+        "--sequential",
+        "--faults",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(row.get("failure").is_none(), "{row}");
+        let faults = &row["faults"];
+        // The cycle starts with a caught panic, then a fatal one.
+        assert!(faults["panic_in_read"].as_u64().unwrap() >= 1, "{row}");
+        assert!(faults["death_in_read"].as_u64().unwrap() >= 1, "{row}");
+        assert!(row["unreclaimed_max"].as_u64().unwrap() >= 1, "{row}");
+    }
+    // Without --faults there is no "faults" object.
+    let out = syncbench(&[
+        "torture",
+        "--impl",
+        "seize",
+        "--duration-s",
+        "0.3",
+        "--json",
+    ]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows[0].get("faults").is_none(), "{}", rows[0]);
+    assert_eq!(rows[0]["errors"], 0, "{}", rows[0]);
+}
+
+#[test]
+fn torture_duration_is_the_whole_run_shared_at_once_or_in_turn() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "torture",
+            "--impl",
+            "haphazard,qrwlock",
+            "--readers",
+            "1",
+            "--writers",
+            "1",
+            "--duration-s",
+            "0.8",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let began = std::time::Instant::now();
+        let out = syncbench(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let durations: Vec<f64> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["duration_s"].as_f64().unwrap())
+            .collect();
+        (durations, began.elapsed().as_secs_f64())
+    };
+    let (at_once, _) = run(&[]);
+    assert!(at_once.iter().all(|d| *d >= 0.79), "{at_once:?}");
+    let (in_turn, wall) = run(&["--sequential"]);
+    assert!(
+        in_turn.iter().all(|d| (0.39..0.7).contains(d)),
+        "{in_turn:?}"
+    );
+    assert!(wall < 20.0, "{wall}");
+    let out = syncbench(&["torture", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("all at the same time")
+            && help.contains("--sequential")
+            && help.contains("--faults"),
+        "{help}"
+    );
+}
+
+#[test]
+fn locktorture_faults_recover_std_poisoning_and_keep_exclusion() {
+    let out = syncbench(&[
+        "locktorture",
+        "--lock",
+        "std,qrwlock",
+        "--writers",
+        "1",
+        "--readers",
+        "2",
+        "--duration-s",
+        "1.5",
+        "--faults",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["fail"], 0, "{row}");
+        assert!(row.get("failure").is_none(), "{row}");
+        let faults = &row["faults"];
+        assert!(faults["panic_in_write"].as_u64().unwrap() >= 1, "{row}");
+        // Only std poisons; a panic in a write section happened, so it did.
+        let poisoned = faults["poison_recoveries"].as_u64().unwrap();
+        if row["lock"] == "std" {
+            assert!(poisoned >= 1, "{row}");
+        } else {
+            assert_eq!(poisoned, 0, "{row}");
+        }
+    }
+    let out = syncbench(&[
+        "locktorture",
+        "--lock",
+        "qrwlock",
+        "--writers",
+        "1",
+        "--readers",
+        "1",
+        "--duration-s",
+        "0.5",
+        "--faults",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Faults:  Panics: "), "{text}");
+}

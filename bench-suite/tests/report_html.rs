@@ -55,6 +55,8 @@ fn sample_results() -> Results {
             fail: 0,
             write_fail: 0,
             read_fail: 0,
+            faults: None,
+            failure: None,
         })
         .collect();
     let rcuscale = [1usize, 4, 16]
@@ -92,6 +94,11 @@ fn sample_results() -> Results {
             replaced: 5,
             errors: 0,
             unreclaimed_max: 3,
+            unreclaimed_halves: [3, 3],
+            write_max_ms: 0.5,
+            rss_max_kib: None,
+            faults: None,
+            failure: None,
         }],
         quick_qs: ["rcu-lite", "rcu-lite-noqs"]
             .iter()

@@ -305,15 +305,6 @@ fn scoped_protects_raw_pointers_and_boxes() {
 }
 
 #[test]
-#[should_panic(expected = "guard of another domain")]
-fn atomic_box_refuses_a_guard_of_another_domain() {
-    let domain = Domain::new();
-    let boxed = AtomicBox::new_in(1u64, &domain);
-    let mut guard = Guard::new();
-    let _ = boxed.load(&mut guard);
-}
-
-#[test]
 fn atomic_box_store_swap_compare_exchange() {
     let drops = Arc::new(AtomicUsize::new(0));
     let domain = Domain::new();

@@ -41,9 +41,10 @@
 //!
 //! # Misuse
 //!
-//! [`synchronize_rcu`] inside a read-side section would wait for the caller
-//! itself forever: it panics instead. So does an unlock without a matching lock
-//! (possible only through [`crate::raw`]) and nesting deeper than 32767.
+//! [`synchronize_rcu`] or [`rcu_barrier`] inside a read-side section would wait
+//! for the caller itself forever: they panic instead. So does an unlock without
+//! a matching lock (possible only through [`crate::raw`]) and nesting deeper
+//! than 32767. `tests/misuse.rs` checks every one of these messages.
 
 use crate::config::GpConfig;
 use crate::engine::{Engine, GpCounts};
@@ -279,18 +280,23 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// # Panics
 ///
-/// If called from inside an RCU callback (it would wait for itself), or
-/// inside a read-side section (the callbacks' grace period would wait for
-/// this thread).
+/// If called from inside an RCU callback (it would wait for itself), or inside
+/// a read-side section (the callbacks' grace period would wait for the caller).
 pub fn rcu_barrier() {
     if read_ongoing() {
-        panic!(
-            "rcu_lite::memb::rcu_barrier() called inside a read-side critical section: the \
-             callbacks' grace period would wait for this very thread forever (deadlock); drop \
-             every memb::Guard first"
-        );
+        barrier_inside_a_section();
     }
     engine().callbacks.barrier(synchronize_rcu, "memb");
+}
+
+#[cold]
+#[inline(never)]
+fn barrier_inside_a_section() -> ! {
+    panic!(
+        "rcu_lite::memb::rcu_barrier() called inside a read-side critical section: the \
+         callbacks' grace period would wait for this very thread forever (deadlock); drop \
+         every memb::Guard first"
+    )
 }
 
 /// Sets how this flavor's grace periods are driven, returning the previous

@@ -69,11 +69,3 @@ fn replace_and_synchronize_hands_back_the_old_value() {
     cell.get_mut().push('c');
     assert_eq!(cell.into_inner(), "bc");
 }
-
-#[test]
-#[should_panic(expected = "called inside a read-side critical section")]
-fn replace_and_synchronize_inside_a_section_panics() {
-    let cell = Rcu::<u64>::new(1);
-    let _guard = memb::read_lock();
-    cell.replace_and_synchronize(2);
-}

@@ -54,21 +54,6 @@ fn an_offline_thread_holds_up_no_grace_period() {
 }
 
 #[test]
-#[should_panic(expected = "has an online QsbrThread")]
-fn synchronize_with_an_online_registration_panics() {
-    let _me = QsbrThread::register();
-    qsbr::synchronize_rcu();
-}
-
-#[test]
-#[should_panic(expected = "has an online QsbrThread")]
-fn synchronize_through_one_registration_while_another_is_online_panics() {
-    let _other = QsbrThread::register();
-    let mut me = QsbrThread::register();
-    me.synchronize_rcu();
-}
-
-#[test]
 fn a_registration_can_synchronize_and_read_afterwards() {
     let cell = Rcu::<u64, Qsbr>::new(1);
     let mut me = QsbrThread::register();
@@ -85,11 +70,4 @@ fn a_registration_can_synchronize_and_read_afterwards() {
     let offline = me.offline();
     qsbr::rcu_barrier();
     drop(offline);
-}
-
-#[test]
-#[should_panic(expected = "rcu_barrier() called while this thread has an online QsbrThread")]
-fn rcu_barrier_with_an_online_registration_panics() {
-    let _me = QsbrThread::register();
-    qsbr::rcu_barrier();
 }

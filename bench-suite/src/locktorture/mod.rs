@@ -17,17 +17,31 @@
 //! Hold times follow the kernel's `torture_rwlock_{write,read}_delay()` short
 //! delays (writers 2 us, readers 10 us, busy-waited), without the rare 100 ms
 //! delays, which a short user-space run would turn into noise.
+//!
+//! With [`Config::faults`] a fault driver adds them back as faults, with
+//! panics inside sections and threads that die holding the lock (see
+//! `faults.rs`), and a third line counts them:
+//!
+//! ```text
+//! Faults:  Panics: 4/4  Deaths: 4/4  Churn: 1024  Stalls: 3/3  Max stall: 291 ms  Poisoned: 8
+//! ```
+//!
+//! (writer/reader side each). Runs are bounded: a side that makes no progress
+//! for [`Config::stall_limit`] ends the run with `FAILURE: hang: ...`.
 
+pub mod faults;
 mod peers;
 mod qrwlock;
 
 use crate::delay::{Padded, spin_for};
+use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use serde::Serialize;
 use std::io::Write;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A reader-writer lock measured by `locktorture`.
@@ -36,6 +50,11 @@ pub trait TortureLock: Send + Sync {
     fn write_section(&self, section: &mut dyn FnMut());
     /// Runs `section` holding the lock shared.
     fn read_section(&self, section: &mut dyn FnMut());
+    /// How many acquisitions found the lock poisoned by a section that
+    /// panicked and recovered it (std's `RwLock` poisons; the others do not).
+    fn poison_recoveries(&self) -> u64 {
+        0
+    }
 }
 
 /// Every lock contender, ours and peers.
@@ -66,6 +85,12 @@ pub struct Config {
     pub write_hold: Duration,
     /// How long a reader holds the lock.
     pub read_hold: Duration,
+    /// Inject faults (see `faults.rs`): panics inside sections, threads that
+    /// die holding the lock, thread churn, long holds.
+    pub faults: bool,
+    /// How long the writers' or readers' progress may stall before the run
+    /// counts a hang.
+    pub stall_limit: Duration,
 }
 
 impl Config {
@@ -73,6 +98,8 @@ impl Config {
     pub const WRITE_HOLD: Duration = Duration::from_micros(2);
     /// See [`Config::WRITE_HOLD`].
     pub const READ_HOLD: Duration = Duration::from_micros(10);
+    /// The default [`Config::stall_limit`].
+    pub const STALL_LIMIT: Duration = Duration::from_secs(20);
 }
 
 /// Acquisition counts of one side (writers or readers).
@@ -133,6 +160,13 @@ pub struct Outcome {
     pub write_fail: u64,
     /// Exclusion violations seen by readers.
     pub read_fail: u64,
+    /// Faults injected, by kind (with `--faults`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<faults::FaultCounts>,
+    /// A hang (no progress for the stall limit) or a panic that was not
+    /// injected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 impl Outcome {
@@ -171,6 +205,8 @@ pub fn stats_lines(writes: Counts, write_fail: u64, reads: Counts, read_fail: u6
 
 /// State shared by the torture threads of one lock.
 struct Arena {
+    lock: Box<dyn TortureLock>,
+    config: Config,
     /// Writers inside the lock (exclusion check).
     writers_inside: AtomicU32,
     /// Readers inside the lock (exclusion check).
@@ -180,39 +216,80 @@ struct Arena {
     read_counts: Vec<Padded<AtomicU64>>,
     write_fail: AtomicU64,
     read_fail: AtomicU64,
+    faults: faults::Counters,
+    /// The first failure (hang or foreign panic).
+    failure: Mutex<Option<String>>,
+}
+
+/// Leaves an exclusion counter when dropped, also during an unwind.
+struct Leave<'a>(&'a AtomicU32);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
+    }
 }
 
 impl Arena {
+    fn new(lock: Box<dyn TortureLock>, config: Config) -> Arena {
+        Arena {
+            lock,
+            config,
+            writers_inside: AtomicU32::new(0),
+            readers_inside: AtomicU32::new(0),
+            stop: AtomicBool::new(false),
+            write_counts: (0..config.writers).map(|_| Padded::default()).collect(),
+            read_counts: (0..config.readers).map(|_| Padded::default()).collect(),
+            write_fail: AtomicU64::new(0),
+            read_fail: AtomicU64::new(0),
+            faults: faults::Counters::default(),
+            failure: Mutex::new(None),
+        }
+    }
+
     // The exclusion checks use SeqCst so that two threads wrongly inside at
     // once cannot both miss each other (store-buffering shape: each increments
     // its own counter, then reads the other's). They are the same for every
     // lock, so they cost every contender the same.
-    fn writer(&self, lock: &dyn TortureLock, me: usize, hold: Duration) {
+
+    /// Enters the exclusive side's check; the returned value leaves it.
+    fn enter_write(&self) -> Leave<'_> {
+        let others = self.writers_inside.fetch_add(1, SeqCst);
+        if others != 0 || self.readers_inside.load(SeqCst) != 0 {
+            self.write_fail.fetch_add(1, Relaxed);
+        }
+        Leave(&self.writers_inside)
+    }
+
+    /// Enters the shared side's check; the returned value leaves it.
+    fn enter_read(&self) -> Leave<'_> {
+        self.readers_inside.fetch_add(1, SeqCst);
+        if self.writers_inside.load(SeqCst) != 0 {
+            self.read_fail.fetch_add(1, Relaxed);
+        }
+        Leave(&self.readers_inside)
+    }
+
+    fn writer(&self, me: usize) {
+        let hold = self.config.write_hold;
         let mut section = || {
-            let others = self.writers_inside.fetch_add(1, SeqCst);
-            if others != 0 || self.readers_inside.load(SeqCst) != 0 {
-                self.write_fail.fetch_add(1, Relaxed);
-            }
+            let _inside = self.enter_write();
             spin_for(hold);
-            self.writers_inside.fetch_sub(1, SeqCst);
         };
         while !self.stop.load(Relaxed) {
-            lock.write_section(&mut section);
+            self.lock.write_section(&mut section);
             self.write_counts[me].fetch_add(1, Relaxed);
         }
     }
 
-    fn reader(&self, lock: &dyn TortureLock, me: usize, hold: Duration) {
+    fn reader(&self, me: usize) {
+        let hold = self.config.read_hold;
         let mut section = || {
-            self.readers_inside.fetch_add(1, SeqCst);
-            if self.writers_inside.load(SeqCst) != 0 {
-                self.read_fail.fetch_add(1, Relaxed);
-            }
+            let _inside = self.enter_read();
             spin_for(hold);
-            self.readers_inside.fetch_sub(1, SeqCst);
         };
         while !self.stop.load(Relaxed) {
-            lock.read_section(&mut section);
+            self.lock.read_section(&mut section);
             self.read_counts[me].fetch_add(1, Relaxed);
         }
     }
@@ -225,78 +302,145 @@ impl Arena {
             self.read_fail.load(Relaxed),
         )
     }
+
+    /// Records `what` as the run's failure (the first one wins) and stops it.
+    fn fail(&self, what: String) {
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert(what);
+        self.stop.store(true, Relaxed);
+    }
 }
 
 /// Tortures one lock for `config.duration`. If `interval_out` is given, the
 /// statistics lines are written there every `config.stat_interval`, prefixed
 /// with the elapsed time and the lock's name.
+///
+/// The run is bounded: if the writers' or the readers' total (or the fault
+/// driver) makes no progress for `config.stall_limit`, the run stops and
+/// reports a hang in [`Outcome::failure`]; threads that cannot be stopped are
+/// left behind with the lock they wait on.
 pub fn torture<'w>(
     imp: &Implementation<dyn TortureLock>,
     config: Config,
     progress: &mut Progress,
     mut interval_out: Option<&mut (dyn Write + 'w)>,
 ) -> std::io::Result<Outcome> {
-    let lock = imp.build(&());
-    let lock = &*lock;
+    if config.faults {
+        fault::quiet_injected_panics();
+    }
     progress.set_label(imp.name);
-    let arena = Arena {
-        writers_inside: AtomicU32::new(0),
-        readers_inside: AtomicU32::new(0),
-        stop: AtomicBool::new(false),
-        write_counts: (0..config.writers).map(|_| Padded::default()).collect(),
-        read_counts: (0..config.readers).map(|_| Padded::default()).collect(),
-        write_fail: AtomicU64::new(0),
-        read_fail: AtomicU64::new(0),
-    };
-    let start = Barrier::new(config.writers + config.readers + 1);
-    let base = progress.position();
-    let elapsed = std::thread::scope(|s| -> std::io::Result<Duration> {
-        for w in 0..config.writers {
-            let (arena, start) = (&arena, &start);
-            s.spawn(move || {
-                start.wait();
-                arena.writer(lock, w, config.write_hold);
-            });
-        }
-        for r in 0..config.readers {
-            let (arena, start) = (&arena, &start);
-            s.spawn(move || {
-                start.wait();
-                arena.reader(lock, r, config.read_hold);
-            });
-        }
-        start.wait();
-        let began = Instant::now();
-        let tick = Duration::from_millis(100);
-        let mut next_stats = config.stat_interval.map(|i| began + i);
-        loop {
-            let now = Instant::now();
-            let done = now.duration_since(began);
-            if done >= config.duration {
-                break;
-            }
-            let mut wake = began + config.duration;
-            if let Some(at) = next_stats {
-                wake = wake.min(at);
-            }
-            std::thread::sleep(wake.saturating_duration_since(now).min(tick));
-            progress.set_position(base + Instant::now().duration_since(began).as_millis() as u64);
-            if let (Some(at), Some(out)) = (next_stats, interval_out.as_deref_mut())
-                && Instant::now() >= at
-            {
-                let (w, wf, r, rf) = arena.snapshot();
-                let t = began.elapsed().as_secs_f64();
-                for line in stats_lines(w, wf, r, rf) {
-                    writeln!(out, "[{t:>9.3}] {}: {line}", imp.name)?;
+    let arena = Arc::new(Arena::new(imp.build(&()), config));
+    let start = Arc::new(Barrier::new(config.writers + config.readers + 1));
+    let mut threads: Vec<(String, JoinHandle<()>)> = Vec::new();
+    let mut spawn = |label: String, body: Box<dyn FnOnce(&Arena) + Send>, wait: bool| {
+        let (arena, start) = (Arc::clone(&arena), Arc::clone(&start));
+        let handle = std::thread::Builder::new()
+            .name(format!("locktorture {}", imp.name))
+            .spawn(move || {
+                if wait {
+                    start.wait();
                 }
-                next_stats = config.stat_interval.map(|i| at + i);
+                body(&arena)
+            })
+            .expect("spawn a locktorture thread");
+        threads.push((label, handle));
+    };
+    for w in 0..config.writers {
+        spawn(format!("writer {w}"), Box::new(move |a| a.writer(w)), true);
+    }
+    for r in 0..config.readers {
+        spawn(format!("reader {r}"), Box::new(move |a| a.reader(r)), true);
+    }
+    start.wait();
+    if config.faults {
+        spawn("fault driver".into(), Box::new(faults::drive), false);
+    }
+    let base = progress.position();
+    let began = Instant::now();
+    let tick = Duration::from_millis(100);
+    let mut next_stats = config.stat_interval.map(|i| began + i);
+    let mut watches = [
+        ("writers", config.writers > 0, ProgressWatch::new(0)),
+        ("readers", config.readers > 0, ProgressWatch::new(0)),
+        ("fault driver", config.faults, ProgressWatch::new(0)),
+    ];
+    loop {
+        let now = Instant::now();
+        let done = now.duration_since(began);
+        if done >= config.duration || arena.stop.load(Relaxed) {
+            break;
+        }
+        let mut wake = began + config.duration;
+        if let Some(at) = next_stats {
+            wake = wake.min(at);
+        }
+        std::thread::sleep(wake.saturating_duration_since(now).min(tick));
+        progress.set_position(base + Instant::now().duration_since(began).as_millis() as u64);
+        let (w, wf, r, rf) = arena.snapshot();
+        let values = [w.total, r.total, arena.faults.heartbeat.load(Relaxed)];
+        for ((label, watched, watch), value) in watches.iter_mut().zip(values) {
+            let idle = watch.observe(value);
+            if *watched && idle >= config.stall_limit {
+                arena.fail(format!(
+                    "hang: {label} made no progress for {:.1} s (hung or starved)",
+                    idle.as_secs_f64()
+                ));
             }
         }
-        arena.stop.store(true, Relaxed);
-        Ok(began.elapsed())
-    })?;
+        if let (Some(at), Some(out)) = (next_stats, interval_out.as_deref_mut())
+            && Instant::now() >= at
+        {
+            let t = began.elapsed().as_secs_f64();
+            for line in stats_lines(w, wf, r, rf) {
+                writeln!(out, "[{t:>9.3}] {}: {line}", imp.name)?;
+            }
+            next_stats = config.stat_interval.map(|i| at + i);
+        }
+    }
+    arena.stop.store(true, Relaxed);
+    let elapsed = began.elapsed();
+    // Writers and readers may be queued behind a stalled fault section: give
+    // them the stall limit to finish.
+    let deadline = Instant::now() + config.stall_limit;
+    while Instant::now() < deadline && threads.iter().any(|(_, h)| !h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stuck: Vec<&str> = threads
+        .iter()
+        .filter(|(_, h)| !h.is_finished())
+        .map(|(label, _)| label.as_str())
+        .collect();
+    if !stuck.is_empty() {
+        arena.fail(format!(
+            "hang: {} still running {:.1} s after the run stopped",
+            stuck.join(", "),
+            config.stall_limit.as_secs_f64()
+        ));
+    }
+    let mut unfinished = Vec::new();
+    for (label, handle) in threads {
+        if !handle.is_finished() {
+            unfinished.push(handle);
+        } else if let Err(payload) = handle.join() {
+            arena.fail(format!("{label} panicked: {}", fault::describe(&*payload)));
+        }
+    }
     progress.set_position(base + config.duration.as_millis() as u64);
     let (writes, write_fail, reads, read_fail) = arena.snapshot();
+    let mut fault_counts = config.faults.then(|| arena.faults.snapshot());
+    if let Some(counts) = &mut fault_counts {
+        counts.poison_recoveries = arena.lock.poison_recoveries();
+    }
+    let failure = arena
+        .failure
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if !unfinished.is_empty() {
+        // Threads still wait on the lock: leave it (and them) alive.
+        std::mem::forget(unfinished);
+        std::mem::forget(arena);
+    }
     Ok(Outcome {
         lock: imp.name.to_owned(),
         writers: config.writers,
@@ -307,6 +451,8 @@ pub fn torture<'w>(
         fail: write_fail + read_fail,
         write_fail,
         read_fail,
+        faults: fault_counts,
+        failure,
     })
 }
 
@@ -340,6 +486,12 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         )?;
         for line in stats_lines(o.writes, o.write_fail, o.reads, o.read_fail) {
             writeln!(out, "{line}")?;
+        }
+        if let Some(f) = &o.faults {
+            writeln!(out, "{}", faults::stats_line(f))?;
+        }
+        if let Some(failure) = &o.failure {
+            writeln!(out, "FAILURE: {failure} !!!")?;
         }
     }
     Ok(())
@@ -392,10 +544,131 @@ mod tests {
             stat_interval: None,
             write_hold: Duration::from_micros(50),
             read_hold: Duration::from_micros(50),
+            faults: false,
+            stall_limit: Config::STALL_LIMIT,
         };
         let mut progress = Progress::new(1, "test");
         let outcome = torture(&imp, config, &mut progress, None).unwrap();
         assert!(outcome.fail > 0, "{outcome:?}");
+    }
+
+    /// A spin lock whose sections are ended by code after them rather than
+    /// by a guard: a panic inside leaves it held.
+    #[derive(Default)]
+    struct LeaksOnUnwind(AtomicBool);
+
+    impl LeaksOnUnwind {
+        fn section(&self, section: &mut dyn FnMut()) {
+            while self
+                .0
+                .compare_exchange(false, true, Acquire, Relaxed)
+                .is_err()
+            {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            section();
+            self.0.store(false, Release);
+        }
+    }
+
+    impl TortureLock for LeaksOnUnwind {
+        fn write_section(&self, section: &mut dyn FnMut()) {
+            self.section(section)
+        }
+        fn read_section(&self, section: &mut dyn FnMut()) {
+            self.section(section)
+        }
+    }
+
+    fn fault_config(duration: Duration) -> Config {
+        Config {
+            writers: 1,
+            readers: 1,
+            duration,
+            stat_interval: None,
+            write_hold: Config::WRITE_HOLD,
+            read_hold: Config::READ_HOLD,
+            faults: true,
+            stall_limit: Config::STALL_LIMIT,
+        }
+    }
+
+    #[test]
+    fn a_lock_left_held_by_a_panic_is_a_reported_hang() {
+        let imp = Implementation::<dyn TortureLock> {
+            name: "leaks-on-unwind",
+            summary: "planted bug",
+            origin: crate::registry::Origin::Peer,
+            make: |_| Ok(Box::new(LeaksOnUnwind::default())),
+        };
+        let config = Config {
+            stall_limit: Duration::from_secs(1),
+            ..fault_config(Duration::from_millis(300))
+        };
+        let began = Instant::now();
+        let outcome = torture(&imp, config, &mut Progress::new(1, "test"), None).unwrap();
+        let failure = outcome.failure.as_deref().unwrap_or_default();
+        assert!(failure.starts_with("hang:"), "{outcome:?}");
+        assert!(began.elapsed() < Duration::from_secs(10), "{outcome:?}");
+    }
+
+    /// Every lock goes through one full cycle of faults, each kind once,
+    /// with exclusion intact; std's poisoned lock is recovered.
+    #[test]
+    fn every_lock_survives_one_cycle_of_every_fault() {
+        fault::quiet_injected_panics();
+        for imp in implementations() {
+            let arena = Arc::new(Arena::new(imp.build(&()), fault_config(Duration::ZERO)));
+            let threads: Vec<_> = [true, false]
+                .into_iter()
+                .map(|write| {
+                    let arena = Arc::clone(&arena);
+                    std::thread::spawn(move || {
+                        if write {
+                            arena.writer(0)
+                        } else {
+                            arena.reader(0)
+                        }
+                    })
+                })
+                .collect();
+            for n in 0..faults::KINDS {
+                assert!(
+                    faults::step(&arena, n),
+                    "{}: fault {n}: {:?}",
+                    imp.name,
+                    arena.failure.lock().unwrap()
+                );
+            }
+            arena.stop.store(true, Relaxed);
+            for t in threads {
+                t.join().unwrap();
+            }
+            let counts = arena.faults.snapshot();
+            let (_, write_fail, _, read_fail) = arena.snapshot();
+            assert_eq!((write_fail, read_fail), (0, 0), "{}", imp.name);
+            assert_eq!(
+                (
+                    counts.panic_in_write,
+                    counts.panic_in_read,
+                    counts.death_in_write,
+                    counts.death_in_read,
+                    counts.churn_threads,
+                    counts.write_stalls,
+                    counts.read_stalls,
+                ),
+                (1, 1, 1, 1, faults::CHURN_THREADS, 1, 1),
+                "{}",
+                imp.name
+            );
+            // Two write sections panicked; std recovered each poisoning once.
+            let poisoned = arena.lock.poison_recoveries();
+            if imp.name == "std" {
+                assert_eq!(poisoned, 2, "std");
+            } else {
+                assert_eq!(poisoned, 0, "{}", imp.name);
+            }
+        }
     }
 
     #[test]
@@ -407,6 +680,8 @@ mod tests {
             stat_interval: None,
             write_hold: Config::WRITE_HOLD,
             read_hold: Config::READ_HOLD,
+            faults: false,
+            stall_limit: Config::STALL_LIMIT,
         };
         let mut progress = Progress::new(1, "test");
         for imp in implementations() {

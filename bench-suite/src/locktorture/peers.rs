@@ -2,6 +2,9 @@
 
 use super::TortureLock;
 use crate::registry::{Implementation, Origin};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{PoisonError, RwLock};
 
 /// `parking_lot`.
 pub(super) const PARKING_LOT: Implementation<dyn TortureLock> = Implementation {
@@ -14,9 +17,9 @@ pub(super) const PARKING_LOT: Implementation<dyn TortureLock> = Implementation {
 /// `std`.
 pub(super) const STD: Implementation<dyn TortureLock> = Implementation {
     name: "std",
-    summary: "std::sync::RwLock (futex-based, writer-preferring)",
+    summary: "std::sync::RwLock (futex-based, writer-preferring; a panic while write-locked poisons it, recovered with into_inner)",
     origin: Origin::Peer,
-    make: |_| Ok(Box::new(std::sync::RwLock::new(()))),
+    make: |_| Ok(Box::new(StdRwLock::default())),
 };
 
 /// `spin`.
@@ -38,14 +41,34 @@ impl TortureLock for parking_lot::RwLock<()> {
     }
 }
 
-impl TortureLock for std::sync::RwLock<()> {
+/// std's lock, which a write section that panics poisons: the next
+/// acquisition recovers the guard with `into_inner`, clears the poison (the
+/// `()` it protects has no invariant a panic could break) and counts it.
+#[derive(Default)]
+struct StdRwLock {
+    lock: RwLock<()>,
+    recovered: AtomicU64,
+}
+
+impl StdRwLock {
+    fn recover<G>(&self, poisoned: PoisonError<G>) -> G {
+        self.lock.clear_poison();
+        self.recovered.fetch_add(1, Relaxed);
+        poisoned.into_inner()
+    }
+}
+
+impl TortureLock for StdRwLock {
     fn write_section(&self, section: &mut dyn FnMut()) {
-        let _guard = self.write().expect("never poisoned: sections do not panic");
+        let _guard = self.lock.write().unwrap_or_else(|p| self.recover(p));
         section();
     }
     fn read_section(&self, section: &mut dyn FnMut()) {
-        let _guard = self.read().expect("never poisoned: sections do not panic");
+        let _guard = self.lock.read().unwrap_or_else(|p| self.recover(p));
         section();
+    }
+    fn poison_recoveries(&self) -> u64 {
+        self.recovered.load(Relaxed)
     }
 }
 

@@ -120,12 +120,16 @@ impl Profile {
                 writers: 2,
                 duration: Duration::from_secs(2),
                 slow_path: false,
+                faults: false,
+                stall_limit: torture::Config::STALL_LIMIT,
             },
             Profile::Full => torture::Config {
                 readers: 8,
                 writers: 2,
                 duration: Duration::from_secs(10),
                 slow_path: false,
+                faults: false,
+                stall_limit: torture::Config::STALL_LIMIT,
             },
         }
     }
@@ -172,7 +176,10 @@ pub const QUICK_QS_PAIR: [&str; 2] = ["rcu-lite", "rcu-lite-noqs"];
 impl Results {
     /// Whether any torture run saw an exclusion failure.
     pub fn any_failure(&self) -> bool {
-        self.locktorture.iter().any(|o| o.fail > 0) || self.torture.iter().any(|o| o.errors > 0)
+        self.locktorture
+            .iter()
+            .any(|o| o.fail > 0 || o.failure.is_some())
+            || self.torture.iter().any(torture::Outcome::failed)
     }
 }
 
@@ -275,6 +282,8 @@ pub fn measure(profile: Profile) -> Results {
             stat_interval: None,
             write_hold: locktorture::Config::WRITE_HOLD,
             read_hold: locktorture::Config::READ_HOLD,
+            faults: false,
+            stall_limit: locktorture::Config::STALL_LIMIT,
         };
         for imp in &locks {
             let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
@@ -872,6 +881,8 @@ pub(crate) mod tests {
                 fail: 0,
                 write_fail: 0,
                 read_fail: 0,
+                faults: None,
+                failure: None,
             }],
             rcuscale: vec![rcuscale::Outcome {
                 name: "waiter".into(),
@@ -898,6 +909,11 @@ pub(crate) mod tests {
                 replaced: 50,
                 errors: 0,
                 unreclaimed_max: 7,
+                unreclaimed_halves: [7, 7],
+                write_max_ms: 0.5,
+                rss_max_kib: None,
+                faults: None,
+                failure: None,
             }],
             quick_qs: vec![
                 rcuscale::Outcome {

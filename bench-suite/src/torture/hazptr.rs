@@ -4,13 +4,13 @@ use super::object::{self, TortureObject};
 use super::{Options, Torture};
 use crate::registry::{Implementation, Origin};
 use hazptr::Domain;
-use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::{AtomicPtr, AtomicU64};
 
 /// `hazptr`; with `--slow-path` every acquire uses a backup slot.
 pub(super) const HAZPTR: Implementation<dyn Torture, Options> = Implementation {
     name: "hazptr",
-    summary: "hazptr: readers protect; writers swap, then alternately synchronize+reclaim and retire (--slow-path: backup slots only)",
+    summary: "hazptr: readers protect; writers swap, then (half each, by a hash) synchronize+reclaim or retire (--slow-path: backup slots only)",
     origin: Origin::Workspace,
     make: |o| Ok(Box::new(Hazptr::new(o))),
 };
@@ -18,6 +18,14 @@ pub(super) const HAZPTR: Implementation<dyn Torture, Options> = Implementation {
 struct Hazptr {
     domain: Domain,
     current: AtomicPtr<TortureObject>,
+    /// Replacements so far, over all writers; a hash of the count picks the
+    /// path of each. A strict alternation (by call or by the object's
+    /// sequence number) would tie the path that reclaims an object to the
+    /// path that published it: an object published by a synchronizing
+    /// replacement stays published longest and would always be retired, so a
+    /// reader that stalls (and so holds a long-published object) would never
+    /// make a writer's synchronize wait.
+    replacements: AtomicU64,
 }
 
 impl Hazptr {
@@ -25,6 +33,7 @@ impl Hazptr {
         Hazptr {
             domain: Domain::builder().force_slow_path(options.slow_path).build(),
             current: AtomicPtr::new(Box::into_raw(TortureObject::new(&options.ledger, 0))),
+            replacements: AtomicU64::new(0),
         }
     }
 }
@@ -38,11 +47,20 @@ impl Torture for Hazptr {
         unsafe { &*p }.is_live()
     }
 
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        let mut guard = self.domain.guard();
+        let p = guard.protect_ptr(&self.current);
+        // SAFETY: as in `read`; the guard lives until `inside` returns or
+        // unwinds.
+        inside(unsafe { &*p });
+    }
+
     fn replace(&self, fresh: Box<TortureObject>) {
         let old = self.current.swap(Box::into_raw(fresh), AcqRel);
-        // SAFETY: `old` came from `Box::into_raw` and is unpublished.
-        let seq = unsafe { &*old }.seq();
-        if seq % 2 == 0 {
+        let n = self.replacements.fetch_add(1, Relaxed);
+        // The top bit of a multiplicative hash: half of the replacements, in
+        // no pattern a publication lasts.
+        if n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63 == 0 {
             self.domain.synchronize(old);
             // SAFETY: unpublished and synchronized: no reader holds it.
             unsafe { object::reclaim(old) };

@@ -6,20 +6,51 @@
 //! replacing it and hand the old one to the primitive's reclamation (retire,
 //! defer, or synchronize then free). Reclamation poisons an object before a
 //! delayed free ([`object::reclaim`]), so a primitive that frees too early shows
-//! up as counted errors, not as silent corruption. Any error exits with 1.
+//! up as counted errors, not as silent corruption.
+//!
+//! With [`Config::faults`] a fault driver runs beside them (see `faults.rs`):
+//! panics inside read sections, threads that die or exit while registered,
+//! waves of short-lived threads, readers that stall 100-300 ms inside a section,
+//! and retire storms. Each fault is counted ([`FaultCounts`]); after each one
+//! the writers must make progress again.
+//!
+//! # Bounded runs
+//!
+//! Every thread reports progress; a reader, writer or fault driver whose
+//! counter does not move for [`Config::stall_limit`] is a hang. The run then
+//! stops and reports it ([`Outcome::failure`], one more error) instead of
+//! waiting forever; threads that cannot be stopped are left behind with the
+//! primitive they use (never freed under them). A panic that was not injected
+//! is a failure too. Any error or failure exits with 1.
+//!
+//! Every counter and flag the harness shares is `Relaxed`: they are
+//! statistics and a stop request, and nothing is published through them (the
+//! objects are published by the primitive under test).
+//!
+//! # Several implementations
+//!
+//! [`torture_all`] tortures the chosen implementations either all at the same
+//! time, each for the whole duration ([`Schedule::Concurrent`]: the soak, where
+//! every primitive competes for the CPUs with all the others), or one after the
+//! other ([`Schedule::Sequential`]).
 
+mod faults;
 mod hazptr;
 pub mod object;
 mod peers;
+mod qrwlock;
 mod rcu_lite;
 
+use crate::delay::Padded;
+use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use object::{Ledger, TortureObject};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A deferred-reclamation primitive under torture.
@@ -27,6 +58,10 @@ pub trait Torture: Send + Sync {
     /// One read-side section: enter, reach the current object, check it with
     /// [`TortureObject::is_live`] while still inside, exit. Returns the check.
     fn read(&self) -> bool;
+    /// One read-side section that runs `inside` on the object it reached,
+    /// while still inside. `inside` may panic (the section must end during
+    /// the unwind) or take long (reclamation must wait for it).
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject));
     /// Publishes `fresh` in place of the current object and hands the old one
     /// to the primitive's reclamation, which must end in [`object::reclaim`].
     fn replace(&self, fresh: Box<TortureObject>);
@@ -52,7 +87,10 @@ static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[
     hazptr::HAZPTR,
     rcu_lite::RCU_LITE_MEMB,
     rcu_lite::RCU_LITE_QSBR,
+    qrwlock::QRWLOCK,
     peers::CROSSBEAM_EPOCH,
+    peers::HAPHAZARD,
+    peers::SEIZE,
 ];
 
 /// The implementations that have an acquire slow path `--slow-path` can force.
@@ -69,6 +107,48 @@ pub struct Config {
     pub duration: Duration,
     /// Force the acquire slow path (see [`Options::slow_path`]).
     pub slow_path: bool,
+    /// Inject faults (see the module docs).
+    pub faults: bool,
+    /// How long a thread's progress may stall before the run counts a hang.
+    pub stall_limit: Duration,
+}
+
+impl Config {
+    /// The default [`Config::stall_limit`]: far above the longest injected
+    /// stall and any scheduling delay on a loaded machine.
+    pub const STALL_LIMIT: Duration = Duration::from_secs(20);
+}
+
+/// How [`torture_all`] shares the run among several implementations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// All at the same time, each for the whole duration.
+    Concurrent,
+    /// One after the other, each for an equal share of the duration.
+    Sequential,
+}
+
+/// The faults injected into one implementation's run, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FaultCounts {
+    /// Panics inside a read section, caught on a thread that then read again.
+    pub panic_in_read: u64,
+    /// Threads ended by a panic inside a read section.
+    pub death_in_read: u64,
+    /// Threads that registered (one read section) and exited.
+    pub exit_registered: u64,
+    /// Short-lived threads of the churn waves, one read section each.
+    pub churn_threads: u64,
+    /// Readers that stalled inside a read section.
+    pub stalls: u64,
+    /// Stalls during which writers unpublished the stalled reader's object.
+    pub stalls_unpublished: u64,
+    /// The longest stall, in milliseconds.
+    pub stall_max_ms: f64,
+    /// Retire storms (bursts of replacements from an extra thread).
+    pub retire_storms: u64,
+    /// Objects replaced by retire storms.
+    pub storm_objects: u64,
 }
 
 /// The outcome for one implementation.
@@ -87,105 +167,410 @@ pub struct Outcome {
     pub reads: u64,
     /// Objects replaced (and handed to reclamation) by writers.
     pub replaced: u64,
-    /// Reads that found a poisoned or corrupt object: premature reclamation.
+    /// Reads that found a poisoned or corrupt object (premature reclamation),
+    /// plus one for a [`Outcome::failure`].
     pub errors: u64,
     /// Most objects allocated and not yet reclaimed at once.
     pub unreclaimed_max: u64,
+    /// The most objects unreclaimed at any check (every 100 ms) in the first
+    /// and in the second half of the run: a backlog that keeps growing shows
+    /// as a second half far above the first.
+    pub unreclaimed_halves: [u64; 2],
+    /// The longest single replacement by a writer, in milliseconds (a
+    /// synchronize that waited for a stalled reader shows here).
+    pub write_max_ms: f64,
+    /// The most resident memory the process had while this implementation
+    /// ran, in KiB (process-wide: shared by implementations run at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_max_kib: Option<u64>,
+    /// Faults injected, by kind (with `--faults`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultCounts>,
+    /// A hang (no progress for the stall limit) or a panic that was not
+    /// injected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
-/// Tortures one implementation.
+impl Outcome {
+    /// Whether the run failed: errors or a failure.
+    pub fn failed(&self) -> bool {
+        self.errors > 0 || self.failure.is_some()
+    }
+}
+
+/// The atomic counterpart of [`FaultCounts`], updated by fault threads.
+#[derive(Debug, Default)]
+struct FaultCounters {
+    panic_in_read: AtomicU64,
+    death_in_read: AtomicU64,
+    exit_registered: AtomicU64,
+    churn_threads: AtomicU64,
+    stalls: AtomicU64,
+    stalls_unpublished: AtomicU64,
+    stall_max_us: AtomicU64,
+    retire_storms: AtomicU64,
+    storm_objects: AtomicU64,
+    /// Fault work done (actions, churn threads, storm replacements): the
+    /// fault driver's progress counter.
+    heartbeat: AtomicU64,
+}
+
+impl FaultCounters {
+    fn snapshot(&self) -> FaultCounts {
+        FaultCounts {
+            panic_in_read: self.panic_in_read.load(Relaxed),
+            death_in_read: self.death_in_read.load(Relaxed),
+            exit_registered: self.exit_registered.load(Relaxed),
+            churn_threads: self.churn_threads.load(Relaxed),
+            stalls: self.stalls.load(Relaxed),
+            stalls_unpublished: self.stalls_unpublished.load(Relaxed),
+            stall_max_ms: self.stall_max_us.load(Relaxed) as f64 / 1000.0,
+            retire_storms: self.retire_storms.load(Relaxed),
+            storm_objects: self.storm_objects.load(Relaxed),
+        }
+    }
+}
+
+/// What the threads of one implementation's run share.
+struct Shared {
+    primitive: Box<dyn Torture>,
+    ledger: Arc<Ledger>,
+    config: Config,
+    stop: AtomicBool,
+    /// Per reader: sections checked.
+    reads: Vec<Padded<AtomicU64>>,
+    /// Per writer: objects replaced.
+    replaced: Vec<Padded<AtomicU64>>,
+    errors: AtomicU64,
+    write_max_ns: AtomicU64,
+    faults: FaultCounters,
+    /// The first failure (hang or foreign panic).
+    failure: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn replaced_total(&self) -> u64 {
+        self.replaced.iter().map(|c| c.load(Relaxed)).sum()
+    }
+
+    fn error(&self) {
+        self.errors.fetch_add(1, Relaxed);
+    }
+
+    /// Records `what` as the run's failure (the first one wins) and stops it.
+    fn fail(&self, what: String) {
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert(what);
+        self.stop.store(true, Relaxed);
+    }
+
+    fn reader(&self, me: usize) {
+        while !self.stop.load(Relaxed) {
+            let mut bad = 0;
+            for _ in 0..64 {
+                bad += u64::from(!self.primitive.read());
+            }
+            self.reads[me].fetch_add(64, Relaxed);
+            if bad > 0 {
+                self.errors.fetch_add(bad, Relaxed);
+            }
+        }
+    }
+
+    fn writer(&self, me: usize) {
+        let mut seq = (me as u64) << 48;
+        while !self.stop.load(Relaxed) {
+            seq += 1;
+            let fresh = TortureObject::new(&self.ledger, seq);
+            let began = Instant::now();
+            self.primitive.replace(fresh);
+            let took = began.elapsed().as_nanos() as u64;
+            self.write_max_ns.fetch_max(took, Relaxed);
+            self.replaced[me].fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// One implementation's run in progress.
+struct Run {
+    name: &'static str,
+    shared: Arc<Shared>,
+    threads: Vec<(String, JoinHandle<()>)>,
+    /// Progress watches: readers, writers, then the fault driver.
+    watches: Vec<(String, ProgressWatch)>,
+    began: Instant,
+    rss_max_kib: Option<u64>,
+    unreclaimed_halves: [u64; 2],
+}
+
+impl Run {
+    fn start(imp: &Implementation<dyn Torture, Options>, config: Config) -> Run {
+        if config.faults {
+            fault::quiet_injected_panics();
+        }
+        let ledger = Ledger::new();
+        let primitive = imp.build(&Options {
+            ledger: Arc::clone(&ledger),
+            slow_path: config.slow_path,
+        });
+        let shared = Arc::new(Shared {
+            primitive,
+            ledger,
+            config,
+            stop: AtomicBool::new(false),
+            reads: (0..config.readers).map(|_| Padded::default()).collect(),
+            replaced: (0..config.writers).map(|_| Padded::default()).collect(),
+            errors: AtomicU64::new(0),
+            write_max_ns: AtomicU64::new(0),
+            faults: FaultCounters::default(),
+            failure: Mutex::new(None),
+        });
+        let mut threads = Vec::new();
+        let mut spawn = |label: String, body: Box<dyn FnOnce(&Shared) + Send>| {
+            let s = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("torture {}", imp.name))
+                .spawn(move || body(&s))
+                .expect("spawn a torture thread");
+            threads.push((label, handle));
+        };
+        for r in 0..config.readers {
+            spawn(format!("reader {r}"), Box::new(move |s| s.reader(r)));
+        }
+        for w in 0..config.writers {
+            spawn(format!("writer {w}"), Box::new(move |s| s.writer(w)));
+        }
+        if config.faults {
+            spawn("fault driver".into(), Box::new(faults::drive));
+        }
+        let mut watches: Vec<(String, ProgressWatch)> = (0..config.readers)
+            .map(|r| (format!("reader {r}"), ProgressWatch::new(0)))
+            .chain((0..config.writers).map(|w| (format!("writer {w}"), ProgressWatch::new(0))))
+            .collect();
+        if config.faults {
+            watches.push(("fault driver".into(), ProgressWatch::new(0)));
+        }
+        Run {
+            name: imp.name,
+            shared,
+            threads,
+            watches,
+            began: Instant::now(),
+            rss_max_kib: fault::rss_kib(),
+            unreclaimed_halves: [0; 2],
+        }
+    }
+
+    /// Checks every progress counter and samples memory; a counter stalled
+    /// past the limit fails the run (which stops it).
+    fn check(&mut self) {
+        let s = &self.shared;
+        let values = s
+            .reads
+            .iter()
+            .chain(s.replaced.iter())
+            .map(|c| c.load(Relaxed))
+            .chain(std::iter::once(s.faults.heartbeat.load(Relaxed)));
+        for ((label, watch), value) in self.watches.iter_mut().zip(values) {
+            let idle = watch.observe(value);
+            if idle >= s.config.stall_limit && !s.stop.load(Relaxed) {
+                s.fail(format!(
+                    "hang: {label} made no progress for {:.1} s",
+                    idle.as_secs_f64()
+                ));
+            }
+        }
+        if let Some(now) = fault::rss_kib() {
+            self.rss_max_kib = Some(self.rss_max_kib.map_or(now, |m| m.max(now)));
+        }
+        let half = usize::from(self.began.elapsed() >= s.config.duration / 2);
+        let unreclaimed = &mut self.unreclaimed_halves[half];
+        *unreclaimed = (*unreclaimed).max(s.ledger.unreclaimed());
+    }
+
+    fn done(&self, duration: Duration) -> bool {
+        self.shared.stop.load(Relaxed) || self.began.elapsed() >= duration
+    }
+
+    /// Stops the run, waits (bounded) for its threads and tears the primitive
+    /// down; returns the outcome.
+    fn finish(self) -> Outcome {
+        let Run {
+            name,
+            shared,
+            threads,
+            began,
+            mut rss_max_kib,
+            unreclaimed_halves,
+            ..
+        } = self;
+        shared.stop.store(true, Relaxed);
+        let elapsed = began.elapsed();
+        let limit = shared.config.stall_limit;
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline && threads.iter().any(|(_, h)| !h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let stuck: Vec<&str> = threads
+            .iter()
+            .filter(|(_, h)| !h.is_finished())
+            .map(|(label, _)| label.as_str())
+            .collect();
+        if !stuck.is_empty() {
+            shared.fail(format!(
+                "hang: {} still running {:.1} s after the run stopped",
+                stuck.join(", "),
+                limit.as_secs_f64()
+            ));
+        }
+        let mut unfinished = Vec::new();
+        for (label, handle) in threads {
+            if !handle.is_finished() {
+                unfinished.push(handle);
+                continue;
+            }
+            if let Err(payload) = handle.join() {
+                shared.fail(format!("{label} panicked: {}", fault::describe(&*payload)));
+            }
+        }
+        let mut failure = shared
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let ledger = Arc::clone(&shared.ledger);
+        let config = shared.config;
+        let mut outcome = Outcome {
+            name: name.to_owned(),
+            readers: config.readers,
+            writers: config.writers,
+            duration_s: elapsed.as_secs_f64(),
+            reads: shared.reads.iter().map(|c| c.load(Relaxed)).sum(),
+            replaced: shared.replaced_total(),
+            errors: shared.errors.load(Relaxed),
+            unreclaimed_max: 0,
+            unreclaimed_halves,
+            write_max_ms: shared.write_max_ns.load(Relaxed) as f64 / 1e6,
+            rss_max_kib: None,
+            faults: config.faults.then(|| shared.faults.snapshot()),
+            failure: None,
+        };
+        if unfinished.is_empty() {
+            if !tear_down(shared, limit) {
+                failure.get_or_insert(format!(
+                    "hang: dropping the primitive took more than {:.1} s",
+                    limit.as_secs_f64()
+                ));
+            }
+        } else {
+            // Threads still use the primitive: leave it (and them) alive.
+            std::mem::forget(unfinished);
+            std::mem::forget(shared);
+        }
+        if let Some(now) = fault::rss_kib() {
+            rss_max_kib = Some(rss_max_kib.map_or(now, |m| m.max(now)));
+        }
+        outcome.unreclaimed_max = ledger.unreclaimed_max();
+        outcome.rss_max_kib = rss_max_kib;
+        outcome.errors += u64::from(failure.is_some());
+        outcome.failure = failure;
+        outcome
+    }
+}
+
+/// Drops the last reference to the run's shared state (so the primitive,
+/// which reclaims what it still holds) and closes the ledger, on a helper
+/// thread, so that a teardown that blocks forever is reported rather than
+/// waited for. Returns whether it finished within `limit`.
+fn tear_down(shared: Arc<Shared>, limit: Duration) -> bool {
+    let helper = std::thread::Builder::new()
+        .name("torture teardown".into())
+        .spawn(move || {
+            let ledger = Arc::clone(&shared.ledger);
+            drop(shared);
+            ledger.close();
+        })
+        .expect("spawn the teardown thread");
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline && !helper.is_finished() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    helper.is_finished()
+}
+
+/// Tortures one implementation for `config.duration`.
 pub fn torture(
     imp: &Implementation<dyn Torture, Options>,
     config: Config,
     progress: &mut Progress,
 ) -> Outcome {
-    let ledger = Ledger::new();
-    let boxed = imp.build(&Options {
-        ledger: Arc::clone(&ledger),
-        slow_path: config.slow_path,
-    });
-    let primitive = &*boxed;
     progress.set_label(imp.name);
-    let stop = AtomicBool::new(false);
-    let reads = AtomicU64::new(0);
-    let errors = AtomicU64::new(0);
-    let replaced = AtomicU64::new(0);
-    let start = Barrier::new(config.readers + config.writers + 1);
     let base = progress.position();
-    let elapsed = std::thread::scope(|s| {
-        for _ in 0..config.readers {
-            s.spawn(|| {
-                start.wait();
-                let (mut n, mut bad) = (0u64, 0u64);
-                while !stop.load(Relaxed) {
-                    for _ in 0..64 {
-                        bad += u64::from(!primitive.read());
-                    }
-                    n += 64;
-                }
-                reads.fetch_add(n, Relaxed);
-                errors.fetch_add(bad, Relaxed);
-            });
-        }
-        for w in 0..config.writers {
-            let (ledger, start, stop, replaced) = (&ledger, &start, &stop, &replaced);
-            s.spawn(move || {
-                start.wait();
-                let mut seq = (w as u64) << 48;
-                let mut n = 0;
-                while !stop.load(Relaxed) {
-                    seq += 1;
-                    primitive.replace(TortureObject::new(ledger, seq));
-                    n += 1;
-                }
-                replaced.fetch_add(n, Relaxed);
-            });
-        }
-        start.wait();
-        let began = Instant::now();
-        while began.elapsed() < config.duration {
-            let left = config.duration.saturating_sub(began.elapsed());
-            std::thread::sleep(left.min(Duration::from_millis(100)));
-            progress.set_position(base + began.elapsed().as_millis() as u64);
-        }
-        stop.store(true, Relaxed);
-        began.elapsed()
-    });
-    // Dropping the primitive reclaims the published object (and, for most,
-    // everything still retired); then the quarantine is freed.
-    drop(boxed);
-    ledger.close();
-    Outcome {
-        name: imp.name.to_owned(),
-        readers: config.readers,
-        writers: config.writers,
-        duration_s: elapsed.as_secs_f64(),
-        reads: reads.into_inner(),
-        replaced: replaced.into_inner(),
-        errors: errors.into_inner(),
-        unreclaimed_max: ledger.unreclaimed_max(),
+    let mut run = Run::start(imp, config);
+    while !run.done(config.duration) {
+        let left = config.duration.saturating_sub(run.began.elapsed());
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+        run.check();
+        progress.set_position(base + run.began.elapsed().as_millis() as u64);
     }
+    run.finish()
 }
 
-/// Tortures every implementation in `chosen`, one after the other.
+/// Tortures every implementation in `chosen` for `total`, as `schedule` says
+/// (`config.duration` is ignored).
 pub fn torture_all(
     chosen: &[&Implementation<dyn Torture, Options>],
     config: Config,
+    total: Duration,
+    schedule: Schedule,
 ) -> Vec<Outcome> {
-    let total_ms = chosen.len() as u64 * config.duration.as_millis() as u64;
-    let mut progress = Progress::new(total_ms, "torture");
-    chosen
-        .iter()
-        .map(|imp| torture(imp, config, &mut progress))
-        .collect()
+    let mut progress = Progress::new(total.as_millis() as u64, "torture");
+    match schedule {
+        Schedule::Sequential => {
+            let share = total / chosen.len().max(1) as u32;
+            let config = Config {
+                duration: share,
+                ..config
+            };
+            chosen
+                .iter()
+                .map(|imp| torture(imp, config, &mut progress))
+                .collect()
+        }
+        Schedule::Concurrent => {
+            progress.set_label(&format!("{} at once", chosen.len()));
+            let config = Config {
+                duration: total,
+                ..config
+            };
+            let mut runs: Vec<Run> = chosen.iter().map(|imp| Run::start(imp, config)).collect();
+            let began = Instant::now();
+            while !runs.iter().all(|r| r.done(total)) {
+                let left = total.saturating_sub(began.elapsed());
+                std::thread::sleep(left.min(Duration::from_millis(100)));
+                for run in &mut runs {
+                    if run.done(total) {
+                        run.shared.stop.store(true, Relaxed);
+                    } else {
+                        run.check();
+                    }
+                }
+                progress.set_position(began.elapsed().as_millis() as u64);
+            }
+            runs.into_iter().map(Run::finish).collect()
+        }
+    }
 }
 
-/// Writes one summary line per implementation, `!!!` marking errors.
+/// Writes one summary line per implementation, `!!!` marking errors, then
+/// (with faults) a line of fault counts and (on failure) a line saying what
+/// failed.
 pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
     for o in outcomes {
         writeln!(
             out,
-            "torture: {} readers={} writers={} duration={:.1}s reads: {} replaced: {} unreclaimed max: {} errors: {}{}",
+            "torture: {} readers={} writers={} duration={:.1}s reads: {} replaced: {} unreclaimed max: {} (sampled by half: {}/{}) errors: {}{}",
             o.name,
             o.readers,
             o.writers,
@@ -193,9 +578,33 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
             o.reads,
             o.replaced,
             o.unreclaimed_max,
+            o.unreclaimed_halves[0],
+            o.unreclaimed_halves[1],
             o.errors,
             if o.errors > 0 { " !!!" } else { "" }
         )?;
+        if let Some(f) = &o.faults {
+            writeln!(
+                out,
+                "torture: {} faults: panic-in-read: {} death-in-read: {} exit-registered: {} churn-threads: {} stalls: {} (unpublished during {}, max {:.0} ms) retire-storms: {} ({} objects) write max: {:.1} ms rss max: {}",
+                o.name,
+                f.panic_in_read,
+                f.death_in_read,
+                f.exit_registered,
+                f.churn_threads,
+                f.stalls,
+                f.stalls_unpublished,
+                f.stall_max_ms,
+                f.retire_storms,
+                f.storm_objects,
+                o.write_max_ms,
+                o.rss_max_kib
+                    .map_or("unknown".into(), |k| format!("{k} KiB")),
+            )?;
+        }
+        if let Some(failure) = &o.failure {
+            writeln!(out, "torture: {} FAILURE: {failure} !!!", o.name)?;
+        }
     }
     Ok(())
 }
@@ -203,7 +612,41 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicPtr;
+    use crate::registry::Origin;
+    use std::sync::atomic::{AtomicPtr, AtomicUsize};
+
+    fn config(duration_ms: u64, faults: bool) -> Config {
+        Config {
+            readers: 2,
+            writers: 1,
+            duration: Duration::from_millis(duration_ms),
+            slow_path: false,
+            faults,
+            stall_limit: Config::STALL_LIMIT,
+        }
+    }
+
+    /// Tortures a planted bug with faults and a short stall limit: long
+    /// enough for a real panic's backtrace to print, short enough for a test.
+    fn planted(imp: Implementation<dyn Torture, Options>) -> Outcome {
+        let short = Config {
+            stall_limit: Duration::from_secs(2),
+            ..config(300, true)
+        };
+        torture(&imp, short, &mut Progress::new(1, "test"))
+    }
+
+    fn bug(
+        name: &'static str,
+        make: fn(&Options) -> Result<Box<dyn Torture>, crate::registry::Unavailable>,
+    ) -> Implementation<dyn Torture, Options> {
+        Implementation {
+            name,
+            summary: "planted bug",
+            origin: Origin::Peer,
+            make,
+        }
+    }
 
     /// Frees the old object at once, while readers may hold it: torture must
     /// count errors (the quarantine keeps the memory valid for the check).
@@ -211,8 +654,8 @@ mod tests {
         current: AtomicPtr<TortureObject>,
     }
 
-    impl Torture for FreesTooEarly {
-        fn read(&self) -> bool {
+    impl FreesTooEarly {
+        fn reach(&self) -> &TortureObject {
             let p = self.current.load(Acquire);
             // Widen the window between reaching and checking the object.
             for _ in 0..200 {
@@ -220,7 +663,16 @@ mod tests {
             }
             // SAFETY: objects are only freed from the quarantine, which holds
             // 16384 of them: far more than a writer replaces in this window.
-            unsafe { &*p }.is_live()
+            unsafe { &*p }
+        }
+    }
+
+    impl Torture for FreesTooEarly {
+        fn read(&self) -> bool {
+            self.reach().is_live()
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            inside(self.reach())
         }
         fn replace(&self, fresh: Box<TortureObject>) {
             let old = self.current.swap(Box::into_raw(fresh), AcqRel);
@@ -240,36 +692,207 @@ mod tests {
 
     #[test]
     fn premature_reclamation_is_detected() {
-        let imp = Implementation::<dyn Torture, Options> {
-            name: "frees-too-early",
-            summary: "planted bug",
-            origin: crate::registry::Origin::Peer,
-            make: |o| {
-                Ok(Box::new(FreesTooEarly {
-                    current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
-                }))
-            },
-        };
-        let config = Config {
-            readers: 2,
-            writers: 1,
-            duration: Duration::from_millis(300),
-            slow_path: false,
-        };
-        let out = torture(&imp, config, &mut Progress::new(1, "test"));
+        let imp = bug("frees-too-early", |o| {
+            Ok(Box::new(FreesTooEarly {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+            }))
+        });
+        let out = torture(&imp, config(300, false), &mut Progress::new(1, "test"));
         assert!(out.errors > 0, "{out:?}");
+        assert!(out.failure.is_none(), "{out:?}");
+    }
+
+    /// A "read section" that is a plain counter, ended by code after `inside`
+    /// rather than by a guard: a panic inside leaves it entered. Writers wait
+    /// for the count to drain, as synchronize would.
+    struct LeaksOnUnwind {
+        current: AtomicPtr<TortureObject>,
+        inside: AtomicUsize,
+    }
+
+    impl Torture for LeaksOnUnwind {
+        fn read(&self) -> bool {
+            let mut live = false;
+            self.read_with(&mut |o| live = o.is_live());
+            live
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            self.inside.fetch_add(1, SeqCst);
+            // SAFETY: reclaimed only after `inside` drained (below), and this
+            // reader is counted in it.
+            inside(unsafe { &*self.current.load(SeqCst) });
+            self.inside.fetch_sub(1, SeqCst);
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            let old = self.current.swap(Box::into_raw(fresh), SeqCst);
+            while self.inside.load(SeqCst) != 0 {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            // SAFETY: unpublished, and no reader is inside.
+            unsafe { object::reclaim(old) };
+        }
+    }
+
+    #[test]
+    fn a_section_left_open_by_a_panic_is_a_reported_hang() {
+        let out = planted(bug("leaks-on-unwind", |o| {
+            Ok(Box::new(LeaksOnUnwind {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                inside: AtomicUsize::new(0),
+            }))
+        }));
+        let failure = out.failure.as_deref().unwrap_or_default();
+        assert!(failure.starts_with("hang:"), "{out:?}");
+        assert!(out.errors >= 1, "{out:?}");
+    }
+
+    /// A writer that never returns.
+    struct NeverReturns(AtomicPtr<TortureObject>);
+
+    impl Torture for NeverReturns {
+        fn read(&self) -> bool {
+            true
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            // SAFETY: never reclaimed while the primitive lives (it is leaked
+            // with its stuck writer).
+            inside(unsafe { &*self.0.load(SeqCst) })
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            drop(fresh);
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+
+    #[test]
+    fn a_writer_that_never_returns_ends_the_run_with_a_hang() {
+        let began = Instant::now();
+        let out = planted(bug("never-returns", |o| {
+            Ok(Box::new(NeverReturns(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        }));
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap_or_default()
+                .contains("writer 0"),
+            "{out:?}"
+        );
+        assert!(began.elapsed() < Duration::from_secs(10), "{out:?}");
+    }
+
+    /// A read section that panics with a real (not injected) panic.
+    struct PanicsForReal(AtomicPtr<TortureObject>);
+
+    impl Torture for PanicsForReal {
+        fn read(&self) -> bool {
+            true
+        }
+        fn read_with(&self, _inside: &mut dyn FnMut(&TortureObject)) {
+            panic!("a real bug in read_with");
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            let old = self.0.swap(Box::into_raw(fresh), SeqCst);
+            // SAFETY: no reader ever dereferences anything.
+            unsafe { object::reclaim(old) };
+        }
+    }
+
+    impl Drop for PanicsForReal {
+        fn drop(&mut self) {
+            // SAFETY: the last published object, owned by `self`.
+            unsafe { object::reclaim(*self.0.get_mut()) };
+        }
+    }
+
+    #[test]
+    fn a_real_panic_is_a_failure() {
+        let out = planted(bug("panics-for-real", |o| {
+            Ok(Box::new(PanicsForReal(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        }));
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap_or_default()
+                .contains("a real bug in read_with"),
+            "{out:?}"
+        );
+    }
+
+    /// Every implementation goes through one full cycle of faults, each kind
+    /// once, with no error, and keeps working.
+    #[test]
+    fn every_implementation_survives_one_cycle_of_every_fault() {
+        fault::quiet_injected_panics();
+        for imp in implementations() {
+            let mut run = Run::start(imp, config(0, false));
+            for n in 0..faults::KINDS {
+                assert!(
+                    faults::step(&run.shared, n),
+                    "{}: fault {n}: {:?}",
+                    imp.name,
+                    run.shared.failure.lock().unwrap()
+                );
+            }
+            run.check();
+            let counts = run.shared.faults.snapshot();
+            let out = run.finish();
+            assert_eq!(out.errors, 0, "{out:?}");
+            assert!(out.failure.is_none(), "{out:?}");
+            assert_eq!(
+                (
+                    counts.panic_in_read,
+                    counts.death_in_read,
+                    counts.exit_registered,
+                    counts.churn_threads,
+                    counts.stalls,
+                    counts.retire_storms,
+                ),
+                (1, 1, 1, faults::CHURN_THREADS, 1, 1),
+                "{}",
+                imp.name
+            );
+            assert!(counts.stall_max_ms >= 100.0, "{counts:?}");
+            // A storm may be cut short by its time limit, never to nothing.
+            assert!(
+                (1..=faults::STORM_OBJECTS).contains(&counts.storm_objects),
+                "{counts:?}"
+            );
+            assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn implementations_run_at_once_or_in_turn() {
+        let chosen: Vec<_> = implementations().iter().take(2).collect();
+        let total = Duration::from_millis(400);
+        let at_once = torture_all(&chosen, config(0, true), total, Schedule::Concurrent);
+        let in_turn = torture_all(&chosen, config(0, false), total, Schedule::Sequential);
+        for out in at_once.iter().chain(&in_turn) {
+            assert_eq!(out.errors, 0, "{out:?}");
+            assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
+        }
+        assert!(
+            at_once
+                .iter()
+                .all(|o| o.duration_s >= 0.39 && o.faults.is_some())
+        );
+        assert!(
+            in_turn
+                .iter()
+                .all(|o| o.duration_s < 0.39 && o.faults.is_none())
+        );
     }
 
     #[test]
     fn peers_survive_a_short_torture() {
-        let config = Config {
-            readers: 2,
-            writers: 1,
-            duration: Duration::from_millis(300),
-            slow_path: false,
-        };
         for imp in implementations() {
-            let out = torture(imp, config, &mut Progress::new(1, "test"));
+            let out = torture(imp, config(300, false), &mut Progress::new(1, "test"));
             assert_eq!(out.errors, 0, "{out:?}");
             assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
         }

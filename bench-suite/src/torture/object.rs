@@ -38,11 +38,11 @@ fn checksum(seq: u64) -> u64 {
 impl TortureObject {
     /// A fresh live object accounted to `ledger`.
     pub fn new(ledger: &Arc<Ledger>, seq: u64) -> Box<TortureObject> {
-        // `reclaimed` is read after our increment of `allocated`, so other
-        // threads' allocations and reclamations in between can make it the
-        // larger snapshot: saturate instead of wrapping.
-        let allocated = ledger.allocated.fetch_add(1, Relaxed) + 1;
-        let outstanding = allocated.saturating_sub(ledger.reclaimed.load(Relaxed));
+        ledger.allocated.fetch_add(1, Relaxed);
+        // One counter, so the high-water mark is exact: the difference of two
+        // separately loaded counters can be off (or wrap) while other threads
+        // allocate and reclaim in between.
+        let outstanding = ledger.outstanding.fetch_add(1, Relaxed) + 1;
         ledger.unreclaimed_max.fetch_max(outstanding, Relaxed);
         Box::new(TortureObject {
             magic: AtomicU64::new(LIVE),
@@ -72,6 +72,8 @@ impl TortureObject {
 pub struct Ledger {
     allocated: AtomicU64,
     reclaimed: AtomicU64,
+    /// Allocated and not yet reclaimed, now.
+    outstanding: AtomicU64,
     unreclaimed_max: AtomicU64,
     /// Set by [`Ledger::close`]: later reclamations free at once.
     closed: AtomicBool,
@@ -104,6 +106,11 @@ impl Ledger {
     /// (the published ones included).
     pub fn unreclaimed_max(&self) -> u64 {
         self.unreclaimed_max.load(Relaxed)
+    }
+
+    /// Objects allocated and not yet reclaimed, now.
+    pub fn unreclaimed(&self) -> u64 {
+        self.outstanding.load(Relaxed)
     }
 
     /// Frees every quarantined object; objects reclaimed afterwards are freed
@@ -139,6 +146,7 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
     object.magic.store(POISON, Relaxed);
     let ledger = Arc::clone(&object.ledger);
     ledger.reclaimed.fetch_add(1, Relaxed);
+    ledger.outstanding.fetch_sub(1, Relaxed);
     if ledger.closed.load(Relaxed) {
         // SAFETY: owned per the contract, and no longer referenced.
         drop(unsafe { Box::from_raw(ptr) });
@@ -182,5 +190,6 @@ mod tests {
         unsafe { reclaim(Box::into_raw(b)) };
         assert_eq!(ledger.allocated(), 2);
         assert_eq!(ledger.reclaimed(), 2);
+        assert_eq!(ledger.unreclaimed(), 0);
     }
 }

@@ -1,9 +1,14 @@
-//! The peers under torture.
+//! The peers under torture: crossbeam-epoch (epochs), and the two
+//! hazard-pointer crates, haphazard (folly's design) and seize (hyaline-style
+//! reference counting of batches).
 
 use super::object::{self, TortureObject};
 use super::{Options, Torture};
 use crate::registry::{Implementation, Origin};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 /// `crossbeam-epoch`.
@@ -12,6 +17,22 @@ pub(super) const CROSSBEAM_EPOCH: Implementation<dyn Torture, Options> = Impleme
     summary: "crossbeam_epoch: readers pin, writers swap and defer_destroy-style reclaim",
     origin: Origin::Peer,
     make: |o| Ok(Box::new(CrossbeamEpoch::new(o))),
+};
+
+/// `haphazard`.
+pub(super) const HAPHAZARD: Implementation<dyn Torture, Options> = Implementation {
+    name: "haphazard",
+    summary: "haphazard: readers protect with a HazardPointer of the run's own domain; writers swap and retire_in it",
+    origin: Origin::Peer,
+    make: |o| Ok(Box::new(Haphazard::new(o))),
+};
+
+/// `seize`.
+pub(super) const SEIZE: Implementation<dyn Torture, Options> = Implementation {
+    name: "seize",
+    summary: "seize: readers enter the run's Collector and protect; writers swap and retire",
+    origin: Origin::Peer,
+    make: |o| Ok(Box::new(Seize::new(o))),
 };
 
 struct CrossbeamEpoch {
@@ -41,6 +62,14 @@ impl Torture for CrossbeamEpoch {
         unsafe { shared.deref() }.is_live()
     }
 
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        let guard = epoch::pin();
+        let shared = self.current.load(Acquire, &guard);
+        // SAFETY: as in `read`; `guard` stays pinned until `inside` returns
+        // or unwinds.
+        inside(unsafe { shared.deref() });
+    }
+
     fn replace(&self, fresh: Box<TortureObject>) {
         let guard = epoch::pin();
         let old = self.current.swap(Owned::from(fresh), AcqRel, &guard);
@@ -65,5 +94,169 @@ impl Drop for CrossbeamEpoch {
         unsafe { object::reclaim(last.as_raw().cast_mut()) };
         // Push this thread's deferred reclamations out so they can run.
         epoch::pin().flush();
+    }
+}
+
+/// A torture object owned through haphazard's `Pointer` trait: reclaiming
+/// it (dropping the reconstructed pointer) is the ledger's reclamation.
+struct Reclaimed(NonNull<TortureObject>);
+
+impl Deref for Reclaimed {
+    type Target = TortureObject;
+    fn deref(&self) -> &TortureObject {
+        // SAFETY: owned and live until `drop`, which reclaims it.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for Reclaimed {
+    fn drop(&mut self) {
+        // SAFETY: a `Box::into_raw` pointer of a `TortureObject::new` box
+        // (from `Reclaimed::from(Box)`), dropped once: haphazard reconstructs
+        // it with `from_raw` only when no hazard pointer protects it.
+        unsafe { object::reclaim(self.0.as_ptr()) };
+    }
+}
+
+impl From<Box<TortureObject>> for Reclaimed {
+    fn from(object: Box<TortureObject>) -> Reclaimed {
+        Reclaimed(NonNull::from(Box::leak(object)))
+    }
+}
+
+// SAFETY: 1. `into_raw` returns the pointer of a live, owned object, valid as
+// `&mut`; 2. it stays valid until `from_raw` takes it back (nothing else frees
+// it); 3. each `into_raw` pointer is rebuilt by at most one `from_raw`.
+unsafe impl haphazard::raw::Pointer<TortureObject> for Reclaimed {
+    fn into_raw(self) -> *mut TortureObject {
+        let ptr = self.0.as_ptr();
+        std::mem::forget(self);
+        ptr
+    }
+
+    unsafe fn from_raw(ptr: *mut TortureObject) -> Self {
+        // SAFETY: per the trait's contract, `ptr` came from `into_raw`.
+        Reclaimed(unsafe { NonNull::new_unchecked(ptr) })
+    }
+}
+
+/// The family of the per-run haphazard domains. Not a singleton: every load
+/// is `unsafe` and uses the run's own domain, which the type cannot prove.
+struct TortureFamily;
+
+struct Haphazard {
+    current: haphazard::AtomicPtr<TortureObject, TortureFamily, Reclaimed>,
+    domain: haphazard::Domain<TortureFamily>,
+}
+
+impl Haphazard {
+    fn new(options: &Options) -> Self {
+        Haphazard {
+            current: haphazard::AtomicPtr::from(Reclaimed::from(TortureObject::new(
+                &options.ledger,
+                0,
+            ))),
+            domain: haphazard::Domain::new(&TortureFamily),
+        }
+    }
+
+    fn protected<R>(&self, f: impl FnOnce(&TortureObject) -> R) -> R {
+        let mut hazard = haphazard::HazardPointer::new_in_domain(&self.domain);
+        // SAFETY: every object stored in `current` is retired only through
+        // `self.domain`, the domain of `hazard`.
+        let object = unsafe { self.current.load(&mut hazard) };
+        f(object.expect("never null: every replace installs an object"))
+    }
+}
+
+impl Torture for Haphazard {
+    fn read(&self) -> bool {
+        self.protected(TortureObject::is_live)
+    }
+
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        self.protected(inside);
+    }
+
+    fn replace(&self, fresh: Box<TortureObject>) {
+        let old = self
+            .current
+            .swap(Reclaimed::from(fresh))
+            .expect("never null: every replace installs an object");
+        // SAFETY: 1. unpublished by the swap, so no later load returns it;
+        // 2. retired once (only this swap returned it); 3. every load that
+        // could have seen it used a hazard pointer of `self.domain`.
+        unsafe { old.retire_in(&self.domain) };
+    }
+}
+
+impl Drop for Haphazard {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no reader is inside, and the last published
+        // object is owned by the pointer alone; rebuilding it reclaims it.
+        // The domain (dropped next) reclaims every retired object.
+        drop(unsafe {
+            <Reclaimed as haphazard::raw::Pointer<TortureObject>>::from_raw(*self.current.get_mut())
+        });
+    }
+}
+
+struct Seize {
+    collector: seize::Collector,
+    current: AtomicPtr<TortureObject>,
+}
+
+impl Seize {
+    fn new(options: &Options) -> Self {
+        Seize {
+            collector: seize::Collector::new(),
+            current: AtomicPtr::new(Box::into_raw(TortureObject::new(&options.ledger, 0))),
+        }
+    }
+}
+
+/// seize's reclaimer for torture objects.
+///
+/// # Safety
+///
+/// As [`object::reclaim`]: seize calls it once per retired object, after no
+/// guard can still reach it.
+unsafe fn reclaim_seized(ptr: *mut TortureObject, _collector: &seize::Collector) {
+    // SAFETY: forwarded contract.
+    unsafe { object::reclaim(ptr) }
+}
+
+impl Torture for Seize {
+    fn read(&self) -> bool {
+        use seize::Guard;
+        let guard = self.collector.enter();
+        let p = guard.protect(&self.current, Acquire);
+        // SAFETY: never null; protected by `guard` until it is dropped.
+        unsafe { &*p }.is_live()
+    }
+
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        use seize::Guard;
+        let guard = self.collector.enter();
+        let p = guard.protect(&self.current, Acquire);
+        // SAFETY: as in `read`; `guard` lives until `inside` returns or
+        // unwinds.
+        inside(unsafe { &*p });
+    }
+
+    fn replace(&self, fresh: Box<TortureObject>) {
+        let old = self.current.swap(Box::into_raw(fresh), AcqRel);
+        // SAFETY: `old` is unpublished by the swap and retired once, and was
+        // only ever read under guards of `self.collector`.
+        unsafe { self.collector.retire(old, reclaim_seized) };
+    }
+}
+
+impl Drop for Seize {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no reader is inside; the last published
+        // object is owned by `current` alone. The collector (dropped next)
+        // reclaims every retired object.
+        unsafe { object::reclaim(*self.current.get_mut()) };
     }
 }

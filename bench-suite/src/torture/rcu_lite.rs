@@ -82,6 +82,11 @@ impl Torture for RcuLite<Memb> {
         self.cell.read(&guard).object().is_live()
     }
 
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        let guard = memb::read_lock();
+        inside(self.cell.read(&guard).object());
+    }
+
     fn replace(&self, fresh: Box<TortureObject>) {
         self.replace_with(fresh);
     }
@@ -108,6 +113,18 @@ impl Torture for RcuLite<Qsbr> {
             }
             let guard = registration.read_lock();
             self.cell.read(&guard).object().is_live()
+        })
+    }
+
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        QSBR_READER.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            // A thread that only ever reads through `read_with` (a fault
+            // thread) stays online from here until it exits: exiting while
+            // registered is one of the faults.
+            let (registration, _) = slot.get_or_insert_with(|| (QsbrThread::register(), 0));
+            let guard = registration.read_lock();
+            inside(self.cell.read(&guard).object());
         })
     }
 

@@ -1,0 +1,153 @@
+//! Fault injection shared by `torture` and `locktorture` (`--faults`).
+//!
+//! The kernel's torture tests inject faults from inside the code under test
+//! (`rcutorture`'s long read-side delays, CPU hotplug, `stutter`); user space
+//! has its own: threads that panic inside a critical section, threads that
+//! die or exit while registered, floods of short-lived threads, readers that
+//! stall for a scheduler-visible time. This module holds what both harnesses
+//! need for them:
+//!
+//! - [`inject`]: a panic whose payload is an [`InjectedFault`], so a harness
+//!   can tell its own panics from real ones (which it counts as errors);
+//! - [`quiet_injected_panics`]: a panic hook that prints nothing for injected
+//!   faults (thousands of them would bury real output) and defers to the
+//!   previous hook for everything else;
+//! - [`stall_length`]: the 100-300 ms a stalled section lasts;
+//! - [`ProgressWatch`]: how a harness bounds a run: a counter that stops
+//!   moving for longer than the run's stall limit is a hang, reported as a
+//!   failure instead of a run that never ends.
+
+use std::any::Any;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// The payload of every injected panic: what was injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectedFault(pub &'static str);
+
+/// Panics with an [`InjectedFault`] payload.
+#[cold]
+pub fn inject(what: &'static str) -> ! {
+    std::panic::panic_any(InjectedFault(what))
+}
+
+/// Whether `payload` (from `catch_unwind` or `JoinHandle::join`) is an
+/// injected fault.
+pub fn is_injected(payload: &(dyn Any + Send)) -> bool {
+    payload.is::<InjectedFault>()
+}
+
+/// A panic payload in words (the message of a real panic).
+pub fn describe(payload: &(dyn Any + Send)) -> String {
+    if let Some(InjectedFault(what)) = payload.downcast_ref::<InjectedFault>() {
+        format!("injected fault: {what}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else {
+        "<non-string panic payload>".to_owned()
+    }
+}
+
+/// Installs, once per process, a panic hook that stays silent for
+/// [`InjectedFault`] panics and calls the previous hook for all others.
+pub fn quiet_injected_panics() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<InjectedFault>() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// The shortest stall of a section ([`stall_length`]).
+pub const STALL_MIN: Duration = Duration::from_millis(100);
+/// The longest stall of a section ([`stall_length`]).
+pub const STALL_MAX: Duration = Duration::from_millis(300);
+
+/// How long the `n`-th stall lasts: spread over [`STALL_MIN`]..=[`STALL_MAX`]
+/// by a fixed sequence, so runs are repeatable.
+pub fn stall_length(n: u64) -> Duration {
+    let span = (STALL_MAX - STALL_MIN).as_millis() as u64 + 1;
+    // A multiplicative hash spreads consecutive n over the span.
+    let step = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+    STALL_MIN + Duration::from_millis(step % span)
+}
+
+/// Watches one progress counter: how long since it last moved.
+#[derive(Debug)]
+pub struct ProgressWatch {
+    last: u64,
+    since: Instant,
+}
+
+impl ProgressWatch {
+    /// A watch that starts now at `value`.
+    pub fn new(value: u64) -> ProgressWatch {
+        ProgressWatch {
+            last: value,
+            since: Instant::now(),
+        }
+    }
+
+    /// Records the counter's current `value`; returns how long it has not
+    /// moved.
+    pub fn observe(&mut self, value: u64) -> Duration {
+        if value != self.last {
+            self.last = value;
+            self.since = Instant::now();
+        }
+        self.since.elapsed()
+    }
+}
+
+/// The resident memory of this process in KiB (`VmRSS` in
+/// `/proc/self/status`), where the system reports it.
+pub fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_stay_in_range_and_vary() {
+        let lengths: Vec<Duration> = (0..200).map(stall_length).collect();
+        assert!(lengths.iter().all(|d| (STALL_MIN..=STALL_MAX).contains(d)));
+        let short = lengths
+            .iter()
+            .filter(|d| **d < Duration::from_millis(150))
+            .count();
+        let long = lengths
+            .iter()
+            .filter(|d| **d > Duration::from_millis(250))
+            .count();
+        assert!(short > 20 && long > 20, "{short} short, {long} long");
+    }
+
+    #[test]
+    fn injected_panics_are_told_apart() {
+        quiet_injected_panics();
+        let injected = std::panic::catch_unwind(|| inject("test")).unwrap_err();
+        assert!(is_injected(&*injected));
+        assert_eq!(describe(&*injected), "injected fault: test");
+        let real = std::panic::catch_unwind(|| panic!("real {}", 1)).unwrap_err();
+        assert!(!is_injected(&*real));
+        assert_eq!(describe(&*real), "real 1");
+    }
+
+    #[test]
+    fn a_watch_measures_time_since_the_last_move() {
+        let mut watch = ProgressWatch::new(0);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(watch.observe(0) >= Duration::from_millis(20));
+        assert!(watch.observe(1) < Duration::from_millis(20));
+    }
+}

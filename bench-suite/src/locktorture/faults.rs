@@ -1,0 +1,335 @@
+//! The locktorture fault driver (`syncbench locktorture --faults`).
+//!
+//! One driver thread per run injects faults in a fixed cycle, each on threads
+//! of its own, every section going through the same exclusion checks as the
+//! regular writers and readers (left during the unwind when it panics):
+//!
+//! 1. **panic in write** / 2. **panic in read**: a thread panics inside a
+//!    section and catches it; the unwind must release the lock (std's
+//!    `RwLock` is poisoned by the write side: the harness recovers it), and
+//!    the thread takes the lock again;
+//! 3. **death in write** / 4. **death in read**: a thread panics inside a
+//!    section and dies of it;
+//! 5. **churn**: [`CHURN_THREADS`] short-lived threads, [`CHURN_WAVE`] at a
+//!    time, each taking the lock once (half of them for writing) and exiting;
+//! 6. **write stall** / 7. **read stall**: a holder stays inside for
+//!    100-300 ms ([`fault::stall_length`]), the kernel's long
+//!    `torture_rwlock_*_delay()`; everyone else must get in afterwards.
+//!
+//! After each fault both sides must make progress again within the run's
+//! stall limit: a lock that the fault left held would stop them. The counters
+//! are statistics (`Relaxed`); the exclusion checks are `SeqCst` (see
+//! `Arena`).
+
+use super::Arena;
+use crate::fault;
+use serde::Serialize;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+/// Short-lived threads per churn fault.
+pub const CHURN_THREADS: u64 = 256;
+/// Churn threads alive at once.
+pub const CHURN_WAVE: u64 = 64;
+/// The pause between two faults.
+const GAP: Duration = Duration::from_millis(5);
+
+/// The faults injected into one lock's run, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FaultCounts {
+    /// Panics inside a write section, caught on a thread that then locked again.
+    pub panic_in_write: u64,
+    /// Panics inside a read section, caught likewise.
+    pub panic_in_read: u64,
+    /// Threads ended by a panic inside a write section.
+    pub death_in_write: u64,
+    /// Threads ended by a panic inside a read section.
+    pub death_in_read: u64,
+    /// Short-lived threads of the churn waves, one acquisition each.
+    pub churn_threads: u64,
+    /// Writers that held the lock for 100-300 ms.
+    pub write_stalls: u64,
+    /// Readers that held the lock for 100-300 ms.
+    pub read_stalls: u64,
+    /// The longest stall, in milliseconds.
+    pub stall_max_ms: f64,
+    /// Acquisitions that found the lock poisoned and recovered it (std only).
+    pub poison_recoveries: u64,
+}
+
+/// The kernel-style line for `f`: writer/reader pairs.
+pub fn stats_line(f: &FaultCounts) -> String {
+    format!(
+        "Faults:  Panics: {}/{}  Deaths: {}/{}  Churn: {}  Stalls: {}/{}  Max stall: {:.0} ms  Poisoned: {}",
+        f.panic_in_write,
+        f.panic_in_read,
+        f.death_in_write,
+        f.death_in_read,
+        f.churn_threads,
+        f.write_stalls,
+        f.read_stalls,
+        f.stall_max_ms,
+        f.poison_recoveries
+    )
+}
+
+/// The atomic counterpart of [`FaultCounts`], updated by fault threads.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    panic_in_write: AtomicU64,
+    panic_in_read: AtomicU64,
+    death_in_write: AtomicU64,
+    death_in_read: AtomicU64,
+    churn_threads: AtomicU64,
+    write_stalls: AtomicU64,
+    read_stalls: AtomicU64,
+    stall_max_us: AtomicU64,
+    /// Fault work done (actions, churn threads): the driver's progress
+    /// counter.
+    pub(super) heartbeat: AtomicU64,
+}
+
+impl Counters {
+    /// The counts so far (`poison_recoveries` is the lock's to say).
+    pub(super) fn snapshot(&self) -> FaultCounts {
+        FaultCounts {
+            panic_in_write: self.panic_in_write.load(Relaxed),
+            panic_in_read: self.panic_in_read.load(Relaxed),
+            death_in_write: self.death_in_write.load(Relaxed),
+            death_in_read: self.death_in_read.load(Relaxed),
+            churn_threads: self.churn_threads.load(Relaxed),
+            write_stalls: self.write_stalls.load(Relaxed),
+            read_stalls: self.read_stalls.load(Relaxed),
+            stall_max_ms: self.stall_max_us.load(Relaxed) as f64 / 1000.0,
+            poison_recoveries: 0,
+        }
+    }
+}
+
+/// A kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    PanicInWrite,
+    PanicInRead,
+    DeathInWrite,
+    DeathInRead,
+    Churn,
+    WriteStall,
+    ReadStall,
+}
+
+/// The order faults are injected in, over and over.
+const CYCLE: [Kind; 7] = [
+    Kind::PanicInWrite,
+    Kind::PanicInRead,
+    Kind::DeathInWrite,
+    Kind::DeathInRead,
+    Kind::Churn,
+    Kind::WriteStall,
+    Kind::ReadStall,
+];
+
+/// Faults in one cycle (one of each kind).
+pub(super) const KINDS: u64 = CYCLE.len() as u64;
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::PanicInWrite => "panic in write",
+            Kind::PanicInRead => "panic in read",
+            Kind::DeathInWrite => "death in write",
+            Kind::DeathInRead => "death in read",
+            Kind::Churn => "churn",
+            Kind::WriteStall => "write stall",
+            Kind::ReadStall => "read stall",
+        })
+    }
+}
+
+/// The driver: injects faults until the run stops.
+pub(super) fn drive(arena: &Arena) {
+    let mut n = 0u64;
+    while !arena.stop.load(Relaxed) && step(arena, n) {
+        n += 1;
+        std::thread::sleep(GAP);
+    }
+}
+
+/// Injects the `n`-th fault of the cycle and waits for both sides to make
+/// progress after it. Returns false if the run stopped or failed meanwhile.
+pub(super) fn step(arena: &Arena, n: u64) -> bool {
+    let kind = CYCLE[(n % KINDS) as usize];
+    std::thread::scope(|scope| inject(scope, arena, kind, n));
+    arena.faults.heartbeat.fetch_add(1, Relaxed);
+    both_sides_progress(arena, kind)
+}
+
+fn totals(arena: &Arena) -> (u64, u64) {
+    let (w, _, r, _) = arena.snapshot();
+    (w.total, r.total)
+}
+
+/// Waits until every side that has threads acquired the lock again, or the
+/// run stopped; fails the run after the stall limit.
+fn both_sides_progress(arena: &Arena, after: Kind) -> bool {
+    let (w0, r0) = totals(arena);
+    let began = Instant::now();
+    loop {
+        let (w, r) = totals(arena);
+        let writers_done = arena.config.writers == 0 || w > w0;
+        let readers_done = arena.config.readers == 0 || r > r0;
+        if writers_done && readers_done {
+            return true;
+        }
+        if arena.stop.load(Relaxed) {
+            return false;
+        }
+        if began.elapsed() >= arena.config.stall_limit {
+            let side = if writers_done { "readers" } else { "writers" };
+            arena.fail(format!(
+                "hang: {side} did not get the lock in {:.1} s after a {after} fault",
+                began.elapsed().as_secs_f64()
+            ));
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn spawn<'scope, 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    kind: Kind,
+    body: impl FnOnce() + Send + 'scope,
+) -> ScopedJoinHandle<'scope, ()> {
+    std::thread::Builder::new()
+        .name(format!("fault: {kind}"))
+        .spawn_scoped(scope, body)
+        .expect("spawn a fault thread")
+}
+
+/// Joins a fault thread that must end normally; a panic fails the run.
+fn join_normal(arena: &Arena, kind: Kind, handle: ScopedJoinHandle<'_, ()>) -> bool {
+    match handle.join() {
+        Ok(()) => true,
+        Err(payload) => {
+            arena.fail(format!(
+                "a {kind} fault thread panicked: {}",
+                fault::describe(&*payload)
+            ));
+            false
+        }
+    }
+}
+
+/// One section on `write`'s side with the exclusion check, running `inside`.
+fn section(arena: &Arena, write: bool, inside: &mut dyn FnMut()) {
+    if write {
+        arena.lock.write_section(&mut || {
+            let _inside = arena.enter_write();
+            inside();
+        });
+    } else {
+        arena.lock.read_section(&mut || {
+            let _inside = arena.enter_read();
+            inside();
+        });
+    }
+}
+
+fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: Kind, n: u64) {
+    let faults = &arena.faults;
+    match kind {
+        Kind::PanicInWrite | Kind::PanicInRead => {
+            let write = kind == Kind::PanicInWrite;
+            let thread = spawn(scope, kind, move || {
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    section(arena, write, &mut || {
+                        fault::inject("panic while holding the lock")
+                    })
+                }));
+                match outcome {
+                    Err(payload) if fault::is_injected(&*payload) => {}
+                    Err(payload) => resume_unwind(payload),
+                    Ok(()) => arena.fail("a section that panicked returned normally".into()),
+                }
+                // The unwind released the lock: this thread takes it again.
+                section(arena, write, &mut || {});
+            });
+            if join_normal(arena, kind, thread) {
+                let counter = if write {
+                    &faults.panic_in_write
+                } else {
+                    &faults.panic_in_read
+                };
+                counter.fetch_add(1, Relaxed);
+            }
+        }
+        Kind::DeathInWrite | Kind::DeathInRead => {
+            let write = kind == Kind::DeathInWrite;
+            let thread = spawn(scope, kind, move || {
+                section(arena, write, &mut || {
+                    fault::inject("thread dies holding the lock")
+                });
+            });
+            match thread.join() {
+                Err(payload) if fault::is_injected(&*payload) => {
+                    let counter = if write {
+                        &faults.death_in_write
+                    } else {
+                        &faults.death_in_read
+                    };
+                    counter.fetch_add(1, Relaxed);
+                }
+                Err(payload) => arena.fail(format!(
+                    "a {kind} fault thread panicked: {}",
+                    fault::describe(&*payload)
+                )),
+                Ok(()) => arena.fail("a section that panicked returned normally".into()),
+            }
+        }
+        Kind::Churn => {
+            for wave in 0..CHURN_THREADS / CHURN_WAVE {
+                if arena.stop.load(Relaxed) {
+                    break;
+                }
+                let threads: Vec<_> = (0..CHURN_WAVE)
+                    .map(|i| {
+                        let write = (wave + i) % 2 == 1;
+                        spawn(scope, kind, move || section(arena, write, &mut || {}))
+                    })
+                    .collect();
+                for thread in threads {
+                    if join_normal(arena, kind, thread) {
+                        faults.churn_threads.fetch_add(1, Relaxed);
+                        faults.heartbeat.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
+        Kind::WriteStall | Kind::ReadStall => {
+            let write = kind == Kind::WriteStall;
+            let length = fault::stall_length(n);
+            let thread = spawn(scope, kind, move || {
+                section(arena, write, &mut || {
+                    let began = Instant::now();
+                    std::thread::sleep(length);
+                    faults
+                        .stall_max_us
+                        .fetch_max(began.elapsed().as_micros() as u64, Relaxed);
+                });
+            });
+            if join_normal(arena, kind, thread) {
+                let counter = if write {
+                    &faults.write_stalls
+                } else {
+                    &faults.read_stalls
+                };
+                counter.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! This workspace's `qrwlock` under torture: the lock as the reclamation
+//! scheme. Readers reach and check the object under the read lock; writers
+//! swap it under the write lock and reclaim the old one at once, which is safe
+//! exactly when the lock excludes readers from writers. A premature reclamation
+//! here is an exclusion failure; a reader that stalls holds writers off; a
+//! panicking reader must release its read lock during the unwind.
+
+use super::object::{self, TortureObject};
+use super::{Options, Torture};
+use crate::registry::{Implementation, Origin};
+use std::ptr::NonNull;
+
+/// `qrwlock`.
+pub(super) const QRWLOCK: Implementation<dyn Torture, Options> = Implementation {
+    name: "qrwlock",
+    summary: "qrwlock::RwLock: readers check under the read lock; writers swap under the write lock and reclaim at once",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(Qrwlock::new(o))),
+};
+
+/// The published object: owned by the lock's contents.
+struct Current(NonNull<TortureObject>);
+
+// SAFETY: `Current` owns its object (a `TortureObject` is `Send + Sync`); the
+// lock serializes replacement against every access.
+unsafe impl Send for Current {}
+// SAFETY: shared access only reads the object through `&TortureObject`.
+unsafe impl Sync for Current {}
+
+struct Qrwlock {
+    current: qrwlock::RwLock<Current>,
+}
+
+impl Qrwlock {
+    fn new(options: &Options) -> Self {
+        let first = NonNull::from(Box::leak(TortureObject::new(&options.ledger, 0)));
+        Qrwlock {
+            current: qrwlock::RwLock::new(Current(first)),
+        }
+    }
+}
+
+impl Torture for Qrwlock {
+    fn read(&self) -> bool {
+        let current = self.current.read();
+        // SAFETY: live while the read lock is held: writers reclaim only the
+        // object they unpublished under the write lock.
+        unsafe { current.0.as_ref() }.is_live()
+    }
+
+    fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        let current = self.current.read();
+        // SAFETY: as in `read`; the guard is dropped after `inside` returns
+        // or during its unwind.
+        inside(unsafe { current.0.as_ref() });
+    }
+
+    fn replace(&self, fresh: Box<TortureObject>) {
+        let mut current = self.current.write();
+        let old = std::mem::replace(&mut current.0, NonNull::from(Box::leak(fresh)));
+        // SAFETY: `old` came from `Box::leak` of a `TortureObject::new` box
+        // and is unpublished; the write lock excludes every reader, so none
+        // holds it.
+        unsafe { object::reclaim(old.as_ptr()) };
+    }
+}
+
+impl Drop for Qrwlock {
+    fn drop(&mut self) {
+        // SAFETY: the last published object, owned by the lock's contents;
+        // `&mut self` means no reader holds it.
+        unsafe { object::reclaim(self.current.get_mut().0.as_ptr()) };
+    }
+}

@@ -1,0 +1,240 @@
+//! Every documented misuse of qrwlock panics with a message that names it,
+//! none hangs, and the lock is usable afterwards (the word is restored before
+//! the panic).
+//!
+//! Each misuse runs on a fresh thread under a watchdog: a misuse that returns
+//! normally fails the test, and one still running after [`HANG_LIMIT`] (a wait
+//! that can never end, e.g. a futex sleep on a bad sleeper bit) ends the test
+//! process with a message.
+#![cfg(not(loom))]
+
+use qrwlock::{READER_OVERFLOW, READER_SHIFT, RawQRwLock, RwLock, cond_load_acquire};
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::AtomicU32;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+/// How long a misuse may run before it counts as a hang.
+const HANG_LIMIT: Duration = Duration::from_secs(20);
+
+/// Runs `misuse` on a fresh thread and returns its panic message.
+fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> String {
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name(format!("misuse: {what}"))
+        .spawn(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(misuse));
+            let message = outcome.err().map(|payload| {
+                payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_else(|| "<non-string panic payload>".to_owned())
+            });
+            let _ = tx.send(message);
+        })
+        .expect("spawn the misuse thread");
+    match rx.recv_timeout(HANG_LIMIT) {
+        Ok(Some(message)) => message,
+        Ok(None) => panic!("{what}: returned normally instead of panicking"),
+        Err(_) => {
+            // Report outside the test harness's capture and end the process.
+            let _ = writeln!(
+                std::io::stderr(),
+                "misuse test HUNG: {what} still running after {HANG_LIMIT:?} instead of panicking"
+            );
+            std::process::exit(101);
+        }
+    }
+}
+
+/// Asserts that `misuse` panics with a message containing every one of `names`.
+fn assert_misuse(what: &str, names: &[&str], misuse: impl FnOnce() + Send + 'static) {
+    let message = panic_message_of(what, misuse);
+    for name in names {
+        assert!(
+            message.contains(name),
+            "{what}: the panic message does not name the misuse ({name:?}): {message}"
+        );
+    }
+}
+
+/// Runs `misuse`, then `after` (which checks the lock is still usable), then
+/// passes `misuse`'s panic on.
+fn refused_then(misuse: impl FnOnce(), after: impl FnOnce()) {
+    let outcome = catch_unwind(AssertUnwindSafe(misuse));
+    after();
+    if let Err(payload) = outcome {
+        resume_unwind(payload);
+    }
+}
+
+const WRITE_UNHELD: &[&str] = &["write_unlock", "not write-locked"];
+const READ_UNHELD: &[&str] = &["read_unlock", "no reader holds"];
+const DOWNGRADE_UNHELD: &[&str] = &["downgrade", "not write-locked"];
+
+#[test]
+fn write_unlock_of_a_lock_not_write_locked() {
+    assert_misuse("RawQRwLock::write_unlock, unheld", WRITE_UNHELD, || {
+        let lock = RawQRwLock::new();
+        refused_then(
+            // SAFETY: deliberately violated: nothing is held; the check must
+            // panic before the word is left corrupted.
+            || unsafe { lock.write_unlock() },
+            || {
+                assert!(!lock.is_locked());
+                assert!(lock.try_write_lock(), "word restored");
+            },
+        );
+    });
+    assert_misuse(
+        "RawQRwLock::write_unlock, read-locked",
+        WRITE_UNHELD,
+        || {
+            let lock = RawQRwLock::new();
+            lock.read_lock();
+            refused_then(
+                // SAFETY: deliberately violated: held shared, not exclusive.
+                || unsafe { lock.write_unlock() },
+                || {
+                    assert!(!lock.try_write_lock(), "the reader is still counted");
+                    // SAFETY: the shared hold taken above.
+                    unsafe { lock.read_unlock() };
+                    assert!(lock.try_write_lock());
+                },
+            );
+        },
+    );
+}
+
+#[test]
+fn read_unlock_of_a_lock_no_reader_holds() {
+    assert_misuse("RawQRwLock::read_unlock, unheld", READ_UNHELD, || {
+        let lock = RawQRwLock::new();
+        refused_then(
+            // SAFETY: deliberately violated: nothing is held.
+            || unsafe { lock.read_unlock() },
+            || {
+                assert!(!lock.is_locked());
+                assert!(lock.try_write_lock(), "count restored");
+            },
+        );
+    });
+    assert_misuse("RawQRwLock::read_unlock, write-locked", READ_UNHELD, || {
+        let lock = RawQRwLock::new();
+        lock.write_lock();
+        refused_then(
+            // SAFETY: deliberately violated: held exclusive, not shared.
+            || unsafe { lock.read_unlock() },
+            || {
+                assert!(lock.is_locked_exclusive(), "the writer still holds it");
+                // SAFETY: the exclusive hold taken above.
+                unsafe { lock.write_unlock() };
+                assert!(lock.try_read_lock());
+            },
+        );
+    });
+}
+
+#[test]
+fn downgrade_of_a_lock_not_write_locked() {
+    assert_misuse("RawQRwLock::downgrade, unheld", DOWNGRADE_UNHELD, || {
+        let lock = RawQRwLock::new();
+        refused_then(
+            // SAFETY: deliberately violated: nothing is held.
+            || unsafe { lock.downgrade() },
+            || {
+                assert!(!lock.is_locked());
+                assert!(lock.try_write_lock(), "word restored");
+            },
+        );
+    });
+    assert_misuse(
+        "RawQRwLock::downgrade, read-locked",
+        DOWNGRADE_UNHELD,
+        || {
+            let lock = RawQRwLock::new();
+            lock.read_lock();
+            refused_then(
+                // SAFETY: deliberately violated: held shared, not exclusive.
+                || unsafe { lock.downgrade() },
+                || {
+                    assert!(!lock.is_locked_exclusive());
+                    // SAFETY: the one shared hold taken above.
+                    unsafe { lock.read_unlock() };
+                    assert!(lock.try_write_lock(), "word restored");
+                },
+            );
+        },
+    );
+}
+
+/// `lock_api`'s unlock escape hatches on [`RwLock`] reach the raw unlocks and
+/// their checks.
+#[test]
+fn lock_api_force_unlocks_of_an_unheld_lock() {
+    assert_misuse("RwLock::force_unlock_write, unheld", WRITE_UNHELD, || {
+        let lock = RwLock::new(5u32);
+        refused_then(
+            // SAFETY: deliberately violated: no write guard was forgotten.
+            || unsafe { lock.force_unlock_write(lock_api::GuardSend::new()) },
+            || {
+                *lock.write() += 1;
+                assert_eq!(*lock.read(), 6);
+            },
+        );
+    });
+    assert_misuse("RwLock::force_unlock_read, unheld", READ_UNHELD, || {
+        let lock = RwLock::new(5u32);
+        refused_then(
+            // SAFETY: deliberately violated: no read guard was forgotten.
+            || unsafe { lock.force_unlock_read(lock_api::GuardSend::new()) },
+            || {
+                *lock.write() += 1;
+                assert_eq!(*lock.read(), 6);
+            },
+        );
+    });
+}
+
+#[test]
+fn reader_count_overflow() {
+    assert_misuse(
+        "RawQRwLock::read_lock past the reader count",
+        &["reader count overflow"],
+        || {
+            let lock = RawQRwLock::new();
+            let below = READER_OVERFLOW >> READER_SHIFT;
+            for _ in 0..below {
+                lock.read_lock();
+            }
+            refused_then(
+                || lock.read_lock(),
+                || {
+                    assert!(!lock.try_write_lock());
+                    for _ in 0..below {
+                        // SAFETY: one of the shared holds taken above.
+                        unsafe { lock.read_unlock() };
+                    }
+                    assert!(lock.try_write_lock(), "the refused bias was taken back");
+                },
+            );
+        },
+    );
+}
+
+#[test]
+fn cond_load_acquire_with_a_sleeper_bit_that_is_not_one_bit() {
+    // The predicate is never true: without the check the wait would sleep
+    // forever, which the watchdog turns into a failure.
+    assert_misuse(
+        "cond_load_acquire with sleeper bit 0b11",
+        &["cond_load_acquire", "exactly one bit"],
+        || {
+            let word = AtomicU32::new(0);
+            cond_load_acquire(&word, 0b11, |v| v == 1);
+        },
+    );
+}

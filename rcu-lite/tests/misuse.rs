@@ -1,0 +1,280 @@
+//! Every documented misuse of rcu-lite panics with a message that names it,
+//! and none hangs.
+//!
+//! Each misuse runs on a fresh thread (read-side state and qsbr registrations
+//! are per thread) under a watchdog: a misuse that returns normally fails the
+//! test, and one that is still running after [`HANG_LIMIT`] (a deadlock, which
+//! is what most of these misuses would be without their check) ends the whole
+//! test process with a message, so a hang can neither pass nor stall the run.
+
+use rcu_lite::qsbr::{self, QsbrThread};
+use rcu_lite::{Memb, Qsbr, Rcu, memb, raw};
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+/// How long a misuse may run before it counts as a hang.
+const HANG_LIMIT: Duration = Duration::from_secs(20);
+
+/// Runs `misuse` on a fresh thread and returns its panic message.
+fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> String {
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name(format!("misuse: {what}"))
+        .spawn(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(misuse));
+            let message = outcome.err().map(|payload| {
+                payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_else(|| "<non-string panic payload>".to_owned())
+            });
+            let _ = tx.send(message);
+        })
+        .expect("spawn the misuse thread");
+    match rx.recv_timeout(HANG_LIMIT) {
+        Ok(Some(message)) => message,
+        Ok(None) => panic!("{what}: returned normally instead of panicking"),
+        Err(_) => {
+            // The hung thread may hold up every later grace period of this
+            // process: report outside the test harness's capture and end it.
+            let _ = writeln!(
+                std::io::stderr(),
+                "misuse test HUNG: {what} still running after {HANG_LIMIT:?} instead of panicking"
+            );
+            std::process::exit(101);
+        }
+    }
+}
+
+/// Asserts that `misuse` panics with a message containing every one of `names`.
+fn assert_misuse(what: &str, names: &[&str], misuse: impl FnOnce() + Send + 'static) {
+    let message = panic_message_of(what, misuse);
+    for name in names {
+        assert!(
+            message.contains(name),
+            "{what}: the panic message does not name the misuse ({name:?}): {message}"
+        );
+    }
+}
+
+const IN_SECTION: &str = "called inside a read-side critical section";
+const ONLINE: &str = "has an online QsbrThread";
+const IN_CALLBACK: &str = "called from inside an RCU callback";
+
+#[test]
+fn memb_synchronize_inside_a_section() {
+    assert_misuse(
+        "memb::synchronize_rcu in a section",
+        &["synchronize_rcu()", IN_SECTION],
+        || {
+            let _guard = memb::read_lock();
+            memb::synchronize_rcu();
+        },
+    );
+    assert_misuse(
+        "memb::synchronize_rcu_expedited in a section",
+        &["synchronize_rcu_expedited()", IN_SECTION],
+        || {
+            let _guard = memb::read_lock();
+            memb::synchronize_rcu_expedited();
+        },
+    );
+    assert_misuse(
+        "memb::synchronize_rcu in a nested section",
+        &[IN_SECTION],
+        || {
+            let _outer = memb::read_lock();
+            drop(memb::read_lock());
+            memb::synchronize_rcu();
+        },
+    );
+    assert_misuse(
+        "memb::synchronize_rcu in a raw section",
+        &[IN_SECTION],
+        || {
+            raw::memb_read_lock();
+            let refused = catch_unwind(memb::synchronize_rcu);
+            // SAFETY: ends the raw section entered above (a raw section has
+            // no guard to end it during the unwind, and a thread that exits
+            // inside one would hold up every later grace period).
+            unsafe { raw::memb_read_unlock() };
+            if let Err(payload) = refused {
+                std::panic::resume_unwind(payload);
+            }
+        },
+    );
+}
+
+#[test]
+fn memb_rcu_barrier_inside_a_section() {
+    assert_misuse(
+        "memb::rcu_barrier in a section",
+        &["rcu_barrier()", IN_SECTION],
+        || {
+            let _guard = memb::read_lock();
+            memb::rcu_barrier();
+        },
+    );
+}
+
+#[test]
+fn memb_cell_replace_and_synchronize_inside_a_section() {
+    let cell = std::sync::Arc::new(Rcu::<u64, Memb>::new(1));
+    let inner = std::sync::Arc::clone(&cell);
+    assert_misuse(
+        "Rcu<_, Memb>::replace_and_synchronize in a section",
+        &[IN_SECTION],
+        move || {
+            let _guard = memb::read_lock();
+            inner.replace_and_synchronize(2);
+        },
+    );
+    // The cell still works (the misuse was refused before any wait).
+    assert_eq!(cell.replace_and_synchronize(3), 2);
+}
+
+#[test]
+fn memb_unbalanced_raw_unlock() {
+    assert_misuse(
+        "raw::memb_read_unlock on a thread that never locked",
+        &["unbalanced unlock"],
+        || {
+            // SAFETY: deliberately unbalanced: this thread never entered a
+            // section, so the check must panic before anything is touched.
+            unsafe { raw::memb_read_unlock() };
+        },
+    );
+    assert_misuse(
+        "raw::memb_read_unlock after the section ended",
+        &["unbalanced unlock"],
+        || {
+            raw::memb_read_lock();
+            // SAFETY: ends the section the line above entered.
+            unsafe { raw::memb_read_unlock() };
+            // SAFETY: deliberately unbalanced: no section is open.
+            unsafe { raw::memb_read_unlock() };
+        },
+    );
+    // A grace period still completes: the refused unlock changed nothing.
+    memb::synchronize_rcu();
+}
+
+#[test]
+fn memb_nesting_overflow() {
+    assert_misuse(
+        "memb::read_lock nested 32768 deep",
+        &["nested more than 32767 deep"],
+        || {
+            let mut guards = Vec::with_capacity(1 << 15);
+            for _ in 0..(1 << 15) {
+                guards.push(memb::read_lock());
+            }
+        },
+    );
+    // The guards were dropped by the unwind: grace periods go on.
+    memb::synchronize_rcu();
+}
+
+#[test]
+fn rcu_barrier_inside_a_callback() {
+    for flavor in ["memb", "qsbr"] {
+        let (tx, rx) = mpsc::channel();
+        let barrier: fn() = if flavor == "memb" {
+            memb::rcu_barrier
+        } else {
+            qsbr::rcu_barrier
+        };
+        let callback = move || {
+            let message = catch_unwind(barrier)
+                .err()
+                .and_then(|e| e.downcast_ref::<String>().cloned());
+            let _ = tx.send(message);
+        };
+        if flavor == "memb" {
+            memb::call_rcu(callback);
+        } else {
+            qsbr::call_rcu(callback);
+        }
+        let what = format!("{flavor}::rcu_barrier inside a callback");
+        let message = panic_message_of(&what, move || match rx.recv_timeout(HANG_LIMIT / 2) {
+            Ok(Some(message)) => panic!("{message}"),
+            Ok(None) => {}
+            Err(_) => panic!("the callback did not report within {:?}", HANG_LIMIT / 2),
+        });
+        assert!(
+            message.contains(&format!("{flavor}::rcu_barrier()")) && message.contains(IN_CALLBACK),
+            "{what}: {message}"
+        );
+    }
+    // The callback workers survived the refused barriers.
+    memb::rcu_barrier();
+    qsbr::rcu_barrier();
+}
+
+#[test]
+fn qsbr_synchronize_with_an_online_registration() {
+    assert_misuse(
+        "qsbr::synchronize_rcu while online",
+        &["synchronize_rcu()", ONLINE],
+        || {
+            let _me = QsbrThread::register();
+            qsbr::synchronize_rcu();
+        },
+    );
+    assert_misuse(
+        "qsbr::synchronize_rcu_expedited while online",
+        &["synchronize_rcu_expedited()", ONLINE],
+        || {
+            let _me = QsbrThread::register();
+            qsbr::synchronize_rcu_expedited();
+        },
+    );
+    assert_misuse(
+        "QsbrThread::synchronize_rcu while another registration is online",
+        &["QsbrThread::synchronize_rcu()", ONLINE],
+        || {
+            let _other = QsbrThread::register();
+            let mut me = QsbrThread::register();
+            me.synchronize_rcu();
+        },
+    );
+    assert_misuse(
+        "QsbrThread::synchronize_rcu_expedited while another registration is online",
+        &["QsbrThread::synchronize_rcu_expedited()", ONLINE],
+        || {
+            let _other = QsbrThread::register();
+            let mut me = QsbrThread::register();
+            me.synchronize_rcu_expedited();
+        },
+    );
+    let cell = std::sync::Arc::new(Rcu::<u64, Qsbr>::new(1));
+    let inner = std::sync::Arc::clone(&cell);
+    assert_misuse(
+        "Rcu<_, Qsbr>::replace_and_synchronize while online",
+        &[ONLINE],
+        move || {
+            let _me = QsbrThread::register();
+            inner.replace_and_synchronize(2);
+        },
+    );
+    // The registrations were dropped by the unwinds: grace periods go on.
+    qsbr::synchronize_rcu();
+    assert_eq!(cell.replace_and_synchronize(3), 2);
+}
+
+#[test]
+fn qsbr_rcu_barrier_with_an_online_registration() {
+    assert_misuse(
+        "qsbr::rcu_barrier while online",
+        &["rcu_barrier()", ONLINE],
+        || {
+            let _me = QsbrThread::register();
+            qsbr::rcu_barrier();
+        },
+    );
+    qsbr::rcu_barrier();
+}
