@@ -176,6 +176,11 @@ pub struct TortureArgs {
     /// Force the acquire slow path (backup slots); only hazptr has one.
     #[arg(long)]
     pub slow_path: bool,
+    /// Writers hand every replaced object to deferred reclamation (retire,
+    /// call_rcu, defer) and never wait for readers: bulk freeing by a
+    /// background thread. Locks, which free under the write lock, cannot run.
+    #[arg(long)]
+    pub deferred_only: bool,
     /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",
     /// "faults":{...},"failure",...}.
     #[arg(long)]
@@ -398,8 +403,23 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Torture(args) => {
-            let chosen = registry::select(torture::implementations(), &args.implementations)
+            let mut chosen = registry::select(torture::implementations(), &args.implementations)
                 .unwrap_or_else(|e| usage_error(e));
+            if args.deferred_only {
+                // `all` means every implementation that can run this way; a
+                // name given explicitly that cannot is an error.
+                let options = torture::Options {
+                    deferred_only: true,
+                    ..Default::default()
+                };
+                chosen.retain(|imp| match (imp.make)(&options) {
+                    Ok(_) => true,
+                    Err(why) if args.implementations.iter().any(|n| n == imp.name) => usage_error(
+                        format!("'{}' cannot run with --deferred-only: {why}", imp.name),
+                    ),
+                    Err(_) => false,
+                });
+            }
             if args.slow_path {
                 let without: Vec<&str> = chosen
                     .iter()
@@ -421,6 +441,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 duration: total,
                 slow_path: args.slow_path,
                 faults: args.faults,
+                deferred_only: args.deferred_only,
                 stall_limit: torture::Config::STALL_LIMIT,
             };
             let schedule = if args.sequential {

@@ -1018,3 +1018,36 @@ fn locktorture_faults_recover_std_poisoning_and_keep_exclusion() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Faults:  Panics: "), "{text}");
 }
+
+#[test]
+fn torture_deferred_only_runs_the_deferred_paths_and_refuses_locks() {
+    let out = syncbench(&[
+        "torture",
+        "--impl",
+        "hazptr,rcu-lite-memb,crossbeam-epoch",
+        "--deferred-only",
+        "--duration-s",
+        "0.6",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["errors"], 0, "{row}");
+        assert!(row["replaced"].as_u64().unwrap() > 0, "{row}");
+    }
+    let out = syncbench(&[
+        "torture",
+        "--impl",
+        "qrwlock",
+        "--deferred-only",
+        "--duration-s",
+        "0.2",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no deferred reclamation"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -100,6 +100,7 @@ fn sample_results() -> Results {
             faults: None,
             failure: None,
         }],
+        deferred_free: Vec::new(),
         quick_qs: ["rcu-lite", "rcu-lite-noqs"]
             .iter()
             .enumerate()
@@ -129,7 +130,7 @@ fn sample_results() -> Results {
 }
 
 fn screenshot(chromium: &Path, html: &Path, png: &Path, profile_dir: &Path) {
-    let status = Command::new(chromium)
+    let run = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -145,9 +146,16 @@ fn screenshot(chromium: &Path, html: &Path, png: &Path, profile_dir: &Path) {
         .arg(format!("--user-data-dir={}", profile_dir.display()))
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", html.display()))
-        .status()
+        .output()
         .expect("chromium runs");
-    assert!(status.success(), "chromium exited with {status}");
+    // Chromium logs harmless D-Bus complaints on a headless machine; show its
+    // output only when it fails.
+    assert!(
+        run.status.success(),
+        "chromium exited with {}:\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 #[test]

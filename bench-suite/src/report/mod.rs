@@ -121,6 +121,7 @@ impl Profile {
                 duration: Duration::from_secs(2),
                 slow_path: false,
                 faults: false,
+                deferred_only: false,
                 stall_limit: torture::Config::STALL_LIMIT,
             },
             Profile::Full => torture::Config {
@@ -129,6 +130,7 @@ impl Profile {
                 duration: Duration::from_secs(10),
                 slow_path: false,
                 faults: false,
+                deferred_only: false,
                 stall_limit: torture::Config::STALL_LIMIT,
             },
         }
@@ -159,6 +161,9 @@ pub struct Results {
     pub rcuscale: Vec<rcuscale::Outcome>,
     /// Use-after-free torture smoke runs.
     pub torture: Vec<torture::Outcome>,
+    /// The same harness with writers that only hand objects to deferred
+    /// reclamation: bulk freeing from a background thread.
+    pub deferred_free: Vec<torture::Outcome>,
     /// Synchronize latency with the driver's quick quiescent state on and off,
     /// fixed-interval FQS ([`QUICK_QS_FQS`]), one writer, no readers.
     pub quick_qs: Vec<rcuscale::Outcome>,
@@ -180,6 +185,7 @@ impl Results {
             .iter()
             .any(|o| o.fail > 0 || o.failure.is_some())
             || self.torture.iter().any(torture::Outcome::failed)
+            || self.deferred_free.iter().any(torture::Outcome::failed)
     }
 }
 
@@ -258,7 +264,7 @@ pub fn measure(profile: Profile) -> Results {
         + profile.rcuscale_mixes().len() * waiters.len()
         + quick_qs.len()
         + sweep_units
-        + tortured.len();
+        + 2 * tortured.len();
     let mut progress = Progress::new(units as u64, "report");
 
     let mut refscale_out = Vec::new();
@@ -346,6 +352,25 @@ pub fn measure(profile: Profile) -> Results {
         progress.inc(1);
     }
 
+    let mut deferred_out = Vec::new();
+    let deferred = torture::Config {
+        deferred_only: true,
+        ..profile.torture_config()
+    };
+    let deferred_options = torture::Options {
+        deferred_only: true,
+        ..Default::default()
+    };
+    for imp in &tortured {
+        if (imp.make)(&deferred_options).is_err() {
+            continue;
+        }
+        let mut quiet = Progress::new(deferred.duration.as_millis() as u64, imp.name);
+        deferred_out.push(torture::torture(imp, deferred, &mut quiet));
+        progress.set_label(imp.name);
+        progress.inc(1);
+    }
+
     Results {
         profile,
         machine,
@@ -354,6 +379,7 @@ pub fn measure(profile: Profile) -> Results {
         locktorture: torture_out,
         rcuscale: rcuscale_out,
         torture: uaf_out,
+        deferred_free: deferred_out,
         quick_qs: quick_qs_out,
         membarrier_sweep,
     }
@@ -380,6 +406,7 @@ pub fn document(results: &Results) -> Document {
     doc.sections.push(rcuscale_section(results));
     doc.sections.push(quick_qs_section(results));
     doc.sections.push(torture_section(results));
+    doc.sections.push(deferred_free_section(results));
     doc.sections.push(membarrier_section(results));
     doc
 }
@@ -459,6 +486,48 @@ fn quick_qs_section(results: &Results) -> Section {
             ),
         );
     }
+    section
+}
+
+fn deferred_free_section(results: &Results) -> Section {
+    let mut section = Section::new("Freeing in bulk: deferred reclamation only");
+    section.paragraph(
+        "The torture harness again, but every writer hands each replaced object to the primitive's deferred \
+         reclamation (hazptr `retire`, rcu-lite `call_rcu` through `Rcu::replace`, crossbeam-epoch \
+         `defer_destroy`, haphazard and seize `retire`) and never waits for readers itself, as a thread \
+         freeing in bulk would. *Frees/s* is replaced objects per second; *unreclaimed max* is the memory \
+         that reclamation held back.",
+    );
+    let mut table = Table::new(&[
+        "implementation",
+        "readers>",
+        "writers>",
+        "frees/s>",
+        "vs best>",
+        "unreclaimed max>",
+        "reads>",
+        "errors>",
+    ]);
+    let rate = |o: &torture::Outcome| o.replaced as f64 / o.duration_s.max(1e-9);
+    let best = results
+        .deferred_free
+        .iter()
+        .map(rate)
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    for o in &results.deferred_free {
+        table.row(vec![
+            o.name.clone(),
+            o.readers.to_string(),
+            o.writers.to_string(),
+            format!("{:.0}", rate(o)),
+            format!("{:.2}x", rate(o) / best),
+            o.unreclaimed_max.to_string(),
+            o.reads.to_string(),
+            format!("{}{}", o.errors, if o.errors > 0 { " !!!" } else { "" }),
+        ]);
+    }
+    section.table(table);
     section
 }
 
@@ -915,6 +984,7 @@ pub(crate) mod tests {
                 faults: None,
                 failure: None,
             }],
+            deferred_free: Vec::new(),
             quick_qs: vec![
                 rcuscale::Outcome {
                     name: "rcu-lite".into(),

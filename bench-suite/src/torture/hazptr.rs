@@ -16,6 +16,8 @@ pub(super) const HAZPTR: Implementation<dyn Torture, Options> = Implementation {
 };
 
 struct Hazptr {
+    /// Every replacement retires (see [`Options::deferred_only`]).
+    deferred_only: bool,
     domain: Domain,
     current: AtomicPtr<TortureObject>,
     /// Replacements so far, over all writers; a hash of the count picks the
@@ -34,6 +36,7 @@ impl Hazptr {
             domain: Domain::builder().force_slow_path(options.slow_path).build(),
             current: AtomicPtr::new(Box::into_raw(TortureObject::new(&options.ledger, 0))),
             replacements: AtomicU64::new(0),
+            deferred_only: options.deferred_only,
         }
     }
 }
@@ -60,7 +63,7 @@ impl Torture for Hazptr {
         let n = self.replacements.fetch_add(1, Relaxed);
         // The top bit of a multiplicative hash: half of the replacements, in
         // no pattern a publication lasts.
-        if n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63 == 0 {
+        if !self.deferred_only && n.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 63 == 0 {
             self.domain.synchronize(old);
             // SAFETY: unpublished and synchronized: no reader holds it.
             unsafe { object::reclaim(old) };

@@ -75,6 +75,11 @@ pub struct Options {
     /// Force the acquire slow path (only implementations listed in
     /// [`SLOW_PATH_IMPLEMENTATIONS`] have one).
     pub slow_path: bool,
+    /// Writers hand every replaced object to deferred reclamation (retire,
+    /// `call_rcu`, defer) and never wait for readers themselves: the
+    /// "freeing in bulk from a background thread" use. Implementations
+    /// without deferred reclamation are unavailable in this mode.
+    pub deferred_only: bool,
 }
 
 /// Every torture contender, ours and peers.
@@ -109,6 +114,9 @@ pub struct Config {
     pub slow_path: bool,
     /// Inject faults (see the module docs).
     pub faults: bool,
+    /// Writers only hand objects to deferred reclamation (see
+    /// [`Options::deferred_only`]).
+    pub deferred_only: bool,
     /// How long a thread's progress may stall before the run counts a hang.
     pub stall_limit: Duration,
 }
@@ -313,6 +321,7 @@ impl Run {
         let primitive = imp.build(&Options {
             ledger: Arc::clone(&ledger),
             slow_path: config.slow_path,
+            deferred_only: config.deferred_only,
         });
         let shared = Arc::new(Shared {
             primitive,
@@ -622,6 +631,7 @@ mod tests {
             duration: Duration::from_millis(duration_ms),
             slow_path: false,
             faults,
+            deferred_only: false,
             stall_limit: Config::STALL_LIMIT,
         }
     }

@@ -15,7 +15,16 @@ pub(super) const QRWLOCK: Implementation<dyn Torture, Options> = Implementation 
     name: "qrwlock",
     summary: "qrwlock::RwLock: readers check under the read lock; writers swap under the write lock and reclaim at once",
     origin: Origin::Workspace,
-    make: |o| Ok(Box::new(Qrwlock::new(o))),
+    make: |o| {
+        if o.deferred_only {
+            return Err(crate::registry::Unavailable {
+                reason: "a lock has no deferred reclamation: writers free under the write lock"
+                    .into(),
+                hint: "compare locks with syncbench locktorture".into(),
+            });
+        }
+        Ok(Box::new(Qrwlock::new(o)))
+    },
 };
 
 /// The published object: owned by the lock's contents.

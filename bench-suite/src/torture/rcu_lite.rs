@@ -57,17 +57,23 @@ impl Drop for Tracked {
 
 struct RcuLite<F: Flavor> {
     cell: Rcu<Tracked, F>,
+    /// Every replacement goes through `call_rcu` (see [`Options::deferred_only`]).
+    deferred_only: bool,
 }
 
 impl<F: Flavor> RcuLite<F> {
     fn new(options: &Options) -> Self {
         RcuLite {
             cell: Rcu::new(Tracked::new(TortureObject::new(&options.ledger, 0))),
+            deferred_only: options.deferred_only,
         }
     }
 
     fn replace_with(&self, fresh: Box<TortureObject>) {
         let fresh = Tracked::new(fresh);
+        if self.deferred_only {
+            return self.cell.replace(fresh);
+        }
         match fresh.object().seq() % 3 {
             0 => self.cell.replace(fresh),
             1 => self.cell.update(move |_| fresh),
