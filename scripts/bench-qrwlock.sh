@@ -2,9 +2,9 @@
 # qrwlock's speed and fairness goals (issue 5), measured side by side with the
 # peers in one run, and printed as ratios.
 #
-#   ./scripts/qrwlock-goals.sh            # locktorture, then criterion `rwlock`
-#   RUNS=3 ./scripts/qrwlock-goals.sh     # repeat locktorture 3 times
-#   SKIP_CRITERION=1 ./scripts/qrwlock-goals.sh
+#   ./scripts/bench-qrwlock.sh            # locktorture, then criterion `rwlock`
+#   RUNS=3 ./scripts/bench-qrwlock.sh     # repeat locktorture 3 times
+#   SKIP_CRITERION=1 ./scripts/bench-qrwlock.sh
 #
 # Goals: locktorture --writers 4 --readers 16 --duration-s 5: Fail 0
 # everywhere, qrwlock's writer share (writes per writer thread over reads per

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# hazptr's speed goals (issue 3), each measured side by side with its peers in
+# one syncbench run (under /work/bench.lock when it exists, so no two
+# benchmarks overlap), printed as ratios.
+#
+#   ./scripts/bench-hazptr.sh             # release build, then every goal
+#   DURATION=3 ./scripts/bench-hazptr.sh  # longer rcuscale runs
+#   SKIP_CRITERION=1 ./scripts/bench-hazptr.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p bench-suite --bin syncbench
+sb=target/release/syncbench
+lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
+d="${DURATION:-2}"
+out=target/bench-hazptr
+mkdir -p "$out"
+
+lock "$sb" refscale --impl hazptr,haphazard,crossbeam-epoch,seize --iterations 10000000 --runs 15 \
+    --json > "$out/refscale.json"
+for idle in 0 256; do
+    for writers in 1 16; do
+        lock "$sb" rcuscale --impl hazptr,hazptr-unshared --writers "$writers" --readers 1 \
+            --idle-threads "$idle" --duration-s "$d" --json > "$out/rcuscale-i$idle-w$writers.json"
+    done
+done
+if [ -z "${SKIP_CRITERION:-}" ]; then
+    lock cargo bench -p bench-suite --bench treiber -- --quick > "$out/treiber.txt" 2>&1
+fi
+
+python3 - "$out" "${SKIP_CRITERION:-}" <<'PY'
+import json, os, sys
+out, skip = sys.argv[1], sys.argv[2]
+load = lambda name: {r["impl"]: r for r in json.load(open(f"{out}/{name}.json"))}
+ns = {k: v["ns_per_op"] for k, v in load("refscale").items()}
+print("protect + release, ns/op (median of 15 runs):", ", ".join(f"{k} {v:.3f}" for k, v in ns.items()))
+for peer, goal in [("haphazard", 0.5), ("crossbeam-epoch", 0.6)]:
+    r = ns["hazptr"] / ns[peer]
+    print(f"  hazptr / {peer}: {r:.2f}x goal <= {goal}x {'ok' if r <= goal else 'NOT MET'}")
+for idle in [0, 256]:
+    one, many = load(f"rcuscale-i{idle}-w1"), load(f"rcuscale-i{idle}-w16")
+    s16, u16, s1 = many["hazptr"]["per_gp_us"], many["hazptr-unshared"]["per_gp_us"], one["hazptr"]["per_gp_us"]
+    print(f"rcuscale, 1 reader, {idle} idle threads: per-GP us shared 16 writers {s16:.2f}, unshared 16 writers "
+          f"{u16:.2f}, shared 1 writer {s1:.2f}, unshared 1 writer {one['hazptr-unshared']['per_gp_us']:.2f}")
+    r = s16 / u16
+    print(f"  shared/unshared at 16 writers: {r:.2f}x goal <= 0.25x {'ok' if r <= 0.25 else 'NOT MET'}")
+    r = s16 / s1
+    print(f"  16-writer per-GP / 1-writer per-call: {r:.2f}x goal <= 2x {'ok' if r <= 2 else 'NOT MET'}")
+if not skip:
+    base = "target/criterion/treiber"
+    est = lambda imp, t: json.load(open(os.path.join(base, imp, t, "new", "estimates.json")))["median"]["point_estimate"]
+    threads = sorted(d for d in os.listdir(os.path.join(base, "hazptr")) if d.isdigit())
+    for t in threads:
+        h, p = est("hazptr", t), est("haphazard", t)
+        print(f"treiber, {t} thread(s): hazptr {h:.1f} ns, haphazard {p:.1f} ns per push+pop: hazptr throughput "
+              f"{p / h:.2f}x haphazard's, goal >= 1x {'ok' if h <= p else 'NOT MET'}")
+PY
