@@ -75,7 +75,12 @@ pub(crate) struct Shared {
     /// global one (so its fast path needs no load to find it). Written only
     /// by scans (`fetch_add(2, AcqRel)`).
     wildcard: *const AtomicUsize,
-    _own_wildcard: Option<Box<CacheAligned<AtomicUsize>>>,
+    /// User domains: the `Box::into_raw` allocation `wildcard` points into,
+    /// freed in `Drop`; null for the global domain. A raw pointer rather than
+    /// a `Box`: moving a `Box` (into this struct, into the `Arc`) asserts
+    /// unique access to its contents, which would invalidate `wildcard` (miri's
+    /// Stacked Borrows check reports exactly that).
+    own_wildcard: *mut CacheAligned<AtomicUsize>,
     /// Head of the block list (push-only until the domain is freed).
     pub(crate) blocks: AtomicPtr<SlotBlock>,
     /// Heads of the overflow lists (push-only until the domain is freed).
@@ -97,7 +102,7 @@ pub(crate) struct Shared {
 pub(crate) struct CacheAligned<T>(pub(crate) T);
 
 // SAFETY: the raw pointers in `blocks`/`overflow` lead to nodes the domain
-// owns and frees only in `Drop`; all shared mutation goes through atomics or
+// owns and frees only in `Drop` (as does `own_wildcard`, an atomic word); all shared mutation goes through atomics or
 // the mutex, and per-node rules are argued in `slot`.
 unsafe impl Send for Shared {}
 // SAFETY: as above.
@@ -106,17 +111,19 @@ unsafe impl Sync for Shared {}
 impl Shared {
     fn new(id: u64, options: Options) -> Self {
         let (wildcard, own_wildcard) = match global_wildcard() {
-            Some(global) if id == GLOBAL_ID => (ptr::from_ref(global), None),
+            Some(global) if id == GLOBAL_ID => (ptr::from_ref(global), ptr::null_mut()),
             _ => {
-                let own = Box::new(CacheAligned(AtomicUsize::new(FIRST_WILDCARD)));
-                (ptr::from_ref(&own.0), Some(own))
+                let own = Box::into_raw(Box::new(CacheAligned(AtomicUsize::new(FIRST_WILDCARD))));
+                // SAFETY: `own` is a live allocation just made; this only
+                // computes the field's address.
+                (unsafe { &raw const (*own).0 }, own)
             }
         };
         Shared {
             id,
             options,
             wildcard,
-            _own_wildcard: own_wildcard,
+            own_wildcard,
             blocks: AtomicPtr::new(ptr::null_mut()),
             overflow: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             scan: ScanState::new(),
@@ -130,7 +137,8 @@ impl Shared {
     /// The wildcard word.
     #[inline]
     pub(crate) fn wildcard(&self) -> &AtomicUsize {
-        // SAFETY: points at `own_wildcard` (owned by `self`) or at a static.
+        // SAFETY: points into `own_wildcard` (freed only when `self` is
+        // dropped) or at a static.
         unsafe { &*self.wildcard }
     }
 
@@ -276,6 +284,11 @@ impl Drop for Shared {
                 let n = unsafe { Box::from_raw(node) };
                 node = n.next;
             }
+        }
+        if !self.own_wildcard.is_null() {
+            // SAFETY: allocated by `Box::into_raw` in `Shared::new`, freed once
+            // here; the blocks and backup slots that pointed at it are gone.
+            drop(unsafe { Box::from_raw(self.own_wildcard) });
         }
     }
 }

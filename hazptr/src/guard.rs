@@ -21,6 +21,15 @@
 //! Release is a store-release of `EMPTY` (pairs with the scan's Acquire load
 //! of the slot), which also frees the slot.
 //!
+//! Every store into a slot is a Release store, not only the one that ends a
+//! protection. A scan's Acquire load synchronizes with the store it reads, and
+//! that may be a later store than the `EMPTY`: the next guard's `RESERVED`,
+//! wildcard or pointer. A Relaxed store would not continue the release
+//! sequence of the `EMPTY` before it, so a scan that read it would not be
+//! ordered after the reads done under the protection that just ended, and the
+//! caller's free would race with them (miri reports exactly that data race).
+//! On x86 a Release store is the same plain `mov`.
+//!
 //! # The slow path
 //!
 //! When the thread's slots are all taken, when the domain forces the slow
@@ -94,7 +103,8 @@ impl Guard<'static> {
         // The fast path reaches the thread's block with one TLS access and
         // never touches the (lazily initialized) global domain itself.
         let guard = Guard::take_global();
-        guard.slot_ref().store(RESERVED, Ordering::Relaxed);
+        // Release: see "every store into a slot is a Release store" above.
+        guard.slot_ref().store(RESERVED, Ordering::Release);
         guard
     }
 }
@@ -111,7 +121,8 @@ impl Domain {
     #[inline]
     pub fn guard(&self) -> Guard<'_> {
         let guard = self.take_slot();
-        guard.slot_ref().store(RESERVED, Ordering::Relaxed);
+        // Release: see "every store into a slot is a Release store" above.
+        guard.slot_ref().store(RESERVED, Ordering::Release);
         guard
     }
 
@@ -230,16 +241,18 @@ impl<'d> Guard<'d> {
         // sees a scan's generation also sees every unpublish that preceded
         // that flip, so the scan may skip its wildcard.
         let current = wildcard.load(Ordering::Acquire);
-        slot.store(current, Ordering::Relaxed);
+        // Release: a scan that reads this value is ordered after this
+        // thread's earlier protections (see the module docs).
+        slot.store(current, Ordering::Release);
         // Pairs with `fence::heavy()` in `scan::begin`: either the scan sees
         // the wildcard (or what replaces it), or the load below sees the
         // unpublish that preceded the scan.
         fence::light();
         // Acquire pairs with the Release store that published the object.
         let ptr = src.load(Ordering::Acquire);
-        // Relaxed: same location as the wildcard, so coherence orders them;
-        // a scan seeing either value protects `ptr`.
-        slot.store(ptr as usize, Ordering::Relaxed);
+        // Same location as the wildcard, so coherence orders them; a scan
+        // seeing either value protects `ptr`. Release: as for the wildcard.
+        slot.store(ptr as usize, Ordering::Release);
         ptr
     }
 
@@ -255,7 +268,8 @@ impl<'d> Guard<'d> {
     #[inline]
     pub unsafe fn protect_raw<T>(&mut self, ptr: *mut T) {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
-        self.slot_ref().store(ptr as usize, Ordering::Relaxed);
+        // Release: as in `protect_ptr`.
+        self.slot_ref().store(ptr as usize, Ordering::Release);
         // Pairs with `fence::heavy()` in `scan::begin`, as in `protect_ptr`.
         fence::light();
     }
@@ -293,7 +307,10 @@ impl<'d> Guard<'d> {
         let n = unsafe { backup.as_ref() };
         // Relaxed: only this thread writes its slots.
         let value = self.slot_ref().load(Ordering::Relaxed);
-        n.value.store(value, Ordering::Relaxed);
+        // Release: a scan that reads it is ordered after what this thread
+        // (and, through `take_backup`'s Acquire, the slot's previous holder)
+        // did before (see the module docs).
+        n.value.store(value, Ordering::Release);
         // Release: the backup value (and the node's publication) are visible
         // to a scan whose Acquire load sees the block slot empty, before that
         // scan walks the overflow lists (it walks them after every block).

@@ -7,6 +7,7 @@ use membarrier_sim::sys::{self, Command};
 use std::sync::atomic::{Ordering::SeqCst, compiler_fence};
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn automatic_mode_is_membarrier_where_the_kernel_has_it() {
     let expected = if std::env::var(fence::MODE_ENV).as_deref() == Ok("seqcst")
         || !sys::query().contains(Command::PrivateExpedited)
@@ -40,9 +41,9 @@ fn heavy_from_eight_threads_at_once() {
 #[test]
 fn light_against_heavy_forbids_store_buffering() {
     fence::mode();
-    let forbidden = common::store_buffering(20_000, fence::light, fence::heavy);
+    let forbidden = common::store_buffering(common::ROUNDS, fence::light, fence::heavy);
     assert_eq!(forbidden, 0, "light/heavy let both loads read 0");
-    let forbidden = common::store_buffering(20_000, fence::heavy, fence::light);
+    let forbidden = common::store_buffering(common::ROUNDS, fence::heavy, fence::light);
     assert_eq!(forbidden, 0, "heavy/light let both loads read 0");
 }
 
@@ -53,6 +54,9 @@ fn without_fences_the_harness_can_see_reordering() {
     fn none() {
         compiler_fence(SeqCst);
     }
-    let seen = common::store_buffering(20_000, none, none);
-    eprintln!("store buffering without fences: {seen} of 20000 rounds forbidden-by-fences");
+    let seen = common::store_buffering(common::ROUNDS, none, none);
+    eprintln!(
+        "store buffering without fences: {seen} of {} rounds forbidden-by-fences",
+        common::ROUNDS
+    );
 }

@@ -15,6 +15,7 @@ fn scenario(cpus: u32, policy: Policy, seconds: u64) -> Config {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn same_parameters_and_seed_give_the_same_report_byte_for_byte() {
     for policy in Policy::ALL {
         let c = scenario(16, policy, 2);
@@ -29,6 +30,7 @@ fn same_parameters_and_seed_give_the_same_report_byte_for_byte() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn without_windows_and_an_unsaturated_mutex_the_policies_match() {
     // Eight callers that think 50 us between calls offer about 150k calls/s,
     // well below what one global mutex passes (~400k/s): serializing costs
@@ -50,6 +52,7 @@ fn without_windows_and_an_unsaturated_mutex_the_policies_match() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn without_windows_a_tight_loop_still_saturates_the_global_mutex_but_never_stalls() {
     // The selftest's tight loop on 8 CPUs: the global mutex passes one IPI
     // round trip at a time while per-CPU mutexes pass eight, so per-cpu is
@@ -70,6 +73,7 @@ fn without_windows_a_tight_loop_still_saturates_the_global_mutex_but_never_stall
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn with_windows_per_cpu_never_does_worse_than_global() {
     for cpus in [1, 2, 4, 8, 16, 32] {
         for seed in 1..=4 {
@@ -89,6 +93,7 @@ fn with_windows_per_cpu_never_does_worse_than_global() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn on_a_large_machine_global_stalls_and_per_cpu_does_not() {
     let global = run(&scenario(128, Policy::Global, 3));
     let per_cpu = run(&scenario(128, Policy::PerCpu, 3));
@@ -104,6 +109,7 @@ fn on_a_large_machine_global_stalls_and_per_cpu_does_not() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn a_call_on_the_callers_own_cpu_runs_the_handler_locally() {
     let mut c = scenario(1, Policy::Global, 1);
     c.throttle = None;
@@ -119,6 +125,7 @@ fn a_call_on_the_callers_own_cpu_runs_the_handler_locally() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn a_remote_call_costs_one_ipi_round_trip_without_contention() {
     let mut c = scenario(2, Policy::PerCpu, 1);
     c.throttle = None;
@@ -132,6 +139,7 @@ fn a_remote_call_costs_one_ipi_round_trip_without_contention() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn broadcasts_wait_for_every_cpu_and_take_the_global_mutex() {
     let mut c = scenario(16, Policy::PerCpu, 1);
     let targeted = run(&c);
@@ -145,6 +153,7 @@ fn broadcasts_wait_for_every_cpu_and_take_the_global_mutex() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn targets_confine_the_callers_to_the_cpus_named() {
     let mut c = scenario(8, Policy::PerCpu, 1);
     c.throttle = None;
@@ -167,6 +176,7 @@ fn targets_confine_the_callers_to_the_cpus_named() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn latency_figures_are_ordered() {
     for policy in Policy::ALL {
         let r = run(&scenario(32, policy, 1));
@@ -179,6 +189,7 @@ fn latency_figures_are_ordered() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under miri: simulates seconds of many CPUs")]
 fn bad_parameters_are_refused_with_the_reason() {
     let ok = scenario(8, Policy::Global, 1);
     assert!(sim::run(&ok).is_ok());

@@ -16,6 +16,7 @@ fn config(threads: u32, targets: Vec<u32>) -> Config {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn stress_hammers_the_kernel_or_says_why_not() {
     let online: Vec<u32> = sys::online_cpus().iter().take(2).collect();
     match stress::run(&config(3, online.clone())) {
@@ -40,6 +41,7 @@ fn stress_hammers_the_kernel_or_says_why_not() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn stress_refuses_what_cannot_run() {
     let err = stress::run(&config(1, vec![100_000])).unwrap_err();
     match err {

@@ -3,6 +3,7 @@
 use membarrier_sim::sys::{self, Command, Error};
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn query_reports_private_expedited_here() {
     let supported = sys::query();
     // Every kernel this project supports (4.14+) has PRIVATE_EXPEDITED; if this
@@ -17,6 +18,7 @@ fn query_reports_private_expedited_here() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn registration_is_idempotent() {
     for _ in 0..3 {
         sys::register(Command::PrivateExpedited).unwrap();
@@ -26,6 +28,7 @@ fn registration_is_idempotent() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn rseq_before_registration_is_refused_then_works() {
     if !sys::query().contains(Command::PrivateExpeditedRseq) {
         // Documented outcome on kernels before 5.10.
@@ -47,6 +50,7 @@ fn rseq_before_registration_is_refused_then_works() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
 fn a_cpu_that_does_not_exist_is_a_clear_error() {
     let err = sys::private_expedited_rseq(Some(100_000)).unwrap_err();
     assert!(matches!(err, Error::BadCpu { cpu: 100_000, .. }), "{err}");

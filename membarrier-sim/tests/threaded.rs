@@ -6,6 +6,7 @@ use membarrier_sim::sim::{self, Config, ConfigError, NS_PER_S, Policy};
 use membarrier_sim::threaded;
 
 #[test]
+#[cfg_attr(miri, ignore = "timing: real threads' calls/s against the simulator")]
 fn threaded_mode_agrees_with_the_simulator_on_the_ratio_at_8_cpus() {
     // The selftest's scenario on 8 CPUs with 2 callers per CPU that think
     // 1 ms between calls. Without the think time the per-cpu calls would

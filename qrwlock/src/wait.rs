@@ -62,12 +62,8 @@ pub(crate) mod budget {
 /// end at the first read).
 #[inline]
 pub fn cond_load_acquire(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u32) -> bool) -> u32 {
-    let value = cond_load(word, sleeper_bit, budget::DEFAULT_NS, cond);
-    // Turns the relaxed read that satisfied `cond` into an acquire, as
-    // `smp_acquire__after_ctrl_dep()` does: pairs with the Release RMW of the
-    // party that made `cond` true.
-    fence(Ordering::Acquire);
-    value
+    // Pairs with the Release RMW of the party that made `cond` true.
+    cond_load_then_acquire(word, sleeper_bit, budget::DEFAULT_NS, cond)
 }
 
 /// [`cond_load_acquire`] without the final acquire: the user-space
@@ -76,6 +72,35 @@ pub fn cond_load_acquire(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u3
 #[inline]
 pub fn cond_load_relaxed(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u32) -> bool) -> u32 {
     cond_load(word, sleeper_bit, budget::DEFAULT_NS, cond)
+}
+
+/// How [`cond_load_then_acquire`] reads the word: `Relaxed`, made an acquire
+/// by the fence that follows the read that satisfied the wait. ThreadSanitizer
+/// does not model standalone fences, so under `cfg(syncprims_tsan)` (what
+/// `scripts/sanitize.sh` builds) every read of the wait is `Acquire` itself:
+/// for the value that ends the wait that is exactly what "relaxed read, then
+/// `fence(Acquire)`" promises (std's `Arc` swaps its acquire fence for an
+/// acquire load under TSan for the same reason).
+const FENCED_READ: Ordering = if cfg!(syncprims_tsan) {
+    Ordering::Acquire
+} else {
+    Ordering::Relaxed
+};
+
+/// [`cond_load`], then an acquire: the reads of the wait are relaxed and the
+/// one that satisfied `cond` is turned into an acquire as
+/// `smp_acquire__after_ctrl_dep()` does, so every later access is ordered
+/// after the write (or release sequence) that read saw.
+#[inline]
+pub(crate) fn cond_load_then_acquire(
+    word: &AtomicU32,
+    sleeper_bit: u32,
+    spin_ns: u32,
+    cond: impl FnMut(u32) -> bool,
+) -> u32 {
+    let value = wait_loop::<true>(word, sleeper_bit, spin_ns, cond);
+    fence(Ordering::Acquire);
+    value
 }
 
 /// Wakes the threads sleeping in [`cond_load_acquire`] on `word` if
@@ -109,18 +134,39 @@ pub(crate) fn cond_load(
     word: &AtomicU32,
     sleeper_bit: u32,
     spin_ns: u32,
+    cond: impl FnMut(u32) -> bool,
+) -> u32 {
+    wait_loop::<false>(word, sleeper_bit, spin_ns, cond)
+}
+
+/// How the wait loop reads the word: [`FENCED_READ`] when an acquire fence
+/// follows (`FENCED`), else `Relaxed`.
+const fn read_order(fenced: bool) -> Ordering {
+    if fenced {
+        FENCED_READ
+    } else {
+        Ordering::Relaxed
+    }
+}
+
+/// The wait loop, reading `word` with [`read_order`]`(FENCED)`.
+#[inline]
+fn wait_loop<const FENCED: bool>(
+    word: &AtomicU32,
+    sleeper_bit: u32,
+    spin_ns: u32,
     mut cond: impl FnMut(u32) -> bool,
 ) -> u32 {
-    let value = word.load(Ordering::Relaxed);
+    let value = word.load(read_order(FENCED));
     if cond(value & !sleeper_bit) {
         return value;
     }
-    cond_load_slow(word, sleeper_bit, spin_ns, value, &mut cond)
+    cond_load_slow::<FENCED>(word, sleeper_bit, spin_ns, value, &mut cond)
 }
 
 #[cold]
 #[inline(never)]
-fn cond_load_slow(
+fn cond_load_slow<const FENCED: bool>(
     word: &AtomicU32,
     sleeper_bit: u32,
     spin_ns: u32,
@@ -142,12 +188,14 @@ fn cond_load_slow(
             if value & sleeper_bit == 0 {
                 // Announce the sleep on a value seen to be unsatisfying (see
                 // "No lost wake-up"). Relaxed: only the word's modification
-                // order matters here; the acquire comes from the caller.
+                // order matters here; the acquire comes from the caller. A
+                // failure's value may end the wait, so it is read as the
+                // loads are.
                 if let Err(now) = word.compare_exchange_weak(
                     value,
                     value | sleeper_bit,
                     Ordering::Relaxed,
-                    Ordering::Relaxed,
+                    read_order(FENCED),
                 ) {
                     value = now;
                     continue;
@@ -156,7 +204,7 @@ fn cond_load_slow(
             }
             futex::wait(word, value);
         }
-        value = word.load(Ordering::Relaxed);
+        value = word.load(read_order(FENCED));
     }
 }
 

@@ -138,8 +138,7 @@ impl WaitQueue {
         }
         // Acquire: pairs with the Release grant swap in the predecessor's
         // `unlock`, so our turn follows its.
-        wait::cond_load(&node.state, SLEEPING, spin_ns::QUEUED, |s| s & GRANTED != 0);
-        crate::sync::fence(Ordering::Acquire);
+        wait::cond_load_then_acquire(&node.state, SLEEPING, spin_ns::QUEUED, |s| s & GRANTED != 0);
     }
 
     /// Hands the queue to the next waiter, if any: the user-space
@@ -192,10 +191,11 @@ impl WaitQueue {
         ) {
             Err(next) => next,
             Ok(_) => {
-                wait::cond_load(&node.state, SLEEPING, spin_ns::LINK, |s| s & LINKED != 0);
                 // Acquire: pairs with the Release fetch_or(LINKED) in the
                 // successor's `lock`, which follows its swap of `next`.
-                crate::sync::fence(Ordering::Acquire);
+                wait::cond_load_then_acquire(&node.state, SLEEPING, spin_ns::LINK, |s| {
+                    s & LINKED != 0
+                });
                 node.next.load(Ordering::Relaxed)
             }
         }

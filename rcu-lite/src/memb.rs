@@ -78,8 +78,13 @@ pub(crate) fn engine() -> &'static Engine {
 crate::thread_record::thread_record!(|record| {
     // Fallback fences send this thread's read side to the slow path for good.
     let slow = cfg!(loom) || fence::mode() == fence::Mode::SeqCst;
-    // Relaxed: the record is not in use by anyone else yet.
-    record.word.store(if slow { SLOW_PATH } else { 0 }, Relaxed);
+    // Release, though nobody else uses the record: it may be a recycled one,
+    // and a scan that reads this store credits the thread. The previous
+    // owner's sections happen before our Acquire claim of the record
+    // (`Registry::acquire`); Release carries that on to the scan. A Relaxed
+    // store would not: it does not continue the release sequence of the
+    // previous owner's last store.
+    record.word.store(if slow { SLOW_PATH } else { 0 }, Release);
 });
 
 /// A memb read-side critical section, ended when dropped.

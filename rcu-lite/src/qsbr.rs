@@ -212,7 +212,12 @@ fn go_online(record: &Record) {
     // Acquire: as in `quiescent_state`.
     let current = engine().reader.gp_word.load(Acquire);
     debug_assert_eq!(current & NEST_ONE, NEST_ONE);
-    record.word.store(current, Relaxed);
+    // Release: a scan that reads this word credits the thread, so what came
+    // before must happen before that scan. After an offline period the light
+    // fence of `report` already orders it, but a recycled record's previous
+    // owner is ordered before us only by our Acquire claim of the record
+    // (`Registry::acquire`), which a Relaxed store would not pass on.
+    record.word.store(current, Release);
     // Orders the store before the thread's next reads; pairs with
     // fence::heavy() in `Engine::grace_period`.
     fence::light();

@@ -142,6 +142,55 @@ fn concurrent_callers_and_readers_never_see_freed_objects() {
     drop(unsafe { Box::from_raw(current.load(Acquire)) });
 }
 
+/// Writers free each old object as soon as `synchronize_rcu` returns, while
+/// readers keep entering sections and reading whatever is current. Under miri
+/// this checks the memory model, not only the poison: every read a reader did
+/// in an earlier section must happen before the free, or miri reports a data
+/// race (the quarantine above would hide one).
+#[test]
+fn readers_and_immediate_frees_never_race() {
+    const LIVE: usize = 0x1172_0b1e;
+    struct Object(AtomicUsize);
+    impl Drop for Object {
+        fn drop(&mut self) {
+            self.0.store(0xdead, Relaxed);
+        }
+    }
+    let replacements = if cfg!(miri) { 40 } else { 2_000 };
+    let current =
+        std::sync::atomic::AtomicPtr::new(Box::into_raw(Box::new(Object(AtomicUsize::new(LIVE)))));
+    let stop = AtomicBool::new(false);
+    let bad = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while !stop.load(Relaxed) {
+                    let guard = memb::read_lock();
+                    // SAFETY: an object is freed only after a grace period
+                    // that began after it was unpublished.
+                    if unsafe { &*current.load(Acquire) }.0.load(Relaxed) != LIVE {
+                        bad.fetch_add(1, Relaxed);
+                    }
+                    drop(guard);
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..replacements {
+                let fresh = Box::into_raw(Box::new(Object(AtomicUsize::new(LIVE))));
+                let old = current.swap(fresh, AcqRel);
+                memb::synchronize_rcu();
+                // SAFETY: unpublished, and a grace period has elapsed.
+                drop(unsafe { Box::from_raw(old) });
+            }
+            stop.store(true, Relaxed);
+        });
+    });
+    assert_eq!(bad.load(Relaxed), 0, "readers reached freed objects");
+    // SAFETY: the last published object; every thread has finished.
+    drop(unsafe { Box::from_raw(current.into_inner()) });
+}
+
 #[test]
 fn callbacks_run_after_a_grace_period_and_rcu_barrier_waits_for_them() {
     let ran = Arc::new(AtomicUsize::new(0));

@@ -7,10 +7,15 @@
 //! reclaimed too early reads the poison (a counted error) rather than freed
 //! memory. The ledger also tracks how many objects are retired but not yet
 //! reclaimed, and its high-water mark: the memory a primitive holds back.
+//!
+//! An object refers to its ledger weakly: the quarantine owns objects, so a
+//! strong reference back would be a cycle that leaks any ledger nobody closes
+//! (such as the one an availability check builds and drops). A ledger frees
+//! its quarantine when it closes or is dropped.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// The magic word of an object no reclamation has reached.
 pub const LIVE: u64 = 0x5afe_0b1e_c7a1_1fe0;
@@ -28,7 +33,8 @@ pub struct TortureObject {
     seq: u64,
     /// `checksum(seq)`: a second word a reader can verify.
     check: u64,
-    ledger: Arc<Ledger>,
+    /// Weak: the ledger's quarantine may own this object (see the module docs).
+    ledger: Weak<Ledger>,
 }
 
 fn checksum(seq: u64) -> u64 {
@@ -48,7 +54,7 @@ impl TortureObject {
             magic: AtomicU64::new(LIVE),
             seq,
             check: checksum(seq),
-            ledger: Arc::clone(ledger),
+            ledger: Arc::downgrade(ledger),
         })
     }
 
@@ -131,6 +137,12 @@ impl Ledger {
     }
 }
 
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// Poisons `ptr` and hands it to the quarantine: the deleter every torture
 /// implementation's reclamation calls.
 ///
@@ -144,7 +156,12 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
     let object = unsafe { &*ptr };
     // Relaxed: the reader's check is a detector, not a synchronization.
     object.magic.store(POISON, Relaxed);
-    let ledger = Arc::clone(&object.ledger);
+    let Some(ledger) = object.ledger.upgrade() else {
+        // The run and its ledger are gone: nobody counts or checks any more.
+        // SAFETY: owned per the contract, and no longer referenced.
+        drop(unsafe { Box::from_raw(ptr) });
+        return;
+    };
     ledger.reclaimed.fetch_add(1, Relaxed);
     ledger.outstanding.fetch_sub(1, Relaxed);
     if ledger.closed.load(Relaxed) {

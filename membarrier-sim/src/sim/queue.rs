@@ -99,13 +99,15 @@ mod tests {
         let mut q = EventQueue::with_capacity(4);
         let mut rng = Xoshiro256::for_stream(5, 5);
         let mut expected = Vec::new();
-        for _ in 0..2_000 {
+        // Fewer keys under miri, which interprets slowly.
+        let (keys, replacements) = if cfg!(miri) { (200, 50) } else { (2_000, 500) };
+        for _ in 0..keys {
             let k = rng.below_inclusive(1_000);
             q.push(k);
             expected.push(k);
         }
         // Interleave replacements as the engine does.
-        for _ in 0..500 {
+        for _ in 0..replacements {
             let min = q.min().unwrap();
             let next = min + rng.below_inclusive(50);
             let pos = expected.iter().position(|&k| k == min).unwrap();

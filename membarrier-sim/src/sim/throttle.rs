@@ -484,6 +484,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "minutes under miri: schedules 300 simulated CPUs")]
     fn windows_are_sorted_disjoint_and_as_long_as_a_walk() {
         let t = throttle();
         let walk = t.task_groups() * t.tg_visit_ns;
@@ -529,6 +530,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "minutes under miri: schedules 1000 simulated CPUs")]
     fn a_scarce_quota_unthrottles_cpus_in_turn() {
         let t = throttle();
         let cpus = 1000;

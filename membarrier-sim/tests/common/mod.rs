@@ -47,6 +47,10 @@ struct Shared {
     barrier: SpinBarrier,
 }
 
+/// Rounds a litmus test runs: fewer under miri, whose weak-memory emulation
+/// explores the reorderings without needing many rounds to stumble on one.
+pub const ROUNDS: usize = if cfg!(miri) { 200 } else { 20_000 };
+
 /// Runs `rounds` rounds and returns how many showed the forbidden outcome.
 pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> usize {
     let shared = Arc::new(Shared {
