@@ -172,12 +172,13 @@ impl<'d> Guard<'d> {
     fn in_block(block: NonNull<SlotBlock>, wildcard: Option<&'d AtomicUsize>) -> Option<Guard<'d>> {
         // SAFETY: the calling thread's block, alive as long as the domain.
         let b = unsafe { block.as_ref() };
-        // Relaxed: only this thread writes its slots.
-        let free = |i: usize| b.hot.slots[i].load(Ordering::Relaxed) == EMPTY;
-        let index = if free(0) {
+        // Relaxed: only this thread writes its slots. The first slot is free
+        // unless guards nest, so the search past it stays out of line and the
+        // common path is straight-line code.
+        let index = if b.hot.slots[0].load(Ordering::Relaxed) == EMPTY {
             0
         } else {
-            (1..SLOTS_PER_BLOCK).find(|&i| free(i))?
+            nested_free_slot(b)?
         };
         let wildcard = match wildcard {
             Some(w) => NonNull::from(w),
@@ -319,6 +320,14 @@ impl<'d> Guard<'d> {
         self.slot = NonNull::from(&n.value);
         self.home = Home::Backup(backup);
     }
+}
+
+/// The first free slot of `b` after slot 0 (taken: guards nest), if any.
+#[cold]
+#[inline(never)]
+fn nested_free_slot(b: &SlotBlock) -> Option<usize> {
+    // Relaxed: only this thread writes its slots.
+    (1..SLOTS_PER_BLOCK).find(|&i| b.hot.slots[i].load(Ordering::Relaxed) == EMPTY)
 }
 
 impl Drop for Guard<'_> {
