@@ -837,37 +837,42 @@ fn rcuscale_section(results: &Results) -> Section {
     section.table(table);
     let names = ordered(results.rcuscale.iter().map(|o| o.name.as_str()));
     let idles = ordered_numbers(results.rcuscale.iter().map(|o| o.idle_threads));
-    let mut series = Vec::new();
+    // One plot per idle-thread count, so each contender keeps one colour.
     for &idle in &idles {
-        for n in &names {
-            let points: Vec<(f64, f64)> = results
-                .rcuscale
-                .iter()
-                .filter(|o| o.name == *n && o.idle_threads == idle && o.per_gp_us > 0.0)
-                .map(|o| (o.writers as f64, o.per_gp_us))
-                .collect();
-            if points.len() > 1 {
-                let label = if idle == 0 {
-                    (*n).to_owned()
-                } else {
-                    format!("{n}, {idle} idle")
-                };
-                series.push(Series::line(label, points));
-            }
+        let series: Vec<Series> = names
+            .iter()
+            .map(|n| {
+                let points = results
+                    .rcuscale
+                    .iter()
+                    .filter(|o| o.name == *n && o.idle_threads == idle && o.per_gp_us > 0.0)
+                    .map(|o| (o.writers as f64, o.per_gp_us))
+                    .collect();
+                Series::line(*n, points)
+            })
+            .filter(|s| s.points.len() > 1)
+            .collect();
+        if series.is_empty() {
+            continue;
         }
-    }
-    if !series.is_empty() {
+        let (file, title) = if idle == 0 {
+            (
+                "plots/rcuscale-per-gp.svg".to_owned(),
+                "Per-GP time vs concurrent callers".to_owned(),
+            )
+        } else {
+            (
+                format!("plots/rcuscale-per-gp-idle{idle}.svg"),
+                format!("Per-GP time vs concurrent callers, {idle} idle registered threads"),
+            )
+        };
         section.plot(
-            "plots/rcuscale-per-gp.svg",
-            "Effective per-grace-period time against concurrent synchronize callers (lower is better)",
-            plots::line_chart(
-                "Per-GP time vs concurrent callers",
-                "concurrent callers (writers)",
-                "per-GP time, us",
-                &series,
-                true,
-                true,
+            file,
+            format!(
+                "Effective per-grace-period time against concurrent synchronize callers, {idle} idle threads \
+                 (lower is better)"
             ),
+            plots::line_chart(&title, "concurrent callers (writers)", "per-GP time, us", &series, true, true),
         );
     }
     section
