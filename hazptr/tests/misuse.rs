@@ -8,68 +8,11 @@
 #![cfg(not(loom))]
 
 use hazptr::{AtomicBox, Domain, Guard};
-use std::io::Write;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::AtomicPtr;
-use std::sync::mpsc;
-use std::thread;
-use std::time::Duration;
 
-/// How long a misuse may run before it counts as a hang.
-const HANG_LIMIT: Duration = Duration::from_secs(20);
-
-/// Runs `misuse` on a fresh thread and returns its panic message.
-fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> String {
-    let (tx, rx) = mpsc::channel();
-    thread::Builder::new()
-        .name(format!("misuse: {what}"))
-        .spawn(move || {
-            let outcome = catch_unwind(AssertUnwindSafe(misuse));
-            let message = outcome.err().map(|payload| {
-                payload
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_else(|| "<non-string panic payload>".to_owned())
-            });
-            let _ = tx.send(message);
-        })
-        .expect("spawn the misuse thread");
-    match rx.recv_timeout(HANG_LIMIT) {
-        Ok(Some(message)) => message,
-        Ok(None) => panic!("{what}: returned normally instead of panicking"),
-        Err(_) => {
-            // Report outside the test harness's capture and end the process:
-            // the hung thread would otherwise keep the harness waiting.
-            let _ = writeln!(
-                std::io::stderr(),
-                "misuse test HUNG: {what} still running after {HANG_LIMIT:?} instead of panicking"
-            );
-            std::process::exit(101);
-        }
-    }
-}
-
-/// Asserts that `misuse` panics with a message containing every one of `names`.
-fn assert_misuse(what: &str, names: &[&str], misuse: impl FnOnce() + Send + 'static) {
-    let message = panic_message_of(what, misuse);
-    for name in names {
-        assert!(
-            message.contains(name),
-            "{what}: the panic message does not name the misuse ({name:?}): {message}"
-        );
-    }
-}
-
-/// Runs `misuse`, then `after` (which checks that the domain still works),
-/// then passes `misuse`'s panic on.
-fn refused_then(misuse: impl FnOnce(), after: impl FnOnce()) {
-    let outcome = catch_unwind(AssertUnwindSafe(misuse));
-    after();
-    if let Err(payload) = outcome {
-        resume_unwind(payload);
-    }
-}
+#[path = "../../test-support/misuse.rs"]
+mod support;
+use support::*;
 
 const HOLDING: &[&str] = &["synchronize(", "holds a guard protecting that address"];
 /// Builds one kind of domain.
