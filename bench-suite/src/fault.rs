@@ -15,10 +15,16 @@
 //! - [`stall_length`]: the 100-300 ms a stalled section lasts;
 //! - [`ProgressWatch`]: how a harness bounds a run: a counter that stops
 //!   moving for longer than the run's stall limit is a hang, reported as a
-//!   failure instead of a run that never ends.
+//!   failure instead of a run that never ends;
+//! - [`wind_down`]: the end of a run: bounded waits for its threads, panics
+//!   and hangs reported;
+//! - [`spawn_fault_thread`] and [`join_normal`]: the short-lived threads that
+//!   carry one fault each.
 
 use std::any::Any;
+use std::fmt::Display;
 use std::sync::Once;
+use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 /// The payload of every injected panic: what was injected.
@@ -102,6 +108,73 @@ impl ProgressWatch {
             self.since = Instant::now();
         }
         self.since.elapsed()
+    }
+}
+
+/// Ends a run's threads once its stop flag is set: waits up to `limit` for
+/// them (some may be queued behind a stalled fault), reports through `fail`
+/// every one that panicked and, as one hang, those still running, and returns
+/// the handles of the latter (the caller must keep what they use alive).
+pub fn wind_down(
+    threads: Vec<(String, JoinHandle<()>)>,
+    limit: Duration,
+    mut fail: impl FnMut(String),
+) -> Vec<JoinHandle<()>> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline && threads.iter().any(|(_, h)| !h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stuck: Vec<&str> = threads
+        .iter()
+        .filter(|(_, h)| !h.is_finished())
+        .map(|(label, _)| label.as_str())
+        .collect();
+    if !stuck.is_empty() {
+        fail(format!(
+            "hang: {} still running {:.1} s after the run stopped",
+            stuck.join(", "),
+            limit.as_secs_f64()
+        ));
+    }
+    let mut unfinished = Vec::new();
+    for (label, handle) in threads {
+        if !handle.is_finished() {
+            unfinished.push(handle);
+        } else if let Err(payload) = handle.join() {
+            fail(format!("{label} panicked: {}", describe(&*payload)));
+        }
+    }
+    unfinished
+}
+
+/// Spawns the thread that carries one fault of kind `kind`, named after it.
+pub fn spawn_fault_thread<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    kind: impl Display,
+    body: impl FnOnce() -> T + Send + 'scope,
+) -> ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new()
+        .name(format!("fault: {kind}"))
+        .spawn_scoped(scope, body)
+        .expect("spawn a fault thread")
+}
+
+/// Joins a fault thread that must end normally: a panic is reported through
+/// `fail` and returns false.
+pub fn join_normal(
+    kind: impl Display,
+    handle: ScopedJoinHandle<'_, ()>,
+    fail: impl FnOnce(String),
+) -> bool {
+    match handle.join() {
+        Ok(()) => true,
+        Err(payload) => {
+            fail(format!(
+                "a {kind} fault thread panicked: {}",
+                describe(&*payload)
+            ));
+            false
+        }
     }
 }
 

@@ -28,7 +28,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::thread::{Scope, ScopedJoinHandle};
+use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 /// Short-lived threads per churn fault.
@@ -200,31 +200,6 @@ fn both_sides_progress(arena: &Arena, after: Kind) -> bool {
     }
 }
 
-fn spawn<'scope, 'env>(
-    scope: &'scope Scope<'scope, 'env>,
-    kind: Kind,
-    body: impl FnOnce() + Send + 'scope,
-) -> ScopedJoinHandle<'scope, ()> {
-    std::thread::Builder::new()
-        .name(format!("fault: {kind}"))
-        .spawn_scoped(scope, body)
-        .expect("spawn a fault thread")
-}
-
-/// Joins a fault thread that must end normally; a panic fails the run.
-fn join_normal(arena: &Arena, kind: Kind, handle: ScopedJoinHandle<'_, ()>) -> bool {
-    match handle.join() {
-        Ok(()) => true,
-        Err(payload) => {
-            arena.fail(format!(
-                "a {kind} fault thread panicked: {}",
-                fault::describe(&*payload)
-            ));
-            false
-        }
-    }
-}
-
 /// One section on `write`'s side with the exclusion check, running `inside`.
 fn section(arena: &Arena, write: bool, inside: &mut dyn FnMut()) {
     if write {
@@ -245,7 +220,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
     match kind {
         Kind::PanicInWrite | Kind::PanicInRead => {
             let write = kind == Kind::PanicInWrite;
-            let thread = spawn(scope, kind, move || {
+            let thread = fault::spawn_fault_thread(scope, kind, move || {
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
                     section(arena, write, &mut || {
                         fault::inject("panic while holding the lock")
@@ -259,7 +234,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                 // The unwind released the lock: this thread takes it again.
                 section(arena, write, &mut || {});
             });
-            if join_normal(arena, kind, thread) {
+            if fault::join_normal(kind, thread, |why| arena.fail(why)) {
                 let counter = if write {
                     &faults.panic_in_write
                 } else {
@@ -270,7 +245,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
         }
         Kind::DeathInWrite | Kind::DeathInRead => {
             let write = kind == Kind::DeathInWrite;
-            let thread = spawn(scope, kind, move || {
+            let thread = fault::spawn_fault_thread(scope, kind, move || {
                 section(arena, write, &mut || {
                     fault::inject("thread dies holding the lock")
                 });
@@ -299,11 +274,13 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                 let threads: Vec<_> = (0..CHURN_WAVE)
                     .map(|i| {
                         let write = (wave + i) % 2 == 1;
-                        spawn(scope, kind, move || section(arena, write, &mut || {}))
+                        fault::spawn_fault_thread(scope, kind, move || {
+                            section(arena, write, &mut || {})
+                        })
                     })
                     .collect();
                 for thread in threads {
-                    if join_normal(arena, kind, thread) {
+                    if fault::join_normal(kind, thread, |why| arena.fail(why)) {
                         faults.churn_threads.fetch_add(1, Relaxed);
                         faults.heartbeat.fetch_add(1, Relaxed);
                     }
@@ -313,7 +290,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
         Kind::WriteStall | Kind::ReadStall => {
             let write = kind == Kind::WriteStall;
             let length = fault::stall_length(n);
-            let thread = spawn(scope, kind, move || {
+            let thread = fault::spawn_fault_thread(scope, kind, move || {
                 section(arena, write, &mut || {
                     let began = Instant::now();
                     std::thread::sleep(length);
@@ -322,7 +299,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                         .fetch_max(began.elapsed().as_micros() as u64, Relaxed);
                 });
             });
-            if join_normal(arena, kind, thread) {
+            if fault::join_normal(kind, thread, |why| arena.fail(why)) {
                 let counter = if write {
                     &faults.write_stalls
                 } else {

@@ -401,30 +401,7 @@ pub fn torture<'w>(
     let elapsed = began.elapsed();
     // Writers and readers may be queued behind a stalled fault section: give
     // them the stall limit to finish.
-    let deadline = Instant::now() + config.stall_limit;
-    while Instant::now() < deadline && threads.iter().any(|(_, h)| !h.is_finished()) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let stuck: Vec<&str> = threads
-        .iter()
-        .filter(|(_, h)| !h.is_finished())
-        .map(|(label, _)| label.as_str())
-        .collect();
-    if !stuck.is_empty() {
-        arena.fail(format!(
-            "hang: {} still running {:.1} s after the run stopped",
-            stuck.join(", "),
-            config.stall_limit.as_secs_f64()
-        ));
-    }
-    let mut unfinished = Vec::new();
-    for (label, handle) in threads {
-        if !handle.is_finished() {
-            unfinished.push(handle);
-        } else if let Err(payload) = handle.join() {
-            arena.fail(format!("{label} panicked: {}", fault::describe(&*payload)));
-        }
-    }
+    let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
     progress.set_position(base + config.duration.as_millis() as u64);
     let (writes, write_fail, reads, read_fail) = arena.snapshot();
     let mut fault_counts = config.faults.then(|| arena.faults.snapshot());

@@ -29,7 +29,7 @@ use crate::fault;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::Ordering::Relaxed;
-use std::thread::{Scope, ScopedJoinHandle};
+use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 /// Short-lived threads per churn fault.
@@ -134,32 +134,6 @@ fn writers_progress(shared: &Shared, after: Kind) -> bool {
     }
 }
 
-/// Spawns one fault thread named after `kind`.
-fn spawn<'scope, 'env, T: Send + 'scope>(
-    scope: &'scope Scope<'scope, 'env>,
-    kind: Kind,
-    body: impl FnOnce() -> T + Send + 'scope,
-) -> ScopedJoinHandle<'scope, T> {
-    std::thread::Builder::new()
-        .name(format!("fault: {kind}"))
-        .spawn_scoped(scope, body)
-        .expect("spawn a fault thread")
-}
-
-/// Joins a fault thread that must end normally; a panic fails the run.
-fn join_normal(shared: &Shared, kind: Kind, handle: ScopedJoinHandle<'_, ()>) -> bool {
-    match handle.join() {
-        Ok(()) => true,
-        Err(payload) => {
-            shared.fail(format!(
-                "a {kind} fault thread panicked: {}",
-                fault::describe(&*payload)
-            ));
-            false
-        }
-    }
-}
-
 /// One read section on this thread, counting an error if the object it
 /// reached is not live.
 fn read_once(shared: &Shared) {
@@ -172,7 +146,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
     let faults = &shared.faults;
     match kind {
         Kind::PanicInRead => {
-            let thread = spawn(scope, kind, || {
+            let thread = fault::spawn_fault_thread(scope, kind, || {
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
                     shared.primitive.read_with(&mut |object| {
                         if !object.is_live() {
@@ -191,12 +165,12 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                 // The unwind ended the section: this thread reads on.
                 read_once(shared);
             });
-            if join_normal(shared, kind, thread) {
+            if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                 faults.panic_in_read.fetch_add(1, Relaxed);
             }
         }
         Kind::DeathInRead => {
-            let thread = spawn(scope, kind, || {
+            let thread = fault::spawn_fault_thread(scope, kind, || {
                 shared.primitive.read_with(&mut |object| {
                     if !object.is_live() {
                         shared.error();
@@ -216,8 +190,8 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
             }
         }
         Kind::ExitRegistered => {
-            let thread = spawn(scope, kind, || read_once(shared));
-            if join_normal(shared, kind, thread) {
+            let thread = fault::spawn_fault_thread(scope, kind, || read_once(shared));
+            if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                 faults.exit_registered.fetch_add(1, Relaxed);
             }
         }
@@ -227,10 +201,10 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                     break;
                 }
                 let wave: Vec<_> = (0..CHURN_WAVE)
-                    .map(|_| spawn(scope, kind, || read_once(shared)))
+                    .map(|_| fault::spawn_fault_thread(scope, kind, || read_once(shared)))
                     .collect();
                 for thread in wave {
-                    if join_normal(shared, kind, thread) {
+                    if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                         faults.churn_threads.fetch_add(1, Relaxed);
                         faults.heartbeat.fetch_add(1, Relaxed);
                     }
@@ -240,7 +214,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
         Kind::Stall => {
             let length = fault::stall_length(n);
             let writers = shared.config.writers as u64;
-            let thread = spawn(scope, kind, move || {
+            let thread = fault::spawn_fault_thread(scope, kind, move || {
                 shared.primitive.read_with(&mut |object| {
                     if !object.is_live() {
                         shared.error();
@@ -264,12 +238,12 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                         .fetch_max(stalled.as_micros() as u64, Relaxed);
                 });
             });
-            if join_normal(shared, kind, thread) {
+            if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                 faults.stalls.fetch_add(1, Relaxed);
             }
         }
         Kind::RetireStorm => {
-            let thread = spawn(scope, kind, move || {
+            let thread = fault::spawn_fault_thread(scope, kind, move || {
                 let began = Instant::now();
                 let mut done = 0;
                 for i in 0..STORM_OBJECTS {

@@ -417,32 +417,7 @@ impl Run {
         shared.stop.store(true, Relaxed);
         let elapsed = began.elapsed();
         let limit = shared.config.stall_limit;
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline && threads.iter().any(|(_, h)| !h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let stuck: Vec<&str> = threads
-            .iter()
-            .filter(|(_, h)| !h.is_finished())
-            .map(|(label, _)| label.as_str())
-            .collect();
-        if !stuck.is_empty() {
-            shared.fail(format!(
-                "hang: {} still running {:.1} s after the run stopped",
-                stuck.join(", "),
-                limit.as_secs_f64()
-            ));
-        }
-        let mut unfinished = Vec::new();
-        for (label, handle) in threads {
-            if !handle.is_finished() {
-                unfinished.push(handle);
-                continue;
-            }
-            if let Err(payload) = handle.join() {
-                shared.fail(format!("{label} panicked: {}", fault::describe(&*payload)));
-            }
-        }
+        let unfinished = fault::wind_down(threads, limit, |why| shared.fail(why));
         let mut failure = shared
             .failure
             .lock()
