@@ -13,17 +13,6 @@ pub(super) const QRWLOCK: Implementation<dyn Workload, Options> = Implementation
     make: |o| Ok(Box::new(qrwlock::RwLock::new(vec![0u64; o.payload_words]))),
 };
 
-impl Workload for qrwlock::RwLock<Vec<u64>> {
-    fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
-        mixed_loop(
-            reads_per_write,
-            stop,
-            || check_payload(&self.read()),
-            || bump(&mut self.write()),
-        )
-    }
-}
-
 /// `rcu-lite`.
 pub(super) const RCU_LITE: Implementation<dyn Workload, Options> = Implementation {
     name: "rcu-lite",

@@ -28,7 +28,9 @@ pub(super) const PARKING_LOT: Implementation<dyn Workload, Options> = Implementa
     },
 };
 
-impl Workload for parking_lot::RwLock<Vec<u64>> {
+/// Every `lock_api` reader-writer lock (parking_lot's and qrwlock's): read
+/// lock and sum; write lock and update in place.
+impl<R: lock_api::RawRwLock + Send + Sync> Workload for lock_api::RwLock<R, Vec<u64>> {
     fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
         mixed_loop(
             reads_per_write,

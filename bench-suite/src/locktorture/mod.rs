@@ -57,6 +57,19 @@ pub trait TortureLock: Send + Sync {
     }
 }
 
+/// Every `lock_api` reader-writer lock (qrwlock's and parking_lot's): a section
+/// runs under the guard, which unlocks on unwind too.
+impl<R: lock_api::RawRwLock + Send + Sync> TortureLock for lock_api::RwLock<R, ()> {
+    fn write_section(&self, section: &mut dyn FnMut()) {
+        let _guard = self.write();
+        section();
+    }
+    fn read_section(&self, section: &mut dyn FnMut()) {
+        let _guard = self.read();
+        section();
+    }
+}
+
 /// Every lock contender, ours and peers.
 pub fn implementations() -> &'static [Implementation<dyn TortureLock>] {
     IMPLEMENTATIONS

@@ -30,17 +30,6 @@ pub(super) const SPIN: Implementation<dyn TortureLock> = Implementation {
     make: |_| Ok(Box::new(spin::RwLock::new(()))),
 };
 
-impl TortureLock for parking_lot::RwLock<()> {
-    fn write_section(&self, section: &mut dyn FnMut()) {
-        let _guard = self.write();
-        section();
-    }
-    fn read_section(&self, section: &mut dyn FnMut()) {
-        let _guard = self.read();
-        section();
-    }
-}
-
 /// std's lock, which a write section that panics poisons: the next
 /// acquisition recovers the guard with `into_inner`, clears the poison (the
 /// `()` it protects has no invariant a panic could break) and counts it.

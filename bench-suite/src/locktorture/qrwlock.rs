@@ -1,4 +1,5 @@
-//! This workspace's reader-writer lock: `qrwlock`.
+//! This workspace's reader-writer lock: `qrwlock` (its `TortureLock` impl is
+//! the generic one for every `lock_api::RwLock`, in `mod.rs`).
 
 use super::TortureLock;
 use crate::registry::{Implementation, Origin};
@@ -10,14 +11,3 @@ pub(super) const QRWLOCK: Implementation<dyn TortureLock> = Implementation {
     origin: Origin::Workspace,
     make: |_| Ok(Box::new(qrwlock::RwLock::new(()))),
 };
-
-impl TortureLock for qrwlock::RwLock<()> {
-    fn write_section(&self, section: &mut dyn FnMut()) {
-        let _guard = self.write();
-        section();
-    }
-    fn read_section(&self, section: &mut dyn FnMut()) {
-        let _guard = self.read();
-        section();
-    }
-}
