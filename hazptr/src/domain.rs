@@ -449,15 +449,7 @@ impl Domain {
     #[inline]
     pub(crate) fn block(&self) -> Option<NonNull<SlotBlock>> {
         let id = self.shared.id;
-        let cached = FAST.with(|fast| {
-            if id == GLOBAL_ID {
-                fast.global.get()
-            } else if fast.user_id.get() == id {
-                fast.user_block.get()
-            } else {
-                ptr::null_mut()
-            }
-        });
+        let cached = FAST.with(|fast| fast.block_of(id));
         match NonNull::new(cached) {
             Some(block) => Some(block),
             None => register(&self.shared),
@@ -484,6 +476,20 @@ struct FastCache {
     /// The id and block of the last user domain this thread used.
     user_id: Cell<u64>,
     user_block: Cell<*mut SlotBlock>,
+}
+
+impl FastCache {
+    /// The cached block of the domain with id `id`, or null.
+    #[inline(always)]
+    fn block_of(&self, id: u64) -> *mut SlotBlock {
+        if id == GLOBAL_ID {
+            self.global.get()
+        } else if self.user_id.get() == id {
+            self.user_block.get()
+        } else {
+            ptr::null_mut()
+        }
+    }
 }
 
 /// A thread's blocks, given back by the destructor at thread exit.
@@ -644,15 +650,7 @@ impl Drop for Registrations {
 pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
     let id = domain.shared.id;
     let block = FAST
-        .try_with(|fast| {
-            if id == GLOBAL_ID {
-                fast.global.get()
-            } else if fast.user_id.get() == id {
-                fast.user_block.get()
-            } else {
-                ptr::null_mut()
-            }
-        })
+        .try_with(|fast| fast.block_of(id))
         .unwrap_or(ptr::null_mut());
     let block = NonNull::new(block).or_else(|| {
         REGISTRATIONS
