@@ -277,6 +277,8 @@ fn synchronize_shared(shared: &Shared, addr: usize) {
             Err(actual) => head = actual,
         }
     }
+    // SeqCst: the other half of the Dekker pattern above (pairs with the
+    // SeqCst SLEEPING store and queue load in `scanner_sleep`).
     if scan.scanner_state.load(Ordering::SeqCst) == SLEEPING
         && scan
             .scanner_state
@@ -544,6 +546,7 @@ fn scanner_main(shared: &Shared) {
                 Pause::Sleep(timeout) => scanner_sleep(scan, Some(timeout)),
             },
             Progress::Idle => {
+                // SeqCst pairs with the SeqCst store in `stop_scanner`.
                 if scan.shutdown.load(Ordering::SeqCst) {
                     return;
                 }

@@ -159,6 +159,7 @@ impl CallbackQueue {
             flavor,
         );
         let mut spins = 0;
+        // Acquire pairs with the callback's Release store above.
         while done.load(Acquire) == 0 {
             if cfg!(loom) {
                 // No worker under loom: do its work here.

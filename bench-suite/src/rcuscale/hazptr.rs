@@ -41,6 +41,8 @@ impl Hazptr {
 impl GracePeriod for Hazptr {
     fn update_and_wait(&self, writer: usize) {
         let fresh = Box::into_raw(Box::new(writer as u64));
+        // AcqRel: Release publishes `fresh` to readers' Acquire loads (in
+        // `protect_ptr`); Acquire orders our free after `old`'s initialization.
         let old = self.current.swap(fresh, AcqRel);
         self.domain.synchronize(old);
         // SAFETY: unpublished by the swap; after `synchronize` no reader holds

@@ -34,6 +34,8 @@ impl GracePeriod for CrossbeamEpoch {
         let freed = Arc::new(AtomicBool::new(false));
         {
             let guard = epoch::pin();
+            // AcqRel: Release publishes the new value to readers' Acquire
+            // loads; Acquire orders the deferred free after `old`'s writes.
             let old = self.current.swap(Owned::new(writer as u64), AcqRel, &guard);
             // SAFETY: `old` is unpublished; crossbeam destroys it only once
             // every thread pinned now has unpinned.
@@ -60,6 +62,7 @@ impl GracePeriod for CrossbeamEpoch {
         while !stop.load(Relaxed) {
             for _ in 0..64 {
                 let guard = epoch::pin();
+                // Acquire pairs with the writer's AcqRel swap.
                 let node = self.current.load(Acquire, &guard);
                 // SAFETY: never null; `guard` keeps it alive.
                 black_box(unsafe { node.deref() });

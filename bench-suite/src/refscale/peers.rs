@@ -81,6 +81,7 @@ impl ReadSide for CrossbeamEpoch {
     fn read_sections(&self, iterations: u64) -> Duration {
         time_sections(iterations, || {
             let guard = crossbeam_epoch::pin();
+            // Acquire pairs with the Release of the publication (`Atomic::new`).
             let shared = self.value.load(Acquire, &guard);
             // SAFETY: the pointer was allocated in `new` and is only freed in
             // `drop`, which cannot run while `&self` is borrowed; `guard` pins.
@@ -154,6 +155,7 @@ impl ReadSide for Seize {
         use seize::Guard;
         time_sections(iterations, || {
             let guard = self.collector.enter();
+            // Acquire pairs with the Release of the publication (`AtomicPtr::new`).
             let ptr = guard.protect(&self.value, Acquire);
             // SAFETY: the pointer is valid from `new` until `drop`, which cannot
             // run while `&self` is borrowed.

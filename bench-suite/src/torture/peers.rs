@@ -230,6 +230,7 @@ impl Torture for Seize {
     fn read(&self) -> bool {
         use seize::Guard;
         let guard = self.collector.enter();
+        // Acquire pairs with the writers' AcqRel swap that published it.
         let p = guard.protect(&self.current, Acquire);
         // SAFETY: never null; protected by `guard` until it is dropped.
         unsafe { &*p }.is_live()
@@ -238,6 +239,7 @@ impl Torture for Seize {
     fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
         use seize::Guard;
         let guard = self.collector.enter();
+        // Acquire pairs with the writers' AcqRel swap that published it.
         let p = guard.protect(&self.current, Acquire);
         // SAFETY: as in `read`; `guard` lives until `inside` returns or
         // unwinds.
