@@ -347,9 +347,10 @@ pub struct DomainBuilder {
 }
 
 impl DomainBuilder {
-    /// Whether concurrent `synchronize` callers share one scan run by the
-    /// domain's scanner thread (`true`, the default), or each caller scans
-    /// alone (`false`, for comparison).
+    /// Whether concurrent `synchronize` callers share one scan (`true`, the
+    /// default: whoever finds the scan free, a caller or the domain's scanner
+    /// thread, serves every queued caller), or each caller scans alone
+    /// (`false`, for comparison).
     pub fn shared_scan(mut self, shared: bool) -> Self {
         self.options.shared_scan = shared;
         self

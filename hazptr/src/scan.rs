@@ -31,17 +31,29 @@
 //! # Sharing the scan
 //!
 //! In shared mode (the default) a caller queues a [`Waiter`] that lives on its
-//! own stack (no allocation), wakes the domain's scanner thread (started
-//! lazily, one per domain), and waits: it spins briefly, then sleeps on the
-//! domain's `release_seq` futex. The scanner takes every queued waiter at
-//! once, builds a [`Bloom`] filter of their addresses, runs one scan, checks
-//! each protected address against the filter and then exactly against the
-//! batch, and releases at once every waiter whose address no slot holds.
-//! Waiters with hits stay on the scanner's pending list, which it re-checks
-//! (watching only the hit slots) between batches. When a hit on a per-thread
-//! slot changes, the protection may have moved to a backup slot
+//! own stack (no allocation) and then tries to drive the scan itself: whoever
+//! takes the domain's `driver` flag ([`drive_once`]) takes every queued waiter
+//! at once, builds a [`Bloom`] filter of their addresses, runs one scan,
+//! checks each protected address against the filter and then exactly against
+//! the batch, and releases at once every waiter whose address no slot holds.
+//! While callers keep queueing, a driver yields a few times before it takes
+//! the batch ([`gather`]): every scan pays a heavy fence, so a few more
+//! waiters per scan is worth a few yields.
+//! A caller that finds the scan busy waits for its release: it spins
+//! briefly, then yields a bounded number of times (driving the next batch
+//! itself if the scan has become free), then sleeps on the domain's
+//! `release_seq` futex. Before it sleeps it wakes the domain's scanner thread
+//! (started lazily, one per domain), which from then on drives for it, so no
+//! sleeping caller is left without a driver. So one caller alone pays what an
+//! unshared scan costs (no hand-off to another thread), and many callers at
+//! once share scans without each paying a wake-up.
+//!
+//! Waiters with hits stay on the pending list, which every driver re-checks
+//! (watching only the hit slots) before serving a new batch; the scanner
+//! thread polls it with backoff while it is not empty. When a hit on a
+//! per-thread slot changes, the protection may have moved to a backup slot
 //! ([`Guard::promote`](crate::Guard::promote)) after the batch's walk of the
-//! overflow lists, so the scanner walks the overflow lists again for that
+//! overflow lists, so the driver walks the overflow lists again for that
 //! address before it releases the waiter. Releasing is a SeqCst store
 //! to the waiter's state and then one futex wake for all sleepers.
 //!
@@ -62,9 +74,19 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-/// Spins a waiter does before sleeping (a scan takes microseconds; on an
-/// oversubscribed machine a spinning waiter only delays the scanner).
-const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 64 };
+/// Spins a waiter does before yielding (a scan takes microseconds; on an
+/// oversubscribed machine a spinning waiter only delays the driver).
+const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 8 };
+
+/// Yields a waiter does before it sleeps. A yield lets the driver (or another
+/// caller that will queue into the next batch) run on this CPU for less than a
+/// futex sleep and wake-up costs; the bound keeps a waiter held up by a
+/// long-lived protection from burning a CPU.
+const WAITER_YIELDS: u32 = 32;
+
+/// Yields a driver may do before taking a batch of two or more waiters while
+/// callers keep queueing (see [`gather`]).
+const GATHER_YIELDS: u32 = 4;
 
 /// Waiter states.
 const WAITING: u32 = 0;
@@ -277,8 +299,20 @@ fn synchronize_shared(shared: &Shared, addr: usize) {
             Err(actual) => head = actual,
         }
     }
-    // SeqCst: the other half of the Dekker pattern above (pairs with the
-    // SeqCst SLEEPING store and queue load in `scanner_sleep`).
+    // Serve the queue ourselves if nobody is scanning: alone, this runs the
+    // scan at once, as an unshared caller would.
+    if !cfg!(loom) {
+        drive_once(shared);
+    }
+    wait_for_release(shared, &waiter);
+}
+
+/// Makes sure the scanner thread is awake (it then drives until there is no
+/// queued or pending waiter left).
+fn wake_scanner(scan: &ScanState) {
+    // SeqCst: the other half of the Dekker pattern in `scanner_sleep` (the
+    // caller's waiter was pushed with SeqCst before this load; the scanner
+    // stores SLEEPING and then looks for work under the driver flag).
     if scan.scanner_state.load(Ordering::SeqCst) == SLEEPING
         && scan
             .scanner_state
@@ -287,13 +321,14 @@ fn synchronize_shared(shared: &Shared, addr: usize) {
     {
         futex_wake_all(&scan.scanner_state);
     }
-    wait_for_release(shared, &waiter);
 }
 
-/// Spins, then sleeps on `release_seq`, until the scanner releases `waiter`.
+/// Spins, then yields (driving the scan when it is free), then sleeps on
+/// `release_seq` with the scanner thread awake, until `waiter` is released.
 fn wait_for_release(shared: &Shared, waiter: &Waiter) {
     let scan = &shared.scan;
     let mut spins = 0;
+    let mut yields = 0;
     loop {
         // Acquire pairs with the SeqCst (Release) store in `release`: the
         // scan's slot reads happen before the caller frees the object.
@@ -311,8 +346,18 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
             spin_loop();
             continue;
         }
+        if yields < WAITER_YIELDS {
+            yields += 1;
+            // Relaxed: only a hint; `drive_once` takes the flag with Acquire.
+            if !scan.driver.load(Ordering::Relaxed) && drive_once(shared) == Progress::Worked {
+                continue;
+            }
+            crate::sync::yield_now();
+            continue;
+        }
+        wake_scanner(scan);
         let seq = scan.release_seq.load(Ordering::SeqCst);
-        // SeqCst (Dekker with `release_all`): either this re-check sees DONE,
+        // SeqCst (Dekker with `wake_released`): either this re-check sees DONE,
         // or the scanner's `sleepers` load sees us and wakes; and if its bump
         // of `release_seq` came first, the futex wait returns at once.
         scan.sleepers.fetch_add(1, Ordering::SeqCst);
@@ -436,6 +481,7 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
     //    the scanner awake (an SC load may read a non-SC write that does not
     //    happen before the last SC one), and caller and scanner both sleep:
     //    miri found that lost wake-up.
+    gather(scan);
     let batch = scan.queue.swap(ptr::null_mut(), Ordering::SeqCst);
     let had_batch = !batch.is_null();
     if had_batch {
@@ -483,6 +529,35 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
         Progress::Idle
     } else {
         Progress::Pending
+    }
+}
+
+/// Lets a batch grow before the driver takes it, when callers are queueing
+/// concurrently (two or more queued): the driver yields, up to
+/// [`GATHER_YIELDS`] times, while the queue keeps growing. Every scan pays a
+/// heavy fence (an IPI to each CPU running the process), so on a busy machine
+/// a few more waiters per scan is worth a few yields; a lone caller (one
+/// queued waiter) never yields here.
+fn gather(scan: &ScanState) {
+    if cfg!(loom) {
+        return;
+    }
+    // Acquire pairs with the callers' SeqCst push: `next` of the head is
+    // visible.
+    let mut head = scan.queue.load(Ordering::Acquire);
+    for _ in 0..GATHER_YIELDS {
+        // SAFETY: a queued waiter stays alive until a driver releases it, and
+        // the caller holds the driver flag.
+        if head.is_null() || unsafe { (*head).next.get() }.is_null() {
+            return;
+        }
+        crate::sync::yield_now();
+        // Acquire: as above.
+        let now = scan.queue.load(Ordering::Acquire);
+        if now == head {
+            return;
+        }
+        head = now;
     }
 }
 
@@ -543,25 +618,36 @@ fn scanner_main(shared: &Shared) {
             Progress::Pending => match backoff.next_pause() {
                 Pause::Spin(n) => (0..n).for_each(|_| spin_loop()),
                 Pause::Yield => crate::sync::yield_now(),
-                Pause::Sleep(timeout) => scanner_sleep(scan, Some(timeout)),
+                Pause::Sleep(timeout) => scanner_sleep(shared, Some(timeout)),
             },
             Progress::Idle => {
                 // SeqCst pairs with the SeqCst store in `stop_scanner`.
                 if scan.shutdown.load(Ordering::SeqCst) {
                     return;
                 }
-                scanner_sleep(scan, None);
+                scanner_sleep(shared, None);
                 backoff = Backoff::new();
             }
         }
     }
 }
 
-/// Sleeps until a caller queues a waiter (or `timeout` passes).
-fn scanner_sleep(scan: &ScanState, timeout: Option<std::time::Duration>) {
-    // SeqCst: Dekker with the callers' SeqCst push + state load.
+/// Sleeps until a waiting caller wakes it (or `timeout` passes).
+///
+/// Without a timeout it sleeps only if, after announcing `SLEEPING`, a pass
+/// under the driver flag finds no queued and no pending waiter: a caller that
+/// saw the scanner awake before that store (and so did not wake it) has its
+/// waiter queued, or taken by a driver whose section precedes this pass (the
+/// driver flag orders them), so the pass sees it.
+fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
+    let scan = &shared.scan;
+    // SeqCst: Dekker with `wake_scanner`.
     scan.scanner_state.store(SLEEPING, Ordering::SeqCst);
-    if scan.queue.load(Ordering::SeqCst).is_null() && !scan.shutdown.load(Ordering::SeqCst) {
+    let sleep = match timeout {
+        Some(_) => true,
+        None => drive_once(shared) == Progress::Idle,
+    };
+    if sleep && !scan.shutdown.load(Ordering::SeqCst) {
         futex_wait(&scan.scanner_state, SLEEPING, timeout);
     }
     scan.scanner_state.store(AWAKE, Ordering::SeqCst);

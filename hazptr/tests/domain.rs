@@ -125,6 +125,61 @@ fn synchronize_waits_for_a_guard_held_in_another_thread() {
 }
 
 #[test]
+fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
+    // Eight callers wait for an address a reader holds for longer than a
+    // waiter spins and yields (so they sleep, and the scanner thread drives
+    // for them), while eight others synchronize unprotected addresses in a
+    // loop: those must keep finishing, the held ones must not.
+    for domain in domains() {
+        let shared = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+        let protected = Barrier::new(2);
+        let releasing = AtomicBool::new(false);
+        let passes = AtomicUsize::new(0);
+        let old = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(&shared);
+                protected.wait();
+                std::thread::sleep(Duration::from_millis(80));
+                // SAFETY: still protected: no caller can have returned.
+                assert_eq!(unsafe { *p }, 5);
+                releasing.store(true, SeqCst);
+                drop(guard);
+            });
+            protected.wait();
+            let old = shared.swap(std::ptr::null_mut(), AcqRel);
+            let held = old as usize;
+            for _ in 0..8 {
+                let (domain, releasing) = (&domain, &releasing);
+                s.spawn(move || {
+                    domain.synchronize(held as *const u64);
+                    assert!(
+                        releasing.load(SeqCst),
+                        "a concurrent caller returned under protection ({domain:?})"
+                    );
+                });
+                s.spawn(|| {
+                    let free = Box::into_raw(Box::new(0u64));
+                    while !releasing.load(SeqCst) {
+                        domain.synchronize(free);
+                        passes.fetch_add(1, Relaxed);
+                    }
+                    // SAFETY: never published.
+                    drop(unsafe { Box::from_raw(free) });
+                });
+            }
+            old
+        });
+        assert!(
+            passes.load(Relaxed) >= 8,
+            "callers of unprotected addresses were held up by a protected one ({domain:?})"
+        );
+        // SAFETY: unpublished and synchronized by all the callers above.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
+
+#[test]
 fn synchronize_of_an_unprotected_address_returns() {
     for domain in domains() {
         let x = Box::into_raw(Box::new(3u64));

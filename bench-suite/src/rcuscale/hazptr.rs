@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr};
 /// `hazptr`: concurrent `synchronize` callers share one scan.
 pub(super) const HAZPTR: Implementation<dyn GracePeriod, Options> = Implementation {
     name: "hazptr",
-    summary: "hazptr: swap, synchronize(old) through the shared scan (scanner thread, Bloom filter), free",
+    summary: "hazptr: swap, synchronize(old) through the shared scan (callers combine, Bloom filter), free",
     origin: Origin::Workspace,
     make: |_| Ok(Box::new(Hazptr::new(true))),
 };
