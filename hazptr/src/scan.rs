@@ -36,17 +36,14 @@
 //! at once, builds a [`Bloom`] filter of their addresses, runs one scan,
 //! checks each protected address against the filter and then exactly against
 //! the batch, and releases at once every waiter whose address no slot holds.
-//! While callers keep queueing, a driver yields a few times before it takes
-//! the batch ([`gather`]): every scan pays a heavy fence, so a few more
-//! waiters per scan is worth a few yields.
 //! A caller that finds the scan busy waits for its release: it spins
-//! briefly, then yields a bounded number of times (driving the next batch
-//! itself if the scan has become free), then sleeps on the domain's
-//! `release_seq` futex. Before it sleeps it wakes the domain's scanner thread
-//! (started lazily, one per domain), which from then on drives for it, so no
-//! sleeping caller is left without a driver. So one caller alone pays what an
-//! unshared scan costs (no hand-off to another thread), and many callers at
-//! once share scans without each paying a wake-up.
+//! briefly, drives the next batch itself if the scan has become free by
+//! then, and otherwise sleeps on the domain's `release_seq` futex. Before it
+//! sleeps it wakes the domain's scanner thread (started lazily, one per
+//! domain), which from then on drives for it, so no sleeping caller is left
+//! without a driver. So one caller alone pays what an unshared scan costs
+//! (no hand-off to another thread and back), and callers that arrive during
+//! a scan share the next one.
 //!
 //! Waiters with hits stay on the pending list, which every driver re-checks
 //! (watching only the hit slots) before serving a new batch; the scanner
@@ -74,19 +71,15 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-/// Spins a waiter does before yielding (a scan takes microseconds; on an
+/// Spins a waiter does before sleeping (a scan takes microseconds; on an
 /// oversubscribed machine a spinning waiter only delays the driver).
 const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 8 };
 
-/// Yields a waiter does before it sleeps. A yield lets the driver (or another
-/// caller that will queue into the next batch) run on this CPU for less than a
-/// futex sleep and wake-up costs; the bound keeps a waiter held up by a
-/// long-lived protection from burning a CPU.
-const WAITER_YIELDS: u32 = 32;
-
-/// Yields a driver may do before taking a batch of two or more waiters while
-/// callers keep queueing (see [`gather`]).
-const GATHER_YIELDS: u32 = 4;
+// No yield phase: on a machine with more threads than CPUs, a yield hands
+// the CPU to whatever else runs there, and a busy reader thread then keeps it
+// for a whole time slice (rcuscale, 16 writers and 1 reader on 2 CPUs: per-GP
+// time 3-4x worse with 32 yields before sleeping), while a woken sleeper is
+// scheduled at once.
 
 /// Waiter states.
 const WAITING: u32 = 0;
@@ -323,12 +316,12 @@ fn wake_scanner(scan: &ScanState) {
     }
 }
 
-/// Spins, then yields (driving the scan when it is free), then sleeps on
-/// `release_seq` with the scanner thread awake, until `waiter` is released.
+/// Spins, drives the scan once if it is free, then sleeps on `release_seq`
+/// with the scanner thread awake, until `waiter` is released.
 fn wait_for_release(shared: &Shared, waiter: &Waiter) {
     let scan = &shared.scan;
     let mut spins = 0;
-    let mut yields = 0;
+    let mut tried_driving = false;
     loop {
         // Acquire pairs with the SeqCst (Release) store in `release`: the
         // scan's slot reads happen before the caller frees the object.
@@ -346,14 +339,14 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
             spin_loop();
             continue;
         }
-        if yields < WAITER_YIELDS {
-            yields += 1;
-            // Relaxed: only a hint; `drive_once` takes the flag with Acquire.
-            if !scan.driver.load(Ordering::Relaxed) && drive_once(shared) == Progress::Worked {
+        // Before sleeping, serve the queue if the scan has become free (our
+        // waiter may still be queued behind a driver that just finished).
+        // Relaxed: only a hint; `drive_once` takes the flag with Acquire.
+        if !tried_driving && !scan.driver.load(Ordering::Relaxed) {
+            tried_driving = true;
+            if drive_once(shared) == Progress::Worked {
                 continue;
             }
-            crate::sync::yield_now();
-            continue;
         }
         wake_scanner(scan);
         let seq = scan.release_seq.load(Ordering::SeqCst);
@@ -481,7 +474,6 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
     //    the scanner awake (an SC load may read a non-SC write that does not
     //    happen before the last SC one), and caller and scanner both sleep:
     //    miri found that lost wake-up.
-    gather(scan);
     let batch = scan.queue.swap(ptr::null_mut(), Ordering::SeqCst);
     let had_batch = !batch.is_null();
     if had_batch {
@@ -529,35 +521,6 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
         Progress::Idle
     } else {
         Progress::Pending
-    }
-}
-
-/// Lets a batch grow before the driver takes it, when callers are queueing
-/// concurrently (two or more queued): the driver yields, up to
-/// [`GATHER_YIELDS`] times, while the queue keeps growing. Every scan pays a
-/// heavy fence (an IPI to each CPU running the process), so on a busy machine
-/// a few more waiters per scan is worth a few yields; a lone caller (one
-/// queued waiter) never yields here.
-fn gather(scan: &ScanState) {
-    if cfg!(loom) {
-        return;
-    }
-    // Acquire pairs with the callers' SeqCst push: `next` of the head is
-    // visible.
-    let mut head = scan.queue.load(Ordering::Acquire);
-    for _ in 0..GATHER_YIELDS {
-        // SAFETY: a queued waiter stays alive until a driver releases it, and
-        // the caller holds the driver flag.
-        if head.is_null() || unsafe { (*head).next.get() }.is_null() {
-            return;
-        }
-        crate::sync::yield_now();
-        // Acquire: as above.
-        let now = scan.queue.load(Ordering::Acquire);
-        if now == head {
-            return;
-        }
-        head = now;
     }
 }
 
