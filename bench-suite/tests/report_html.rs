@@ -52,6 +52,8 @@ fn sample_results() -> Results {
             duration_s: 2.0,
             writes: counts(4000, 1100, 900),
             reads: counts(160_000, 11_000, 9000),
+            writes_served_per_ms: None,
+            reads_served_per_ms: None,
             fail: 0,
             write_fail: 0,
             read_fail: 0,

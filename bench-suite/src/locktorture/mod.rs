@@ -33,7 +33,7 @@ pub mod faults;
 mod peers;
 mod qrwlock;
 
-use crate::delay::{Padded, spin_for};
+use crate::delay::{Padded, spin_for, thread_runqueue_wait};
 use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
@@ -152,6 +152,48 @@ impl Counts {
     }
 }
 
+/// Acquisitions per millisecond that a thread was not waiting for a CPU, over
+/// the threads of one side: the highest and the lowest rate.
+///
+/// On a machine with more threads than CPUs the kernel's Max/Min mixes two
+/// things: how evenly the lock serves the threads, and how evenly the
+/// scheduler lets them run (a thread that sits on a runqueue asks for the
+/// lock less often). This rate divides each thread's count by its run time
+/// minus its runqueue wait (`/proc/thread-self/schedstat`), which takes out
+/// the second and nothing else: time a thread spends asleep or spinning in
+/// the lock still counts against the lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ServedRate {
+    /// The highest per-thread rate.
+    pub max: f64,
+    /// The lowest per-thread rate.
+    pub min: f64,
+}
+
+impl ServedRate {
+    fn of(counts: &[Padded<AtomicU64>], available_ns: &[Padded<AtomicU64>]) -> Option<ServedRate> {
+        let rates: Vec<f64> = counts
+            .iter()
+            .zip(available_ns)
+            .map(|(n, ns)| (n.load(Relaxed), ns.load(Relaxed)))
+            .filter(|&(_, ns)| ns > 0)
+            .map(|(n, ns)| n as f64 / (ns as f64 / 1e6))
+            .collect();
+        if rates.len() < counts.len() || rates.is_empty() {
+            return None;
+        }
+        Some(ServedRate {
+            max: rates.iter().copied().fold(f64::MIN, f64::max),
+            min: rates.iter().copied().fold(f64::MAX, f64::min),
+        })
+    }
+
+    /// The kernel's starvation test (`max / 2 > min`) on the rates.
+    pub fn starved(&self) -> bool {
+        self.max / 2.0 > self.min
+    }
+}
+
 /// The outcome for one lock.
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome {
@@ -167,6 +209,13 @@ pub struct Outcome {
     pub writes: Counts,
     /// Reader acquisitions.
     pub reads: Counts,
+    /// Writer acquisitions per millisecond off the runqueue (see
+    /// [`ServedRate`]); absent without writers or without schedstat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_served_per_ms: Option<ServedRate>,
+    /// The same for readers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads_served_per_ms: Option<ServedRate>,
     /// Exclusion violations seen by writers and readers together.
     pub fail: u64,
     /// Exclusion violations seen by writers.
@@ -216,6 +265,57 @@ pub fn stats_lines(writes: Counts, write_fail: u64, reads: Counts, read_fail: u6
     ]
 }
 
+/// The rates off the runqueue (see [`ServedRate`]), one line per side that
+/// ran, flagged `???` like the kernel's lines.
+pub fn served_rate_lines(o: &Outcome) -> Vec<String> {
+    [
+        ("Writes", o.writes_served_per_ms),
+        ("Reads ", o.reads_served_per_ms),
+    ]
+    .into_iter()
+    .filter_map(|(label, rate)| {
+        rate.map(|r| {
+            format!(
+                "{label} per ms off runqueue:  Max/Min: {:.2}/{:.2} {}",
+                r.max,
+                r.min,
+                if r.starved() { "???" } else { "" }
+            )
+            .trim_end()
+            .to_owned()
+        })
+    })
+    .collect()
+}
+
+/// A thread's wall clock and runqueue wait at the start of its loop.
+struct ServedClock {
+    wall: Instant,
+    runqueue_wait: Option<Duration>,
+}
+
+impl ServedClock {
+    fn start() -> ServedClock {
+        ServedClock {
+            wall: Instant::now(),
+            runqueue_wait: thread_runqueue_wait(),
+        }
+    }
+
+    /// Wall time since the start minus the runqueue wait since then, in ns;
+    /// 0 where the kernel keeps no schedstat.
+    fn served_ns(&self) -> u64 {
+        let wall = self.wall.elapsed();
+        match (self.runqueue_wait, thread_runqueue_wait()) {
+            (Some(before), Some(now)) => {
+                let served = wall.saturating_sub(now.saturating_sub(before));
+                u64::try_from(served.as_nanos()).unwrap_or(u64::MAX)
+            }
+            _ => 0,
+        }
+    }
+}
+
 /// State shared by the torture threads of one lock.
 struct Arena {
     lock: Box<dyn TortureLock>,
@@ -227,6 +327,11 @@ struct Arena {
     stop: AtomicBool,
     write_counts: Vec<Padded<AtomicU64>>,
     read_counts: Vec<Padded<AtomicU64>>,
+    /// Each writer thread's loop time minus its runqueue wait, in ns (set at
+    /// its end; 0 without schedstat).
+    write_served_ns: Vec<Padded<AtomicU64>>,
+    /// The same for readers.
+    read_served_ns: Vec<Padded<AtomicU64>>,
     write_fail: AtomicU64,
     read_fail: AtomicU64,
     faults: faults::Counters,
@@ -253,6 +358,8 @@ impl Arena {
             stop: AtomicBool::new(false),
             write_counts: (0..config.writers).map(|_| Padded::default()).collect(),
             read_counts: (0..config.readers).map(|_| Padded::default()).collect(),
+            write_served_ns: (0..config.writers).map(|_| Padded::default()).collect(),
+            read_served_ns: (0..config.readers).map(|_| Padded::default()).collect(),
             write_fail: AtomicU64::new(0),
             read_fail: AtomicU64::new(0),
             faults: faults::Counters::default(),
@@ -289,10 +396,12 @@ impl Arena {
             let _inside = self.enter_write();
             spin_for(hold);
         };
+        let began = ServedClock::start();
         while !self.stop.load(Relaxed) {
             self.lock.write_section(&mut section);
             self.write_counts[me].fetch_add(1, Relaxed);
         }
+        self.write_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
     fn reader(&self, me: usize) {
@@ -301,10 +410,12 @@ impl Arena {
             let _inside = self.enter_read();
             spin_for(hold);
         };
+        let began = ServedClock::start();
         while !self.stop.load(Relaxed) {
             self.lock.read_section(&mut section);
             self.read_counts[me].fetch_add(1, Relaxed);
         }
+        self.read_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
     fn snapshot(&self) -> (Counts, u64, Counts, u64) {
@@ -417,6 +528,8 @@ pub fn torture<'w>(
     let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
     progress.set_position(base + config.duration.as_millis() as u64);
     let (writes, write_fail, reads, read_fail) = arena.snapshot();
+    let writes_served_per_ms = ServedRate::of(&arena.write_counts, &arena.write_served_ns);
+    let reads_served_per_ms = ServedRate::of(&arena.read_counts, &arena.read_served_ns);
     let mut fault_counts = config.faults.then(|| arena.faults.snapshot());
     if let Some(counts) = &mut fault_counts {
         counts.poison_recoveries = arena.lock.poison_recoveries();
@@ -438,6 +551,8 @@ pub fn torture<'w>(
         duration_s: elapsed.as_secs_f64(),
         writes,
         reads,
+        writes_served_per_ms,
+        reads_served_per_ms,
         fail: write_fail + read_fail,
         write_fail,
         read_fail,
@@ -477,6 +592,9 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         for line in stats_lines(o.writes, o.write_fail, o.reads, o.read_fail) {
             writeln!(out, "{line}")?;
         }
+        for line in served_rate_lines(o) {
+            writeln!(out, "{line}")?;
+        }
         if let Some(f) = &o.faults {
             writeln!(out, "{}", faults::stats_line(f))?;
         }
@@ -506,6 +624,61 @@ mod tests {
         let [w, r] = stats_lines(even, 0, starved, 3);
         assert_eq!(w, "Writes:  Total: 20  Max/Min: 10/10   Fail: 0");
         assert_eq!(r, "Reads :  Total: 11  Max/Min: 10/1 ???  Fail: 3 !!!");
+    }
+
+    #[test]
+    fn served_rates_divide_by_time_off_the_runqueue_and_flag_starvation() {
+        let counts: Vec<Padded<AtomicU64>> = [100, 30].map(|n| Padded(AtomicU64::new(n))).into();
+        let ns: Vec<Padded<AtomicU64>> = [10_000_000, 10_000_000]
+            .map(|n| Padded(AtomicU64::new(n)))
+            .into();
+        let rate = ServedRate::of(&counts, &ns).expect("every thread has a time");
+        assert_eq!(
+            rate,
+            ServedRate {
+                max: 10.0,
+                min: 3.0
+            }
+        );
+        assert!(rate.starved());
+        // A thread without a time (no schedstat): no rate at all rather than
+        // a rate over some of the threads.
+        ns[1].store(0, Relaxed);
+        assert_eq!(ServedRate::of(&counts, &ns), None);
+    }
+
+    #[test]
+    fn locktorture_reports_served_rates_where_schedstat_exists() {
+        let imp = implementations()
+            .iter()
+            .find(|i| i.name == "parking_lot")
+            .expect("the parking_lot peer");
+        let config = Config {
+            writers: 1,
+            readers: 2,
+            duration: Duration::from_millis(200),
+            stat_interval: None,
+            write_hold: Config::WRITE_HOLD,
+            read_hold: Config::READ_HOLD,
+            faults: false,
+            stall_limit: Config::STALL_LIMIT,
+        };
+        let outcome = torture(imp, config, &mut Progress::new(1, "test"), None).expect("no I/O");
+        if crate::delay::thread_runqueue_wait().is_none() {
+            assert_eq!(outcome.writes_served_per_ms, None);
+            return;
+        }
+        let w = outcome.writes_served_per_ms.expect("a writer ran");
+        let r = outcome.reads_served_per_ms.expect("readers ran");
+        assert!(w.min > 0.0 && w.min <= w.max, "{w:?}");
+        assert!(r.min > 0.0 && r.min <= r.max, "{r:?}");
+        let lines = served_rate_lines(&outcome);
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with("Writes per ms off runqueue:  Max/Min: "),
+            "{}",
+            lines[0]
+        );
     }
 
     /// A lock that does not exclude anything: torture must notice.

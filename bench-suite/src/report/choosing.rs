@@ -472,6 +472,8 @@ mod tests {
             duration_s: 2.0,
             writes: counts(writes, writes, writes),
             reads: counts(100, 50, 50),
+            writes_served_per_ms: None,
+            reads_served_per_ms: None,
             fail: 0,
             write_fail: 0,
             read_fail: 0,

@@ -713,7 +713,11 @@ fn locktorture_section(results: &Results) -> Section {
         "Writers hold the lock {} us, readers {} us (busy-wait), as the kernel's rw_lock torture does. \
          *Writer share* is writer acquisitions per writer thread over reader acquisitions per reader \
          thread: 1.0 is even, near 0 means writers starve. *Starved* marks the kernel's `???` \
-         (a thread got less than half the busiest thread's count).",
+         (a thread got less than half the busiest thread's count). With more threads than CPUs \
+         that count also depends on how evenly the scheduler ran the threads; *starved off \
+         runqueue* applies the same test to each thread's acquisitions per millisecond it was \
+         not waiting for a CPU (`/proc/thread-self/schedstat`), which leaves only the lock's \
+         share: time asleep or spinning in the lock still counts.",
         locktorture::Config::WRITE_HOLD.as_micros(),
         locktorture::Config::READ_HOLD.as_micros()
     ));
@@ -726,6 +730,7 @@ fn locktorture_section(results: &Results) -> Section {
         "total vs best>",
         "writer share>",
         "starved",
+        "starved off runqueue",
         "fail>",
     ]);
     for o in &results.locktorture {
@@ -737,11 +742,20 @@ fn locktorture_section(results: &Results) -> Section {
             .max()
             .unwrap_or(1)
             .max(1);
-        let starved = match (o.writes.starved(), o.reads.starved()) {
+        let which = |writers: bool, readers: bool| match (writers, readers) {
             (true, true) => "writers, readers",
             (true, false) => "writers",
             (false, true) => "readers",
             (false, false) => "no",
+        };
+        let starved = which(o.writes.starved(), o.reads.starved());
+        let served = |r: Option<locktorture::ServedRate>| r.map(|r| r.starved());
+        let starved_served = match (
+            served(o.writes_served_per_ms),
+            served(o.reads_served_per_ms),
+        ) {
+            (None, None) => "n/a",
+            (w, r) => which(w.unwrap_or(false), r.unwrap_or(false)),
         };
         table.row(vec![
             o.lock.clone(),
@@ -755,6 +769,7 @@ fn locktorture_section(results: &Results) -> Section {
             ),
             format!("{:.3}", o.writer_share()),
             starved.to_owned(),
+            starved_served.to_owned(),
             format!("{}{}", o.fail, if o.fail > 0 { " !!!" } else { "" }),
         ]);
     }
@@ -952,6 +967,11 @@ pub(crate) mod tests {
                 duration_s: 2.0,
                 writes: counts(400, 110, 90),
                 reads: counts(1600, 110, 90),
+                writes_served_per_ms: Some(locktorture::ServedRate {
+                    max: 10.0,
+                    min: 4.0,
+                }),
+                reads_served_per_ms: None,
                 fail: 0,
                 write_fail: 0,
                 read_fail: 0,
@@ -1040,7 +1060,7 @@ pub(crate) mod tests {
         assert!(md.contains("| fast | 2.00 | 1.00x |"), "{md}");
         assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");
         assert!(
-            md.contains("| lock-a | 4 | 16 | 400 | 1600 | 1.00x | 1.000 | no | 0 |"),
+            md.contains("| lock-a | 4 | 16 | 400 | 1600 | 1.00x | 1.000 | no | writers | 0 |"),
             "{md}"
         );
         assert!(
