@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The contention measures at 16 threads on a machine with at least 16 CPUs,
+# as one run of about four minutes: the 2-vCPU development machine is
+# oversubscribed at 16 threads, so these are the figures for the other case
+# (threads <= CPUs). Every figure is JSON, one block per command, in
+# $OUT/manycore.jsonl; peers run in the same invocation as ours, so compare
+# ratios within a block.
+#
+# usage: scripts/bench-manycore.sh [SYNCBENCH] [OUT]
+#   SYNCBENCH  a release syncbench binary (default: target/release/syncbench,
+#              built if missing)
+#   OUT        output folder (default: target/bench-manycore)
+set -u
+sb=${1:-target/release/syncbench}
+out=${2:-target/bench-manycore}
+mkdir -p "$out"
+if [ ! -x "$sb" ]; then
+    cargo build --release -p bench-suite --bin syncbench || exit 1
+fi
+log="$out/manycore.jsonl"
+: > "$log"
+
+# One measure: a header line naming the command, then its JSON (or its error).
+run() {
+    local limit=$1
+    shift
+    echo "### $*" | tee -a "$log" >&2
+    timeout "$limit" "$sb" "$@" --json >> "$log" 2>> "$out/stderr.txt"
+    local rc=$?
+    [ $rc -eq 0 ] || echo "### exit $rc" >> "$log"
+}
+
+{
+    echo "### machine"
+    echo "{\"nproc\": $(nproc), \"kernel\": \"$(uname -r)\", \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\", \"schedstat\": \"$(cat /proc/thread-self/schedstat 2>/dev/null)\"}"
+} >> "$log"
+
+# Read side, 1 and 16 threads.
+run 60 refscale --impl all --threads 1 --iterations 2000000 --runs 5
+run 60 refscale --impl all --threads 16 --iterations 2000000 --runs 5
+
+# hazptr's shared scan against scanning alone.
+for rep in 1 2; do
+    run 30 rcuscale --impl hazptr,hazptr-unshared --writers 16 --duration-s 2
+done
+run 30 rcuscale --impl hazptr,hazptr-unshared --writers 1 --duration-s 2
+run 30 rcuscale --impl hazptr,hazptr-unshared --writers 16 --readers 1 --duration-s 2
+run 60 rcuscale --impl hazptr,hazptr-unshared --writers 16 --idle-threads 256 --duration-s 2
+
+# rcu-lite: busy reader against liburcu, quick QS, 16 callers against 1.
+run 30 rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s 2
+run 30 rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --fqs-interval-ms 3 --duration-s 3
+for readers in 0 1; do
+    run 30 rcuscale --impl rcu-lite --writers 1 --readers "$readers" --duration-s 2
+    run 30 rcuscale --impl rcu-lite --writers 16 --readers "$readers" --duration-s 2
+done
+run 30 rcuscale --impl rcu-lite --writers 1 --fqs-interval-ms 3 --duration-s 2
+run 30 rcuscale --impl rcu-lite --writers 16 --fqs-interval-ms 3 --duration-s 2
+
+# Locks: the mix (20 threads: slightly oversubscribed on 16 CPUs),
+# twice, and a mix that fits the CPUs.
+for rep in 1 2; do
+    run 60 locktorture --lock qrwlock,parking_lot,std,spin --writers 4 --readers 16 --duration-s 5
+done
+run 60 locktorture --lock qrwlock,parking_lot,std,spin --writers 4 --readers 12 --duration-s 5
+
+# Torture every reclamation scheme at once, with faults.
+run 90 torture --impl all --readers 8 --writers 4 --duration-s 30 --faults
+
+# The real targeted membarrier with CPUs to target.
+run 30 membarrier --mode real --cpus 16 --callers 16 --duration-s 3
+run 60 membarrier --mode threaded --cpus 8 --callers 8 --policy global --duration-s 2
+run 60 membarrier --mode threaded --cpus 8 --callers 8 --policy per-cpu --duration-s 2
+echo "### done" >> "$log"
