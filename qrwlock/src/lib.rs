@@ -39,8 +39,9 @@
 //!   inside leave.
 //! - **The queue is FIFO.** Threads that do not get the lock at once (a reader
 //!   that finds a writer inside or waiting, a writer that finds the lock held
-//!   or contended) join one queue and reach the front in arrival order. Readers
-//!   that reach the front one after another enter together.
+//!   or contended) join one queue and reach the front in arrival order. A
+//!   reader at the front admits every reader queued directly behind it, so
+//!   consecutive queued readers enter together.
 //! - **The fast paths are not queued.** A reader that finds no writer inside
 //!   or waiting enters at once, even if threads are queued (a writer queued
 //!   behind the front has not set the waiting bit yet); a writer that finds the

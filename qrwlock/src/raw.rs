@@ -22,8 +22,10 @@
 //!
 //! - Reader fast path: add [`READER_BIAS`]; if no writer bit was set, done.
 //!   Otherwise (slow path) take the bias back, join the wait queue, add it
-//!   again at the front, wait until [`WRITER_LOCKED`] clears, and hand the
-//!   queue on: the readers queued behind follow at once, each adding its bias.
+//!   again at the front, wait until [`WRITER_LOCKED`] clears, then count in
+//!   and admit every reader queued directly behind, and hand the queue to the
+//!   first writer after them. (The kernel hands the queue from reader to
+//!   reader, each adding its own bias; see `wait_queue` for why not here.)
 //! - Writer fast path: CAS 0 -> [`WRITER_LOCKED`]. Slow path: join the queue;
 //!   at the front, set [`WRITER_WAITING`], so that new fast-path readers fail
 //!   and queue behind this writer; wait for the word to be exactly
@@ -39,7 +41,7 @@
 
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait;
-use crate::wait_queue::{QNode, WaitQueue};
+use crate::wait_queue::{Entry, QNode, WaitQueue};
 
 /// The writer-locked byte (`_QW_LOCKED`). Invariant: either all its bits are
 /// set (one writer holds the lock and no reader does) or none is. A whole
@@ -310,8 +312,14 @@ impl RawQRwLock {
         if cnts & READER_OVERFLOW != 0 {
             reader_overflow();
         }
-        let node = QNode::new();
-        self.wait_queue.lock(&node);
+        let node = QNode::new(false);
+        if self.wait_queue.lock(&node) == Entry::Admitted {
+            // The reader ahead of us counted us in while inside itself (so no
+            // writer holds the lock) and granted us with a Release store our
+            // wait read with Acquire: the last writer's section happens
+            // before ours.
+            return;
+        }
         // At the front: count ourselves again. No writer can set WAITING now
         // (only the front does), and a writer's fast-path CAS from zero fails
         // from here on. Relaxed: the acquire is the wait's.
@@ -326,17 +334,23 @@ impl RawQRwLock {
             // clear it so later unlocks do not issue a pointless wake.
             self.cnts.fetch_and(!HEAD_SLEEPING, Ordering::Relaxed);
         }
-        // Let the next queued thread come to the front; readers behind us
-        // enter right away.
-        self.wait_queue.unlock(&node);
+        // Admit the readers queued right behind us (we are inside, so no
+        // writer can be), and hand the queue to the first writer after them.
+        self.wait_queue.unlock_admitting_readers(&node, || {
+            // Relaxed: the admitted reader's acquire is its grant's (see the
+            // admitted branch above). No overflow check: admitted readers are
+            // threads waiting in the queue, far fewer than the count allows.
+            self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+        });
     }
 
     /// `queued_write_lock_slowpath()`.
     #[cold]
     #[inline(never)]
     fn write_lock_slow(&self) {
-        let node = QNode::new();
-        self.wait_queue.lock(&node);
+        let node = QNode::new(true);
+        let entry = self.wait_queue.lock(&node);
+        debug_assert_eq!(entry, Entry::Front, "writers are never admitted");
         // At the front. Take the lock directly if it is free.
         if self.cnts.load(Ordering::Relaxed) == 0
             && self

@@ -129,6 +129,62 @@ fn two_readers_and_a_writer() {
     });
 }
 
+/// Two readers queue behind a writer that holds the lock; the first to reach
+/// the front admits the other. Both must see the writer's value (the admitted
+/// one through the front's grant), none may overlap the writer, and the lock
+/// must end empty: the bias the front added for the other is removed by that
+/// reader's own unlock.
+#[test]
+fn readers_queued_behind_a_writer_are_admitted() {
+    loom::model(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let locked = locked.clone();
+                thread::spawn(move || locked.read())
+            })
+            .collect();
+        // SAFETY: write-locked above.
+        locked.value.with_mut(|v| unsafe { *v = 7 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.write_unlock() };
+        for r in readers {
+            assert_eq!(r.join().unwrap(), 7);
+        }
+        assert!(!locked.lock.is_locked());
+        assert!(locked.lock.try_write_lock(), "nothing left in the word");
+    });
+}
+
+/// A reader and a writer queue behind a writer; the reader, if it reaches
+/// the front first, must not admit the writer, and the writer must not enter
+/// while the reader is inside.
+#[test]
+fn a_front_reader_admits_readers_only() {
+    loom::model(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let r = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        let w = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        // SAFETY: write-locked above.
+        locked.value.with_mut(|v| unsafe { *v = 10 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.write_unlock() };
+        w.join().unwrap();
+        let seen = r.join().unwrap();
+        assert!(seen == 10 || seen == 11, "reader saw {seen}");
+        assert_eq!(locked.value_after_join(), 11);
+        assert!(!locked.lock.is_locked());
+    });
+}
+
 #[test]
 fn three_writers_queue() {
     loom::model(|| {
