@@ -19,7 +19,7 @@ pub const HANG_LIMIT: Duration = Duration::from_secs(20);
 /// Runs `misuse` on a fresh thread and returns its panic message.
 pub fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> String {
     let (tx, rx) = mpsc::channel();
-    thread::Builder::new()
+    let misuse_thread = thread::Builder::new()
         .name(format!("misuse: {what}"))
         .spawn(move || {
             let outcome = catch_unwind(AssertUnwindSafe(misuse));
@@ -33,7 +33,15 @@ pub fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> S
             let _ = tx.send(message);
         })
         .expect("spawn the misuse thread");
-    match rx.recv_timeout(HANG_LIMIT) {
+    let outcome = rx.recv_timeout(HANG_LIMIT);
+    if outcome.is_ok() {
+        // It has sent its outcome and is exiting: join it, so that no thread
+        // outlives the test (miri reports one that does).
+        misuse_thread
+            .join()
+            .expect("the misuse thread catches its panic");
+    }
+    match outcome {
         Ok(Some(message)) => message,
         Ok(None) => panic!("{what}: returned normally instead of panicking"),
         Err(_) => {

@@ -35,6 +35,10 @@ impl<T> std::ops::Deref for Padded<T> {
 /// not running because the CPUs were busy with other threads (the second field
 /// of `/proc/thread-self/schedstat`). `None` where the kernel does not keep it.
 pub fn thread_runqueue_wait() -> Option<Duration> {
+    if cfg!(miri) {
+        // No file system under miri's isolation.
+        return None;
+    }
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let wait_ns: u64 = stat.split_whitespace().nth(1)?.parse().ok()?;
     Some(Duration::from_nanos(wait_ns))

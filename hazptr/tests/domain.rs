@@ -127,20 +127,28 @@ fn synchronize_waits_for_a_guard_held_in_another_thread() {
 #[test]
 fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
     // Eight callers wait for an address a reader holds for longer than a
-    // waiter spins and yields (so they sleep, and the scanner thread drives
-    // for them), while eight others synchronize unprotected addresses in a
-    // loop: those must keep finishing, the held ones must not.
+    // waiter spins (so they sleep, and the scanner thread drives for them),
+    // while eight others synchronize unprotected addresses in a loop: those
+    // must keep finishing while the guard is held, the held ones must not.
     for domain in domains() {
         let shared = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
         let protected = Barrier::new(2);
         let releasing = AtomicBool::new(false);
         let passes = AtomicUsize::new(0);
+        let passes_while_held = AtomicUsize::new(0);
         let old = std::thread::scope(|s| {
             s.spawn(|| {
                 let mut guard = domain.guard();
                 let p = guard.protect_ptr(&shared);
                 protected.wait();
-                std::thread::sleep(Duration::from_millis(80));
+                // Hold the guard until the free callers got through 8 calls
+                // (bounded, so a stuck run fails below instead of hanging).
+                let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                std::thread::sleep(Duration::from_millis(20));
+                while passes.load(Relaxed) < 8 && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                passes_while_held.store(passes.load(Relaxed), Relaxed);
                 // SAFETY: still protected: no caller can have returned.
                 assert_eq!(unsafe { *p }, 5);
                 releasing.store(true, SeqCst);
@@ -171,7 +179,7 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
             old
         });
         assert!(
-            passes.load(Relaxed) >= 8,
+            passes_while_held.load(Relaxed) >= 8,
             "callers of unprotected addresses were held up by a protected one ({domain:?})"
         );
         // SAFETY: unpublished and synchronized by all the callers above.
