@@ -95,11 +95,12 @@ run_miri() {
     # its libc backend, whose futex calls miri implements.
     miri_run membarrier-sim "" -p membarrier-sim
     miri_run qrwlock "" -p qrwlock
-    miri_run "hazptr tests" "" -p hazptr --lib --tests
+    miri_run "hazptr tests" "" -p hazptr --lib --test domain --test no_alloc
     # A thread still running when main returns is a leak to miri. These run
     # until exit by design (like liburcu's call_rcu thread), so leak checking
     # is off where they start; the valgrind phase checks leaks instead.
-    echo "   hazptr doc tests: -Zmiri-ignore-leaks (they use the global domain, whose scanner thread runs until exit)"
+    echo "   hazptr misuse and doc tests: -Zmiri-ignore-leaks (they use the global domain, whose scanner thread runs until exit)"
+    miri_run "hazptr misuse" "-Zmiri-ignore-leaks" -p hazptr --test misuse
     miri_run "hazptr doc" "-Zmiri-ignore-leaks" -p hazptr --doc
     echo "   rcu-lite: -Zmiri-ignore-leaks (the call_rcu worker thread runs until exit)"
     miri_run rcu-lite "-Zmiri-ignore-leaks" -p rcu-lite
@@ -142,6 +143,12 @@ run_tsan() {
     # synchronization, and it takes no part in torture or locktorture, so the
     # instrumented build leaves it out.
     echo "   excluded: the liburcu peers (uninstrumented C; not in torture or locktorture)"
+    # seize and haphazard order their readers against reclamation with
+    # standalone fences (seize's Collector::traverse, haphazard's asymmetric
+    # barrier), which TSan does not model: a run that includes them reports
+    # races inside their code (21 in one 5 s run, none in this workspace's
+    # crates). They are tortured, without TSan, by every other run.
+    echo "   excluded from TSan torture: the seize and haphazard peers (standalone fences TSan does not model; its reports land in their code)"
     t0=$(date +%s)
     echo "-- tsan: building syncbench (-Zsanitizer=thread -Zbuild-std, --cfg syncprims_tsan; log: $logs/tsan-build.log)"
     RUSTFLAGS="-Zsanitizer=thread --cfg syncprims_tsan" CARGO_TARGET_DIR=target/tsan \
@@ -151,7 +158,8 @@ run_tsan() {
     record "tsan build" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "exit $rc" $(($(date +%s) - t0))
     [ $rc -eq 0 ] || return
     tsan_bin="target/tsan/$host/release/syncbench"
-    tsan_run torture torture --impl all --duration-s "$d"
+    tsan_run torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock,crossbeam-epoch \
+        --duration-s "$d"
     tsan_run torture-slow-path torture --impl hazptr --slow-path --duration-s "$d"
     tsan_run locktorture locktorture --lock all --writers 2 --readers 4 --duration-s "$d"
 }
