@@ -111,8 +111,9 @@ impl Config {
     pub const WRITE_HOLD: Duration = Duration::from_micros(2);
     /// See [`Config::WRITE_HOLD`].
     pub const READ_HOLD: Duration = Duration::from_micros(10);
-    /// The default [`Config::stall_limit`].
-    pub const STALL_LIMIT: Duration = Duration::from_secs(20);
+    /// The default [`Config::stall_limit`] (ten minutes under miri, as for
+    /// torture).
+    pub const STALL_LIMIT: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 20 });
 }
 
 /// Acquisition counts of one side (writers or readers).

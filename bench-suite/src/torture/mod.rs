@@ -123,8 +123,10 @@ pub struct Config {
 
 impl Config {
     /// The default [`Config::stall_limit`]: far above the longest injected
-    /// stall and any scheduling delay on a loaded machine.
-    pub const STALL_LIMIT: Duration = Duration::from_secs(20);
+    /// stall and any scheduling delay on a loaded machine (and ten minutes
+    /// under miri, which interprets every instruction: a 300 ms stall plus
+    /// the writers catching up takes minutes there).
+    pub const STALL_LIMIT: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 20 });
 }
 
 /// How [`torture_all`] shares the run among several implementations.
