@@ -402,6 +402,7 @@ impl Arena {
             self.lock.write_section(&mut section);
             self.write_counts[me].fetch_add(1, Relaxed);
         }
+        // Relaxed: read after this thread is joined (the join orders it).
         self.write_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
@@ -416,6 +417,7 @@ impl Arena {
             self.lock.read_section(&mut section);
             self.read_counts[me].fetch_add(1, Relaxed);
         }
+        // Relaxed: as for the writers.
         self.read_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
