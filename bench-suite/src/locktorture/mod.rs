@@ -650,22 +650,27 @@ mod tests {
         assert_eq!(ServedRate::of(&counts, &ns), None);
     }
 
-    #[test]
-    fn locktorture_reports_served_rates_where_schedstat_exists() {
-        let imp = implementations()
-            .iter()
-            .find(|i| i.name == "parking_lot")
-            .expect("the parking_lot peer");
-        let config = Config {
-            writers: 1,
-            readers: 2,
+    /// A 200 ms run with the kernel's hold times and no faults.
+    fn kernel_delays(writers: usize, readers: usize) -> Config {
+        Config {
+            writers,
+            readers,
             duration: Duration::from_millis(200),
             stat_interval: None,
             write_hold: Config::WRITE_HOLD,
             read_hold: Config::READ_HOLD,
             faults: false,
             stall_limit: Config::STALL_LIMIT,
-        };
+        }
+    }
+
+    #[test]
+    fn locktorture_reports_served_rates_where_schedstat_exists() {
+        let imp = implementations()
+            .iter()
+            .find(|i| i.name == "parking_lot")
+            .expect("the parking_lot peer");
+        let config = kernel_delays(1, 2);
         let outcome = torture(imp, config, &mut Progress::new(1, "test"), None).expect("no I/O");
         if crate::delay::thread_runqueue_wait().is_none() {
             assert_eq!(outcome.writes_served_per_ms, None);
@@ -839,16 +844,7 @@ mod tests {
 
     #[test]
     fn peers_exclude_and_count() {
-        let config = Config {
-            writers: 2,
-            readers: 2,
-            duration: Duration::from_millis(200),
-            stat_interval: None,
-            write_hold: Config::WRITE_HOLD,
-            read_hold: Config::READ_HOLD,
-            faults: false,
-            stall_limit: Config::STALL_LIMIT,
-        };
+        let config = kernel_delays(2, 2);
         let mut progress = Progress::new(1, "test");
         for imp in implementations() {
             let o = torture(imp, config, &mut progress, None).unwrap();
