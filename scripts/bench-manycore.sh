@@ -49,7 +49,9 @@ run 60 rcuscale --impl hazptr,hazptr-unshared --writers 16 --idle-threads 256 --
 
 # rcu-lite: busy reader against liburcu, quick QS, 16 callers against 1.
 run 30 rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s 2
-run 30 rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --fqs-interval-ms 3 --duration-s 3
+for rep in 1 2 3 4 5; do
+    run 10 rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --fqs-interval-ms 3 --waits 100
+done
 for readers in 0 1; do
     run 30 rcuscale --impl rcu-lite --writers 1 --readers "$readers" --duration-s 2
     run 30 rcuscale --impl rcu-lite --writers 16 --readers "$readers" --duration-s 2

@@ -135,6 +135,11 @@ pub struct RcuscaleArgs {
     /// Seconds each implementation runs.
     #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
     pub duration_s: f64,
+    /// Instead of running for --duration-s, each writer waits this many times
+    /// (the seed's quick-QS table: 100 synchronize_rcu() calls a run). Compare
+    /// latency maxima only over equal counts.
+    #[arg(long, conflicts_with = "duration_s", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub waits: Option<u64>,
     /// Kernel-like fixed force-quiescent-state interval in milliseconds (the
     /// kernel's is 3). Affects rcu-lite and rcu-lite-noqs only; without it they
     /// scan adaptively. Other implementations ignore it.
@@ -387,6 +392,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 readers: args.readers as usize,
                 idle_threads: args.idle_threads as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
+                waits_per_writer: args.waits,
             };
             let options = rcuscale::Options {
                 fqs_interval: args

@@ -590,6 +590,43 @@ fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
 }
 
 #[test]
+fn rcuscale_waits_runs_a_fixed_number_of_waits_per_writer() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,rcu-lite",
+        "--writers",
+        "2",
+        "--readers",
+        "1",
+        "--waits",
+        "7",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["gps"].as_u64(), Some(14), "{row}");
+        // The run lasts as long as the waits: per-GP time is at least the
+        // mean latency divided by the writers.
+        let per_gp = row["per_gp_us"].as_f64().unwrap();
+        let mean = row["latency_us"]["mean"].as_f64().unwrap();
+        assert!(per_gp >= mean / 2.0 * 0.99, "{row}");
+    }
+    let out = syncbench(&["rcuscale", "--waits", "5", "--duration-s", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+    for bad in ["0", "-3", "x"] {
+        let out = syncbench(&["rcuscale", "--waits", bad]);
+        assert_eq!(out.status.code(), Some(2), "--waits {bad}");
+    }
+}
+
+#[test]
 fn torture_finds_no_errors_in_rcu_lite() {
     let out = syncbench(&[
         "torture",

@@ -84,8 +84,13 @@ pub struct Config {
     pub readers: usize,
     /// Registered, idle reader threads (see [`GracePeriod::idle_until`]).
     pub idle_threads: usize,
-    /// How long each implementation runs.
+    /// How long each implementation runs (unless `waits_per_writer` is set).
     pub duration: Duration,
+    /// Each writer stops after this many waits, and the run lasts as long as
+    /// they take. Latency maxima of two implementations compare fairly only
+    /// over equal sample counts: in a fixed duration the faster one collects
+    /// more samples, and with them more chances to meet a scheduling hiccup.
+    pub waits_per_writer: Option<u64>,
 }
 
 /// Latency figures in microseconds.
@@ -179,29 +184,46 @@ pub fn measure_with(
                 s.spawn(move || {
                     let mut samples = Vec::with_capacity(1 << 14);
                     start.wait();
-                    while !stop.load(Relaxed) {
+                    let limit = config.waits_per_writer.unwrap_or(u64::MAX);
+                    let first = Instant::now();
+                    let mut last = first;
+                    while (samples.len() as u64) < limit && !stop.load(Relaxed) {
                         let t = Instant::now();
                         primitive.update_and_wait(w);
-                        samples.push(t.elapsed().as_nanos() as f64 / 1000.0);
+                        last = Instant::now();
+                        samples.push((last - t).as_nanos() as f64 / 1000.0);
                     }
-                    samples
+                    (samples, first, last)
                 })
             })
             .collect();
         start.wait();
         let began = Instant::now();
-        while began.elapsed() < config.duration {
-            let left = config.duration.saturating_sub(began.elapsed());
-            std::thread::sleep(left.min(Duration::from_millis(100)));
-            progress.set_position(base + began.elapsed().as_millis() as u64);
+        if config.waits_per_writer.is_none() {
+            while began.elapsed() < config.duration {
+                let left = config.duration.saturating_sub(began.elapsed());
+                std::thread::sleep(left.min(Duration::from_millis(100)));
+                progress.set_position(base + began.elapsed().as_millis() as u64);
+            }
+            stop.store(true, Relaxed);
         }
+        // The clock runs from the first writer's first wait to the last
+        // writer's last return, as the writers saw them: this thread may get
+        // a CPU only well after they started (and with --waits, after they
+        // finished).
+        let mut samples = Vec::new();
+        let mut span: Option<(Instant, Instant)> = None;
+        for h in writers {
+            let (mine, first, last) = h.join().expect("writer panicked");
+            samples.extend(mine);
+            span = Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
+        }
+        let elapsed = span.map_or(Duration::ZERO, |(a, b)| b - a);
         stop.store(true, Relaxed);
-        let samples: Vec<f64> = writers
-            .into_iter()
-            .flat_map(|h| h.join().expect("writer panicked"))
-            .collect();
-        // The clock stops when the last writer's last wait returns.
-        let elapsed = began.elapsed();
+        if config.waits_per_writer.is_some() {
+            // The bar counts each implementation as `duration` either way.
+            progress.set_position(base + config.duration.as_millis() as u64);
+        }
         let reads: u64 = readers
             .into_iter()
             .map(|h| h.join().expect("reader panicked"))

@@ -11,7 +11,7 @@ pub mod plots;
 
 use crate::machine::Machine;
 use crate::progress::Progress;
-use crate::{locktorture, membarrier, rcuscale, refscale, torture};
+use crate::{locktorture, membarrier, rcuscale, refscale, stats, torture};
 use document::{Document, Section, Table};
 use plots::Series;
 use serde::Serialize;
@@ -76,11 +76,12 @@ impl Profile {
         }
     }
 
-    /// How long each side of the quick-QS comparison runs.
-    fn quick_qs_duration(self) -> Duration {
+    /// Runs of [`QUICK_QS_WAITS`] waits each side of the quick-QS comparison
+    /// gets, alternating (the seed's table: 10 runs).
+    fn quick_qs_runs(self) -> usize {
         match self {
-            Profile::Quick => Duration::from_secs(2),
-            Profile::Full => Duration::from_secs(6),
+            Profile::Quick => 5,
+            Profile::Full => 10,
         }
     }
 
@@ -165,7 +166,8 @@ pub struct Results {
     /// reclamation: bulk freeing from a background thread.
     pub deferred_free: Vec<torture::Outcome>,
     /// Synchronize latency with the driver's quick quiescent state on and off,
-    /// fixed-interval FQS ([`QUICK_QS_FQS`]), one writer, no readers.
+    /// fixed-interval FQS ([`QUICK_QS_FQS`]), one writer, no readers: runs of
+    /// [`QUICK_QS_WAITS`] waits, alternating between the two.
     pub quick_qs: Vec<rcuscale::Outcome>,
     /// Simulated targeted membarrier: per-CPU vs global mutex across CPU counts.
     pub membarrier_sweep: Vec<membarrier::SweepRow>,
@@ -177,6 +179,9 @@ pub const QUICK_QS_FQS: Duration = Duration::from_millis(3);
 
 /// The implementations the quick-QS comparison runs: switch on, switch off.
 pub const QUICK_QS_PAIR: [&str; 2] = ["rcu-lite", "rcu-lite-noqs"];
+
+/// `synchronize_rcu()` calls per quick-QS run, as in the seed's table.
+pub const QUICK_QS_WAITS: u64 = 100;
 
 impl Results {
     /// Whether any torture run saw an exclusion failure.
@@ -262,7 +267,7 @@ pub fn measure(profile: Profile) -> Results {
     let units = profile.refscale_threads().len() * readers.len()
         + mixes.len() * locks.len()
         + profile.rcuscale_mixes().len() * waiters.len()
-        + quick_qs.len()
+        + profile.quick_qs_runs() * quick_qs.len()
         + sweep_units
         + 2 * tortured.len();
     let mut progress = Progress::new(units as u64, "report");
@@ -308,6 +313,7 @@ pub fn measure(profile: Profile) -> Results {
             readers,
             idle_threads,
             duration: profile.rcuscale_duration(),
+            waits_per_writer: None,
         };
         for imp in &waiters {
             let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
@@ -322,21 +328,27 @@ pub fn measure(profile: Profile) -> Results {
         writers: 1,
         readers: 0,
         idle_threads: 0,
-        duration: profile.quick_qs_duration(),
+        // Only sizes the (hidden) progress bar: the runs count waits.
+        duration: QUICK_QS_FQS * QUICK_QS_WAITS as u32,
+        waits_per_writer: Some(QUICK_QS_WAITS),
     };
     let qs_options = rcuscale::Options {
         fqs_interval: Some(QUICK_QS_FQS),
     };
-    for imp in &quick_qs {
-        let mut quiet = Progress::new(qs_config.duration.as_millis() as u64, imp.name);
-        quick_qs_out.push(rcuscale::measure_with(
-            imp,
-            qs_config,
-            &qs_options,
-            &mut quiet,
-        ));
-        progress.set_label(imp.name);
-        progress.inc(1);
+    // Alternating on, off, on, ...: a slow stretch of the machine falls on
+    // both sides rather than on one.
+    for _ in 0..profile.quick_qs_runs() {
+        for imp in &quick_qs {
+            let mut quiet = Progress::new(qs_config.duration.as_millis() as u64, imp.name);
+            quick_qs_out.push(rcuscale::measure_with(
+                imp,
+                qs_config,
+                &qs_options,
+                &mut quiet,
+            ));
+            progress.set_label(imp.name);
+            progress.inc(1);
+        }
     }
 
     let sweep_args = membarrier::MembarrierArgs::for_sweep(profile.membarrier_sim_seconds());
@@ -411,6 +423,42 @@ pub fn document(results: &Results) -> Document {
     doc
 }
 
+/// One side of the quick-QS comparison over all its runs.
+struct QuickQsSide {
+    name: String,
+    runs: usize,
+    waits: u64,
+    /// Mean of the runs' means (= the mean of all waits: the runs are equal).
+    mean: f64,
+    /// Median over runs of each run's p99.
+    p99: f64,
+    /// Median over runs of each run's maximum.
+    run_max: f64,
+    /// The largest wait of all runs (the seed's "max").
+    max: f64,
+}
+
+impl QuickQsSide {
+    fn of(name: &str, outcomes: &[rcuscale::Outcome]) -> Option<QuickQsSide> {
+        let runs: Vec<_> = outcomes.iter().filter(|o| o.name == name).collect();
+        if runs.is_empty() {
+            return None;
+        }
+        let each = |f: fn(&rcuscale::Latency) -> f64| -> Vec<f64> {
+            runs.iter().map(|o| f(&o.latency_us)).collect()
+        };
+        Some(QuickQsSide {
+            name: name.to_owned(),
+            runs: runs.len(),
+            waits: runs.iter().map(|o| o.gps).sum(),
+            mean: stats::mean(&each(|l| l.mean)),
+            p99: stats::median(&each(|l| l.p99)),
+            run_max: stats::median(&each(|l| l.max)),
+            max: each(|l| l.max).into_iter().fold(f64::NAN, f64::max),
+        })
+    }
+}
+
 fn quick_qs_section(results: &Results) -> Section {
     let mut section =
         Section::new("Synchronize latency with quick quiescent-state reporting on and off");
@@ -418,61 +466,55 @@ fn quick_qs_section(results: &Results) -> Section {
         "One writer, no readers (an idle system), fixed-interval force-quiescent-state scans every {} ms as \
          the kernel paces them. `{}` reports the grace-period driver's own quiescent state at the end of \
          init (the seed's patch); `{}` credits the driver only after it passes one, so an idle grace period \
-         needs a second FQS wait. The seed measured mean 0.62x and max 0.40x.",
+         needs a second FQS wait. As in the seed, each run is {} `synchronize_rcu()` calls, and the two \
+         sides alternate run by run; *max* is the largest wait of all runs (the seed's figure), *run max* the \
+         median over runs of each run's largest. The seed measured mean 0.62x and max 0.40x.",
         QUICK_QS_FQS.as_millis(),
         QUICK_QS_PAIR[0],
-        QUICK_QS_PAIR[1]
+        QUICK_QS_PAIR[1],
+        QUICK_QS_WAITS,
     ));
+    let sides: Vec<_> = QUICK_QS_PAIR
+        .iter()
+        .filter_map(|name| QuickQsSide::of(name, &results.quick_qs))
+        .collect();
     let mut table = Table::new(&[
         "implementation",
+        "runs>",
         "waits>",
         "mean us>",
-        "p50 us>",
         "p99 us>",
+        "run max us>",
         "max us>",
     ]);
-    for o in &results.quick_qs {
-        let l = o.latency_us;
+    for side in &sides {
         table.row(vec![
-            o.name.clone(),
-            o.gps.to_string(),
-            format!("{:.0}", l.mean),
-            format!("{:.0}", l.p50),
-            format!("{:.0}", l.p99),
-            format!("{:.0}", l.max),
+            side.name.clone(),
+            side.runs.to_string(),
+            side.waits.to_string(),
+            format!("{:.0}", side.mean),
+            format!("{:.0}", side.p99),
+            format!("{:.0}", side.run_max),
+            format!("{:.0}", side.max),
         ]);
     }
     section.table(table);
-    let find = |name: &str| results.quick_qs.iter().find(|o| o.name == name);
-    if let (Some(on), Some(off)) = (find(QUICK_QS_PAIR[0]), find(QUICK_QS_PAIR[1])) {
+    if let [on, off] = &sides[..] {
         section.paragraph(format!(
-            "On/off: mean {:.2}x, max {:.2}x.",
-            on.latency_us.mean / off.latency_us.mean,
-            on.latency_us.max / off.latency_us.max
+            "On/off: mean {:.2}x, max {:.2}x, run max {:.2}x.",
+            on.mean / off.mean,
+            on.max / off.max,
+            on.run_max / off.run_max
         ));
         let categories = vec![on.name.clone(), off.name.clone()];
+        let bars = |label: &str, f: fn(&QuickQsSide) -> f64| {
+            Series::bars(label, vec![Some(f(on) / 1000.0), Some(f(off) / 1000.0)])
+        };
         let series = vec![
-            Series::bars(
-                "mean",
-                vec![
-                    Some(on.latency_us.mean / 1000.0),
-                    Some(off.latency_us.mean / 1000.0),
-                ],
-            ),
-            Series::bars(
-                "p99",
-                vec![
-                    Some(on.latency_us.p99 / 1000.0),
-                    Some(off.latency_us.p99 / 1000.0),
-                ],
-            ),
-            Series::bars(
-                "max",
-                vec![
-                    Some(on.latency_us.max / 1000.0),
-                    Some(off.latency_us.max / 1000.0),
-                ],
-            ),
+            bars("mean", |s| s.mean),
+            bars("p99", |s| s.p99),
+            bars("run max", |s| s.run_max),
+            bars("max", |s| s.max),
         ];
         section.plot(
             "plots/quick-qs.svg",
@@ -1010,45 +1052,38 @@ pub(crate) mod tests {
                 failure: None,
             }],
             deferred_free: Vec::new(),
+            // Two runs a side, alternating as the report runs them.
             quick_qs: vec![
-                rcuscale::Outcome {
-                    name: "rcu-lite".into(),
-                    writers: 1,
-                    readers: 0,
-                    idle_threads: 0,
-                    gps: 300,
-                    per_gp_us: 3000.0,
-                    latency_us: rcuscale::Latency {
-                        mean: 3100.0,
-                        p50: 3050.0,
-                        p99: 3900.0,
-                        max: 4000.0,
-                    },
-                    reads: 0,
-                    duration_s: 1.0,
-                },
-                rcuscale::Outcome {
-                    name: "rcu-lite-noqs".into(),
-                    writers: 1,
-                    readers: 0,
-                    idle_threads: 0,
-                    gps: 160,
-                    per_gp_us: 6000.0,
-                    latency_us: rcuscale::Latency {
-                        mean: 6200.0,
-                        p50: 6100.0,
-                        p99: 7900.0,
-                        max: 10000.0,
-                    },
-                    reads: 0,
-                    duration_s: 1.0,
-                },
+                quick_qs_run("rcu-lite", 3100.0, 3200.0, 3300.0),
+                quick_qs_run("rcu-lite-noqs", 6200.0, 6400.0, 6600.0),
+                quick_qs_run("rcu-lite", 3120.0, 3250.0, 4000.0),
+                quick_qs_run("rcu-lite-noqs", 6240.0, 6500.0, 10000.0),
             ],
             membarrier_sweep: membarrier::sweep_rows(
                 &membarrier::MembarrierArgs::for_sweep(0.02),
                 &mut Progress::new(1, "test"),
             )
             .unwrap(),
+        }
+    }
+
+    /// One quick-QS run of 100 waits.
+    fn quick_qs_run(name: &str, mean: f64, p99: f64, max: f64) -> rcuscale::Outcome {
+        rcuscale::Outcome {
+            name: name.into(),
+            writers: 1,
+            readers: 0,
+            idle_threads: 0,
+            gps: 100,
+            per_gp_us: mean,
+            latency_us: rcuscale::Latency {
+                mean,
+                p50: mean,
+                p99,
+                max,
+            },
+            reads: 0,
+            duration_s: mean * 100.0 / 1e6,
         }
     }
 
@@ -1073,7 +1108,20 @@ pub(crate) mod tests {
             md.contains("| tortured | 4 | 2 | 100 | 50 | 7 | 0 |"),
             "{md}"
         );
-        assert!(md.contains("On/off: mean 0.50x, max 0.40x."), "{md}");
+        // Mean of the run means, median of the run p99s and maxima, largest
+        // of all.
+        assert!(
+            md.contains("| rcu-lite | 2 | 200 | 3110 | 3225 | 3650 | 4000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| rcu-lite-noqs | 2 | 200 | 6220 | 6450 | 8300 | 10000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("On/off: mean 0.50x, max 0.40x, run max 0.44x."),
+            "{md}"
+        );
         let sweep_rows =
             md.matches("\n| 8 | 200 |").count() + md.matches("\n| 384 | 9600 |").count();
         assert_eq!(sweep_rows, 2, "{md}");
