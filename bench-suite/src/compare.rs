@@ -154,7 +154,14 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                     _ => collect_figures(name, v, &mut figures),
                 }
             }
-            let key = format!("{section} {}", identity.join(" "));
+            let mut key = format!("{section} {}", identity.join(" "));
+            // Repeated runs of one configuration (the report's quick-QS runs)
+            // are told apart by their order: the second is `run=2`, ...
+            let mut run = 1;
+            while out.contains_key(&key) {
+                run += 1;
+                key = format!("{section} {} run={run}", identity.join(" "));
+            }
             out.insert(key, figures);
         }
     }
@@ -345,6 +352,34 @@ mod tests {
         assert!(
             text.contains("REGRESSION  torture impl=hazptr readers=4 writers=2 errors: 0 -> 1"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn repeated_runs_of_one_configuration_are_compared_run_by_run() {
+        let runs = |a: f64, b: f64| {
+            json!({"quick_qs": [
+                {"impl": "rcu-lite", "writers": 1, "latency_us": {"max": a}},
+                {"impl": "rcu-lite", "writers": 1, "latency_us": {"max": b}},
+            ]})
+        };
+        let flat = flatten(&runs(3.0, 4.0));
+        assert_eq!(flat.len(), 2, "{flat:?}");
+        assert_eq!(
+            flat["quick_qs impl=rcu-lite writers=1"]["latency_us.max"],
+            3.0
+        );
+        assert_eq!(
+            flat["quick_qs impl=rcu-lite writers=1 run=2"]["latency_us.max"],
+            4.0
+        );
+        // Only the second run got slower: one regression, on that run.
+        let c = compare(&runs(3.0, 4.0), &runs(3.0, 8.0), 10.0);
+        assert_eq!(c.regressions(), 1);
+        assert!(
+            c.changes
+                .iter()
+                .any(|ch| ch.regression && ch.measurement.ends_with("run=2"))
         );
     }
 
