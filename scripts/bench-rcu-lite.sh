@@ -20,7 +20,8 @@ lock "$sb" rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --durat
     --json > "$out/busy-reader.json"
 # Quick QS as the seed measured it: runs of 100 synchronize_rcu() calls, on
 # and off alternating (each invocation runs on, then off), ten runs a side.
-for run in $(seq 1 10); do
+qs_runs=10
+for run in $(seq 1 "$qs_runs"); do
     lock "$sb" rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --readers 0 --fqs-interval-ms 3 \
         --waits 100 --json > "$out/quick-qs-$run.json"
 done
@@ -34,8 +35,8 @@ for fqs in adaptive 3; do
     done
 done
 
-python3 - "$out" <<'PY'
-import json, sys
+python3 - "$out" "$qs_runs" <<'PY'
+import json, statistics, sys
 out = sys.argv[1]
 load = lambda name: {r["impl"]: r for r in json.load(open(f"{out}/{name}.json"))}
 ref = load("refscale")
@@ -62,15 +63,15 @@ if "liburcu-memb" in busy:
           f"liburcu-memb mean {b['mean']:.2f} p50 {b['p50']:.2f} max {b['max']:.0f}; "
           f"mean ratio {r:.2f}x goal <= 1.0x {'ok' if r <= 1.0 else 'NOT MET'}")
 
-runs = [load(f"quick-qs-{i}") for i in range(1, 11)]
-print("quick QS, fixed 3 ms FQS, idle, 10 runs of 100 waits a side (us, per run: mean / max):")
+runs = [load(f"quick-qs-{i}") for i in range(1, int(sys.argv[2]) + 1)]
+print(f"quick QS, fixed 3 ms FQS, idle, {len(runs)} runs of 100 waits a side (us, per run: mean / max):")
 side = {}
 for name in ["rcu-lite", "rcu-lite-noqs"]:
     lat = [r[name]["latency_us"] for r in runs]
     print(f"  {name:14} " + "  ".join(f"{l['mean']:.0f}/{l['max']:.0f}" for l in lat))
-    maxima = sorted(l["max"] for l in lat)
-    side[name] = (sum(l["mean"] for l in lat) / len(lat), max(maxima),
-                  (maxima[4] + maxima[5]) / 2)
+    maxima = [l["max"] for l in lat]
+    side[name] = (statistics.mean(l["mean"] for l in lat), max(maxima),
+                  statistics.median(maxima))
 (am, ax, ar), (bm, bx, br) = side["rcu-lite"], side["rcu-lite-noqs"]
 rm, rx, rr = am / bm, ax / bx, ar / br
 print(f"  on/off: mean {am:.0f}/{bm:.0f} = {rm:.2f}x (goal <= 0.65x {'ok' if rm <= 0.65 else 'NOT MET'}); "
