@@ -161,6 +161,9 @@ run_tsan() {
     tsan_run torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock,crossbeam-epoch \
         --duration-s "$d"
     tsan_run torture-slow-path torture --impl hazptr --slow-path --duration-s "$d"
+    # More writers than twice the CPUs: rcu-lite's grace-period worker drives.
+    tsan_run torture-crowd torture --impl rcu-lite-memb,rcu-lite-qsbr --writers 10 \
+        --duration-s "$d"
     tsan_run locktorture locktorture --lock all --writers 2 --readers 4 --duration-s "$d"
 }
 

@@ -22,11 +22,15 @@
 //! them all.
 //!
 //! The caller whose RMW found `DRIVER` clear drives: it runs grace periods until
-//! its own target has completed, then clears `DRIVER`. If `NEED_GP` is set by
-//! then, it wakes one waiter of the next grace period, which takes the `DRIVER`
-//! bit over and drives it. No caller drives more than the grace period it
-//! needs plus the one in progress, so no caller's latency is held hostage by a
-//! steady stream of others. Waiters spin briefly, then sleep on one of two
+//! its own target has completed. If no grace period is needed then, it clears
+//! `DRIVER`. If `NEED_GP` is set, it hands `DRIVER` to the grace-period worker
+//! (`gp_worker.rs`), which drives grace periods back to back for as long as
+//! callers keep asking, then clears `DRIVER` and parks. (If no worker thread
+//! can be started, and under loom, the driver instead clears `DRIVER` and wakes
+//! one waiter of the next grace period, which takes the bit over.) No caller
+//! drives more than the grace period it needs plus the one in progress, so no
+//! caller's latency is held hostage by a steady stream of others. A lone
+//! caller never involves the worker. Waiters spin briefly, then sleep on one of two
 //! `gp_done` eventcounts, chosen by the parity of the grace period they wait
 //! for: a waiter's target is at most two past the last completed grace period,
 //! so the completion of grace period N wakes exactly the callers that waited
@@ -80,12 +84,14 @@
 use crate::callbacks::CallbackQueue;
 use crate::config::{Fqs, GpConfig};
 use crate::futex;
+#[cfg(not(loom))]
+use crate::gp_worker::GpWorker;
 use crate::record::{NEST_BITS, Record, Registry, is_quiescent_for, reader_word};
 use crate::sync::{AtomicU32, AtomicU64, spin_loop};
 use membarrier_sim::fence;
 use std::ptr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool as ConfigBool, AtomicU64 as ConfigU64};
+use std::sync::atomic::{AtomicBool as ConfigBool, AtomicU32 as ConfigU32, AtomicU64 as ConfigU64};
 use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
@@ -115,6 +121,8 @@ const WAITS_FOR_TIMER: u32 = 2;
 const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 /// Checks for completion before a waiting caller sleeps.
 const CALLER_SPINS: u32 = if cfg!(loom) { 1 } else { 50 };
+/// Checks for a caller needing a grace period before the worker parks.
+const WORKER_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 
 /// How many grace periods an engine has started and completed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +136,10 @@ pub struct GpCounts {
     /// only): on an idle system, one per grace period with quick QS, two
     /// without.
     pub fqs_waits: u64,
+    /// Grace periods the grace-period worker drove (the others were driven by
+    /// a caller of `synchronize_rcu()`): the worker takes over while callers
+    /// keep asking for grace periods.
+    pub by_worker: u64,
 }
 
 /// What the read side touches: one read-mostly cache line.
@@ -154,6 +166,11 @@ struct CallerShared {
     gp_done: [AtomicU32; 2],
     /// The highest grace period an expedited caller needs.
     expedite: AtomicU64,
+    /// Callers waiting for a grace period someone else drives: how crowded
+    /// `synchronize_rcu()` is, which decides whether the worker takes over. A
+    /// heuristic, not a synchronization variable: a plain `std` atomic even
+    /// under loom.
+    waiting: ConfigU32,
 }
 
 /// One flavor's grace-period engine, its registry and its callback queue.
@@ -168,6 +185,15 @@ pub(crate) struct Engine {
     fqs_interval_ns: ConfigU64,
     /// Fixed-interval FQS waits so far (statistics).
     fqs_waits: ConfigU64,
+    /// Grace periods the worker drove (statistics).
+    worker_gps: ConfigU64,
+    /// The thread that takes `DRIVER` over from callers under contention.
+    #[cfg(not(loom))]
+    gp_worker: GpWorker,
+    /// What the worker passes as its own record when it drives: registered
+    /// nowhere, so no scan skips or waits for anything on its account.
+    #[cfg(not(loom))]
+    worker_record: Record,
     /// `call_rcu()` callbacks waiting for a grace period.
     pub(crate) callbacks: CallbackQueue,
 }
@@ -186,11 +212,17 @@ impl Engine {
                     completed: AtomicU64::new(0),
                     gp_done: [AtomicU32::new(0), AtomicU32::new(0)],
                     expedite: AtomicU64::new(0),
+                    waiting: ConfigU32::new(0),
                 },
                 registry: Registry::new(),
                 quick_qs: ConfigBool::new(GpConfig::DEFAULT.quick_qs),
                 fqs_interval_ns: ConfigU64::new(0),
                 fqs_waits: ConfigU64::new(0),
+                worker_gps: ConfigU64::new(0),
+                #[cfg(not(loom))]
+                gp_worker: GpWorker::new(),
+                #[cfg(not(loom))]
+                worker_record: Record::placeholder(),
                 callbacks: CallbackQueue::new(),
             }
         }
@@ -238,6 +270,7 @@ impl Engine {
             started: started.max(completed),
             completed,
             fqs_waits: self.fqs_waits.load(Relaxed),
+            by_worker: self.worker_gps.load(Relaxed),
         }
     }
 
@@ -272,7 +305,7 @@ impl Engine {
     /// `synchronize_rcu()`: returns once a full grace period has elapsed since
     /// the call. `own` is the calling thread's record, outside every section
     /// (the flavor checked). Its updates before the call are covered.
-    pub(crate) fn synchronize(&self, own: &'static Record, expedited: bool) {
+    pub(crate) fn synchronize(&'static self, own: &'static Record, expedited: bool) {
         // AcqRel: the Release half publishes this caller's earlier updates to
         // the driver that starts our grace period (its CAS in `drive` reads this
         // RMW or a later one); see the module docs.
@@ -303,13 +336,17 @@ impl Engine {
     }
 
     /// Runs grace periods until `target` has completed, then gives up the
-    /// `DRIVER` bit (handing it to a waiter if anyone still needs one).
-    fn drive(&self, target: u64, own: &'static Record) {
+    /// `DRIVER` bit: to the worker if a grace period is needed, else clears
+    /// it (waking a waiter to take it if one turned out to be needed).
+    fn drive(&'static self, target: u64, own: &'static Record) {
         loop {
             let state = self.callers.gp_state.load(Acquire);
             // Relaxed: only the driver (us) stores `completed`.
             let completed = self.callers.completed.load(Relaxed);
             if completed >= target {
+                if state & NEED_GP != 0 && self.crowded() && self.hand_over_to_worker(own) {
+                    return;
+                }
                 let old = self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
                 if old & NEED_GP != 0 {
                     // Someone needs a grace period that has not started (the
@@ -331,14 +368,103 @@ impl Engine {
             {
                 continue;
             }
-            self.grace_period(gp, own);
-            // Release pairs with the Acquire load of `completed` in
-            // `wait_for_gp`: the readers' sections this grace period waited for
-            // (ordered before our Acquire loads of their words) happen before
-            // the waiters return.
-            self.callers.completed.store(gp, Release);
-            self.announce_completion(gp);
+            self.run_grace_period(gp, own);
         }
+    }
+
+    /// The record the worker drives with (registered nowhere).
+    #[cfg(not(loom))]
+    pub(crate) fn worker_record(&self) -> &Record {
+        &self.worker_record
+    }
+
+    /// Whether more callers wait than `WORKER_CALLERS_PER_CPU` per CPU. Then
+    /// the machine is oversubscribed with callers: a driver that returns is
+    /// soon preempted by the waiters it woke, and a worker that keeps driving
+    /// serves them with fewer wake-ups. With fewer callers a hand-over would
+    /// add a wake-up of the worker to every grace period (the calling driver
+    /// comes back at once and drives the next one itself).
+    fn crowded(&self) -> bool {
+        #[cfg(loom)]
+        return LOOM_WORKER_INLINE.load(Relaxed);
+        // Relaxed: a heuristic; no data depends on it.
+        #[cfg(not(loom))]
+        return self.callers.waiting.load(Relaxed) > worker_threshold();
+    }
+
+    /// Hands this driver's `DRIVER` bit to the worker; `false` if its thread
+    /// could not start. Under loom there is no worker thread: the driver (the
+    /// thread owning `own`) runs the worker's part itself, so that the models
+    /// cover it (see [`loom_worker_inline`]).
+    fn hand_over_to_worker(&'static self, own: &'static Record) -> bool {
+        #[cfg(not(loom))]
+        {
+            let _ = own;
+            self.gp_worker.hand_over(self)
+        }
+        #[cfg(loom)]
+        {
+            self.drive_for_others(own);
+            true
+        }
+    }
+
+    /// The worker's part, once a driver handed `DRIVER` over: runs grace
+    /// periods while callers ask for them, then clears `DRIVER`. `own` is the
+    /// worker's record (registered nowhere; under loom, the driver's own).
+    pub(crate) fn drive_for_others(&'static self, own: &Record) {
+        let mut idle_spins = 0;
+        loop {
+            let state = self.callers.gp_state.load(Acquire);
+            if state & NEED_GP == 0 {
+                if idle_spins < WORKER_SPINS {
+                    idle_spins += 1;
+                    spin_loop();
+                    continue;
+                }
+                let old = self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
+                if old & NEED_GP == 0 {
+                    return;
+                }
+                // A caller asked between our load and our RMW, found `DRIVER`
+                // set and waits for a driver: take the bit back, unless a
+                // waiter (or a newer caller) took it first.
+                if self.callers.gp_state.fetch_or(DRIVER, AcqRel) & DRIVER != 0 {
+                    return;
+                }
+                continue;
+            }
+            idle_spins = 0;
+            let gp = (state >> STARTED_SHIFT) + 1;
+            debug_assert_eq!(
+                gp,
+                self.callers.completed.load(Relaxed) + 1,
+                "the worker starts grace periods in order"
+            );
+            // AcqRel: as in `drive`.
+            if self
+                .callers
+                .gp_state
+                .compare_exchange(state, (gp << STARTED_SHIFT) | DRIVER, AcqRel, Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            self.run_grace_period(gp, own);
+            self.worker_gps.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Runs grace period `gp`, already started by the `DRIVER` holder (the
+    /// thread owning `own`), and announces its completion.
+    fn run_grace_period(&self, gp: u64, own: &Record) {
+        self.grace_period(gp, own);
+        // Release pairs with the Acquire load of `completed` in
+        // `wait_for_gp`: the readers' sections this grace period waited for
+        // (ordered before our Acquire loads of their words) happen before
+        // the waiters return.
+        self.callers.completed.store(gp, Release);
+        self.announce_completion(gp);
     }
 
     /// The eventcount the waiters for grace period `gp` sleep on.
@@ -376,7 +502,19 @@ impl Engine {
 
     /// Waits until grace period `target` has completed, taking over as driver
     /// if the previous one left.
-    fn wait_for_gp(&self, target: u64, own: &'static Record) {
+    fn wait_for_gp(&'static self, target: u64, own: &'static Record) {
+        // Relaxed: statistics for `crowded`.
+        self.callers.waiting.fetch_add(1, Relaxed);
+        let drives = self.wait_or_take_over(target);
+        self.callers.waiting.fetch_sub(1, Relaxed);
+        if drives {
+            self.drive(target, own);
+        }
+    }
+
+    /// Waits until grace period `target` has completed (returns `false`) or
+    /// the caller took `DRIVER` over from a driver that left (`true`).
+    fn wait_or_take_over(&self, target: u64) -> bool {
         let mut spins = 0;
         loop {
             // Acquire pairs with the Release bumps in `announce_completion`
@@ -384,11 +522,11 @@ impl Engine {
             let events = self.gp_done(target).load(Acquire);
             // Acquire pairs with the Release store of `completed` in `drive`.
             if self.callers.completed.load(Acquire) >= target {
-                return;
+                return false;
             }
             if self.callers.gp_state.load(Relaxed) & DRIVER == 0 {
                 if self.callers.gp_state.fetch_or(DRIVER, AcqRel) & DRIVER == 0 {
-                    return self.drive(target, own);
+                    return true;
                 }
                 continue;
             }
@@ -410,7 +548,7 @@ impl Engine {
     }
 
     /// Grace period `gp`, driven by the thread owning `own`.
-    fn grace_period(&self, gp: u64, own: &'static Record) {
+    fn grace_period(&self, gp: u64, own: &Record) {
         let config = self.config();
         let expedited = self.callers.expedite.load(Relaxed) >= gp;
 
@@ -576,6 +714,36 @@ impl Engine {
             }
         }
     }
+}
+
+/// Under loom: whether drivers hand over to the worker's part (run inline)
+/// whenever a grace period is needed, instead of waking a waiter.
+#[cfg(loom)]
+static LOOM_WORKER_INLINE: ConfigBool = ConfigBool::new(false);
+
+/// Under loom: makes every driver that finds a grace period needed run the
+/// worker's part itself (`on`), or wake a waiter to take over as without a
+/// worker thread (`off`, the default), so that models can cover both.
+#[cfg(loom)]
+pub fn loom_worker_inline(on: bool) {
+    LOOM_WORKER_INLINE.store(on, Relaxed);
+}
+
+/// Waiting callers per CPU above which a driver hands over to the worker.
+#[cfg(not(loom))]
+const WORKER_CALLERS_PER_CPU: u32 = 2;
+
+/// `WORKER_CALLERS_PER_CPU` times the CPUs this process may run on, computed
+/// once.
+#[cfg(not(loom))]
+fn worker_threshold() -> u32 {
+    static THRESHOLD: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *THRESHOLD.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        u32::try_from(cpus)
+            .unwrap_or(u32::MAX)
+            .saturating_mul(WORKER_CALLERS_PER_CPU)
+    })
 }
 
 /// Drops from `holdouts` every record that has passed a quiescent state.

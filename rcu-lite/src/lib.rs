@@ -60,6 +60,8 @@ mod config;
 mod engine;
 mod flavor;
 mod futex;
+#[cfg(not(loom))]
+mod gp_worker;
 pub mod memb;
 pub mod qsbr;
 pub mod raw;
@@ -70,4 +72,7 @@ mod thread_record;
 pub use cell::Rcu;
 pub use config::{Fqs, GpConfig};
 pub use engine::GpCounts;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use engine::loom_worker_inline;
 pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};

@@ -1,0 +1,95 @@
+//! The grace-period worker: a thread that drives grace periods back to back
+//! while callers keep asking for them, so that no caller has to.
+//!
+//! Kernel counterpart: the grace-period kthread (`rcu_gp_kthread()`), which
+//! runs every grace period. Here callers drive their own grace periods while
+//! they come alone (a lone `synchronize_rcu()` on an idle machine costs no
+//! wake-up at all); the worker only takes over when a driver finishes its own
+//! grace period and finds another one needed (`NEED_GP`).
+//!
+//! # Invariants
+//!
+//! - The `DRIVER` bit of the engine's `gp_state` passes to the worker only by a
+//!   hand-over: the caller that holds it stores [`HANDED_OVER`] into
+//!   [`GpWorker::handover`] (Release) instead of clearing the bit, and wakes
+//!   the worker. The worker consumes the hand-over with an Acquire swap back to
+//!   [`IDLE`]; everything the driver did happens before the worker drives.
+//! - At most one hand-over is pending: only a `DRIVER` holder hands over, and
+//!   the worker consumes the hand-over before it drives and releases the bit
+//!   only after it stops driving.
+//! - The worker is not a caller: no caller waits for more grace periods than
+//!   its own (plus the one in progress when it arrived), however long the worker
+//!   keeps driving.
+//! - The worker never enters a read-side section, so it holds no record in any
+//!   registry: there is nothing of it for a scan to wait for. Its quiescent
+//!   state as a driver follows the same rule as a calling driver's (quick QS,
+//!   or its first wait after a scan), so the seed's comparison is unchanged.
+//!
+//! Under loom there is no worker thread: a driver that finds `NEED_GP` either
+//! wakes a waiter to take `DRIVER` over (`Engine::hand_off`, as when no thread
+//! can be started) or runs the worker's part itself, as a model chooses
+//! (`rcu_lite::loom_worker_inline`); the models cover both.
+
+use crate::engine::Engine;
+use crate::futex;
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::{Acquire, Release};
+
+/// `handover`: the worker is not driving and no hand-over is pending.
+pub(crate) const IDLE: u32 = 0;
+/// `handover`: a driver handed its `DRIVER` bit to the worker.
+pub(crate) const HANDED_OVER: u32 = 1;
+
+/// One engine's worker: its hand-over word and whether it started.
+pub(crate) struct GpWorker {
+    /// [`IDLE`] or [`HANDED_OVER`]: the futex word the worker parks on.
+    handover: AtomicU32,
+    /// Whether the thread started (`false` if the system refused a thread, in
+    /// which case drivers hand over to waiters as under loom).
+    started: OnceLock<bool>,
+}
+
+impl GpWorker {
+    /// A worker that has not started.
+    pub(crate) const fn new() -> GpWorker {
+        GpWorker {
+            handover: AtomicU32::new(IDLE),
+            started: OnceLock::new(),
+        }
+    }
+
+    /// Hands the caller's `DRIVER` bit of `engine` (whose worker this is) to
+    /// the worker, starting it on first use. Returns `false`, with the bit
+    /// still the caller's, if no worker thread could be started.
+    #[cold]
+    pub(crate) fn hand_over(&'static self, engine: &'static Engine) -> bool {
+        let started = *self.started.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("rcu-lite-gp".to_owned())
+                .spawn(move || self.park_and_drive(engine))
+                .is_ok()
+        });
+        if !started {
+            return false;
+        }
+        // Release pairs with the Acquire swap in `park_and_drive`: the grace
+        // periods this driver completed happen before the worker's.
+        self.handover.store(HANDED_OVER, Release);
+        futex::wake_one(&self.handover);
+        true
+    }
+
+    /// The worker thread: park until a driver hands over, then drive until no
+    /// grace period is needed.
+    fn park_and_drive(&self, engine: &'static Engine) -> ! {
+        loop {
+            // Acquire pairs with the Release store in `hand_over`.
+            if self.handover.swap(IDLE, Acquire) == HANDED_OVER {
+                engine.drive_for_others(engine.worker_record());
+            } else {
+                futex::wait(&self.handover, IDLE, None);
+            }
+        }
+    }
+}
