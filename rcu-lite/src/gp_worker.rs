@@ -9,11 +9,14 @@
 //!
 //! # Invariants
 //!
-//! - The `DRIVER` bit of the engine's `gp_state` passes to the worker only by a
-//!   hand-over: the caller that holds it stores [`HANDED_OVER`] into
-//!   [`GpWorker::handover`] (Release) instead of clearing the bit, and wakes
-//!   the worker. The worker consumes the hand-over with an Acquire swap back to
-//!   [`IDLE`]; everything the driver did happens before the worker drives.
+//! - The worker drives only while it holds the `DRIVER` bit of the engine's
+//!   `gp_state`. It gets the bit by a hand-over: the caller that holds it
+//!   stores [`HANDED_OVER`] into [`GpWorker::handover`] (Release) instead of
+//!   clearing the bit, and wakes the worker, which consumes the hand-over with
+//!   an Acquire swap back to [`IDLE`]; everything the driver did happens before
+//!   the worker drives. The only other way is its own exit path: having
+//!   cleared the bit, it takes it back with an RMW if a caller asked meanwhile
+//!   and nobody else took it (`Engine::drive_for_others`).
 //! - At most one hand-over is pending: only a `DRIVER` holder hands over, and
 //!   the worker consumes the hand-over before it drives and releases the bit
 //!   only after it stops driving.
