@@ -79,15 +79,19 @@ fn run(
                     let fresh = Box::into_raw(Box::new(Object(AtomicU64::new(LIVE))));
                     let old = current.swap(fresh, AcqRel);
                     synchronize();
-                    // SAFETY: unpublished, and a grace period has elapsed.
-                    unsafe { &*old }.0.store(POISON, Relaxed);
-                    retired.push(old as usize);
+                    // SAFETY: unpublished, and a grace period has elapsed: no
+                    // reader holds it, so the box is ours. Kept (poisoned)
+                    // until the run ends, so a reader that wrongly still
+                    // reaches it reads the poison, not freed memory.
+                    let old = unsafe { Box::from_raw(old) };
+                    old.0.store(POISON, Relaxed);
+                    retired.push(old);
                 }
                 retired
             })
         })
         .collect();
-    let retired: Vec<usize> = writers
+    let retired: Vec<Box<Object>> = writers
         .into_iter()
         .flat_map(|w| w.join().unwrap())
         .collect();
@@ -95,11 +99,7 @@ fn run(
     for r in readers {
         r.join().unwrap();
     }
-    for old in retired {
-        // SAFETY: every retired object came from Box::into_raw and is
-        // unreachable; all threads are joined.
-        drop(unsafe { Box::from_raw(old as *mut Object) });
-    }
+    drop(retired);
     // SAFETY: the last published object; all threads are joined.
     drop(unsafe { Box::from_raw(current.load(Acquire)) });
     (by_worker() - before, bad.load(Relaxed))
