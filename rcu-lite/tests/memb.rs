@@ -7,6 +7,11 @@ use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 
+/// Checks of the object per read-side section in the concurrent-callers
+/// test: sections long enough that a grace period which did not wait for them
+/// would let the writers poison the object while they still read it.
+const SECTION_CHECKS: u32 = if cfg!(miri) { 2 } else { 100 };
+
 #[test]
 fn guards_nest_and_read_ongoing_follows_them() {
     assert!(!memb::read_ongoing());
@@ -99,9 +104,14 @@ fn concurrent_callers_and_readers_never_see_freed_objects() {
                     let guard = memb::read_lock();
                     // SAFETY: objects are poisoned only after a grace period
                     // and freed only after the run (the quarantine below).
-                    let value = unsafe { &*current.load(Acquire) }.0.load(Relaxed);
-                    if value != LIVE {
-                        bad.fetch_add(1, Relaxed);
+                    let object = unsafe { &*current.load(Acquire) };
+                    // A section long enough for writers to replace and poison
+                    // the object meanwhile, were it not waited for.
+                    for _ in 0..SECTION_CHECKS {
+                        if object.0.load(Relaxed) != LIVE {
+                            bad.fetch_add(1, Relaxed);
+                        }
+                        std::hint::spin_loop();
                     }
                     drop(guard);
                 }
