@@ -428,9 +428,13 @@ fn readers_never_see_a_freed_object_under_churn() {
                     while !stop.load(Relaxed) {
                         let mut guard = domain.guard();
                         if let Some(o) = boxed.load(&mut guard) {
-                            std::hint::spin_loop();
-                            if o.magic.load(Acquire) != LIVE as usize {
-                                errors.fetch_add(1, Relaxed);
+                            // Held long enough for the writer to replace and
+                            // poison it meanwhile, were the guard ignored.
+                            for _ in 0..if cfg!(miri) { 2 } else { 100 } {
+                                std::hint::spin_loop();
+                                if o.magic.load(Acquire) != LIVE as usize {
+                                    errors.fetch_add(1, Relaxed);
+                                }
                             }
                         }
                     }
@@ -439,6 +443,10 @@ fn readers_never_see_a_freed_object_under_churn() {
             s.spawn(|| {
                 // Fewer under miri, whose race detector checks every access.
                 let replacements = if cfg!(miri) { 300 } else { 3_000 };
+                // What `synchronize` hands back, poisoned and kept until the
+                // readers stop: a freed object's memory would soon hold a new
+                // live one and hide a reader that still reaches it.
+                let mut quarantine = Vec::new();
                 for i in 0..replacements {
                     let fresh = Some(Box::new(Obj {
                         magic: AtomicUsize::new(LIVE as usize),
@@ -446,10 +454,13 @@ fn readers_never_see_a_freed_object_under_churn() {
                     if i % 2 == 0 {
                         boxed.store(fresh);
                     } else if let Some(old) = boxed.swap(fresh) {
-                        drop(old.synchronize());
+                        let old = old.synchronize();
+                        old.magic.store(0xdead, SeqCst);
+                        quarantine.push(old);
                     }
                 }
                 stop.store(true, Relaxed);
+                quarantine
             });
         });
         assert_eq!(errors.load(Relaxed), 0, "{domain:?}");
