@@ -166,11 +166,11 @@ struct CallerShared {
     gp_done: [AtomicU32; 2],
     /// The highest grace period an expedited caller needs.
     expedite: AtomicU64,
-    /// Callers waiting for a grace period someone else drives: how crowded
-    /// `synchronize_rcu()` is, which decides whether the worker takes over. A
-    /// heuristic, not a synchronization variable: a plain `std` atomic even
-    /// under loom.
-    waiting: ConfigU32,
+    /// Callers asleep waiting for a grace period someone else drives: how
+    /// crowded `synchronize_rcu()` is, which decides whether the worker takes
+    /// over. A heuristic, not a synchronization variable: a plain `std` atomic
+    /// even under loom.
+    sleeping: ConfigU32,
 }
 
 /// One flavor's grace-period engine, its registry and its callback queue.
@@ -212,7 +212,7 @@ impl Engine {
                     completed: AtomicU64::new(0),
                     gp_done: [AtomicU32::new(0), AtomicU32::new(0)],
                     expedite: AtomicU64::new(0),
-                    waiting: ConfigU32::new(0),
+                    sleeping: ConfigU32::new(0),
                 },
                 registry: Registry::new(),
                 quick_qs: ConfigBool::new(GpConfig::DEFAULT.quick_qs),
@@ -378,7 +378,8 @@ impl Engine {
         &self.worker_record
     }
 
-    /// Whether more callers wait than `WORKER_CALLERS_PER_CPU` per CPU. Then
+    /// Whether more callers sleep waiting than `WORKER_CALLERS_PER_CPU` per
+    /// CPU. Then
     /// the machine is oversubscribed with callers: a driver that returns is
     /// soon preempted by the waiters it woke, and a worker that keeps driving
     /// serves them with fewer wake-ups. With fewer callers a hand-over would
@@ -389,7 +390,7 @@ impl Engine {
         return LOOM_WORKER_INLINE.load(Relaxed);
         // Relaxed: a heuristic; no data depends on it.
         #[cfg(not(loom))]
-        return self.callers.waiting.load(Relaxed) > worker_threshold();
+        return self.callers.sleeping.load(Relaxed) > worker_threshold();
     }
 
     /// Hands this driver's `DRIVER` bit to the worker; `false` if its thread
@@ -503,11 +504,7 @@ impl Engine {
     /// Waits until grace period `target` has completed, taking over as driver
     /// if the previous one left.
     fn wait_for_gp(&'static self, target: u64, own: &'static Record) {
-        // Relaxed: statistics for `crowded`.
-        self.callers.waiting.fetch_add(1, Relaxed);
-        let drives = self.wait_or_take_over(target);
-        self.callers.waiting.fetch_sub(1, Relaxed);
-        if drives {
+        if self.wait_or_take_over(target) {
             self.drive(target, own);
         }
     }
@@ -543,7 +540,12 @@ impl Engine {
             {
                 continue;
             }
+            // Relaxed: a count for `crowded` only. Counted around the sleep,
+            // where an RMW costs nothing next to the system call, so that
+            // waiters served while they spin never touch it.
+            self.callers.sleeping.fetch_add(1, Relaxed);
             futex::wait(self.gp_done(target), events | SLEEPERS, None);
+            self.callers.sleeping.fetch_sub(1, Relaxed);
         }
     }
 
