@@ -30,7 +30,8 @@
 //! one waiter of the next grace period, which takes the bit over.) No caller
 //! drives more than the grace period it needs plus the one in progress, so no
 //! caller's latency is held hostage by a steady stream of others. A lone
-//! caller never involves the worker. Waiters spin briefly, then sleep on one of two
+//! caller never involves the worker. Waiters spin briefly (not at all in a
+//! crowd, where a grace period outlasts any spin), then sleep on one of two
 //! `gp_done` eventcounts, chosen by the parity of the grace period they wait
 //! for: a waiter's target is at most two past the last completed grace period,
 //! so the completion of grace period N wakes exactly the callers that waited
@@ -512,6 +513,9 @@ impl Engine {
     /// Waits until grace period `target` has completed (returns `false`) or
     /// the caller took `DRIVER` over from a driver that left (`true`).
     fn wait_or_take_over(&self, target: u64) -> bool {
+        // In a crowd a grace period takes longer than a spin, and spinning
+        // only takes the CPU from the callers and the driver: sleep at once.
+        let spin_limit = if self.crowded() { 0 } else { CALLER_SPINS };
         let mut spins = 0;
         loop {
             // Acquire pairs with the Release bumps in `announce_completion`
@@ -527,7 +531,7 @@ impl Engine {
                 }
                 continue;
             }
-            if spins < CALLER_SPINS {
+            if spins < spin_limit {
                 spins += 1;
                 spin_loop();
                 continue;
