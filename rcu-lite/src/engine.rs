@@ -357,20 +357,34 @@ impl Engine {
                 }
                 return;
             }
-            let gp = (state >> STARTED_SHIFT) + 1;
-            debug_assert_eq!(gp, completed + 1, "a driver starts grace periods in order");
-            // AcqRel: Acquire pairs with every caller's Release `fetch_or`
-            // before this point in the word's modification order.
-            if self
-                .callers
-                .gp_state
-                .compare_exchange(state, (gp << STARTED_SHIFT) | DRIVER, AcqRel, Relaxed)
-                .is_err()
-            {
-                continue;
-            }
-            self.run_grace_period(gp, own);
+            // On a lost race (a caller came in) the loop reloads `state`.
+            self.start_and_run(state, own);
         }
+    }
+
+    /// Starts the next grace period with a CAS from `state`, which the
+    /// `DRIVER` holder (the thread owning `own`, or the worker) just loaded,
+    /// and runs it. Returns `false`, having done nothing, if `state` changed
+    /// meanwhile (a caller's `fetch_or` came in): the holder reloads.
+    fn start_and_run(&self, state: u64, own: &Record) -> bool {
+        let gp = (state >> STARTED_SHIFT) + 1;
+        debug_assert_eq!(
+            gp,
+            self.callers.completed.load(Relaxed) + 1,
+            "the DRIVER holder starts grace periods in order"
+        );
+        // AcqRel: Acquire pairs with every caller's Release `fetch_or`
+        // before this point in the word's modification order.
+        if self
+            .callers
+            .gp_state
+            .compare_exchange(state, (gp << STARTED_SHIFT) | DRIVER, AcqRel, Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        self.run_grace_period(gp, own);
+        true
     }
 
     /// The record the worker drives with (registered nowhere).
@@ -437,23 +451,9 @@ impl Engine {
                 continue;
             }
             idle_spins = 0;
-            let gp = (state >> STARTED_SHIFT) + 1;
-            debug_assert_eq!(
-                gp,
-                self.callers.completed.load(Relaxed) + 1,
-                "the worker starts grace periods in order"
-            );
-            // AcqRel: as in `drive`.
-            if self
-                .callers
-                .gp_state
-                .compare_exchange(state, (gp << STARTED_SHIFT) | DRIVER, AcqRel, Relaxed)
-                .is_err()
-            {
-                continue;
+            if self.start_and_run(state, own) {
+                self.worker_gps.fetch_add(1, Relaxed);
             }
-            self.run_grace_period(gp, own);
-            self.worker_gps.fetch_add(1, Relaxed);
         }
     }
 
