@@ -394,12 +394,11 @@ impl Engine {
     }
 
     /// Whether more callers sleep waiting than `WORKER_CALLERS_PER_CPU` per
-    /// CPU. Then
-    /// the machine is oversubscribed with callers: a driver that returns is
-    /// soon preempted by the waiters it woke, and a worker that keeps driving
-    /// serves them with fewer wake-ups. With fewer callers a hand-over would
-    /// add a wake-up of the worker to every grace period (the calling driver
-    /// comes back at once and drives the next one itself).
+    /// CPU. Then the machine is oversubscribed with callers: a driver that
+    /// returns is soon preempted by the waiters it woke, and a worker that
+    /// keeps driving serves them with fewer wake-ups. With fewer callers a
+    /// hand-over would add a wake-up of the worker to every grace period (the
+    /// calling driver comes back at once and drives the next one itself).
     fn crowded(&self) -> bool {
         #[cfg(loom)]
         return LOOM_WORKER_INLINE.load(Relaxed);
@@ -735,7 +734,8 @@ pub fn loom_worker_inline(on: bool) {
     LOOM_WORKER_INLINE.store(on, Relaxed);
 }
 
-/// Waiting callers per CPU above which a driver hands over to the worker.
+/// Sleeping waiters per CPU above which a driver hands over to the worker and
+/// new waiters skip their spin.
 #[cfg(not(loom))]
 const WORKER_CALLERS_PER_CPU: u32 = 2;
 
