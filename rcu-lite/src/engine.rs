@@ -410,7 +410,7 @@ impl Engine {
     /// Hands this driver's `DRIVER` bit to the worker; `false` if its thread
     /// could not start. Under loom there is no worker thread: the driver (the
     /// thread owning `own`) runs the worker's part itself, so that the models
-    /// cover it (see [`loom_worker_inline`]).
+    /// cover it (see `loom_worker_inline`, which exists under loom only).
     fn hand_over_to_worker(&'static self, own: &'static Record) -> bool {
         #[cfg(not(loom))]
         {
