@@ -430,6 +430,8 @@ impl Engine {
     pub(crate) fn drive_for_others(&'static self, own: &Record) {
         let mut idle_spins = 0;
         loop {
+            // Acquire, as in `drive`: pairs with the callers' Release
+            // `fetch_or`; the CAS in `start_and_run` then confirms `state`.
             let state = self.callers.gp_state.load(Acquire);
             if state & NEED_GP == 0 {
                 if idle_spins < WORKER_SPINS {
@@ -437,13 +439,17 @@ impl Engine {
                     spin_loop();
                     continue;
                 }
+                // AcqRel, as a calling driver's release of `DRIVER` in
+                // `drive`: the next `DRIVER` holder's RMW reads this one, so
+                // the grace periods we completed happen before its own.
                 let old = self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
                 if old & NEED_GP == 0 {
                     return;
                 }
                 // A caller asked between our load and our RMW, found `DRIVER`
                 // set and waits for a driver: take the bit back, unless a
-                // waiter (or a newer caller) took it first.
+                // waiter (or a newer caller) took it first. AcqRel: Acquire
+                // pairs with that caller's Release `fetch_or`.
                 if self.callers.gp_state.fetch_or(DRIVER, AcqRel) & DRIVER != 0 {
                     return;
                 }
@@ -451,6 +457,7 @@ impl Engine {
             }
             idle_spins = 0;
             if self.start_and_run(state, own) {
+                // Relaxed: statistics only.
                 self.worker_gps.fetch_add(1, Relaxed);
             }
         }
