@@ -4,14 +4,17 @@
 # benchmarks overlap), printed as ratios.
 #
 #   ./scripts/bench-hazptr.sh             # release build, then every goal
-#   DURATION=3 ./scripts/bench-hazptr.sh  # longer rcuscale runs
+#   DURATION=2 ROUNDS=5 ./scripts/bench-hazptr.sh  # longer rcuscale runs, more rounds
 #   SKIP_CRITERION=1 ./scripts/bench-hazptr.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p bench-suite --bin syncbench
 sb=target/release/syncbench
 lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
-d="${DURATION:-2}"
+# rcuscale: ROUNDS rounds of DURATION seconds, hazptr and hazptr-unshared
+# taking turns; per-GP time is the median round.
+d="${DURATION:-1}"
+rounds="${ROUNDS:-3}"
 out=target/bench-hazptr
 mkdir -p "$out"
 
@@ -20,7 +23,7 @@ lock "$sb" refscale --impl hazptr,haphazard,crossbeam-epoch,seize --iterations 1
 for idle in 0 256; do
     for writers in 1 16; do
         lock "$sb" rcuscale --impl hazptr,hazptr-unshared --writers "$writers" --readers 1 \
-            --idle-threads "$idle" --duration-s "$d" --json > "$out/rcuscale-i$idle-w$writers.json"
+            --idle-threads "$idle" --duration-s "$d" --rounds "$rounds" --json > "$out/rcuscale-i$idle-w$writers.json"
     done
 done
 if [ -z "${SKIP_CRITERION:-}" ]; then
@@ -39,8 +42,11 @@ for peer, goal in [("haphazard", 0.5), ("crossbeam-epoch", 0.6)]:
 for idle in [0, 256]:
     one, many = load(f"rcuscale-i{idle}-w1"), load(f"rcuscale-i{idle}-w16")
     s16, u16, s1 = many["hazptr"]["per_gp_us"], many["hazptr-unshared"]["per_gp_us"], one["hazptr"]["per_gp_us"]
-    print(f"rcuscale, 1 reader, {idle} idle threads: per-GP us shared 16 writers {s16:.2f}, unshared 16 writers "
-          f"{u16:.2f}, shared 1 writer {s1:.2f}, unshared 1 writer {one['hazptr-unshared']['per_gp_us']:.2f}")
+    rng = lambda row: f" [{min(row['per_gp_rounds_us']):.2f}-{max(row['per_gp_rounds_us']):.2f}]"
+    print(f"rcuscale, 1 reader, {idle} idle threads, median round [range]: per-GP us shared 16 writers {s16:.2f}"
+          f"{rng(many['hazptr'])}, unshared 16 writers {u16:.2f}{rng(many['hazptr-unshared'])}, shared 1 writer "
+          f"{s1:.2f}{rng(one['hazptr'])}, unshared 1 writer {one['hazptr-unshared']['per_gp_us']:.2f}"
+          f"{rng(one['hazptr-unshared'])}")
     r = s16 / u16
     print(f"  shared/unshared at 16 writers: {r:.2f}x goal <= 0.25x {'ok' if r <= 0.25 else 'NOT MET'}")
     r = s16 / s1

@@ -4,19 +4,22 @@
 # benchmarks overlap), and printed as ratios.
 #
 #   ./scripts/bench-rcu-lite.sh            # release build, then every goal
-#   DURATION=5 ./scripts/bench-rcu-lite.sh # longer rcuscale runs
+#   DURATION=2 ROUNDS=5 ./scripts/bench-rcu-lite.sh # longer rcuscale runs, more rounds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p bench-suite --bin syncbench
 sb=target/release/syncbench
 lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
-d="${DURATION:-3}"
+# rcuscale: ROUNDS rounds of DURATION seconds (implementations taking turns
+# within a round); per-GP time is the median round.
+d="${DURATION:-1}"
+rounds="${ROUNDS:-3}"
 out=target/bench-rcu-lite
 mkdir -p "$out"
 
 lock "$sb" refscale --impl rcu-lite-memb,rcu-lite-qsbr,liburcu-memb,liburcu-qsbr,crossbeam-epoch \
     --iterations 10000000 --runs 15 --json > "$out/refscale.json"
-lock "$sb" rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s "$d" \
+lock "$sb" rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s "$d" --rounds "$rounds" \
     --json > "$out/busy-reader.json"
 # Quick QS as the seed measured it: runs of 100 synchronize_rcu() calls, on
 # and off alternating (each invocation runs on, then off), ten runs a side.
@@ -30,7 +33,7 @@ for fqs in adaptive 3; do
     for readers in 0 1; do
         for writers in 1 16; do
             lock "$sb" rcuscale --impl rcu-lite --writers "$writers" --readers "$readers" \
-                --duration-s "$d" "${flag[@]}" --json > "$out/concurrent-$fqs-r$readers-w$writers.json"
+                --duration-s "$d" --rounds "$rounds" "${flag[@]}" --json > "$out/concurrent-$fqs-r$readers-w$writers.json"
         done
     done
 done
@@ -80,10 +83,13 @@ print(f"  on/off: mean {am:.0f}/{bm:.0f} = {rm:.2f}x (goal <= 0.65x {'ok' if rm 
 
 for fqs in ["adaptive", "3"]:
     for readers in [0, 1]:
-        one = load(f"concurrent-{fqs}-r{readers}-w1")["rcu-lite"]["per_gp_us"]
-        many = load(f"concurrent-{fqs}-r{readers}-w16")["rcu-lite"]["per_gp_us"]
+        one_row = load(f"concurrent-{fqs}-r{readers}-w1")["rcu-lite"]
+        many_row = load(f"concurrent-{fqs}-r{readers}-w16")["rcu-lite"]
+        one, many = one_row["per_gp_us"], many_row["per_gp_us"]
+        rng = lambda row: f" [{min(row['per_gp_rounds_us']):.2f}-{max(row['per_gp_rounds_us']):.2f}]"
         r = many / one
         mode = "adaptive FQS" if fqs == "adaptive" else f"fixed {fqs} ms FQS"
-        print(f"16 concurrent callers vs 1, {mode}, {readers} reader(s): per-GP {many:.2f} vs {one:.2f} us = "
+        print(f"16 concurrent callers vs 1, {mode}, {readers} reader(s), median round [range]: per-GP "
+              f"{many:.2f}{rng(many_row)} vs {one:.2f}{rng(one_row)} us = "
               f"{r:.3f}x goal <= 0.25x {'ok' if r <= 0.25 else 'NOT MET'}")
 PY

@@ -140,12 +140,18 @@ pub struct RcuscaleArgs {
     /// latency maxima only over equal counts.
     #[arg(long, conflicts_with = "duration_s", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub waits: Option<u64>,
+    /// Runs of the whole set: each round runs every implementation once, in
+    /// turn, so a slow stretch of the machine falls on all of them. Per-GP
+    /// time is then the median of the rounds (each round's is in the JSON's
+    /// "per_gp_rounds_us"); latency figures cover every wait of every round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
     /// Kernel-like fixed force-quiescent-state interval in milliseconds (the
     /// kernel's is 3). Affects rcu-lite and rcu-lite-noqs only; without it they
     /// scan adaptively. Other implementations ignore it.
     #[arg(long, value_parser = positive_milliseconds)]
     pub fqs_interval_ms: Option<f64>,
-    /// Print a JSON array of {"impl","writers","readers","gps","per_gp_us","latency_us":{...}}.
+    /// Print a JSON array of {"impl","writers","readers","gps","per_gp_us","latency_us":{...},"per_gp_rounds_us":[...]}.
     #[arg(long)]
     pub json: bool,
 }
@@ -399,7 +405,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     .fqs_interval_ms
                     .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
             };
-            let outcomes = rcuscale::measure_all(&chosen, config, &options);
+            let outcomes = rcuscale::measure_all(&chosen, config, &options, args.rounds as usize);
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;

@@ -627,6 +627,59 @@ fn rcuscale_waits_runs_a_fixed_number_of_waits_per_writer() {
 }
 
 #[test]
+fn rcuscale_rounds_take_turns_and_report_the_median_round() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,crossbeam-epoch",
+        "--writers",
+        "2",
+        "--readers",
+        "1",
+        "--waits",
+        "6",
+        "--rounds",
+        "3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "one row per implementation, not per round");
+    for row in rows {
+        // Every wait of every round counts, and each round has its figure.
+        assert_eq!(row["gps"].as_u64(), Some(2 * 6 * 3), "{row}");
+        let mut rounds: Vec<f64> = row["per_gp_rounds_us"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(rounds.len(), 3, "{row}");
+        rounds.sort_by(f64::total_cmp);
+        assert_eq!(
+            row["per_gp_us"].as_f64(),
+            Some(rounds[1]),
+            "the median round: {row}"
+        );
+        assert!(rounds[0] > 0.0, "{row}");
+    }
+    let text = syncbench(&[
+        "rcuscale", "--impl", "hazptr", "--waits", "3", "--rounds", "2",
+    ]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("(median of 2 rounds, "),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    for bad in ["0", "-1", "x"] {
+        let out = syncbench(&["rcuscale", "--rounds", bad]);
+        assert_eq!(out.status.code(), Some(2), "--rounds {bad}");
+    }
+}
+
+#[test]
 fn torture_finds_no_errors_in_rcu_lite() {
     let out = syncbench(&[
         "torture",

@@ -78,6 +78,11 @@ fn sample_results() -> Results {
             },
             reads: 1,
             duration_s: 1.0,
+            per_gp_rounds_us: vec![
+                9.0 / writers as f64,
+                10.0 / writers as f64,
+                12.0 / writers as f64,
+            ],
         })
         .collect();
     Results {
@@ -121,6 +126,7 @@ fn sample_results() -> Results {
                 },
                 reads: 0,
                 duration_s: 1.0,
+                per_gp_rounds_us: vec![3000.0 * (i + 1) as f64],
             })
             .collect(),
         membarrier_sweep: membarrier::sweep_rows(

@@ -10,6 +10,11 @@
 //!   all writers. With W concurrent writers whose waits share work, this falls
 //!   well below one wait's latency;
 //! - **wait latency** (mean, p50, p99, max) of each individual wait.
+//!
+//! With several rounds ([`measure_rounds`]) every implementation runs once per
+//! round, in turn, so that a slow stretch of a shared machine falls on all of
+//! them rather than on one: the per-grace-period time is then the median of
+//! the rounds, and the latency figures cover every wait of every round.
 
 mod hazptr;
 mod liburcu;
@@ -139,8 +144,28 @@ pub struct Outcome {
     pub latency_us: Latency,
     /// Read-side sections completed meanwhile.
     pub reads: u64,
-    /// Seconds the run took.
+    /// Seconds the run took (all rounds together).
     pub duration_s: f64,
+    /// Each round's per-GP time, microseconds, in the order they ran;
+    /// `per_gp_us` is their median.
+    pub per_gp_rounds_us: Vec<f64>,
+}
+
+impl Outcome {
+    /// The lowest and highest per-round per-GP time.
+    pub fn per_gp_range(&self) -> (f64, f64) {
+        let lo = self
+            .per_gp_rounds_us
+            .iter()
+            .copied()
+            .fold(f64::NAN, f64::min);
+        let hi = self
+            .per_gp_rounds_us
+            .iter()
+            .copied()
+            .fold(f64::NAN, f64::max);
+        (lo, hi)
+    }
 }
 
 /// Runs one implementation with default [`Options`].
@@ -159,6 +184,56 @@ pub fn measure_with(
     options: &Options,
     progress: &mut Progress,
 ) -> Outcome {
+    run_once(imp, config, options, progress).summary()
+}
+
+/// One run of one implementation: its totals and every wait's latency.
+struct Run {
+    name: &'static str,
+    config: Config,
+    elapsed: Duration,
+    samples: Vec<f64>,
+    reads: u64,
+}
+
+impl Run {
+    fn per_gp_us(&self) -> f64 {
+        self.elapsed.as_nanos() as f64 / 1000.0 / (self.samples.len() as u64).max(1) as f64
+    }
+
+    fn summary(self) -> Outcome {
+        let per_gp = self.per_gp_us();
+        summarize(self.name, self.config, vec![per_gp], &[self])
+    }
+}
+
+/// Merges the runs of one implementation (one per round) into one outcome:
+/// per-GP time is the median of `per_gp_rounds`, the rest covers every run.
+fn summarize(name: &str, config: Config, per_gp_rounds: Vec<f64>, runs: &[Run]) -> Outcome {
+    let samples: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.samples.iter().copied())
+        .collect();
+    Outcome {
+        name: name.to_owned(),
+        writers: config.writers,
+        readers: config.readers,
+        idle_threads: config.idle_threads,
+        gps: samples.len() as u64,
+        per_gp_us: stats::median(&per_gp_rounds),
+        latency_us: Latency::of(&samples),
+        reads: runs.iter().map(|r| r.reads).sum(),
+        duration_s: runs.iter().map(|r| r.elapsed.as_secs_f64()).sum(),
+        per_gp_rounds_us: per_gp_rounds,
+    }
+}
+
+fn run_once(
+    imp: &Implementation<dyn GracePeriod, Options>,
+    config: Config,
+    options: &Options,
+    progress: &mut Progress,
+) -> Run {
     let boxed = imp.build(options);
     let primitive = &*boxed;
     progress.set_label(imp.name);
@@ -230,41 +305,73 @@ pub fn measure_with(
             .sum();
         (elapsed, samples, reads)
     });
-    let gps = samples.len() as u64;
-    Outcome {
-        name: imp.name.to_owned(),
-        writers: config.writers,
-        readers: config.readers,
-        idle_threads: config.idle_threads,
-        gps,
-        per_gp_us: elapsed.as_nanos() as f64 / 1000.0 / gps.max(1) as f64,
-        latency_us: Latency::of(&samples),
+    Run {
+        name: imp.name,
+        config,
+        elapsed,
+        samples,
         reads,
-        duration_s: elapsed.as_secs_f64(),
     }
 }
 
-/// Runs every implementation in `chosen`, one after the other, each built
-/// with `options`.
+/// Runs every implementation in `chosen` once per round, taking turns within
+/// each round, each built with `options`; one outcome per implementation, in
+/// `chosen`'s order. `progress` advances by `config.duration` per run.
+///
+/// # Panics
+///
+/// If `rounds` is 0.
+pub fn measure_rounds(
+    chosen: &[&Implementation<dyn GracePeriod, Options>],
+    config: Config,
+    options: &Options,
+    rounds: usize,
+    progress: &mut Progress,
+) -> Vec<Outcome> {
+    assert!(rounds > 0, "rcuscale needs at least one round");
+    let mut runs: Vec<Vec<Run>> = chosen.iter().map(|_| Vec::with_capacity(rounds)).collect();
+    for _ in 0..rounds {
+        for (imp, runs) in chosen.iter().zip(&mut runs) {
+            runs.push(run_once(imp, config, options, progress));
+        }
+    }
+    chosen
+        .iter()
+        .zip(runs)
+        .map(|(imp, runs)| {
+            let per_gp = runs.iter().map(Run::per_gp_us).collect();
+            summarize(imp.name, config, per_gp, &runs)
+        })
+        .collect()
+}
+
+/// [`measure_rounds`] with a progress bar of its own.
 pub fn measure_all(
     chosen: &[&Implementation<dyn GracePeriod, Options>],
     config: Config,
     options: &Options,
+    rounds: usize,
 ) -> Vec<Outcome> {
-    let total_ms = chosen.len() as u64 * config.duration.as_millis() as u64;
+    let total_ms = (chosen.len() * rounds) as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "rcuscale");
-    chosen
-        .iter()
-        .map(|imp| measure_with(imp, config, options, &mut progress))
-        .collect()
+    measure_rounds(chosen, config, options, rounds, &mut progress)
 }
 
 /// Writes one line per implementation.
 pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
     for o in outcomes {
+        let rounds = if o.per_gp_rounds_us.len() > 1 {
+            let (lo, hi) = o.per_gp_range();
+            format!(
+                " (median of {} rounds, {lo:.2}-{hi:.2})",
+                o.per_gp_rounds_us.len()
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "rcuscale: {} writers={} readers={} gps={} per-GP {:.2} us; latency us: mean {:.2} p50 {:.2} p99 {:.2} max {:.2}; reads {}",
+            "rcuscale: {} writers={} readers={} gps={} per-GP {:.2} us{rounds}; latency us: mean {:.2} p50 {:.2} p99 {:.2} max {:.2}; reads {}",
             o.name,
             o.writers,
             o.readers,

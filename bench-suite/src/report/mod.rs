@@ -113,10 +113,22 @@ impl Profile {
         }
     }
 
+    /// How long each rcuscale run lasts; every implementation runs once per
+    /// round ([`Profile::rcuscale_rounds`]).
     fn rcuscale_duration(self) -> Duration {
         match self {
-            Profile::Quick => Duration::from_secs(1),
-            Profile::Full => Duration::from_secs(3),
+            Profile::Quick => Duration::from_millis(400),
+            Profile::Full => Duration::from_secs(1),
+        }
+    }
+
+    /// Rounds of every rcuscale mix: the implementations take turns within
+    /// a round, and the table gives the median round, so one slow stretch of
+    /// the machine cannot decide a comparison.
+    fn rcuscale_rounds(self) -> usize {
+        match self {
+            Profile::Quick => 3,
+            Profile::Full => 5,
         }
     }
 
@@ -272,7 +284,7 @@ pub fn measure(profile: Profile) -> Results {
     let sweep_units = membarrier::SWEEP_CPUS.len() * membarrier_sim::sim::Policy::ALL.len();
     let units = profile.refscale_threads().len() * readers.len()
         + mixes.len() * locks.len()
-        + profile.rcuscale_mixes().len() * waiters.len()
+        + profile.rcuscale_mixes().len() * waiters.len() * profile.rcuscale_rounds()
         + profile.quick_qs_runs() * quick_qs.len()
         + sweep_units
         + 2 * tortured.len();
@@ -321,12 +333,20 @@ pub fn measure(profile: Profile) -> Results {
             duration: profile.rcuscale_duration(),
             waits_per_writer: None,
         };
-        for imp in &waiters {
-            let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
-            rcuscale_out.push(rcuscale::measure(imp, config, &mut quiet));
-            progress.set_label(imp.name);
-            progress.inc(1);
-        }
+        let rounds = profile.rcuscale_rounds();
+        let mut quiet = Progress::new(
+            (waiters.len() * rounds) as u64 * config.duration.as_millis() as u64,
+            "rcuscale",
+        );
+        progress.set_label(&format!("rcuscale {writers}w/{readers}r/{idle_threads}i"));
+        rcuscale_out.extend(rcuscale::measure_rounds(
+            &waiters,
+            config,
+            &rcuscale::Options::default(),
+            rounds,
+            &mut quiet,
+        ));
+        progress.inc((waiters.len() * rounds) as u64);
     }
 
     let mut quick_qs_out = Vec::new();
@@ -868,7 +888,9 @@ fn rcuscale_section(results: &Results) -> Section {
          (lower with concurrent writers when waits share work); latency is per wait, in microseconds. \
          *Idle* threads registered with the primitive, read once and then sleep: every scan or grace period \
          still accounts for them, as the kernel does for idle CPUs, so they model a process with many \
-         threads (the seed measured on 24 to 256 CPUs).",
+         threads (the seed measured on 24 to 256 CPUs). Each mix ran in rounds, the implementations taking \
+         turns within a round: *per-GP* is the median round, *rounds* the fastest and slowest, and the \
+         latency figures cover every wait of every round.",
     );
     let mut table = Table::new(&[
         "implementation",
@@ -877,6 +899,7 @@ fn rcuscale_section(results: &Results) -> Section {
         "idle>",
         "waits>",
         "per-GP us>",
+        "rounds>",
         "mean us>",
         "p50 us>",
         "p99 us>",
@@ -891,6 +914,10 @@ fn rcuscale_section(results: &Results) -> Section {
             o.idle_threads.to_string(),
             o.gps.to_string(),
             format!("{:.2}", o.per_gp_us),
+            {
+                let (lo, hi) = o.per_gp_range();
+                format!("{lo:.2}-{hi:.2}")
+            },
             format!("{:.2}", l.mean),
             format!("{:.2}", l.p50),
             format!("{:.2}", l.p99),
@@ -1041,6 +1068,7 @@ pub(crate) mod tests {
                 },
                 reads: 10,
                 duration_s: 1.0,
+                per_gp_rounds_us: vec![12.0, 12.5, 14.25],
             }],
             torture: vec![torture::Outcome {
                 name: "tortured".into(),
@@ -1090,6 +1118,7 @@ pub(crate) mod tests {
             },
             reads: 0,
             duration_s: mean * 100.0 / 1e6,
+            per_gp_rounds_us: vec![mean],
         }
     }
 
@@ -1106,7 +1135,7 @@ pub(crate) mod tests {
         );
         assert!(
             md.contains(
-                "| waiter | 16 | 1 | 0 | 1000 | 12.50 | 200.00 | 150.00 | 900.00 | 1500.0 |"
+                "| waiter | 16 | 1 | 0 | 1000 | 12.50 | 12.00-14.25 | 200.00 | 150.00 | 900.00 | 1500.0 |"
             ),
             "{md}"
         );
