@@ -643,12 +643,6 @@ impl Engine {
     /// Publishes `WAITS_FOR_HOLDOUTS`, rechecks, and sleeps until a holdout
     /// wakes the driver, unless the recheck emptied `holdouts`.
     fn sleep_for_holdouts(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
-        if cfg!(loom) {
-            // No futex under loom: the wait is a yield, and the holdouts'
-            // wake-up checks need not be armed.
-            futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
-            return;
-        }
         // SeqCst for the expedite handshake (`request_expedited`); the pairing
         // with the readers is the heavy fence.
         self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);

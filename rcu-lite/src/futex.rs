@@ -7,9 +7,19 @@
 //! signal, or when the timeout passes; callers always recheck their condition,
 //! so spurious returns are harmless.
 //!
-//! Under `cfg(loom)` there is no futex: `wait` is `loom::thread::yield_now()`
-//! and the wakes do nothing, so every wait becomes a yielding spin that loom's
-//! scheduler can explore.
+//! Under `cfg(loom)` the futex is modelled with a loom `Mutex` and `Condvar`
+//! standing in for the kernel's hash bucket: `wait` checks the word under the
+//! mutex and blocks on the condition variable, and a wake takes the mutex and
+//! notifies every waiter (of any word: callers recheck, so the extra wake-ups
+//! are spurious returns, and `wake_one` is modelled as waking all). A waiter
+//! nobody wakes stays blocked, so a lost wake-up is a deadlock that loom
+//! reports. A timed wait cannot block in a model (time does not pass there):
+//! it yields instead.
+//!
+//! (The model once made every wait a plain yield. Loom may schedule two
+//! yielding threads against each other forever, never running the third that
+//! both wait for, so deep models exceeded their branch limit without any bug;
+//! and a lost wake-up went unseen, because a yield always returns.)
 
 use crate::sync::AtomicU32;
 use std::time::Duration;
@@ -41,16 +51,40 @@ pub(crate) fn wake_all(word: &AtomicU32) {
         rustix::thread::futex::wake(word, rustix::thread::futex::Flags::PRIVATE, i32::MAX as u32);
 }
 
-/// Under loom: a yield (see the module docs).
 #[cfg(loom)]
-pub(crate) fn wait(_word: &AtomicU32, _expected: u32, _timeout: Option<Duration>) {
-    crate::sync::yield_now();
+loom::lazy_static! {
+    /// The model's one futex hash bucket: its lock and its wait queue.
+    static ref BUCKET: (loom::sync::Mutex<()>, loom::sync::Condvar) =
+        (loom::sync::Mutex::new(()), loom::sync::Condvar::new());
 }
 
-/// Under loom: nothing to wake, waiters are yielding.
+/// Under loom: blocks until a wake if `word` holds `expected` when checked
+/// under the bucket lock; a timed wait yields instead (see the module docs).
 #[cfg(loom)]
-pub(crate) fn wake_one(_word: &AtomicU32) {}
+pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    if timeout.is_some() {
+        crate::sync::yield_now();
+        return;
+    }
+    let (lock, queue) = &*BUCKET;
+    let guard = lock.lock().expect("never poisoned");
+    // Relaxed, as the kernel's read of the word: the ordering comes from the
+    // bucket lock, which a waker takes after storing the word.
+    if word.load(std::sync::atomic::Ordering::Relaxed) == expected {
+        drop(queue.wait(guard).expect("never poisoned"));
+    }
+}
 
-/// Under loom: nothing to wake, waiters are yielding.
+/// Under loom: wakes every waiter (see the module docs).
 #[cfg(loom)]
-pub(crate) fn wake_all(_word: &AtomicU32) {}
+pub(crate) fn wake_one(word: &AtomicU32) {
+    wake_all(word);
+}
+
+/// Under loom: takes the bucket lock and wakes every waiter.
+#[cfg(loom)]
+pub(crate) fn wake_all(_word: &AtomicU32) {
+    let (lock, queue) = &*BUCKET;
+    let _guard = lock.lock().expect("never poisoned");
+    queue.notify_all();
+}
