@@ -202,14 +202,14 @@ impl Run {
     }
 
     fn summary(self) -> Outcome {
-        let per_gp = self.per_gp_us();
-        summarize(self.name, self.config, vec![per_gp], &[self])
+        summarize(self.name, self.config, &[self])
     }
 }
 
 /// Merges the runs of one implementation (one per round) into one outcome:
-/// per-GP time is the median of `per_gp_rounds`, the rest covers every run.
-fn summarize(name: &str, config: Config, per_gp_rounds: Vec<f64>, runs: &[Run]) -> Outcome {
+/// per-GP time is the median run's, the rest covers every run.
+fn summarize(name: &str, config: Config, runs: &[Run]) -> Outcome {
+    let per_gp_rounds: Vec<f64> = runs.iter().map(Run::per_gp_us).collect();
     let samples: Vec<f64> = runs
         .iter()
         .flat_map(|r| r.samples.iter().copied())
@@ -338,10 +338,7 @@ pub fn measure_rounds(
     chosen
         .iter()
         .zip(runs)
-        .map(|(imp, runs)| {
-            let per_gp = runs.iter().map(Run::per_gp_us).collect();
-            summarize(imp.name, config, per_gp, &runs)
-        })
+        .map(|(imp, runs)| summarize(imp.name, config, &runs))
         .collect()
 }
 
