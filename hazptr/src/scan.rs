@@ -56,15 +56,22 @@
 //!
 //! With sharing off, each caller runs [`begin`] and the walk itself.
 //!
-//! Under loom there is no scanner thread: waiting callers run the scanner's
-//! step ([`drive_once`]) themselves.
+//! Two sleep/wake handshakes are store-buffering (Dekker) pairs: a caller's
+//! `sleepers` count against the release of its waiter, and the domain's
+//! `shutdown` against the scanner's sleep. Each side puts a `fence(SeqCst)`
+//! between its store and its load. The accesses themselves are SeqCst too, but
+//! loom checks SeqCst accesses only as Acquire/Release, and SeqCst fences
+//! exactly: with the fences, the models run the real scanner thread and a
+//! blocking model of the futex (`sync.rs`), so they cover the wake-up
+//! handshakes as well as the scan. (The scanner's own wake-up needs no fence:
+//! the queue's RMWs order it, see `wake_scanner`.)
 
 use crate::bloom::Bloom;
 use crate::domain::{Domain, Shared, thread_holds};
 use crate::slot::{EMPTY, RESERVED, is_older_wildcard, is_wildcard};
 use crate::sync::{
-    AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Backoff, Ordering, Pause, UnsafeCell,
-    futex_wait, futex_wake_all, spin_loop,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Backoff, JoinHandle, Mutex, Ordering, Pause,
+    ThreadBuilder, UnsafeCell, fence, futex_wait, futex_wake_all, spin_loop,
 };
 use membarrier_sim::fence;
 use std::cell::Cell;
@@ -141,7 +148,7 @@ pub(crate) struct ScanState {
     started: AtomicBool,
     /// Set when the domain is dropped: the scanner exits.
     shutdown: AtomicBool,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl ScanState {
@@ -158,7 +165,7 @@ impl ScanState {
             }),
             started: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
-            thread: std::sync::Mutex::new(None),
+            thread: Mutex::new(None),
         }
     }
 }
@@ -294,18 +301,19 @@ fn synchronize_shared(shared: &Shared, addr: usize) {
     }
     // Serve the queue ourselves if nobody is scanning: alone, this runs the
     // scan at once, as an unshared caller would.
-    if !cfg!(loom) {
-        drive_once(shared);
-    }
+    drive_once(shared);
     wait_for_release(shared, &waiter);
 }
 
 /// Makes sure the scanner thread is awake (it then drives until there is no
 /// queued or pending waiter left).
 fn wake_scanner(scan: &ScanState) {
-    // SeqCst: the other half of the Dekker pattern in `scanner_sleep` (the
-    // caller's waiter was pushed with SeqCst before this load; the scanner
-    // stores SLEEPING and then looks for work under the driver flag).
+    // The other half of the handshake in `scanner_sleep`, which stores
+    // SLEEPING and then takes the queue with an RMW (`swap`). Our push was an
+    // RMW on the same queue: if it came first, the scanner's swap takes our
+    // waiter; if the swap came first, our push read from it (SeqCst: Release
+    // there, Acquire here), so this load sees SLEEPING. No fence needed: the
+    // queue's modification order decides it, which loom checks exactly.
     if scan.scanner_state.load(Ordering::SeqCst) == SLEEPING
         && scan
             .scanner_state
@@ -328,12 +336,6 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         if waiter.state.load(Ordering::Acquire) == DONE {
             return;
         }
-        if cfg!(loom) {
-            // No scanner thread under loom: drive the scan ourselves.
-            drive_once(shared);
-            crate::sync::yield_now();
-            continue;
-        }
         if spins < WAITER_SPINS {
             spins += 1;
             spin_loop();
@@ -354,6 +356,8 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         // or the scanner's `sleepers` load sees us and wakes; and if its bump
         // of `release_seq` came first, the futex wait returns at once.
         scan.sleepers.fetch_add(1, Ordering::SeqCst);
+        // Pairs with the fence in `wake_released`.
+        fence(Ordering::SeqCst);
         if waiter.state.load(Ordering::SeqCst) != DONE {
             futex_wait(&scan.release_seq, seq, None);
         }
@@ -379,6 +383,9 @@ unsafe fn release(waiter: *const Waiter) {
 fn wake_released(scan: &ScanState) {
     // SeqCst: see `wait_for_release`.
     scan.release_seq.fetch_add(1, Ordering::SeqCst);
+    // Pairs with the fence in `wait_for_release`, between its `sleepers`
+    // increment and its re-check of the state this pass stored.
+    fence(Ordering::SeqCst);
     if scan.sleepers.load(Ordering::SeqCst) > 0 {
         futex_wake_all(&scan.release_seq);
     }
@@ -541,7 +548,7 @@ fn for_each_waiter(batch: *mut Waiter, mut f: impl FnMut(&Waiter)) {
 #[inline]
 fn ensure_scanner(shared: &Arc<Shared>) -> bool {
     // Acquire pairs with the Release store in `start_scanner`.
-    cfg!(loom) || shared.scan.started.load(Ordering::Acquire) || start_scanner(shared)
+    shared.scan.started.load(Ordering::Acquire) || start_scanner(shared)
 }
 
 #[cold]
@@ -556,7 +563,7 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
         return false;
     }
     let for_thread = Arc::clone(shared);
-    let spawned = std::thread::Builder::new()
+    let spawned = ThreadBuilder::new()
         .name(format!("hazptr-scan-{}", shared.id))
         .spawn(move || scanner_main(&for_thread));
     match spawned {
@@ -604,8 +611,14 @@ fn scanner_main(shared: &Shared) {
 /// driver flag orders them), so the pass sees it.
 fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
     let scan = &shared.scan;
-    // SeqCst: Dekker with `wake_scanner`.
+    // SeqCst: with `wake_scanner`, a caller that misses SLEEPING has its
+    // waiter taken by the pass below (see there). The fence: Dekker with
+    // `stop_scanner`, whose fence follows its `shutdown` store; if the
+    // `shutdown` load below misses that store, the AWAKE store of
+    // `stop_scanner` comes after our SLEEPING one, and its wake after our
+    // futex check or while we wait.
     scan.scanner_state.store(SLEEPING, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
     let sleep = match timeout {
         Some(_) => true,
         None => drive_once(shared) == Progress::Idle,
@@ -620,6 +633,8 @@ fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
 pub(crate) fn stop_scanner(shared: &Shared) {
     let scan = &shared.scan;
     scan.shutdown.store(true, Ordering::SeqCst);
+    // Pairs with the fence in `scanner_sleep`.
+    fence(Ordering::SeqCst);
     let handle = scan.thread.lock().expect("not poisoned").take();
     if let Some(handle) = handle {
         scan.scanner_state.store(AWAKE, Ordering::SeqCst);

@@ -5,25 +5,29 @@
 //! the whole crate onto loom's model checker. The `std` side wraps `UnsafeCell`
 //! to offer loom's `with_mut` access style, so code reads the same under both.
 //!
-//! Under loom there is no futex: [`futex_wait`] yields to loom's scheduler and
-//! returns (a spurious wake-up, which every caller tolerates), and
-//! [`futex_wake_all`] does nothing.
+//! Under loom the futex is a loom `Mutex` and `Condvar` standing in for the
+//! kernel's hash bucket: [`futex_wait`] checks the word under the mutex and
+//! blocks until a wake, and [`futex_wake_all`] takes the mutex and notifies
+//! every waiter (of any word: callers recheck, so the extra wake-ups are
+//! spurious returns). A waiter nobody wakes stays blocked, so a lost wake-up
+//! is a deadlock that loom reports. A timed wait cannot block in a model
+//! (time does not pass there): it yields instead.
 
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
     hint::spin_loop,
     sync::Mutex,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering},
-    thread::yield_now,
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence},
+    thread::{Builder as ThreadBuilder, JoinHandle, yield_now},
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
     hint::spin_loop,
     sync::Mutex,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering},
-    thread::yield_now,
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence},
+    thread::{Builder as ThreadBuilder, JoinHandle, yield_now},
 };
 
 use std::time::Duration;
@@ -67,15 +71,36 @@ pub(crate) fn futex_wake_all(word: &AtomicU32) {
     let _ = futex::wake(word, futex::Flags::PRIVATE, i32::MAX as u32);
 }
 
-/// Under loom: let another thread run, then report a (spurious) wake-up.
 #[cfg(loom)]
-pub(crate) fn futex_wait(_word: &AtomicU32, _expected: u32, _timeout: Option<Duration>) {
-    yield_now();
+loom::lazy_static! {
+    /// The model's one futex hash bucket: its lock and its wait queue.
+    static ref BUCKET: (Mutex<()>, loom::sync::Condvar) = (Mutex::new(()), loom::sync::Condvar::new());
 }
 
-/// Under loom nobody really sleeps, so there is nobody to wake.
+/// Under loom: blocks until a wake if `word` holds `expected` when checked
+/// under the bucket lock; a timed wait yields instead (see the module docs).
 #[cfg(loom)]
-pub(crate) fn futex_wake_all(_word: &AtomicU32) {}
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    if timeout.is_some() {
+        yield_now();
+        return;
+    }
+    let (lock, queue) = &*BUCKET;
+    let guard = lock.lock().expect("never poisoned");
+    // Relaxed, as the kernel's read of the word: the ordering comes from the
+    // bucket lock, which a waker takes after storing the word.
+    if word.load(Ordering::Relaxed) == expected {
+        drop(queue.wait(guard).expect("never poisoned"));
+    }
+}
+
+/// Under loom: takes the bucket lock and wakes every waiter.
+#[cfg(loom)]
+pub(crate) fn futex_wake_all(_word: &AtomicU32) {
+    let (lock, queue) = &*BUCKET;
+    let _guard = lock.lock().expect("never poisoned");
+    queue.notify_all();
+}
 
 /// One step of a [`Backoff`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

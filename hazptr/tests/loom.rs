@@ -97,6 +97,40 @@ fn acquire_racing_synchronize_unshared() {
     acquire_racing_synchronize(false);
 }
 
+/// Two callers of the shared scan with the real scanner thread and the
+/// blocking futex model: whatever the interleaving of their pushes, drives,
+/// sleeps and the scanner's own sleep, each caller is released (a lost
+/// wake-up of a sleeping caller or of the scanner leaves a thread blocked,
+/// which loom reports as a deadlock), and the domain's drop stops the scanner.
+/// No reader: a reader in its wildcard window makes the driving caller yield
+/// while the scanner yields too (it finds the scan busy), and loom can then
+/// schedule those two against each other forever without running the reader;
+/// the models above cover readers against one caller.
+#[test]
+fn concurrent_callers_of_the_shared_scan_are_each_released() {
+    loom::model(|| {
+        let domain = Arc::new(Domain::builder().shared_scan(true).build());
+        let first = Arc::new(AtomicPtr::new(obj()));
+        let second = Arc::new(AtomicPtr::new(obj()));
+        let other_caller = {
+            let (domain, second) = (Arc::clone(&domain), Arc::clone(&second));
+            thread::spawn(move || {
+                let old = second.swap(obj(), AcqRel);
+                domain.synchronize(old);
+                // SAFETY: unpublished by the swap, and synchronize returned.
+                unsafe { reclaim(old) };
+            })
+        };
+        let old = first.swap(obj(), AcqRel);
+        domain.synchronize(old);
+        // SAFETY: unpublished by the swap, and synchronize returned.
+        unsafe { reclaim(old) };
+        other_caller.join().unwrap();
+        free_last(&first);
+        free_last(&second);
+    });
+}
+
 /// Wildcard-flip escape: the writer synchronizes twice (two generation
 /// flips) while the reader may sit between loading the generation and
 /// storing its wildcard, or inside the wildcard window, across a flip.
