@@ -35,7 +35,9 @@ fn obj() -> *mut Obj {
 ///
 /// `p` is null or protected by a guard of the domain it was published in.
 unsafe fn check(p: *mut Obj) {
+    // SAFETY: per the contract, null or protected, so alive.
     if let Some(o) = unsafe { p.as_ref() } {
+        // SAFETY: loom checks that this read happens before any reclaim.
         o.value
             .with(|v| assert_eq!(unsafe { *v }, LIVE, "read a reclaimed object"));
     }
@@ -47,6 +49,8 @@ unsafe fn check(p: *mut Obj) {
 ///
 /// `p` came from `obj()`, is unpublished and unprotected.
 unsafe fn reclaim(p: *mut Obj) {
+    // SAFETY: per the contract, `p` is from `obj()` (a `Box`) and nobody can
+    // reach it any more; loom checks the write against every reader's access.
     unsafe {
         (*p).value.with_mut(|v| *v = POISON);
         drop(Box::from_raw(p));
