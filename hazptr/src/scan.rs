@@ -58,8 +58,9 @@
 //!
 //! Two sleep/wake handshakes are store-buffering (Dekker) pairs: a caller's
 //! `sleepers` count against the release of its waiter, and the domain's
-//! `shutdown` against the scanner's sleep. Each side puts a `fence(SeqCst)`
-//! between its store and its load. The accesses themselves are SeqCst too, but
+//! `shutdown` against the scanner's sleep. Each side puts an
+//! `atomic_fence(SeqCst)` (the atomic fence; `fence::heavy()` is the scan's
+//! membarrier) between its store and its load. The accesses are SeqCst too, but
 //! loom checks SeqCst accesses only as Acquire/Release, and SeqCst fences
 //! exactly: with the fences, the models run the real scanner thread and a
 //! blocking model of the futex (`sync.rs`), so they cover the wake-up
@@ -71,7 +72,7 @@ use crate::domain::{Domain, Shared, thread_holds};
 use crate::slot::{EMPTY, RESERVED, is_older_wildcard, is_wildcard};
 use crate::sync::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Backoff, JoinHandle, Mutex, Ordering, Pause,
-    ThreadBuilder, UnsafeCell, fence, futex_wait, futex_wake_all, spin_loop,
+    ThreadBuilder, UnsafeCell, fence as atomic_fence, futex_wait, futex_wake_all, spin_loop,
 };
 use membarrier_sim::fence;
 use std::cell::Cell;
@@ -360,7 +361,7 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         // of `release_seq` came first, the futex wait returns at once.
         scan.sleepers.fetch_add(1, Ordering::SeqCst);
         // Pairs with the fence in `wake_released`.
-        fence(Ordering::SeqCst);
+        atomic_fence(Ordering::SeqCst);
         if waiter.state.load(Ordering::SeqCst) != DONE {
             futex_wait(&scan.release_seq, seq, None);
         }
@@ -388,7 +389,7 @@ fn wake_released(scan: &ScanState) {
     scan.release_seq.fetch_add(1, Ordering::SeqCst);
     // Pairs with the fence in `wait_for_release`, between its `sleepers`
     // increment and its re-check of the state this pass stored.
-    fence(Ordering::SeqCst);
+    atomic_fence(Ordering::SeqCst);
     if scan.sleepers.load(Ordering::SeqCst) > 0 {
         futex_wake_all(&scan.release_seq);
     }
@@ -621,7 +622,7 @@ fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
     // `stop_scanner` comes after our SLEEPING one, and its wake after our
     // futex check or while we wait.
     scan.scanner_state.store(SLEEPING, Ordering::SeqCst);
-    fence(Ordering::SeqCst);
+    atomic_fence(Ordering::SeqCst);
     let sleep = match timeout {
         Some(_) => true,
         None => drive_once(shared) == Progress::Idle,
@@ -637,7 +638,7 @@ pub(crate) fn stop_scanner(shared: &Shared) {
     let scan = &shared.scan;
     scan.shutdown.store(true, Ordering::SeqCst);
     // Pairs with the fence in `scanner_sleep`.
-    fence(Ordering::SeqCst);
+    atomic_fence(Ordering::SeqCst);
     let handle = scan.thread.lock().expect("not poisoned").take();
     if let Some(handle) = handle {
         scan.scanner_state.store(AWAKE, Ordering::SeqCst);
