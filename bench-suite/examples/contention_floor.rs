@@ -1,0 +1,181 @@
+//! What the two costs under every concurrent `synchronize` cost on this
+//! machine: the heavy fence (`membarrier()`), with the other CPUs idle and
+//! with each running a thread of this process, and one futex sleep and
+//! wake-up.
+//!
+//! - `heavy`: `membarrier_sim::fence::heavy()` back to back on one thread,
+//!   first with nothing else running, then with 1, 2, ... spinning threads of
+//!   this process (up to one per other CPU). `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
+//!   interrupts only the CPUs that run a thread of the caller's process, and
+//!   waits until each has run the barrier, so its cost is that of an IPI round
+//!   trip per busy CPU. One lone `synchronize` caller (hazptr's scan, an
+//!   rcu-lite grace period) meets the idle case; two or more callers, or a
+//!   caller and a reader thread, meet the busy one.
+//! - `hand-off`: tokens passed around a ring of threads; a thread without a
+//!   token sleeps in a futex wait (`std::thread::park`) until the previous
+//!   one hands it one and wakes it (`unpark`). Each hand-off is one wake-up
+//!   and one switch into the woken thread: the least a `synchronize` caller
+//!   that sleeps while it waits pays. With one token every wake-up lands on
+//!   an idle CPU; with at least as many tokens as CPUs the CPUs stay busy, as
+//!   they do with many callers, and woken threads queue behind running ones.
+//!   Each row gives the wall time per hand-off and the process's CPU time
+//!   per hand-off (`/proc/self/stat`, 10 ms ticks).
+//!
+//! ```sh
+//! cargo run --release -p bench-suite --example contention_floor -- 20000 16
+//! ```
+//! (fence samples per row, threads in the ring; defaults 20000 and 16).
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut arg = |name: &str, default: usize| -> usize {
+        match args.next() {
+            None => default,
+            Some(text) => text.parse().unwrap_or_else(|_| {
+                eprintln!("contention_floor: {name} must be a whole number, not {text:?}");
+                std::process::exit(2);
+            }),
+        }
+    };
+    let samples = arg("samples", 20_000).max(1);
+    let ring = arg("ring-threads", 16).max(2);
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+
+    println!(
+        "heavy fence ({}), {samples} calls per row, us:",
+        membarrier_sim::fence::mode().name()
+    );
+    for busy in 0..cpus {
+        let (p50, p99, mean) = heavy_fence_with_spinners(busy, samples);
+        println!(
+            "  {busy} other CPU(s) running a spinning thread of this process: \
+             p50 {p50:.2} p99 {p99:.2} mean {mean:.2}"
+        );
+    }
+
+    for tokens in [1, cpus, 2 * cpus, 4 * cpus, 8 * cpus] {
+        let tokens = tokens.min(ring / 2);
+        let (wall, cpu) = ring_hand_off(ring, tokens, Duration::from_secs(1));
+        println!(
+            "futex hand-off, {tokens} token(s) around a ring of {ring} threads on {cpus} CPU(s): \
+             {wall:.2} us per hand-off, {cpu:.2} us of CPU time per hand-off"
+        );
+    }
+}
+
+/// Times `fence::heavy()` while `busy` threads spin; returns p50, p99, mean.
+fn heavy_fence_with_spinners(busy: usize, samples: usize) -> (f64, f64, f64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicUsize::new(0));
+    let spinners: Vec<_> = (0..busy)
+        .map(|_| {
+            let (stop, running) = (Arc::clone(&stop), Arc::clone(&running));
+            thread::spawn(move || {
+                running.fetch_add(1, Relaxed);
+                // Relaxed: a stop flag; nothing is published through it.
+                while !stop.load(Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    while running.load(Relaxed) < busy {
+        thread::yield_now();
+    }
+    // Let the scheduler spread the spinners over the other CPUs.
+    thread::sleep(Duration::from_millis(20));
+    let mut us: Vec<f64> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            membarrier_sim::fence::heavy();
+            start.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    stop.store(true, Relaxed);
+    spinners
+        .into_iter()
+        .for_each(|s| s.join().expect("spinner"));
+    us.sort_by(f64::total_cmp);
+    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99), us.iter().sum::<f64>() / us.len() as f64)
+}
+
+/// Passes `tokens` tokens around a ring of `threads` threads for `duration`
+/// (a thread without a token sleeps until the previous one hands it one);
+/// returns the wall and CPU microseconds per hand-off.
+fn ring_hand_off(threads: usize, tokens: usize, duration: Duration) -> (f64, f64) {
+    // Tokens each member holds; a member sleeps while it holds none.
+    let held: Arc<Vec<AtomicUsize>> = Arc::new(
+        (0..threads)
+            .map(|i| AtomicUsize::new(usize::from(i * tokens % threads < tokens)))
+            .collect(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let hand_offs = Arc::new(AtomicUsize::new(0));
+    let (ring_tx, ring_rx) = mpsc::channel::<Vec<thread::Thread>>();
+    let ring_rx = Arc::new(Mutex::new(ring_rx));
+    let members: Vec<_> = (0..threads)
+        .map(|me| {
+            let (held, stop, hand_offs) =
+                (Arc::clone(&held), Arc::clone(&stop), Arc::clone(&hand_offs));
+            let ring_rx = Arc::clone(&ring_rx);
+            thread::spawn(move || {
+                let ring = ring_rx.lock().expect("rx").recv().expect("ring");
+                let next = (me + 1) % ring.len();
+                loop {
+                    // Relaxed: a stop flag; the unparks after it wake everyone.
+                    if stop.load(Relaxed) {
+                        return;
+                    }
+                    // Acquire pairs with the Release add of the previous
+                    // member (only the token itself is passed).
+                    if held[me].load(Acquire) == 0 {
+                        thread::park();
+                        continue;
+                    }
+                    held[me].fetch_sub(1, Relaxed);
+                    // Relaxed: a count read after the run.
+                    hand_offs.fetch_add(1, Relaxed);
+                    held[next].fetch_add(1, Release);
+                    ring[next].unpark();
+                }
+            })
+        })
+        .collect();
+    let ring: Vec<thread::Thread> = members.iter().map(|m| m.thread().clone()).collect();
+    for _ in 0..threads {
+        ring_tx.send(ring.clone()).expect("member");
+    }
+    let (start, cpu_start) = (Instant::now(), process_cpu_seconds());
+    thread::sleep(duration);
+    let passed = hand_offs.load(Relaxed).max(1) as f64;
+    let (elapsed, cpu) = (start.elapsed(), process_cpu_seconds() - cpu_start);
+    stop.store(true, Relaxed);
+    ring.iter().for_each(thread::Thread::unpark);
+    members
+        .into_iter()
+        .for_each(|m| m.join().expect("ring member"));
+    (elapsed.as_secs_f64() * 1e6 / passed, cpu * 1e6 / passed)
+}
+
+/// User plus system CPU time of the whole process so far, in seconds
+/// (`/proc/self/stat`, in clock ticks of 10 ms).
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name (which may contain spaces) start at
+    // the state, field 3; utime and stime are fields 14 and 15.
+    let after_name = &stat[stat.rfind(')').expect("stat format") + 2..];
+    let ticks: u64 = after_name
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|field| field.parse::<u64>().expect("tick count"))
+        .sum();
+    ticks as f64 / 100.0
+}
