@@ -65,30 +65,69 @@ fn free_last(src: &AtomicPtr<Obj>) {
     }
 }
 
+/// One model: a reader thread and the main thread, as the writer, share a
+/// domain (shared scan or not) and one published object; once both are done
+/// the last published object is freed and the domain dropped (which stops a
+/// scanner thread).
+fn reader_against_writer(
+    shared_scan: bool,
+    reader: fn(&Domain, &AtomicPtr<Obj>),
+    writer: fn(&Domain, &AtomicPtr<Obj>),
+) {
+    loom::model(move || {
+        let domain = Arc::new(Domain::builder().shared_scan(shared_scan).build());
+        let src = Arc::new(AtomicPtr::new(obj()));
+        let reader_thread = {
+            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
+            thread::spawn(move || reader(&domain, &src))
+        };
+        writer(&domain, &src);
+        reader_thread.join().unwrap();
+        free_last(&src);
+    });
+}
+
+/// The writer's step: unpublish, synchronize, reclaim.
+fn replace_and_synchronize(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let old = src.swap(obj(), AcqRel);
+    domain.synchronize(old);
+    // SAFETY: unpublished by the swap, and synchronize returned.
+    unsafe { reclaim(old) };
+}
+
+/// A reader that protects the published object and reads it.
+fn protect_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    let p = guard.protect_ptr(src);
+    // SAFETY: protected by `guard`.
+    unsafe { check(p) };
+}
+
+/// A reader that protects the published object, moves the protection to a
+/// backup slot, and reads the object.
+fn protect_promote_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    let p = guard.protect_ptr(src);
+    guard.promote();
+    // SAFETY: protected by `guard` (now in a backup slot).
+    unsafe { check(p) };
+}
+
 /// The kernel's acquire-before-scan litmus test: a reader's acquire races a
 /// writer's unpublish + synchronize; either the reader loads the new pointer
 /// or synchronize waits for it.
 fn acquire_racing_synchronize(shared_scan: bool) {
-    loom::model(move || {
-        let domain = Arc::new(Domain::builder().shared_scan(shared_scan).build());
-        let src = Arc::new(AtomicPtr::new(obj()));
-        let reader = {
-            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
-            thread::spawn(move || {
-                // The fused form, as the kernel's hazptr_acquire().
-                let (guard, p) = domain.acquire(&src);
-                // SAFETY: protected by `guard`.
-                unsafe { check(p) };
-                drop(guard);
-            })
-        };
-        let old = src.swap(obj(), AcqRel);
-        domain.synchronize(old);
-        // SAFETY: unpublished by the swap, and synchronize returned.
-        unsafe { reclaim(old) };
-        reader.join().unwrap();
-        free_last(&src);
-    });
+    reader_against_writer(
+        shared_scan,
+        |domain, src| {
+            // The fused form, as the kernel's hazptr_acquire().
+            let (guard, p) = domain.acquire(src);
+            // SAFETY: protected by `guard`.
+            unsafe { check(p) };
+            drop(guard);
+        },
+        replace_and_synchronize,
+    );
 }
 
 #[test]
@@ -114,21 +153,14 @@ fn acquire_racing_synchronize_unshared() {
 fn concurrent_callers_of_the_shared_scan_are_each_released() {
     loom::model(|| {
         let domain = Arc::new(Domain::builder().shared_scan(true).build());
+        // One object each, so that the callers meet only in the domain.
         let first = Arc::new(AtomicPtr::new(obj()));
         let second = Arc::new(AtomicPtr::new(obj()));
         let other_caller = {
             let (domain, second) = (Arc::clone(&domain), Arc::clone(&second));
-            thread::spawn(move || {
-                let old = second.swap(obj(), AcqRel);
-                domain.synchronize(old);
-                // SAFETY: unpublished by the swap, and synchronize returned.
-                unsafe { reclaim(old) };
-            })
+            thread::spawn(move || replace_and_synchronize(&domain, &second))
         };
-        let old = first.swap(obj(), AcqRel);
-        domain.synchronize(old);
-        // SAFETY: unpublished by the swap, and synchronize returned.
-        unsafe { reclaim(old) };
+        replace_and_synchronize(&domain, &first);
         other_caller.join().unwrap();
         free_last(&first);
         free_last(&second);
@@ -140,26 +172,9 @@ fn concurrent_callers_of_the_shared_scan_are_each_released() {
 /// storing its wildcard, or inside the wildcard window, across a flip.
 #[test]
 fn wildcard_flip_escape() {
-    loom::model(|| {
-        let domain = Arc::new(Domain::builder().shared_scan(false).build());
-        let src = Arc::new(AtomicPtr::new(obj()));
-        let reader = {
-            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
-            thread::spawn(move || {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&src);
-                // SAFETY: protected by `guard`.
-                unsafe { check(p) };
-            })
-        };
-        for _ in 0..2 {
-            let old = src.swap(obj(), AcqRel);
-            domain.synchronize(old);
-            // SAFETY: unpublished, synchronized.
-            unsafe { reclaim(old) };
-        }
-        reader.join().unwrap();
-        free_last(&src);
+    reader_against_writer(false, protect_and_read, |domain, src| {
+        replace_and_synchronize(domain, src);
+        replace_and_synchronize(domain, src);
     });
 }
 
@@ -168,26 +183,7 @@ fn wildcard_flip_escape() {
 /// protection in one place or the other.
 #[test]
 fn backup_promotion_racing_a_scan() {
-    loom::model(|| {
-        let domain = Arc::new(Domain::builder().shared_scan(false).build());
-        let src = Arc::new(AtomicPtr::new(obj()));
-        let reader = {
-            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
-            thread::spawn(move || {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&src);
-                guard.promote();
-                // SAFETY: protected by `guard` (now in a backup slot).
-                unsafe { check(p) };
-            })
-        };
-        let old = src.swap(obj(), AcqRel);
-        domain.synchronize(old);
-        // SAFETY: unpublished, synchronized.
-        unsafe { reclaim(old) };
-        reader.join().unwrap();
-        free_last(&src);
-    });
+    reader_against_writer(false, protect_promote_and_read, replace_and_synchronize);
 }
 
 /// The same race against the shared scan, whose waiter is released only
@@ -195,50 +191,18 @@ fn backup_promotion_racing_a_scan() {
 /// send the scanner to the overflow lists again instead of releasing.
 #[test]
 fn backup_promotion_racing_a_shared_scan() {
-    loom::model(|| {
-        let domain = Arc::new(Domain::builder().shared_scan(true).build());
-        let src = Arc::new(AtomicPtr::new(obj()));
-        let reader = {
-            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
-            thread::spawn(move || {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&src);
-                guard.promote();
-                // SAFETY: protected by `guard` (now in a backup slot).
-                unsafe { check(p) };
-            })
-        };
-        let old = src.swap(obj(), AcqRel);
-        domain.synchronize(old);
-        // SAFETY: unpublished, synchronized.
-        unsafe { reclaim(old) };
-        reader.join().unwrap();
-        free_last(&src);
-    });
+    reader_against_writer(true, protect_promote_and_read, replace_and_synchronize);
 }
 
-/// Retire and reclaim never free an object a guard protects.
+/// Retire and reclaim never free an object a guard protects. (The domain's
+/// drop frees whatever is still retired.)
 #[test]
 fn retire_never_frees_a_protected_object() {
-    loom::model(|| {
-        let domain = Arc::new(Domain::builder().build());
-        let src = Arc::new(AtomicPtr::new(obj()));
-        let reader = {
-            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
-            thread::spawn(move || {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&src);
-                // SAFETY: protected by `guard`.
-                unsafe { check(p) };
-            })
-        };
+    reader_against_writer(true, protect_and_read, |domain, src| {
         let old = src.swap(obj(), AcqRel);
         // SAFETY: unpublished by the swap, retired once; `reclaim` frees an
         // `obj()` box.
         unsafe { domain.retire(old, reclaim) };
         domain.reclaim();
-        reader.join().unwrap();
-        free_last(&src);
-        // Dropping the domain frees whatever is still retired.
     });
 }
