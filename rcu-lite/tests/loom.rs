@@ -90,6 +90,28 @@ fn configure(quick_qs: bool) {
     qsbr::configure(config);
 }
 
+/// A memb reader: one section around a read of `slot`.
+fn memb_reader(slot: &Slot) {
+    let guard = memb::read_lock();
+    assert_eq!(slot.read(), 1, "reader reached a freed object");
+    drop(guard);
+}
+
+/// The body of a model: a reader thread runs `reader` on a slot while this
+/// thread unpublishes the slot's object, calls `wait` and then frees it.
+fn reader_against_updater(reader: fn(&Slot), wait: fn()) {
+    let slot = Slot::new();
+    let reader_thread = {
+        let slot = Arc::clone(&slot);
+        thread::spawn(move || reader(&slot))
+    };
+    let old = slot.unpublish();
+    wait();
+    // SAFETY: unpublished, and `wait` let a grace period elapse.
+    unsafe { retire_now(old) };
+    reader_thread.join().unwrap();
+}
+
 /// A grace period waits for a reader whose section began before it, with quick
 /// QS on and off.
 #[test]
@@ -97,20 +119,7 @@ fn grace_period_waits_for_a_reader_that_began_before_it() {
     for quick_qs in [true, false] {
         loom::model(move || {
             configure(quick_qs);
-            let slot = Slot::new();
-            let reader = {
-                let slot = Arc::clone(&slot);
-                thread::spawn(move || {
-                    let guard = memb::read_lock();
-                    assert_eq!(slot.read(), 1, "reader reached a freed object");
-                    drop(guard);
-                })
-            };
-            let old = slot.unpublish();
-            memb::synchronize_rcu();
-            // SAFETY: unpublished, and a grace period has elapsed.
-            unsafe { retire_now(old) };
-            reader.join().unwrap();
+            reader_against_updater(memb_reader, memb::synchronize_rcu);
         });
     }
 }
@@ -207,23 +216,17 @@ fn concurrent_callers_model(worker: bool) {
 fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
     loom::model(|| {
         configure(true);
-        let slot = Slot::new();
-        let reader = {
-            let slot = Arc::clone(&slot);
-            thread::spawn(move || {
+        reader_against_updater(
+            |slot| {
                 let outer = memb::read_lock();
                 let inner = memb::read_lock();
                 drop(inner);
                 // Still inside `outer`.
                 assert_eq!(slot.read(), 1, "reader reached a freed object");
                 drop(outer);
-            })
-        };
-        let old = slot.unpublish();
-        memb::synchronize_rcu_expedited();
-        // SAFETY: unpublished, and a grace period has elapsed.
-        unsafe { retire_now(old) };
-        reader.join().unwrap();
+            },
+            memb::synchronize_rcu_expedited,
+        );
     });
 }
 
@@ -233,22 +236,16 @@ fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
 fn quick_qs_never_credits_an_online_qsbr_thread() {
     loom::model(|| {
         configure(true);
-        let slot = Slot::new();
-        let reader = {
-            let slot = Arc::clone(&slot);
-            thread::spawn(move || {
+        reader_against_updater(
+            |slot| {
                 let registration = QsbrThread::register();
                 let guard = registration.read_lock();
                 assert_eq!(slot.read(), 1, "reader reached a freed object");
                 drop(guard);
                 drop(registration);
-            })
-        };
-        let old = slot.unpublish();
-        qsbr::synchronize_rcu();
-        // SAFETY: unpublished, and a grace period has elapsed.
-        unsafe { retire_now(old) };
-        reader.join().unwrap();
+            },
+            qsbr::synchronize_rcu,
+        );
     });
 }
 
@@ -265,11 +262,7 @@ fn call_rcu_callbacks_run_only_after_their_grace_period() {
         let slot = Slot::new();
         let reader = {
             let slot = Arc::clone(&slot);
-            thread::spawn(move || {
-                let guard = memb::read_lock();
-                assert_eq!(slot.read(), 1, "reader reached a freed object");
-                drop(guard);
-            })
+            thread::spawn(move || memb_reader(&slot))
         };
         let old = Retire(slot.unpublish());
         memb::call_rcu(move || {
