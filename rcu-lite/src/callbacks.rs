@@ -47,8 +47,14 @@ loom::thread_local! {
     static IN_CALLBACK: Cell<bool> = Cell::new(false);
 }
 
+/// Whether the calling thread is running a batch of callbacks.
+#[cfg(not(loom))]
+pub(crate) fn in_callback() -> bool {
+    IN_CALLBACK.with(Cell::get)
+}
+
 /// The callbacks queued and the worker's sleep state, under one lock.
-struct Pending {
+pub(crate) struct Pending {
     callbacks: Vec<Callback>,
     /// The worker sleeps (or is about to) on `wake_seq`.
     worker_asleep: bool,
@@ -61,9 +67,18 @@ pub(crate) struct CallbackQueue {
     wake_seq: AtomicU32,
     /// Held while a batch is taken, waited for and run.
     batch_lock: Mutex<()>,
+    /// Whether the worker thread was started (in this process: a fork child
+    /// has none).
     #[cfg(not(loom))]
-    worker: std::sync::Once,
+    worker_started: std::sync::atomic::AtomicBool,
 }
+
+/// The locks of a flavor's callback queue, held across `fork()` (`fork.rs`).
+#[cfg(not(loom))]
+pub(crate) type BatchHeld = std::sync::MutexGuard<'static, ()>;
+/// See [`BatchHeld`].
+#[cfg(not(loom))]
+pub(crate) type QueueHeld = std::sync::MutexGuard<'static, Pending>;
 
 impl CallbackQueue {
     crate::const_unless_loom! {
@@ -77,7 +92,7 @@ impl CallbackQueue {
                 wake_seq: AtomicU32::new(0),
                 batch_lock: Mutex::new(()),
                 #[cfg(not(loom))]
-                worker: std::sync::Once::new(),
+                worker_started: std::sync::atomic::AtomicBool::new(false),
             }
         }
     }
@@ -177,12 +192,48 @@ impl CallbackQueue {
     /// Starts the worker thread once.
     #[cfg(not(loom))]
     fn start_worker(&'static self, synchronize: fn(), flavor: &str) {
-        self.worker.call_once(|| {
-            std::thread::Builder::new()
+        // Relaxed: the thread needs nothing from the caller but the queue,
+        // whose mutex orders everything.
+        if !self.worker_started.load(Relaxed) && !self.worker_started.swap(true, Relaxed) {
+            let spawned = std::thread::Builder::new()
                 .name(format!("rcu-lite-{flavor}-callbacks"))
-                .spawn(move || self.worker_loop(synchronize))
-                .expect("rcu-lite: cannot start the call_rcu() worker thread");
-        });
+                .spawn(move || self.worker_loop(synchronize));
+            if let Err(err) = spawned {
+                // The next call_rcu() tries again (and panics again if it fails).
+                self.worker_started.store(false, Relaxed);
+                panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
+            }
+        }
+    }
+
+    /// For `fork()`: waits until no batch is being taken, waited for or run,
+    /// and keeps it so. Take every flavor's batch lock before any queue lock:
+    /// a callback may queue callbacks of another flavor.
+    #[cfg(not(loom))]
+    pub(crate) fn hold_batches(&'static self) -> BatchHeld {
+        self.batch_lock
+            .lock()
+            .expect("never poisoned: callbacks run under catch_unwind")
+    }
+
+    /// For `fork()`, after [`Self::hold_batches`]: locks the queue, so that
+    /// the child copies it whole.
+    #[cfg(not(loom))]
+    pub(crate) fn hold_queue(&'static self) -> QueueHeld {
+        self.pending
+            .lock()
+            .expect("never poisoned: no user code runs under it")
+    }
+
+    /// In a child of `fork()`, with the queue held: the worker thread did not
+    /// come along, so the next `call_rcu()` starts one. Callbacks still queued
+    /// stay queued and run in the child after a grace period (the parent runs
+    /// its copies too).
+    #[cfg(not(loom))]
+    pub(crate) fn forget_worker_after_fork(&self, queue: &mut QueueHeld) {
+        queue.worker_asleep = false;
+        // Relaxed: the child's only thread is the caller.
+        self.worker_started.store(false, Relaxed);
     }
 
     /// The worker: run batches; sleep while the queue is empty.

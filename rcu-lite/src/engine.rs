@@ -260,6 +260,36 @@ impl Engine {
         old
     }
 
+    /// In a child of `fork()` (`fork.rs`), whose only thread is the caller:
+    /// completes a grace period that a thread that did not come along was
+    /// driving, frees the records of every other thread, and forgets the
+    /// worker thread and the sleeping callers. `before_fork` checked that the
+    /// caller was outside every read-side section and had no online qsbr
+    /// registration, so every section a grace period could wait for belonged
+    /// to a vanished thread and is over.
+    #[cfg(not(loom))]
+    pub(crate) fn reset_after_fork(&self) {
+        // Relaxed loads and stores: nothing runs concurrently in the child.
+        let state = self.callers.gp_state.load(Relaxed);
+        let started = state >> STARTED_SHIFT;
+        if self.reader.gp_word.load(Relaxed) >> NEST_BITS < started {
+            // Its driver vanished between the start and init's store.
+            self.reader.gp_word.store(reader_word(started), Release);
+        }
+        if self.callers.completed.load(Relaxed) < started {
+            // Release, as in `run_grace_period`.
+            self.callers.completed.store(started, Release);
+            self.announce_completion(started);
+        }
+        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+        self.callers.sleeping.store(0, Relaxed);
+        self.gp_worker.forget_thread_after_fork();
+        self.registry.release_vanished_owners();
+        // A vanished driver (or worker) may have held it. AcqRel as every
+        // release of the bit.
+        self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
+    }
+
     /// Grace periods started and completed so far.
     pub(crate) fn counts(&self) -> GpCounts {
         let completed = self.callers.completed.load(Acquire);

@@ -35,9 +35,8 @@
 
 use crate::engine::Engine;
 use crate::futex;
-use std::sync::OnceLock;
-use std::sync::atomic::AtomicU32;
-use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicU8, AtomicU32};
 
 /// `handover`: the worker is not driving and no hand-over is pending.
 pub(crate) const IDLE: u32 = 0;
@@ -48,18 +47,34 @@ pub(crate) const HANDED_OVER: u32 = 1;
 pub(crate) struct GpWorker {
     /// [`IDLE`] or [`HANDED_OVER`]: the futex word the worker parks on.
     handover: AtomicU32,
-    /// Whether the thread started (`false` if the system refused a thread, in
-    /// which case drivers hand over to waiters as under loom).
-    started: OnceLock<bool>,
+    /// [`NOT_STARTED`], [`RUNNING`], or [`REFUSED`] (the system refused a
+    /// thread: drivers then hand over to waiters, as under loom). Only a
+    /// `DRIVER` holder reads or writes it, so starting needs no lock.
+    thread: AtomicU8,
 }
+
+/// `GpWorker::thread`: no worker thread yet (or none in this fork child).
+const NOT_STARTED: u8 = 0;
+/// `GpWorker::thread`: the worker thread runs.
+const RUNNING: u8 = 1;
+/// `GpWorker::thread`: the system refused to start it.
+const REFUSED: u8 = 2;
 
 impl GpWorker {
     /// A worker that has not started.
     pub(crate) const fn new() -> GpWorker {
         GpWorker {
             handover: AtomicU32::new(IDLE),
-            started: OnceLock::new(),
+            thread: AtomicU8::new(NOT_STARTED),
         }
+    }
+
+    /// In a child of `fork()`, which has no worker thread: the next hand-over
+    /// starts one.
+    pub(crate) fn forget_thread_after_fork(&self) {
+        // Relaxed: the child's only thread is the caller.
+        self.thread.store(NOT_STARTED, Relaxed);
+        self.handover.store(IDLE, Relaxed);
     }
 
     /// Hands the caller's `DRIVER` bit of `engine` (whose worker this is) to
@@ -67,14 +82,22 @@ impl GpWorker {
     /// still the caller's, if no worker thread could be started.
     #[cold]
     pub(crate) fn hand_over(&'static self, engine: &'static Engine) -> bool {
-        let started = *self.started.get_or_init(|| {
-            std::thread::Builder::new()
-                .name("rcu-lite-gp".to_owned())
-                .spawn(move || self.park_and_drive(engine))
-                .is_ok()
-        });
-        if !started {
-            return false;
+        // Relaxed: only the DRIVER holder (us) touches `thread`, and the RMWs
+        // on `gp_state` that pass the bit on order its accesses.
+        match self.thread.load(Relaxed) {
+            RUNNING => {}
+            REFUSED => return false,
+            _ => {
+                let spawned = std::thread::Builder::new()
+                    .name("rcu-lite-gp".to_owned())
+                    .spawn(move || self.park_and_drive(engine))
+                    .is_ok();
+                self.thread
+                    .store(if spawned { RUNNING } else { REFUSED }, Relaxed);
+                if !spawned {
+                    return false;
+                }
+            }
         }
         // Release pairs with the Acquire swap in `park_and_drive`: the grace
         // periods this driver completed happen before the worker's.

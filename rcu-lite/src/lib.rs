@@ -40,6 +40,8 @@
 //! exit; a thread that exits outside every read-side section never holds up a
 //! grace period. Calling `synchronize_rcu()` inside a read-side section would
 //! deadlock: it panics with a message saying so, as does an unbalanced unlock.
+//! A process that forks once rcu-lite is in use calls the hooks in [`fork`]
+//! around `fork()`, as liburcu's users do.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 /// Defines a function as `const fn` except under loom, whose atomics and
@@ -61,6 +63,8 @@ mod cell;
 mod config;
 mod engine;
 mod flavor;
+#[cfg(not(loom))]
+pub mod fork;
 mod futex;
 #[cfg(not(loom))]
 mod gp_worker;

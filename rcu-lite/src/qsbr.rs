@@ -70,7 +70,7 @@ loom::thread_local! {
     static ONLINE: Cell<u32> = Cell::new(0);
 }
 
-fn online_count() -> u32 {
+pub(crate) fn online_count() -> u32 {
     ONLINE.with(Cell::get)
 }
 

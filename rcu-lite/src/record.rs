@@ -91,6 +91,11 @@ pub(crate) struct Record {
     /// The next record of the registry; set before the record is published and
     /// never changed afterwards.
     next: AtomicPtr<Record>,
+    /// The thread that took the record last ([`thread_id`]): after `fork()`,
+    /// the child keeps the records of the thread that forked and frees the
+    /// others (`fork.rs`).
+    #[cfg(not(loom))]
+    owner: std::sync::atomic::AtomicU64,
 }
 
 impl Record {
@@ -99,6 +104,8 @@ impl Record {
             word: AtomicU64::new(0),
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
+            #[cfg(not(loom))]
+            owner: std::sync::atomic::AtomicU64::new(thread_id()),
         }
     }
 
@@ -110,6 +117,7 @@ impl Record {
             word: AtomicU64::new(SLOW_PATH),
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
+            owner: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -143,6 +151,9 @@ impl Registry {
                     .is_ok()
             {
                 debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
+                // Relaxed: read only by this thread, or by its fork child.
+                #[cfg(not(loom))]
+                record.owner.store(thread_id(), Relaxed);
                 return record;
             }
         }
@@ -168,6 +179,22 @@ impl Registry {
         record.in_use.store(false, Release);
     }
 
+    /// In a child of `fork()`: gives back every record held by a thread other
+    /// than the caller, which are all gone, marking each outside every
+    /// section (memb) or offline (qsbr) first. The child's only thread is the
+    /// caller, so nothing races with these stores.
+    #[cfg(not(loom))]
+    pub(crate) fn release_vanished_owners(&self) {
+        let me = thread_id();
+        for record in self.iter() {
+            // Relaxed: single-threaded here (see above).
+            if record.in_use.load(Relaxed) && record.owner.load(Relaxed) != me {
+                record.word.store(0, Relaxed);
+                record.in_use.store(false, Release);
+            }
+        }
+    }
+
     /// Every record ever handed out, newest first.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &'static Record> {
         // Acquire pairs with the Release CAS in `acquire`.
@@ -181,4 +208,23 @@ impl Registry {
             Some(record)
         })
     }
+}
+
+/// A number unique to the calling thread for the life of the process (0 is
+/// never one), kept across `fork()` by the thread that forks.
+#[cfg(not(loom))]
+pub(crate) fn thread_id() -> u64 {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicU64 as Counter;
+    static NEXT: Counter = Counter::new(1);
+    std::thread_local! {
+        static ID: Cell<u64> = const { Cell::new(0) };
+    }
+    ID.with(|id| {
+        if id.get() == 0 {
+            // Relaxed: only uniqueness matters.
+            id.set(NEXT.fetch_add(1, Relaxed));
+        }
+        id.get()
+    })
 }

@@ -1,0 +1,129 @@
+//! `fork()` hooks: what lets a process that uses rcu-lite fork and keep using
+//! it in the child.
+//!
+//! liburcu counterpart: `urcu_memb_before_fork()`, `urcu_memb_after_fork_parent()`
+//! and `urcu_memb_after_fork_child()` (and the `call_rcu` ones), which its users
+//! call around `fork()` or register with `pthread_atfork()`.
+//!
+//! # What goes wrong without them
+//!
+//! The child gets a copy of the memory but only the thread that forked. The
+//! grace-period worker and the `call_rcu` workers are gone, and so are the
+//! threads that were driving a grace period, waiting for one, or inside a
+//! read-side section. Their state stays: a grace period in progress never
+//! completes, a registration of a vanished reader holds up every grace period,
+//! a queue mutex held at the fork stays locked. The child then waits forever.
+//!
+//! # What they do
+//!
+//! - [`before_fork`] checks that the calling thread is outside every memb
+//!   read-side section, has no online qsbr registration and is not running
+//!   RCU callbacks (each would make the child wait for a thread frozen in the
+//!   parent's state, or deadlock here), then takes both flavors' callback
+//!   batch locks and then both queue locks, so that no batch is half taken and
+//!   no queue half written when the memory is copied.
+//! - [`after_fork_parent`] releases them.
+//! - [`after_fork_child`], in the child: for each flavor, completes a grace
+//!   period a vanished thread was driving (every section it could wait for
+//!   belonged to a vanished thread), gives back every record of another thread
+//!   (each outside, offline), clears the driver bit and the count of sleeping
+//!   callers, and forgets the worker threads, which the next hand-over or
+//!   `call_rcu()` starts again; callbacks still queued run in the child after a
+//!   grace period (and in the parent too: each process has its copy). Then it
+//!   releases the locks.
+//!
+//! Grace periods keep running in the parent while the locks are held: only
+//! `call_rcu()` and `rcu_barrier()` wait for `after_fork_parent`.
+//! hazptr has no such hooks: its domains' scanner threads do not survive a
+//! fork either.
+
+use crate::callbacks::{self, BatchHeld, QueueHeld};
+use crate::{memb, qsbr};
+use std::cell::RefCell;
+
+/// The locks [`before_fork`] took, in the order they are released.
+struct Held {
+    memb_queue: QueueHeld,
+    qsbr_queue: QueueHeld,
+    _memb_batches: BatchHeld,
+    _qsbr_batches: BatchHeld,
+}
+
+std::thread_local! {
+    /// What this thread's [`before_fork`] holds until `after_fork_*`.
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// Call right before `fork()`; then [`after_fork_parent`] in the parent and
+/// [`after_fork_child`] in the child, on the same thread. Blocks while a
+/// `call_rcu` batch is running.
+///
+/// # Panics
+///
+/// If the calling thread is inside a memb read-side section, has an online
+/// [`qsbr::QsbrThread`], is running RCU callbacks, or already called
+/// `before_fork` without an `after_fork_*`.
+pub fn before_fork() {
+    if memb::read_ongoing() {
+        misuse("inside a memb read-side section (the child would keep it open forever)");
+    }
+    if qsbr::online_count() > 0 {
+        misuse("with an online qsbr registration (take it offline around the fork)");
+    }
+    if callbacks::in_callback() {
+        misuse("from inside an RCU callback (the callback worker would wait for itself)");
+    }
+    if HELD.with(|held| held.borrow().is_some()) {
+        misuse("twice without after_fork_parent() or after_fork_child()");
+    }
+    // Every batch lock before any queue lock: a callback may queue callbacks
+    // of the other flavor.
+    let memb_batches = memb::engine().callbacks.hold_batches();
+    let qsbr_batches = qsbr::engine().callbacks.hold_batches();
+    let held = Held {
+        memb_queue: memb::engine().callbacks.hold_queue(),
+        qsbr_queue: qsbr::engine().callbacks.hold_queue(),
+        _memb_batches: memb_batches,
+        _qsbr_batches: qsbr_batches,
+    };
+    HELD.with(|slot| *slot.borrow_mut() = Some(held));
+}
+
+/// Call in the parent right after `fork()` (whether it succeeded or not).
+///
+/// # Panics
+///
+/// Without a [`before_fork`] on this thread.
+pub fn after_fork_parent() {
+    drop(take_held("after_fork_parent"));
+}
+
+/// Call in the child right after `fork()`, before anything else uses rcu-lite.
+///
+/// # Panics
+///
+/// Without a [`before_fork`] on this thread (in the parent, before the fork).
+pub fn after_fork_child() {
+    let mut held = take_held("after_fork_child");
+    for (engine, queue) in [
+        (memb::engine(), &mut held.memb_queue),
+        (qsbr::engine(), &mut held.qsbr_queue),
+    ] {
+        engine.reset_after_fork();
+        engine.callbacks.forget_worker_after_fork(queue);
+    }
+    drop(held);
+}
+
+fn take_held(name: &str) -> Held {
+    HELD.with(|held| held.borrow_mut().take())
+        .unwrap_or_else(|| {
+            panic!("rcu_lite::fork::{name}() without rcu_lite::fork::before_fork() on this thread")
+        })
+}
+
+#[cold]
+#[inline(never)]
+fn misuse(what: &str) -> ! {
+    panic!("rcu_lite::fork::before_fork() called {what}")
+}

@@ -1,0 +1,238 @@
+//! `rcu_lite::fork`: a child forked while both workers ran, grace periods were
+//! being driven, a memb reader sat inside its section and a qsbr registration
+//! was online keeps working; and the hooks' misuse panics. Its own process
+//! (the test forks), one test at a time.
+#![cfg(not(any(miri, loom)))]
+
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Rcu, fork, memb, qsbr};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The tests of this file share the process's rcu-lite state: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Everything a child does with rcu-lite after the fork; returns normally
+/// only if all of it completed.
+fn child_work() {
+    memb::synchronize_rcu();
+    qsbr::synchronize_rcu();
+    memb::synchronize_rcu_expedited();
+    for (call_rcu, barrier) in [
+        (
+            memb::call_rcu as fn(Box<dyn FnOnce() + Send>),
+            memb::rcu_barrier as fn(),
+        ),
+        (qsbr::call_rcu, qsbr::rcu_barrier),
+    ] {
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        call_rcu(Box::new(move || flag.store(true, Release)));
+        barrier();
+        assert!(
+            ran.load(Acquire),
+            "a callback queued in the child did not run"
+        );
+    }
+    // A crowd again, until the grace-period worker drives: the parent's did
+    // not come along, so this one is started anew.
+    let before = memb::grace_periods().by_worker;
+    let cell = Arc::new(Rcu::<u64>::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let callers: Vec<_> = (0..crowd())
+        .map(|i| {
+            let (cell, stop) = (Arc::clone(&cell), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut n = i as u64 * 1_000_000;
+                while !stop.load(Relaxed) {
+                    n += 1;
+                    let _ = cell.replace_and_synchronize(n);
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while memb::grace_periods().by_worker == before {
+        assert!(
+            Instant::now() < deadline,
+            "no grace-period worker in the child"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, Relaxed);
+    for c in callers {
+        c.join().expect("child caller");
+    }
+    let registration = QsbrThread::register();
+    drop(registration);
+    memb::rcu_barrier();
+}
+
+fn crowd() -> usize {
+    4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2
+}
+
+/// Forks; the child runs `child` under a 20 s alarm and exits 0 if it
+/// returned, 1 if it panicked. Returns the child's wait status.
+fn fork_and_wait(child: impl FnOnce()) -> i32 {
+    fork::before_fork();
+    // SAFETY: the child only runs Rust code that glibc's fork handlers make
+    // safe in practice (allocation, threads) and then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        fork::after_fork_child();
+        // SAFETY: plain libc call; a hang ends the child with SIGALRM.
+        unsafe { libc::alarm(20) };
+        let code = match catch_unwind(AssertUnwindSafe(child)) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        // SAFETY: leaves the child without running the parent's test harness.
+        unsafe { libc::_exit(code) };
+    }
+    fork::after_fork_parent();
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(waited, pid, "waitpid");
+    status
+}
+
+#[test]
+fn a_child_forked_in_the_middle_of_everything_keeps_working() {
+    let _serial = serial();
+    // Both callback workers run.
+    memb::call_rcu(|| {});
+    memb::rcu_barrier();
+    qsbr::call_rcu(|| {});
+    qsbr::rcu_barrier();
+    // A crowd of callers until the grace-period worker has driven (its thread
+    // runs), then on across the fork.
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let worker_gps = memb::grace_periods().by_worker;
+    let callers: Vec<_> = (0..crowd())
+        .map(|_| {
+            let (stop, calls) = (Arc::clone(&stop), Arc::clone(&calls));
+            thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    memb::synchronize_rcu();
+                    calls.fetch_add(1, Relaxed);
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while memb::grace_periods().by_worker == worker_gps {
+        assert!(
+            Instant::now() < deadline,
+            "the grace-period worker never drove"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Arc::new(Mutex::new(release_rx));
+    let entered = Arc::new(Barrier::new(3));
+    let memb_reader = {
+        let (entered, rx) = (Arc::clone(&entered), Arc::clone(&release_rx));
+        thread::spawn(move || {
+            let guard = memb::read_lock();
+            entered.wait();
+            let _ = rx.lock().unwrap().recv();
+            drop(guard);
+        })
+    };
+    let qsbr_reader = {
+        let (entered, rx) = (Arc::clone(&entered), Arc::clone(&release_rx));
+        thread::spawn(move || {
+            let registration = QsbrThread::register();
+            entered.wait();
+            let _ = rx.lock().unwrap().recv();
+            drop(registration);
+        })
+    };
+    entered.wait();
+    // The callers' grace periods now wait for the two readers: one stays in
+    // progress across the fork.
+    thread::sleep(Duration::from_millis(20));
+    let counts = memb::grace_periods();
+    assert!(counts.started > counts.completed, "{counts:?}");
+    let status = fork_and_wait(child_work);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child did not finish its rcu-lite work (wait status {status:#x}: \
+         exit code {} or signal {})",
+        libc::WEXITSTATUS(status),
+        libc::WTERMSIG(status)
+    );
+    // The parent goes on: release the readers, and the callers complete.
+    drop(release_tx);
+    memb_reader.join().unwrap();
+    qsbr_reader.join().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let before = calls.load(Relaxed);
+    while calls.load(Relaxed) < before + 100 {
+        assert!(Instant::now() < deadline, "the parent's callers stopped");
+        thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, Relaxed);
+    for c in callers {
+        c.join().unwrap();
+    }
+    memb::synchronize_rcu();
+    qsbr::synchronize_rcu();
+}
+
+#[test]
+fn before_fork_inside_a_memb_read_section_panics() {
+    let _serial = serial();
+    let guard = memb::read_lock();
+    let err = catch_unwind(fork::before_fork).expect_err("before_fork inside a section");
+    drop(guard);
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("inside a memb read-side section"), "{msg}");
+}
+
+#[test]
+fn before_fork_with_an_online_qsbr_registration_panics() {
+    let _serial = serial();
+    let mut registration = QsbrThread::register();
+    let err = catch_unwind(fork::before_fork).expect_err("before_fork while online");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("online qsbr registration"), "{msg}");
+    // Offline, the same call is fine.
+    let offline = registration.offline();
+    fork::before_fork();
+    fork::after_fork_parent();
+    drop(offline);
+}
+
+#[test]
+fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
+    let _serial = serial();
+    for hook in [fork::after_fork_parent as fn(), fork::after_fork_child] {
+        let err = catch_unwind(hook).expect_err("after_fork_* without before_fork");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("without rcu_lite::fork::before_fork()"),
+            "{msg}"
+        );
+    }
+    fork::before_fork();
+    let err = catch_unwind(fork::before_fork).expect_err("before_fork twice");
+    fork::after_fork_parent();
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("twice"), "{msg}");
+    // call_rcu works again once the parent hook ran.
+    memb::call_rcu(|| {});
+    memb::rcu_barrier();
+}
