@@ -35,6 +35,8 @@ fn child_work() {
     ] {
         let ran = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&ran);
+        // Release/Acquire: `rcu_barrier` already orders the callback before
+        // its return; the pair states what the assertion relies on.
         call_rcu(Box::new(move || flag.store(true, Release)));
         barrier();
         assert!(
@@ -44,40 +46,80 @@ fn child_work() {
     }
     // A crowd again, until the grace-period worker drives: the parent's did
     // not come along, so this one is started anew.
-    let before = memb::grace_periods().by_worker;
-    let cell = Arc::new(Rcu::<u64>::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let callers: Vec<_> = (0..crowd())
-        .map(|i| {
-            let (cell, stop) = (Arc::clone(&cell), Arc::clone(&stop));
-            thread::spawn(move || {
-                let mut n = i as u64 * 1_000_000;
-                while !stop.load(Relaxed) {
-                    n += 1;
-                    let _ = cell.replace_and_synchronize(n);
-                }
-            })
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while memb::grace_periods().by_worker == before {
-        assert!(
-            Instant::now() < deadline,
-            "no grace-period worker in the child"
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
-    stop.store(true, Relaxed);
-    for c in callers {
-        c.join().expect("child caller");
-    }
+    let crowd = Crowd::start();
+    crowd.until_the_worker_drives(
+        Duration::from_secs(20),
+        "no grace-period worker in the child",
+    );
+    crowd.stop();
+    let cell = Rcu::<u64>::new(0);
+    cell.replace(1);
+    assert_eq!(cell.replace_and_synchronize(2), 1);
     let registration = QsbrThread::register();
     drop(registration);
     memb::rcu_barrier();
 }
 
-fn crowd() -> usize {
-    4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2
+/// Enough threads calling `memb::synchronize_rcu()` back to back that more
+/// than two per CPU wait while one drives: the grace-period worker takes over.
+struct Crowd {
+    stop: Arc<AtomicBool>,
+    calls: Arc<AtomicUsize>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Crowd {
+    fn start() -> Crowd {
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let threads = (0..4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2)
+            .map(|_| {
+                let (stop, calls) = (Arc::clone(&stop), Arc::clone(&calls));
+                thread::spawn(move || {
+                    // Relaxed: a stop flag and a progress count; nothing is
+                    // published through them (joins order the end).
+                    while !stop.load(Relaxed) {
+                        memb::synchronize_rcu();
+                        calls.fetch_add(1, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        Crowd {
+            stop,
+            calls,
+            threads,
+        }
+    }
+
+    /// Waits until the grace-period worker has driven one more grace period;
+    /// fails with `what` after `limit`.
+    fn until_the_worker_drives(&self, limit: Duration, what: &str) {
+        let before = memb::grace_periods().by_worker;
+        let deadline = Instant::now() + limit;
+        while memb::grace_periods().by_worker == before {
+            assert!(Instant::now() < deadline, "{what}");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Waits until the crowd has completed `n` more calls; fails with `what`
+    /// after `limit`.
+    fn until_calls(&self, n: usize, limit: Duration, what: &str) {
+        let target = self.calls.load(Relaxed) + n;
+        let deadline = Instant::now() + limit;
+        while self.calls.load(Relaxed) < target {
+            assert!(Instant::now() < deadline, "{what}");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Relaxed);
+        for t in self.threads {
+            t.join().expect("crowd caller");
+        }
+    }
 }
 
 /// Forks; the child runs `child` under a 20 s alarm and exits 0 if it
@@ -117,28 +159,11 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     qsbr::rcu_barrier();
     // A crowd of callers until the grace-period worker has driven (its thread
     // runs), then on across the fork.
-    let stop = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(AtomicUsize::new(0));
-    let worker_gps = memb::grace_periods().by_worker;
-    let callers: Vec<_> = (0..crowd())
-        .map(|_| {
-            let (stop, calls) = (Arc::clone(&stop), Arc::clone(&calls));
-            thread::spawn(move || {
-                while !stop.load(Relaxed) {
-                    memb::synchronize_rcu();
-                    calls.fetch_add(1, Relaxed);
-                }
-            })
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while memb::grace_periods().by_worker == worker_gps {
-        assert!(
-            Instant::now() < deadline,
-            "the grace-period worker never drove"
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
+    let crowd = Crowd::start();
+    crowd.until_the_worker_drives(
+        Duration::from_secs(30),
+        "the grace-period worker never drove",
+    );
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let release_rx = Arc::new(Mutex::new(release_rx));
     let entered = Arc::new(Barrier::new(3));
@@ -178,16 +203,8 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     drop(release_tx);
     memb_reader.join().unwrap();
     qsbr_reader.join().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let before = calls.load(Relaxed);
-    while calls.load(Relaxed) < before + 100 {
-        assert!(Instant::now() < deadline, "the parent's callers stopped");
-        thread::sleep(Duration::from_millis(1));
-    }
-    stop.store(true, Relaxed);
-    for c in callers {
-        c.join().unwrap();
-    }
+    crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
+    crowd.stop();
     memb::synchronize_rcu();
     qsbr::synchronize_rcu();
 }
