@@ -59,8 +59,12 @@ fn main() {
         );
     }
 
-    for tokens in [1, cpus, 2 * cpus, 4 * cpus, 8 * cpus] {
-        let tokens = tokens.min(ring / 2);
+    let mut token_counts: Vec<usize> = [1, cpus, 2 * cpus, 4 * cpus, 8 * cpus]
+        .iter()
+        .map(|&t| t.min(ring / 2))
+        .collect();
+    token_counts.dedup();
+    for tokens in token_counts {
         let (wall, cpu) = ring_hand_off(ring, tokens, Duration::from_secs(1));
         println!(
             "futex hand-off, {tokens} token(s) around a ring of {ring} threads on {cpus} CPU(s): \
