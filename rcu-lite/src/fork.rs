@@ -57,8 +57,9 @@ std::thread_local! {
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
 /// [`after_fork_child`] in the child, on the same thread. Blocks while a
 /// `call_rcu` batch is running. Until the `after_fork_*` call, `call_rcu()`
-/// and `rcu_barrier()` block in every thread, so the forking thread must not
-/// call them in between (it would wait for itself).
+/// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
+/// `Rcu::update`, `raw::defer_drop_box`) block in every thread, so the
+/// forking thread must not call them in between (it would wait for itself).
 ///
 /// # Panics
 ///
