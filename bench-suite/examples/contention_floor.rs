@@ -26,6 +26,7 @@
 //! ```
 //! (fence samples per row, threads in the ring; defaults 20000 and 16).
 
+use bench_suite::machine::{FenceLatency, heavy_fence_us};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, mpsc};
@@ -52,7 +53,7 @@ fn main() {
         membarrier_sim::fence::mode().name()
     );
     for busy in 0..cpus {
-        let (p50, p99, mean) = heavy_fence_with_spinners(busy, samples);
+        let FenceLatency { p50, p99, mean } = heavy_fence_us(busy, samples);
         println!(
             "  {busy} other CPU(s) running a spinning thread of this process: \
              p50 {p50:.2} p99 {p99:.2} mean {mean:.2}"
@@ -71,43 +72,6 @@ fn main() {
              {wall:.2} us per hand-off, {cpu:.2} us of CPU time per hand-off"
         );
     }
-}
-
-/// Times `fence::heavy()` while `busy` threads spin; returns p50, p99, mean.
-fn heavy_fence_with_spinners(busy: usize, samples: usize) -> (f64, f64, f64) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let running = Arc::new(AtomicUsize::new(0));
-    let spinners: Vec<_> = (0..busy)
-        .map(|_| {
-            let (stop, running) = (Arc::clone(&stop), Arc::clone(&running));
-            thread::spawn(move || {
-                running.fetch_add(1, Relaxed);
-                // Relaxed: a stop flag; nothing is published through it.
-                while !stop.load(Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
-    while running.load(Relaxed) < busy {
-        thread::yield_now();
-    }
-    // Let the scheduler spread the spinners over the other CPUs.
-    thread::sleep(Duration::from_millis(20));
-    let mut us: Vec<f64> = (0..samples)
-        .map(|_| {
-            let start = Instant::now();
-            membarrier_sim::fence::heavy();
-            start.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    stop.store(true, Relaxed);
-    spinners
-        .into_iter()
-        .for_each(|s| s.join().expect("spinner"));
-    us.sort_by(f64::total_cmp);
-    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
-    (at(0.5), at(0.99), us.iter().sum::<f64>() / us.len() as f64)
 }
 
 /// Passes `tokens` tokens around a ring of `threads` threads for `duration`

@@ -15,6 +15,97 @@ pub struct Machine {
     pub rustc: String,
     /// The fence mode `hazptr` and `rcu-lite` use on this machine.
     pub fence_mode: String,
+    /// What their heavy fence costs here (see [`HeavyFenceCost`]).
+    pub heavy_fence: HeavyFenceCost,
+}
+
+/// Median cost of one `membarrier_sim::fence::heavy()`, in microseconds: with
+/// every other CPU idle, and with each running a spinning thread of this
+/// process. `MEMBARRIER_CMD_PRIVATE_EXPEDITED` interrupts only the CPUs that
+/// run a thread of the process, so a lone waiter on an idle machine pays the
+/// first and every contended run pays the second (on the 2-vCPU VM of the
+/// reference report: 0.36 against 8.4-10.5 us).
+/// `cargo run --release -p bench-suite --example contention_floor` measures it
+/// at length.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HeavyFenceCost {
+    /// No other thread of the process runs.
+    pub idle_us: f64,
+    /// Every other CPU runs a spinning thread of the process (`None` on a
+    /// machine with one CPU).
+    pub busy_us: Option<f64>,
+}
+
+/// Fences timed per figure of [`HeavyFenceCost`].
+const FENCE_SAMPLES: usize = 2000;
+
+impl HeavyFenceCost {
+    /// Measures it now: about 25 ms with membarrier on a virtual machine.
+    pub fn measure() -> HeavyFenceCost {
+        let others = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+        HeavyFenceCost {
+            idle_us: heavy_fence_us(0, FENCE_SAMPLES).p50,
+            busy_us: (others > 0).then(|| heavy_fence_us(others, FENCE_SAMPLES).p50),
+        }
+    }
+}
+
+/// Latencies of `fence::heavy()` in microseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct FenceLatency {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Times `samples` back-to-back `fence::heavy()` calls while `spinners`
+/// threads of this process spin (spread by the scheduler over the other
+/// CPUs).
+pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    use std::time::{Duration, Instant};
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..spinners)
+        .map(|_| {
+            let (stop, running) = (Arc::clone(&stop), Arc::clone(&running));
+            std::thread::spawn(move || {
+                // Relaxed: a start count and a stop flag; nothing is published
+                // through them (the join orders the end).
+                running.fetch_add(1, Relaxed);
+                while !stop.load(Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    while running.load(Relaxed) < spinners {
+        std::thread::yield_now();
+    }
+    if spinners > 0 {
+        // Let the scheduler spread the spinners over the other CPUs.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut us: Vec<f64> = (0..samples.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            membarrier_sim::fence::heavy();
+            start.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    stop.store(true, Relaxed);
+    threads.into_iter().for_each(|t| t.join().expect("spinner"));
+    us.sort_by(f64::total_cmp);
+    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
+    FenceLatency {
+        p50: at(0.5),
+        p99: at(0.99),
+        mean: us.iter().sum::<f64>() / us.len() as f64,
+    }
 }
 
 impl Machine {
@@ -38,14 +129,57 @@ impl Machine {
             kernel,
             rustc: env!("SYNCBENCH_RUSTC_VERSION").to_owned(),
             fence_mode: membarrier_sim::fence::mode().to_string(),
+            heavy_fence: HeavyFenceCost::measure(),
         }
     }
 
     /// One line for report headers.
     pub fn summary(&self) -> String {
+        let busy = match self.heavy_fence.busy_us {
+            Some(us) => format!(", {us:.2} us with the other CPUs busy"),
+            None => String::new(),
+        };
         format!(
-            "{} ({} CPUs), Linux {}, {}, fences: {}",
-            self.cpu, self.cores, self.kernel, self.rustc, self.fence_mode
+            "{} ({} CPUs), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy})",
+            self.cpu,
+            self.cores,
+            self.kernel,
+            self.rustc,
+            self.fence_mode,
+            self.heavy_fence.idle_us
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_heavy_fence_cost_is_measured_and_in_the_summary() {
+        let machine = Machine::current();
+        let fence = machine.heavy_fence;
+        assert!(
+            fence.idle_us.is_finite() && fence.idle_us >= 0.0,
+            "{fence:?}"
+        );
+        assert_eq!(fence.busy_us.is_some(), machine.cores > 1, "{fence:?}");
+        let summary = machine.summary();
+        assert!(
+            summary.contains(&format!(
+                "heavy fence {:.2} us with the other CPUs idle",
+                fence.idle_us
+            )),
+            "{summary}"
+        );
+        if let Some(busy) = fence.busy_us {
+            assert!(
+                summary.contains(&format!("{busy:.2} us with the other CPUs busy")),
+                "{summary}"
+            );
+        }
+        let latency = heavy_fence_us(1, 100);
+        assert!(latency.p50 <= latency.p99, "{latency:?}");
+        assert!(latency.mean > 0.0, "{latency:?}");
     }
 }

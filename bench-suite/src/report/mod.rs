@@ -1017,6 +1017,10 @@ pub(crate) mod tests {
                 kernel: "6.0".into(),
                 rustc: "rustc 1.95.0".into(),
                 fence_mode: "membarrier".into(),
+                heavy_fence: crate::machine::HeavyFenceCost {
+                    idle_us: 0.36,
+                    busy_us: Some(8.4),
+                },
             },
             wall_s: 12.0,
             refscale: vec![
