@@ -3,9 +3,9 @@
 
 use rcu_lite::{memb, raw};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Barrier, mpsc};
+use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Checks of the object per read-side section in the concurrent-callers
 /// test: sections long enough that a grace period which did not wait for them
@@ -49,24 +49,35 @@ fn synchronize_waits_for_a_section_that_began_before_it() {
 
 #[test]
 fn synchronize_does_not_wait_for_a_section_that_began_after_it() {
-    // The reader waits for grace period N to start, enters, and stays inside
-    // until the updater's synchronize returned (bounded, so a bug fails
-    // instead of hanging).
+    // The reader waits for some grace period N to start, enters, and stays
+    // inside until N has completed (bounded, so a bug fails instead of
+    // hanging). N must complete without it. Later grace periods do wait for
+    // it, and other tests of this process may start grace periods too, so
+    // the reader watches N itself rather than this thread's calls (one of
+    // which may need N + 1 and so rightly wait for the reader).
     let before = memb::grace_periods().started;
-    let (done_tx, done_rx) = mpsc::channel::<()>();
     let reader = thread::spawn(move || {
-        while memb::grace_periods().started <= before {
+        let n = loop {
+            let started = memb::grace_periods().started;
+            if started > before {
+                break started;
+            }
             thread::yield_now();
-        }
+        };
         let guard = memb::read_lock();
-        let outcome = done_rx.recv_timeout(Duration::from_secs(20));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while memb::grace_periods().completed < n {
+            if Instant::now() > deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_micros(100));
+        }
         drop(guard);
-        outcome.is_ok()
+        true
     });
-    // Keep starting grace periods until the reader got in during one of them.
+    // Keep grace periods coming until the reader is done.
     while !reader.is_finished() {
         memb::synchronize_rcu();
-        let _ = done_tx.send(());
     }
     assert!(
         reader.join().unwrap(),
