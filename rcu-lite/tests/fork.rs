@@ -186,11 +186,20 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
         })
     };
     entered.wait();
-    // The callers' grace periods now wait for the two readers: one stays in
-    // progress across the fork.
-    thread::sleep(Duration::from_millis(20));
-    let counts = memb::grace_periods();
-    assert!(counts.started > counts.completed, "{counts:?}");
+    // The callers' grace periods now wait for the memb reader: once one has
+    // started after it entered, it stays in progress across the fork.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let counts = memb::grace_periods();
+        if counts.started > counts.completed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no grace period in progress: {counts:?}"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
     let status = fork_and_wait(child_work);
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
