@@ -41,6 +41,14 @@
 //! and [`Guard::promote`] are what data-structure authors build on; see
 //! `examples/treiber.rs` for a lock-free stack.
 //!
+//! # `fork()`
+//!
+//! There are no fork hooks. A child process gets only the thread that forked:
+//! a domain's scanner thread is gone, so a shared-scan `synchronize` that has
+//! to sleep in the child waits forever, and slots of threads that did not come
+//! along keep their protections. Fork before the first `synchronize`, or
+//! `exec` at once.
+//!
 //! # Cargo features
 //!
 //! `force-slow-path`: every acquire in every domain takes the slow path (a
