@@ -29,7 +29,7 @@
 use bench_suite::machine::{FenceLatency, heavy_fence_us};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -86,15 +86,18 @@ fn ring_hand_off(threads: usize, tokens: usize, duration: Duration) -> (f64, f64
     );
     let stop = Arc::new(AtomicBool::new(false));
     let hand_offs = Arc::new(AtomicUsize::new(0));
-    let (ring_tx, ring_rx) = mpsc::channel::<Vec<thread::Thread>>();
-    let ring_rx = Arc::new(Mutex::new(ring_rx));
+    // Every member's handle, set once all are spawned; the barrier lets the
+    // members start only then.
+    let ring: Arc<OnceLock<Vec<thread::Thread>>> = Arc::new(OnceLock::new());
+    let start_line = Arc::new(Barrier::new(threads + 1));
     let members: Vec<_> = (0..threads)
         .map(|me| {
             let (held, stop, hand_offs) =
                 (Arc::clone(&held), Arc::clone(&stop), Arc::clone(&hand_offs));
-            let ring_rx = Arc::clone(&ring_rx);
+            let (ring, start_line) = (Arc::clone(&ring), Arc::clone(&start_line));
             thread::spawn(move || {
-                let ring = ring_rx.lock().expect("rx").recv().expect("ring");
+                start_line.wait();
+                let ring = ring.get().expect("set before the barrier");
                 let next = (me + 1) % ring.len();
                 loop {
                     // Relaxed: a stop flag; the unparks after it wake everyone.
@@ -116,16 +119,14 @@ fn ring_hand_off(threads: usize, tokens: usize, duration: Duration) -> (f64, f64
             })
         })
         .collect();
-    let ring: Vec<thread::Thread> = members.iter().map(|m| m.thread().clone()).collect();
-    for _ in 0..threads {
-        ring_tx.send(ring.clone()).expect("member");
-    }
+    let handles = ring.get_or_init(|| members.iter().map(|m| m.thread().clone()).collect());
+    start_line.wait();
     let (start, cpu_start) = (Instant::now(), process_cpu_seconds());
     thread::sleep(duration);
     let passed = hand_offs.load(Relaxed).max(1) as f64;
     let (elapsed, cpu) = (start.elapsed(), process_cpu_seconds() - cpu_start);
     stop.store(true, Relaxed);
-    ring.iter().for_each(thread::Thread::unpark);
+    handles.iter().for_each(thread::Thread::unpark);
     members
         .into_iter()
         .for_each(|m| m.join().expect("ring member"));
