@@ -274,6 +274,8 @@ impl Engine {
         let started = state >> STARTED_SHIFT;
         if self.reader.gp_word.load(Relaxed) >> NEST_BITS < started {
             // Its driver vanished between the start and init's store.
+            // Release, as init's store: pairs with the readers' Acquire load
+            // of `gp_word` (memb `lock`, qsbr quiescent states).
             self.reader.gp_word.store(reader_word(started), Release);
         }
         if self.callers.completed.load(Relaxed) < started {

@@ -190,6 +190,8 @@ impl Registry {
             // Relaxed: single-threaded here (see above).
             if record.in_use.load(Relaxed) && record.owner.load(Relaxed) != me {
                 record.word.store(0, Relaxed);
+                // Release, as in `release`: pairs with the Acquire CAS in
+                // `acquire` of the record's next owner.
                 record.in_use.store(false, Release);
             }
         }
