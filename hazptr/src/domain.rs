@@ -26,6 +26,8 @@
 
 use crate::retire::{self, Retired};
 use crate::scan::ScanState;
+#[cfg(not(loom))]
+use crate::slot::EMPTY;
 use crate::slot::{BackupSlot, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Mutex, Ordering};
 use std::cell::{Cell, RefCell};
@@ -236,7 +238,8 @@ impl Shared {
         self.for_each_backup(|n| {
             if found.is_none()
                 && !n.in_use.load(Ordering::Relaxed)
-                // Acquire pairs with the Release store in `give_back_backup`.
+                // Acquire pairs with the Release store in `Guard::drop` (or
+                // the fork reset's).
                 && n.in_use
                     .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
@@ -376,17 +379,41 @@ impl DomainBuilder {
     /// Builds the domain.
     pub fn build(self) -> Domain {
         Domain {
-            shared: Arc::new(Shared::new(
+            shared: registered(Arc::new(Shared::new(
                 NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 self.options,
-            )),
+            ))),
         }
     }
 }
 
+/// Every domain's shared part, for the fork hooks (`fork.rs`), which must
+/// find every domain's locks and slots. Entries of freed domains are pruned
+/// when the next domain registers.
+#[cfg(not(loom))]
+pub(crate) static DOMAINS: std::sync::Mutex<Vec<std::sync::Weak<Shared>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Adds `shared` to [`DOMAINS`].
+#[cfg(not(loom))]
+fn registered(shared: Arc<Shared>) -> Arc<Shared> {
+    let mut domains = DOMAINS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    domains.retain(|d| d.strong_count() > 0);
+    domains.push(Arc::downgrade(&shared));
+    shared
+}
+
+/// No fork hooks under loom.
+#[cfg(loom)]
+fn registered(shared: Arc<Shared>) -> Arc<Shared> {
+    shared
+}
+
 #[cfg(not(loom))]
 static GLOBAL: std::sync::LazyLock<Domain> = std::sync::LazyLock::new(|| Domain {
-    shared: Arc::new(Shared::new(GLOBAL_ID, Options::default())),
+    shared: registered(Arc::new(Shared::new(GLOBAL_ID, Options::default()))),
 });
 
 #[cfg(loom)]
@@ -691,6 +718,86 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
             })
         })
         .unwrap_or(false)
+}
+
+/// The slots the calling thread holds in one domain: what the fork hooks keep
+/// in a child.
+#[cfg(not(loom))]
+pub(crate) struct OwnSlots {
+    /// Its block.
+    block: Option<NonNull<SlotBlock>>,
+    /// The backup slots its guards hold.
+    backups: Vec<*const BackupSlot>,
+}
+
+/// The calling thread's slots in `shared`.
+#[cfg(not(loom))]
+pub(crate) fn own_slots(shared: &Shared) -> OwnSlots {
+    let block = REGISTRATIONS
+        .try_with(|regs| {
+            regs.list
+                .borrow()
+                .iter()
+                .find(|r| r.shared.id == shared.id)
+                .map(|r| r.block)
+        })
+        .ok()
+        .flatten();
+    let backups = HELD_BACKUPS
+        .try_with(|held| {
+            held.borrow()
+                .iter()
+                .filter(|&&(s, _)| ptr::eq(s, shared))
+                .map(|&(_, node)| node)
+                .collect()
+        })
+        .unwrap_or_default();
+    OwnSlots { block, backups }
+}
+
+#[cfg(not(loom))]
+impl Shared {
+    /// In a fork child: empties and frees every slot that the forking thread
+    /// (`own`) does not hold. Its other holders are
+    /// threads that did not come along, whose guards will never be dropped.
+    /// A freed block's retire batch is forgotten, not read: its owner may
+    /// have been in the middle of pushing to it.
+    ///
+    /// The child has one thread and the caller holds this domain's retired
+    /// list (the only other way to a block's batch), so plain Relaxed stores
+    /// would do; the Release stores of `in_use` keep the pairing with
+    /// `take_block`'s and `find_or_add_backup`'s Acquire CAS that every
+    /// other give-back has.
+    pub(crate) fn free_foreign_slots_after_fork(&self, own: &OwnSlots) {
+        self.for_each_block(|b| {
+            if own.block.is_some_and(|block| ptr::eq(block.as_ptr(), b))
+                || !b.link.in_use.load(Ordering::Relaxed)
+            {
+                return;
+            }
+            for slot in &b.hot.slots {
+                slot.store(EMPTY, Ordering::Relaxed);
+            }
+            b.retired.batch.with_mut(|batch| {
+                // SAFETY: the owner is gone, and the retired-list lock (held by
+                // the fork hooks) keeps every other thread off the batch.
+                std::mem::forget(std::mem::take(unsafe { &mut *batch }));
+            });
+            b.retired.since_check.set(0);
+            // Release pairs with the Acquire CAS in `take_block`.
+            b.link.in_use.store(false, Ordering::Release);
+        });
+        self.for_each_backup(|n| {
+            if own.backups.iter().any(|&node| ptr::eq(node, n)) || !n.in_use.load(Ordering::Relaxed)
+            {
+                return;
+            }
+            n.value.store(EMPTY, Ordering::Relaxed);
+            // Release pairs with the Acquire CAS in `find_or_add_backup`, as
+            // in `Guard::drop`.
+            n.in_use.store(false, Ordering::Release);
+        });
+    }
 }
 
 /// Slots per thread block, for documentation and tests.

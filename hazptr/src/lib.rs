@@ -43,11 +43,11 @@
 //!
 //! # `fork()`
 //!
-//! There are no fork hooks. A child process gets only the thread that forked:
-//! a domain's scanner thread is gone, so a shared-scan `synchronize` that has
-//! to sleep in the child waits forever, and slots of threads that did not come
-//! along keep their protections. Fork before the first `synchronize`, or
-//! `exec` at once.
+//! A child process gets only the thread that forked: a domain's scanner
+//! thread is gone, and slots of threads that did not come along keep their
+//! protections. Call [`fork::before_fork`] right before `fork()` and
+//! [`fork::after_fork_parent`] / [`fork::after_fork_child`] right after it
+//! (see [`fork`]); a child that `exec`s at once needs neither.
 //!
 //! # Cargo features
 //!
@@ -59,6 +59,7 @@
 mod atomic_box;
 mod bloom;
 mod domain;
+pub mod fork;
 mod guard;
 mod retire;
 mod scan;

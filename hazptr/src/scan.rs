@@ -149,7 +149,7 @@ pub(crate) struct ScanState {
     started: AtomicBool,
     /// Set when the domain is dropped: the scanner exits.
     shutdown: AtomicBool,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    pub(crate) thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl ScanState {
@@ -631,6 +631,59 @@ fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
         futex_wait(&scan.scanner_state, SLEEPING, timeout);
     }
     scan.scanner_state.store(AWAKE, Ordering::SeqCst);
+}
+
+/// Takes the driver flag, waiting for a pass in progress to finish (the fork
+/// hooks: no pass is half done when the memory is copied). A pass never waits
+/// for long with the flag held (only for readers in their wildcard window).
+#[cfg(not(loom))]
+pub(crate) fn hold_driver(shared: &Shared) {
+    // Acquire: as in `drive_once`; the previous driver's buffer writes are
+    // visible to `reset_after_fork`.
+    while shared
+        .scan
+        .driver
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        crate::sync::yield_now();
+    }
+}
+
+/// Gives back the flag [`hold_driver`] took.
+#[cfg(not(loom))]
+pub(crate) fn release_driver(shared: &Shared) {
+    // Release pairs with the Acquire CAS in `drive_once`.
+    shared.scan.driver.store(false, Ordering::Release);
+}
+
+/// In a fork child, with the driver flag held ([`hold_driver`]) and the
+/// scanner-thread handle locked (`thread`): forgets every queued and pending
+/// waiter and the scanner thread. The forking thread waits for nothing (it is
+/// in the fork hooks), so every waiter belongs to a thread that did not come
+/// along; the child never touches them again, since their stacks may be
+/// handed to the child's new threads. The next shared `synchronize` starts a
+/// new scanner thread.
+#[cfg(not(loom))]
+pub(crate) fn reset_after_fork(shared: &Shared, thread: &mut Option<JoinHandle<()>>) {
+    let scan = &shared.scan;
+    // The child has one thread: Relaxed stores; the driver flag's Release
+    // store (`release_driver`) publishes them to the next driver.
+    scan.queue.store(ptr::null_mut(), Ordering::Relaxed);
+    scan.buffers.with_mut(|buffers| {
+        // SAFETY: the caller holds the driver flag, which owns the buffers.
+        let buffers = unsafe { &mut *buffers };
+        buffers.pending.clear();
+        buffers.cleared.clear();
+    });
+    scan.sleepers.store(0, Ordering::Relaxed);
+    scan.scanner_state.store(AWAKE, Ordering::Relaxed);
+    // Not joined or detached: the thread does not exist in the child, and
+    // glibc has reclaimed its stack and descriptor.
+    std::mem::forget(thread.take());
+    // Relaxed: `ensure_scanner` reads it with Acquire, pairing with a later
+    // `start_scanner`'s Release store; false here only sends it there.
+    scan.started.store(false, Ordering::Relaxed);
 }
 
 /// Stops and joins the scanner thread (domain drop).

@@ -34,8 +34,8 @@
 //!
 //! Grace periods keep running in the parent while the locks are held: only
 //! `call_rcu()` and `rcu_barrier()` wait for `after_fork_parent`.
-//! hazptr has no such hooks: its domains' scanner threads do not survive a
-//! fork either.
+//! hazptr has hooks of its own (`hazptr::fork`); a program that uses both
+//! calls both.
 
 use crate::callbacks::{self, BatchHeld, QueueHeld};
 use crate::{memb, qsbr};

@@ -1,0 +1,164 @@
+//! `fork()` hooks: what lets a process that uses hazard pointers fork and
+//! keep using them in the child.
+//!
+//! Counterpart: liburcu's `urcu_*_before_fork()`, `urcu_*_after_fork_parent()`
+//! and `urcu_*_after_fork_child()` (this workspace's `rcu_lite::fork`); the
+//! kernel needs none. Call them around `fork()` or from `pthread_atfork()`.
+//!
+//! # What goes wrong without them
+//!
+//! The child gets a copy of the memory but only the thread that forked. A
+//! domain's scanner thread is gone while its `started` flag says it runs, so a
+//! shared-scan `synchronize` that sleeps waits for it forever. The slots of
+//! threads that did not come along keep their protections, so a
+//! `synchronize` of an address one of them held never returns and a
+//! reclamation pass never frees it. A lock or the driver flag held at the
+//! fork stays held.
+//!
+//! # What they do
+//!
+//! - [`before_fork`] makes sure the global domain exists, then takes the
+//!   domain registry's lock and, for every live domain, the scanner-thread
+//!   lock, the retired-list lock and the driver flag (waiting for a scan pass
+//!   in progress to finish). Nothing is then half written when the memory is
+//!   copied: no pass, no hand-over of retired objects, no scanner start, no
+//!   new domain.
+//! - [`after_fork_parent`] gives them back.
+//! - [`after_fork_child`], in the child, for every domain: empties and frees
+//!   every block and backup slot that the forking thread does not hold (its
+//!   own guards keep protecting), forgets every queued or pending waiter (all
+//!   of them belong to vanished threads: the forking thread was in the hooks)
+//!   and the scanner thread, which the next shared `synchronize` starts
+//!   anew. Then it gives the locks back.
+//!
+//! Retired objects the vanished threads had not yet handed to their domain
+//! (at most 64 per thread) are never freed in the child, nor are objects a
+//! reclamation pass of theirs had taken off the retired list; the parent
+//! frees its copies as usual. Everything already on a retired list is freed
+//! in the child by its next reclamation pass.
+#![cfg(not(loom))]
+
+use crate::domain::{DOMAINS, Domain, Shared, own_slots};
+use crate::retire::Retired;
+use crate::scan::{hold_driver, release_driver, reset_after_fork};
+use crate::sync::JoinHandle;
+use std::cell::RefCell;
+use std::sync::{Arc, MutexGuard, PoisonError, Weak};
+
+/// One domain's locks, held from [`before_fork`] to `after_fork_*`.
+struct DomainHeld {
+    // Fields drop in declaration order: both guards before the `Arc` that
+    // keeps what they lock alive.
+    thread: MutexGuard<'static, Option<JoinHandle<()>>>,
+    _retired: MutexGuard<'static, Vec<Retired>>,
+    shared: Arc<Shared>,
+}
+
+impl DomainHeld {
+    /// Takes `shared`'s scanner-thread lock, retired-list lock and driver
+    /// flag, in that order (`Domain::drop` takes the first and then waits for
+    /// the scanner thread, which may be waiting for the flag).
+    fn hold(shared: Arc<Shared>) -> DomainHeld {
+        // SAFETY: the guards borrow from the `Arc`'s pointee, which the `Arc`
+        // stored next to them keeps alive (and in place) until after they
+        // drop (field order above).
+        let domain: &'static Shared = unsafe { &*Arc::as_ptr(&shared) };
+        let thread = domain.scan.thread.lock().expect("not poisoned");
+        let retired = domain.retired.lock().expect("not poisoned");
+        hold_driver(domain);
+        DomainHeld {
+            thread,
+            _retired: retired,
+            shared,
+        }
+    }
+}
+
+impl Drop for DomainHeld {
+    fn drop(&mut self) {
+        release_driver(&self.shared);
+    }
+}
+
+/// What [`before_fork`] holds.
+struct Held {
+    // Domains first: their locks go before the registry's.
+    domains: Vec<DomainHeld>,
+    _registry: MutexGuard<'static, Vec<Weak<Shared>>>,
+}
+
+std::thread_local! {
+    /// What this thread's [`before_fork`] holds until `after_fork_*`.
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+/// Call right before `fork()`; then [`after_fork_parent`] in the parent and
+/// [`after_fork_child`] in the child, on the same thread.
+///
+/// Waits for scan passes in progress to finish. Until the `after_fork_*`
+/// call, `synchronize` callers of every domain wait, as do hand-overs of
+/// retired objects, reclamation passes and the creation of domains. The
+/// forking thread must therefore not call `synchronize`, `retire`, `reclaim`,
+/// [`AtomicBox`](crate::AtomicBox) updates or `Domain::new` in between (it
+/// would wait for itself). Its guards may stay alive across the fork: they
+/// keep protecting in both processes.
+///
+/// # Panics
+///
+/// If the calling thread already called `before_fork` without an
+/// `after_fork_*`.
+pub fn before_fork() {
+    if HELD.with(|held| held.borrow().is_some()) {
+        panic!(
+            "hazptr::fork::before_fork() called twice without after_fork_parent() or \
+             after_fork_child()"
+        );
+    }
+    // Before the registry lock: the global domain registers on first use, and
+    // a thread that is creating it at the fork would leave the child a
+    // `LazyLock` that never completes.
+    let _ = Domain::global();
+    let registry = DOMAINS.lock().unwrap_or_else(PoisonError::into_inner);
+    let domains = registry
+        .iter()
+        .filter_map(Weak::upgrade)
+        .map(DomainHeld::hold)
+        .collect();
+    HELD.with(|slot| {
+        *slot.borrow_mut() = Some(Held {
+            domains,
+            _registry: registry,
+        });
+    });
+}
+
+/// Call in the parent right after `fork()` (whether it succeeded or not).
+///
+/// # Panics
+///
+/// Without a [`before_fork`] on this thread.
+pub fn after_fork_parent() {
+    drop(take_held("after_fork_parent"));
+}
+
+/// Call in the child right after `fork()`, before anything else uses hazptr.
+///
+/// # Panics
+///
+/// Without a [`before_fork`] on this thread (in the parent, before the fork).
+pub fn after_fork_child() {
+    let mut held = take_held("after_fork_child");
+    for domain in &mut held.domains {
+        let shared = &*domain.shared;
+        shared.free_foreign_slots_after_fork(&own_slots(shared));
+        reset_after_fork(shared, &mut domain.thread);
+    }
+    drop(held);
+}
+
+fn take_held(name: &str) -> Held {
+    HELD.with(|held| held.borrow_mut().take())
+        .unwrap_or_else(|| {
+            panic!("hazptr::fork::{name}() without hazptr::fork::before_fork() on this thread")
+        })
+}

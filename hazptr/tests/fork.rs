@@ -1,0 +1,328 @@
+//! `hazptr::fork`: a child forked while scanner threads ran, callers were
+//! scanning and waiting, and readers of three domains (one of them on backup
+//! slots) held protections keeps working, and keeps the forking thread's own
+//! protections; and the hooks' misuse panics. The tests fork: one at a time.
+#![cfg(not(any(miri, loom)))]
+
+use hazptr::{Domain, Guard, fork};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The tests of this file share the process's domains and hooks: one at a
+/// time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// A published object readers protect.
+fn object(value: u64) -> &'static AtomicPtr<u64> {
+    leak(AtomicPtr::new(Box::into_raw(Box::new(value))))
+}
+
+/// The domains of the test: the global one, a user one, and one whose
+/// guards all live in backup slots.
+#[derive(Clone, Copy)]
+struct Domains {
+    global: &'static Domain,
+    user: &'static Domain,
+    slow: &'static Domain,
+}
+
+impl Domains {
+    fn new() -> Domains {
+        Domains {
+            global: Domain::global(),
+            user: leak(Domain::new()),
+            slow: leak(Domain::builder().force_slow_path(true).build()),
+        }
+    }
+
+    fn all(self) -> [&'static Domain; 3] {
+        [self.global, self.user, self.slow]
+    }
+}
+
+/// Enough threads protecting an object and calling `synchronize` back to
+/// back, in every domain, that callers queue behind each other's scans and
+/// sleep: the shared domains' scanner threads drive for them.
+struct Crowd {
+    stop: Arc<AtomicBool>,
+    calls: Arc<AtomicUsize>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Crowd {
+    fn start(domains: Domains) -> Crowd {
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let read = object(1);
+        let unpublished = object(2).load(Relaxed);
+        let threads = (0..4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2)
+            .map(|_| {
+                let (stop, calls) = (Arc::clone(&stop), Arc::clone(&calls));
+                let unpublished = unpublished as usize;
+                thread::spawn(move || {
+                    // Relaxed: a stop flag and a progress count; nothing is
+                    // published through them (joins order the end).
+                    while !stop.load(Relaxed) {
+                        for domain in domains.all() {
+                            let mut guard = domain.guard();
+                            assert!(!guard.protect_ptr(read).is_null());
+                            drop(guard);
+                            domain.synchronize(unpublished as *const u64);
+                        }
+                        calls.fetch_add(1, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        Crowd {
+            stop,
+            calls,
+            threads,
+        }
+    }
+
+    /// Waits until the crowd has completed `n` more rounds; fails with `what`
+    /// after `limit`.
+    fn until_calls(&self, n: usize, limit: Duration, what: &str) {
+        let target = self.calls.load(Relaxed) + n;
+        let deadline = Instant::now() + limit;
+        while self.calls.load(Relaxed) < target {
+            assert!(Instant::now() < deadline, "{what}");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Relaxed);
+        for t in self.threads {
+            t.join().expect("crowd caller");
+        }
+    }
+}
+
+/// Forks; the child runs `child` under a 20 s alarm and exits 0 if it
+/// returned, 1 if it panicked. Returns the child's wait status.
+fn fork_and_wait(child: impl FnOnce()) -> i32 {
+    fork::before_fork();
+    // SAFETY: the child only runs Rust code that glibc's fork handlers make
+    // safe in practice (allocation, threads) and then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        fork::after_fork_child();
+        // SAFETY: plain libc call; a hang ends the child with SIGALRM.
+        unsafe { libc::alarm(20) };
+        let code = match catch_unwind(AssertUnwindSafe(child)) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        // SAFETY: leaves the child without running the parent's test harness.
+        unsafe { libc::_exit(code) };
+    }
+    fork::after_fork_parent();
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(waited, pid, "waitpid");
+    status
+}
+
+static FREED: AtomicUsize = AtomicUsize::new(0);
+
+/// A deleter that counts.
+unsafe fn free_counted(p: *mut u64) {
+    // SAFETY: `p` came from `Box::into_raw` in `object` and is retired once.
+    drop(unsafe { Box::from_raw(p) });
+    FREED.fetch_add(1, Relaxed);
+}
+
+/// Everything the child does; returns normally only if all of it completed.
+/// `held[i]` is the object a vanished reader protected in `domains.all()[i]`;
+/// `own` the forking thread's guards (user domain, slow domain) on `mine`.
+fn child_work(
+    domains: Domains,
+    held: [&'static AtomicPtr<u64>; 3],
+    own: (Guard<'static>, Guard<'static>),
+    mine: [&'static AtomicPtr<u64>; 2],
+) {
+    // 1. The vanished readers' protections are gone: each of these waited
+    //    for one at the fork.
+    for (domain, obj) in domains.all().into_iter().zip(held) {
+        domain.synchronize(obj.load(Relaxed));
+    }
+    // 2. The forking thread's own protections (a block slot, a backup slot)
+    //    still hold: a synchronize of either waits until its guard goes.
+    let done = Arc::new(AtomicUsize::new(0));
+    let waiters: Vec<_> = [domains.user, domains.slow]
+        .into_iter()
+        .zip(mine)
+        .map(|(domain, obj)| {
+            let done = Arc::clone(&done);
+            let addr = obj.load(Relaxed) as usize;
+            thread::spawn(move || {
+                domain.synchronize(addr as *const u64);
+                // Relaxed: read after the join below, or as a hint before it.
+                done.fetch_add(1, Relaxed);
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        done.load(Relaxed),
+        0,
+        "a synchronize returned while the forking thread's guard protected its address"
+    );
+    drop(own);
+    for w in waiters {
+        w.join().expect("synchronize of an own address");
+    }
+    // 3. A crowd in the child: its sleeping callers need a scanner thread,
+    //    which is started anew; its threads take the blocks and backup slots
+    //    of the vanished threads instead of new ones.
+    let blocks: Vec<usize> = domains.all().map(Domain::thread_blocks).to_vec();
+    let backups = domains.slow.backup_slots();
+    let crowd = Crowd::start(domains);
+    crowd.until_calls(200, Duration::from_secs(15), "the child's crowd stalled");
+    crowd.stop();
+    assert_eq!(
+        domains.all().map(Domain::thread_blocks).to_vec(),
+        blocks,
+        "the child's threads did not reuse the blocks of vanished threads"
+    );
+    assert_eq!(
+        domains.slow.backup_slots(),
+        backups,
+        "the child's threads did not reuse the backup slots of vanished threads"
+    );
+    // Every backup slot is free again: one thread can hold them all at once.
+    let all: Vec<_> = (0..backups).map(|_| domains.slow.guard()).collect();
+    assert_eq!(
+        domains.slow.backup_slots(),
+        backups,
+        "a backup slot of a vanished thread stayed taken"
+    );
+    drop(all);
+    // 4. Retire the objects the vanished readers held: nothing protects them.
+    FREED.store(0, Relaxed);
+    for (domain, obj) in domains.all().into_iter().zip(held) {
+        let p = obj.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: unpublished above, retired once, allocated by `object`.
+        unsafe { domain.retire(p, free_counted) };
+        domain.reclaim();
+    }
+    assert_eq!(
+        FREED.load(Relaxed),
+        3,
+        "reclaim left an object a vanished reader held"
+    );
+}
+
+#[test]
+fn a_child_forked_in_the_middle_of_everything_keeps_working() {
+    let _serial = serial();
+    let domains = Domains::new();
+    let crowd = Crowd::start(domains);
+    crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
+    // A reader in each domain holds an object across the fork.
+    let held = [object(10), object(11), object(12)];
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Arc::new(Mutex::new(release_rx));
+    let entered = Arc::new(Barrier::new(4));
+    let readers: Vec<_> = domains
+        .all()
+        .into_iter()
+        .zip(held)
+        .map(|(domain, obj)| {
+            let (entered, rx) = (Arc::clone(&entered), Arc::clone(&release_rx));
+            thread::spawn(move || {
+                let mut guard = domain.guard();
+                assert!(!guard.protect_ptr(obj).is_null());
+                entered.wait();
+                let _ = rx.lock().unwrap().recv();
+                drop(guard);
+            })
+        })
+        .collect();
+    entered.wait();
+    // A caller in each domain waits for its reader across the fork: in the
+    // shared domains its waiter sits on the scanner's pending list.
+    let waiting: Vec<_> = domains
+        .all()
+        .into_iter()
+        .zip(held)
+        .map(|(domain, obj)| {
+            let addr = obj.load(Relaxed) as usize;
+            thread::spawn(move || domain.synchronize(addr as *const u64))
+        })
+        .collect();
+    // The forking thread keeps guards of its own across the fork.
+    let mine = [object(20), object(21)];
+    let mut in_block = domains.user.guard();
+    in_block.protect_ptr(mine[0]);
+    let mut in_backup = domains.slow.guard();
+    in_backup.protect_ptr(mine[1]);
+    assert!(in_backup.is_backup());
+    thread::sleep(Duration::from_millis(10));
+    assert!(
+        waiting.iter().all(|w| !w.is_finished()),
+        "a synchronize returned while a reader held its object"
+    );
+    let status = fork_and_wait(|| child_work(domains, held, (in_block, in_backup), mine));
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child did not finish its hazptr work (wait status {status:#x}: \
+         exit code {} or signal {})",
+        libc::WEXITSTATUS(status),
+        libc::WTERMSIG(status)
+    );
+    // The parent goes on: release the readers, and everyone completes.
+    drop(release_tx);
+    for t in readers.into_iter().chain(waiting) {
+        t.join().unwrap();
+    }
+    crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
+    crowd.stop();
+}
+
+/// A panic's message, whether formatted or a literal.
+fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
+    let _serial = serial();
+    for hook in [fork::after_fork_parent as fn(), fork::after_fork_child] {
+        let err = catch_unwind(hook).expect_err("after_fork_* without before_fork");
+        let msg = message(&*err);
+        assert!(msg.contains("without hazptr::fork::before_fork()"), "{msg}");
+    }
+    fork::before_fork();
+    let err = catch_unwind(fork::before_fork).expect_err("before_fork twice");
+    fork::after_fork_parent();
+    let msg = message(&*err);
+    assert!(msg.contains("twice"), "{msg}");
+    // Everything works again once the parent hook ran.
+    let domain = Domain::new();
+    let obj = object(30);
+    let p = obj.swap(std::ptr::null_mut(), AcqRel);
+    domain.synchronize(p);
+    hazptr::synchronize(p);
+    // SAFETY: unpublished, synchronized, allocated by `object`.
+    drop(unsafe { Box::from_raw(p) });
+}
