@@ -34,18 +34,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let mut arg = |name: &str, default: usize| -> usize {
-        match args.next() {
-            None => default,
-            Some(text) => text.parse().unwrap_or_else(|_| {
-                eprintln!("contention_floor: {name} must be a whole number, not {text:?}");
-                std::process::exit(2);
-            }),
-        }
-    };
-    let samples = arg("samples", 20_000).max(1);
-    let ring = arg("ring-threads", 16).max(2);
+    let mut arg = bench_suite::cli::example_numbers("contention_floor");
+    let samples = arg("samples", 20_000).max(1) as usize;
+    let ring = arg("ring-threads", 16).max(2) as usize;
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
 
     println!(

@@ -141,16 +141,7 @@ fn rcu_lite_qsbr(n: u64, cell: &Rcu<u64, Qsbr>, thread: &QsbrThread) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let mut arg = |name: &str, default: u64| -> u64 {
-        match args.next() {
-            None => default,
-            Some(text) => text.parse().unwrap_or_else(|_| {
-                eprintln!("read_floor: {name} must be a whole number, not {text:?}");
-                std::process::exit(2);
-            }),
-        }
-    };
+    let mut arg = bench_suite::cli::example_numbers("read_floor");
     let rounds = arg("rounds", 5).max(1) as usize;
     let iterations = arg("iterations", 20_000_000).max(1);
 

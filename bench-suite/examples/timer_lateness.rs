@@ -12,16 +12,7 @@
 use std::time::{Duration, Instant};
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let mut arg = |name: &str, default: u64| -> u64 {
-        match args.next() {
-            None => default,
-            Some(text) => text.parse().unwrap_or_else(|_| {
-                eprintln!("timer_lateness: {name} must be a whole number, not {text:?}");
-                std::process::exit(2);
-            }),
-        }
-    };
+    let mut arg = bench_suite::cli::example_numbers("timer_lateness");
     let samples = arg("samples", 2000).max(1);
     let interval = Duration::from_micros(arg("interval-us", 3000));
     let mut late_us: Vec<f64> = (0..samples)

@@ -657,3 +657,18 @@ fn write_list(out: &mut impl Write, kinds: &[KindListing]) -> std::io::Result<()
     }
     Ok(())
 }
+
+/// The whole-number positional arguments of an example (`cargo run --example
+/// NAME -- A B`): each call returns the next one, or `default` once they run
+/// out. A malformed one ends the process with status 2 and a message naming
+/// the example and the argument.
+pub fn example_numbers(example: &'static str) -> impl FnMut(&str, u64) -> u64 {
+    let mut args = std::env::args().skip(1);
+    move |name, default| match args.next() {
+        None => default,
+        Some(text) => text.parse().unwrap_or_else(|_| {
+            eprintln!("{example}: {name} must be a whole number, not {text:?}");
+            std::process::exit(2);
+        }),
+    }
+}
