@@ -758,10 +758,10 @@ pub(crate) fn own_slots(shared: &Shared) -> OwnSlots {
 #[cfg(not(loom))]
 impl Shared {
     /// In a fork child: empties and frees every slot that the forking thread
-    /// (`own`) does not hold. Its other holders are
-    /// threads that did not come along, whose guards will never be dropped.
-    /// A freed block's retire batch is forgotten, not read: its owner may
-    /// have been in the middle of pushing to it.
+    /// (`own`) does not hold. Their holders are threads that did not come
+    /// along (or exited leaving a guard forgotten), whose guards will never be
+    /// dropped. A freed block's retire batch is forgotten, not read: its owner
+    /// may have been in the middle of pushing to it.
     ///
     /// The child has one thread and the caller holds this domain's retired
     /// list (the only other way to a block's batch), so plain Relaxed stores
