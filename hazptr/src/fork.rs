@@ -36,6 +36,30 @@
 //! reclamation pass of theirs had taken off the retired list; the parent
 //! frees its copies as usual. Everything already on a retired list is freed
 //! in the child by its next reclamation pass.
+//!
+//! # Registering them once
+//!
+//! A program that does not call `fork()` itself (a library does, or
+//! `std::process::Command` where it cannot use `posix_spawn`) can have every
+//! fork run them:
+//!
+//! ```
+//! extern "C" fn prepare() {
+//!     hazptr::fork::before_fork();
+//! }
+//! extern "C" fn parent() {
+//!     hazptr::fork::after_fork_parent();
+//! }
+//! extern "C" fn child() {
+//!     hazptr::fork::after_fork_child();
+//! }
+//! // SAFETY: three plain functions that live as long as the process.
+//! let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+//! assert_eq!(rc, 0);
+//! ```
+//!
+//! A misuse panic inside a handler aborts the process (it cannot unwind out
+//! of an `extern "C"` function).
 #![cfg(not(loom))]
 
 use crate::domain::{DOMAINS, Domain, Shared, own_slots};

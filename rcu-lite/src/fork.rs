@@ -36,6 +36,32 @@
 //! `call_rcu()` and `rcu_barrier()` wait for `after_fork_parent`.
 //! hazptr has hooks of its own (`hazptr::fork`); a program that uses both
 //! calls both.
+//!
+//! # Registering them once
+//!
+//! A program that does not call `fork()` itself (a library does, or
+//! `std::process::Command` where it cannot use `posix_spawn`) can have every
+//! fork run them:
+//!
+//! ```
+//! extern "C" fn prepare() {
+//!     rcu_lite::fork::before_fork();
+//! }
+//! extern "C" fn parent() {
+//!     rcu_lite::fork::after_fork_parent();
+//! }
+//! extern "C" fn child() {
+//!     rcu_lite::fork::after_fork_child();
+//! }
+//! // SAFETY: three plain functions that live as long as the process.
+//! let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+//! assert_eq!(rc, 0);
+//! ```
+//!
+//! Every fork then has to come from outside read-side sections, with the
+//! forking thread's qsbr registration offline: the misuse panic inside a
+//! handler aborts the process (it cannot unwind out of an `extern "C"`
+//! function).
 
 use crate::callbacks::{self, BatchHeld, QueueHeld};
 use crate::{memb, qsbr};
