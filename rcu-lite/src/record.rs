@@ -91,9 +91,9 @@ pub(crate) struct Record {
     /// The next record of the registry; set before the record is published and
     /// never changed afterwards.
     next: AtomicPtr<Record>,
-    /// The thread that took the record last ([`thread_id`]): after `fork()`,
-    /// the child keeps the records of the thread that forked and frees the
-    /// others (`fork.rs`).
+    /// The thread that holds the record ([`thread_id`]; 0 while it is free):
+    /// after `fork()`, the child keeps the records of the thread that forked
+    /// and frees the others (`fork.rs`).
     #[cfg(not(loom))]
     owner: std::sync::atomic::AtomicU64,
 }
@@ -175,6 +175,12 @@ impl Registry {
     /// section (`nesting == 0`) and must not touch it again.
     pub(crate) fn release(&self, record: &'static Record) {
         debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
+        // No owner (0 is no thread's id) until `acquire` stores the next one:
+        // a fork child then frees a record that a vanished thread had claimed
+        // but not yet marked its own, instead of crediting it to whichever
+        // thread owned it last. Relaxed: read only by an owner or a fork child.
+        #[cfg(not(loom))]
+        record.owner.store(0, Relaxed);
         // Release pairs with the Acquire CAS in `acquire`.
         record.in_use.store(false, Release);
     }
@@ -229,4 +235,36 @@ pub(crate) fn thread_id() -> u64 {
         }
         id.get()
     })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A fork child frees a record that a vanished thread had claimed (its
+    /// CAS done) but not yet marked as its own, even when the forking thread
+    /// held that record before.
+    #[test]
+    fn a_claim_cut_short_by_fork_is_not_credited_to_the_last_owner() {
+        let registry: &'static Registry = Box::leak(Box::new(Registry::new()));
+        let record = registry.acquire();
+        registry.release(record);
+        // A vanished thread's `acquire`, stopped between its CAS and its
+        // owner store.
+        assert!(
+            record
+                .in_use
+                .compare_exchange(false, true, Acquire, Relaxed)
+                .is_ok()
+        );
+        registry.release_vanished_owners();
+        assert!(
+            !record.in_use.load(Relaxed),
+            "the half-claimed record stayed in use"
+        );
+        // The caller's own records stay.
+        let mine = registry.acquire();
+        registry.release_vanished_owners();
+        assert!(mine.in_use.load(Relaxed), "the caller's record was freed");
+    }
 }
