@@ -115,37 +115,45 @@ fn one_run(imp: &dyn ReadSide, threads: usize, iterations: u64) -> f64 {
     stats::mean(&ns)
 }
 
-/// Measures one implementation, advancing `progress` by one per run.
-pub fn measure(
-    imp: &Implementation<dyn ReadSide>,
-    config: Config,
-    progress: &mut Progress,
-) -> Outcome {
-    let instance = imp.build(&());
-    progress.set_label(imp.name);
-    one_run(&*instance, config.threads, (config.iterations / 10).max(1));
-    let runs_ns: Vec<f64> = (0..config.runs)
-        .map(|_| {
-            let ns = one_run(&*instance, config.threads, config.iterations);
-            progress.inc(1);
-            ns
-        })
-        .collect();
-    Outcome {
-        name: imp.name.to_owned(),
-        threads: config.threads,
-        ns_per_op: stats::median(&runs_ns),
-        iterations: config.iterations,
-        runs_ns,
-    }
-}
-
-/// Measures every implementation in `chosen`, one after the other.
+/// Measures every implementation in `chosen`, taking turns: each does its
+/// warm-up run, then the first timed run of each, the second of each, and so
+/// on. A slow stretch of the machine (a host hiccup, another process) then
+/// lands on one run of several contenders, which their medians discard,
+/// rather than on every run of whichever contender ran then.
 pub fn measure_all(chosen: &[&Implementation<dyn ReadSide>], config: Config) -> Vec<Outcome> {
     let mut progress = Progress::new((chosen.len() * config.runs) as u64, "refscale");
+    measure_in_turns(chosen, config, &mut progress)
+}
+
+/// [`measure_all`], advancing `progress` by one per timed run.
+pub fn measure_in_turns(
+    chosen: &[&Implementation<dyn ReadSide>],
+    config: Config,
+    progress: &mut Progress,
+) -> Vec<Outcome> {
+    let instances: Vec<_> = chosen.iter().map(|imp| imp.build(&())).collect();
+    for (imp, instance) in chosen.iter().zip(&instances) {
+        progress.set_label(imp.name);
+        one_run(&**instance, config.threads, (config.iterations / 10).max(1));
+    }
+    let mut runs_ns = vec![Vec::with_capacity(config.runs); chosen.len()];
+    for _ in 0..config.runs {
+        for ((imp, instance), runs) in chosen.iter().zip(&instances).zip(&mut runs_ns) {
+            progress.set_label(imp.name);
+            runs.push(one_run(&**instance, config.threads, config.iterations));
+            progress.inc(1);
+        }
+    }
     chosen
         .iter()
-        .map(|imp| measure(imp, config, &mut progress))
+        .zip(runs_ns)
+        .map(|(imp, runs_ns)| Outcome {
+            name: imp.name.to_owned(),
+            threads: config.threads,
+            ns_per_op: stats::median(&runs_ns),
+            iterations: config.iterations,
+            runs_ns,
+        })
         .collect()
 }
 
@@ -165,4 +173,56 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         writeln!(out, "median\t{:.3}", o.ns_per_op)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Origin;
+    use std::sync::Mutex;
+
+    /// Which contender ran each timed run, in order.
+    static TIMED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+    const TIMED_ITERATIONS: u64 = 100;
+
+    struct Recorder(&'static str);
+
+    impl ReadSide for Recorder {
+        fn read_sections(&self, iterations: u64) -> Duration {
+            if iterations == TIMED_ITERATIONS {
+                TIMED.lock().unwrap().push(self.0);
+            }
+            time_sections(iterations, || {
+                std::hint::black_box(self.0);
+            })
+        }
+    }
+
+    const A: Implementation<dyn ReadSide> = Implementation {
+        name: "a",
+        summary: "records its runs",
+        origin: Origin::Workspace,
+        make: |_| Ok(Box::new(Recorder("a"))),
+    };
+    const B: Implementation<dyn ReadSide> = Implementation {
+        name: "b",
+        summary: "records its runs",
+        origin: Origin::Peer,
+        make: |_| Ok(Box::new(Recorder("b"))),
+    };
+
+    #[test]
+    fn contenders_take_turns_run_by_run() {
+        let config = Config {
+            threads: 1,
+            iterations: TIMED_ITERATIONS,
+            runs: 3,
+        };
+        let outcomes = measure_all(&[&A, &B], config);
+        assert_eq!(*TIMED.lock().unwrap(), ["a", "b", "a", "b", "a", "b"]);
+        let names: Vec<_> = outcomes.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(outcomes.iter().all(|o| o.runs_ns.len() == 3));
+    }
 }

@@ -50,8 +50,9 @@ impl Profile {
             // short enough that a thread's start-up transient or one host
             // hiccup moved single runs by up to 5x on the 2-vCPU VM. With 5M
             // about one run in five is still off by 1.5x (a slow stretch of
-            // the host, whichever implementation runs then), so the median
-            // is of seven.
+            // the host), so the median is of seven, and the implementations
+            // take turns run by run so that such a stretch is not all one
+            // implementation's runs.
             Profile::Quick => refscale::Config {
                 threads,
                 iterations: 5_000_000,
@@ -282,7 +283,12 @@ pub fn measure(profile: Profile) -> Results {
         .filter(|i| i.availability().is_ok())
         .collect();
     let sweep_units = membarrier::SWEEP_CPUS.len() * membarrier_sim::sim::Policy::ALL.len();
-    let units = profile.refscale_threads().len() * readers.len()
+    let refscale_runs: usize = profile
+        .refscale_threads()
+        .iter()
+        .map(|&threads| profile.refscale_config(threads).runs)
+        .sum();
+    let units = refscale_runs * readers.len()
         + mixes.len() * locks.len()
         + profile.rcuscale_mixes().len() * waiters.len() * profile.rcuscale_rounds()
         + profile.quick_qs_runs() * quick_qs.len()
@@ -293,13 +299,7 @@ pub fn measure(profile: Profile) -> Results {
     let mut refscale_out = Vec::new();
     for &threads in profile.refscale_threads() {
         let config = profile.refscale_config(threads);
-        for imp in &readers {
-            // A nested bar per measure would fight with this one; measure quietly.
-            let mut quiet = Progress::new(config.runs as u64, imp.name);
-            refscale_out.push(refscale::measure(imp, config, &mut quiet));
-            progress.set_label(imp.name);
-            progress.inc(1);
-        }
+        refscale_out.extend(refscale::measure_in_turns(&readers, config, &mut progress));
     }
 
     let mut torture_out = Vec::new();
