@@ -694,6 +694,20 @@ fn ordered<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     out
 }
 
+/// The median over runs of `o`'s run time over `best`'s in the same turn
+/// (`refscale::measure_in_turns` gives every contender of one thread count
+/// the same number of runs, in turns).
+fn paired_ratio(o: &refscale::Outcome, best: &refscale::Outcome) -> f64 {
+    debug_assert_eq!(o.runs_ns.len(), best.runs_ns.len());
+    let ratios: Vec<f64> = o
+        .runs_ns
+        .iter()
+        .zip(&best.runs_ns)
+        .map(|(a, b)| a / b)
+        .collect();
+    stats::median(&ratios)
+}
+
 fn refscale_section(results: &Results) -> Section {
     let mut section = Section::new("Read side (refscale): ns per read-side critical section");
     let threads = ordered_numbers(results.refscale.iter().map(|o| o.threads));
@@ -704,7 +718,7 @@ fn refscale_section(results: &Results) -> Section {
             "{t} thread{} (median ns)>",
             if *t == 1 { "" } else { "s" }
         ));
-        headers.push("vs best>".to_owned());
+        headers.push("vs best (paired)>".to_owned());
     }
     let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
     let find = |name: &str, t: usize| {
@@ -720,19 +734,24 @@ fn refscale_section(results: &Results) -> Section {
                 .refscale
                 .iter()
                 .filter(|o| o.threads == t)
-                .map(|o| o.ns_per_op)
-                .fold(f64::INFINITY, f64::min);
-            match find(name, t) {
-                Some(o) => {
+                .min_by(|a, b| a.ns_per_op.total_cmp(&b.ns_per_op));
+            match (find(name, t), best) {
+                (Some(o), Some(best)) => {
                     row.push(format!("{:.2}", o.ns_per_op));
-                    row.push(format!("{:.2}x", o.ns_per_op / best));
+                    row.push(format!("{:.2}x", paired_ratio(o, best)));
                 }
-                None => row.extend(["-".to_owned(), "-".to_owned()]),
+                _ => row.extend(["-".to_owned(), "-".to_owned()]),
             }
         }
         table.row(row);
     }
     section.table(table);
+    section.paragraph(
+        "The contenders take turns run by run, so run *i* of each falls in the same stretch of the \
+         machine's time. *vs best (paired)* is the median over runs of each run's ratio to the fastest \
+         contender's run of the same turn: a slow stretch that hits one turn cancels out of it, where it \
+         can move a median alone.",
+    );
     section.paragraph(format!(
         "With more threads than cores ({} here) a thread's time includes time descheduled, so compare \
          rows within a column, not across columns.",
@@ -1002,6 +1021,23 @@ fn torture_section(results: &Results) -> Section {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn vs_best_pairs_runs_of_the_same_turn() {
+        let outcome = |name: &str, runs_ns: Vec<f64>| refscale::Outcome {
+            name: name.into(),
+            threads: 1,
+            ns_per_op: stats::median(&runs_ns),
+            iterations: 1,
+            runs_ns,
+        };
+        // Turn 3 was slow for both; turn 2 for the slower one alone.
+        let best = outcome("fast", vec![1.0, 1.0, 2.0]);
+        let slow = outcome("slow", vec![2.0, 4.0, 4.0]);
+        assert_eq!(slow.ns_per_op / best.ns_per_op, 4.0);
+        assert_eq!(paired_ratio(&slow, &best), 2.0);
+        assert_eq!(paired_ratio(&best, &best), 1.0);
+    }
 
     pub(crate) fn counts(total: u64, max: u64, min: u64) -> locktorture::Counts {
         locktorture::Counts { total, max, min }
