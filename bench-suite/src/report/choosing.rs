@@ -30,6 +30,19 @@ pub struct Choice {
 struct Candidate {
     name: String,
     value: f64,
+    /// For a refscale figure, its runs (taken in turns with the other
+    /// contenders'), so that the margin can pair them; empty otherwise.
+    runs: Vec<f64>,
+}
+
+impl Candidate {
+    fn new(name: impl Into<String>, value: f64) -> Candidate {
+        Candidate {
+            name: name.into(),
+            value,
+            runs: Vec::new(),
+        }
+    }
 }
 
 /// Picks the best of `candidates` (`lower` wins, or higher) and describes the
@@ -49,7 +62,12 @@ fn rank(
     let mut it = candidates.into_iter();
     let best = it.next()?;
     let next = it.next().map(|n| {
-        let margin = if lower {
+        let margin = if lower && !best.runs.is_empty() && n.runs.len() == best.runs.len() {
+            // Runs in turns: the median of the per-turn ratios, as the
+            // report's read-side table gives it.
+            let ratios: Vec<f64> = n.runs.iter().zip(&best.runs).map(|(a, b)| a / b).collect();
+            crate::stats::median(&ratios)
+        } else if lower {
             n.value / best.value
         } else {
             best.value / n.value.max(f64::MIN_POSITIVE)
@@ -60,11 +78,20 @@ fn rank(
 }
 
 fn refscale_ns(results: &Results, name: &str, threads: usize) -> Option<f64> {
+    read_candidate(results, name, threads).map(|c| c.value)
+}
+
+/// A read-side contender's median and runs.
+fn read_candidate(results: &Results, name: &str, threads: usize) -> Option<Candidate> {
     results
         .refscale
         .iter()
         .find(|o| o.name == name && o.threads == threads)
-        .map(|o| o.ns_per_op)
+        .map(|o| Candidate {
+            name: o.name.clone(),
+            value: o.ns_per_op,
+            runs: o.runs_ns.clone(),
+        })
 }
 
 fn wait_latency(results: &Results, name: &str) -> Option<(f64, f64)> {
@@ -144,12 +171,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
     let ranked = rank(
         POINTER_READERS
             .iter()
-            .filter_map(|(n, _)| {
-                Some(Candidate {
-                    name: (*n).into(),
-                    value: refscale_ns(results, n, threads)?,
-                })
-            })
+            .filter_map(|(n, _)| read_candidate(results, n, threads))
             .collect(),
         true,
     );
@@ -177,10 +199,10 @@ pub fn table(results: &Results) -> Vec<Choice> {
     let bounded: Vec<Candidate> = ["hazptr", "haphazard"]
         .iter()
         .filter_map(|n| {
-            Some(Candidate {
-                name: (*n).into(),
-                value: torture_row(results, n)?.unreclaimed_max as f64,
-            })
+            Some(Candidate::new(
+                *n,
+                torture_row(results, n)?.unreclaimed_max as f64,
+            ))
         })
         .collect();
     let unbounded = results
@@ -219,12 +241,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         rank(
             locks
                 .iter()
-                .filter_map(|n| {
-                    Some(Candidate {
-                        name: (*n).into(),
-                        value: refscale_ns(results, n, threads)?,
-                    })
-                })
+                .filter_map(|n| read_candidate(results, n, threads))
                 .collect(),
             true,
         ),
@@ -268,10 +285,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
                 .locktorture
                 .iter()
                 .filter(|o| (o.writers, o.readers) == mix)
-                .map(|o| Candidate {
-                    name: o.lock.clone(),
-                    value: o.writes.total as f64 / o.duration_s,
-                })
+                .map(|o| Candidate::new(o.lock.as_str(), o.writes.total as f64 / o.duration_s))
                 .collect(),
             false,
         );
@@ -316,12 +330,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         rank(
             waiters
                 .iter()
-                .filter_map(|n| {
-                    Some(Candidate {
-                        name: (*n).into(),
-                        value: wait_latency(results, n)?.0,
-                    })
-                })
+                .filter_map(|n| Some(Candidate::new(*n, wait_latency(results, n)?.0)))
                 .collect(),
             true,
         ),
@@ -363,12 +372,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         rank(
             small
                 .iter()
-                .filter_map(|n| {
-                    Some(Candidate {
-                        name: (*n).into(),
-                        value: refscale_ns(results, n, threads)?,
-                    })
-                })
+                .filter_map(|n| read_candidate(results, n, threads))
                 .collect(),
             true,
         ),
@@ -396,10 +400,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
             results
                 .deferred_free
                 .iter()
-                .map(|o| Candidate {
-                    name: o.name.clone(),
-                    value: o.replaced as f64 / o.duration_s,
-                })
+                .map(|o| Candidate::new(o.name.as_str(), o.replaced as f64 / o.duration_s))
                 .collect(),
             false,
         ),
@@ -562,6 +563,33 @@ mod tests {
                 .contains("60 unreclaimed")
         );
         assert_eq!(rows.len(), 7);
+    }
+
+    #[test]
+    fn read_side_margins_pair_the_runs_of_one_turn() {
+        let mut r = sample();
+        let runs = |name: &str, runs_ns: Vec<f64>| refscale::Outcome {
+            ns_per_op: crate::stats::median(&runs_ns),
+            runs_ns,
+            ..read(name, 2, 0.0)
+        };
+        // Turn 3 was slow for both; turn 2 for the runner-up alone. By
+        // medians the margin would be 4.0x; paired, 2.0x.
+        r.refscale = vec![
+            runs("rcu-lite-memb", vec![1.0, 1.0, 2.0]),
+            runs("hazptr", vec![2.0, 4.0, 4.0]),
+        ];
+        let rows = table(&r);
+        let pointer = rows
+            .iter()
+            .find(|c| c.use_case.starts_with("read-mostly shared pointer"))
+            .expect("the shared-pointer row");
+        assert_eq!(pointer.winner, "rcu-lite-memb");
+        assert!(
+            pointer.runner_up.contains("winner 2.00x better"),
+            "{}",
+            pointer.runner_up
+        );
     }
 
     #[test]

@@ -658,8 +658,9 @@ fn choosing_section(results: &Results) -> Section {
     let mut section = Section::new("Choosing a primitive on this machine");
     section.paragraph(
         "Each row is decided by the measurement it names, from this run only; *costs elsewhere* is \
-         another figure of the same run that the winner pays. Details and the other contenders are in \
-         the sections below.",
+         another figure of the same run that the winner pays. A read-side margin (*winner Nx better*) \
+         pairs the runs of one turn, as the read-side table does. Details and the other contenders \
+         are in the sections below.",
     );
     let mut table = Table::new(&[
         "use case",
