@@ -5,11 +5,12 @@
 #![cfg(not(any(miri, loom)))]
 
 use hazptr::{Domain, Guard, fork};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use test_support::{Crowd, ForkHooks, assert_child_succeeded, fork_and_wait};
 
 /// The tests of this file share the process's domains and hooks: one at a
 /// time.
@@ -54,89 +55,24 @@ impl Domains {
 /// Enough threads protecting an object and calling `synchronize` back to
 /// back, in every domain, that callers queue behind each other's scans and
 /// sleep: the shared domains' scanner threads drive for them.
-struct Crowd {
-    stop: Arc<AtomicBool>,
-    calls: Arc<AtomicUsize>,
-    threads: Vec<thread::JoinHandle<()>>,
+fn crowd(domains: Domains) -> Crowd {
+    let read = object(1);
+    let unpublished = object(2).load(Relaxed) as usize;
+    Crowd::start(move || {
+        for domain in domains.all() {
+            let mut guard = domain.guard();
+            assert!(!guard.protect_ptr(read).is_null());
+            drop(guard);
+            domain.synchronize(unpublished as *const u64);
+        }
+    })
 }
 
-impl Crowd {
-    fn start(domains: Domains) -> Crowd {
-        let stop = Arc::new(AtomicBool::new(false));
-        let calls = Arc::new(AtomicUsize::new(0));
-        let read = object(1);
-        let unpublished = object(2).load(Relaxed);
-        let threads = (0..4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2)
-            .map(|_| {
-                let (stop, calls) = (Arc::clone(&stop), Arc::clone(&calls));
-                let unpublished = unpublished as usize;
-                thread::spawn(move || {
-                    // Relaxed: a stop flag and a progress count; nothing is
-                    // published through them (joins order the end).
-                    while !stop.load(Relaxed) {
-                        for domain in domains.all() {
-                            let mut guard = domain.guard();
-                            assert!(!guard.protect_ptr(read).is_null());
-                            drop(guard);
-                            domain.synchronize(unpublished as *const u64);
-                        }
-                        calls.fetch_add(1, Relaxed);
-                    }
-                })
-            })
-            .collect();
-        Crowd {
-            stop,
-            calls,
-            threads,
-        }
-    }
-
-    /// Waits until the crowd has completed `n` more rounds; fails with `what`
-    /// after `limit`.
-    fn until_calls(&self, n: usize, limit: Duration, what: &str) {
-        let target = self.calls.load(Relaxed) + n;
-        let deadline = Instant::now() + limit;
-        while self.calls.load(Relaxed) < target {
-            assert!(Instant::now() < deadline, "{what}");
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    fn stop(self) {
-        self.stop.store(true, Relaxed);
-        for t in self.threads {
-            t.join().expect("crowd caller");
-        }
-    }
-}
-
-/// Forks; the child runs `child` under a 20 s alarm and exits 0 if it
-/// returned, 1 if it panicked. Returns the child's wait status.
-fn fork_and_wait(child: impl FnOnce()) -> i32 {
-    fork::before_fork();
-    // SAFETY: the child only runs Rust code that glibc's fork handlers make
-    // safe in practice (allocation, threads) and then `_exit`s.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        fork::after_fork_child();
-        // SAFETY: plain libc call; a hang ends the child with SIGALRM.
-        unsafe { libc::alarm(20) };
-        let code = match catch_unwind(AssertUnwindSafe(child)) {
-            Ok(()) => 0,
-            Err(_) => 1,
-        };
-        // SAFETY: leaves the child without running the parent's test harness.
-        unsafe { libc::_exit(code) };
-    }
-    fork::after_fork_parent();
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(waited, pid, "waitpid");
-    status
-}
+const HOOKS: ForkHooks = ForkHooks {
+    before: fork::before_fork,
+    after_parent: fork::after_fork_parent,
+    after_child: fork::after_fork_child,
+};
 
 static FREED: AtomicUsize = AtomicUsize::new(0);
 
@@ -192,7 +128,7 @@ fn child_work(
     //    of the vanished threads instead of new ones.
     let blocks: Vec<usize> = domains.all().map(Domain::thread_blocks).to_vec();
     let backups = domains.slow.backup_slots();
-    let crowd = Crowd::start(domains);
+    let crowd = crowd(domains);
     crowd.until_calls(200, Duration::from_secs(15), "the child's crowd stalled");
     crowd.stop();
     assert_eq!(
@@ -232,7 +168,7 @@ fn child_work(
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     let _serial = serial();
     let domains = Domains::new();
-    let crowd = Crowd::start(domains);
+    let crowd = crowd(domains);
     crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
     // A reader in each domain holds an object across the fork.
     let held = [object(10), object(11), object(12)];
@@ -278,14 +214,10 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
         waiting.iter().all(|w| !w.is_finished()),
         "a synchronize returned while a reader held its object"
     );
-    let status = fork_and_wait(|| child_work(domains, held, (in_block, in_backup), mine));
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the child did not finish its hazptr work (wait status {status:#x}: \
-         exit code {} or signal {})",
-        libc::WEXITSTATUS(status),
-        libc::WTERMSIG(status)
-    );
+    let status = fork_and_wait(HOOKS, || {
+        child_work(domains, held, (in_block, in_backup), mine)
+    });
+    assert_child_succeeded(status, "its hazptr work");
     // The parent goes on: release the readers, and everyone completes.
     drop(release_tx);
     for t in readers.into_iter().chain(waiting) {

@@ -6,12 +6,13 @@
 
 use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{Rcu, fork, memb, qsbr};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+use test_support::{Crowd, ForkHooks, assert_child_succeeded, fork_and_wait};
 
 /// The tests of this file share the process's rcu-lite state: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -46,8 +47,8 @@ fn child_work() {
     }
     // A crowd again, until the grace-period worker drives: the parent's did
     // not come along, so this one is started anew.
-    let crowd = Crowd::start();
-    crowd.until_the_worker_drives(
+    let crowd = crowd();
+    until_the_worker_drives(
         Duration::from_secs(20),
         "no grace-period worker in the child",
     );
@@ -62,92 +63,26 @@ fn child_work() {
 
 /// Enough threads calling `memb::synchronize_rcu()` back to back that more
 /// than two per CPU wait while one drives: the grace-period worker takes over.
-struct Crowd {
-    stop: Arc<AtomicBool>,
-    calls: Arc<AtomicUsize>,
-    threads: Vec<thread::JoinHandle<()>>,
+fn crowd() -> Crowd {
+    Crowd::start(memb::synchronize_rcu)
 }
 
-impl Crowd {
-    fn start() -> Crowd {
-        let stop = Arc::new(AtomicBool::new(false));
-        let calls = Arc::new(AtomicUsize::new(0));
-        let threads = (0..4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2)
-            .map(|_| {
-                let (stop, calls) = (Arc::clone(&stop), Arc::clone(&calls));
-                thread::spawn(move || {
-                    // Relaxed: a stop flag and a progress count; nothing is
-                    // published through them (joins order the end).
-                    while !stop.load(Relaxed) {
-                        memb::synchronize_rcu();
-                        calls.fetch_add(1, Relaxed);
-                    }
-                })
-            })
-            .collect();
-        Crowd {
-            stop,
-            calls,
-            threads,
-        }
-    }
-
-    /// Waits until the grace-period worker has driven one more grace period;
-    /// fails with `what` after `limit`.
-    fn until_the_worker_drives(&self, limit: Duration, what: &str) {
-        let before = memb::grace_periods().by_worker;
-        let deadline = Instant::now() + limit;
-        while memb::grace_periods().by_worker == before {
-            assert!(Instant::now() < deadline, "{what}");
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// Waits until the crowd has completed `n` more calls; fails with `what`
-    /// after `limit`.
-    fn until_calls(&self, n: usize, limit: Duration, what: &str) {
-        let target = self.calls.load(Relaxed) + n;
-        let deadline = Instant::now() + limit;
-        while self.calls.load(Relaxed) < target {
-            assert!(Instant::now() < deadline, "{what}");
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    fn stop(self) {
-        self.stop.store(true, Relaxed);
-        for t in self.threads {
-            t.join().expect("crowd caller");
-        }
+/// Waits until the grace-period worker has driven one more grace period;
+/// fails with `what` after `limit`.
+fn until_the_worker_drives(limit: Duration, what: &str) {
+    let before = memb::grace_periods().by_worker;
+    let deadline = Instant::now() + limit;
+    while memb::grace_periods().by_worker == before {
+        assert!(Instant::now() < deadline, "{what}");
+        thread::sleep(Duration::from_millis(1));
     }
 }
 
-/// Forks; the child runs `child` under a 20 s alarm and exits 0 if it
-/// returned, 1 if it panicked. Returns the child's wait status.
-fn fork_and_wait(child: impl FnOnce()) -> i32 {
-    fork::before_fork();
-    // SAFETY: the child only runs Rust code that glibc's fork handlers make
-    // safe in practice (allocation, threads) and then `_exit`s.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        fork::after_fork_child();
-        // SAFETY: plain libc call; a hang ends the child with SIGALRM.
-        unsafe { libc::alarm(20) };
-        let code = match catch_unwind(AssertUnwindSafe(child)) {
-            Ok(()) => 0,
-            Err(_) => 1,
-        };
-        // SAFETY: leaves the child without running the parent's test harness.
-        unsafe { libc::_exit(code) };
-    }
-    fork::after_fork_parent();
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(waited, pid, "waitpid");
-    status
-}
+const HOOKS: ForkHooks = ForkHooks {
+    before: fork::before_fork,
+    after_parent: fork::after_fork_parent,
+    after_child: fork::after_fork_child,
+};
 
 #[test]
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
@@ -159,8 +94,8 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     qsbr::rcu_barrier();
     // A crowd of callers until the grace-period worker has driven (its thread
     // runs), then on across the fork.
-    let crowd = Crowd::start();
-    crowd.until_the_worker_drives(
+    let crowd = crowd();
+    until_the_worker_drives(
         Duration::from_secs(30),
         "the grace-period worker never drove",
     );
@@ -200,14 +135,8 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
         );
         thread::sleep(Duration::from_millis(1));
     }
-    let status = fork_and_wait(child_work);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the child did not finish its rcu-lite work (wait status {status:#x}: \
-         exit code {} or signal {})",
-        libc::WEXITSTATUS(status),
-        libc::WTERMSIG(status)
-    );
+    let status = fork_and_wait(HOOKS, child_work);
+    assert_child_succeeded(status, "its rcu-lite work");
     // The parent goes on: release the readers, and the callers complete.
     drop(release_tx);
     memb_reader.join().unwrap();

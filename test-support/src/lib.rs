@@ -1,0 +1,126 @@
+//! Helpers the primitive crates' integration tests share. Not a primitive and
+//! not part of any crate's API: only `[dev-dependencies]` name it.
+//!
+//! - [`fork_and_wait`] forks between a crate's fork hooks; the child runs a
+//!   closure under an alarm and reports through its exit status, which
+//!   [`assert_child_succeeded`] checks.
+//! - [`Crowd`] keeps threads calling one closure back to back, counting the
+//!   calls, across whatever the test does meanwhile (a fork, say).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A crate's `fork()` hooks (liburcu's `before_fork`, `after_fork_parent`,
+/// `after_fork_child`).
+#[derive(Clone, Copy, Debug)]
+pub struct ForkHooks {
+    /// Called right before `fork()`.
+    pub before: fn(),
+    /// Called in the parent right after it.
+    pub after_parent: fn(),
+    /// Called in the child right after it, before anything else.
+    pub after_child: fn(),
+}
+
+/// How long a child may run before `SIGALRM` ends it (a hang then fails the
+/// test instead of stalling it).
+pub const CHILD_ALARM_S: u32 = 20;
+
+/// Forks between `hooks`; the child runs `child` under a
+/// [`CHILD_ALARM_S`] alarm and exits 0 if it returned, 1 if it panicked.
+/// Returns the child's wait status.
+pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
+    (hooks.before)();
+    // SAFETY: the child only runs Rust code that glibc's fork handlers make
+    // safe in practice (allocation, threads) and then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        (hooks.after_child)();
+        // SAFETY: plain libc call; a hang ends the child with SIGALRM.
+        unsafe { libc::alarm(CHILD_ALARM_S) };
+        let code = match catch_unwind(AssertUnwindSafe(child)) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        // SAFETY: leaves the child without running the parent's test harness.
+        unsafe { libc::_exit(code) };
+    }
+    (hooks.after_parent)();
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(waited, pid, "waitpid");
+    status
+}
+
+/// Fails unless `status` says the child exited with 0; `what` names the
+/// child's work in the message.
+pub fn assert_child_succeeded(status: i32, what: &str) {
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child did not finish {what} (wait status {status:#x}: exit code {} or signal {})",
+        libc::WEXITSTATUS(status),
+        libc::WTERMSIG(status)
+    );
+}
+
+/// Threads calling one closure back to back until stopped: four per CPU and
+/// two more, so that on any machine most of them wait while a few run.
+pub struct Crowd {
+    stop: Arc<AtomicBool>,
+    calls: Arc<AtomicUsize>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Crowd {
+    /// Starts the threads, each calling `call` in a loop.
+    pub fn start(call: impl Fn() + Send + Sync + 'static) -> Crowd {
+        let call = Arc::new(call);
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let threads = (0..4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2)
+            .map(|_| {
+                let (call, stop, calls) =
+                    (Arc::clone(&call), Arc::clone(&stop), Arc::clone(&calls));
+                thread::spawn(move || {
+                    // Relaxed: a stop flag and a progress count; nothing is
+                    // published through them (joins order the end).
+                    while !stop.load(Relaxed) {
+                        call();
+                        calls.fetch_add(1, Relaxed);
+                    }
+                })
+            })
+            .collect();
+        Crowd {
+            stop,
+            calls,
+            threads,
+        }
+    }
+
+    /// Waits until the crowd has completed `n` more calls; fails with `what`
+    /// after `limit`.
+    pub fn until_calls(&self, n: usize, limit: Duration, what: &str) {
+        // Relaxed: a progress count, polled.
+        let target = self.calls.load(Relaxed) + n;
+        let deadline = Instant::now() + limit;
+        while self.calls.load(Relaxed) < target {
+            assert!(Instant::now() < deadline, "{what}");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Stops and joins the threads; a panic in one fails here.
+    pub fn stop(self) {
+        self.stop.store(true, Relaxed);
+        for t in self.threads {
+            t.join().expect("a crowd thread panicked");
+        }
+    }
+}
