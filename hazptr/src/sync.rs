@@ -5,13 +5,8 @@
 //! the whole crate onto loom's model checker. The `std` side wraps `UnsafeCell`
 //! to offer loom's `with_mut` access style, so code reads the same under both.
 //!
-//! Under loom the futex is a loom `Mutex` and `Condvar` standing in for the
-//! kernel's hash bucket: [`futex_wait`] checks the word under the mutex and
-//! blocks until a wake, and [`futex_wake_all`] takes the mutex and notifies
-//! every waiter (of any word: callers recheck, so the extra wake-ups are
-//! spurious returns). A waiter nobody wakes stays blocked, so a lost wake-up
-//! is a deadlock that loom reports. A timed wait cannot block in a model
-//! (time does not pass there): it yields instead.
+//! The futex helpers come from the workspace's `futex-word` crate, whose loom
+//! model turns a lost wake-up into a deadlock that loom reports.
 
 #[cfg(loom)]
 pub(crate) use loom::{
@@ -51,56 +46,11 @@ impl<T> UnsafeCell<T> {
     }
 }
 
-/// Sleeps while `word` holds `expected`, for at most `timeout` if given.
-/// Spurious returns are allowed: callers re-check their condition in a loop.
-#[cfg(not(loom))]
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-    use rustix::thread::futex;
-    let timespec = timeout.map(|t| futex::Timespec {
-        tv_sec: t.as_secs() as _,
-        tv_nsec: t.subsec_nanos() as _,
-    });
-    // EAGAIN (the word changed), EINTR and ETIMEDOUT are all "go and re-check".
-    let _ = futex::wait(word, futex::Flags::PRIVATE, expected, timespec.as_ref());
-}
-
-/// Wakes every thread sleeping in [`futex_wait`] on `word`.
-#[cfg(not(loom))]
-pub(crate) fn futex_wake_all(word: &AtomicU32) {
-    use rustix::thread::futex;
-    let _ = futex::wake(word, futex::Flags::PRIVATE, i32::MAX as u32);
-}
-
-#[cfg(loom)]
-loom::lazy_static! {
-    /// The model's one futex hash bucket: its lock and its wait queue.
-    static ref BUCKET: (Mutex<()>, loom::sync::Condvar) = (Mutex::new(()), loom::sync::Condvar::new());
-}
-
-/// Under loom: blocks until a wake if `word` holds `expected` when checked
-/// under the bucket lock; a timed wait yields instead (see the module docs).
-#[cfg(loom)]
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-    if timeout.is_some() {
-        yield_now();
-        return;
-    }
-    let (lock, queue) = &*BUCKET;
-    let guard = lock.lock().expect("never poisoned");
-    // Relaxed, as the kernel's read of the word: the ordering comes from the
-    // bucket lock, which a waker takes after storing the word.
-    if word.load(Ordering::Relaxed) == expected {
-        drop(queue.wait(guard).expect("never poisoned"));
-    }
-}
-
-/// Under loom: takes the bucket lock and wakes every waiter.
-#[cfg(loom)]
-pub(crate) fn futex_wake_all(_word: &AtomicU32) {
-    let (lock, queue) = &*BUCKET;
-    let _guard = lock.lock().expect("never poisoned");
-    queue.notify_all();
-}
+/// Sleeps while `word` holds `expected`, for at most `timeout` if given
+/// (spurious returns allowed: callers recheck), and wakes every thread
+/// sleeping on a word: the workspace's `futex-word` crate, a real futex or,
+/// under loom, its model.
+pub(crate) use futex_word::{wait as futex_wait, wake_all as futex_wake_all};
 
 /// One step of a [`Backoff`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
