@@ -3,8 +3,8 @@
 //! MCS wait queue and the sleep/wake protocol.
 //!
 //! Under loom the spin budgets are one round, so every wait that is not over
-//! at once goes to the futex model (a loom `Mutex` + `Condvar`, see
-//! `src/futex.rs`): a lost wake-up leaves a thread asleep forever, which loom
+//! at once goes to the futex model (a loom `Mutex` + `Condvar`, see the
+//! `futex-word` crate): a lost wake-up leaves a thread asleep forever, which loom
 //! reports as a deadlock. Data races on the protected cell (an exclusion or
 //! ordering bug) are reported by loom's `UnsafeCell`.
 //!
