@@ -1,24 +1,15 @@
 //! `hazptr::fork`: a child forked while scanner threads ran, callers were
 //! scanning and waiting, and readers of three domains (one of them on backup
 //! slots) held protections keeps working, and keeps the forking thread's own
-//! protections; and the hooks' misuse panics. The tests fork: one at a time.
+//! protections. (The hooks' misuse panics are in `misuse.rs`.)
 #![cfg(not(any(miri, loom)))]
 
 use hazptr::{Domain, Guard, fork};
-use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
 use test_support::{Crowd, ForkHooks, assert_child_succeeded, fork_and_wait};
-
-/// The tests of this file share the process's domains and hooks: one at a
-/// time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn leak<T>(value: T) -> &'static T {
     Box::leak(Box::new(value))
@@ -166,7 +157,6 @@ fn child_work(
 
 #[test]
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
-    let _serial = serial();
     let domains = Domains::new();
     let crowd = crowd(domains);
     crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
@@ -225,36 +215,4 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     }
     crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
     crowd.stop();
-}
-
-/// A panic's message, whether formatted or a literal.
-fn message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
-
-#[test]
-fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
-    let _serial = serial();
-    for hook in [fork::after_fork_parent as fn(), fork::after_fork_child] {
-        let err = catch_unwind(hook).expect_err("after_fork_* without before_fork");
-        let msg = message(&*err);
-        assert!(msg.contains("without hazptr::fork::before_fork()"), "{msg}");
-    }
-    fork::before_fork();
-    let err = catch_unwind(fork::before_fork).expect_err("before_fork twice");
-    fork::after_fork_parent();
-    let msg = message(&*err);
-    assert!(msg.contains("twice"), "{msg}");
-    // Everything works again once the parent hook ran.
-    let domain = Domain::new();
-    let obj = object(30);
-    let p = obj.swap(std::ptr::null_mut(), AcqRel);
-    domain.synchronize(p);
-    hazptr::synchronize(p);
-    // SAFETY: unpublished, synchronized, allocated by `object`.
-    drop(unsafe { Box::from_raw(p) });
 }

@@ -7,12 +7,10 @@
 //! misuses would be without their check) ends the test process with a message.
 #![cfg(not(loom))]
 
-use hazptr::{AtomicBox, Domain, Guard};
+use hazptr::{AtomicBox, Domain, Guard, fork};
 use std::sync::atomic::AtomicPtr;
 
-#[path = "../../test-support/misuse.rs"]
-mod support;
-use support::*;
+use test_support::misuse::*;
 
 const HOLDING: &[&str] = &["synchronize(", "holds a guard protecting that address"];
 /// Builds one kind of domain.
@@ -180,4 +178,43 @@ fn atomic_box_load_with_a_guard_of_another_domain() {
             );
         },
     );
+}
+
+const NO_BEFORE_FORK: &[&str] = &[
+    "hazptr::fork::after_fork_",
+    "without hazptr::fork::before_fork()",
+];
+const BEFORE_FORK_TWICE: &[&str] = &["hazptr::fork::before_fork()", "twice"];
+
+#[test]
+fn fork_hooks_out_of_order() {
+    assert_misuse(
+        "fork::after_fork_parent without before_fork",
+        NO_BEFORE_FORK,
+        fork::after_fork_parent,
+    );
+    assert_misuse(
+        "fork::after_fork_child without before_fork",
+        NO_BEFORE_FORK,
+        fork::after_fork_child,
+    );
+    assert_misuse("fork::before_fork twice", BEFORE_FORK_TWICE, || {
+        refused_then(
+            || {
+                fork::before_fork();
+                fork::before_fork();
+            },
+            || {
+                // The first call's locks go with the parent hook, and every
+                // domain works again.
+                fork::after_fork_parent();
+                let domain = Domain::new();
+                let obj = Box::into_raw(Box::new(4u64));
+                domain.synchronize(obj);
+                hazptr::synchronize(obj);
+                // SAFETY: never published, allocated just above.
+                drop(unsafe { Box::from_raw(obj) });
+            },
+        );
+    });
 }

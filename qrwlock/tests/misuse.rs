@@ -11,9 +11,7 @@
 use qrwlock::{READER_OVERFLOW, READER_SHIFT, RawQRwLock, RwLock, cond_load_acquire};
 use std::sync::atomic::AtomicU32;
 
-#[path = "../../test-support/misuse.rs"]
-mod support;
-use support::*;
+use test_support::misuse::*;
 
 const WRITE_UNHELD: &[&str] = &["write_unlock", "not write-locked"];
 const READ_UNHELD: &[&str] = &["read_unlock", "no reader holds"];

@@ -12,9 +12,7 @@ use rcu_lite::{Memb, Qsbr, Rcu, memb, raw};
 use std::panic::catch_unwind;
 use std::sync::mpsc;
 
-#[path = "../../test-support/misuse.rs"]
-mod support;
-use support::*;
+use test_support::misuse::*;
 
 const IN_SECTION: &str = "called inside a read-side critical section";
 const ONLINE: &str = "has an online QsbrThread";

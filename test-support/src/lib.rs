@@ -6,6 +6,10 @@
 //!   [`assert_child_succeeded`] checks.
 //! - [`Crowd`] keeps threads calling one closure back to back, counting the
 //!   calls, across whatever the test does meanwhile (a fork, say).
+//! - [`misuse`] runs a misuse on a fresh thread under a watchdog and checks
+//!   that it panics with a message naming it.
+
+pub mod misuse;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

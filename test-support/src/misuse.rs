@@ -1,12 +1,10 @@
 //! The misuse-test harness shared by `hazptr`, `qrwlock` and `rcu-lite`
-//! (each crate's `tests/misuse.rs` includes this file with `#[path]`).
+//! (each crate's `tests/misuse.rs`).
 //!
 //! Each misuse runs on a fresh thread under a watchdog: a misuse that returns
 //! normally fails the test, and one still running after [`HANG_LIMIT`] (which
 //! is what a misuse that deadlocks would do without its check) ends the test
 //! process with a message, so a hang cannot pass silently.
-#![allow(dead_code)] // Each including crate uses the part it needs.
-
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::mpsc;
