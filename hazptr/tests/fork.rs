@@ -5,11 +5,11 @@
 #![cfg(not(any(miri, loom)))]
 
 use hazptr::{Domain, Guard, fork};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
-use test_support::{Crowd, ForkHooks, assert_child_succeeded, fork_and_wait};
+use test_support::{Crowd, ForkHooks, Holders, assert_child_succeeded, fork_and_wait};
 
 fn leak<T>(value: T) -> &'static T {
     Box::leak(Box::new(value))
@@ -162,25 +162,14 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
     // A reader in each domain holds an object across the fork.
     let held = [object(10), object(11), object(12)];
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let release_rx = Arc::new(Mutex::new(release_rx));
-    let entered = Arc::new(Barrier::new(4));
-    let readers: Vec<_> = domains
-        .all()
-        .into_iter()
-        .zip(held)
-        .map(|(domain, obj)| {
-            let (entered, rx) = (Arc::clone(&entered), Arc::clone(&release_rx));
-            thread::spawn(move || {
-                let mut guard = domain.guard();
-                assert!(!guard.protect_ptr(obj).is_null());
-                entered.wait();
-                let _ = rx.lock().unwrap().recv();
-                drop(guard);
-            })
-        })
-        .collect();
-    entered.wait();
+    let mut readers = Holders::new();
+    for (domain, obj) in domains.all().into_iter().zip(held) {
+        readers.hold(move || {
+            let mut guard = domain.guard();
+            assert!(!guard.protect_ptr(obj).is_null());
+            guard
+        });
+    }
     // A caller in each domain waits for its reader across the fork: in the
     // shared domains its waiter sits on the scanner's pending list.
     let waiting: Vec<_> = domains
@@ -209,8 +198,8 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     });
     assert_child_succeeded(status, "its hazptr work");
     // The parent goes on: release the readers, and everyone completes.
-    drop(release_tx);
-    for t in readers.into_iter().chain(waiting) {
+    readers.release();
+    for t in waiting {
         t.join().unwrap();
     }
     crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");

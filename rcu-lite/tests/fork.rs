@@ -8,11 +8,10 @@ use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{Rcu, fork, memb, qsbr};
 use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicBool, Ordering::*};
-use std::sync::mpsc;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-use test_support::{Crowd, ForkHooks, assert_child_succeeded, fork_and_wait};
+use test_support::{Crowd, ForkHooks, Holders, assert_child_succeeded, fork_and_wait};
 
 /// The tests of this file share the process's rcu-lite state: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -99,28 +98,9 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
         Duration::from_secs(30),
         "the grace-period worker never drove",
     );
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let release_rx = Arc::new(Mutex::new(release_rx));
-    let entered = Arc::new(Barrier::new(3));
-    let memb_reader = {
-        let (entered, rx) = (Arc::clone(&entered), Arc::clone(&release_rx));
-        thread::spawn(move || {
-            let guard = memb::read_lock();
-            entered.wait();
-            let _ = rx.lock().unwrap().recv();
-            drop(guard);
-        })
-    };
-    let qsbr_reader = {
-        let (entered, rx) = (Arc::clone(&entered), Arc::clone(&release_rx));
-        thread::spawn(move || {
-            let registration = QsbrThread::register();
-            entered.wait();
-            let _ = rx.lock().unwrap().recv();
-            drop(registration);
-        })
-    };
-    entered.wait();
+    let mut readers = Holders::new();
+    readers.hold(memb::read_lock);
+    readers.hold(QsbrThread::register);
     // The callers' grace periods now wait for the memb reader: once one has
     // started after it entered, it stays in progress across the fork.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -138,9 +118,7 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     let status = fork_and_wait(HOOKS, child_work);
     assert_child_succeeded(status, "its rcu-lite work");
     // The parent goes on: release the readers, and the callers complete.
-    drop(release_tx);
-    memb_reader.join().unwrap();
-    qsbr_reader.join().unwrap();
+    readers.release();
     crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
     crowd.stop();
     memb::synchronize_rcu();

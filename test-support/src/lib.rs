@@ -6,15 +6,17 @@
 //!   [`assert_child_succeeded`] checks.
 //! - [`Crowd`] keeps threads calling one closure back to back, counting the
 //!   calls, across whatever the test does meanwhile (a fork, say).
+//! - [`Holders`] keeps threads holding something (a read guard, a
+//!   registration) until the test releases them.
 //! - [`misuse`] runs a misuse on a fresh thread under a watchdog and checks
 //!   that it panics with a message naming it.
 
 pub mod misuse;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -125,6 +127,54 @@ impl Crowd {
         self.stop.store(true, Relaxed);
         for t in self.threads {
             t.join().expect("a crowd thread panicked");
+        }
+    }
+}
+
+/// Threads that each take something (a read guard, a registration) and hold
+/// it until [`Holders::release`]: readers that stay inside across a fork.
+#[derive(Default)]
+pub struct Holders {
+    /// Set once, when the holders may let go.
+    released: Arc<(Mutex<bool>, Condvar)>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Holders {
+    /// No holders yet.
+    pub fn new() -> Holders {
+        Holders::default()
+    }
+
+    /// Starts a thread that calls `take` and holds what it returns until
+    /// [`Holders::release`]; returns once the thread holds it.
+    pub fn hold<T: 'static>(&mut self, take: impl FnOnce() -> T + Send + 'static) {
+        let (holding_tx, holding_rx) = mpsc::channel();
+        let released = Arc::clone(&self.released);
+        self.threads.push(thread::spawn(move || {
+            let held = take();
+            holding_tx.send(()).expect("the test waits for this");
+            let (flag, changed) = &*released;
+            let mut go = flag.lock().unwrap_or_else(|e| e.into_inner());
+            while !*go {
+                go = changed.wait(go).unwrap_or_else(|e| e.into_inner());
+            }
+            drop(go);
+            drop(held);
+        }));
+        holding_rx
+            .recv()
+            .expect("a holder thread panicked before it held anything");
+    }
+
+    /// Lets every holder drop what it holds, and joins them; a panic in one
+    /// fails here.
+    pub fn release(self) {
+        let (flag, changed) = &*self.released;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        changed.notify_all();
+        for t in self.threads {
+            t.join().expect("a holder thread panicked");
         }
     }
 }
