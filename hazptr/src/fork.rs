@@ -120,9 +120,10 @@ std::thread_local! {
 /// [`after_fork_child`] in the child, on the same thread.
 ///
 /// Waits for scan passes in progress to finish. Until the `after_fork_*`
-/// call, `synchronize` callers of every domain wait, as do hand-overs of
-/// retired objects, reclamation passes and the creation of domains. The
-/// forking thread must therefore not call `synchronize`, `retire`, `reclaim`,
+/// call, shared-scan `synchronize` callers wait (an unshared domain's scan
+/// alone goes on), as do hand-overs of retired objects, reclamation passes
+/// and the creation of domains. The forking thread must therefore not call
+/// `synchronize`, `retire`, `reclaim`,
 /// [`AtomicBox`](crate::AtomicBox) updates or `Domain::new` in between (it
 /// would wait for itself). Its guards may stay alive across the fork: they
 /// keep protecting in both processes.
