@@ -791,3 +791,34 @@ fn recheck(holdouts: &mut Vec<&'static Record>, gp: u64) {
     // quiescent state or go offline.
     holdouts.retain(|record| !is_quiescent_for(record.word.load(Acquire), gp));
 }
+
+/// Declares the engine of the flavor module that invokes it, and
+/// `engine() -> &'static Engine`, which the read-side fast path inlines (a
+/// static's address, no load, outside loom).
+///
+/// Under loom the engine is a leaked lazy static, so that thread-local
+/// destructors that run after loom drops its lazy statics (the main
+/// thread's) still find it.
+macro_rules! flavor_engine {
+    () => {
+        #[cfg(not(loom))]
+        static ENGINE: $crate::engine::Engine = $crate::engine::Engine::new();
+
+        #[cfg(loom)]
+        loom::lazy_static! {
+            static ref ENGINE: &'static $crate::engine::Engine =
+                Box::leak(Box::new($crate::engine::Engine::new()));
+        }
+
+        /// This flavor's engine.
+        #[inline(always)]
+        pub(crate) fn engine() -> &'static $crate::engine::Engine {
+            #[cfg(not(loom))]
+            return &ENGINE;
+            #[cfg(loom)]
+            return *ENGINE;
+        }
+    };
+}
+
+pub(crate) use flavor_engine;

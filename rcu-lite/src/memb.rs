@@ -47,7 +47,7 @@
 //! than 32767. `tests/misuse.rs` checks every one of these messages.
 
 use crate::config::GpConfig;
-use crate::engine::{Engine, GpCounts};
+use crate::engine::GpCounts;
 use crate::record::{LOW_BITS, NEST_MASK, NEST_ONE, Record, SLOW_PATH, nesting};
 use membarrier_sim::fence;
 use std::fmt;
@@ -56,24 +56,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::compiler_fence;
 
-#[cfg(not(loom))]
-static ENGINE: Engine = Engine::new();
-
-#[cfg(loom)]
-loom::lazy_static! {
-    // Leaked so that thread-local destructors that run after loom drops its
-    // lazy statics (the main thread's) still find the engine.
-    static ref ENGINE: &'static Engine = Box::leak(Box::new(Engine::new()));
-}
-
-/// This flavor's engine.
-#[inline(always)]
-pub(crate) fn engine() -> &'static Engine {
-    #[cfg(not(loom))]
-    return &ENGINE;
-    #[cfg(loom)]
-    return *ENGINE;
-}
+crate::engine::flavor_engine!();
 
 crate::thread_record::thread_record!(|record| {
     // Fallback fences send this thread's read side to the slow path for good.

@@ -29,7 +29,7 @@
 //! registration offline for the wait instead, as liburcu does.
 
 use crate::config::GpConfig;
-use crate::engine::{Engine, GpCounts};
+use crate::engine::GpCounts;
 use crate::record::{NEST_ONE, Record};
 use membarrier_sim::fence;
 use std::cell::Cell;
@@ -37,23 +37,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-#[cfg(not(loom))]
-static ENGINE: Engine = Engine::new();
-
-#[cfg(loom)]
-loom::lazy_static! {
-    // Leaked: see memb.rs.
-    static ref ENGINE: &'static Engine = Box::leak(Box::new(Engine::new()));
-}
-
-/// This flavor's engine.
-#[inline(always)]
-pub(crate) fn engine() -> &'static Engine {
-    #[cfg(not(loom))]
-    return &ENGINE;
-    #[cfg(loom)]
-    return *ENGINE;
-}
+crate::engine::flavor_engine!();
 
 // The thread's own record: used when the thread drives grace periods, never
 // online (registrations have records of their own).
