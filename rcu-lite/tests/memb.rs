@@ -2,8 +2,8 @@
 //! exhaustive models).
 
 use rcu_lite::{memb, raw};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -26,25 +26,13 @@ fn guards_nest_and_read_ongoing_follows_them() {
 
 #[test]
 fn synchronize_waits_for_a_section_that_began_before_it() {
-    let entered = Arc::new(Barrier::new(2));
-    let left = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (entered, left) = (Arc::clone(&entered), Arc::clone(&left));
-        thread::spawn(move || {
-            let guard = memb::read_lock();
-            entered.wait();
-            thread::sleep(Duration::from_millis(50));
-            left.store(true, SeqCst);
-            drop(guard);
-        })
-    };
-    entered.wait();
-    memb::synchronize_rcu();
-    assert!(
-        left.load(SeqCst),
-        "synchronize_rcu returned while the reader was inside"
+    test_support::assert_waits_for_reader(
+        "memb::synchronize_rcu",
+        Duration::from_millis(50),
+        memb::read_lock,
+        drop,
+        memb::synchronize_rcu,
     );
-    reader.join().unwrap();
 }
 
 #[test]

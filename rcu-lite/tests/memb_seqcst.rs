@@ -4,9 +4,6 @@
 
 use membarrier_sim::fence::{self, Mode};
 use rcu_lite::{Rcu, memb};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Barrier};
-use std::thread;
 use std::time::Duration;
 
 #[test]
@@ -26,22 +23,13 @@ fn memb_works_with_seqcst_fallback_fences() {
     assert!(!memb::read_ongoing());
 
     // A grace period waits for a section that began before it.
-    let entered = Arc::new(Barrier::new(2));
-    let left = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (entered, left) = (Arc::clone(&entered), Arc::clone(&left));
-        thread::spawn(move || {
-            let guard = memb::read_lock();
-            entered.wait();
-            thread::sleep(Duration::from_millis(30));
-            left.store(true, SeqCst);
-            drop(guard);
-        })
-    };
-    entered.wait();
-    memb::synchronize_rcu();
-    assert!(left.load(SeqCst));
-    reader.join().unwrap();
+    test_support::assert_waits_for_reader(
+        "memb::synchronize_rcu",
+        Duration::from_millis(30),
+        memb::read_lock,
+        drop,
+        memb::synchronize_rcu,
+    );
 
     // Deferred drops run after their grace period.
     let cell = Rcu::<String>::new("a".into());

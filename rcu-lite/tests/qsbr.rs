@@ -2,34 +2,23 @@
 
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Qsbr, Rcu};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
 #[test]
 fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
-    let ready = Arc::new(Barrier::new(2));
-    let reported = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (ready, reported) = (Arc::clone(&ready), Arc::clone(&reported));
-        thread::spawn(move || {
-            let mut me = QsbrThread::register();
-            ready.wait();
-            thread::sleep(Duration::from_millis(50));
-            reported.store(true, SeqCst);
+    test_support::assert_waits_for_reader(
+        "qsbr::synchronize_rcu",
+        Duration::from_millis(50),
+        QsbrThread::register,
+        |mut me| {
             me.quiescent_state();
             // Stay online a little: the grace period must not need more.
             thread::sleep(Duration::from_millis(20));
-        })
-    };
-    ready.wait();
-    qsbr::synchronize_rcu();
-    assert!(
-        reported.load(SeqCst),
-        "synchronize_rcu returned before the quiescent state"
+        },
+        qsbr::synchronize_rcu,
     );
-    reader.join().unwrap();
 }
 
 #[test]

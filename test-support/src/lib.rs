@@ -8,6 +8,8 @@
 //!   calls, across whatever the test does meanwhile (a fork, say).
 //! - [`Holders`] keeps threads holding something (a read guard, a
 //!   registration) until the test releases them.
+//! - [`assert_waits_for_reader`] checks that a grace period (or any wait)
+//!   does not end before a reader that began before it has left.
 //! - [`misuse`] runs a misuse on a fresh thread under a watchdog and checks
 //!   that it panics with a message naming it.
 
@@ -177,4 +179,42 @@ impl Holders {
             t.join().expect("a holder thread panicked");
         }
     }
+}
+
+/// Checks that `wait` does not return before a reader that began before it
+/// has left: a thread calls `enter` (a read guard, a registration), signals,
+/// holds what it returned for `hold`, marks itself as leaving, and passes it
+/// to `leave` (drop it, report a quiescent state). `wait` starts after the
+/// signal and must find the mark when it returns; `what` names the wait in
+/// the failure message.
+pub fn assert_waits_for_reader<T: 'static>(
+    what: &str,
+    hold: Duration,
+    enter: impl FnOnce() -> T + Send + 'static,
+    leave: impl FnOnce(T) + Send + 'static,
+    wait: impl FnOnce(),
+) {
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let leaving = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let leaving = Arc::clone(&leaving);
+        thread::spawn(move || {
+            let held = enter();
+            entered_tx.send(()).expect("the test waits for this");
+            thread::sleep(hold);
+            // SeqCst with the load below: the store comes before `leave`
+            // ends the read side, which `wait` must wait for.
+            leaving.store(true, std::sync::atomic::Ordering::SeqCst);
+            leave(held);
+        })
+    };
+    entered_rx
+        .recv()
+        .expect("the reader panicked before it entered");
+    wait();
+    assert!(
+        leaving.load(std::sync::atomic::Ordering::SeqCst),
+        "{what} returned while a reader that began before it was still inside"
+    );
+    reader.join().expect("the reader panicked");
 }
