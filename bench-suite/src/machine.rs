@@ -7,6 +7,12 @@ use serde::Serialize;
 pub struct Machine {
     /// CPU model name from `/proc/cpuinfo`.
     pub cpu: String,
+    /// The CPU's family, model and stepping from `/proc/cpuinfo` (x86), e.g.
+    /// `family 26 model 2 stepping 1`: a virtual machine's model name may say
+    /// only "AMD EPYC", while fast paths of a few nanoseconds differ by
+    /// generation (crossbeam-epoch's `pin()` cost 2.2 ns on one such guest
+    /// and 6.1 ns on another). `None` where the file does not give them.
+    pub cpu_id: Option<String>,
     /// CPUs this process may run on.
     pub cores: usize,
     /// Kernel release (`/proc/sys/kernel/osrelease`).
@@ -17,6 +23,11 @@ pub struct Machine {
     pub fence_mode: String,
     /// What their heavy fence costs here (see [`HeavyFenceCost`]).
     pub heavy_fence: HeavyFenceCost,
+    /// What one `fence(SeqCst)` costs here, in nanoseconds (see
+    /// [`full_fence_ns`]): the price crossbeam-epoch, haphazard and seize pay
+    /// on every read-side entry, which hazptr and rcu-lite's memb flavor move
+    /// to the writer's heavy fence. It sets most of the read-side ratios.
+    pub full_fence_ns: f64,
 }
 
 /// Median cost of one `membarrier_sim::fence::heavy()`, in microseconds: with
@@ -48,6 +59,29 @@ impl HeavyFenceCost {
             busy_us: (others > 0).then(|| heavy_fence_us(others, FENCE_SAMPLES).p50),
         }
     }
+}
+
+/// Fences per round of [`full_fence_ns`].
+const FULL_FENCES_PER_ROUND: u32 = 1_000_000;
+
+/// Median over five rounds of the time of one `fence(SeqCst)` between plain
+/// loop iterations, in nanoseconds (an `mfence` on x86-64, `dmb ish` on
+/// arm64): about 25 ms in all on a 2020s x86 machine.
+pub fn full_fence_ns() -> f64 {
+    use std::sync::atomic::{Ordering::SeqCst, fence};
+    use std::time::Instant;
+    let mut rounds: Vec<f64> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            for i in 0..FULL_FENCES_PER_ROUND {
+                std::hint::black_box(i);
+                fence(SeqCst);
+            }
+            start.elapsed().as_secs_f64() * 1e9 / f64::from(FULL_FENCES_PER_ROUND)
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[rounds.len() / 2]
 }
 
 /// Latencies of `fence::heavy()` in microseconds.
@@ -140,25 +174,22 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
 impl Machine {
     /// Describes the current machine.
     pub fn current() -> Machine {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|text| {
-                text.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_owned())
-            })
-            .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo_field(&cpuinfo, "model name")
+            .unwrap_or(std::env::consts::ARCH)
+            .to_owned();
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_owned())
             .unwrap_or_else(|_| std::env::consts::OS.to_owned());
         Machine {
             cpu,
+            cpu_id: cpu_id(&cpuinfo),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel,
             rustc: env!("SYNCBENCH_RUSTC_VERSION").to_owned(),
             fence_mode: membarrier_sim::fence::mode().to_string(),
             heavy_fence: HeavyFenceCost::measure(),
+            full_fence_ns: full_fence_ns(),
         }
     }
 
@@ -168,21 +199,55 @@ impl Machine {
             Some(us) => format!(", {us:.2} us with the other CPUs busy"),
             None => String::new(),
         };
+        let id = match &self.cpu_id {
+            Some(id) => format!("{id}, "),
+            None => String::new(),
+        };
         format!(
-            "{} ({} CPUs), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy})",
+            "{} ({id}{} CPUs), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}; a SeqCst fence, which the read sides of crossbeam-epoch, haphazard and seize pay, {:.2} ns)",
             self.cpu,
             self.cores,
             self.kernel,
             self.rustc,
             self.fence_mode,
-            self.heavy_fence.idle_us
+            self.heavy_fence.idle_us,
+            self.full_fence_ns
         )
     }
+}
+
+/// The value of the first `key : value` line of `/proc/cpuinfo` text whose key
+/// is exactly `key`.
+fn cpuinfo_field<'a>(cpuinfo: &'a str, key: &str) -> Option<&'a str> {
+    cpuinfo.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        (k.trim() == key).then(|| v.trim())
+    })
+}
+
+/// `family F model M stepping S` of the first CPU, if the text has all three.
+fn cpu_id(cpuinfo: &str) -> Option<String> {
+    let family = cpuinfo_field(cpuinfo, "cpu family")?;
+    let model = cpuinfo_field(cpuinfo, "model")?;
+    let stepping = cpuinfo_field(cpuinfo, "stepping")?;
+    Some(format!("family {family} model {model} stepping {stepping}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_generation_is_read_from_cpuinfo() {
+        let x86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n\
+                   model name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\ncpu family\t: 25\n";
+        assert_eq!(cpuinfo_field(x86, "model name"), Some("AMD EPYC"));
+        // "model" is not taken from the "model name" line.
+        assert_eq!(cpuinfo_field(x86, "model"), Some("2"));
+        assert_eq!(cpu_id(x86).as_deref(), Some("family 26 model 2 stepping 1"));
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n";
+        assert_eq!(cpu_id(arm), None);
+    }
 
     #[test]
     fn the_heavy_fence_cost_is_measured_and_in_the_summary() {
@@ -201,6 +266,17 @@ mod tests {
         );
         assert_eq!(fence.busy_us.is_some(), machine.cores > 1, "{fence:?}");
         let summary = machine.summary();
+        if let Some(id) = &machine.cpu_id {
+            assert!(summary.contains(id.as_str()), "{summary}");
+        }
+        assert!(
+            machine.full_fence_ns > 0.0 && machine.full_fence_ns.is_finite(),
+            "{machine:?}"
+        );
+        assert!(
+            summary.contains(&format!("seize pay, {:.2} ns)", machine.full_fence_ns)),
+            "{summary}"
+        );
         assert!(
             summary.contains(&format!(
                 "heavy fence {:.2} us with the other CPUs idle",

@@ -1050,6 +1050,7 @@ pub(crate) mod tests {
             profile: Profile::Quick,
             machine: Machine {
                 cpu: "Test CPU".into(),
+                cpu_id: Some("family 26 model 2 stepping 1".into()),
                 cores: 2,
                 kernel: "6.0".into(),
                 rustc: "rustc 1.95.0".into(),
@@ -1058,6 +1059,7 @@ pub(crate) mod tests {
                     idle_us: 0.36,
                     busy_us: Some(8.4),
                 },
+                full_fence_ns: 5.0,
             },
             wall_s: 12.0,
             refscale: vec![
@@ -1167,7 +1169,11 @@ pub(crate) mod tests {
     fn markdown_carries_the_figures_of_the_results() {
         let results = sample();
         let md = document(&results).to_markdown();
-        assert!(md.contains("Test CPU (2 CPUs)"), "{md}");
+        assert!(
+            md.contains("Test CPU (family 26 model 2 stepping 1, 2 CPUs)"),
+            "{md}"
+        );
+        assert!(md.contains("seize pay, 5.00 ns)"), "{md}");
         assert!(md.contains("| fast | 2.00 | 1.00x |"), "{md}");
         assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");
         assert!(
