@@ -113,7 +113,16 @@ pub struct Comparison {
     /// Machine fields that differ (`field: old -> new`): ratios across
     /// machines are not like for like.
     pub machine_differences: Vec<String>,
+    /// Machine costs measured at the start of each run
+    /// ([`MEASURED_MACHINE_FIELDS`]) that differ: not a different machine,
+    /// but figures that depend on them move with them.
+    pub machine_cost_changes: Vec<String>,
 }
+
+/// Fields of a run's `machine` that are measurements, not the machine's
+/// identity: they differ between any two runs, so a difference in them does
+/// not mean the machines differ.
+pub const MEASURED_MACHINE_FIELDS: [&str; 2] = ["heavy_fence", "full_fence_ns"];
 
 impl Comparison {
     /// How many figures regressed.
@@ -220,6 +229,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
     let only_old = a.keys().filter(|k| !b.contains_key(*k)).cloned().collect();
     let only_new = b.keys().filter(|k| !a.contains_key(*k)).cloned().collect();
     let mut machine_differences = Vec::new();
+    let mut machine_cost_changes = Vec::new();
     if let (Some(Value::Object(ma)), Some(Value::Object(mb))) =
         (old.get("machine"), new.get("machine"))
     {
@@ -227,7 +237,12 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             if let Some(vb) = mb.get(k)
                 && va != vb
             {
-                machine_differences.push(format!("{k}: {va} -> {vb}"));
+                let line = format!("{k}: {va} -> {vb}");
+                if MEASURED_MACHINE_FIELDS.contains(&k.as_str()) {
+                    machine_cost_changes.push(line);
+                } else {
+                    machine_differences.push(line);
+                }
             }
         }
     }
@@ -237,6 +252,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         only_old,
         only_new,
         machine_differences,
+        machine_cost_changes,
     }
 }
 
@@ -247,6 +263,12 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
         writeln!(
             out,
             "warning: machines differ ({d}); ratios across machines are not like for like"
+        )?;
+    }
+    for d in &c.machine_cost_changes {
+        writeln!(
+            out,
+            "note: a machine cost measured at the start moved ({d}); figures that depend on it move with it"
         )?;
     }
     let line = |out: &mut dyn Write, ch: &Change, tag: &str| {
@@ -309,7 +331,7 @@ mod tests {
     fn run(ns: f64, writes: u64, errors: u64) -> Value {
         json!({
             "profile": "quick",
-            "machine": {"cpu": "X", "cores": 2},
+            "machine": {"cpu": "X", "cores": 2, "full_fence_ns": 2.0},
             "refscale": [{"impl": "hazptr", "threads": 1, "ns_per_op": ns, "iterations": 100, "runs_ns": [ns]}],
             "locktorture": [{"lock": "qrwlock", "writers": 4, "readers": 16, "duration_s": 5.0,
                              "writes": {"total": writes, "max": 10, "min": 5}, "fail": 0}],
@@ -388,6 +410,7 @@ mod tests {
         let mut new = run(1.0, 1000, 0);
         new["refscale"][0]["impl"] = json!("hazptr-v2");
         new["machine"]["cores"] = json!(16);
+        new["machine"]["full_fence_ns"] = json!(5.0);
         let c = compare(&run(1.0, 1000, 0), &new, 10.0);
         assert_eq!(
             c.only_old,
@@ -398,5 +421,20 @@ mod tests {
             vec!["refscale impl=hazptr-v2 threads=1".to_owned()]
         );
         assert_eq!(c.machine_differences, vec!["cores: 2 -> 16".to_owned()]);
+        assert_eq!(
+            c.machine_cost_changes,
+            vec!["full_fence_ns: 2.0 -> 5.0".to_owned()]
+        );
+        let mut text = Vec::new();
+        write_text(&mut text, &c, false).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("warning: machines differ (cores: 2 -> 16)")
+                && text.contains(
+                    "note: a machine cost measured at the start moved (full_fence_ns: 2.0 -> 5.0)"
+                )
+                && !text.contains("machines differ (full_fence_ns"),
+            "{text}"
+        );
     }
 }
