@@ -14,6 +14,13 @@
 //!   callbacks run in the order they were queued. `rcu_barrier()` queues a
 //!   callback and waits for it, so every callback queued before the barrier has
 //!   run when it returns.
+//! - [`CallbackQueue::pending`] counts callbacks queued and not yet started,
+//!   from two totals that each have a single writer at a time and so need no
+//!   read-modify-write: callbacks ever queued (written under the queue lock)
+//!   and callbacks started (written under `batch_lock`). It is a
+//!   snapshot for a writer that wants to bound the queue (`call_rcu()` never
+//!   blocks: it may be called inside a read-side section or with a lock held
+//!   that readers take), not a synchronization point.
 //! - The worker starts on the first `call_rcu()` and lives as long as the
 //!   process. It sleeps on a futex while the queue is empty and is woken by the
 //!   `call_rcu()` that finds it asleep. A panicking callback is reported on
@@ -23,12 +30,10 @@
 //! itself while it waits, which is how the models exercise this module.
 
 use crate::futex;
-use crate::sync::{Arc, AtomicU32, Mutex, spin_loop};
+use crate::sync::{Arc, AtomicU32, AtomicUsize, Mutex, spin_loop};
 use std::cell::Cell;
 use std::mem;
-#[cfg(not(loom))]
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// A queued callback.
 pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
@@ -58,6 +63,8 @@ pub(crate) struct Pending {
     callbacks: Vec<Callback>,
     /// The worker sleeps (or is about to) on `wake_seq`.
     worker_asleep: bool,
+    /// Callbacks ever queued; mirrored in `CallbackQueue::queued_total`.
+    queued_total: usize,
 }
 
 /// One flavor's callback queue.
@@ -67,6 +74,11 @@ pub(crate) struct CallbackQueue {
     wake_seq: AtomicU32,
     /// Held while a batch is taken, waited for and run.
     batch_lock: Mutex<()>,
+    /// `Pending::queued_total`, stored under the queue lock after each
+    /// enqueue so that [`Self::pending`] reads it without the lock.
+    queued_total: AtomicUsize,
+    /// Callbacks that have started running; written only under `batch_lock`.
+    started_total: AtomicUsize,
     /// Whether the worker thread was started (in this process: a fork child
     /// has none).
     #[cfg(not(loom))]
@@ -88,9 +100,12 @@ impl CallbackQueue {
                 pending: Mutex::new(Pending {
                     callbacks: Vec::new(),
                     worker_asleep: false,
+                    queued_total: 0,
                 }),
                 wake_seq: AtomicU32::new(0),
                 batch_lock: Mutex::new(()),
+                queued_total: AtomicUsize::new(0),
+                started_total: AtomicUsize::new(0),
                 #[cfg(not(loom))]
                 worker_started: std::sync::atomic::AtomicBool::new(false),
             }
@@ -110,6 +125,9 @@ impl CallbackQueue {
                 .lock()
                 .expect("never poisoned: no user code runs under it");
             pending.callbacks.push(callback);
+            pending.queued_total += 1;
+            // Relaxed: a snapshot for `pending`; the lock orders the stores.
+            self.queued_total.store(pending.queued_total, Relaxed);
             mem::take(&mut pending.worker_asleep)
         };
         if wake {
@@ -141,6 +159,12 @@ impl CallbackQueue {
         let ran = batch.len();
         IN_CALLBACK.with(|c| c.set(true));
         for callback in batch {
+            // Counted before it runs, so that once `rcu_barrier()`'s own
+            // callback has signalled, `pending` no longer counts it. A load
+            // and a store, not an RMW: `batch_lock` makes this thread the only
+            // writer. Relaxed: a snapshot for `pending`.
+            let started = self.started_total.load(Relaxed);
+            self.started_total.store(started + 1, Relaxed);
             if cfg!(loom) {
                 // Loom reports its findings by panicking: let them through.
                 callback();
@@ -150,6 +174,17 @@ impl CallbackQueue {
         }
         IN_CALLBACK.with(|c| c.set(false));
         ran
+    }
+
+    /// Callbacks queued and not yet started: a snapshot, exact when nothing
+    /// is being queued or run. Once `rcu_barrier()` returns it counts only
+    /// callbacks queued after the barrier's own.
+    pub(crate) fn pending(&self) -> usize {
+        // Relaxed: no ordering is promised. The started total never exceeds
+        // the queued total, but two Relaxed loads may see them at different
+        // moments, hence the saturating subtraction.
+        let started = self.started_total.load(Relaxed);
+        self.queued_total.load(Relaxed).saturating_sub(started)
     }
 
     /// `rcu_barrier()`: returns once every callback queued before the call has

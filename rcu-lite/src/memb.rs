@@ -302,3 +302,29 @@ pub fn config() -> GpConfig {
 pub fn grace_periods() -> GpCounts {
     engine().counts()
 }
+
+/// How many callbacks queued by [`call_rcu`] (and by `Rcu::replace` and
+/// `Rcu::update`, which queue the old value's drop) have not started
+/// running: a snapshot, for writers that bound the memory waiting to be
+/// freed. Once [`rcu_barrier`] returns it counts only callbacks queued after
+/// the barrier began.
+///
+/// `call_rcu` never blocks, so writers that queue faster than the one
+/// callback thread runs grow the queue for as long as they keep it up. A
+/// writer that may wait (see [`rcu_barrier`]) can bound it:
+///
+/// ```
+/// use rcu_lite::{Rcu, memb};
+///
+/// let config = Rcu::<Vec<u8>, rcu_lite::Memb>::new(vec![0; 64]);
+/// for i in 0..1000u32 {
+///     config.replace(vec![i as u8; 64]);
+///     if memb::callbacks_pending() > 256 {
+///         // Everything queued so far is freed before this returns.
+///         memb::rcu_barrier();
+///     }
+/// }
+/// ```
+pub fn callbacks_pending() -> usize {
+    engine().callbacks.pending()
+}
