@@ -1,0 +1,126 @@
+//! How far writers that replace through `Rcu::replace` (each old value freed
+//! by a `call_rcu` callback) outrun rcu-lite's one callback thread, and what
+//! bounding the queue with `callbacks_pending()` costs them.
+//!
+//! Two writers replace a 64-byte value back to back while four readers read
+//! it (memb sections), as `syncbench torture --deferred-only` runs them. A
+//! run is either *unbounded* (`replace` alone, the default way) or *bounded
+//! at N*: a writer that sees `memb::callbacks_pending() > N` after a replace
+//! calls `memb::rcu_barrier()`, which returns once everything queued before
+//! it has been freed. Each run prints replacements per second and the most
+//! callbacks pending that the writers saw (one queued callback holds one old
+//! value).
+//!
+//! ```sh
+//! cargo run --release -p bench-suite --example callback_backlog -- 2000 3
+//! ```
+//! (milliseconds per run, runs per setting; defaults 2000 and 3). The
+//! settings take turns run by run: unbounded, bounded at 10,000, at 1,000.
+//!
+//! Waiting until the queue is half drained instead (`synchronize_rcu()` or
+//! `yield_now()` in a loop on `callbacks_pending()`) did no better on the
+//! 2-vCPU VM: on oversubscribed CPUs the cost is the callback thread's share
+//! of them and the scheduling delay of each wake-up, not the barrier.
+
+use bench_suite::stats::median;
+use rcu_lite::{Rcu, memb};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const READERS: usize = 4;
+const WRITERS: usize = 2;
+
+/// One run: replacements per second, and the most callbacks pending seen.
+fn run(bound: Option<usize>, duration: Duration) -> (f64, usize) {
+    let cell = Arc::new(Rcu::<[u64; 8]>::new([0; 8]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (cell, stop) = (Arc::clone(&cell), Arc::clone(&stop));
+            thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    for _ in 0..1024 {
+                        let guard = memb::read_lock();
+                        black_box(cell.read(&guard)[0]);
+                    }
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let cell = Arc::clone(&cell);
+            thread::spawn(move || {
+                let (mut replaced, mut most) = (0u64, 0usize);
+                while start.elapsed() < duration {
+                    for _ in 0..64 {
+                        replaced += 1;
+                        cell.replace([replaced ^ w as u64; 8]);
+                        let pending = memb::callbacks_pending();
+                        most = most.max(pending);
+                        if bound.is_some_and(|bound| pending > bound) {
+                            memb::rcu_barrier();
+                        }
+                    }
+                }
+                (replaced, most)
+            })
+        })
+        .collect();
+    let (mut replaced, mut most) = (0, 0);
+    for w in writers {
+        let (r, m) = w.join().expect("writer");
+        replaced += r;
+        most = most.max(m);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    stop.store(true, Relaxed);
+    for r in readers {
+        r.join().expect("reader");
+    }
+    // The next run starts with an empty queue.
+    memb::rcu_barrier();
+    (replaced as f64 / elapsed, most)
+}
+
+fn main() {
+    let mut arg = bench_suite::cli::example_numbers("callback_backlog");
+    let duration = Duration::from_millis(arg("run-ms", 2000).max(1));
+    let runs = arg("runs", 3).max(1);
+    let settings = [None, Some(10_000), Some(1_000)];
+    let mut results: Vec<Vec<(f64, usize)>> = vec![Vec::new(); settings.len()];
+    for _ in 0..runs {
+        for (setting, out) in settings.iter().zip(&mut results) {
+            out.push(run(*setting, duration));
+        }
+    }
+    println!(
+        "{WRITERS} writers (Rcu::replace), {READERS} memb readers, {runs} runs of {} ms per setting, medians [range]:",
+        duration.as_millis()
+    );
+    for (setting, out) in settings.iter().zip(&results) {
+        let rate: Vec<f64> = out.iter().map(|r| r.0 / 1e6).collect();
+        let most: Vec<f64> = out.iter().map(|r| r.1 as f64).collect();
+        let name = match setting {
+            None => "unbounded".to_owned(),
+            Some(bound) => format!("bounded at {bound}"),
+        };
+        let (rate_lo, rate_hi) = range(&rate);
+        let (most_lo, most_hi) = range(&most);
+        println!(
+            "  {name:<18} {:.2} M replacements/s [{rate_lo:.2}-{rate_hi:.2}], most pending {:.0} [{most_lo:.0}-{most_hi:.0}]",
+            median(&rate),
+            median(&most),
+        );
+    }
+}
+
+fn range(values: &[f64]) -> (f64, f64) {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
