@@ -23,6 +23,8 @@ pub trait Flavor: sealed::Sealed + Send + Sync + 'static {
     fn call_rcu(callback: impl FnOnce() + Send + 'static);
     /// The flavor's `rcu_barrier()`.
     fn rcu_barrier();
+    /// The flavor's `callbacks_pending()`.
+    fn callbacks_pending() -> usize;
 }
 
 /// A read-side guard of flavor [`ReadGuard::Flavor`]: proof that the thread
@@ -59,6 +61,9 @@ impl Flavor for Memb {
     fn rcu_barrier() {
         memb::rcu_barrier();
     }
+    fn callbacks_pending() -> usize {
+        memb::callbacks_pending()
+    }
 }
 
 impl Flavor for Qsbr {
@@ -74,6 +79,9 @@ impl Flavor for Qsbr {
     }
     fn rcu_barrier() {
         qsbr::rcu_barrier();
+    }
+    fn callbacks_pending() -> usize {
+        qsbr::callbacks_pending()
     }
 }
 
