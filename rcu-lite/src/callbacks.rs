@@ -63,8 +63,6 @@ pub(crate) struct Pending {
     callbacks: Vec<Callback>,
     /// The worker sleeps (or is about to) on `wake_seq`.
     worker_asleep: bool,
-    /// Callbacks ever queued; mirrored in `CallbackQueue::queued_total`.
-    queued_total: usize,
 }
 
 /// One flavor's callback queue.
@@ -74,8 +72,8 @@ pub(crate) struct CallbackQueue {
     wake_seq: AtomicU32,
     /// Held while a batch is taken, waited for and run.
     batch_lock: Mutex<()>,
-    /// `Pending::queued_total`, stored under the queue lock after each
-    /// enqueue so that [`Self::pending`] reads it without the lock.
+    /// Callbacks ever queued; written only under the queue lock, read by
+    /// [`Self::pending`] without it.
     queued_total: AtomicUsize,
     /// Callbacks that have started running; written only under `batch_lock`.
     started_total: AtomicUsize,
@@ -100,7 +98,6 @@ impl CallbackQueue {
                 pending: Mutex::new(Pending {
                     callbacks: Vec::new(),
                     worker_asleep: false,
-                    queued_total: 0,
                 }),
                 wake_seq: AtomicU32::new(0),
                 batch_lock: Mutex::new(()),
@@ -125,9 +122,10 @@ impl CallbackQueue {
                 .lock()
                 .expect("never poisoned: no user code runs under it");
             pending.callbacks.push(callback);
-            pending.queued_total += 1;
-            // Relaxed: a snapshot for `pending`; the lock orders the stores.
-            self.queued_total.store(pending.queued_total, Relaxed);
+            // A load and a store, not an RMW: the queue lock makes this
+            // thread the only writer. Relaxed: a snapshot for `pending`.
+            let queued = self.queued_total.load(Relaxed);
+            self.queued_total.store(queued + 1, Relaxed);
             mem::take(&mut pending.worker_asleep)
         };
         if wake {
