@@ -41,6 +41,7 @@ fn run(bound: Option<usize>, duration: Duration) -> (f64, usize) {
         .map(|_| {
             let (cell, stop) = (Arc::clone(&cell), Arc::clone(&stop));
             thread::spawn(move || {
+                // Relaxed: a stop flag only; `join` orders everything else.
                 while !stop.load(Relaxed) {
                     for _ in 0..1024 {
                         let guard = memb::read_lock();
@@ -78,6 +79,7 @@ fn run(bound: Option<usize>, duration: Duration) -> (f64, usize) {
         most = most.max(m);
     }
     let elapsed = start.elapsed().as_secs_f64();
+    // Relaxed: pairs with nothing; the readers only need to see it soon.
     stop.store(true, Relaxed);
     for r in readers {
         r.join().expect("reader");
