@@ -1,6 +1,8 @@
 //! Every documented misuse of qrwlock panics with a message that names it,
 //! none hangs, and the lock is usable afterwards (the word is restored before
-//! the panic).
+//! the panic). Each misuse here is alone on its lock: one that races other
+//! threads using the lock can disturb them before the repair (see the
+//! crate's *Misuse* section).
 //!
 //! Each misuse runs on a fresh thread under a watchdog: a misuse that returns
 //! normally fails the test, and one still running after [`HANG_LIMIT`] (a wait
