@@ -10,7 +10,7 @@
 //! direction are shown but never flagged.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -117,6 +117,11 @@ pub struct Comparison {
     /// ([`MEASURED_MACHINE_FIELDS`]) that differ: not a different machine,
     /// but figures that depend on them move with them.
     pub machine_cost_changes: Vec<String>,
+    /// Machine fields that one run records and the other does not (an older
+    /// run predates them, `field (old run only)` or `field (new run only)`):
+    /// a change there cannot be seen, so neither kind of line above rules
+    /// it out.
+    pub machine_unrecorded: Vec<String>,
 }
 
 /// Fields of a run's `machine` that are measurements, not the machine's
@@ -230,19 +235,29 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
     let only_new = b.keys().filter(|k| !a.contains_key(*k)).cloned().collect();
     let mut machine_differences = Vec::new();
     let mut machine_cost_changes = Vec::new();
+    let mut machine_unrecorded = Vec::new();
     if let (Some(Value::Object(ma)), Some(Value::Object(mb))) =
         (old.get("machine"), new.get("machine"))
     {
-        for (k, va) in ma {
-            if let Some(vb) = mb.get(k)
-                && va != vb
-            {
-                let line = format!("{k}: {va} -> {vb}");
-                if MEASURED_MACHINE_FIELDS.contains(&k.as_str()) {
-                    machine_cost_changes.push(line);
-                } else {
-                    machine_differences.push(line);
+        // A field holding null (`cpu_id` where cpuinfo lacks it) is as good
+        // as absent: there is nothing to compare.
+        let recorded = |m: &Map<String, Value>, k: &str| m.get(k).filter(|v| !v.is_null()).cloned();
+        let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            match (recorded(ma, k), recorded(mb, k)) {
+                (Some(va), Some(vb)) if va != vb => {
+                    let line = format!("{k}: {va} -> {vb}");
+                    if MEASURED_MACHINE_FIELDS.contains(&k.as_str()) {
+                        machine_cost_changes.push(line);
+                    } else {
+                        machine_differences.push(line);
+                    }
                 }
+                (Some(_), None) => machine_unrecorded.push(format!("{k} (old run only)")),
+                (None, Some(_)) => machine_unrecorded.push(format!("{k} (new run only)")),
+                _ => {}
             }
         }
     }
@@ -253,6 +268,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         only_new,
         machine_differences,
         machine_cost_changes,
+        machine_unrecorded,
     }
 }
 
@@ -269,6 +285,13 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
         writeln!(
             out,
             "note: a machine cost measured at the start moved ({d}); figures that depend on it move with it"
+        )?;
+    }
+    if !c.machine_unrecorded.is_empty() {
+        writeln!(
+            out,
+            "note: machine fields recorded in one run only: {}; a change there cannot be seen",
+            c.machine_unrecorded.join(", ")
         )?;
     }
     let line = |out: &mut dyn Write, ch: &Change, tag: &str| {
@@ -411,7 +434,11 @@ mod tests {
         new["refscale"][0]["impl"] = json!("hazptr-v2");
         new["machine"]["cores"] = json!(16);
         new["machine"]["full_fence_ns"] = json!(5.0);
-        let c = compare(&run(1.0, 1000, 0), &new, 10.0);
+        new["machine"]["cpu_id"] = json!("family 26 model 2 stepping 1");
+        let mut old = run(1.0, 1000, 0);
+        // Null, as `cpu_id` serializes where cpuinfo lacks it: not recorded.
+        old["machine"]["cpu_id"] = Value::Null;
+        let c = compare(&old, &new, 10.0);
         assert_eq!(
             c.only_old,
             vec!["refscale impl=hazptr threads=1".to_owned()]
@@ -425,6 +452,14 @@ mod tests {
             c.machine_cost_changes,
             vec!["full_fence_ns: 2.0 -> 5.0".to_owned()]
         );
+        assert_eq!(
+            c.machine_unrecorded,
+            vec!["cpu_id (new run only)".to_owned()]
+        );
+        assert_eq!(
+            compare(&new, &old, 10.0).machine_unrecorded,
+            vec!["cpu_id (old run only)".to_owned()]
+        );
         let mut text = Vec::new();
         write_text(&mut text, &c, false).unwrap();
         let text = String::from_utf8(text).unwrap();
@@ -433,7 +468,11 @@ mod tests {
                 && text.contains(
                     "note: a machine cost measured at the start moved (full_fence_ns: 2.0 -> 5.0)"
                 )
-                && !text.contains("machines differ (full_fence_ns"),
+                && text.contains(
+                    "note: machine fields recorded in one run only: cpu_id (new run only)"
+                )
+                && !text.contains("machines differ (full_fence_ns")
+                && !text.contains("machines differ (cpu_id"),
             "{text}"
         );
     }
