@@ -13,7 +13,8 @@
 //! it to announce a quiescent state ([`QsbrThread::quiescent_state`]) or go
 //! offline ([`QsbrThread::offline`]). Both take `&mut self`, so the borrow
 //! checker proves that no guard (which borrows the registration) is alive across
-//! them: the read side needs no run-time work at all.
+//! them. The read side's only run-time work is a test of the registration's
+//! online flag, which a forgotten [`Offline`] leaves clear (see *Misuse*).
 //!
 //! Each registration has its own record (see `record.rs`): online, its word is
 //! the engine's `gp_word` as of the last quiescent state (nesting 1); offline,
@@ -27,6 +28,12 @@
 //! registration: the grace period would wait for that registration's thread,
 //! which is the caller (deadlock). [`QsbrThread::synchronize_rcu`] takes the
 //! registration offline for the wait instead, as liburcu does.
+//!
+//! `mem::forget` of an [`Offline`] leaves the registration offline: no grace
+//! period waits for it any more. [`QsbrThread::read_lock`] on it panics (the
+//! section would protect nothing), [`QsbrThread::quiescent_state`] does
+//! nothing, and the thread's online count, which the panics above test,
+//! stays right. `registration.offline().online()` brings it back.
 
 use crate::config::GpConfig;
 use crate::engine::GpCounts;
@@ -66,6 +73,12 @@ fn add_online(delta: i32) {
 /// except inside [`QsbrThread::offline`]. `!Send` and `!Sync`.
 pub struct QsbrThread {
     record: &'static Record,
+    /// Whether the registration is online. False inside
+    /// [`QsbrThread::offline`], and after an [`Offline`] was forgotten
+    /// (`mem::forget` is safe), which leaves it offline: the record's word
+    /// and the thread's online count follow this flag, so neither a guard
+    /// nor a second drop can act on an online state that is not there.
+    online: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -100,38 +113,60 @@ impl QsbrThread {
         add_online(1);
         QsbrThread {
             record,
+            online: true,
             _not_send: PhantomData,
         }
     }
 
-    /// Enters a read-side section (`rcu_read_lock()`): costs nothing.
+    /// Enters a read-side section (`rcu_read_lock()`): one test of a flag
+    /// that the borrow checker keeps constant while `self` is borrowed, so
+    /// a loop of sections tests it once.
+    ///
+    /// # Panics
+    ///
+    /// If the registration is offline because an [`Offline`] was forgotten:
+    /// no grace period waits for an offline registration, so the section
+    /// would protect nothing. `registration.offline().online()` brings it
+    /// back.
     #[inline(always)]
     pub fn read_lock(&self) -> Guard<'_> {
+        if !self.online {
+            read_lock_offline();
+        }
         Guard {
             _thread: PhantomData,
         }
     }
 
     /// Announces a quiescent state (`rcu_quiescent_state()`): the thread holds
-    /// no reference obtained before this call.
+    /// no reference obtained before this call. On a registration left offline
+    /// by a forgotten [`Offline`] it does nothing: an offline registration
+    /// holds up no grace period, so there is nothing to announce.
     #[inline]
     pub fn quiescent_state(&mut self) {
         // Acquire pairs with the Release store of `gp_word` in
         // `Engine::grace_period`: what this thread reads from now on includes
         // every update published before that grace period.
         let current = engine().reader.gp_word.load(Acquire);
-        // Relaxed: only this thread writes its word.
-        if self.record.word.load(Relaxed) != current {
+        // Relaxed: only this thread writes its word. An offline record's word
+        // (0) never equals `current` (nesting 1), so the flag is tested only
+        // here, off the common path.
+        if self.record.word.load(Relaxed) != current && self.online {
             report(self.record, current);
         }
     }
 
     /// Takes the registration offline (`rcu_thread_offline()`) until the
     /// returned value is dropped: while offline it holds up no grace period,
-    /// so the thread may block for long.
+    /// so the thread may block for long. On a registration already offline
+    /// (a forgotten [`Offline`]) it takes nothing offline, and the new
+    /// `Offline` still brings the registration online when dropped.
     pub fn offline(&mut self) -> Offline<'_> {
-        go_offline(self.record);
-        add_online(-1);
+        if self.online {
+            go_offline(self.record);
+            add_online(-1);
+            self.online = false;
+        }
         Offline { thread: self }
     }
 
@@ -161,8 +196,10 @@ impl QsbrThread {
 
 impl Drop for QsbrThread {
     fn drop(&mut self) {
-        go_offline(self.record);
-        add_online(-1);
+        if self.online {
+            go_offline(self.record);
+            add_online(-1);
+        }
         engine().registry().release(self.record);
     }
 }
@@ -174,9 +211,21 @@ impl Offline<'_> {
 
 impl Drop for Offline<'_> {
     fn drop(&mut self) {
+        // `offline` left it offline, and the borrow kept it so.
         go_online(self.thread.record);
         add_online(1);
+        self.thread.online = true;
     }
+}
+
+#[cold]
+#[inline(never)]
+fn read_lock_offline() -> ! {
+    panic!(
+        "rcu_lite::qsbr::QsbrThread::read_lock() on an offline registration (an Offline was \
+         forgotten with mem::forget): no grace period waits for it, so the section would \
+         protect nothing; `registration.offline().online()` brings it back online"
+    )
 }
 
 /// Stores quiescent-state word `word` into `record`.

@@ -220,6 +220,50 @@ fn qsbr_synchronize_with_an_online_registration() {
 }
 
 #[test]
+fn qsbr_forgotten_offline_leaves_the_registration_offline() {
+    // A section on it would protect nothing: no grace period waits for it.
+    assert_misuse(
+        "QsbrThread::read_lock after a forgotten Offline",
+        &["read_lock()", "offline registration", "mem::forget"],
+        || {
+            let mut me = QsbrThread::register();
+            std::mem::forget(me.offline());
+            let _guard = me.read_lock();
+        },
+    );
+    // Dropping the forgotten registration does not count a second going
+    // offline: the other registration is still seen online (without that, the
+    // grace period would wait for this very thread).
+    assert_misuse(
+        "qsbr::synchronize_rcu, one registration online, one dropped after a forgotten Offline",
+        &["synchronize_rcu()", ONLINE],
+        || {
+            let _online = QsbrThread::register();
+            let mut gone = QsbrThread::register();
+            std::mem::forget(gone.offline());
+            drop(gone);
+            qsbr::synchronize_rcu();
+        },
+    );
+    // A quiescent state leaves it offline (the thread may still synchronize),
+    // and `offline().online()` brings it back, counted.
+    assert_misuse(
+        "qsbr::synchronize_rcu after a forgotten Offline was brought back online",
+        &["synchronize_rcu()", ONLINE],
+        || {
+            let mut me = QsbrThread::register();
+            std::mem::forget(me.offline());
+            me.quiescent_state();
+            qsbr::synchronize_rcu();
+            me.offline().online();
+            drop(me.read_lock());
+            qsbr::synchronize_rcu();
+        },
+    );
+    qsbr::synchronize_rcu();
+}
+
+#[test]
 fn qsbr_rcu_barrier_with_an_online_registration() {
     assert_misuse(
         "qsbr::rcu_barrier while online",
