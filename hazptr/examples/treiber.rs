@@ -33,7 +33,7 @@ unsafe impl<T: Send + Sync> Send for Node<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for Node<T> {}
 
-impl<T: Send + Sync> TreiberStack<'static, T> {
+impl<T: Send + Sync + 'static> TreiberStack<'static, T> {
     /// An empty stack in the global domain.
     pub fn new() -> Self {
         TreiberStack {
@@ -42,13 +42,13 @@ impl<T: Send + Sync> TreiberStack<'static, T> {
     }
 }
 
-impl<T: Send + Sync> Default for TreiberStack<'static, T> {
+impl<T: Send + Sync + 'static> Default for TreiberStack<'static, T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<'d, T: Send + Sync> TreiberStack<'d, T> {
+impl<'d, T: Send + Sync + 'static> TreiberStack<'d, T> {
     /// An empty stack whose nodes are retired to `domain`.
     pub fn new_in(domain: &'d Domain) -> Self {
         TreiberStack {

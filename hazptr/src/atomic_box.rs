@@ -45,6 +45,17 @@ use std::ptr::{self, NonNull};
 /// owned.push(99);
 /// assert_eq!(*owned, vec![1, 2, 3, 99]);
 /// ```
+///
+/// `T: 'static`: a replaced value is dropped later, on whichever thread
+/// reclaims it, at the latest when the domain is dropped, and by then any
+/// borrow it held may have ended (the domain's type does not name `T`, so the
+/// drop check cannot see it). A box of borrowed data does not compile:
+///
+/// ```compile_fail
+/// let name = String::from("v1");
+/// let slot = hazptr::AtomicBox::new(name.as_str()); // `name` does not live long enough
+/// slot.store(Some(Box::new("v2")));
+/// ```
 pub struct AtomicBox<'d, T> {
     ptr: AtomicPtr<T>,
     domain: &'d Domain,
@@ -66,7 +77,7 @@ impl<T> fmt::Debug for AtomicBox<'_, T> {
     }
 }
 
-impl<T: Send + Sync> AtomicBox<'static, T> {
+impl<T: Send + Sync + 'static> AtomicBox<'static, T> {
     /// A box holding `value`, in the global domain.
     pub fn new(value: T) -> Self {
         AtomicBox::from_box_in(Some(Box::new(value)), Domain::global())
@@ -78,7 +89,7 @@ impl<T: Send + Sync> AtomicBox<'static, T> {
     }
 }
 
-impl<'d, T: Send + Sync> AtomicBox<'d, T> {
+impl<'d, T: Send + Sync + 'static> AtomicBox<'d, T> {
     /// A box holding `value`, in `domain`.
     pub fn new_in(value: T, domain: &'d Domain) -> Self {
         AtomicBox::from_box_in(Some(Box::new(value)), domain)
@@ -93,7 +104,11 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
             _owns: PhantomData,
         }
     }
+}
 
+// Only the constructors ask for `T: 'static` (see the type's docs): every
+// box is built by one of them.
+impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     /// The underlying pointer (for [`crate::scoped`]).
     pub(crate) fn raw(&self) -> &AtomicPtr<T> {
         &self.ptr

@@ -101,7 +101,10 @@ impl Domain {
     /// 2. `ptr` is not retired again, nor freed otherwise, before `deleter`
     ///    runs.
     /// 3. `deleter(ptr)` is sound to call from any thread once `ptr` is
-    ///    unprotected (for a `Box<T>`, `T: Send`).
+    ///    unprotected (for a `Box<T>`, `T: Send`), at any time until the
+    ///    domain is dropped (the global domain: until the process exits):
+    ///    whatever it uses stays valid that long (for a `Box<T>`, `T`'s
+    ///    borrows outlive the domain; `T: 'static` is the simple way).
     /// 4. `T` is at least 2-aligned (as for every protected type).
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
