@@ -143,6 +143,10 @@ pub fn before_fork() {
     // a thread that is creating it at the fork would leave the child a
     // `LazyLock` that never completes.
     let _ = Domain::global();
+    // The same for the fence mode: the first guard or scan decides it once,
+    // and a `OnceLock` caught mid-decision would block the child's first
+    // fence forever.
+    let _ = membarrier_sim::fence::mode();
     let registry = DOMAINS.lock().unwrap_or_else(PoisonError::into_inner);
     let domains = registry
         .iter()

@@ -105,6 +105,10 @@ pub fn before_fork() {
     if HELD.with(|held| held.borrow().is_some()) {
         misuse("twice without after_fork_parent() or after_fork_child()");
     }
+    // The fence mode is decided once, by the first fence or registration: a
+    // thread deciding it at the fork would leave the child a `OnceLock` that
+    // blocks its first fence forever.
+    let _ = membarrier_sim::fence::mode();
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
     let memb_batches = memb::engine().callbacks.hold_batches();
