@@ -61,13 +61,16 @@ crate::engine::flavor_engine!();
 crate::thread_record::thread_record!(|record| {
     // Fallback fences send this thread's read side to the slow path for good.
     let slow = cfg!(loom) || fence::mode() == fence::Mode::SeqCst;
-    // Release, though nobody else uses the record: it may be a recycled one,
-    // and a scan that reads this store credits the thread. The previous
-    // owner's sections happen before our Acquire claim of the record
-    // (`Registry::acquire`); Release carries that on to the scan. A Relaxed
-    // store would not: it does not continue the release sequence of the
-    // previous owner's last store.
-    record.word.store(if slow { SLOW_PATH } else { 0 }, Release);
+    // A Release fence, though nobody else uses the record: it may be a
+    // recycled one, and a scan credits the thread on whichever store to the
+    // word it reads, this one or a later section's Relaxed snapshot. The
+    // previous owner's sections happen before our Acquire claim of the record
+    // (`Registry::acquire`); a fence sequenced before all our stores carries
+    // that on to the scan's Acquire load, whichever store it reads. A Release
+    // store would cover only itself: a later Relaxed store does not continue
+    // its release sequence (nor does any store continue the previous owner's).
+    crate::sync::fence(Release);
+    record.word.store(if slow { SLOW_PATH } else { 0 }, Relaxed);
 });
 
 /// A memb read-side critical section, ended when dropped.
