@@ -25,7 +25,9 @@
 //! record back at once, and since its word says "outside" it never held up a
 //! grace period. If a guard is still alive when `OWNER` is destroyed (a guard
 //! kept in another thread-local that is destroyed later), the record is not
-//! reused: the guard's drop ends its section as usual and the record stays
+//! reused, and `RECORD` keeps pointing at it, so that later destructors see
+//! the open section (in `read_ongoing`, the misuse checks, a nested raw
+//! section): the guard's drop ends its section as usual and the record stays
 //! registered and outside for good. A thread that registers again during its
 //! own thread-local teardown gets a record that is never given back, for the
 //! same reason; it too ends up outside.
@@ -81,16 +83,22 @@ impl Drop for Owner {
         if record.is_null() || engine.is_null() {
             return;
         }
-        if let Some(clear) = self.clear_fast_slot.get() {
-            clear();
-        }
         // SAFETY: both set by `own` from `'static` references (registry records
         // are never freed; engines are statics, leaked boxes under loom).
         let (record, engine) = unsafe { (&*record, &*engine) };
         // Relaxed: only this thread writes its word.
         if nesting(record.word.load(Relaxed)) == 0 {
+            // The fast slot must not keep pointing at a record that another
+            // thread may now claim.
+            if let Some(clear) = self.clear_fast_slot.get() {
+                clear();
+            }
             engine.registry().release(record);
         }
+        // Otherwise the record stays this thread's for good, and the fast slot
+        // (which has no destructor) keeps pointing at it: the guard's drop, and
+        // any read lock, `read_ongoing` or misuse check made by a later
+        // destructor, see the open section, not a fresh record.
     }
 }
 

@@ -246,3 +246,45 @@ fn a_thread_that_exits_outside_a_section_never_blocks_a_grace_period() {
         "{counts:?}"
     );
 }
+
+#[test]
+fn a_section_kept_in_a_later_thread_local_stays_visible_during_thread_exit() {
+    // Thread-local destructors run in the reverse order of their first use:
+    // `KEPT` is used before the thread's first read lock, so its destructor
+    // runs after the one that gives the thread's record back, with the guard
+    // it keeps still alive.
+    struct Kept {
+        guard: Option<memb::Guard>,
+        seen: std::sync::mpsc::Sender<(bool, bool)>,
+    }
+    impl Drop for Kept {
+        fn drop(&mut self) {
+            // The section is still open: a misuse check or `rcu_barrier`
+            // must see it, and a raw section must nest in it.
+            let inside = memb::read_ongoing();
+            raw::memb_read_lock();
+            // SAFETY: the raw section opened just above.
+            unsafe { raw::memb_read_unlock() };
+            drop(self.guard.take());
+            let _ = self.seen.send((inside, memb::read_ongoing()));
+        }
+    }
+    thread_local! {
+        static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+    }
+    let (seen, observed) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        KEPT.with(|kept| *kept.borrow_mut() = Some(Kept { guard: None, seen }));
+        let guard = memb::read_lock();
+        KEPT.with(|kept| kept.borrow_mut().as_mut().unwrap().guard = Some(guard));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        observed.recv().unwrap(),
+        (true, false),
+        "read_ongoing() in a destructor that runs after the record's owner: with the guard alive, then after its drop"
+    );
+    // The section ended: grace periods go on.
+    memb::synchronize_rcu();
+}
