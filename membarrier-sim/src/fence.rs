@@ -147,12 +147,16 @@ fn light_undecided() {
 /// thread of this process (about a microsecond on small machines); do not call
 /// it on a fast path.
 ///
-/// # Panics
+/// # Aborts
 ///
 /// If `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` fails after registration
 /// succeeded (the kernel never does this; a seccomp filter installed after the
 /// decision could). Falling back would silently break the pairing with light
-/// fences already issued as compiler fences, so this panics instead.
+/// fences already issued as compiler fences, and no caller can go on safely
+/// either: a reclaimer would free what a reader still uses, and one that
+/// unwound in the middle of a scan or grace period would leave every other
+/// waiter stuck. So this prints why and aborts the process, rather than
+/// panic into code that might catch it.
 #[inline]
 pub fn heavy() {
     #[cfg(syncprims_tsan)]
@@ -187,10 +191,11 @@ fn heavy_slow() {
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 fn heavy_failed(err: crate::sys::Error) -> ! {
-    panic!(
+    eprintln!(
         "fence::heavy(): membarrier failed after the process registered for it ({err}); \
-         light fences already issued as compiler fences cannot be paired any more"
-    )
+         light fences already issued as compiler fences cannot be paired any more: aborting"
+    );
+    std::process::abort()
 }
 
 /// The mode in use, deciding it now if no fence has run yet.
