@@ -9,7 +9,8 @@
 //! 2. store the domain's current wildcard into the slot;
 //! 3. `fence::light()` — pairs with `fence::heavy()` in `scan::begin`;
 //! 4. load the pointer once;
-//! 5. store the pointer into the slot.
+//! 5. store the pointer into the slot (`RESERVED` for null, so that the slot
+//!    never reads as free while a guard holds it).
 //!
 //! No reload-and-validate loop: while the slot holds the wildcard, a scan
 //! treats it as protecting every address, so whatever step 4 returns is
@@ -253,7 +254,7 @@ impl<'d> Guard<'d> {
         let ptr = src.load(Ordering::Acquire);
         // Same location as the wildcard, so coherence orders them; a scan
         // seeing either value protects `ptr`. Release: as for the wildcard.
-        slot.store(ptr as usize, Ordering::Release);
+        slot.store(protection(ptr), Ordering::Release);
         ptr
     }
 
@@ -270,7 +271,7 @@ impl<'d> Guard<'d> {
     pub unsafe fn protect_raw<T>(&mut self, ptr: *mut T) {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
         // Release: as in `protect_ptr`.
-        self.slot_ref().store(ptr as usize, Ordering::Release);
+        self.slot_ref().store(protection(ptr), Ordering::Release);
         // Pairs with `fence::heavy()` in `scan::begin`, as in `protect_ptr`.
         fence::light();
     }
@@ -320,6 +321,17 @@ impl<'d> Guard<'d> {
         self.slot = NonNull::from(&n.value);
         self.home = Home::Backup(backup);
     }
+}
+
+/// The slot value that protects `ptr`: its address, or `RESERVED` for null.
+/// A null protects nothing, but the slot must not read as `EMPTY` (free)
+/// while the guard holds it: another guard of this thread would take it, and
+/// this guard's next store would erase that guard's protection (or, for a
+/// backup slot, another thread would claim it).
+#[inline(always)]
+fn protection<T>(ptr: *mut T) -> usize {
+    let addr = ptr as usize;
+    if addr == EMPTY { RESERVED } else { addr }
 }
 
 /// The first free slot of `b` after slot 0 (taken: guards nest), if any.

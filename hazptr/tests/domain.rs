@@ -506,3 +506,31 @@ fn synchronize_waits_for_a_protection_promoted_after_the_scan() {
         }
     }
 }
+
+#[test]
+fn a_guard_that_loaded_null_keeps_its_slot() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let empty = AtomicPtr::<Tracked>::new(std::ptr::null_mut());
+        let shared = AtomicPtr::new(tracked(&drops, 1));
+        // The first guard protects nothing: its slot must stay taken, or the
+        // second guard gets the same slot and the first one's later store
+        // (here, its drop) erases the second one's protection.
+        let mut first = domain.guard();
+        assert!(first.protect_ptr(&empty).is_null());
+        let mut second = domain.guard();
+        let protected = second.protect_ptr(&shared);
+        drop(first);
+        let old = shared.swap(tracked(&drops, 2), AcqRel);
+        // SAFETY: unpublished by the swap, retired once, Box-allocated.
+        unsafe { domain.retire_box(old) };
+        domain.reclaim();
+        assert_eq!(drops.load(SeqCst), 0, "a protected object was freed");
+        // SAFETY: still protected by `second`.
+        assert_eq!(unsafe { (*protected).value }, 1);
+        drop(second);
+        assert_eq!(domain.reclaim(), 1);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(shared.into_inner()) });
+    }
+}
