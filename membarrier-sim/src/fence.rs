@@ -150,8 +150,10 @@ fn light_undecided() {
 /// # Aborts
 ///
 /// If `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` fails after registration
-/// succeeded (the kernel never does this; a seccomp filter installed after the
-/// decision could). Falling back would silently break the pairing with light
+/// succeeded, other than with `ENOMEM` (a seccomp filter installed after the
+/// decision could make it). `ENOMEM`, which the kernel returns when it cannot
+/// allocate the CPU mask it works on, is retried until the call succeeds:
+/// the barrier has not happened yet, and memory comes back. Falling back would silently break the pairing with light
 /// fences already issued as compiler fences, and no caller can go on safely
 /// either: a reclaimer would free what a reader still uses, and one that
 /// unwound in the middle of a scan or grace period would leave every other
@@ -180,8 +182,15 @@ fn heavy_slow() {
             // and after the IPIs (in `membarrier_private_expedited()`) orders
             // this thread's own accesses; the IPIs order the other threads'.
             compiler_fence(SeqCst);
-            if let Err(err) = crate::sys::private_expedited() {
-                heavy_failed(err);
+            while let Err(err) = crate::sys::private_expedited() {
+                match &err {
+                    crate::sys::Error::Os { source, .. }
+                        if source.kind() == std::io::ErrorKind::OutOfMemory =>
+                    {
+                        std::thread::yield_now();
+                    }
+                    _ => heavy_failed(err),
+                }
             }
             compiler_fence(SeqCst);
         }
