@@ -405,7 +405,9 @@ pub struct CpuList {
 }
 
 impl CpuList {
-    /// Parses the kernel's CPU-list format (`0-3,8,10-11`).
+    /// Parses the kernel's CPU-list format (`0-3,8,10-11`): ascending ranges
+    /// that neither overlap nor repeat a CPU, as the kernel writes them, so
+    /// that [`CpuList::len`] counts each CPU once.
     pub fn parse(text: &str) -> Option<CpuList> {
         let mut ranges = Vec::new();
         for part in text.trim().split(',').filter(|p| !p.is_empty()) {
@@ -416,7 +418,7 @@ impl CpuList {
                     (cpu, cpu)
                 }
             };
-            if lo > hi {
+            if lo > hi || ranges.last().is_some_and(|&(_, prev_hi)| lo <= prev_hi) {
                 return None;
             }
             ranges.push((lo, hi));
@@ -433,7 +435,7 @@ impl CpuList {
     pub fn len(&self) -> usize {
         self.ranges
             .iter()
-            .map(|&(lo, hi)| (hi - lo + 1) as usize)
+            .map(|&(lo, hi)| (hi - lo) as usize + 1)
             .sum()
     }
 
@@ -493,6 +495,15 @@ mod tests {
         assert!(CpuList::parse("").is_none());
         assert!(CpuList::parse("3-1").is_none());
         assert!(CpuList::parse("x").is_none());
+        // Overlapping or out-of-order ranges would count a CPU twice.
+        assert!(CpuList::parse("0-3,2-5").is_none());
+        assert!(CpuList::parse("4,0").is_none());
+        assert!(CpuList::parse("1,1").is_none());
+        // The widest range counts every CPU without overflowing.
+        assert_eq!(
+            CpuList::parse("0-4294967295").unwrap().len(),
+            u32::MAX as usize + 1
+        );
     }
 
     #[test]
