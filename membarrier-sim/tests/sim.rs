@@ -205,6 +205,21 @@ fn bad_parameters_are_refused_with_the_reason() {
             "at most 1000",
         ),
         (Box::new(|c| c.costs.syscall_ns = 0), "syscall_ns"),
+        // A cost or think time past the run would overflow the clock (or, for
+        // syscall_ns, generate throttle windows far past the end).
+        (
+            Box::new(|c| c.costs.syscall_ns = 2_000 * NS_PER_S),
+            "syscall_ns is 2000000000000 ns, longer than the whole simulated run",
+        ),
+        (Box::new(|c| c.think_ns = u64::MAX), "think_ns is"),
+        (
+            Box::new(|c| c.costs.ipi_latency_ns = u64::MAX),
+            "ipi_latency_ns is",
+        ),
+        (
+            Box::new(|c| c.costs.mutex_handoff_ns = u64::MAX),
+            "mutex_handoff_ns is",
+        ),
         (Box::new(|c| c.watchdog_ns = 0), "watchdog"),
         (
             Box::new(|c| c.throttle.as_mut().unwrap().period_ns = 0),

@@ -369,6 +369,25 @@ impl Config {
         if self.costs.syscall_ns == 0 {
             return Err(E::FreeCalls);
         }
+        // Each is added to the current time: bounded by the run, no sum of
+        // them overflows, and no step generates throttle windows far past the
+        // end of the run.
+        let c = &self.costs;
+        for (what, ns) in [
+            ("ipi_latency_ns", c.ipi_latency_ns),
+            ("ipi_handler_ns", c.ipi_handler_ns),
+            ("syscall_ns", c.syscall_ns),
+            ("mutex_handoff_ns", c.mutex_handoff_ns),
+            ("think_ns", self.think_ns),
+        ] {
+            if ns > self.sim_time_ns {
+                return Err(E::LongerThanTheRun {
+                    what,
+                    ns,
+                    sim_time_ns: self.sim_time_ns,
+                });
+            }
+        }
         if self.watchdog_ns == 0 {
             return Err(E::NoWatchdog);
         }
@@ -472,6 +491,15 @@ pub enum ConfigError {
     },
     /// `syscall_ns == 0`.
     FreeCalls,
+    /// A per-call cost or the think time is longer than the whole run.
+    LongerThanTheRun {
+        /// The field.
+        what: &'static str,
+        /// Its value.
+        ns: u64,
+        /// The simulated time.
+        sim_time_ns: u64,
+    },
     /// `watchdog_ns == 0`.
     NoWatchdog,
     /// A zero CFS period.
@@ -540,6 +568,14 @@ impl fmt::Display for ConfigError {
             ConfigError::FreeCalls => f.write_str(
                 "syscall_ns must be at least 1: free calls would let a caller complete \
                  infinitely many in no time",
+            ),
+            ConfigError::LongerThanTheRun {
+                what,
+                ns,
+                sim_time_ns,
+            } => write!(
+                f,
+                "{what} is {ns} ns, longer than the whole simulated run ({sim_time_ns} ns)"
             ),
             ConfigError::NoWatchdog => f.write_str("the watchdog threshold must be more than 0"),
             ConfigError::ZeroPeriod => f.write_str("the CFS period must be more than 0"),
