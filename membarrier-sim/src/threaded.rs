@@ -285,6 +285,11 @@ impl Machine {
                 }
             });
             if self.callers_stop.load(Ordering::Relaxed) {
+                // In flight at the end of the run: a stall if it had waited
+                // past the watchdog by then, as the simulator counts it.
+                if stalled_by_the_end(issued, elapsed_ns(start), config) {
+                    tally.stalls += 1;
+                }
                 break;
             }
             // Relaxed: only this caller resets its counter, and the inbox
@@ -308,7 +313,7 @@ impl Machine {
             drop(guard);
             drop(token);
             let latency = finished - issued;
-            if latency > config.watchdog_ns {
+            if stalled_by_the_end(issued, finished, config) {
                 tally.stalls += 1;
             }
             if finished <= config.sim_time_ns {
@@ -353,6 +358,14 @@ fn wait_handled(handled: &AtomicU32, count: u32) {
 /// Locks `m`, shrugging off poisoning (a panicking thread fails the run anyway).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether a call issued at `issued` and finished (or given up) at `finished`
+/// counts as a stall: it waited past the watchdog within the run. A call in
+/// flight at the end counts by how long it had waited by then, as in the
+/// simulator (`engine.rs`, `complete` and `finish`).
+fn stalled_by_the_end(issued: u64, finished: u64, config: &Config) -> bool {
+    finished.min(config.sim_time_ns).saturating_sub(issued) > config.watchdog_ns
 }
 
 fn elapsed_ns(start: Instant) -> u64 {
@@ -406,5 +419,26 @@ fn ring(word: &AtomicU32) {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = word;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_are_counted_as_the_simulator_counts_them() {
+        let mut c = Config::selftest(2);
+        c.sim_time_ns = 1_000;
+        c.watchdog_ns = 100;
+        assert!(stalled_by_the_end(0, 200, &c), "finished in the run, late");
+        assert!(
+            !stalled_by_the_end(0, 50, &c),
+            "finished in the run, in time"
+        );
+        // Finished after the end, having waited only 50 ns by then.
+        assert!(!stalled_by_the_end(950, 5_000, &c));
+        // Still waiting at the end, for 150 ns by then.
+        assert!(stalled_by_the_end(850, 5_000, &c));
     }
 }
