@@ -45,8 +45,14 @@ pub enum Direction {
 /// The direction of the figure at `path` (dot-separated).
 pub fn direction(path: &str) -> Direction {
     let last = path.rsplit('.').next().unwrap_or(path);
+    // Injected faults (torture `--faults`) are settings that happened, not
+    // results: more injected stalls is not a regression.
+    if path.starts_with("faults.") {
+        return Direction::Neutral;
+    }
     let lower = [
         "errors",
+        "failed",
         "fail",
         "write_fail",
         "read_fail",
@@ -159,6 +165,10 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
             let mut figures = BTreeMap::new();
             for (name, v) in fields {
                 match v {
+                    // A torture run's failure text is an outcome, not part of
+                    // what was measured: it must not split the measurement
+                    // into an old key and a new one (see `failed` below).
+                    Value::String(_) if name == "failure" => {}
                     Value::String(s) => identity.push(format!("{name}={s}")),
                     Value::Bool(b) => identity.push(format!("{name}={b}")),
                     Value::Number(n) if IDENTITY_NUMBERS.contains(&name.as_str()) => {
@@ -167,6 +177,13 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                     _ if SETTINGS.contains(&name.as_str()) => {}
                     _ => collect_figures(name, v, &mut figures),
                 }
+            }
+            // Torture and locktorture outcomes (they count failed checks)
+            // record `failure` only when the run hung or panicked: 0 or 1
+            // here, so a run that newly fails is a regression from zero.
+            if fields.contains_key("errors") || fields.contains_key("fail") {
+                let failed = f64::from(u8::from(fields.contains_key("failure")));
+                figures.insert("failed".to_owned(), failed);
             }
             let mut key = format!("{section} {}", identity.join(" "));
             // Repeated runs of one configuration (the report's quick-QS runs)
@@ -426,6 +443,35 @@ mod tests {
                 .iter()
                 .any(|ch| ch.regression && ch.measurement.ends_with("run=2"))
         );
+    }
+
+    #[test]
+    fn a_run_that_newly_fails_is_a_regression_and_injected_faults_are_not() {
+        let mut old = run(1.0, 1000, 0);
+        old["torture"][0]["faults"] = json!({"stalls": 0, "panics": 2});
+        let mut new = run(1.0, 1000, 1);
+        new["torture"][0]["failure"] = json!("hang: no progress for 10 s");
+        new["torture"][0]["faults"] = json!({"stalls": 5, "panics": 1});
+        let c = compare(&old, &new, 10.0);
+        assert!(c.only_old.is_empty() && c.only_new.is_empty(), "{c:?}");
+        let get = |f: &str| {
+            c.changes
+                .iter()
+                .find(|ch| ch.measurement.starts_with("torture") && ch.figure == f)
+                .unwrap()
+        };
+        assert!(get("failed").regression, "{:?}", get("failed"));
+        assert!(get("errors").regression, "{:?}", get("errors"));
+        assert_eq!((get("failed").old, get("failed").new), (0.0, 1.0));
+        assert!(!get("faults.stalls").regression && !get("faults.panics").improvement);
+        assert_eq!(c.regressions(), 2);
+        // The membarrier sweep's stalls are results.
+        assert_eq!(direction("stalls"), Direction::LowerIsBetter);
+        // Lock runs count failures too.
+        assert!(
+            flatten(&old)["locktorture lock=qrwlock readers=16 writers=4"].contains_key("failed")
+        );
+        assert!(!flatten(&old)["refscale impl=hazptr threads=1"].contains_key("failed"));
     }
 
     #[test]
