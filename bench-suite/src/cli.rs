@@ -202,11 +202,15 @@ pub struct TortureArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The quick profile (the default): under 3 minutes on 2 cores.
-    #[arg(long, conflicts_with = "full")]
+    #[arg(long, conflicts_with_all = ["full", "from"])]
     pub quick: bool,
     /// The full profile: more threads, runs and time.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "from")]
     pub full: bool,
+    /// Measure nothing: write the report of an earlier run's results.json
+    /// again, with this build's tables and Choosing picks.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    pub from: Option<PathBuf>,
     /// Directory for report.md and results.json.
     #[arg(long, default_value = "target/syncbench-report")]
     pub out: PathBuf,
@@ -540,7 +544,21 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             } else {
                 report::Profile::Quick
             };
-            let written = report::generate(profile, &args.out)?;
+            let written = match &args.from {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+                        usage_error(format!("cannot read {}: {e}", path.display()))
+                    });
+                    let results = report::read_back(&text).unwrap_or_else(|e| {
+                        usage_error(format!(
+                            "{} is not a syncbench report's results.json: {e}",
+                            path.display()
+                        ))
+                    });
+                    report::write(results, &args.out)?
+                }
+                None => report::generate(profile, &args.out)?,
+            };
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &written.results)?;
                 writeln!(out)?;

@@ -1,9 +1,9 @@
 //! A description of the machine a measurement ran on, for reports.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a reader of a report needs to judge its numbers.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Machine {
     /// CPU model name from `/proc/cpuinfo`.
     pub cpu: String,
@@ -27,7 +27,8 @@ pub struct Machine {
     /// [`full_fence_ns`]): the price crossbeam-epoch, haphazard and seize pay
     /// on every read-side entry, which hazptr and rcu-lite's memb flavor move
     /// to the writer's heavy fence. It sets most of the read-side ratios.
-    pub full_fence_ns: f64,
+    /// `None` in a `results.json` from before it was measured.
+    pub full_fence_ns: Option<f64>,
 }
 
 /// Median cost of one `membarrier_sim::fence::heavy()`, in microseconds: with
@@ -38,7 +39,7 @@ pub struct Machine {
 /// reference report: 0.36 against 8.4-10.5 us).
 /// `cargo run --release -p bench-suite --example contention_floor` measures it
 /// at length.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct HeavyFenceCost {
     /// No other thread of the process runs.
     pub idle_us: f64,
@@ -189,7 +190,7 @@ impl Machine {
             rustc: env!("SYNCBENCH_RUSTC_VERSION").to_owned(),
             fence_mode: membarrier_sim::fence::mode().to_string(),
             heavy_fence: HeavyFenceCost::measure(),
-            full_fence_ns: full_fence_ns(),
+            full_fence_ns: Some(full_fence_ns()),
         }
     }
 
@@ -203,15 +204,20 @@ impl Machine {
             Some(id) => format!("{id}, "),
             None => String::new(),
         };
+        let full = match self.full_fence_ns {
+            Some(ns) => format!(
+                "; a SeqCst fence, which the read sides of crossbeam-epoch, haphazard and seize pay, {ns:.2} ns"
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} ({id}{} CPUs), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}; a SeqCst fence, which the read sides of crossbeam-epoch, haphazard and seize pay, {:.2} ns)",
+            "{} ({id}{} CPUs), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}{full})",
             self.cpu,
             self.cores,
             self.kernel,
             self.rustc,
             self.fence_mode,
             self.heavy_fence.idle_us,
-            self.full_fence_ns
         )
     }
 }
@@ -269,13 +275,23 @@ mod tests {
         if let Some(id) = &machine.cpu_id {
             assert!(summary.contains(id.as_str()), "{summary}");
         }
+        let full = machine.full_fence_ns.expect("measured");
+        assert!(full > 0.0 && full.is_finite(), "{machine:?}");
         assert!(
-            machine.full_fence_ns > 0.0 && machine.full_fence_ns.is_finite(),
-            "{machine:?}"
-        );
-        assert!(
-            summary.contains(&format!("seize pay, {:.2} ns)", machine.full_fence_ns)),
+            summary.contains(&format!("seize pay, {full:.2} ns)")),
             "{summary}"
+        );
+        // A run from before the fence was measured: the line leaves it out.
+        let older = Machine {
+            full_fence_ns: None,
+            cpu_id: None,
+            ..machine.clone()
+        };
+        assert!(
+            !older.summary().contains("SeqCst") && older.summary().ends_with("busy)")
+                || machine.cores == 1,
+            "{}",
+            older.summary()
         );
         assert!(
             summary.contains(&format!(

@@ -27,7 +27,8 @@ use crate::registry::Origin;
 use clap::{Args, ValueEnum};
 use membarrier_sim::sim::{self, Config, NS_PER_S, Policy, Report};
 use membarrier_sim::{stress, sys, threaded};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::io::Write;
 use std::time::Duration;
 
@@ -170,7 +171,7 @@ impl From<serde_json::Error> for Failure {
 }
 
 /// Latency figures in microseconds.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct LatencyUs {
     /// Mean.
     pub mean: f64,
@@ -183,16 +184,16 @@ pub struct LatencyUs {
 }
 
 /// One run's outcome, as `--json` prints it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
-    /// `sim`, `threaded` or `real`.
-    pub mode: &'static str,
+    /// `sim`, `threaded` or `real` (owned when read back from JSON).
+    pub mode: Cow<'static, str>,
     /// CPUs simulated (sim, threaded) or targeted (real).
     pub cpus: u32,
     /// Caller threads.
     pub callers: u32,
     /// `global`, `per-cpu`, `none`, or `kernel` for real runs.
-    pub policy: &'static str,
+    pub policy: Cow<'static, str>,
     /// Seconds covered (simulated for sim, wall-clock otherwise).
     pub seconds: f64,
     /// Calls that completed within them.
@@ -229,7 +230,7 @@ pub struct Outcome {
 }
 
 /// What the CFS period timer did.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct TimerCounts {
     /// Passes (`do_sched_cfs_period_timer()`).
     pub passes: u64,
@@ -247,10 +248,10 @@ impl Outcome {
     fn of_report(mode: Mode, r: &Report) -> Outcome {
         let l = r.latency();
         Outcome {
-            mode: mode.name(),
+            mode: mode.name().into(),
             cpus: r.cpus,
             callers: r.callers,
-            policy: r.policy.name(),
+            policy: r.policy.name().into(),
             seconds: r.time_ns as f64 / NS_PER_S as f64,
             calls: r.calls,
             calls_per_s: r.calls_per_s(),
@@ -279,10 +280,10 @@ impl Outcome {
     fn of_stress(r: &stress::Report, watchdog: Duration) -> Outcome {
         let h = &r.latency;
         Outcome {
-            mode: Mode::Real.name(),
+            mode: Mode::Real.name().into(),
             cpus: r.targets.len() as u32,
             callers: r.threads,
-            policy: "kernel",
+            policy: "kernel".into(),
             seconds: r.elapsed.as_secs_f64(),
             calls: r.calls,
             calls_per_s: r.calls_per_s(),
@@ -367,7 +368,7 @@ impl MembarrierArgs {
 }
 
 /// One line of `--sweep`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepRow {
     /// Simulated CPUs.
     pub cpus: u32,

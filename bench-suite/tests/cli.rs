@@ -274,6 +274,70 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
 }
 
 #[test]
+fn report_from_writes_an_earlier_run_again_without_measuring() {
+    let dir = std::env::temp_dir().join(format!("syncbench-report-from-{}", std::process::id()));
+    let out_dir = dir.join("report");
+    let reference = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/reference-report/results.json"
+    );
+    let out = syncbench(&[
+        "report",
+        "--from",
+        reference,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let markdown = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    // The committed run's figures, said to be read back, in every section.
+    assert!(
+        markdown.contains("Run wall time: 102 s.")
+            && markdown.contains("Written again by `syncbench report --from`")
+            && markdown.contains("## Choosing a primitive on this machine")
+            && markdown.contains("| hazptr | 1.21 |"),
+        "{markdown}"
+    );
+    assert!(out_dir.join("report.html").exists() && out_dir.join("results.json").exists());
+    // The JSON written back compares equal to the one read: nothing re-measured.
+    let out = syncbench(&[
+        "compare",
+        reference,
+        out_dir.join("results.json").to_str().unwrap(),
+        "--fail-on-regression",
+        "--threshold-pct",
+        "0",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains("REGRESSION") && !text.contains("improved"),
+        "{text}"
+    );
+
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_results = dir.join("other.json");
+    std::fs::write(&not_results, r#"{"refscale": []}"#).unwrap();
+    let out = syncbench(&["report", "--from", not_results.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is not a syncbench report's results.json"),
+        "{}",
+        stderr(&out)
+    );
+    let out = syncbench(&["report", "--from", "/nonexistent/results.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read /nonexistent/results.json"));
+    let out = syncbench(&["report", "--from", reference, "--quick"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a profile measures: not with --from"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn advise_recommends_with_its_figures() {
     let out = syncbench(&[
         "advise",

@@ -23,7 +23,7 @@
 
 use super::Arena;
 use crate::fault;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::AtomicU64;
@@ -39,7 +39,7 @@ pub const CHURN_WAVE: u64 = 64;
 const GAP: Duration = Duration::from_millis(5);
 
 /// The faults injected into one lock's run, by kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultCounts {
     /// Panics inside a write section, caught on a thread that then locked again.
     pub panic_in_write: u64,

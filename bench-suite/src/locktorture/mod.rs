@@ -37,7 +37,7 @@ use crate::delay::{Padded, spin_for, thread_runqueue_wait};
 use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex};
@@ -117,7 +117,7 @@ impl Config {
 }
 
 /// Acquisition counts of one side (writers or readers).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Sum over threads.
     pub total: u64,
@@ -163,7 +163,7 @@ impl Counts {
 /// minus its runqueue wait (`/proc/thread-self/schedstat`), which takes out
 /// the second and nothing else: time a thread spends asleep or spinning in
 /// the lock still counts against the lock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServedRate {
     /// The highest per-thread rate.
     pub max: f64,
@@ -196,7 +196,7 @@ impl ServedRate {
 }
 
 /// The outcome for one lock.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
     /// Lock name.
     pub lock: String,

@@ -24,7 +24,7 @@ mod rcu_lite;
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use crate::stats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -99,7 +99,7 @@ pub struct Config {
 }
 
 /// Latency figures in microseconds.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Latency {
     /// Mean.
     pub mean: f64,
@@ -124,7 +124,7 @@ impl Latency {
 }
 
 /// The outcome for one implementation.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
     /// Implementation name.
     #[serde(rename = "impl")]

@@ -15,7 +15,7 @@ mod rcu_lite;
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use crate::stats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -73,7 +73,7 @@ pub struct Config {
 }
 
 /// The outcome for one implementation.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
     /// Implementation name.
     #[serde(rename = "impl")]

@@ -14,12 +14,12 @@ use crate::progress::Progress;
 use crate::{locktorture, membarrier, rcuscale, refscale, stats, torture};
 use document::{Document, Section, Table};
 use plots::Series;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How much to measure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Profile {
     /// Under 3 minutes on 2 cores.
@@ -165,7 +165,7 @@ impl Profile {
 }
 
 /// Everything a report run measured.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Results {
     /// The profile that ran.
     pub profile: Profile,
@@ -190,6 +190,10 @@ pub struct Results {
     pub quick_qs: Vec<rcuscale::Outcome>,
     /// Simulated targeted membarrier: per-CPU vs global mutex across CPU counts.
     pub membarrier_sweep: Vec<membarrier::SweepRow>,
+    /// Read back from an earlier run's `results.json` ([`read_back`]), not
+    /// measured by this build: the report says so. Not written to the JSON.
+    #[serde(skip)]
+    pub read_back: bool,
 }
 
 /// The FQS interval of the quick-QS comparison: the kernel's default at
@@ -420,7 +424,18 @@ pub fn measure(profile: Profile) -> Results {
         deferred_free: deferred_out,
         quick_qs: quick_qs_out,
         membarrier_sweep,
+        read_back: false,
     }
+}
+
+/// Reads an earlier run's `results.json` back, to write its report again
+/// with this build's tables and *Choosing* picks (`syncbench report
+/// --from`). Fields added since that run was made read as absent (the
+/// machine's CPU family and SeqCst fence cost).
+pub fn read_back(json: &str) -> serde_json::Result<Results> {
+    let mut results: Results = serde_json::from_str(json)?;
+    results.read_back = true;
+    Ok(results)
 }
 
 /// Builds the report document from `results` alone.
@@ -438,6 +453,13 @@ pub fn document(results: &Results) -> Document {
         ],
         sections: Vec::new(),
     };
+    if results.read_back {
+        doc.intro.push(
+            "Written again by `syncbench report --from` from that run's `results.json`: the figures \
+             are the run's, the tables and the *Choosing* picks are this build's."
+                .into(),
+        );
+    }
     doc.sections.push(choosing_section(results));
     doc.sections.push(refscale_section(results));
     doc.sections.push(locktorture_section(results));
@@ -1059,7 +1081,7 @@ pub(crate) mod tests {
                     idle_us: 0.36,
                     busy_us: Some(8.4),
                 },
-                full_fence_ns: 5.0,
+                full_fence_ns: Some(5.0),
             },
             wall_s: 12.0,
             refscale: vec![
@@ -1141,6 +1163,7 @@ pub(crate) mod tests {
                 &mut Progress::new(1, "test"),
             )
             .unwrap(),
+            read_back: false,
         }
     }
 
@@ -1163,6 +1186,39 @@ pub(crate) mod tests {
             duration_s: mean * 100.0 / 1e6,
             per_gp_rounds_us: vec![mean],
         }
+    }
+
+    #[test]
+    fn results_read_back_give_the_same_report_said_to_be_read_back() {
+        let results = sample();
+        let json = serde_json::to_string(&results).unwrap();
+        let again = read_back(&json).unwrap();
+        assert!(again.read_back && !results.read_back);
+        assert_eq!(serde_json::to_string(&again).unwrap(), json);
+        let (before, after) = (document(&results), document(&again));
+        assert_eq!(after.intro[..before.intro.len()], before.intro[..]);
+        assert!(
+            after
+                .intro
+                .last()
+                .unwrap()
+                .contains("syncbench report --from")
+        );
+        assert_eq!(
+            before.to_markdown().replace("\n\n## ", "\n\n"),
+            after
+                .to_markdown()
+                .replace(&format!("{}\n\n", after.intro.last().unwrap()), "")
+                .replace("\n\n## ", "\n\n")
+        );
+        // A run from before the CPU family and the SeqCst fence were recorded.
+        let mut older: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let machine = older["machine"].as_object_mut().unwrap();
+        machine.remove("cpu_id");
+        machine.remove("full_fence_ns");
+        let older = read_back(&older.to_string()).unwrap();
+        assert!(older.machine.cpu_id.is_none() && older.machine.full_fence_ns.is_none());
+        assert!(read_back(r#"{"refscale": []}"#).is_err());
     }
 
     #[test]

@@ -46,7 +46,7 @@ use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use object::{Ledger, TortureObject};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -139,7 +139,7 @@ pub enum Schedule {
 }
 
 /// The faults injected into one implementation's run, by kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultCounts {
     /// Panics inside a read section, caught on a thread that then read again.
     pub panic_in_read: u64,
@@ -162,7 +162,7 @@ pub struct FaultCounts {
 }
 
 /// The outcome for one implementation.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
     /// Implementation name.
     #[serde(rename = "impl")]
