@@ -68,20 +68,36 @@ impl Workload for std::sync::RwLock<Vec<u64>> {
 /// `seqlock`: the payload must be `Copy`, so sizes are fixed at compile time.
 pub(super) const SEQLOCK: Implementation<dyn Workload, Options> = Implementation {
     name: "seqlock",
-    summary: "seqlock::SeqLock<[u64; N]>: optimistic copy-out reads; payloads up to 4 KiB",
+    summary: "seqlock::SeqLock<[u64; N]>: optimistic copy-out reads; payloads of a power of two words up to 4 KiB",
     origin: Origin::Peer,
     make: make_seqlock,
 };
 
 fn make_seqlock(o: &Options) -> Result<Box<dyn Workload>, Unavailable> {
+    // Exact sizes only: a payload rounded up would make every seqlock read
+    // copy and check more words than the other contenders' readers do.
     macro_rules! sized {
         ($($n:literal)*) => {
-            $(if o.payload_words <= $n {
+            $(if o.payload_words == $n {
                 return Ok(Box::new(seqlock::SeqLock::new([0u64; $n])));
             })*
         };
     }
     sized!(1 2 4 8 16 32 64 128 256 512);
+    if o.payload_words < 512 {
+        let below = 1usize << o.payload_words.ilog2();
+        return Err(Unavailable {
+            reason: format!(
+                "seqlock is built for payloads of a power of two words, and {} bytes is not one",
+                o.payload_words * 8
+            ),
+            hint: format!(
+                "measure it with --payload-bytes {} or {}, the sizes around yours",
+                below * 8,
+                below * 16
+            ),
+        });
+    }
     Err(Unavailable {
         reason: format!(
             "a {}-byte payload is too large to copy out on every read",
@@ -194,5 +210,33 @@ impl Drop for CrossbeamPayload {
         let last = unsafe { self.current.load(Acquire, epoch::unprotected()) };
         // SAFETY: allocated by `Owned::new`, unreachable by anyone else now.
         drop(unsafe { last.into_owned() });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seqlock_copies_exactly_the_payload_or_is_skipped() {
+        for words in [1, 8, 512] {
+            assert!(
+                make_seqlock(&Options {
+                    payload_words: words
+                })
+                .is_ok()
+            );
+        }
+        let Err(skipped) = make_seqlock(&Options { payload_words: 9 }) else {
+            panic!("a 72-byte payload would be copied as 128 bytes");
+        };
+        assert!(
+            skipped.reason.contains("72 bytes is not one") && skipped.hint.contains("64 or 128"),
+            "{skipped:?}"
+        );
+        let Err(too_large) = make_seqlock(&Options { payload_words: 513 }) else {
+            panic!("too large to copy out");
+        };
+        assert!(too_large.reason.contains("too large"), "{too_large:?}");
     }
 }
