@@ -32,7 +32,9 @@
 use crate::futex;
 use crate::sync::{Arc, AtomicU32, AtomicUsize, Mutex, spin_loop};
 use std::cell::Cell;
+use std::io::Write;
 use std::mem;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// A queued callback.
@@ -40,6 +42,9 @@ pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
 
 /// Spins of a `rcu_barrier()` caller before it sleeps.
 const BARRIER_SPINS: u32 = if cfg!(loom) { 1 } else { 100 };
+/// How often a waiting `rcu_barrier()` checks that a worker is there to run
+/// its callback.
+const BARRIER_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -166,8 +171,8 @@ impl CallbackQueue {
             if cfg!(loom) {
                 // Loom reports its findings by panicking: let them through.
                 callback();
-            } else if std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)).is_err() {
-                eprintln!("rcu-lite: an RCU callback panicked; the callback worker goes on");
+            } else if let Err(payload) = catch_unwind(AssertUnwindSafe(callback)) {
+                report_panicked_callback(payload);
             }
         }
         IN_CALLBACK.with(|c| c.set(false));
@@ -217,7 +222,12 @@ impl CallbackQueue {
                 spins += 1;
                 spin_loop();
             } else {
-                futex::wait(&done, 0, None);
+                // Timed: if the worker's start failed while our callback was
+                // being queued (that enqueue saw it starting and did not try),
+                // nobody would run the callback; start it again from here.
+                futex::wait(&done, 0, Some(BARRIER_RECHECK));
+                #[cfg(not(loom))]
+                self.start_worker(synchronize, flavor);
             }
         }
     }
@@ -292,5 +302,21 @@ impl CallbackQueue {
             };
             futex::wait(&self.wake_seq, seq, None);
         }
+    }
+}
+
+/// Reports a callback's panic on standard error. Nothing here may unwind into
+/// the batch: `eprintln!` panics when standard error is gone (a closed pipe),
+/// and a panic payload's own `Drop` may panic; either would end the worker
+/// with its batch half run, and no worker would start again.
+#[cold]
+fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "rcu-lite: an RCU callback panicked; the callback worker goes on"
+    );
+    if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        // Its payload's drop panicked in turn: leak this one.
+        mem::forget(inner);
     }
 }
