@@ -66,10 +66,10 @@ fn the_worker_survives(flavor: &str, call_rcu: fn(Box<dyn FnOnce() + Send>), rcu
 
 #[test]
 fn a_panicking_callback_does_not_stop_the_memb_worker() {
-    the_worker_survives("memb", |f| memb::call_rcu(f), memb::rcu_barrier);
+    the_worker_survives("memb", memb::call_rcu, memb::rcu_barrier);
 }
 
 #[test]
 fn a_panicking_callback_does_not_stop_the_qsbr_worker() {
-    the_worker_survives("qsbr", |f| qsbr::call_rcu(f), qsbr::rcu_barrier);
+    the_worker_survives("qsbr", qsbr::call_rcu, qsbr::rcu_barrier);
 }
