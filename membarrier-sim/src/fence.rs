@@ -39,6 +39,18 @@
 //! [`force`] picks the mode before the first use (tests use it for the fallback).
 //! Under `cfg(loom)` and `cfg(miri)` the mode is always SeqCst.
 //!
+//! # Loom
+//!
+//! Under `cfg(loom)` both fences are a `SeqCst` read-modify-write of one loom
+//! word, as under ThreadSanitizer (below), not `fence(SeqCst)`. Loom's SeqCst
+//! fence also acquires every store its thread has already read, so a load
+//! before `light()` that should be Acquire would pass the models as Relaxed;
+//! in membarrier mode `light()` is only a compiler fence, which acquires
+//! nothing. The RMW keeps exactly the pairing: of a `light()` and a `heavy()`,
+//! the later one acquires what the earlier one's thread did before it. (Two
+//! `light()`s pair too, which membarrier does not promise; the code never
+//! relies on that.)
+//!
 //! # ThreadSanitizer
 //!
 //! TSan does not model standalone fences (nor, of course, membarrier), so it
@@ -51,7 +63,7 @@
 
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 use crate::sync::compiler_fence;
-#[cfg(not(syncprims_tsan))]
+#[cfg(all(not(loom), not(syncprims_tsan)))]
 use crate::sync::fence;
 use std::fmt;
 use std::sync::OnceLock;
@@ -119,7 +131,18 @@ pub fn light() {
         _ => light_undecided(),
     }
     #[cfg(loom)]
-    fence(SeqCst);
+    loom_fence();
+}
+
+/// Both fences under `cfg(loom)` (see the module docs): a SeqCst RMW of one
+/// loom word.
+#[cfg(loom)]
+fn loom_fence() {
+    loom::lazy_static! {
+        static ref LOOM_FENCE: loom::sync::atomic::AtomicUsize =
+            loom::sync::atomic::AtomicUsize::new(0);
+    }
+    LOOM_FENCE.fetch_add(0, SeqCst);
 }
 
 /// Both fences under `cfg(syncprims_tsan)` (see the module docs): a SeqCst RMW
@@ -169,7 +192,7 @@ pub fn heavy() {
         _ => heavy_slow(),
     }
     #[cfg(loom)]
-    fence(SeqCst);
+    loom_fence();
 }
 
 #[cfg(all(not(loom), not(syncprims_tsan)))]

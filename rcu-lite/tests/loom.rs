@@ -249,6 +249,35 @@ fn quick_qs_never_credits_an_online_qsbr_thread() {
     });
 }
 
+/// A qsbr reader's quiescent state ends what it may hold: in its next section
+/// it must reach the new object, or the updater that saw the quiescent state
+/// would free the old one under it. (Models the Acquire load of `gp_word` in
+/// `quiescent_state`: made Relaxed, this model fails from 4 preemptions on,
+/// so it runs with at least 4 whatever `LOOM_MAX_PREEMPTIONS` says; about a
+/// second.)
+#[test]
+fn a_qsbr_reader_after_its_quiescent_state_reaches_the_new_object() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(4, |b| b.max(4)));
+    builder.check(|| {
+        configure(true);
+        reader_against_updater(
+            |slot| {
+                let mut registration = QsbrThread::register();
+                let guard = registration.read_lock();
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(guard);
+                registration.quiescent_state();
+                let guard = registration.read_lock();
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(guard);
+                drop(registration);
+            },
+            qsbr::synchronize_rcu,
+        );
+    });
+}
+
 /// A `call_rcu()` callback runs only after a grace period: the reader that may
 /// hold the object has left its section first.
 #[test]
