@@ -82,6 +82,8 @@ pub fn assert_child_succeeded(status: i32, what: &str) {
 pub struct Crowd {
     stop: Arc<AtomicBool>,
     calls: Arc<AtomicUsize>,
+    /// Threads that have completed at least one call.
+    started: Arc<AtomicUsize>,
     threads: Vec<thread::JoinHandle<()>>,
 }
 
@@ -91,16 +93,26 @@ impl Crowd {
         let call = Arc::new(call);
         let stop = Arc::new(AtomicBool::new(false));
         let calls = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
         let threads = (0..4 * thread::available_parallelism().map_or(1, |n| n.get()) + 2)
             .map(|_| {
-                let (call, stop, calls) =
-                    (Arc::clone(&call), Arc::clone(&stop), Arc::clone(&calls));
+                let (call, stop, calls, started) = (
+                    Arc::clone(&call),
+                    Arc::clone(&stop),
+                    Arc::clone(&calls),
+                    Arc::clone(&started),
+                );
                 thread::spawn(move || {
-                    // Relaxed: a stop flag and a progress count; nothing is
+                    // Relaxed: a stop flag and progress counts; nothing is
                     // published through them (joins order the end).
+                    let mut first = true;
                     while !stop.load(Relaxed) {
                         call();
                         calls.fetch_add(1, Relaxed);
+                        if first {
+                            started.fetch_add(1, Relaxed);
+                            first = false;
+                        }
                     }
                 })
             })
@@ -108,17 +120,20 @@ impl Crowd {
         Crowd {
             stop,
             calls,
+            started,
             threads,
         }
     }
 
-    /// Waits until the crowd has completed `n` more calls; fails with `what`
-    /// after `limit`.
+    /// Waits until the crowd has completed `n` more calls and every one of
+    /// its threads at least one (a thread not yet scheduled on a loaded
+    /// machine has touched nothing, which tests of what the crowd leaves
+    /// behind must not depend on); fails with `what` after `limit`.
     pub fn until_calls(&self, n: usize, limit: Duration, what: &str) {
-        // Relaxed: a progress count, polled.
+        // Relaxed: progress counts, polled.
         let target = self.calls.load(Relaxed) + n;
         let deadline = Instant::now() + limit;
-        while self.calls.load(Relaxed) < target {
+        while self.calls.load(Relaxed) < target || self.started.load(Relaxed) < self.threads.len() {
             assert!(Instant::now() < deadline, "{what}");
             thread::sleep(Duration::from_millis(1));
         }
