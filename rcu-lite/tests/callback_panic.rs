@@ -2,13 +2,16 @@
 //! on: the rest of its batch runs, and later callbacks and barriers work.
 //!
 //! A test binary of its own: if the worker died, every later callback of the
-//! flavor would wait forever, and the watchdog below ends the process.
+//! flavor would wait forever, and `within_a_deadline` ends the process.
 
 use rcu_lite::{memb, qsbr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::mpsc;
 use std::time::Duration;
+use test_support::within_a_deadline;
+
+/// Time a barrier may take before the worker counts as gone.
+const LIMIT: Duration = Duration::from_secs(20);
 
 /// A panic payload whose own drop panics: dropping it where a panic cannot
 /// be caught would unwind out of the worker's loop.
@@ -18,21 +21,6 @@ impl Drop for PanicsOnDrop {
     fn drop(&mut self) {
         panic!("the panic payload's drop panics too");
     }
-}
-
-/// Runs `body` on another thread; ends the process if it has not returned
-/// within 20 s (a barrier waiting for a worker that died).
-fn within_a_deadline(what: &str, body: impl FnOnce() + Send + 'static) {
-    let (done, finished) = mpsc::channel();
-    let worker = std::thread::spawn(move || {
-        body();
-        let _ = done.send(());
-    });
-    if finished.recv_timeout(Duration::from_secs(20)).is_err() {
-        eprintln!("{what}: still waiting after 20 s: the callback worker is gone");
-        std::process::exit(101);
-    }
-    worker.join().unwrap();
 }
 
 fn the_worker_survives(flavor: &str, call_rcu: fn(Box<dyn FnOnce() + Send>), rcu_barrier: fn()) {
@@ -51,6 +39,7 @@ fn the_worker_survives(flavor: &str, call_rcu: fn(Box<dyn FnOnce() + Send>), rcu
     let (r, b) = (Arc::clone(&ran), rcu_barrier);
     within_a_deadline(
         &format!("{flavor}: rcu_barrier after panicking callbacks"),
+        LIMIT,
         move || {
             b();
             assert_eq!(r.load(SeqCst), 3, "the callbacks around the panics ran");
@@ -58,10 +47,14 @@ fn the_worker_survives(flavor: &str, call_rcu: fn(Box<dyn FnOnce() + Send>), rcu
     );
     call_rcu(count(&ran));
     let (r, b) = (Arc::clone(&ran), rcu_barrier);
-    within_a_deadline(&format!("{flavor}: a later rcu_barrier"), move || {
-        b();
-        assert_eq!(r.load(SeqCst), 4, "a callback queued afterwards ran");
-    });
+    within_a_deadline(
+        &format!("{flavor}: a later rcu_barrier"),
+        LIMIT,
+        move || {
+            b();
+            assert_eq!(r.load(SeqCst), 4, "a callback queued afterwards ran");
+        },
+    );
 }
 
 #[test]

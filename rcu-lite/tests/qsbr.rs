@@ -37,7 +37,12 @@ fn an_offline_thread_holds_up_no_grace_period() {
         })
     };
     ready.wait();
-    qsbr::synchronize_rcu();
+    // If offline threads held up grace periods, this would never return.
+    test_support::within_a_deadline(
+        "qsbr::synchronize_rcu with the only registration offline",
+        Duration::from_secs(20),
+        qsbr::synchronize_rcu,
+    );
     release.wait();
     reader.join().unwrap();
 }

@@ -12,6 +12,8 @@
 //!   does not end before a reader that began before it has left.
 //! - [`misuse`] runs a misuse on a fresh thread under a watchdog and checks
 //!   that it panics with a message naming it.
+//! - [`within_a_deadline`] runs a wait that must end (a grace period, a
+//!   barrier) on a fresh thread, and ends the process if it does not.
 
 pub mod misuse;
 
@@ -232,4 +234,34 @@ pub fn assert_waits_for_reader<T: 'static>(
         "{what} returned while a reader that began before it was still inside"
     );
     reader.join().expect("the reader panicked");
+}
+
+/// Runs `body` on a fresh thread and returns once it has; if it is still
+/// running after `limit` (a wait that can never end), prints `what` and ends
+/// the test process, since the stuck thread (and whatever waits behind it in
+/// other tests of the binary) would keep the harness waiting forever. A panic
+/// in `body` fails here.
+pub fn within_a_deadline(what: &str, limit: Duration, body: impl FnOnce() + Send + 'static) {
+    let (done_tx, done_rx) = mpsc::channel();
+    let runner = thread::spawn(move || {
+        body();
+        let _ = done_tx.send(());
+    });
+    match done_rx.recv_timeout(limit) {
+        Ok(()) => runner.join().expect("finished"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            // It panicked: fail with its message.
+            if let Err(panic) = runner.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{what}: still waiting after {limit:?}, which can only be a wait that never ends"
+            );
+            std::process::exit(101);
+        }
+    }
 }
