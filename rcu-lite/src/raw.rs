@@ -45,9 +45,11 @@ pub unsafe fn memb_read_unlock() {
 /// # Safety
 ///
 /// 1. `ptr` came from `Box::into_raw` and is freed by nobody else.
-/// 2. `ptr` is already unreachable for new readers (unpublished) when this is
-///    called; readers that reached it earlier are inside read-side sections of
-///    flavor `F`.
+/// 2. `ptr` is already unreachable for new readers when this is called: the
+///    store that unpublished it happens before the call (made by this thread,
+///    or by one this thread synchronized with since, not merely seen through
+///    a Relaxed load); readers that reached it earlier are inside read-side
+///    sections of flavor `F`.
 pub unsafe fn defer_drop_box<T: Send + 'static, F: Flavor>(ptr: *mut T) {
     struct Owned<T>(*mut T);
     // SAFETY: the pointer is an owned `Box<T>` (contract 1); sending it sends
