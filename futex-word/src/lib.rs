@@ -20,11 +20,14 @@
 //!
 //! With `RUSTFLAGS="--cfg loom"` the futex is a model: one loom `Mutex` and
 //! `Condvar` stand in for the kernel's hash bucket. `wait` checks the word
-//! under the mutex and blocks on the condition variable; every wake takes the
-//! mutex and notifies every waiter (of any word: callers recheck, so the extra
-//! wake-ups are spurious returns, and `wake_one` wakes all). A waiter nobody
-//! wakes stays blocked, so a lost wake-up is a deadlock that loom reports. A
-//! timed wait cannot block in a model (time does not pass there): it yields.
+//! under the mutex, records its address and blocks; a wake takes the mutex,
+//! marks the sleepers on its address as woken (`wake_one` the one that has
+//! waited longest, `wake_all` every one) and notifies the condition variable.
+//! A sleeper returns only once a wake of its own address marked it, so a
+//! lost wake-up is a deadlock that loom reports even when other words are
+//! woken meanwhile (a model that woke every sleeper on every wake hid those).
+//! A timed wait cannot block in a model (time does not pass there): it
+//! yields.
 //!
 //! (A model in which every wait was a plain yield was tried first. Loom may
 //! schedule two yielding threads against each other forever, never running a
@@ -98,13 +101,26 @@ pub fn wake_all_at(word: *const AtomicU32) {
 
 #[cfg(loom)]
 loom::lazy_static! {
-    /// The model's one futex hash bucket: its lock and its wait queue.
-    static ref BUCKET: (loom::sync::Mutex<()>, loom::sync::Condvar) =
-        (loom::sync::Mutex::new(()), loom::sync::Condvar::new());
+    /// The model's one futex hash bucket: its lock (with the sleepers, by
+    /// address) and its wait queue.
+    static ref BUCKET: (loom::sync::Mutex<Sleepers>, loom::sync::Condvar) =
+        (loom::sync::Mutex::new(Sleepers::default()), loom::sync::Condvar::new());
 }
 
-/// Under loom: blocks until a wake if `word` holds `expected` when checked
-/// under the bucket lock; a timed wait yields instead (see the crate docs).
+/// Who sleeps on which address, in arrival order, under the bucket lock.
+#[cfg(loom)]
+#[derive(Default)]
+struct Sleepers {
+    /// `(address, ticket)` of each thread asleep and not yet woken.
+    asleep: Vec<(usize, u64)>,
+    /// Tickets of woken threads that have not left `wait` yet.
+    woken: Vec<u64>,
+    next_ticket: u64,
+}
+
+/// Under loom: blocks until a wake of this word if `word` holds `expected`
+/// when checked under the bucket lock; a timed wait yields instead (see the
+/// crate docs).
 #[cfg(loom)]
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
     if timeout.is_some() {
@@ -112,32 +128,58 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
         return;
     }
     let (lock, queue) = &*BUCKET;
-    let guard = lock.lock().expect("never poisoned");
+    let mut sleepers = lock.lock().expect("never poisoned");
     // Relaxed, as the kernel's read of the word: the ordering comes from the
     // bucket lock, which a waker takes after storing the word.
-    if word.load(std::sync::atomic::Ordering::Relaxed) == expected {
-        drop(queue.wait(guard).expect("never poisoned"));
+    if word.load(std::sync::atomic::Ordering::Relaxed) != expected {
+        return;
+    }
+    let ticket = sleepers.next_ticket;
+    sleepers.next_ticket += 1;
+    sleepers
+        .asleep
+        .push((word as *const AtomicU32 as usize, ticket));
+    // Only a wake of this address ends the sleep: a wake of another word
+    // must not hide a lost wake-up of this one.
+    loop {
+        sleepers = queue.wait(sleepers).expect("never poisoned");
+        if let Some(i) = sleepers.woken.iter().position(|&t| t == ticket) {
+            sleepers.woken.swap_remove(i);
+            return;
+        }
     }
 }
 
-/// Under loom: wakes every waiter (see the crate docs).
+/// Under loom: wakes the longest-waiting sleeper on `word`, if any.
 #[cfg(loom)]
 pub fn wake_one(word: &AtomicU32) {
-    wake_all(word);
+    wake(word, 1);
 }
 
-/// Under loom: takes the bucket lock and wakes every waiter.
+/// Under loom: wakes every sleeper on `word`.
 #[cfg(loom)]
-pub fn wake_all(_word: &AtomicU32) {
-    let (lock, queue) = &*BUCKET;
-    let _guard = lock.lock().expect("never poisoned");
-    queue.notify_all();
+pub fn wake_all(word: &AtomicU32) {
+    wake(word, usize::MAX);
 }
 
-/// Under loom: as [`wake_all`]; the address is never used.
+/// Under loom: as [`wake_all`]; the address is only compared, never read.
 #[cfg(loom)]
-pub fn wake_all_at(_word: *const AtomicU32) {
+pub fn wake_all_at(word: *const AtomicU32) {
+    wake(word, usize::MAX);
+}
+
+#[cfg(loom)]
+fn wake(word: *const AtomicU32, mut count: usize) {
     let (lock, queue) = &*BUCKET;
-    let _guard = lock.lock().expect("never poisoned");
+    let mut sleepers = lock.lock().expect("never poisoned");
+    let sleepers = &mut *sleepers;
+    sleepers.asleep.retain(|&(address, ticket)| {
+        if address != word as usize || count == 0 {
+            return true;
+        }
+        count -= 1;
+        sleepers.woken.push(ticket);
+        false
+    });
     queue.notify_all();
 }
