@@ -226,7 +226,7 @@ impl Shared {
         let node = self.find_or_add_backup(token);
         let _ = HELD_BACKUPS.try_with(|held| {
             held.borrow_mut()
-                .push((ptr::from_ref(self), node.as_ptr().cast_const()))
+                .push((self.id, node.as_ptr().cast_const()))
         });
         node
     }
@@ -250,7 +250,7 @@ impl Shared {
         if let Some(node) = found {
             return node;
         }
-        let node = Box::into_raw(Box::new(BackupSlot::new(self.wildcard())));
+        let node = Box::into_raw(Box::new(BackupSlot::new(self.wildcard(), self.id)));
         let list = &self.overflow[(token >> 6) % OVERFLOW_LISTS];
         // SAFETY: freshly allocated and exclusively ours.
         unsafe { push_node(list, node, |next| (*node).next = next) };
@@ -543,7 +543,7 @@ thread_local! {
     };
     static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
     static TOKEN: u8 = const { 0 };
-    static HELD_BACKUPS: RefCell<Vec<(*const Shared, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
+    static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
 }
 
 #[cfg(loom)]
@@ -555,14 +555,18 @@ loom::thread_local! {
     };
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static TOKEN: u8 = 0;
-    static HELD_BACKUPS: RefCell<Vec<(*const Shared, *const BackupSlot)>> = RefCell::new(Vec::new());
+    static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = RefCell::new(Vec::new());
 }
 
-/// Forgets `node` from the calling thread's held backup slots (guard drop).
-pub(crate) fn forget_backup(node: NonNull<BackupSlot>) {
+/// Forgets `node` of the domain with id `domain` from the calling thread's
+/// held backup slots (guard drop).
+pub(crate) fn forget_backup(domain: u64, node: NonNull<BackupSlot>) {
     let _ = HELD_BACKUPS.try_with(|held| {
         let mut held = held.borrow_mut();
-        if let Some(i) = held.iter().rposition(|&(_, n)| ptr::eq(n, node.as_ptr())) {
+        if let Some(i) = held
+            .iter()
+            .rposition(|&(id, n)| id == domain && ptr::eq(n, node.as_ptr()))
+        {
             held.swap_remove(i);
         }
     });
@@ -710,11 +714,13 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
     // Relaxed loads see its own latest stores.
     HELD_BACKUPS
         .try_with(|held| {
-            let shared = Arc::as_ptr(&domain.shared);
-            held.borrow().iter().any(|&(s, n)| {
-                // SAFETY: a held backup slot belongs to a live guard, whose
-                // domain (owner of the slot) is therefore alive.
-                ptr::eq(s, shared) && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
+            held.borrow().iter().any(|&(d, n)| {
+                // SAFETY: an entry of this domain, which is alive, and its
+                // backup slots live as long as it does. Entries are keyed by
+                // the domain's id, never reused, not by its address: a
+                // forgotten guard's entry outlives its domain, whose address
+                // (and whose nodes') a later domain may get.
+                d == id && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
             })
         })
         .unwrap_or(false)
@@ -747,7 +753,7 @@ pub(crate) fn own_slots(shared: &Shared) -> OwnSlots {
         .try_with(|held| {
             held.borrow()
                 .iter()
-                .filter(|&&(s, _)| ptr::eq(s, shared))
+                .filter(|&&(d, _)| d == shared.id)
                 .map(|&(_, node)| node)
                 .collect()
         })

@@ -351,9 +351,9 @@ impl Drop for Guard<'_> {
         match self.home {
             Home::Block(_) => {}
             Home::Backup(node) => {
-                crate::domain::forget_backup(node);
                 // SAFETY: backup slots live as long as the domain.
                 let n = unsafe { node.as_ref() };
+                crate::domain::forget_backup(n.domain, node);
                 // Release pairs with the Acquire CAS in `take_backup`: the
                 // next holder sees the slot empty.
                 n.in_use.store(false, Ordering::Release);

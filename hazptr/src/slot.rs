@@ -166,15 +166,19 @@ pub(crate) struct BackupSlot {
     pub(crate) next: *mut BackupSlot,
     /// The domain's wildcard word (as in a block's link line).
     pub(crate) wildcard: *const AtomicUsize,
+    /// The domain's id (`Shared::id`, never reused), which keys the holding
+    /// thread's record of it.
+    pub(crate) domain: u64,
 }
 
 impl BackupSlot {
-    pub(crate) fn new(wildcard: *const AtomicUsize) -> Self {
+    pub(crate) fn new(wildcard: *const AtomicUsize, domain: u64) -> Self {
         BackupSlot {
             value: AtomicUsize::new(EMPTY),
             in_use: AtomicBool::new(true),
             next: ptr::null_mut(),
             wildcard,
+            domain,
         }
     }
 }
