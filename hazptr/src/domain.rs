@@ -26,9 +26,7 @@
 
 use crate::retire::{self, Retired};
 use crate::scan::ScanState;
-#[cfg(not(loom))]
-use crate::slot::EMPTY;
-use crate::slot::{BackupSlot, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
+use crate::slot::{BackupSlot, EMPTY, FIRST_WILDCARD, SLOTS_PER_BLOCK, SlotBlock, push_node};
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Mutex, Ordering};
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -189,6 +187,9 @@ impl Shared {
                 found = Some(NonNull::from(b));
             }
         });
+        if found.is_none() {
+            found = self.take_orphaned_block();
+        }
         if let Some(block) = found {
             return block;
         }
@@ -198,6 +199,33 @@ impl Shared {
         unsafe { push_node(&self.blocks, block, |next| (*block).link.next = next) };
         // SAFETY: just allocated, never null.
         unsafe { NonNull::new_unchecked(block) }
+    }
+
+    /// Claims a block whose owner exited while a later-destroyed guard held
+    /// one of its slots, once that guard has dropped: no thread can reach the
+    /// block any more (the owner's registration is gone, so its guards take
+    /// backup slots), and a guard's last access to its slot is the Release
+    /// store of `EMPTY` that ends it.
+    #[cold]
+    fn take_orphaned_block(&self) -> Option<NonNull<SlotBlock>> {
+        let mut found = None;
+        self.for_each_block(|b| {
+            if found.is_none()
+                && b.link.orphaned.load(Ordering::Relaxed)
+                // Acquire pairs with the guards' Release stores of `EMPTY`:
+                // what they did under protection happens before our use.
+                && b.hot.slots.iter().all(|s| s.load(Ordering::Acquire) == EMPTY)
+                // Acquire pairs with the Release store in `give_back_block`
+                // (the flushed batch); the CAS makes one taker win.
+                && b.link
+                    .orphaned
+                    .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                found = Some(NonNull::from(b));
+            }
+        });
+        found
     }
 
     /// Gives `block` back at thread exit (or when the domain was dropped).
@@ -212,7 +240,10 @@ impl Shared {
         if !b.hot.all_free() {
             // A guard of this thread outlives its registration (a guard kept
             // in another thread-local whose destructor runs later). Its slot
-            // must stay reserved, so the block is never recycled.
+            // must stay reserved: the block stays in use, orphaned, until
+            // `take_orphaned_block` finds every slot empty again. Release
+            // pairs with the Acquire CAS there: the flushed batch is visible.
+            b.link.orphaned.store(true, Ordering::Release);
             return;
         }
         // Release pairs with the Acquire CAS in `take_block`.
@@ -790,6 +821,8 @@ impl Shared {
                 std::mem::forget(std::mem::take(unsafe { &mut *batch }));
             });
             b.retired.since_check.set(0);
+            // An orphaned block's guard is gone with its thread too.
+            b.link.orphaned.store(false, Ordering::Relaxed);
             // Release pairs with the Acquire CAS in `take_block`.
             b.link.in_use.store(false, Ordering::Release);
         });

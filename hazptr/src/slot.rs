@@ -97,6 +97,11 @@ pub(crate) struct LinkLine {
     /// Whether a thread owns the block. Set with an Acquire CAS when a thread
     /// takes the block, cleared with a Release store when it gives it back.
     pub(crate) in_use: AtomicBool,
+    /// Set (Release) when the owner exited while a guard of its, kept in a
+    /// thread-local destroyed later, still held a slot: `in_use` stays set,
+    /// and `take_block` claims the block (Acquire CAS back to false) once that
+    /// guard has dropped and every slot is empty again.
+    pub(crate) orphaned: AtomicBool,
     /// The domain's wildcard word, copied here so that the fast path reaches
     /// it from the block without going through the domain.
     pub(crate) wildcard: *const AtomicUsize,
@@ -144,6 +149,7 @@ impl SlotBlock {
             link: LinkLine {
                 next: ptr::null_mut(),
                 in_use: AtomicBool::new(true),
+                orphaned: AtomicBool::new(false),
                 wildcard: shared.wildcard(),
                 shared,
             },

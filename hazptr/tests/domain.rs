@@ -554,3 +554,42 @@ fn a_forgotten_guard_of_a_dropped_domain_is_never_read_again() {
         assert!(later.guard().is_backup());
     }
 }
+
+#[test]
+fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
+    // A guard kept in a thread-local that is first used before the thread's
+    // first guard (so destroyed after the thread's registration): the
+    // registration gives the block back with a slot still held. Once that
+    // guard drops, a later thread must get the block, not a new one.
+    thread_local! {
+        static KEPT: std::cell::RefCell<Option<Guard<'static>>> = const { std::cell::RefCell::new(None) };
+    }
+    let domain_box = Box::into_raw(Box::new(Domain::new()));
+    let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
+    // SAFETY: freed below, after every thread that uses them has exited.
+    let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
+        unsafe { (&*domain_box, &*object_box) };
+    for _ in 0..20 {
+        std::thread::spawn(move || {
+            KEPT.with(|kept| assert!(kept.borrow().is_none()));
+            let mut guard = domain.guard();
+            assert!(!guard.is_backup());
+            assert!(!guard.protect_ptr(object).is_null());
+            KEPT.with(|kept| *kept.borrow_mut() = Some(guard));
+        })
+        .join()
+        .unwrap();
+    }
+    let blocks = domain.thread_blocks();
+    // SAFETY: every thread that used them has exited and dropped its guard;
+    // nothing refers to either any more.
+    unsafe {
+        drop(Box::from_raw(object.load(Relaxed)));
+        drop(Box::from_raw(object_box));
+        drop(Box::from_raw(domain_box));
+    }
+    assert!(
+        blocks <= 2,
+        "{blocks} blocks for 20 threads that ran one after another"
+    );
+}
