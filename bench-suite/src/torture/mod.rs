@@ -649,7 +649,8 @@ mod tests {
                 std::hint::spin_loop();
             }
             // SAFETY: objects are only freed from the quarantine, which holds
-            // 16384 of them: far more than a writer replaces in this window.
+            // each for 600 ms and at least 16384 of them: far more than this
+            // window.
             unsafe { &*p }
         }
     }

@@ -2,10 +2,14 @@
 //!
 //! A [`TortureObject`] carries a magic word that is [`LIVE`] from allocation
 //! until the primitive's reclamation hands it back ([`reclaim`]). Reclamation
-//! poisons the word first and then parks the object in a bounded quarantine
-//! before really freeing it, so a reader that reaches an object its primitive
+//! poisons the word first and then parks the object in a quarantine before
+//! really freeing it, so a reader that reaches an object its primitive
 //! reclaimed too early reads the poison (a counted error) rather than freed
-//! memory. The ledger also tracks how many objects are retired but not yet
+//! memory. The quarantine frees its oldest object only once it holds more than
+//! [`QUARANTINE`] objects *and* that one has waited [`QUARANTINE_MIN_AGE`]:
+//! longer than the longest injected reader stall, so a stalled reader whose
+//! object was reclaimed under it still finds the poison, not memory the
+//! allocator has handed to a writer's next object. The ledger also tracks how many objects are retired but not yet
 //! reclaimed, and its high-water mark: the memory a primitive holds back.
 //!
 //! An object refers to its ledger weakly: the quarantine owns objects, so a
@@ -16,13 +20,23 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// The magic word of an object no reclamation has reached.
 pub const LIVE: u64 = 0x5afe_0b1e_c7a1_1fe0;
 /// The magic word written by [`reclaim`].
 pub const POISON: u64 = 0xdead_dead_dead_dead;
-/// Objects held in quarantine after poisoning, before they are freed.
+/// Objects held in quarantine after poisoning, at least, before they are
+/// freed.
 pub const QUARANTINE: usize = 1 << 14;
+/// How long an object stays in quarantine, at least: the longest injected
+/// reader stall (300 ms, `faults.rs`) and a margin for a reader the
+/// scheduler descheduled inside its section.
+pub const QUARANTINE_MIN_AGE: Duration = Duration::from_millis(600);
+/// Quarantine entries stamped with one reading of the clock. The stamp lags
+/// by at most this many reclamations, which matters only where they are so
+/// slow that [`QUARANTINE`] objects span far more than the minimum age.
+const STAMP_EVERY: u32 = 256;
 
 /// An object a torture writer publishes and readers check.
 #[derive(Debug)]
@@ -83,7 +97,42 @@ pub struct Ledger {
     unreclaimed_max: AtomicU64,
     /// Set by [`Ledger::close`]: later reclamations free at once.
     closed: AtomicBool,
-    quarantine: Mutex<VecDeque<SendPtr>>,
+    quarantine: Mutex<Quarantine>,
+}
+
+/// Poisoned objects waiting to be freed, oldest first, with when they came.
+#[derive(Debug, Default)]
+struct Quarantine {
+    objects: VecDeque<(SendPtr, Instant)>,
+    /// The clock as last read, and reclamations since.
+    clock: Option<Instant>,
+    since_clock: u32,
+}
+
+impl Quarantine {
+    /// Takes `ptr` in and returns up to two objects old enough to free (two,
+    /// so that it shrinks back after a burst held it above its size).
+    fn admit(&mut self, ptr: SendPtr) -> [Option<SendPtr>; 2] {
+        if self.since_clock == 0 {
+            self.clock = Some(Instant::now());
+        }
+        self.since_clock = (self.since_clock + 1) % STAMP_EVERY;
+        let now = self.clock.expect("read above");
+        self.objects.push_back((ptr, now));
+        let mut free = [None, None];
+        for slot in &mut free {
+            match self.objects.front() {
+                Some(&(_, since))
+                    if self.objects.len() > QUARANTINE
+                        && now.duration_since(since) >= QUARANTINE_MIN_AGE =>
+                {
+                    *slot = self.objects.pop_front().map(|(p, _)| p);
+                }
+                _ => break,
+            }
+        }
+        free
+    }
 }
 
 #[derive(Debug)]
@@ -123,13 +172,14 @@ impl Ledger {
     /// at once. Called when a run ends.
     pub fn close(&self) {
         self.closed.store(true, Relaxed);
-        let drained: Vec<SendPtr> = self
+        let drained: Vec<(SendPtr, Instant)> = self
             .quarantine
             .lock()
             .expect("not poisoned")
+            .objects
             .drain(..)
             .collect();
-        for SendPtr(ptr) in drained {
+        for (SendPtr(ptr), _) in drained {
             // SAFETY: quarantined pointers came from `Box::into_raw` in
             // `reclaim` and are owned by the quarantine alone.
             drop(unsafe { Box::from_raw(ptr) });
@@ -169,17 +219,13 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
         drop(unsafe { Box::from_raw(ptr) });
         return;
     }
-    let evicted = {
-        let mut quarantine = ledger.quarantine.lock().expect("not poisoned");
-        quarantine.push_back(SendPtr(ptr));
-        if quarantine.len() > QUARANTINE {
-            quarantine.pop_front()
-        } else {
-            None
-        }
-    };
-    if let Some(SendPtr(old)) = evicted {
-        // SAFETY: the oldest quarantined object, owned by the quarantine alone.
+    let evicted = ledger
+        .quarantine
+        .lock()
+        .expect("not poisoned")
+        .admit(SendPtr(ptr));
+    for SendPtr(old) in evicted.into_iter().flatten() {
+        // SAFETY: an old quarantined object, owned by the quarantine alone.
         drop(unsafe { Box::from_raw(old) });
     }
 }
@@ -208,5 +254,34 @@ mod tests {
         assert_eq!(ledger.allocated(), 2);
         assert_eq!(ledger.reclaimed(), 2);
         assert_eq!(ledger.unreclaimed(), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "tens of thousands of allocations: minutes under miri")]
+    fn the_quarantine_keeps_young_objects_past_its_size() {
+        let ledger = Ledger::new();
+        let first = Box::into_raw(TortureObject::new(&ledger, 0));
+        // SAFETY: `first` came from `Box::into_raw`; after this the
+        // quarantine owns it.
+        unsafe { reclaim(first) };
+        // Far more than the quarantine's size, far faster than its minimum
+        // age: a reader stalled on `first` meanwhile must still find it.
+        for seq in 1..=2 * QUARANTINE as u64 {
+            // SAFETY: as above.
+            unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, seq))) };
+        }
+        let held = ledger.quarantine.lock().unwrap().objects.len();
+        assert_eq!(held, 2 * QUARANTINE + 1, "a young object was freed");
+        // SAFETY: `first` is still quarantined (checked above), so allocated.
+        assert!(!unsafe { &*first }.is_live(), "it reads as poisoned");
+        // Once old enough, the quarantine shrinks back toward its size, two
+        // objects per admission.
+        std::thread::sleep(QUARANTINE_MIN_AGE + Duration::from_millis(50));
+        for seq in 0..2 * u64::from(STAMP_EVERY) {
+            // SAFETY: as above.
+            unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, seq))) };
+        }
+        let held = ledger.quarantine.lock().unwrap().objects.len();
+        assert!(held < 2 * QUARANTINE, "{held}: old objects were not freed");
     }
 }
