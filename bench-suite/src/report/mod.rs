@@ -1015,7 +1015,10 @@ fn torture_section(results: &Results) -> Section {
     section.paragraph(
         "Readers check every object they reach is live; reclamation poisons objects before a delayed free. \
          *Unreclaimed max* is the most objects allocated but not yet reclaimed at once: the memory the \
-         primitive holds back.",
+         primitive holds back. This run exercises every path a primitive has, so the writers' work differs: \
+         hazptr's writers wait for readers and free at once on half their replacements, rcu-lite's on a \
+         third, while crossbeam-epoch, haphazard and seize always defer. Compare *replaced* and \
+         *unreclaimed max* across primitives in the next table, where every writer only defers.",
     );
     let mut table = Table::new(&[
         "implementation",

@@ -310,6 +310,9 @@ struct Run {
     /// Progress watches: readers, writers, then the fault driver.
     watches: Vec<(String, ProgressWatch)>,
     began: Instant,
+    /// Time from `began` to the stop, once stopped: the run's duration,
+    /// which must not take in the wind-down of runs finished before it.
+    stopped_after: Option<Duration>,
     rss_max_kib: Option<u64>,
     unreclaimed_halves: [u64; 2],
 }
@@ -368,9 +371,17 @@ impl Run {
             threads,
             watches,
             began: Instant::now(),
+            stopped_after: None,
             rss_max_kib: fault::rss_kib(),
             unreclaimed_halves: [0; 2],
         }
+    }
+
+    /// Tells the run's threads to stop, and notes when (the first time).
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+        self.stopped_after
+            .get_or_insert_with(|| self.began.elapsed());
     }
 
     /// Checks every progress counter and samples memory; a counter stalled
@@ -406,18 +417,18 @@ impl Run {
 
     /// Stops the run, waits (bounded) for its threads and tears the primitive
     /// down; returns the outcome.
-    fn finish(self) -> Outcome {
+    fn finish(mut self) -> Outcome {
+        self.stop();
         let Run {
             name,
             shared,
             threads,
-            began,
+            stopped_after,
             mut rss_max_kib,
             unreclaimed_halves,
             ..
         } = self;
-        shared.stop.store(true, Relaxed);
-        let elapsed = began.elapsed();
+        let elapsed = stopped_after.expect("stopped above");
         let limit = shared.config.stall_limit;
         let unfinished = fault::wind_down(threads, limit, |why| shared.fail(why));
         let mut failure = shared
@@ -537,7 +548,7 @@ pub fn torture_all(
                 std::thread::sleep(left.min(Duration::from_millis(100)));
                 for run in &mut runs {
                     if run.done(total) {
-                        run.shared.stop.store(true, Relaxed);
+                        run.stop();
                     } else {
                         run.check();
                     }
