@@ -61,16 +61,12 @@ crate::engine::flavor_engine!();
 crate::thread_record::thread_record!(|record| {
     // Fallback fences send this thread's read side to the slow path for good.
     let slow = cfg!(loom) || fence::mode() == fence::Mode::SeqCst;
-    // A Release fence, though nobody else uses the record: it may be a
-    // recycled one, and a scan credits the thread on whichever store to the
-    // word it reads, this one or a later section's Relaxed snapshot. The
-    // previous owner's sections happen before our Acquire claim of the record
-    // (`Registry::acquire`); a fence sequenced before all our stores carries
-    // that on to the scan's Acquire load, whichever store it reads. A Release
-    // store would cover only itself: a later Relaxed store does not continue
-    // its release sequence (nor does any store continue the previous owner's).
-    crate::sync::fence(Release);
-    record.word.store(if slow { SLOW_PATH } else { 0 }, Relaxed);
+    // Release, though nobody else uses the record: it may be a recycled one,
+    // and a scan that reads this store credits the thread. The previous
+    // owner's sections happen before our Acquire claim of the record
+    // (`Registry::acquire`); Release carries that on to the scan, as the
+    // Release snapshot stores of our sections do (see `lock`).
+    record.word.store(if slow { SLOW_PATH } else { 0 }, Release);
 });
 
 /// A memb read-side critical section, ended when dropped.
@@ -125,7 +121,13 @@ pub(crate) fn lock() -> &'static Record {
         // before the grace period it snapshots, which is why a scan may credit
         // a section that began after init.
         let snapshot = engine().reader.gp_word.load(Acquire);
-        record.word.store(snapshot, Relaxed);
+        // Release, not Relaxed: a scan may credit the thread on this store
+        // (the snapshot is recent enough) without ever reading the Release
+        // store that ended the thread's previous section, and a plain store
+        // does not continue that one's release sequence; so this store must
+        // carry the previous sections (and a recycled record's previous
+        // owner) to the scan itself. A plain `mov` on x86-64, as Relaxed.
+        record.word.store(snapshot, Release);
         // fence::light() in membarrier mode: orders the store above before
         // the section's loads; pairs with fence::heavy() in
         // `Engine::grace_period`.
@@ -155,7 +157,8 @@ fn lock_registered(record: &'static Record) -> &'static Record {
         0 => {
             // Acquire: as in `lock`.
             let snapshot = engine().reader.gp_word.load(Acquire);
-            record.word.store(snapshot | (word & SLOW_PATH), Relaxed);
+            // Release: as in `lock`.
+            record.word.store(snapshot | (word & SLOW_PATH), Release);
             // Pairs with fence::heavy() in `Engine::grace_period`.
             fence::light();
         }

@@ -249,6 +249,27 @@ fn quick_qs_never_credits_an_online_qsbr_thread() {
     });
 }
 
+/// A memb reader's next section does not end what its previous one held: a
+/// scan may credit the thread on the later section's snapshot, and what the
+/// earlier section read must still happen before the free. (Models the
+/// ordering of the section-entry store of the snapshot.)
+#[test]
+fn a_memb_readers_second_section_does_not_cover_its_first() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(3, |b| b.max(3)));
+    builder.check(|| {
+        configure(true);
+        reader_against_updater(
+            |slot| {
+                memb_reader(slot);
+                let guard = memb::read_lock();
+                drop(guard);
+            },
+            memb::synchronize_rcu,
+        );
+    });
+}
+
 /// A qsbr reader's quiescent state ends what it may hold: in its next section
 /// it must reach the new object, or the updater that saw the quiescent state
 /// would free the old one under it. (Models the Acquire load of `gp_word` in
