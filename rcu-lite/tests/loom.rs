@@ -81,6 +81,19 @@ unsafe fn retire_now(object: *mut Object) {
     drop(unsafe { Box::from_raw(object) });
 }
 
+/// `loom::model` exploring at least `preemptions` preemptions, whatever
+/// `LOOM_MAX_PREEMPTIONS` says: for a model that needs that many to catch
+/// the weakened ordering it stands for.
+fn model_with_preemptions(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(
+        builder
+            .preemption_bound
+            .map_or(preemptions, |b| b.max(preemptions)),
+    );
+    builder.check(model);
+}
+
 fn configure(quick_qs: bool) {
     let config = GpConfig {
         quick_qs,
@@ -255,9 +268,7 @@ fn quick_qs_never_credits_an_online_qsbr_thread() {
 /// ordering of the section-entry store of the snapshot.)
 #[test]
 fn a_memb_readers_second_section_does_not_cover_its_first() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(builder.preemption_bound.map_or(3, |b| b.max(3)));
-    builder.check(|| {
+    model_with_preemptions(3, || {
         configure(true);
         reader_against_updater(
             |slot| {
@@ -278,9 +289,7 @@ fn a_memb_readers_second_section_does_not_cover_its_first() {
 /// second.)
 #[test]
 fn a_qsbr_reader_after_its_quiescent_state_reaches_the_new_object() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(builder.preemption_bound.map_or(4, |b| b.max(4)));
-    builder.check(|| {
+    model_with_preemptions(4, || {
         configure(true);
         reader_against_updater(
             |slot| {
