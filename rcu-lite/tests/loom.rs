@@ -334,3 +334,26 @@ fn call_rcu_callbacks_run_only_after_their_grace_period() {
         reader.join().unwrap();
     });
 }
+
+/// A qsbr reader coming back online reaches the new object: a scan credits it
+/// on the word it stores there, so its sections from then on must see every
+/// update published before that word's grace period. (Models the Acquire
+/// load of `gp_word` in `go_online`: made Relaxed, this model fails from 4
+/// preemptions on, so it runs with at least 4.)
+#[test]
+fn a_qsbr_reader_back_online_reaches_the_new_object() {
+    model_with_preemptions(4, || {
+        configure(true);
+        reader_against_updater(
+            |slot| {
+                let mut registration = QsbrThread::register();
+                registration.offline().online();
+                let guard = registration.read_lock();
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(guard);
+                drop(registration);
+            },
+            qsbr::synchronize_rcu,
+        );
+    });
+}
