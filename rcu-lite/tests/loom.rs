@@ -357,3 +357,21 @@ fn a_qsbr_reader_back_online_reaches_the_new_object() {
         );
     });
 }
+
+/// Three concurrent callers and no reader: two of them may sleep for the
+/// same grace period, and its completion wakes both. (Models the
+/// `wake_all` of `announce_completion`: a `wake_one` there leaves a sleeper
+/// blocked, which loom reports as a deadlock.)
+#[test]
+fn three_callers_sleeping_for_one_grace_period_all_return() {
+    loom::model(|| {
+        configure(true);
+        let callers: Vec<_> = (0..2)
+            .map(|_| thread::spawn(memb::synchronize_rcu))
+            .collect();
+        memb::synchronize_rcu();
+        for caller in callers {
+            caller.join().unwrap();
+        }
+    });
+}
