@@ -1,4 +1,4 @@
-//! Loom models of the raw lock: every interleaving of 2-3 threads (up to
+//! Loom models of the raw lock: every interleaving of 2-4 threads (up to
 //! `LOOM_MAX_PREEMPTIONS` preemptions) of the fast paths, the slow paths, the
 //! MCS wait queue and the sleep/wake protocol.
 //!
@@ -282,5 +282,37 @@ fn cond_load_never_loses_a_wake_up() {
         for w in wakers {
             w.join().unwrap();
         }
+    });
+}
+
+/// Three readers queue behind a writer that holds the lock. The front admits
+/// the others one by one, and may find one of them not yet linked to the next:
+/// it then waits for `LINKED` on that reader's node, whose owner waits on the
+/// same word for its admission (the two-waiters path). Every reader must be
+/// admitted and see the writer's value, and the lock must end empty.
+///
+/// The link's wake must reach both sleepers: made a wake of one, this model
+/// deadlocks at `LOOM_MAX_PREEMPTIONS=3` (about 5 minutes, so CI runs it at 2,
+/// where it takes about 4 s and that mutant passes).
+#[test]
+fn three_readers_queued_behind_a_writer_are_admitted() {
+    loom::model(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let locked = locked.clone();
+                thread::spawn(move || locked.read())
+            })
+            .collect();
+        // SAFETY: write-locked above.
+        locked.value.with_mut(|v| unsafe { *v = 7 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.write_unlock() };
+        for r in readers {
+            assert_eq!(r.join().unwrap(), 7);
+        }
+        assert!(!locked.lock.is_locked());
+        assert!(locked.lock.try_write_lock(), "nothing left in the word");
     });
 }
