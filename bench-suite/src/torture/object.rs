@@ -33,10 +33,14 @@ pub const QUARANTINE: usize = 1 << 14;
 /// reader stall (300 ms, `faults.rs`) and a margin for a reader the
 /// scheduler descheduled inside its section.
 pub const QUARANTINE_MIN_AGE: Duration = Duration::from_millis(600);
-/// Quarantine entries stamped with one reading of the clock. The stamp lags
-/// by at most this many reclamations, which matters only where they are so
-/// slow that [`QUARANTINE`] objects span far more than the minimum age.
+/// Reclamations per reading of the clock. Each quarantine entry is stamped
+/// with the first reading taken at or after its admission, so an entry never
+/// looks older than it is: an entry admitted between readings carries the
+/// previous one until the next reading restamps it, and it cannot reach the
+/// front of the queue before that (it is among the last `STAMP_EVERY`
+/// entries, and the front leaves only when more than [`QUARANTINE`] are held).
 const STAMP_EVERY: u32 = 256;
+const _: () = assert!((STAMP_EVERY as usize) < QUARANTINE);
 
 /// An object a torture writer publishes and readers check.
 #[derive(Debug)]
@@ -100,24 +104,39 @@ pub struct Ledger {
     quarantine: Mutex<Quarantine>,
 }
 
-/// Poisoned objects waiting to be freed, oldest first, with when they came.
+/// Poisoned objects waiting to be freed, oldest first, with when they came
+/// (see [`STAMP_EVERY`]).
 #[derive(Debug, Default)]
 struct Quarantine {
     objects: VecDeque<(SendPtr, Instant)>,
-    /// The clock as last read, and reclamations since.
+    /// The clock as last read.
     clock: Option<Instant>,
-    since_clock: u32,
+    /// Entries admitted since `clock` was read: the last ones in `objects`,
+    /// stamped with `clock` until the next reading restamps them.
+    unstamped: u32,
 }
 
 impl Quarantine {
     /// Takes `ptr` in and returns up to two objects old enough to free (two,
     /// so that it shrinks back after a burst held it above its size).
     fn admit(&mut self, ptr: SendPtr) -> [Option<SendPtr>; 2] {
-        if self.since_clock == 0 {
-            self.clock = Some(Instant::now());
-        }
-        self.since_clock = (self.since_clock + 1) % STAMP_EVERY;
-        let now = self.clock.expect("read above");
+        let now = match self.clock {
+            Some(clock) if self.unstamped + 1 < STAMP_EVERY => {
+                self.unstamped += 1;
+                clock
+            }
+            _ => {
+                let now = Instant::now();
+                let held = self.objects.len();
+                let pending = self.unstamped as usize;
+                for (_, stamp) in self.objects.range_mut(held - pending..) {
+                    *stamp = now;
+                }
+                self.clock = Some(now);
+                self.unstamped = 0;
+                now
+            }
+        };
         self.objects.push_back((ptr, now));
         let mut free = [None, None];
         for slot in &mut free {
@@ -283,5 +302,39 @@ mod tests {
         }
         let held = ledger.quarantine.lock().unwrap().objects.len();
         assert!(held < 2 * QUARANTINE, "{held}: old objects were not freed");
+    }
+    /// An object admitted long after the clock was last read is not stamped
+    /// with that old reading: a burst of reclamations right after it must not
+    /// free it as if it had waited all that time.
+    #[test]
+    #[cfg_attr(miri, ignore = "tens of thousands of allocations: minutes under miri")]
+    fn an_object_admitted_between_clock_readings_is_not_freed_early() {
+        let ledger = Ledger::new();
+        // SAFETY (every `reclaim` below): the pointer came from
+        // `Box::into_raw`; after the call the quarantine owns it.
+        unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, 0))) };
+        // Reclamation pauses after the clock reading of that admission...
+        std::thread::sleep(QUARANTINE_MIN_AGE + Duration::from_millis(50));
+        let late = Box::into_raw(TortureObject::new(&ledger, 1));
+        // SAFETY: as above.
+        unsafe { reclaim(late) };
+        // ...then bursts, far past the quarantine's size.
+        for seq in 2..=QUARANTINE as u64 + 4 * u64::from(STAMP_EVERY) {
+            // SAFETY: as above.
+            unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, seq))) };
+        }
+        // The first object, which did wait, was freed; `late` was not.
+        let front = ledger
+            .quarantine
+            .lock()
+            .unwrap()
+            .objects
+            .front()
+            .map(|(p, _)| p.0);
+        assert!(
+            front == Some(late),
+            "an object quarantined for less than {QUARANTINE_MIN_AGE:?} was freed, \
+             or the one that waited longer was not"
+        );
     }
 }
