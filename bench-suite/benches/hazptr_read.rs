@@ -41,7 +41,7 @@ fn hazptr_read(c: &mut Criterion) {
     let mut hp = haphazard::HazardPointer::new();
     group.bench_function(BenchmarkId::new("haphazard", "protect+reset"), |b| {
         b.iter(|| {
-            black_box(hap.safe_load(&mut hp));
+            black_box(hap.safe_load(&mut hp).copied());
             hp.reset_protection();
         })
     });
@@ -64,7 +64,7 @@ fn hazptr_read(c: &mut Criterion) {
             let guard = crossbeam_epoch::pin();
             let shared = epoch_value.load(Acquire, &guard);
             // SAFETY: never freed while the benchmark runs; `guard` pins.
-            black_box(unsafe { shared.deref() });
+            black_box(*unsafe { shared.deref() });
         })
     });
     group.finish();

@@ -7,6 +7,12 @@
 //! `syncbench rcuscale` runs. The reader thread starts before the timed region
 //! and runs until the benchmark ends.
 //!
+//! `readers=0` is not a like-for-like comparison for `liburcu-memb`: with no
+//! registered reader, liburcu's `synchronize_rcu()` skips its fence and its
+//! scan, while rcu-lite's caller is itself registered and pays the heavy
+//! fence (`docs/measuring.md`, *rcuscale: waiting for readers*). Compare the flavors at
+//! `readers=1`; `readers=0` shows each one's cost with nobody to wait for.
+//!
 //! `cargo bench -p bench-suite --bench rcu_synchronize -- --quick`
 
 use bench_suite::rcuscale::{self, GracePeriod, Options};

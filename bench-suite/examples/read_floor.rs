@@ -120,7 +120,7 @@ fn crossbeam(n: u64, value: &crossbeam_epoch::Atomic<u64>) -> f64 {
     ns_per(n, || {
         let guard = crossbeam_epoch::pin();
         // SAFETY: `value` is never freed while the run lasts.
-        black_box(unsafe { value.load(Acquire, &guard).deref() });
+        black_box(*unsafe { value.load(Acquire, &guard).deref() });
     })
 }
 

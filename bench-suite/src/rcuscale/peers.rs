@@ -65,7 +65,7 @@ impl GracePeriod for CrossbeamEpoch {
                 // Acquire pairs with the writer's AcqRel swap.
                 let node = self.current.load(Acquire, &guard);
                 // SAFETY: never null; `guard` keeps it alive.
-                black_box(unsafe { node.deref() });
+                black_box(*unsafe { node.deref() });
             }
             n += 64;
         }
@@ -77,7 +77,7 @@ impl GracePeriod for CrossbeamEpoch {
         // epoch advance walks every registered participant.
         let guard = epoch::pin();
         // SAFETY: never null; `guard` keeps it alive.
-        black_box(unsafe { self.current.load(Acquire, &guard).deref() });
+        black_box(*unsafe { self.current.load(Acquire, &guard).deref() });
         drop(guard);
         idle_wait(ready, stop);
     }

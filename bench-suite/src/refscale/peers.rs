@@ -85,7 +85,7 @@ impl ReadSide for CrossbeamEpoch {
             let shared = self.value.load(Acquire, &guard);
             // SAFETY: the pointer was allocated in `new` and is only freed in
             // `drop`, which cannot run while `&self` is borrowed; `guard` pins.
-            black_box(unsafe { shared.deref() });
+            black_box(*unsafe { shared.deref() });
         })
     }
 }
@@ -120,7 +120,7 @@ impl ReadSide for Haphazard {
         // section protects and releases, as a reader of a linked structure would.
         let mut hp = haphazard::HazardPointer::new();
         time_sections(iterations, || {
-            black_box(value.safe_load(&mut hp));
+            black_box(value.safe_load(&mut hp).copied());
             hp.reset_protection();
         })
     }
