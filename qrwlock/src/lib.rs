@@ -62,7 +62,8 @@
 //!
 //! Unlocking a lock that is not held through the raw layer
 //! ([`RawQRwLock::write_unlock`] without the writer byte set,
-//! [`RawQRwLock::read_unlock`] with no reader counted) panics with a message
+//! [`RawQRwLock::read_unlock`] with no reader counted or with the writer byte
+//! set) panics with a message
 //! naming the misuse, after restoring the word. The check follows the
 //! unlock's one read-modify-write, so threads using the lock at that moment
 //! can see the bad word before the repair: they may panic in turn or be left

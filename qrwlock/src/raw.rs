@@ -192,18 +192,22 @@ impl RawQRwLock {
     ///
     /// # Panics
     ///
-    /// If the lock has no reader at all (an unlock without a lock), after
-    /// restoring the count; with other readers inside, such a misuse cannot be
-    /// told apart from a correct unlock.
+    /// If the lock has no reader at all, or is write-locked (an unlock without
+    /// a lock; a reader waiting at the front of the queue is counted but does
+    /// not hold it), after restoring the count; with other readers inside,
+    /// such a misuse cannot be told apart from a correct unlock.
     #[inline]
     pub unsafe fn read_unlock(&self) {
         // Release: pairs with the Acquire CAS of the writer that takes the
         // lock once the count is zero, ordering our reads before its writes.
         let cnts = self.cnts.fetch_sub(READER_BIAS, Ordering::Release);
-        // One test for both rare cases: the queue head sleeps, or the count
-        // was zero (the subtraction wrapped into the overflow bit; the slow
-        // path tells this misuse apart from a count really that high).
-        if cnts.wrapping_sub(READER_BIAS) & (HEAD_SLEEPING | READER_OVERFLOW) != 0 {
+        // One test for the rare cases: the queue head sleeps, the count was
+        // zero (the subtraction wrapped into the overflow bit; the slow path
+        // tells this misuse apart from a count really that high), or a writer
+        // holds the lock, which no correct read unlock can see (a writer sets
+        // the byte only from a word with no reader; a count there is a reader
+        // at the front of the queue, waiting, not holding).
+        if cnts.wrapping_sub(READER_BIAS) & (HEAD_SLEEPING | READER_OVERFLOW | WRITER_LOCKED) != 0 {
             self.read_unlock_slow(cnts);
         }
     }
@@ -404,6 +408,14 @@ impl RawQRwLock {
             panic!(
                 "qrwlock: read_unlock of a RawQRwLock that no reader holds \
                  (an unlock without a matching read lock)"
+            );
+        }
+        if cnts & WRITER_LOCKED != 0 {
+            // Restore the count: the bias we took was a waiting reader's.
+            self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+            panic!(
+                "qrwlock: read_unlock of a RawQRwLock that is write-locked, so no reader holds \
+                 it (an unlock without a matching read lock; the count is a queued reader's)"
             );
         }
         if cnts & HEAD_SLEEPING != 0 {

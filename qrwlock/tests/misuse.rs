@@ -11,7 +11,10 @@
 #![cfg(not(loom))]
 
 use qrwlock::{READER_OVERFLOW, READER_SHIFT, RawQRwLock, RwLock, cond_load_acquire};
+use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
+use std::thread;
+use std::time::Duration;
 
 use test_support::misuse::*;
 
@@ -80,6 +83,46 @@ fn read_unlock_of_a_lock_no_reader_holds() {
             },
         );
     });
+}
+
+/// A writer's `read_unlock` while a reader waits at the front of the queue,
+/// already counted in the word: the count is not zero, but the writer byte
+/// says no reader holds the lock. Undetected, it took the waiting reader's
+/// count, so a writer could later enter beside that reader, and the reader's
+/// own correct unlock took the blame.
+#[test]
+fn read_unlock_of_a_write_locked_lock_with_a_reader_queued() {
+    assert_misuse(
+        "RawQRwLock::read_unlock, write-locked, a reader queued",
+        READ_UNHELD,
+        || {
+            let lock = Arc::new(RawQRwLock::new());
+            lock.write_lock();
+            let reader = {
+                let lock = Arc::clone(&lock);
+                thread::spawn(move || {
+                    lock.read_lock();
+                    // SAFETY: the shared hold taken above.
+                    unsafe { lock.read_unlock() };
+                })
+            };
+            // The front reader counts itself in before it waits for the byte.
+            while !format!("{lock:?}").contains("readers: 1") {
+                thread::sleep(Duration::from_millis(1));
+            }
+            refused_then(
+                // SAFETY: deliberately violated: held exclusive, not shared.
+                || unsafe { lock.read_unlock() },
+                || {
+                    assert!(lock.is_locked_exclusive(), "the writer still holds it");
+                    // SAFETY: the exclusive hold taken above.
+                    unsafe { lock.write_unlock() };
+                    reader.join().expect("the reader's unlock is a correct one");
+                    assert!(lock.try_write_lock(), "the count is back to zero");
+                },
+            );
+        },
+    );
 }
 
 #[test]
