@@ -168,6 +168,9 @@ impl RawQRwLock {
     pub fn try_read_lock(&self) -> bool {
         let cnts = self.cnts.load(Ordering::Relaxed);
         if cnts & (WRITER_MASK | READER_OVERFLOW) != 0 {
+            if cnts & READER_OVERFLOW != 0 {
+                reader_overflow();
+            }
             return false;
         }
         // Acquire: as in `read_lock`.
@@ -588,7 +591,11 @@ mod tests {
         let caught = std::panic::catch_unwind(|| lock.read_lock());
         let message = *caught.unwrap_err().downcast::<&str>().unwrap();
         assert!(message.contains("reader count overflow"), "{message}");
-        assert!(!lock.try_read_lock());
+        // try_read_lock panics there too, whether its first look sees the
+        // full count (here) or its add does.
+        let caught = std::panic::catch_unwind(|| lock.try_read_lock());
+        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
+        assert!(message.contains("reader count overflow"), "{message}");
         assert_eq!(
             lock.cnts.load(Ordering::Relaxed),
             before,
