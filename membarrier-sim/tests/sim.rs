@@ -233,6 +233,19 @@ fn bad_parameters_are_refused_with_the_reason() {
             Box::new(|c| c.throttle.as_mut().unwrap().quota_ns = 40_000_000),
             "never throttle",
         ),
+        // Past the run they overflowed the timer's arithmetic.
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().distribute_entry_ns = u64::MAX / 4),
+            "distribute_entry_ns is",
+        ),
+        (
+            Box::new(|c| {
+                let t = c.throttle.as_mut().unwrap();
+                t.period_ns = 18_446_744_073_709_551_000;
+                t.quota_ns = 18_446_744_073_709_551_000;
+            }),
+            "period_ns is",
+        ),
         (
             Box::new(|c| c.throttle.as_mut().unwrap().overshoot_ns = 0),
             "overshoot",

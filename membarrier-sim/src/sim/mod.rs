@@ -398,6 +398,22 @@ impl Config {
             if t.quota_ns == 0 {
                 return Err(E::ZeroQuota);
             }
+            // Bounded by the run, as the costs above: the timer adds them to
+            // the clock and multiplies the entry cost by the CPUs it
+            // unthrottles, which past the run could overflow.
+            for (what, ns) in [
+                ("period_ns", t.period_ns),
+                ("quota_ns", t.quota_ns),
+                ("distribute_entry_ns", t.distribute_entry_ns),
+            ] {
+                if ns > self.sim_time_ns {
+                    return Err(E::LongerThanTheRun {
+                        what,
+                        ns,
+                        sim_time_ns: self.sim_time_ns,
+                    });
+                }
+            }
             if u128::from(t.quota_ns) >= u128::from(t.period_ns) * u128::from(self.cpus) {
                 return Err(E::QuotaNeverThrottles {
                     quota_ns: t.quota_ns,
@@ -491,7 +507,8 @@ pub enum ConfigError {
     },
     /// `syscall_ns == 0`.
     FreeCalls,
-    /// A per-call cost or the think time is longer than the whole run.
+    /// A per-call cost, the think time, or a throttle period, quota or
+    /// per-entry cost is longer than the whole run.
     LongerThanTheRun {
         /// The field.
         what: &'static str,
