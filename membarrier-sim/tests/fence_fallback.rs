@@ -22,7 +22,7 @@ fn forced_fallback_sticks() {
 fn fallback_forbids_store_buffering() {
     forced();
     assert_eq!(
-        common::store_buffering(common::ROUNDS, fence::light, fence::heavy),
+        common::store_buffering(common::ROUNDS, fence::light, fence::heavy).forbidden,
         0
     );
 }

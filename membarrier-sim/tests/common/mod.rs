@@ -53,6 +53,8 @@ struct Shared {
     r2: AtomicU32,
     /// The time-stamp-counter value at which both sides start this round.
     start_at: AtomicU64,
+    /// How many cycles late B started this round.
+    b_late: AtomicU64,
     barrier: SpinBarrier,
 }
 
@@ -83,25 +85,48 @@ fn next_start() -> u64 {
     if TSC_START { now_tsc() + START_LEAD } else { 0 }
 }
 
-/// Spins until the time-stamp counter reaches `at`.
-fn start_at(at: u64) {
-    while now_tsc() < at {
+/// Spins until the time-stamp counter reaches `at`; returns how many cycles
+/// late it got there (a thread descheduled meanwhile arrives late).
+fn start_at(at: u64) -> u64 {
+    loop {
+        let now = now_tsc();
+        if now >= at {
+            return now - at;
+        }
         std::hint::spin_loop();
     }
+}
+
+/// A round counts as overlapped when both sides started within this many
+/// cycles of the agreed value (about 0.5 us at 4 GHz): their stores and
+/// loads then ran at once, as the litmus needs.
+const OVERLAP_CYCLES: u64 = 2_000;
+
+/// What a run of rounds saw.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Litmus {
+    /// Rounds that ended with both loads 0.
+    pub forbidden: usize,
+    /// Rounds in which both sides started together (all of them where there
+    /// is no time-stamp counter to tell): on a loaded machine one side is
+    /// often descheduled, and such a round cannot show reordering.
+    pub overlapped: usize,
 }
 
 /// Rounds a litmus test runs: fewer under miri, whose weak-memory emulation
 /// explores the reorderings without needing many rounds to stumble on one.
 pub const ROUNDS: usize = if cfg!(miri) { 200 } else { 20_000 };
 
-/// Runs `rounds` rounds and returns how many showed the forbidden outcome.
-pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> usize {
+/// Runs `rounds` rounds and returns how many showed the forbidden outcome,
+/// and how many overlapped.
+pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> Litmus {
     let shared = Arc::new(Shared {
         x: AtomicU32::new(0),
         y: AtomicU32::new(0),
         r1: AtomicU32::new(0),
         r2: AtomicU32::new(0),
         start_at: AtomicU64::new(0),
+        b_late: AtomicU64::new(0),
         barrier: SpinBarrier {
             arrived: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
@@ -113,34 +138,39 @@ pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> usize {
             for _ in 0..rounds {
                 s.barrier.wait();
                 // Relaxed: the barrier's Acquire made A's store visible.
-                start_at(s.start_at.load(Relaxed));
+                let late = start_at(s.start_at.load(Relaxed));
                 s.y.store(1, Relaxed);
                 fence_b();
                 s.r2.store(s.x.load(Relaxed), Relaxed);
+                // Relaxed: published to A by the barrier, as r2.
+                s.b_late.store(late, Relaxed);
                 s.barrier.wait();
                 s.barrier.wait();
             }
         })
     };
     let s = &shared;
-    let mut forbidden = 0;
+    let mut seen = Litmus::default();
     for _ in 0..rounds {
         // Relaxed: the barrier below publishes it to B.
         s.start_at.store(next_start(), Relaxed);
         s.barrier.wait();
-        start_at(s.start_at.load(Relaxed));
+        let late = start_at(s.start_at.load(Relaxed));
         s.x.store(1, Relaxed);
         fence_a();
         s.r1.store(s.y.load(Relaxed), Relaxed);
         s.barrier.wait();
         // The barrier's AcqRel/Acquire pair makes B's r2 visible here.
         if s.r1.load(Relaxed) == 0 && s.r2.load(Relaxed) == 0 {
-            forbidden += 1;
+            seen.forbidden += 1;
+        }
+        if !TSC_START || late.max(s.b_late.load(Relaxed)) <= OVERLAP_CYCLES {
+            seen.overlapped += 1;
         }
         s.x.store(0, Relaxed);
         s.y.store(0, Relaxed);
         s.barrier.wait();
     }
     b.join().unwrap();
-    forbidden
+    seen
 }
