@@ -553,10 +553,14 @@ fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
         return Err(Failure::Usage("at least 1 caller is needed (got 0)".into()));
     }
     let watchdog = Duration::from_millis(args.watchdog_ms);
+    let seconds = args.duration_s.unwrap_or(2.0);
+    let duration = Duration::try_from_secs_f64(seconds).map_err(|_| {
+        Failure::Usage(format!("--duration-s {seconds} is too long for a real run"))
+    })?;
     let config = stress::Config {
         threads,
         targets,
-        duration: Duration::from_secs_f64(args.duration_s.unwrap_or(2.0)),
+        duration,
         watchdog,
     };
     let report = stress::run(&config).map_err(|e| Failure::Run(format!("membarrier: {e}")))?;

@@ -928,6 +928,22 @@ fn membarrier_bad_parameters_exit_2_with_the_reason() {
             &["membarrier", "--no-throttle", "--depth", "2"],
             "--no-throttle",
         ),
+        // Past what a Duration holds: refused, not a panic.
+        (
+            &["membarrier", "--mode", "real", "--duration-s", "1e20"],
+            "too long",
+        ),
+        // Past the run: the throttle timer's arithmetic would overflow.
+        (
+            &[
+                "membarrier",
+                "--period-us",
+                "18446744073709551",
+                "--quota-us",
+                "18446744073709551",
+            ],
+            "period_ns is",
+        ),
     ];
     for (args, needle) in cases {
         let out = syncbench(args);
