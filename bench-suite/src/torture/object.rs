@@ -310,8 +310,8 @@ mod tests {
     #[cfg_attr(miri, ignore = "tens of thousands of allocations: minutes under miri")]
     fn an_object_admitted_between_clock_readings_is_not_freed_early() {
         let ledger = Ledger::new();
-        // SAFETY (every `reclaim` below): the pointer came from
-        // `Box::into_raw`; after the call the quarantine owns it.
+        // SAFETY: the pointer came from `Box::into_raw`; after the call the
+        // quarantine owns it.
         unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, 0))) };
         // Reclamation pauses after the clock reading of that admission...
         std::thread::sleep(QUARANTINE_MIN_AGE + Duration::from_millis(50));
