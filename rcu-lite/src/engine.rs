@@ -197,6 +197,11 @@ pub(crate) struct Engine {
     worker_record: Record,
     /// `call_rcu()` callbacks waiting for a grace period.
     pub(crate) callbacks: CallbackQueue,
+    /// Under loom: see [`loom_worker_inline`]. In the engine, which each
+    /// model execution builds anew, so that models running in parallel test
+    /// threads do not see each other's setting.
+    #[cfg(loom)]
+    loom_worker_inline: ConfigBool,
 }
 
 impl Engine {
@@ -225,6 +230,8 @@ impl Engine {
                 #[cfg(not(loom))]
                 worker_record: Record::placeholder(),
                 callbacks: CallbackQueue::new(),
+                #[cfg(loom)]
+                loom_worker_inline: ConfigBool::new(false),
             }
         }
     }
@@ -433,7 +440,7 @@ impl Engine {
     /// calling driver comes back at once and drives the next one itself).
     fn crowded(&self) -> bool {
         #[cfg(loom)]
-        return LOOM_WORKER_INLINE.load(Relaxed);
+        return self.loom_worker_inline.load(Relaxed);
         // Relaxed: a heuristic; no data depends on it.
         #[cfg(not(loom))]
         return self.callers.sleeping.load(Relaxed) > worker_threshold();
@@ -754,17 +761,14 @@ impl Engine {
     }
 }
 
-/// Under loom: whether drivers hand over to the worker's part (run inline)
-/// whenever a grace period is needed, instead of waking a waiter.
-#[cfg(loom)]
-static LOOM_WORKER_INLINE: ConfigBool = ConfigBool::new(false);
-
-/// Under loom: makes every driver that finds a grace period needed run the
-/// worker's part itself (`on`), or wake a waiter to take over as without a
-/// worker thread (`off`, the default), so that models can cover both.
+/// Under loom: makes every driver of either flavor that finds a grace period
+/// needed run the worker's part itself (`on`), or wake a waiter to take over
+/// as without a worker thread (`off`, the default), so that models can cover
+/// both. Call it inside the model: the setting lasts one execution.
 #[cfg(loom)]
 pub fn loom_worker_inline(on: bool) {
-    LOOM_WORKER_INLINE.store(on, Relaxed);
+    crate::memb::engine().loom_worker_inline.store(on, Relaxed);
+    crate::qsbr::engine().loom_worker_inline.store(on, Relaxed);
 }
 
 /// Sleeping waiters per CPU above which a driver hands over to the worker and
