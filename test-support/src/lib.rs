@@ -40,9 +40,9 @@ pub struct ForkHooks {
 /// test instead of stalling it).
 pub const CHILD_ALARM_S: u32 = 20;
 
-/// Forks between `hooks`; the child runs `child` under a
-/// [`CHILD_ALARM_S`] alarm and exits 0 if it returned, 1 if it panicked.
-/// Returns the child's wait status.
+/// Forks between `hooks`; the child runs the child hook and then `child`
+/// under a [`CHILD_ALARM_S`] alarm and exits 0 if both returned, 1 if either
+/// panicked. Returns the child's wait status.
 pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
     (hooks.before)();
     // SAFETY: the child only runs Rust code that glibc's fork handlers make
@@ -50,10 +50,17 @@ pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        (hooks.after_child)();
+        // The alarm first and the hook inside the catch: the hook is code
+        // under test too. A panic escaping it would unwind into the child's
+        // copy of the test harness, which could end the child with status 0
+        // without running `child`; a hang in it would keep the parent's
+        // `waitpid` waiting for good (alarms do not cross a fork).
         // SAFETY: plain libc call; a hang ends the child with SIGALRM.
         unsafe { libc::alarm(CHILD_ALARM_S) };
-        let code = match catch_unwind(AssertUnwindSafe(child)) {
+        let code = match catch_unwind(AssertUnwindSafe(|| {
+            (hooks.after_child)();
+            child();
+        })) {
             Ok(()) => 0,
             Err(_) => 1,
         };
@@ -141,12 +148,40 @@ impl Crowd {
         }
     }
 
-    /// Stops and joins the threads; a panic in one fails here.
-    pub fn stop(self) {
+    /// Stops and joins the threads; a panic in one fails here. A thread still
+    /// inside its call after [`CROWD_STOP_LIMIT`] (a wait that never ends,
+    /// such as a lost wake-up, which the other threads' progress hid from
+    /// [`Crowd::until_calls`]) ends the test process with a message.
+    pub fn stop(mut self) {
         self.stop.store(true, Relaxed);
-        for t in self.threads {
+        let deadline = Instant::now() + CROWD_STOP_LIMIT;
+        while !self.threads.iter().all(thread::JoinHandle::is_finished) {
+            if Instant::now() >= deadline {
+                use std::io::Write;
+                let stuck = self.threads.iter().filter(|t| !t.is_finished()).count();
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{stuck} crowd thread(s) still inside a call {CROWD_STOP_LIMIT:?} after the \
+                     crowd was stopped, which can only be a wait that never ends"
+                );
+                std::process::exit(101);
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        for t in std::mem::take(&mut self.threads) {
             t.join().expect("a crowd thread panicked");
         }
+    }
+}
+
+/// How long [`Crowd::stop`] waits for the threads' last calls to end.
+pub const CROWD_STOP_LIMIT: Duration = Duration::from_secs(20);
+
+impl Drop for Crowd {
+    /// A crowd dropped without [`Crowd::stop`] (a test that failed meanwhile)
+    /// stops calling; its threads are not joined.
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
     }
 }
 
@@ -263,5 +298,38 @@ pub fn within_a_deadline(what: &str, limit: Duration, body: impl FnOnce() + Send
             );
             std::process::exit(101);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nothing() {}
+
+    fn panicking_child_hook() {
+        panic!("the child hook failed");
+    }
+
+    /// A child hook that panics fails the child, and `child` does not run.
+    #[test]
+    #[cfg_attr(miri, ignore = "fork(2), which miri does not implement")]
+    fn a_panicking_child_hook_fails_the_child() {
+        let hooks = ForkHooks {
+            before: nothing,
+            after_parent: nothing,
+            after_child: panicking_child_hook,
+        };
+        // SAFETY: plain libc call, in the child only.
+        let status = fork_and_wait(hooks, || unsafe { libc::_exit(0) });
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1,
+            "wait status {status:#x}"
+        );
+        let fine = ForkHooks {
+            after_child: nothing,
+            ..hooks
+        };
+        assert_child_succeeded(fork_and_wait(fine, || {}), "nothing");
     }
 }
