@@ -42,7 +42,8 @@ pub enum Command {
     Torture(TortureArgs),
     /// Run a profile of every measurement and write a report (markdown, HTML, SVG plots, JSON).
     Report(ReportArgs),
-    /// Compare two results.json files and flag regressions beyond a threshold.
+    /// Compare two results.json files and flag regressions beyond a threshold (counts of work in
+    /// timed runs are compared per second of run).
     Compare(CompareArgs),
     /// Benchmark one read/write workload on this machine and recommend a primitive.
     Advise(AdviseArgs),

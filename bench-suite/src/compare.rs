@@ -7,7 +7,10 @@
 //! writers, readers, cpus, ...), and whose *figures* are its other numeric
 //! leaves (nested objects flatten to `latency_us.p99`). A figure's direction
 //! (lower or higher is better) comes from its name; figures of unknown
-//! direction are shown but never flagged.
+//! direction are shown but never flagged. Counts of work done in a timed run
+//! (`writes.total`, `gps`, `replaced`, ...) are compared per second of the
+//! run (`writes.total_per_s`): two runs of different length (a quick and a
+//! full profile) would otherwise show the longer one as an improvement.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -30,6 +33,10 @@ const IDENTITY_NUMBERS: &[&str] = &[
 /// Numeric fields that are neither identity nor figures (run settings).
 const SETTINGS: &[&str] = &["iterations", "duration_s", "sim_seconds", "seed", "runs"];
 
+/// Figures that count work done over a run's `duration_s`: compared as
+/// rates (`_per_s`), since they grow with the run's length.
+const RUN_COUNTS: &[&str] = &["total", "min", "max", "gps", "reads", "replaced"];
+
 /// Whether lower or higher is better for a figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,6 +52,8 @@ pub enum Direction {
 /// The direction of the figure at `path` (dot-separated).
 pub fn direction(path: &str) -> Direction {
     let last = path.rsplit('.').next().unwrap_or(path);
+    // A count made a rate keeps its count's direction.
+    let last = last.strip_suffix("_per_s").unwrap_or(last);
     // Injected faults (torture `--faults`) are settings that happened, not
     // results: more injected stalls is not a regression.
     if path.starts_with("faults.") {
@@ -178,6 +187,22 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                     _ => collect_figures(name, v, &mut figures),
                 }
             }
+            // Counts of work in a timed run, as rates: see the module docs.
+            if let Some(d) = fields
+                .get("duration_s")
+                .and_then(Value::as_f64)
+                .filter(|d| *d > 0.0)
+            {
+                let counts: Vec<String> = figures
+                    .keys()
+                    .filter(|k| RUN_COUNTS.contains(&k.rsplit('.').next().unwrap_or(k)))
+                    .cloned()
+                    .collect();
+                for k in counts {
+                    let count = figures.remove(&k).expect("listed above");
+                    figures.insert(format!("{k}_per_s"), count / d);
+                }
+            }
             // Torture and locktorture outcomes (they count failed checks)
             // record `failure` only when the run hung or panicked: 0 or 1
             // here, so a run that newly fails is a regression from zero.
@@ -251,6 +276,14 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
     let only_old = a.keys().filter(|k| !b.contains_key(*k)).cloned().collect();
     let only_new = b.keys().filter(|k| !a.contains_key(*k)).cloned().collect();
     let mut machine_differences = Vec::new();
+    if let (Some(pa), Some(pb)) = (old.get("profile"), new.get("profile"))
+        && pa != pb
+    {
+        machine_differences.push(format!(
+            "profile: {pa} -> {pb} (other mixes and thread counts; only measurements in both \
+             are compared)"
+        ));
+    }
     let mut machine_cost_changes = Vec::new();
     let mut machine_unrecorded = Vec::new();
     if let (Some(Value::Object(ma)), Some(Value::Object(mb))) =
@@ -384,8 +417,11 @@ mod tests {
         let c = compare(&run(1.0, 1000, 0), &run(1.2, 850, 0), 10.0);
         let get = |f: &str| c.changes.iter().find(|ch| ch.figure == f).unwrap();
         assert!(get("ns_per_op").regression, "20% slower reads");
-        assert!(get("writes.total").regression, "15% fewer writes");
-        assert!(!get("writes.max").regression && get("writes.max").direction == Direction::Neutral);
+        assert!(get("writes.total_per_s").regression, "15% fewer writes");
+        assert!(
+            !get("writes.max_per_s").regression
+                && get("writes.max_per_s").direction == Direction::Neutral
+        );
         assert!(!get("errors").regression);
         assert_eq!(c.regressions(), 2);
         // Settings are not figures; identity numbers are part of the key.
@@ -402,6 +438,31 @@ mod tests {
 
         let within = compare(&run(1.0, 1000, 0), &run(1.05, 960, 0), 10.0);
         assert_eq!(within.regressions() + within.improvements(), 0);
+    }
+
+    #[test]
+    fn counts_of_runs_of_different_lengths_compare_as_rates() {
+        let mut long = run(1.0, 2500, 0);
+        long["profile"] = json!("full");
+        long["locktorture"][0]["duration_s"] = json!(12.5);
+        long["locktorture"][0]["writes"]["max"] = json!(25);
+        long["locktorture"][0]["writes"]["min"] = json!(12.5);
+        // 1000 writes in 5 s against 2500 in 12.5 s: the same rate.
+        let c = compare(&run(1.0, 1000, 0), &long, 10.0);
+        let total = c
+            .changes
+            .iter()
+            .find(|ch| ch.figure == "writes.total_per_s")
+            .unwrap();
+        assert_eq!((total.old, total.new), (200.0, 200.0));
+        assert_eq!(c.regressions() + c.improvements(), 0);
+        assert!(
+            c.machine_differences
+                .iter()
+                .any(|d| d.starts_with("profile: \"quick\" -> \"full\"")),
+            "{:?}",
+            c.machine_differences
+        );
     }
 
     #[test]
