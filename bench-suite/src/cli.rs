@@ -232,9 +232,13 @@ pub struct AdviseArgs {
     /// Size of the shared payload in bytes.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
     pub payload_bytes: u64,
-    /// Seconds each contender runs.
+    /// Seconds each run of a contender lasts.
     #[arg(long, default_value_t = 0.5, value_parser = positive_seconds)]
     pub duration_s: f64,
+    /// Runs of each contender, taken in turns with the others' (the median
+    /// run is shown).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
     /// Print the matrix and the recommendation as JSON.
     #[arg(long)]
     pub json: bool,
@@ -486,9 +490,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 threads: args.threads as usize,
                 payload_bytes: args.payload_bytes as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
+                rounds: args.rounds as usize,
             };
-            let mut progress =
-                crate::progress::Progress::new(advise::implementations().len() as u64, "advise");
+            let mut progress = crate::progress::Progress::new(
+                advise::implementations().len() as u64 * u64::from(args.rounds),
+                "advise",
+            );
             let advice = advise::advise(config, &mut progress);
             drop(progress);
             if args.json {

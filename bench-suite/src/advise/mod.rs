@@ -9,6 +9,12 @@
 //! retried so no update is lost). Unequal words mean a reader saw a torn
 //! payload: counted as an error, and a contender with errors is never
 //! recommended.
+//!
+//! Contenders take turns: each round runs every contender once, in an order
+//! rotated from round to round, and a contender's figures are those of its
+//! median run. A slow stretch of the machine then costs several contenders
+//! one run each instead of every run of one. A lead under [`TIE_MARGIN`] is
+//! reported as a tie.
 
 mod ours;
 mod peers;
@@ -112,10 +118,16 @@ pub struct Config {
     pub threads: usize,
     /// Payload size in bytes (rounded up to whole 8-byte words).
     pub payload_bytes: usize,
-    /// How long each contender runs.
+    /// How long each run of a contender lasts.
     #[serde(skip)]
     pub duration: Duration,
+    /// Runs of each contender, taken in turns with the others'.
+    pub rounds: usize,
 }
+
+/// A lead smaller than this, fastest over next fastest, is within the spread
+/// of repeated runs on a small shared machine: the advice calls it a tie.
+pub const TIE_MARGIN: f64 = 1.10;
 
 /// One contender's figures.
 #[derive(Clone, Debug, Serialize)]
@@ -131,8 +143,11 @@ pub struct Outcome {
     pub reads_per_s: f64,
     /// Writes per second.
     pub writes_per_s: f64,
-    /// Torn reads seen.
+    /// Torn reads seen, in all of its runs.
     pub errors: u64,
+    /// Reads plus writes per second of every run, in round order; the
+    /// figures above are those of the median run.
+    pub runs_ops_per_s: Vec<f64>,
     /// Why it was not measured, if it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
@@ -166,6 +181,7 @@ pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> O
                 reads_per_s: 0.0,
                 writes_per_s: 0.0,
                 errors: 0,
+                runs_ops_per_s: Vec::new(),
                 skipped: Some(why.to_string()),
             };
         }
@@ -202,21 +218,40 @@ pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> O
         reads_per_s: reads as f64 / secs,
         writes_per_s: writes as f64 / secs,
         errors: totals.iter().map(|c| c.torn).sum(),
+        runs_ops_per_s: vec![(reads + writes) as f64 / secs],
         skipped: None,
     }
 }
 
-/// Runs the matrix and picks the fastest contender that saw no errors.
+/// One contender's runs as one outcome: the median run's figures (the lower
+/// middle one for an even count), every run's errors and throughput.
+fn combine(mut runs: Vec<Outcome>) -> Outcome {
+    if let Some(skipped) = runs.iter().position(|o| o.skipped.is_some()) {
+        return runs.swap_remove(skipped);
+    }
+    let all: Vec<f64> = runs.iter().map(|o| o.ops_per_s).collect();
+    let errors = runs.iter().map(|o| o.errors).sum();
+    runs.sort_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
+    let mut median = runs.swap_remove((runs.len() - 1) / 2);
+    median.errors = errors;
+    median.runs_ops_per_s = all;
+    median
+}
+
+/// Runs the matrix, `config.rounds` runs of each contender in turns, and
+/// picks the fastest contender that saw no errors.
 pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advice {
-    let mut outcomes: Vec<Outcome> = implementations()
-        .iter()
-        .map(|imp| {
-            progress.set_label(imp.name);
-            let o = measure(imp, config);
+    let imps = implementations();
+    let mut runs: Vec<Vec<Outcome>> = imps.iter().map(|_| Vec::new()).collect();
+    for round in 0..config.rounds.max(1) {
+        for turn in 0..imps.len() {
+            let i = (turn + round) % imps.len();
+            progress.set_label(imps[i].name);
+            runs[i].push(measure(&imps[i], config));
             progress.inc(1);
-            o
-        })
-        .collect();
+        }
+    }
+    let mut outcomes: Vec<Outcome> = runs.into_iter().map(combine).collect();
     outcomes.sort_by(|a, b| b.ops_per_s.total_cmp(&a.ops_per_s));
     let eligible: Vec<&Outcome> = outcomes
         .iter()
@@ -231,7 +266,7 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
         [best, next, ..] => (
             Some(best.name.clone()),
             format!(
-                "use {}: {:.2} Mops/s ({:.2} M reads/s, {:.3} M writes/s), {:.2}x the next best ({}, {:.2} Mops/s) \
+                "use {}: {:.2} Mops/s ({:.2} M reads/s, {:.3} M writes/s), {:.2}x the next best ({}, {:.2} Mops/s){} \
                  for {} reads per write on {} threads with a {}-byte payload",
                 best.name,
                 best.ops_per_s / 1e6,
@@ -240,6 +275,14 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
                 best.ops_per_s / next.ops_per_s,
                 next.name,
                 next.ops_per_s / 1e6,
+                if best.ops_per_s / next.ops_per_s < TIE_MARGIN {
+                    format!(
+                        ": a tie within the spread of repeated runs, so {} serves as well",
+                        next.name
+                    )
+                } else {
+                    String::new()
+                },
                 config.reads_per_write,
                 config.threads,
                 config.payload_bytes
@@ -259,10 +302,12 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
     let w = advice.workload;
     writeln!(
         out,
-        "advise: {} reads per write, {} threads, {}-byte payload, {:.1} s per contender",
+        "advise: {} reads per write, {} threads, {}-byte payload, {} run(s) of {:.1} s per contender \
+         in turns (median run shown)",
         w.reads_per_write,
         w.threads,
         w.payload_bytes,
+        w.rounds,
         w.duration.as_secs_f64()
     )?;
     let best = advice
@@ -304,11 +349,13 @@ mod tests {
             threads: 2,
             payload_bytes: 64,
             duration: Duration::from_millis(50),
+            rounds: 2,
         };
         let advice = advise(config, &mut crate::progress::Progress::new(1, "test"));
         assert_eq!(advice.outcomes.len(), implementations().len());
         for o in &advice.outcomes {
             assert_eq!(o.errors, 0, "{o:?}");
+            assert!(o.skipped.is_some() || o.runs_ops_per_s.len() == 2, "{o:?}");
             assert!(
                 o.skipped.is_some() || (o.reads_per_s > 0.0 && o.writes_per_s > 0.0),
                 "{o:?}"
@@ -321,6 +368,24 @@ mod tests {
             .unwrap();
         assert_eq!(advice.recommended.as_deref(), Some(fastest.name.as_str()));
         assert!(advice.reason.contains(&fastest.name));
+    }
+
+    #[test]
+    fn a_contender_is_its_median_run_with_every_runs_errors() {
+        let run = |ops: f64, errors: u64| Outcome {
+            name: "x".into(),
+            origin: Origin::Workspace,
+            ops_per_s: ops,
+            reads_per_s: ops,
+            writes_per_s: 0.0,
+            errors,
+            runs_ops_per_s: vec![ops],
+            skipped: None,
+        };
+        let o = combine(vec![run(5.0, 0), run(1.0, 2), run(3.0, 0)]);
+        assert_eq!(o.ops_per_s, 3.0);
+        assert_eq!(o.errors, 2);
+        assert_eq!(o.runs_ops_per_s, vec![5.0, 1.0, 3.0]);
     }
 
     #[test]
