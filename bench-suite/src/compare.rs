@@ -33,9 +33,20 @@ const IDENTITY_NUMBERS: &[&str] = &[
 /// Numeric fields that are neither identity nor figures (run settings).
 const SETTINGS: &[&str] = &["iterations", "duration_s", "sim_seconds", "seed", "runs"];
 
-/// Figures that count work done over a run's `duration_s`: compared as
-/// rates (`_per_s`), since they grow with the run's length.
-const RUN_COUNTS: &[&str] = &["total", "min", "max", "gps", "reads", "replaced"];
+/// Figures (whole paths) that count work done over a run's `duration_s`:
+/// compared as rates (`_per_s`), since they grow with the run's length. Not
+/// `latency_us.max` (a time) nor `writes_served_per_ms.min` (already a rate).
+const RUN_COUNTS: &[&str] = &[
+    "writes.total",
+    "writes.min",
+    "writes.max",
+    "reads.total",
+    "reads.min",
+    "reads.max",
+    "gps",
+    "reads",
+    "replaced",
+];
 
 /// Whether lower or higher is better for a figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -125,6 +136,9 @@ pub struct Comparison {
     pub only_old: Vec<String>,
     /// Measurements only in the new run.
     pub only_new: Vec<String>,
+    /// The two runs' profiles (`"quick" -> "full"`) where they differ: other
+    /// mixes, thread counts and run lengths.
+    pub profile_difference: Option<String>,
     /// Machine fields that differ (`field: old -> new`): ratios across
     /// machines are not like for like.
     pub machine_differences: Vec<String>,
@@ -195,7 +209,7 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
             {
                 let counts: Vec<String> = figures
                     .keys()
-                    .filter(|k| RUN_COUNTS.contains(&k.rsplit('.').next().unwrap_or(k)))
+                    .filter(|k| RUN_COUNTS.contains(&k.as_str()))
                     .cloned()
                     .collect();
                 for k in counts {
@@ -275,15 +289,11 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
     }
     let only_old = a.keys().filter(|k| !b.contains_key(*k)).cloned().collect();
     let only_new = b.keys().filter(|k| !a.contains_key(*k)).cloned().collect();
+    let profile_difference = match (old.get("profile"), new.get("profile")) {
+        (Some(pa), Some(pb)) if pa != pb => Some(format!("{pa} -> {pb}")),
+        _ => None,
+    };
     let mut machine_differences = Vec::new();
-    if let (Some(pa), Some(pb)) = (old.get("profile"), new.get("profile"))
-        && pa != pb
-    {
-        machine_differences.push(format!(
-            "profile: {pa} -> {pb} (other mixes and thread counts; only measurements in both \
-             are compared)"
-        ));
-    }
     let mut machine_cost_changes = Vec::new();
     let mut machine_unrecorded = Vec::new();
     if let (Some(Value::Object(ma)), Some(Value::Object(mb))) =
@@ -316,6 +326,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         changes,
         only_old,
         only_new,
+        profile_difference,
         machine_differences,
         machine_cost_changes,
         machine_unrecorded,
@@ -325,6 +336,13 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
 /// Writes the comparison as text: regressions first, then improvements, then
 /// (with `all`) every other figure, and a summary line.
 pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::Result<()> {
+    if let Some(d) = &c.profile_difference {
+        writeln!(
+            out,
+            "warning: profiles differ ({d}): other mixes, thread counts and run lengths; only \
+             measurements in both are compared, counts per second of run"
+        )?;
+    }
     for d in &c.machine_differences {
         writeln!(
             out,
@@ -456,12 +474,30 @@ mod tests {
             .unwrap();
         assert_eq!((total.old, total.new), (200.0, 200.0));
         assert_eq!(c.regressions() + c.improvements(), 0);
+        assert_eq!(
+            c.profile_difference.as_deref(),
+            Some("\"quick\" -> \"full\"")
+        );
+        assert!(c.machine_differences.is_empty());
+    }
+
+    #[test]
+    fn times_and_rates_are_not_made_rates() {
+        let with = |max_us: f64, served_min: f64, duration: f64| {
+            json!({
+                "rcuscale": [{"impl": "rcu-lite", "writers": 1, "readers": 1, "duration_s": duration,
+                              "gps": 100, "latency_us": {"max": max_us}}],
+                "locktorture": [{"lock": "qrwlock", "writers": 4, "readers": 16, "duration_s": duration,
+                                 "writes_served_per_ms": {"min": served_min}, "fail": 0}],
+            })
+        };
+        let c = compare(&with(10.0, 3.0, 1.0), &with(20.0, 3.0, 2.0), 10.0);
+        let get = |f: &str| c.changes.iter().find(|ch| ch.figure == f).unwrap();
+        assert!(get("latency_us.max").regression, "a doubled latency");
+        assert!(!get("writes_served_per_ms.min").regression);
         assert!(
-            c.machine_differences
-                .iter()
-                .any(|d| d.starts_with("profile: \"quick\" -> \"full\"")),
-            "{:?}",
-            c.machine_differences
+            get("gps_per_s").regression,
+            "half the grace periods per second"
         );
     }
 
