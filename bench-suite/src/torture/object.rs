@@ -191,13 +191,13 @@ impl Ledger {
     /// at once. Called when a run ends.
     pub fn close(&self) {
         self.closed.store(true, Relaxed);
-        let drained: Vec<(SendPtr, Instant)> = self
-            .quarantine
-            .lock()
-            .expect("not poisoned")
-            .objects
-            .drain(..)
-            .collect();
+        let drained: Vec<(SendPtr, Instant)> = {
+            let mut quarantine = self.quarantine.lock().expect("not poisoned");
+            // A reclamation that read `closed` before the store above may
+            // still admit an object: to an empty queue with nothing unstamped.
+            quarantine.unstamped = 0;
+            quarantine.objects.drain(..).collect()
+        };
         for (SendPtr(ptr), _) in drained {
             // SAFETY: quarantined pointers came from `Box::into_raw` in
             // `reclaim` and are owned by the quarantine alone.
