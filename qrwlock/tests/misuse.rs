@@ -94,7 +94,7 @@ fn read_unlock_of_a_lock_no_reader_holds() {
 fn read_unlock_of_a_write_locked_lock_with_a_reader_queued() {
     assert_misuse(
         "RawQRwLock::read_unlock, write-locked, a reader queued",
-        READ_UNHELD,
+        &["read_unlock", "write-locked", "no reader holds"],
         || {
             let lock = Arc::new(RawQRwLock::new());
             lock.write_lock();
@@ -107,8 +107,16 @@ fn read_unlock_of_a_write_locked_lock_with_a_reader_queued() {
                 })
             };
             // The front reader counts itself in before it waits for the byte.
-            while !format!("{lock:?}").contains("readers: 1") {
-                thread::sleep(Duration::from_millis(1));
+            // Its fast path adds and takes back a count too, for an instant:
+            // wait until the count has held for a while.
+            let mut held = 0;
+            while held < 10 {
+                if format!("{lock:?}").contains("readers: 1") {
+                    held += 1;
+                } else {
+                    held = 0;
+                }
+                thread::sleep(Duration::from_millis(2));
             }
             refused_then(
                 // SAFETY: deliberately violated: held exclusive, not shared.
