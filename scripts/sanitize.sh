@@ -38,6 +38,16 @@ for p in "${phases[@]}"; do
     esac
 done
 
+# miri and TSan need nightly's miri and rust-src components: add them where
+# they are missing (a fresh machine), rather than failing every phase.
+if [[ " ${phases[*]} " == *" miri "* || " ${phases[*]} " == *" tsan "* ]]; then
+    installed=$(rustup +nightly component list --installed 2>/dev/null || true)
+    if ! grep -q '^miri' <<<"$installed" || ! grep -q '^rust-src' <<<"$installed"; then
+        echo "== adding nightly components miri and rust-src"
+        rustup +nightly component add miri rust-src || exit 1
+    fi
+fi
+
 logs=target/sanitize
 mkdir -p "$logs"
 summary=()
