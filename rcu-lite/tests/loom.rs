@@ -81,29 +81,13 @@ unsafe fn retire_now(object: *mut Object) {
     drop(unsafe { Box::from_raw(object) });
 }
 
-/// `loom::model` exploring at least `preemptions` preemptions, whatever
-/// `LOOM_MAX_PREEMPTIONS` says: for a model that needs that many to catch
-/// the weakened ordering it stands for.
-fn model_with_preemptions(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
+/// `loom::model` with `LOOM_MAX_PREEMPTIONS` (or loom's default) brought
+/// into `min..=max`: at least `min` for a model that needs that many to catch
+/// the weakened ordering it stands for, at most `max` for one whose state
+/// space a deeper search cannot finish in reasonable time.
+fn model_with_preemptions(min: usize, max: usize, model: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(
-        builder
-            .preemption_bound
-            .map_or(preemptions, |b| b.max(preemptions)),
-    );
-    builder.check(model);
-}
-
-/// `loom::model` exploring at most `preemptions` preemptions, whatever
-/// `LOOM_MAX_PREEMPTIONS` says: for a model whose state space a deeper
-/// search cannot finish in reasonable time.
-fn model_with_at_most_preemptions(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(
-        builder
-            .preemption_bound
-            .map_or(preemptions, |b| b.min(preemptions)),
-    );
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(min, |b| b.clamp(min, max)));
     builder.check(model);
 }
 
@@ -281,7 +265,7 @@ fn quick_qs_never_credits_an_online_qsbr_thread() {
 /// ordering of the section-entry store of the snapshot.)
 #[test]
 fn a_memb_readers_second_section_does_not_cover_its_first() {
-    model_with_preemptions(3, || {
+    model_with_preemptions(3, usize::MAX, || {
         configure(true);
         reader_against_updater(
             |slot| {
@@ -302,7 +286,7 @@ fn a_memb_readers_second_section_does_not_cover_its_first() {
 /// second.)
 #[test]
 fn a_qsbr_reader_after_its_quiescent_state_reaches_the_new_object() {
-    model_with_preemptions(4, || {
+    model_with_preemptions(4, usize::MAX, || {
         configure(true);
         reader_against_updater(
             |slot| {
@@ -355,7 +339,7 @@ fn call_rcu_callbacks_run_only_after_their_grace_period() {
 /// preemptions on, so it runs with at least 4.)
 #[test]
 fn a_qsbr_reader_back_online_reaches_the_new_object() {
-    model_with_preemptions(4, || {
+    model_with_preemptions(4, usize::MAX, || {
         configure(true);
         reader_against_updater(
             |slot| {
@@ -378,7 +362,7 @@ fn a_qsbr_reader_back_online_reaches_the_new_object() {
 /// at 3 the search ran for over 15 minutes without finishing.)
 #[test]
 fn three_callers_sleeping_for_one_grace_period_all_return() {
-    model_with_at_most_preemptions(2, || {
+    model_with_preemptions(0, 2, || {
         configure(true);
         let callers: Vec<_> = (0..2)
             .map(|_| thread::spawn(memb::synchronize_rcu))
