@@ -132,9 +132,10 @@ pub struct Comparison {
     pub threshold_pct: f64,
     /// Figures in both runs.
     pub changes: Vec<Change>,
-    /// Measurements only in the old run.
+    /// Measurements only in the old run, and figures of a measurement in
+    /// both that only the old run has (one that is null in the new run).
     pub only_old: Vec<String>,
-    /// Measurements only in the new run.
+    /// Measurements only in the new run, and figures only the new run has.
     pub only_new: Vec<String>,
     /// The two runs' profiles (`"quick" -> "full"`) where they differ: other
     /// mixes, thread counts and run lengths.
@@ -258,12 +259,28 @@ fn collect_figures(path: &str, value: &Value, out: &mut BTreeMap<String, f64>) {
 pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
     let (a, b) = (flatten(old), flatten(new));
     let mut changes = Vec::new();
+    // Figures of a measurement in both runs that only one of them has (a
+    // NaN figure is written as null, which carries no number) are listed
+    // with the measurements only one run has.
+    let mut only_old: Vec<String> = Vec::new();
+    let mut only_new: Vec<String> = Vec::new();
+    for (measurement, new_figures) in &b {
+        if let Some(old_figures) = a.get(measurement) {
+            only_new.extend(
+                new_figures
+                    .keys()
+                    .filter(|f| !old_figures.contains_key(*f))
+                    .map(|f| format!("{measurement} {f}")),
+            );
+        }
+    }
     for (measurement, old_figures) in &a {
         let Some(new_figures) = b.get(measurement) else {
             continue;
         };
         for (figure, &o) in old_figures {
             let Some(&n) = new_figures.get(figure) else {
+                only_old.push(format!("{measurement} {figure}"));
                 continue;
             };
             let dir = direction(figure);
@@ -287,8 +304,8 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             });
         }
     }
-    let only_old = a.keys().filter(|k| !b.contains_key(*k)).cloned().collect();
-    let only_new = b.keys().filter(|k| !a.contains_key(*k)).cloned().collect();
+    only_old.extend(a.keys().filter(|k| !b.contains_key(*k)).cloned());
+    only_new.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
     let profile_difference = match (old.get("profile"), new.get("profile")) {
         (Some(pa), Some(pb)) if pa != pb => Some(format!("{pa} -> {pb}")),
         _ => None,
@@ -499,6 +516,18 @@ mod tests {
             get("gps_per_s").regression,
             "half the grace periods per second"
         );
+    }
+
+    #[test]
+    fn a_figure_null_in_one_run_is_listed_not_dropped() {
+        let mut new = run(1.0, 1000, 0);
+        new["refscale"][0]["ns_per_op"] = Value::Null;
+        let c = compare(&run(1.0, 1000, 0), &new, 10.0);
+        assert_eq!(
+            c.only_old,
+            vec!["refscale impl=hazptr threads=1 ns_per_op".to_owned()]
+        );
+        assert!(c.only_new.is_empty());
     }
 
     #[test]
