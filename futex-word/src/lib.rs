@@ -29,6 +29,11 @@
 //! A timed wait cannot block in a model (time does not pass there): it
 //! yields.
 //!
+//! A real futex also returns without a wake (a signal, a stale wake by
+//! address). [`loom_spurious_wakeups`] makes a model do so too: every other
+//! untimed wait of each thread returns at once, so a caller that does not
+//! recheck its condition fails the model instead of passing it.
+//!
 //! (A model in which every wait was a plain yield was tried first. Loom may
 //! schedule two yielding threads against each other forever, never running a
 //! third that both wait for, so deep models exceeded their branch limit
@@ -107,6 +112,32 @@ loom::lazy_static! {
         (loom::sync::Mutex::new(Sleepers::default()), loom::sync::Condvar::new());
 }
 
+#[cfg(loom)]
+loom::lazy_static! {
+    /// Whether untimed waits return spuriously ([`loom_spurious_wakeups`]).
+    /// A setting, not a synchronization variable: a plain std atomic, in a
+    /// lazy static so that each model execution starts with it off.
+    static ref SPURIOUS: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    /// With [`SPURIOUS`] on: whether this thread's next untimed wait returns
+    /// at once.
+    static SPURIOUS_NEXT: std::cell::Cell<bool> = std::cell::Cell::new(true);
+}
+
+/// Under loom: with `on`, every other untimed [`wait`] of each thread (its
+/// first, third, ...) returns at once without a wake, as a real futex may;
+/// the others sleep as usual, so a caller that rechecks and waits again makes
+/// progress. Call it inside the model, before the threads start: the setting
+/// lasts one execution.
+#[cfg(loom)]
+pub fn loom_spurious_wakeups(on: bool) {
+    SPURIOUS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Who sleeps on which address, in arrival order, under the bucket lock.
 #[cfg(loom)]
 #[derive(Default)]
@@ -124,6 +155,12 @@ struct Sleepers {
 #[cfg(loom)]
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
     if timeout.is_some() {
+        loom::thread::yield_now();
+        return;
+    }
+    if SPURIOUS.load(std::sync::atomic::Ordering::Relaxed)
+        && SPURIOUS_NEXT.with(|next| next.replace(!next.get()))
+    {
         loom::thread::yield_now();
         return;
     }

@@ -68,6 +68,11 @@ mod sync;
 
 pub use atomic_box::{AtomicBox, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
+/// Under loom: makes the futex model return spuriously from every other wait
+/// of each thread, as a real futex may (see the `futex-word` crate).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use futex_word::loom_spurious_wakeups;
 pub use guard::{Guard, acquire, scoped, scoped_ptr};
 
 /// [`Domain::synchronize`] in the global domain.

@@ -61,9 +61,24 @@ impl Locked {
     }
 }
 
+/// Runs `body` under `loom::model` twice: with the futex model as it is, and
+/// with spurious wake-ups (every other wait of each thread returns at once,
+/// as a real futex may), so that every wait is checked to recheck its
+/// condition. (All but the four-thread model, which would take about 50 s
+/// more.)
+fn model(body: impl Fn() + Sync + Send + 'static) {
+    let body = std::sync::Arc::new(body);
+    let plain = std::sync::Arc::clone(&body);
+    loom::model(move || plain());
+    loom::model(move || {
+        qrwlock::loom_spurious_wakeups(true);
+        body();
+    });
+}
+
 #[test]
 fn two_writers_exclude_each_other() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         let other = {
             let locked = locked.clone();
@@ -77,7 +92,7 @@ fn two_writers_exclude_each_other() {
 
 #[test]
 fn reader_and_writer_exclude_each_other() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         let reader = {
             let locked = locked.clone();
@@ -92,7 +107,7 @@ fn reader_and_writer_exclude_each_other() {
 
 #[test]
 fn two_writers_and_a_reader() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         let w = {
             let locked = locked.clone();
@@ -112,7 +127,7 @@ fn two_writers_and_a_reader() {
 
 #[test]
 fn two_readers_and_a_writer() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -136,7 +151,7 @@ fn two_readers_and_a_writer() {
 /// reader's own unlock.
 #[test]
 fn readers_queued_behind_a_writer_are_admitted() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         locked.lock.write_lock();
         let readers: Vec<_> = (0..2)
@@ -162,7 +177,7 @@ fn readers_queued_behind_a_writer_are_admitted() {
 /// while the reader is inside.
 #[test]
 fn a_front_reader_admits_readers_only() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         locked.lock.write_lock();
         let r = {
@@ -187,7 +202,7 @@ fn a_front_reader_admits_readers_only() {
 
 #[test]
 fn three_writers_queue() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         let writers: Vec<_> = (0..2)
             .map(|i| {
@@ -207,7 +222,7 @@ fn three_writers_queue() {
 /// waits at the front, new readers (fast path or try) do not enter before it.
 #[test]
 fn waiting_writer_blocks_new_fast_path_readers() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         locked.lock.read_lock();
         let writer = {
@@ -239,7 +254,7 @@ fn waiting_writer_blocks_new_fast_path_readers() {
 /// Downgrade keeps writers out and lets a waiting reader in with the owner.
 #[test]
 fn downgrade_admits_readers_not_writers() {
-    loom::model(|| {
+    model(|| {
         let locked = Locked::new();
         locked.lock.write_lock();
         let reader = {
@@ -266,7 +281,7 @@ fn downgrade_admits_readers_not_writers() {
 #[test]
 fn cond_load_never_loses_a_wake_up() {
     const SLEEPER: u32 = 1 << 31;
-    loom::model(|| {
+    model(|| {
         let word = Arc::new(AtomicU32::new(0));
         let wakers: Vec<_> = (0..2)
             .map(|_| {

@@ -82,3 +82,8 @@ pub use engine::GpCounts;
 #[doc(hidden)]
 pub use engine::loom_worker_inline;
 pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};
+/// Under loom: makes the futex model return spuriously from every other wait
+/// of each thread, as a real futex may (see the `futex-word` crate).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use futex_word::loom_spurious_wakeups;

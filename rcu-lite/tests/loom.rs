@@ -91,6 +91,20 @@ fn model_with_preemptions(min: usize, max: usize, model: impl Fn() + Sync + Send
     builder.check(model);
 }
 
+/// Runs `body` under `loom::model` twice: with the futex model as it is, and
+/// with spurious wake-ups (every other wait of each thread returns at once,
+/// as a real futex may), so that the waits in `body`'s path are checked to
+/// recheck their conditions.
+fn model_with_spurious_wakeups_too(body: impl Fn() + Sync + Send + 'static) {
+    let body = std::sync::Arc::new(body);
+    let plain = std::sync::Arc::clone(&body);
+    loom::model(move || plain());
+    loom::model(move || {
+        rcu_lite::loom_spurious_wakeups(true);
+        body();
+    });
+}
+
 fn configure(quick_qs: bool) {
     let config = GpConfig {
         quick_qs,
@@ -127,7 +141,7 @@ fn reader_against_updater(reader: fn(&Slot), wait: fn()) {
 #[test]
 fn grace_period_waits_for_a_reader_that_began_before_it() {
     for quick_qs in [true, false] {
-        loom::model(move || {
+        model_with_spurious_wakeups_too(move || {
             configure(quick_qs);
             reader_against_updater(memb_reader, memb::synchronize_rcu);
         });
@@ -183,7 +197,7 @@ fn concurrent_callers_sharing_a_grace_period_are_each_covered() {
 }
 
 fn concurrent_callers_model(worker: bool) {
-    loom::model(move || {
+    model_with_spurious_wakeups_too(move || {
         configure(true);
         rcu_lite::loom_worker_inline(worker);
         let first = Slot::new();
@@ -224,7 +238,7 @@ fn concurrent_callers_model(worker: bool) {
 /// nested section is waited for.
 #[test]
 fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
-    loom::model(|| {
+    model_with_spurious_wakeups_too(|| {
         configure(true);
         reader_against_updater(
             |slot| {
@@ -244,7 +258,7 @@ fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
 /// is waited for until it goes offline.
 #[test]
 fn quick_qs_never_credits_an_online_qsbr_thread() {
-    loom::model(|| {
+    model_with_spurious_wakeups_too(|| {
         configure(true);
         reader_against_updater(
             |slot| {
