@@ -138,6 +138,20 @@ pub fn loom_spurious_wakeups(on: bool) {
     SPURIOUS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Under loom: runs `body` under `loom::model` twice, with the futex model as
+/// it is and with [`loom_spurious_wakeups`], so that the waits on `body`'s
+/// paths are checked to recheck their conditions.
+#[cfg(loom)]
+pub fn loom_model_with_spurious_wakeups_too(body: impl Fn() + Sync + Send + 'static) {
+    let body = std::sync::Arc::new(body);
+    let plain = std::sync::Arc::clone(&body);
+    loom::model(move || plain());
+    loom::model(move || {
+        loom_spurious_wakeups(true);
+        body();
+    });
+}
+
 /// Who sleeps on which address, in arrival order, under the bucket lock.
 #[cfg(loom)]
 #[derive(Default)]

@@ -68,11 +68,12 @@ mod sync;
 
 pub use atomic_box::{AtomicBox, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
-/// Under loom: makes the futex model return spuriously from every other wait
-/// of each thread, as a real futex may (see the `futex-word` crate).
+/// Under loom: runs a model twice, the second time with the futex model
+/// returning spuriously from every other wait of each thread, as a real futex
+/// may (see the `futex-word` crate).
 #[cfg(loom)]
 #[doc(hidden)]
-pub use futex_word::loom_spurious_wakeups;
+pub use futex_word::loom_model_with_spurious_wakeups_too;
 pub use guard::{Guard, acquire, scoped, scoped_ptr};
 
 /// [`Domain::synchronize`] in the global domain.

@@ -23,20 +23,6 @@ struct Obj {
     value: UnsafeCell<u64>,
 }
 
-/// Runs `body` under `loom::model` twice: with the futex model as it is, and
-/// with spurious wake-ups (every other wait of each thread returns at once,
-/// as a real futex may), so that the scanner's and the waiters' sleeps are
-/// checked to recheck their conditions.
-fn model_with_spurious_wakeups_too(body: impl Fn() + Sync + Send + 'static) {
-    let body = std::sync::Arc::new(body);
-    let plain = std::sync::Arc::clone(&body);
-    loom::model(move || plain());
-    loom::model(move || {
-        hazptr::loom_spurious_wakeups(true);
-        body();
-    });
-}
-
 fn obj() -> *mut Obj {
     Box::into_raw(Box::new(Obj {
         value: UnsafeCell::new(LIVE),
@@ -88,7 +74,7 @@ fn reader_against_writer(
     reader: fn(&Domain, &AtomicPtr<Obj>),
     writer: fn(&Domain, &AtomicPtr<Obj>),
 ) {
-    model_with_spurious_wakeups_too(move || {
+    hazptr::loom_model_with_spurious_wakeups_too(move || {
         let domain = Arc::new(Domain::builder().shared_scan(shared_scan).build());
         let src = Arc::new(AtomicPtr::new(obj()));
         let reader_thread = {
@@ -165,7 +151,7 @@ fn acquire_racing_synchronize_unshared() {
 /// the models above cover readers against one caller.
 #[test]
 fn concurrent_callers_of_the_shared_scan_are_each_released() {
-    model_with_spurious_wakeups_too(|| {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
         let domain = Arc::new(Domain::builder().shared_scan(true).build());
         // One object each, so that the callers meet only in the domain.
         let first = Arc::new(AtomicPtr::new(obj()));

@@ -80,10 +80,11 @@ mod sync;
 pub mod wait;
 mod wait_queue;
 
-/// Under loom: makes the futex model return spuriously from every other wait
-/// of each thread, as a real futex may (see the `futex-word` crate).
+/// Under loom: runs a model twice, the second time with the futex model
+/// returning spuriously from every other wait of each thread, as a real futex
+/// may (see the `futex-word` crate).
 #[cfg(loom)]
-pub use futex_word::loom_spurious_wakeups;
+pub use futex_word::loom_model_with_spurious_wakeups_too;
 pub use raw::{
     HEAD_SLEEPING, READER_BIAS, READER_MASK, READER_OVERFLOW, READER_SHIFT, RawQRwLock,
     WRITER_LOCKED, WRITER_MASK, WRITER_WAITING,

@@ -61,24 +61,9 @@ impl Locked {
     }
 }
 
-/// Runs `body` under `loom::model` twice: with the futex model as it is, and
-/// with spurious wake-ups (every other wait of each thread returns at once,
-/// as a real futex may), so that every wait is checked to recheck its
-/// condition. (All but the four-thread model, which would take about 50 s
-/// more.)
-fn model(body: impl Fn() + Sync + Send + 'static) {
-    let body = std::sync::Arc::new(body);
-    let plain = std::sync::Arc::clone(&body);
-    loom::model(move || plain());
-    loom::model(move || {
-        qrwlock::loom_spurious_wakeups(true);
-        body();
-    });
-}
-
 #[test]
 fn two_writers_exclude_each_other() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         let other = {
             let locked = locked.clone();
@@ -92,7 +77,7 @@ fn two_writers_exclude_each_other() {
 
 #[test]
 fn reader_and_writer_exclude_each_other() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         let reader = {
             let locked = locked.clone();
@@ -107,7 +92,7 @@ fn reader_and_writer_exclude_each_other() {
 
 #[test]
 fn two_writers_and_a_reader() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         let w = {
             let locked = locked.clone();
@@ -127,7 +112,7 @@ fn two_writers_and_a_reader() {
 
 #[test]
 fn two_readers_and_a_writer() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -151,25 +136,29 @@ fn two_readers_and_a_writer() {
 /// reader's own unlock.
 #[test]
 fn readers_queued_behind_a_writer_are_admitted() {
-    model(|| {
-        let locked = Locked::new();
-        locked.lock.write_lock();
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let locked = locked.clone();
-                thread::spawn(move || locked.read())
-            })
-            .collect();
-        // SAFETY: write-locked above.
-        locked.value.with_mut(|v| unsafe { *v = 7 });
-        // SAFETY: we hold it exclusively.
-        unsafe { locked.lock.write_unlock() };
-        for r in readers {
-            assert_eq!(r.join().unwrap(), 7);
-        }
-        assert!(!locked.lock.is_locked());
-        assert!(locked.lock.try_write_lock(), "nothing left in the word");
-    });
+    qrwlock::loom_model_with_spurious_wakeups_too(|| readers_queued_behind_a_writer(2));
+}
+
+/// `readers` readers queue behind a writer that holds the lock; each must see
+/// the writer's value, and the lock must end empty.
+fn readers_queued_behind_a_writer(readers: usize) {
+    let locked = Locked::new();
+    locked.lock.write_lock();
+    let readers: Vec<_> = (0..readers)
+        .map(|_| {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        })
+        .collect();
+    // SAFETY: write-locked above.
+    locked.value.with_mut(|v| unsafe { *v = 7 });
+    // SAFETY: we hold it exclusively.
+    unsafe { locked.lock.write_unlock() };
+    for r in readers {
+        assert_eq!(r.join().unwrap(), 7);
+    }
+    assert!(!locked.lock.is_locked());
+    assert!(locked.lock.try_write_lock(), "nothing left in the word");
 }
 
 /// A reader and a writer queue behind a writer; the reader, if it reaches
@@ -177,7 +166,7 @@ fn readers_queued_behind_a_writer_are_admitted() {
 /// while the reader is inside.
 #[test]
 fn a_front_reader_admits_readers_only() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         locked.lock.write_lock();
         let r = {
@@ -202,7 +191,7 @@ fn a_front_reader_admits_readers_only() {
 
 #[test]
 fn three_writers_queue() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         let writers: Vec<_> = (0..2)
             .map(|i| {
@@ -222,7 +211,7 @@ fn three_writers_queue() {
 /// waits at the front, new readers (fast path or try) do not enter before it.
 #[test]
 fn waiting_writer_blocks_new_fast_path_readers() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         locked.lock.read_lock();
         let writer = {
@@ -254,7 +243,7 @@ fn waiting_writer_blocks_new_fast_path_readers() {
 /// Downgrade keeps writers out and lets a waiting reader in with the owner.
 #[test]
 fn downgrade_admits_readers_not_writers() {
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let locked = Locked::new();
         locked.lock.write_lock();
         let reader = {
@@ -281,7 +270,7 @@ fn downgrade_admits_readers_not_writers() {
 #[test]
 fn cond_load_never_loses_a_wake_up() {
     const SLEEPER: u32 = 1 << 31;
-    model(|| {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
         let word = Arc::new(AtomicU32::new(0));
         let wakers: Vec<_> = (0..2)
             .map(|_| {
@@ -311,23 +300,6 @@ fn cond_load_never_loses_a_wake_up() {
 /// where it takes about 4 s and that mutant passes).
 #[test]
 fn three_readers_queued_behind_a_writer_are_admitted() {
-    loom::model(|| {
-        let locked = Locked::new();
-        locked.lock.write_lock();
-        let readers: Vec<_> = (0..3)
-            .map(|_| {
-                let locked = locked.clone();
-                thread::spawn(move || locked.read())
-            })
-            .collect();
-        // SAFETY: write-locked above.
-        locked.value.with_mut(|v| unsafe { *v = 7 });
-        // SAFETY: we hold it exclusively.
-        unsafe { locked.lock.write_unlock() };
-        for r in readers {
-            assert_eq!(r.join().unwrap(), 7);
-        }
-        assert!(!locked.lock.is_locked());
-        assert!(locked.lock.try_write_lock(), "nothing left in the word");
-    });
+    // Without the spurious-wake-up run: it would add about 50 s.
+    loom::model(|| readers_queued_behind_a_writer(3));
 }

@@ -82,8 +82,9 @@ pub use engine::GpCounts;
 #[doc(hidden)]
 pub use engine::loom_worker_inline;
 pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};
-/// Under loom: makes the futex model return spuriously from every other wait
-/// of each thread, as a real futex may (see the `futex-word` crate).
+/// Under loom: runs a model twice, the second time with the futex model
+/// returning spuriously from every other wait of each thread, as a real futex
+/// may (see the `futex-word` crate).
 #[cfg(loom)]
 #[doc(hidden)]
-pub use futex_word::loom_spurious_wakeups;
+pub use futex_word::loom_model_with_spurious_wakeups_too;

@@ -91,20 +91,6 @@ fn model_with_preemptions(min: usize, max: usize, model: impl Fn() + Sync + Send
     builder.check(model);
 }
 
-/// Runs `body` under `loom::model` twice: with the futex model as it is, and
-/// with spurious wake-ups (every other wait of each thread returns at once,
-/// as a real futex may), so that the waits in `body`'s path are checked to
-/// recheck their conditions.
-fn model_with_spurious_wakeups_too(body: impl Fn() + Sync + Send + 'static) {
-    let body = std::sync::Arc::new(body);
-    let plain = std::sync::Arc::clone(&body);
-    loom::model(move || plain());
-    loom::model(move || {
-        rcu_lite::loom_spurious_wakeups(true);
-        body();
-    });
-}
-
 fn configure(quick_qs: bool) {
     let config = GpConfig {
         quick_qs,
@@ -141,7 +127,7 @@ fn reader_against_updater(reader: fn(&Slot), wait: fn()) {
 #[test]
 fn grace_period_waits_for_a_reader_that_began_before_it() {
     for quick_qs in [true, false] {
-        model_with_spurious_wakeups_too(move || {
+        rcu_lite::loom_model_with_spurious_wakeups_too(move || {
             configure(quick_qs);
             reader_against_updater(memb_reader, memb::synchronize_rcu);
         });
@@ -197,7 +183,7 @@ fn concurrent_callers_sharing_a_grace_period_are_each_covered() {
 }
 
 fn concurrent_callers_model(worker: bool) {
-    model_with_spurious_wakeups_too(move || {
+    rcu_lite::loom_model_with_spurious_wakeups_too(move || {
         configure(true);
         rcu_lite::loom_worker_inline(worker);
         let first = Slot::new();
@@ -238,7 +224,7 @@ fn concurrent_callers_model(worker: bool) {
 /// nested section is waited for.
 #[test]
 fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
-    model_with_spurious_wakeups_too(|| {
+    rcu_lite::loom_model_with_spurious_wakeups_too(|| {
         configure(true);
         reader_against_updater(
             |slot| {
@@ -258,7 +244,7 @@ fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
 /// is waited for until it goes offline.
 #[test]
 fn quick_qs_never_credits_an_online_qsbr_thread() {
-    model_with_spurious_wakeups_too(|| {
+    rcu_lite::loom_model_with_spurious_wakeups_too(|| {
         configure(true);
         reader_against_updater(
             |slot| {
