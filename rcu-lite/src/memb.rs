@@ -163,7 +163,11 @@ fn lock_registered(record: &'static Record) -> &'static Record {
             fence::light();
         }
         NEST_MASK => nesting_overflow(),
-        _ => record.word.store(word + NEST_ONE, Relaxed),
+        // Release, as the outermost store: a scan may credit the thread on
+        // this word (its snapshot is recent), and a Relaxed store would not
+        // carry the thread's earlier sections, whose release sequence a
+        // later plain store of the same thread does not continue.
+        _ => record.word.store(word + NEST_ONE, Release),
     }
     record
 }
@@ -201,7 +205,8 @@ fn unlock_slow(record: &'static Record, word: u64) {
             fence::light();
             engine().wake_driver_if_waiting();
         }
-        _ => record.word.store(word - NEST_ONE, Relaxed),
+        // Release: as the nested store in `lock_registered`.
+        _ => record.word.store(word - NEST_ONE, Release),
     }
 }
 

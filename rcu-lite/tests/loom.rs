@@ -262,7 +262,8 @@ fn quick_qs_never_credits_an_online_qsbr_thread() {
 /// A memb reader's next section does not end what its previous one held: a
 /// scan may credit the thread on the later section's snapshot, and what the
 /// earlier section read must still happen before the free. (Models the
-/// ordering of the section-entry store of the snapshot.)
+/// ordering of the section-entry store of the snapshot, and of the nested
+/// stores after it.)
 #[test]
 fn a_memb_readers_second_section_does_not_cover_its_first() {
     model_with_preemptions(3, usize::MAX, || {
@@ -271,6 +272,10 @@ fn a_memb_readers_second_section_does_not_cover_its_first() {
             |slot| {
                 memb_reader(slot);
                 let guard = memb::read_lock();
+                // Nested: the scan may credit the thread on the nested
+                // word's store too.
+                let nested = memb::read_lock();
+                drop(nested);
                 drop(guard);
             },
             memb::synchronize_rcu,
