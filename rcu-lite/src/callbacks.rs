@@ -24,7 +24,12 @@
 //! - The worker starts on the first `call_rcu()` and lives as long as the
 //!   process. It sleeps on a futex while the queue is empty and is woken by the
 //!   `call_rcu()` that finds it asleep. A panicking callback is reported on
-//!   standard error and does not stop the worker.
+//!   standard error and does not stop the worker. A callback that returns
+//!   with a memb read-side section open or a qsbr registration online on the
+//!   worker thread aborts the process with a message naming it: every later
+//!   grace period of that flavor would wait for the worker forever, and the
+//!   worker's own next `synchronize_rcu()` would end it with its batch
+//!   unrun, so that every later callback and `rcu_barrier()` hung.
 //!
 //! Under loom there is no worker thread: `rcu_barrier()` runs the batches
 //! itself while it waits, which is how the models exercise this module.
@@ -48,19 +53,20 @@ const BARRIER_RECHECK: std::time::Duration = std::time::Duration::from_millis(10
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// Whether this thread is running a batch of callbacks.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// The queue whose batch of callbacks this thread is running, if any.
+    static IN_CALLBACK: Cell<*const CallbackQueue> = const { Cell::new(std::ptr::null()) };
 }
 #[cfg(loom)]
 loom::thread_local! {
-    /// Whether this thread is running a batch of callbacks.
-    static IN_CALLBACK: Cell<bool> = Cell::new(false);
+    /// The queue whose batch of callbacks this thread is running, if any.
+    static IN_CALLBACK: Cell<*const CallbackQueue> = Cell::new(std::ptr::null());
 }
 
-/// Whether the calling thread is running a batch of callbacks.
+/// Whether the calling thread is running a batch of callbacks (of either
+/// flavor).
 #[cfg(not(loom))]
 pub(crate) fn in_callback() -> bool {
-    IN_CALLBACK.with(Cell::get)
+    !IN_CALLBACK.with(Cell::get).is_null()
 }
 
 /// The callbacks queued and the worker's sleep state, under one lock.
@@ -160,7 +166,7 @@ impl CallbackQueue {
         }
         synchronize();
         let ran = batch.len();
-        IN_CALLBACK.with(|c| c.set(true));
+        IN_CALLBACK.with(|c| c.set(self));
         for callback in batch {
             // Counted before it runs, so that once `rcu_barrier()`'s own
             // callback has signalled, `pending` no longer counts it. A load
@@ -171,11 +177,15 @@ impl CallbackQueue {
             if cfg!(loom) {
                 // Loom reports its findings by panicking: let them through.
                 callback();
-            } else if let Err(payload) = catch_unwind(AssertUnwindSafe(callback)) {
-                report_panicked_callback(payload);
+            } else {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(callback)) {
+                    report_panicked_callback(payload);
+                }
+                #[cfg(not(loom))]
+                check_left_clean();
             }
         }
-        IN_CALLBACK.with(|c| c.set(false));
+        IN_CALLBACK.with(|c| c.set(std::ptr::null()));
         ran
     }
 
@@ -193,10 +203,13 @@ impl CallbackQueue {
     /// `rcu_barrier()`: returns once every callback queued before the call has
     /// run.
     pub(crate) fn barrier(&'static self, synchronize: fn(), flavor: &str) {
-        if IN_CALLBACK.with(Cell::get) {
+        // Only this flavor's own batch: a callback of the other flavor runs on
+        // that flavor's worker, which this barrier does not wait for.
+        if std::ptr::eq(IN_CALLBACK.with(Cell::get), self) {
             panic!(
-                "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback: the \
-                 callback worker would wait for its own batch forever (deadlock)"
+                "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback of the \
+                 same flavor: the callback worker would wait for its own batch forever \
+                 (deadlock)"
             );
         }
         let done = Arc::new(AtomicU32::new(0));
@@ -303,6 +316,34 @@ impl CallbackQueue {
             futex::wait(&self.wake_seq, seq, None);
         }
     }
+}
+
+/// After a callback: aborts the process, with a message, if the callback
+/// left the worker thread inside a memb read-side section or with a qsbr
+/// registration online (a guard or registration forgotten, or kept in a
+/// thread-local). See the module docs for why nothing less will do.
+#[cfg(not(loom))]
+fn check_left_clean() {
+    let left = if crate::memb::read_ongoing() {
+        "inside a memb read-side section"
+    } else if crate::qsbr::online_count() != 0 {
+        "with a qsbr registration online"
+    } else {
+        return;
+    };
+    callback_left_the_worker(left);
+}
+
+#[cold]
+#[inline(never)]
+#[cfg(not(loom))]
+fn callback_left_the_worker(left: &str) -> ! {
+    let _ = writeln!(
+        std::io::stderr(),
+        "rcu-lite: an RCU callback returned leaving the callback worker thread {left}: every \
+         later grace period would wait for that thread forever (deadlock); aborting"
+    );
+    std::process::abort()
 }
 
 /// Reports a callback's panic on standard error. Nothing here may unwind into

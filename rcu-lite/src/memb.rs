@@ -266,7 +266,12 @@ fn synchronize(expedited: bool, name: &str) {
 }
 
 /// Runs `callback` on the flavor's callback thread after a grace period that
-/// begins after this call (`call_rcu()`). Callbacks queued together share one
+/// begins after this call (`call_rcu()`).
+///
+/// `callback` must return outside every memb read-side section and with no
+/// qsbr registration online on the callback thread: one left behind would
+/// hold up every later grace period, so the worker aborts the process with a
+/// message naming it. Callbacks queued together share one
 /// grace period.
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
@@ -279,7 +284,7 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// # Panics
 ///
-/// If called from inside an RCU callback (it would wait for itself), or inside
+/// If called from inside a memb RCU callback (it would wait for itself), or inside
 /// a read-side section (the callbacks' grace period would wait for the caller).
 pub fn rcu_barrier() {
     if read_ongoing() {

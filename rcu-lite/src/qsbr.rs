@@ -296,6 +296,11 @@ fn synchronize(expedited: bool, name: &str) {
 
 /// Runs `callback` on the flavor's callback thread after a grace period that
 /// begins after this call (`call_rcu()`).
+///
+/// `callback` must return outside every memb read-side section and with no
+/// qsbr registration online on the callback thread: one left behind would
+/// hold up every later grace period, so the worker aborts the process with a
+/// message naming it.
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
         .callbacks
@@ -307,7 +312,7 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// # Panics
 ///
-/// If called from inside an RCU callback (it would wait for itself), or while
+/// If called from inside a qsbr RCU callback (it would wait for itself), or while
 /// the thread has an online [`QsbrThread`] (the callbacks' grace period would
 /// wait for this thread).
 pub fn rcu_barrier() {

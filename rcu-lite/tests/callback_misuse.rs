@@ -1,0 +1,90 @@
+//! A `call_rcu` callback that returns with a memb read-side section open, or
+//! a qsbr registration online, on the callback worker thread aborts the
+//! process with a message naming it; left alone, the worker's next
+//! `synchronize_rcu()` ended it with its batch unrun, and every later
+//! callback and `rcu_barrier()` of the flavor hung.
+//!
+//! Each misuse runs in a child process (this test binary run again with
+//! `CHILD_ENV` naming the case), since it ends the process.
+#![cfg(not(loom))]
+
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{memb, qsbr};
+use std::process::Command;
+
+/// Names the misuse a child process runs.
+const CHILD_ENV: &str = "RCU_LITE_CALLBACK_MISUSE_CHILD";
+
+fn child_case() -> Option<String> {
+    std::env::var(CHILD_ENV).ok()
+}
+
+/// Runs this test binary again as a child doing `case`; returns its stderr
+/// after checking that it was killed by SIGABRT.
+fn run_child(test: &str, case: &str) -> String {
+    let out = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, case)
+        .output()
+        .expect("run the child");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "{case}: the child was not aborted ({:?}); stderr:\n{stderr}",
+        out.status
+    );
+    stderr
+}
+
+#[test]
+fn a_memb_callback_that_leaves_a_section_open_aborts_with_a_message() {
+    if child_case().as_deref() == Some("memb") {
+        memb::call_rcu(|| std::mem::forget(memb::read_lock()));
+        memb::rcu_barrier();
+        unreachable!("the worker aborts the process first");
+    }
+    let stderr = run_child(
+        "a_memb_callback_that_leaves_a_section_open_aborts_with_a_message",
+        "memb",
+    );
+    assert!(
+        stderr.contains("RCU callback returned leaving the callback worker thread inside a memb read-side section"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_qsbr_callback_that_leaves_a_registration_online_aborts_with_a_message() {
+    if child_case().as_deref() == Some("qsbr") {
+        qsbr::call_rcu(|| std::mem::forget(QsbrThread::register()));
+        qsbr::rcu_barrier();
+        unreachable!("the worker aborts the process first");
+    }
+    let stderr = run_child(
+        "a_qsbr_callback_that_leaves_a_registration_online_aborts_with_a_message",
+        "qsbr",
+    );
+    assert!(
+        stderr.contains("leaving the callback worker thread with a qsbr registration online"),
+        "{stderr}"
+    );
+}
+
+/// `rcu_barrier()` of the other flavor from inside a callback waits for the
+/// other flavor's worker, not for its own batch: allowed.
+#[test]
+fn a_callback_may_wait_for_the_other_flavors_callbacks() {
+    if child_case().is_some() {
+        return;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    memb::call_rcu(move || {
+        qsbr::call_rcu(|| {});
+        qsbr::rcu_barrier();
+        tx.send(()).expect("the test waits");
+    });
+    memb::rcu_barrier();
+    rx.recv().expect("the memb callback ran its qsbr barrier");
+}
