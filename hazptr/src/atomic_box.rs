@@ -56,6 +56,15 @@ use std::ptr::{self, NonNull};
 /// let slot = hazptr::AtomicBox::new(name.as_str()); // `name` does not live long enough
 /// slot.store(Some(Box::new("v2")));
 /// ```
+///
+/// Nor does a box of a zero-sized type: its boxes all have one address,
+/// which a hazard pointer cannot tell apart.
+///
+/// ```compile_fail
+/// #[repr(align(8))]
+/// struct Marker;
+/// let slot = hazptr::AtomicBox::new(Marker); // size_of::<Marker>() == 0
+/// ```
 pub struct AtomicBox<'d, T> {
     ptr: AtomicPtr<T>,
     domain: &'d Domain,
@@ -98,6 +107,15 @@ impl<'d, T: Send + Sync + 'static> AtomicBox<'d, T> {
     /// A box holding `value` (or nothing), in `domain`.
     pub fn from_box_in(value: Option<Box<T>>, domain: &'d Domain) -> Self {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+        // Boxes of a zero-sized type all have one address (its alignment,
+        // which for 2 is the slot value that protects nothing): a hazard
+        // pointer cannot tell them apart.
+        const {
+            assert!(
+                size_of::<T>() != 0,
+                "hazptr's AtomicBox needs a type with a size: boxes of a zero-sized type share one address"
+            )
+        };
         AtomicBox {
             ptr: AtomicPtr::new(value.map_or(ptr::null_mut(), Box::into_raw)),
             domain,

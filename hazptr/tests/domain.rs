@@ -535,6 +535,47 @@ fn a_guard_that_loaded_null_keeps_its_slot() {
     }
 }
 
+/// A pointer with its low (mark) bit set protects the object it marks, and
+/// a sentinel (an odd non-address) holds up no scan: stored as they were,
+/// an odd slot value reads as a wildcard, which scans skip if newer (the
+/// object was freed under the guard) and wait out if older (forever).
+#[test]
+fn marked_pointers_and_sentinels_in_a_slot() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let object = tracked(&drops, 1);
+        let marked = AtomicPtr::new(object.map_addr(|a| a | 1));
+        let mut guard = domain.guard();
+        let protected = guard.protect_ptr(&marked);
+        assert_eq!(
+            protected.addr() & 1,
+            1,
+            "the caller gets the value as loaded"
+        );
+        // SAFETY: the object is published only through `marked`, which is
+        // not read again; retired once; Box-allocated.
+        unsafe { domain.retire_box(object) };
+        domain.reclaim();
+        assert_eq!(drops.load(SeqCst), 0, "the marked object was freed");
+        drop(guard);
+        assert_eq!(domain.reclaim(), 1);
+
+        let domain = Arc::new(domain);
+        let sentinel = AtomicPtr::new(std::ptr::without_provenance_mut::<u64>(1));
+        let mut guard = domain.guard();
+        guard.protect_ptr(&sentinel);
+        // A synchronize of another address, on another thread, must not wait
+        // for the sentinel (this thread keeps holding it meanwhile).
+        let other = Arc::clone(&domain);
+        test_support::within_a_deadline(
+            "synchronize while another thread's slot holds a sentinel",
+            Duration::from_secs(20),
+            move || other.synchronize(0x1000 as *const u64),
+        );
+        drop(guard);
+    }
+}
+
 #[test]
 fn a_forgotten_guard_of_a_dropped_domain_is_never_read_again() {
     // The thread's record of a backup slot held by a forgotten guard outlives
