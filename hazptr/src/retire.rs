@@ -204,8 +204,10 @@ pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
         list.extend(batch.drain(..));
         n
     });
-    drop(list);
+    // Under the mutex, with the move: a pass that takes the list between
+    // the two would reset the count and then see these objects counted again.
     shared.retired_count.fetch_add(moved, Ordering::Relaxed);
+    drop(list);
 }
 
 fn maybe_reclaim(shared: &Shared) {
@@ -244,7 +246,9 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         .partition(|r| hazards.binary_search(&r.addr()).is_ok());
     if !kept.is_empty() {
         let n = kept.len();
-        shared.retired.lock().expect("not poisoned").extend(kept);
+        let mut list = shared.retired.lock().expect("not poisoned");
+        list.extend(kept);
+        // Under the mutex, as in `flush_batch`.
         shared.retired_count.fetch_add(n, Ordering::Relaxed);
     }
     let freed = free.len();
