@@ -39,6 +39,10 @@ fn run_child(test: &str, case: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs this test binary again as a child process, which miri cannot"
+)]
 fn a_memb_callback_that_leaves_a_section_open_aborts_with_a_message() {
     if child_case().as_deref() == Some("memb") {
         memb::call_rcu(|| std::mem::forget(memb::read_lock()));
@@ -56,6 +60,10 @@ fn a_memb_callback_that_leaves_a_section_open_aborts_with_a_message() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs this test binary again as a child process, which miri cannot"
+)]
 fn a_qsbr_callback_that_leaves_a_registration_online_aborts_with_a_message() {
     if child_case().as_deref() == Some("qsbr") {
         qsbr::call_rcu(|| std::mem::forget(QsbrThread::register()));
