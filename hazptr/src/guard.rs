@@ -341,21 +341,7 @@ impl<'d> Guard<'d> {
 /// backup slot, another thread would claim it).
 #[inline(always)]
 fn protection<T>(ptr: *mut T) -> usize {
-    let addr = ptr as usize;
-    // A predicted branch, not a mask in the store's dependency chain: in
-    // alternating refscale runs (2026-12-01) protect+release took 0.94-0.96
-    // ns without either, 1.21-1.48 with the mask, 0.96-1.02 with this branch.
-    if addr & 1 != 0 {
-        return odd_protection(addr);
-    }
-    if addr == EMPTY { RESERVED } else { addr }
-}
-
-/// [`protection`] of an odd value: a marked pointer or a sentinel.
-#[cold]
-#[inline(never)]
-fn odd_protection(addr: usize) -> usize {
-    let addr = addr & !1;
+    let addr = ptr as usize & !1;
     if addr == EMPTY { RESERVED } else { addr }
 }
 
