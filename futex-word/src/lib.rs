@@ -135,6 +135,8 @@ loom::thread_local! {
 /// lasts one execution.
 #[cfg(loom)]
 pub fn loom_spurious_wakeups(on: bool) {
+    // Relaxed: a setting read by this execution's threads, all spawned after
+    // this call (see `SPURIOUS`).
     SPURIOUS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
@@ -172,6 +174,7 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
         loom::thread::yield_now();
         return;
     }
+    // Relaxed: a setting, fixed before the threads start.
     if SPURIOUS.load(std::sync::atomic::Ordering::Relaxed)
         && SPURIOUS_NEXT.with(|next| next.replace(!next.get()))
     {

@@ -546,6 +546,21 @@ mod tests {
         }
     }
 
+    /// A 2-thread read-side contender whose runs were taken in turns.
+    fn read_in_turns(name: &str, runs_ns: Vec<f64>) -> refscale::Outcome {
+        refscale::Outcome {
+            ns_per_op: crate::stats::median(&runs_ns),
+            runs_ns,
+            ..read(name, 2, 0.0)
+        }
+    }
+
+    fn pointer_row(rows: &[Choice]) -> &Choice {
+        rows.iter()
+            .find(|c| c.use_case.starts_with("read-mostly shared pointer"))
+            .expect("the shared-pointer row")
+    }
+
     fn tortured(name: &str, replaced: u64, unreclaimed_max: u64) -> torture::Outcome {
         torture::Outcome {
             name: name.into(),
@@ -672,10 +687,7 @@ mod tests {
         r.refscale = vec![read("rcu-lite-qsbr", 2, 0.3), read("rcu-lite-memb", 2, 1.0)];
         r.rcuscale = vec![wait("rcu-lite", 1, 8.0)];
         let rows = table(&r);
-        let pointer = rows
-            .iter()
-            .find(|c| c.use_case.starts_with("read-mostly shared pointer"))
-            .expect("the shared-pointer row");
+        let pointer = pointer_row(&rows);
         assert_eq!(pointer.winner, "rcu-lite-qsbr");
         assert!(
             pointer.costs_elsewhere.starts_with(
@@ -689,22 +701,14 @@ mod tests {
     #[test]
     fn read_side_margins_pair_the_runs_of_one_turn() {
         let mut r = sample();
-        let runs = |name: &str, runs_ns: Vec<f64>| refscale::Outcome {
-            ns_per_op: crate::stats::median(&runs_ns),
-            runs_ns,
-            ..read(name, 2, 0.0)
-        };
         // Turn 3 was slow for both; turn 2 for the runner-up alone. By
         // medians the margin would be 4.0x; paired, 2.0x.
         r.refscale = vec![
-            runs("rcu-lite-memb", vec![1.0, 1.0, 2.0]),
-            runs("hazptr", vec![2.0, 4.0, 4.0]),
+            read_in_turns("rcu-lite-memb", vec![1.0, 1.0, 2.0]),
+            read_in_turns("hazptr", vec![2.0, 4.0, 4.0]),
         ];
         let rows = table(&r);
-        let pointer = rows
-            .iter()
-            .find(|c| c.use_case.starts_with("read-mostly shared pointer"))
-            .expect("the shared-pointer row");
+        let pointer = pointer_row(&rows);
         assert_eq!(pointer.winner, "rcu-lite-memb");
         assert!(
             pointer.runner_up.contains("winner 2.00x better"),
@@ -748,10 +752,7 @@ mod tests {
         let mut r = sample();
         r.refscale = vec![read("rcu-lite-memb", 2, 1.0), read("hazptr", 2, 1.05)];
         let rows = table(&r);
-        let pointer = rows
-            .iter()
-            .find(|c| c.use_case.starts_with("read-mostly shared pointer"))
-            .expect("the shared-pointer row");
+        let pointer = pointer_row(&rows);
         assert!(
             pointer.runner_up.contains("a tie: winner 1.05x better"),
             "{}",
@@ -762,22 +763,14 @@ mod tests {
     #[test]
     fn runs_in_turns_decide_between_the_top_two() {
         let mut r = sample();
-        let runs = |name: &str, runs_ns: Vec<f64>| refscale::Outcome {
-            ns_per_op: crate::stats::median(&runs_ns),
-            runs_ns,
-            ..read(name, 2, 0.0)
-        };
         // By medians rcu-lite-memb leads (4.0 against 5.0), but hazptr was
         // faster in two turns of three.
         r.refscale = vec![
-            runs("rcu-lite-memb", vec![2.0, 4.0, 6.0]),
-            runs("hazptr", vec![1.0, 5.0, 5.0]),
+            read_in_turns("rcu-lite-memb", vec![2.0, 4.0, 6.0]),
+            read_in_turns("hazptr", vec![1.0, 5.0, 5.0]),
         ];
         let rows = table(&r);
-        let pointer = rows
-            .iter()
-            .find(|c| c.use_case.starts_with("read-mostly shared pointer"))
-            .expect("the shared-pointer row");
+        let pointer = pointer_row(&rows);
         assert_eq!(pointer.winner, "hazptr", "{pointer:?}");
         assert!(pointer.runner_up.contains("1.20x"), "{}", pointer.runner_up);
     }

@@ -373,21 +373,13 @@ impl Config {
         // them overflows, and no step generates throttle windows far past the
         // end of the run.
         let c = &self.costs;
-        for (what, ns) in [
+        self.within_the_run(&[
             ("ipi_latency_ns", c.ipi_latency_ns),
             ("ipi_handler_ns", c.ipi_handler_ns),
             ("syscall_ns", c.syscall_ns),
             ("mutex_handoff_ns", c.mutex_handoff_ns),
             ("think_ns", self.think_ns),
-        ] {
-            if ns > self.sim_time_ns {
-                return Err(E::LongerThanTheRun {
-                    what,
-                    ns,
-                    sim_time_ns: self.sim_time_ns,
-                });
-            }
-        }
+        ])?;
         if self.watchdog_ns == 0 {
             return Err(E::NoWatchdog);
         }
@@ -401,19 +393,11 @@ impl Config {
             // Bounded by the run, as the costs above: the timer adds them to
             // the clock and multiplies the entry cost by the CPUs it
             // unthrottles, which past the run could overflow.
-            for (what, ns) in [
+            self.within_the_run(&[
                 ("period_ns", t.period_ns),
                 ("quota_ns", t.quota_ns),
                 ("distribute_entry_ns", t.distribute_entry_ns),
-            ] {
-                if ns > self.sim_time_ns {
-                    return Err(E::LongerThanTheRun {
-                        what,
-                        ns,
-                        sim_time_ns: self.sim_time_ns,
-                    });
-                }
-            }
+            ])?;
             if u128::from(t.quota_ns) >= u128::from(t.period_ns) * u128::from(self.cpus) {
                 return Err(E::QuotaNeverThrottles {
                     quota_ns: t.quota_ns,
@@ -449,6 +433,18 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// `LongerThanTheRun` for the first of `times` (name, ns) past the run.
+    fn within_the_run(&self, times: &[(&'static str, u64)]) -> Result<(), ConfigError> {
+        match times.iter().find(|&&(_, ns)| ns > self.sim_time_ns) {
+            Some(&(what, ns)) => Err(ConfigError::LongerThanTheRun {
+                what,
+                ns,
+                sim_time_ns: self.sim_time_ns,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Where each caller runs and what it aims at: `(home CPU, target CPU)`.
