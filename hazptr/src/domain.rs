@@ -409,6 +409,7 @@ impl DomainBuilder {
 
     /// Builds the domain.
     pub fn build(self) -> Domain {
+        crate::refuse_between_hooks("creating a Domain");
         Domain {
             shared: registered(Arc::new(Shared::new(
                 NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -520,6 +521,7 @@ impl Domain {
 
 impl Drop for Domain {
     fn drop(&mut self) {
+        crate::refuse_between_hooks("dropping a Domain");
         self.shared.dropped.store(true, Ordering::Relaxed);
         crate::scan::stop_scanner(&self.shared);
         // No guard of this domain can exist (guards borrow it), so every

@@ -121,17 +121,19 @@ std::thread_local! {
 ///
 /// Waits for scan passes in progress to finish. Until the `after_fork_*`
 /// call, shared-scan `synchronize` callers wait (an unshared domain's scan
-/// alone goes on), as do hand-overs of retired objects, reclamation passes
-/// and the creation of domains. The forking thread must therefore not call
-/// `synchronize`, `retire`, `reclaim`,
-/// [`AtomicBox`](crate::AtomicBox) updates or `Domain::new` in between (it
-/// would wait for itself). Its guards may stay alive across the fork: they
-/// keep protecting in both processes.
+/// alone goes on), as do hand-overs of retired objects, reclamation passes,
+/// and the creation and drop of domains. In the forking thread those would
+/// wait for the locks it holds itself, so they panic instead (see below). Its
+/// guards may stay alive across the fork: they keep protecting in both
+/// processes.
 ///
 /// # Panics
 ///
 /// If the calling thread already called `before_fork` without an
-/// `after_fork_*`.
+/// `after_fork_*`. Between the two, in the calling thread: a shared-scan
+/// `synchronize`, `reclaim`, a `retire` (or [`AtomicBox`](crate::AtomicBox)
+/// update) that hands its batch to the domain, and creating or dropping a
+/// domain.
 pub fn before_fork() {
     if HELD.with(|held| held.borrow().is_some()) {
         panic!(
@@ -183,6 +185,31 @@ pub fn after_fork_child() {
         reset_after_fork(shared, &mut domain.thread);
     }
     drop(held);
+}
+
+/// Panics if the calling thread is between its [`before_fork`] and
+/// `after_fork_*`: `what` would wait for a lock the thread holds itself.
+/// Called before anything that takes a lock `before_fork` holds.
+#[inline]
+pub(crate) fn refuse_between_hooks(what: &str) {
+    // `try_with`: a thread-local destructor may reach here after `HELD` is
+    // gone, and such a thread is not between the hooks.
+    if HELD
+        .try_with(|held| held.borrow().is_some())
+        .unwrap_or(false)
+    {
+        between_hooks(what);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn between_hooks(what: &str) -> ! {
+    panic!(
+        "hazptr: {what} called between hazptr::fork::before_fork() and \
+         after_fork_parent()/after_fork_child() on the forking thread: it would wait for the \
+         locks that this thread holds for the fork (deadlock)"
+    )
 }
 
 fn take_held(name: &str) -> Held {

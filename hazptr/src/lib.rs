@@ -68,6 +68,14 @@ mod sync;
 
 pub use atomic_box::{AtomicBox, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
+
+#[cfg(not(loom))]
+use fork::refuse_between_hooks;
+/// No fork hooks under loom, so no thread is ever between them.
+#[cfg(loom)]
+#[inline]
+fn refuse_between_hooks(_what: &str) {}
+
 /// Under loom: runs a model twice, the second time with the futex model
 /// returning spuriously from every other wait of each thread, as a real futex
 /// may (see the `futex-word` crate).

@@ -141,7 +141,14 @@ impl Domain {
     /// Hands the calling thread's batch to the domain and runs a reclamation
     /// pass now: frees every retired object no guard protects. Returns how
     /// many objects it freed.
+    ///
+    /// # Panics
+    ///
+    /// Between the calling thread's
+    /// [`before_fork`](crate::fork::before_fork) and `after_fork_*` (it would
+    /// wait for itself).
     pub fn reclaim(&self) -> usize {
+        crate::refuse_between_hooks("Domain::reclaim");
         if let Some(block) = self.block() {
             // SAFETY: this thread's block, alive as long as the domain.
             flush_batch(&self.shared, unsafe { block.as_ref() });
@@ -178,6 +185,9 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
 #[cold]
 #[inline(never)]
 fn hand_over(shared: &Shared, block: &SlotBlock) {
+    crate::refuse_between_hooks(
+        "a hand-over of retired objects (Domain::retire, AtomicBox updates)",
+    );
     flush_batch(shared, block);
     maybe_reclaim(shared);
 }
@@ -186,6 +196,7 @@ fn hand_over(shared: &Shared, block: &SlotBlock) {
 #[cold]
 #[inline(never)]
 fn retire_shared(shared: &Shared, retired: Retired) {
+    crate::refuse_between_hooks("Domain::retire");
     shared.retired.lock().expect("not poisoned").push(retired);
     shared.retired_count.fetch_add(1, Ordering::Relaxed);
     maybe_reclaim(shared);

@@ -232,7 +232,9 @@ impl Domain {
     /// # Panics
     ///
     /// If the calling thread itself holds a guard protecting `addr`: the call
-    /// would wait for itself forever.
+    /// would wait for itself forever. The same for a shared-scan call between
+    /// the calling thread's [`before_fork`](crate::fork::before_fork) and
+    /// `after_fork_*`.
     pub fn synchronize<T>(&self, addr: *const T) {
         let addr = addr as usize;
         if addr == EMPTY {
@@ -242,7 +244,13 @@ impl Domain {
             synchronize_while_holding(addr);
         }
         let shared = &self.shared;
-        if shared.options.shared_scan && ensure_scanner(shared) {
+        if !shared.options.shared_scan {
+            // Takes no lock: may run between the fork hooks.
+            synchronize_alone(shared, addr);
+            return;
+        }
+        crate::refuse_between_hooks("Domain::synchronize (shared scan)");
+        if ensure_scanner(shared) {
             synchronize_shared(shared, addr);
         } else {
             synchronize_alone(shared, addr);

@@ -218,3 +218,113 @@ fn fork_hooks_out_of_order() {
         );
     });
 }
+
+const BETWEEN_HOOKS: &[&str] = &[
+    "called between hazptr::fork::before_fork()",
+    "on the forking thread",
+    "(deadlock)",
+];
+
+/// Between `before_fork` and `after_fork_*` the forking thread holds every
+/// domain's locks and driver flag: each call here would wait for itself.
+#[test]
+fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
+    type Misuse = fn(&Domain);
+    let slow_path: Build = || Domain::builder().force_slow_path(true).build();
+    let misuses: [(&str, &str, Build, Misuse); 6] = [
+        (
+            "a shared-scan synchronize",
+            "Domain::synchronize (shared scan)",
+            Domain::new,
+            |d| d.synchronize(&5u64),
+        ),
+        ("reclaim", "Domain::reclaim", Domain::new, |d| {
+            d.reclaim();
+        }),
+        (
+            "retires that hand over their batch",
+            "a hand-over of retired objects",
+            Domain::new,
+            |d| {
+                for i in 0..1000u64 {
+                    // SAFETY: never published; freed once, by the domain.
+                    unsafe { d.retire_box(Box::into_raw(Box::new(i))) };
+                }
+            },
+        ),
+        (
+            "a retire with no batch (forced slow path)",
+            "Domain::retire",
+            slow_path,
+            |d| {
+                // SAFETY: never published; freed once, by the domain.
+                unsafe { d.retire_box(Box::into_raw(Box::new(9u64))) };
+            },
+        ),
+        (
+            "AtomicBox stores that hand over",
+            "AtomicBox updates",
+            Domain::new,
+            |d| {
+                let boxed = AtomicBox::new_in(0u64, d);
+                for i in 1..1000u64 {
+                    boxed.store(Some(Box::new(i)));
+                }
+            },
+        ),
+        (
+            "creating a domain",
+            "creating a Domain",
+            Domain::new,
+            |_| {
+                drop(Domain::new());
+            },
+        ),
+    ];
+    for (what, name, build, misuse) in misuses {
+        assert_misuse(
+            &format!("{what} between the fork hooks"),
+            &[BETWEEN_HOOKS, &[name]].concat(),
+            move || {
+                let domain = build();
+                fork::before_fork();
+                refused_then(
+                    || misuse(&domain),
+                    || {
+                        // Nothing was left held: once the parent hook ran, the
+                        // same domain and new ones work.
+                        fork::after_fork_parent();
+                        domain.synchronize(&6u64);
+                        domain.reclaim();
+                        drop(Domain::new());
+                    },
+                );
+            },
+        );
+    }
+    // An unshared scan takes no lock, so it goes on between the hooks.
+    let unshared = Domain::builder().shared_scan(false).build();
+    fork::before_fork();
+    unshared.synchronize(&7u64);
+    fork::after_fork_parent();
+}
+
+#[test]
+fn dropping_a_domain_between_the_fork_hooks() {
+    assert_misuse(
+        "dropping a domain between the fork hooks",
+        &[BETWEEN_HOOKS, &["dropping a Domain"]].concat(),
+        || {
+            let domain = Domain::new();
+            fork::before_fork();
+            refused_then(
+                || drop(domain),
+                || {
+                    fork::after_fork_parent();
+                    let other = Domain::new();
+                    other.synchronize(&8u64);
+                },
+            );
+        },
+    );
+}
