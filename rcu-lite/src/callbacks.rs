@@ -124,6 +124,8 @@ impl CallbackQueue {
     /// `synchronize_rcu` is `synchronize`, starting the worker if needed.
     pub(crate) fn enqueue(&'static self, callback: Callback, synchronize: fn(), flavor: &str) {
         #[cfg(not(loom))]
+        crate::fork::refuse_between_hooks(flavor);
+        #[cfg(not(loom))]
         self.start_worker(synchronize, flavor);
         #[cfg(loom)]
         let _ = (synchronize, flavor);

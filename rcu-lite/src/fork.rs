@@ -84,8 +84,9 @@ std::thread_local! {
 /// [`after_fork_child`] in the child, on the same thread. Blocks while a
 /// `call_rcu` batch is running. Until the `after_fork_*` call, `call_rcu()`
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
-/// `Rcu::update`, `raw::defer_drop_box`) block in every thread, so the
-/// forking thread must not call them in between (it would wait for itself).
+/// `Rcu::update`, `raw::defer_drop_box`) block in every other thread; in the
+/// forking thread they would wait for the lock it holds itself, so they panic
+/// instead.
 ///
 /// # Panics
 ///
@@ -146,6 +147,32 @@ pub fn after_fork_child() {
         engine.callbacks.forget_worker_after_fork(queue);
     }
     drop(held);
+}
+
+/// Panics if the calling thread is between its [`before_fork`] and
+/// `after_fork_*`: queuing a callback of `flavor` would wait for the queue
+/// lock the thread holds itself.
+#[inline]
+pub(crate) fn refuse_between_hooks(flavor: &str) {
+    // `try_with`: a thread-local destructor may queue a callback after `HELD`
+    // is gone, and such a thread is not between the hooks.
+    if HELD
+        .try_with(|held| held.borrow().is_some())
+        .unwrap_or(false)
+    {
+        between_hooks(flavor);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn between_hooks(flavor: &str) -> ! {
+    panic!(
+        "rcu_lite::{flavor}::call_rcu() or rcu_barrier() (or Rcu::replace/update, \
+         raw::defer_drop_box) called between rcu_lite::fork::before_fork() and \
+         after_fork_parent()/after_fork_child() on the forking thread: it would wait for the \
+         callback-queue lock that this thread holds for the fork (deadlock)"
+    )
 }
 
 fn take_held(name: &str) -> Held {

@@ -273,6 +273,11 @@ fn synchronize(expedited: bool, name: &str) {
 /// hold up every later grace period, so the worker aborts the process with a
 /// message naming it. Callbacks queued together share one
 /// grace period.
+///
+/// # Panics
+///
+/// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
+/// and `after_fork_*` (it would wait for the queue lock the thread holds).
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
         .callbacks
@@ -284,8 +289,9 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// # Panics
 ///
-/// If called from inside a memb RCU callback (it would wait for itself), or inside
-/// a read-side section (the callbacks' grace period would wait for the caller).
+/// If called from inside a memb RCU callback (it would wait for itself), inside
+/// a read-side section (the callbacks' grace period would wait for the caller),
+/// or as [`call_rcu`].
 pub fn rcu_barrier() {
     if read_ongoing() {
         barrier_inside_a_section();

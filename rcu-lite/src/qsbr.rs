@@ -301,6 +301,11 @@ fn synchronize(expedited: bool, name: &str) {
 /// qsbr registration online on the callback thread: one left behind would
 /// hold up every later grace period, so the worker aborts the process with a
 /// message naming it.
+///
+/// # Panics
+///
+/// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
+/// and `after_fork_*` (it would wait for the queue lock the thread holds).
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
         .callbacks
@@ -314,7 +319,7 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// If called from inside a qsbr RCU callback (it would wait for itself), or while
 /// the thread has an online [`QsbrThread`] (the callbacks' grace period would
-/// wait for this thread).
+/// wait for this thread), or as [`call_rcu`].
 pub fn rcu_barrier() {
     if online_count() != 0 {
         panic!(

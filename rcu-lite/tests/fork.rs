@@ -169,3 +169,45 @@ fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
     memb::call_rcu(|| {});
     memb::rcu_barrier();
 }
+
+/// Between `before_fork` and `after_fork_*` the forking thread holds both
+/// callback queues' locks: queuing a callback there would wait for itself.
+#[test]
+fn queuing_callbacks_between_the_fork_hooks_panics() {
+    let _serial = serial();
+    type Misuse = fn();
+    let misuses: [(&str, &str, Misuse); 5] = [
+        ("memb::call_rcu", "rcu_lite::memb::", || {
+            memb::call_rcu(|| {})
+        }),
+        ("qsbr::call_rcu", "rcu_lite::qsbr::", || {
+            qsbr::call_rcu(|| {})
+        }),
+        ("memb::rcu_barrier", "rcu_lite::memb::", memb::rcu_barrier),
+        ("qsbr::rcu_barrier", "rcu_lite::qsbr::", qsbr::rcu_barrier),
+        ("Rcu::replace", "rcu_lite::memb::", || {
+            Rcu::<u64>::new(1).replace(2);
+        }),
+    ];
+    for (what, flavor, misuse) in misuses {
+        test_support::misuse::assert_misuse(
+            &format!("{what} between the fork hooks"),
+            &[
+                flavor,
+                "between rcu_lite::fork::before_fork()",
+                "(deadlock)",
+            ],
+            move || {
+                fork::before_fork();
+                test_support::misuse::refused_then(misuse, || {
+                    // Nothing was left held: once the parent hook ran, queuing
+                    // and waiting for callbacks works again.
+                    fork::after_fork_parent();
+                    memb::call_rcu(|| {});
+                    memb::rcu_barrier();
+                    qsbr::rcu_barrier();
+                });
+            },
+        );
+    }
+}
