@@ -149,6 +149,8 @@ pub fn before_fork() {
     // and a `OnceLock` caught mid-decision would block the child's first
     // fence forever.
     let _ = membarrier_sim::fence::mode();
+    // And the clock that retirement's period is measured from.
+    let _ = crate::retire::now_ms();
     let registry = DOMAINS.lock().unwrap_or_else(PoisonError::into_inner);
     let domains = registry
         .iter()

@@ -777,16 +777,26 @@ pub fn loom_worker_inline(on: bool) {
 const WORKER_CALLERS_PER_CPU: u32 = 2;
 
 /// `WORKER_CALLERS_PER_CPU` times the CPUs this process may run on, computed
-/// once.
+/// on first use. Not a `OnceLock`: a fork while another thread is inside its
+/// initialisation (`available_parallelism` makes system calls and reads
+/// cgroup files) would leave the child one that blocks every caller for
+/// good. Threads that race here each compute the same value.
 #[cfg(not(loom))]
 fn worker_threshold() -> u32 {
-    static THRESHOLD: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *THRESHOLD.get_or_init(|| {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        u32::try_from(cpus)
-            .unwrap_or(u32::MAX)
-            .saturating_mul(WORKER_CALLERS_PER_CPU)
-    })
+    static THRESHOLD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    // Relaxed: the value is all there is; 0 means not computed yet (the
+    // product is at least 2).
+    match THRESHOLD.load(Relaxed) {
+        0 => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threshold = u32::try_from(cpus)
+                .unwrap_or(u32::MAX)
+                .saturating_mul(WORKER_CALLERS_PER_CPU);
+            THRESHOLD.store(threshold, Relaxed);
+            threshold
+        }
+        threshold => threshold,
+    }
 }
 
 /// Drops from `holdouts` every record that has passed a quiescent state.
