@@ -40,7 +40,7 @@ use std::cell::Cell;
 use std::io::Write;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 
 /// A queued callback.
 pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
@@ -88,6 +88,9 @@ pub(crate) struct CallbackQueue {
     queued_total: AtomicUsize,
     /// Callbacks that have started running; written only under `batch_lock`.
     started_total: AtomicUsize,
+    /// Barrier callbacks that this flavor's callbacks queued on the other
+    /// flavor's queue and that have not run yet ([`enter_cross_barrier`]).
+    cross_barriers: AtomicU32,
     /// Whether the worker thread was started (in this process: a fork child
     /// has none).
     #[cfg(not(loom))]
@@ -114,6 +117,7 @@ impl CallbackQueue {
                 batch_lock: Mutex::new(()),
                 queued_total: AtomicUsize::new(0),
                 started_total: AtomicUsize::new(0),
+                cross_barriers: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_started: std::sync::atomic::AtomicBool::new(false),
             }
@@ -124,7 +128,7 @@ impl CallbackQueue {
     /// `synchronize_rcu` is `synchronize`, starting the worker if needed.
     pub(crate) fn enqueue(&'static self, callback: Callback, synchronize: fn(), flavor: &str) {
         #[cfg(not(loom))]
-        crate::fork::refuse_between_hooks(flavor);
+        crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
         #[cfg(not(loom))]
         self.start_worker(synchronize, flavor);
         #[cfg(loom)]
@@ -205,19 +209,25 @@ impl CallbackQueue {
     /// `rcu_barrier()`: returns once every callback queued before the call has
     /// run.
     pub(crate) fn barrier(&'static self, synchronize: fn(), flavor: &str) {
-        // Only this flavor's own batch: a callback of the other flavor runs on
-        // that flavor's worker, which this barrier does not wait for.
-        if std::ptr::eq(IN_CALLBACK.with(Cell::get), self) {
+        let running = IN_CALLBACK.with(Cell::get);
+        if std::ptr::eq(running, self) {
             panic!(
                 "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback of the \
                  same flavor: the callback worker would wait for its own batch forever \
                  (deadlock)"
             );
         }
+        // SAFETY: `IN_CALLBACK` holds null or a queue whose `run_batch` is
+        // running on this thread; every queue is a `'static` engine field.
+        let cross =
+            unsafe { running.as_ref() }.map(|running| enter_cross_barrier(running, self, flavor));
         let done = Arc::new(AtomicU32::new(0));
         let signal = Arc::clone(&done);
         self.enqueue(
             Box::new(move || {
+                // Before the signal: from here on the waiting worker is free
+                // again. (Dropped unrun, the closure takes it back too.)
+                drop(cross);
                 // Release pairs with the Acquire load in the wait below: the
                 // callbacks of earlier batches ran before this store.
                 signal.store(1, Release);
@@ -274,6 +284,18 @@ impl CallbackQueue {
             .expect("never poisoned: callbacks run under catch_unwind")
     }
 
+    /// [`Self::hold_batches`] if no batch is running now.
+    #[cfg(not(loom))]
+    pub(crate) fn try_hold_batches(&'static self) -> Option<BatchHeld> {
+        match self.batch_lock.try_lock() {
+            Ok(held) => Some(held),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+            Err(std::sync::TryLockError::Poisoned(_)) => {
+                unreachable!("never poisoned: callbacks run under catch_unwind")
+            }
+        }
+    }
+
     /// For `fork()`, after [`Self::hold_batches`]: locks the queue, so that
     /// the child copies it whole.
     #[cfg(not(loom))]
@@ -318,6 +340,56 @@ impl CallbackQueue {
             futex::wait(&self.wake_seq, seq, None);
         }
     }
+}
+
+/// A callback of one flavor (`running`) is about to wait in the other
+/// flavor's `rcu_barrier()` (`target`), holding up its own worker until
+/// `target`'s worker runs the barrier's callback, which drops the returned
+/// count. A callback of the other flavor may do the same, and if both wait at
+/// once each worker waits for the other forever: this panics instead.
+///
+/// `target.cross_barriers > 0` means exactly that: a barrier callback queued
+/// on `running`'s queue, which this thread's worker runs, has not run yet, and
+/// the callback that queued it waits for it on `target`'s worker. The load
+/// cannot see a count this worker already dropped: it dropped it on this
+/// thread, earlier.
+fn enter_cross_barrier(
+    running: &'static CallbackQueue,
+    target: &CallbackQueue,
+    flavor: &str,
+) -> CrossBarrier {
+    // SeqCst RMW, then SeqCst load of the other queue's count: two callbacks
+    // entering at once are a store-buffering pair, and SeqCst makes at least
+    // one of them see the other's count (both may, and then both refuse).
+    running.cross_barriers.fetch_add(1, SeqCst);
+    let counted = CrossBarrier { running };
+    if target.cross_barriers.load(SeqCst) > 0 {
+        // Unwinding drops `counted`: no barrier callback was queued.
+        cross_barriers_both_ways(flavor);
+    }
+    counted
+}
+
+/// One count of [`CallbackQueue::cross_barriers`], taken back on drop.
+struct CrossBarrier {
+    running: &'static CallbackQueue,
+}
+
+impl Drop for CrossBarrier {
+    fn drop(&mut self) {
+        // SeqCst: see `enter_cross_barrier`.
+        self.running.cross_barriers.fetch_sub(1, SeqCst);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn cross_barriers_both_ways(flavor: &str) -> ! {
+    panic!(
+        "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback of the other \
+         flavor while a {flavor} callback waits in that flavor's rcu_barrier(): each callback \
+         worker would wait for the other forever (deadlock)"
+    )
 }
 
 /// After a callback: aborts the process, with a message, if the callback

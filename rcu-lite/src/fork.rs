@@ -86,7 +86,8 @@ std::thread_local! {
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
 /// `Rcu::update`, `raw::defer_drop_box`) block in every other thread; in the
 /// forking thread they would wait for the lock it holds itself, so they panic
-/// instead.
+/// instead. So does `synchronize_rcu()` there: a reader of another thread may
+/// be blocked in `call_rcu()` inside its section.
 ///
 /// # Panics
 ///
@@ -112,8 +113,7 @@ pub fn before_fork() {
     let _ = membarrier_sim::fence::mode();
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
-    let memb_batches = memb::engine().callbacks.hold_batches();
-    let qsbr_batches = qsbr::engine().callbacks.hold_batches();
+    let (memb_batches, qsbr_batches) = hold_both_batches();
     let held = Held {
         memb_queue: memb::engine().callbacks.hold_queue(),
         qsbr_queue: qsbr::engine().callbacks.hold_queue(),
@@ -121,6 +121,28 @@ pub fn before_fork() {
         _qsbr_batches: qsbr_batches,
     };
     HELD.with(|slot| *slot.borrow_mut() = Some(held));
+}
+
+/// Both flavors' batch locks. No order of the two is safe to block in: a
+/// callback of either flavor may wait in the other flavor's `rcu_barrier()`
+/// while its worker holds its own batch lock, and the other worker needs its
+/// batch lock to run the barrier's callback. So this blocks on one lock only
+/// while holding neither, and takes the other only if it is free.
+fn hold_both_batches() -> (BatchHeld, BatchHeld) {
+    let (memb, qsbr) = (&memb::engine().callbacks, &qsbr::engine().callbacks);
+    loop {
+        let memb_batches = memb.hold_batches();
+        if let Some(qsbr_batches) = qsbr.try_hold_batches() {
+            return (memb_batches, qsbr_batches);
+        }
+        drop(memb_batches);
+        let qsbr_batches = qsbr.hold_batches();
+        if let Some(memb_batches) = memb.try_hold_batches() {
+            return (memb_batches, qsbr_batches);
+        }
+        drop(qsbr_batches);
+        std::thread::yield_now();
+    }
 }
 
 /// Call in the parent right after `fork()` (whether it succeeded or not).
@@ -149,29 +171,48 @@ pub fn after_fork_child() {
     drop(held);
 }
 
+/// What may not run on the forking thread between the hooks.
+#[derive(Clone, Copy)]
+pub(crate) enum Refused {
+    /// Queuing a callback: it would wait for the queue lock the thread holds.
+    Queuing,
+    /// Waiting for a grace period (the function's name): a reader of another
+    /// thread may be waiting for that queue lock inside its section.
+    Waiting(&'static str),
+}
+
 /// Panics if the calling thread is between its [`before_fork`] and
-/// `after_fork_*`: queuing a callback of `flavor` would wait for the queue
-/// lock the thread holds itself.
+/// `after_fork_*` (see [`Refused`]).
 #[inline]
-pub(crate) fn refuse_between_hooks(flavor: &str) {
-    // `try_with`: a thread-local destructor may queue a callback after `HELD`
-    // is gone, and such a thread is not between the hooks.
+pub(crate) fn refuse_between_hooks(flavor: &str, refused: Refused) {
+    // `try_with`: a thread-local destructor may get here after `HELD` is
+    // gone, and such a thread is not between the hooks.
     if HELD
         .try_with(|held| held.borrow().is_some())
         .unwrap_or(false)
     {
-        between_hooks(flavor);
+        between_hooks(flavor, refused);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn between_hooks(flavor: &str) -> ! {
+fn between_hooks(flavor: &str, refused: Refused) -> ! {
+    let (name, why) = match refused {
+        Refused::Queuing => (
+            "call_rcu() or rcu_barrier() (or Rcu::replace/update, raw::defer_drop_box)".to_owned(),
+            "it would wait for the callback-queue lock that this thread holds for the fork",
+        ),
+        Refused::Waiting(name) => (
+            format!("{name}()"),
+            "until after_fork_*() every other thread's call_rcu() waits for the callback-queue \
+             lock that this thread holds, even inside a read-side section, and the grace \
+             period would wait for such a reader",
+        ),
+    };
     panic!(
-        "rcu_lite::{flavor}::call_rcu() or rcu_barrier() (or Rcu::replace/update, \
-         raw::defer_drop_box) called between rcu_lite::fork::before_fork() and \
-         after_fork_parent()/after_fork_child() on the forking thread: it would wait for the \
-         callback-queue lock that this thread holds for the fork (deadlock)"
+        "rcu_lite::{flavor}::{name} called between rcu_lite::fork::before_fork() and \
+         after_fork_parent()/after_fork_child() on the forking thread: {why} (deadlock)"
     )
 }
 

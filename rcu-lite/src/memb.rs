@@ -236,7 +236,10 @@ pub fn read_ongoing() -> bool {
 /// # Panics
 ///
 /// If the calling thread is inside a read-side section: the grace period would
-/// wait for the caller itself (deadlock).
+/// wait for the caller itself (deadlock). Also between the calling thread's
+/// [`fork::before_fork`](crate::fork::before_fork) and `after_fork_*`: a
+/// reader of another thread may then be waiting in `call_rcu()` inside its
+/// section.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }
@@ -252,7 +255,9 @@ pub fn synchronize_rcu_expedited() {
     synchronize(true, "synchronize_rcu_expedited");
 }
 
-fn synchronize(expedited: bool, name: &str) {
+fn synchronize(expedited: bool, name: &'static str) {
+    #[cfg(not(loom))]
+    crate::fork::refuse_between_hooks("memb", crate::fork::Refused::Waiting(name));
     let own = thread_record();
     // Relaxed: only this thread writes its word.
     if nesting(own.word.load(Relaxed)) != 0 {
@@ -291,7 +296,9 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// If called from inside a memb RCU callback (it would wait for itself), inside
 /// a read-side section (the callbacks' grace period would wait for the caller),
-/// or as [`call_rcu`].
+/// from inside a qsbr callback while a memb callback waits in
+/// `qsbr::rcu_barrier()` (each worker would wait for the other), or as
+/// [`call_rcu`].
 pub fn rcu_barrier() {
     if read_ongoing() {
         barrier_inside_a_section();

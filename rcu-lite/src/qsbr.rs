@@ -176,7 +176,8 @@ impl QsbrThread {
     /// # Panics
     ///
     /// If the thread has another online registration: the grace period would
-    /// wait for it, that is, for the caller (deadlock).
+    /// wait for it, that is, for the caller (deadlock). Between the fork
+    /// hooks, as [`synchronize_rcu`].
     pub fn synchronize_rcu(&mut self) {
         let _offline = self.offline();
         synchronize(false, "QsbrThread::synchronize_rcu");
@@ -267,7 +268,10 @@ fn go_offline(record: &Record) {
 ///
 /// If the calling thread has an online [`QsbrThread`]: its whole online time
 /// is a read-side section, and the grace period would wait for it forever.
-/// Use [`QsbrThread::synchronize_rcu`] or go offline first.
+/// Use [`QsbrThread::synchronize_rcu`] or go offline first. Also between the
+/// calling thread's [`fork::before_fork`](crate::fork::before_fork) and
+/// `after_fork_*`: a reader of another thread may then be waiting in
+/// `call_rcu()` without having reported a quiescent state.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }
@@ -282,7 +286,9 @@ pub fn synchronize_rcu_expedited() {
     synchronize(true, "synchronize_rcu_expedited");
 }
 
-fn synchronize(expedited: bool, name: &str) {
+fn synchronize(expedited: bool, name: &'static str) {
+    #[cfg(not(loom))]
+    crate::fork::refuse_between_hooks("qsbr", crate::fork::Refused::Waiting(name));
     if online_count() != 0 {
         panic!(
             "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread, which \
@@ -319,7 +325,9 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// If called from inside a qsbr RCU callback (it would wait for itself), or while
 /// the thread has an online [`QsbrThread`] (the callbacks' grace period would
-/// wait for this thread), or as [`call_rcu`].
+/// wait for this thread), from inside a memb callback while a qsbr callback
+/// waits in `memb::rcu_barrier()` (each worker would wait for the other), or
+/// as [`call_rcu`].
 pub fn rcu_barrier() {
     if online_count() != 0 {
         panic!(

@@ -171,12 +171,28 @@ fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
 }
 
 /// Between `before_fork` and `after_fork_*` the forking thread holds both
-/// callback queues' locks: queuing a callback there would wait for itself.
+/// callback queues' locks: queuing a callback there would wait for itself,
+/// and a grace period could wait for a reader blocked in `call_rcu()`.
 #[test]
-fn queuing_callbacks_between_the_fork_hooks_panics() {
+fn queuing_callbacks_or_waiting_for_readers_between_the_fork_hooks_panics() {
     let _serial = serial();
     type Misuse = fn();
-    let misuses: [(&str, &str, Misuse); 5] = [
+    let misuses: [(&str, &str, Misuse); 8] = [
+        (
+            "memb::synchronize_rcu",
+            "rcu_lite::memb::synchronize_rcu()",
+            memb::synchronize_rcu,
+        ),
+        (
+            "qsbr::synchronize_rcu_expedited",
+            "rcu_lite::qsbr::synchronize_rcu_expedited()",
+            qsbr::synchronize_rcu_expedited,
+        ),
+        (
+            "QsbrThread::synchronize_rcu",
+            "rcu_lite::qsbr::QsbrThread::synchronize_rcu()",
+            || QsbrThread::register().synchronize_rcu(),
+        ),
         ("memb::call_rcu", "rcu_lite::memb::", || {
             memb::call_rcu(|| {})
         }),
@@ -206,8 +222,43 @@ fn queuing_callbacks_between_the_fork_hooks_panics() {
                     memb::call_rcu(|| {});
                     memb::rcu_barrier();
                     qsbr::rcu_barrier();
+                    memb::synchronize_rcu();
                 });
             },
         );
     }
+}
+
+/// A qsbr callback that waits in `memb::rcu_barrier()` holds the qsbr batch
+/// lock until the memb worker runs a batch. `before_fork` must not hold the
+/// memb batch lock while it waits for the qsbr one.
+#[test]
+fn before_fork_while_a_callback_waits_for_the_other_flavors_callbacks() {
+    let _serial = serial();
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (finished_tx, finished) = std::sync::mpsc::channel();
+    qsbr::call_rcu(move || {
+        started_tx.send(()).expect("the test waits");
+        // Long enough for the forking thread to block in `before_fork`.
+        thread::sleep(Duration::from_millis(300));
+        memb::rcu_barrier();
+        finished_tx.send(()).expect("the test waits");
+    });
+    started.recv().expect("the qsbr callback runs");
+    let (forked_tx, forked) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        fork::before_fork();
+        fork::after_fork_parent();
+        forked_tx.send(()).expect("the test waits");
+    });
+    let limit = Duration::from_secs(20);
+    assert!(
+        forked.recv_timeout(limit).is_ok(),
+        "before_fork() still waiting after {limit:?}: it held one flavor's batch lock while \
+         blocking on the other's"
+    );
+    assert!(
+        finished.recv_timeout(limit).is_ok(),
+        "the qsbr callback's memb::rcu_barrier() did not return"
+    );
 }
