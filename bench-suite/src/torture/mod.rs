@@ -53,6 +53,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// A reader holds one section in this many batches of 64 for 1-20 us
+/// ([`Shared::held_read`]): about 1 in 1,024 sections. That halves a
+/// reader's sections per second (one reader on 2 vCPUs), and is what catches
+/// an object freed microseconds too early.
+const HELD_READ_EVERY_BATCHES: u64 = 16;
+
 /// A deferred-reclamation primitive under torture.
 pub trait Torture: Send + Sync {
     /// One read-side section: enter, reach the current object, check it with
@@ -276,16 +282,40 @@ impl Shared {
     }
 
     fn reader(&self, me: usize) {
+        let mut batches: u64 = 0;
         while !self.stop.load(Relaxed) {
             let mut bad = 0;
             for _ in 0..64 {
                 bad += u64::from(!self.primitive.read());
             }
-            self.reads[me].fetch_add(64, Relaxed);
+            let mut sections = 64;
+            batches += 1;
+            if batches.is_multiple_of(HELD_READ_EVERY_BATCHES) {
+                bad += u64::from(!self.held_read(batches / HELD_READ_EVERY_BATCHES));
+                sections += 1;
+            }
+            self.reads[me].fetch_add(sections, Relaxed);
             if bad > 0 {
                 self.errors.fetch_add(bad, Relaxed);
             }
         }
+    }
+
+    /// rcutorture's `rcu_read_delay()`: one section that stays inside for
+    /// 1-20 us (the `k`-th held section holds `1 + 7k mod 20` us) and checks
+    /// the object when it reaches it and again before it leaves. A plain
+    /// section checks within nanoseconds of reaching the object, so an
+    /// object freed a few microseconds too early, as by a grace period that
+    /// ends early, is still live when it is checked; a held one is not.
+    fn held_read(&self, k: u64) -> bool {
+        let hold = Duration::from_micros(1 + (7 * k) % 20);
+        let mut live = true;
+        self.primitive.read_with(&mut |object| {
+            live &= object.is_live();
+            crate::delay::spin_for(hold);
+            live &= object.is_live();
+        });
+        live
     }
 
     fn writer(&self, me: usize) {
@@ -646,23 +676,20 @@ mod tests {
         }
     }
 
-    /// Frees the old object at once, while readers may hold it: torture must
+    /// Frees the old object `after` its unpublish, without waiting for
+    /// readers that may hold it: a grace period that ends early. Torture must
     /// count errors (the quarantine keeps the memory valid for the check).
     struct FreesTooEarly {
         current: AtomicPtr<TortureObject>,
+        after: Duration,
     }
 
     impl FreesTooEarly {
         fn reach(&self) -> &TortureObject {
-            let p = self.current.load(Acquire);
-            // Widen the window between reaching and checking the object.
-            for _ in 0..200 {
-                std::hint::spin_loop();
-            }
             // SAFETY: objects are only freed from the quarantine, which holds
-            // each for 600 ms and at least 16384 of them: far more than this
-            // window.
-            unsafe { &*p }
+            // each for 600 ms and at least 16384 of them: far longer than any
+            // section of a torture reader.
+            unsafe { &*self.current.load(Acquire) }
         }
     }
 
@@ -675,6 +702,7 @@ mod tests {
         }
         fn replace(&self, fresh: Box<TortureObject>) {
             let old = self.current.swap(Box::into_raw(fresh), AcqRel);
+            crate::delay::spin_for(self.after);
             // SAFETY: `old` came from `Box::into_raw`; freeing it while readers
             // may hold it is the bug this test plants (the quarantine keeps it
             // allocated).
@@ -689,16 +717,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn premature_reclamation_is_detected() {
+    /// Through the readers' own path, with nothing widening the window.
+    fn frees_too_early(after_us: u64) -> Outcome {
         let imp = bug("frees-too-early", |o| {
             Ok(Box::new(FreesTooEarly {
                 current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                after: Duration::from_micros(FREE_AFTER_US.load(Relaxed)),
             }))
         });
-        let out = torture(&imp, config(300, false), &mut Progress::new(1, "test"));
-        assert!(out.errors > 0, "{out:?}");
-        assert!(out.failure.is_none(), "{out:?}");
+        FREE_AFTER_US.store(after_us, Relaxed);
+        // One reader and one writer: no more threads than this machine's
+        // CPUs, so a reader is seldom preempted inside a section (which
+        // would widen the window by itself).
+        let one_each = Config {
+            readers: 1,
+            ..config(300, false)
+        };
+        torture(&imp, one_each, &mut Progress::new(1, "test"))
+    }
+
+    /// `frees_too_early`'s delay (a `make` function cannot capture it).
+    static FREE_AFTER_US: AtomicU64 = AtomicU64::new(0);
+
+    #[test]
+    fn premature_reclamation_is_detected() {
+        // At once, and a few microseconds after the unpublish. A plain
+        // section checks within nanoseconds of reaching the object, so it
+        // sees the second only when it is interrupted in between; held
+        // sections see it. In 300 ms runs here, 5 us: 18-309 errors with
+        // held sections, 7-10 without.
+        for after_us in [0, 5] {
+            let out = frees_too_early(after_us);
+            assert!(
+                out.errors > 0,
+                "freed {after_us} us after the unpublish: {out:?}"
+            );
+            assert!(out.failure.is_none(), "{out:?}");
+        }
     }
 
     /// A "read section" that is a plain counter, ended by code after `inside`
