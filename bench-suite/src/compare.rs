@@ -31,7 +31,14 @@ const IDENTITY_NUMBERS: &[&str] = &[
 ];
 
 /// Numeric fields that are neither identity nor figures (run settings).
-const SETTINGS: &[&str] = &["iterations", "duration_s", "sim_seconds", "seed", "runs"];
+const SETTINGS: &[&str] = &[
+    "iterations",
+    "duration_s",
+    "sim_seconds",
+    "seed",
+    "runs",
+    "watchdog_s",
+];
 
 /// Figures (whole paths) that count work done over a run's `duration_s`:
 /// compared as rates (`_per_s`), since they grow with the run's length. Not
@@ -64,7 +71,7 @@ pub enum Direction {
 pub fn direction(path: &str) -> Direction {
     let last = path.rsplit('.').next().unwrap_or(path);
     // A count made a rate keeps its count's direction.
-    let last = last.strip_suffix("_per_s").unwrap_or(last);
+    let count = last.strip_suffix("_per_s").unwrap_or(last);
     // Injected faults (torture `--faults`) are settings that happened, not
     // results: more injected stalls is not a regression.
     if path.starts_with("faults.") {
@@ -78,6 +85,7 @@ pub fn direction(path: &str) -> Direction {
         "read_fail",
         "stalls",
         "unreclaimed_max",
+        "rss_max_kib",
     ];
     let higher = [
         "total",
@@ -85,19 +93,20 @@ pub fn direction(path: &str) -> Direction {
         "gps",
         "reads",
         "replaced",
-        "calls_per_s",
+        "calls",
         "ratio",
-        "ops_per_s",
+        "ops",
         "writer_share",
         "throughput",
     ];
     let timing = path.contains("latency")
         || path.ends_with("_us")
         || path.ends_with("_ns")
+        || path.ends_with("_ms")
         || last == "ns_per_op";
-    if timing || lower.contains(&last) {
+    if timing || lower.contains(&count) {
         Direction::LowerIsBetter
-    } else if higher.contains(&last) {
+    } else if higher.contains(&count) {
         Direction::HigherIsBetter
     } else {
         Direction::Neutral
@@ -593,6 +602,15 @@ mod tests {
         assert_eq!(c.regressions(), 2);
         // The membarrier sweep's stalls are results.
         assert_eq!(direction("stalls"), Direction::LowerIsBetter);
+        // Rates the runs record themselves, and times in milliseconds.
+        assert_eq!(direction("per_cpu.calls_per_s"), Direction::HigherIsBetter);
+        assert_eq!(direction("ops_per_s"), Direction::HigherIsBetter);
+        assert_eq!(direction("write_max_ms"), Direction::LowerIsBetter);
+        assert_eq!(
+            direction("global.irq_off_longest_ms"),
+            Direction::LowerIsBetter
+        );
+        assert_eq!(direction("rss_max_kib"), Direction::LowerIsBetter);
         // Lock runs count failures too.
         assert!(
             flatten(&old)["locktorture lock=qrwlock readers=16 writers=4"].contains_key("failed")
