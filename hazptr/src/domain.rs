@@ -666,9 +666,14 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
                 return r.block;
             }
             // Give back blocks of dropped domains first, so that a thread
-            // using many short-lived domains does not pile them up.
+            // using many short-lived domains does not pile them up. Not
+            // between the fork hooks: a give-back takes the dropped domain's
+            // retired-list lock, which `before_fork` holds (the domain lives
+            // on while this registration keeps it); a later registration
+            // gives them back.
+            let forking = crate::between_fork_hooks();
             list.retain(|r| {
-                if r.shared.dropped.load(Ordering::Relaxed) {
+                if r.shared.dropped.load(Ordering::Relaxed) && !forking {
                     // SAFETY: this thread owns `r.block`; the domain handle is
                     // gone, so no guard or retire of this thread uses it.
                     unsafe { r.shared.give_back_block(r.block) };

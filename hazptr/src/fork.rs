@@ -194,19 +194,23 @@ pub fn after_fork_child() {
 /// Called before anything that takes a lock `before_fork` holds.
 #[inline]
 pub(crate) fn refuse_between_hooks(what: &str) {
+    if between_hooks() {
+        refused_between_hooks(what);
+    }
+}
+
+/// Whether the calling thread is between its [`before_fork`] and
+/// `after_fork_*`, holding every domain's locks.
+pub(crate) fn between_hooks() -> bool {
     // `try_with`: a thread-local destructor may reach here after `HELD` is
     // gone, and such a thread is not between the hooks.
-    if HELD
-        .try_with(|held| held.borrow().is_some())
+    HELD.try_with(|held| held.borrow().is_some())
         .unwrap_or(false)
-    {
-        between_hooks(what);
-    }
 }
 
 #[cold]
 #[inline(never)]
-fn between_hooks(what: &str) -> ! {
+fn refused_between_hooks(what: &str) -> ! {
     panic!(
         "hazptr: {what} called between hazptr::fork::before_fork() and \
          after_fork_parent()/after_fork_child() on the forking thread: it would wait for the \

@@ -70,11 +70,16 @@ pub use atomic_box::{AtomicBox, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
 
 #[cfg(not(loom))]
-use fork::refuse_between_hooks;
+use fork::{between_hooks as between_fork_hooks, refuse_between_hooks};
 /// No fork hooks under loom, so no thread is ever between them.
 #[cfg(loom)]
 #[inline]
 fn refuse_between_hooks(_what: &str) {}
+/// See [`refuse_between_hooks`].
+#[cfg(loom)]
+fn between_fork_hooks() -> bool {
+    false
+}
 
 /// Under loom: runs a model twice, the second time with the futex model
 /// returning spuriously from every other wait of each thread, as a real futex

@@ -205,3 +205,36 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
     crowd.stop();
 }
+
+/// A thread's first guard in a domain, between the hooks, when the thread
+/// still has a block in a dropped domain: the guard registers the thread,
+/// and registration gives back blocks of dropped domains, which takes a lock
+/// that `before_fork` holds. It must wait for a later registration instead.
+#[test]
+fn a_first_guard_between_the_hooks_after_a_dropped_domain() {
+    let user = leak(Domain::new());
+    let obj = object(9);
+    test_support::within_a_deadline(
+        "a first guard between the fork hooks",
+        Duration::from_secs(20),
+        move || {
+            let dropped = Domain::new();
+            drop(dropped.guard());
+            drop(dropped);
+            fork::before_fork();
+            // This thread's first guard in `user`, and in the global domain.
+            assert_eq!(read_through(&mut user.guard(), obj), 9);
+            assert_eq!(read_through(&mut Guard::new(), obj), 9);
+            fork::after_fork_parent();
+            // The next registration gives the dropped domain's block back.
+            let later = Domain::new();
+            drop(later.guard());
+        },
+    );
+}
+
+fn read_through(guard: &mut Guard<'_>, src: &AtomicPtr<u64>) -> u64 {
+    let p = guard.protect_ptr(src);
+    // SAFETY: protected, and the test never frees it.
+    unsafe { *p }
+}
