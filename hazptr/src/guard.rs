@@ -341,8 +341,16 @@ impl<'d> Guard<'d> {
 /// backup slot, another thread would claim it).
 #[inline(always)]
 fn protection<T>(ptr: *mut T) -> usize {
-    let addr = ptr as usize & !1;
+    let addr = protected_address(ptr);
     if addr == EMPTY { RESERVED } else { addr }
+}
+
+/// The address of the object `ptr` points at, mark bit cleared: what a
+/// guard's slot holds for it (`synchronize` and reclamation compare slots
+/// against the same).
+#[inline(always)]
+pub(crate) fn protected_address<T>(ptr: *const T) -> usize {
+    ptr as usize & !1
 }
 
 /// The first free slot of `b` after slot 0 (taken: guards nest), if any.

@@ -50,9 +50,10 @@ pub(crate) struct Retired {
 unsafe impl Send for Retired {}
 
 impl Retired {
-    /// The object's address, as slots hold it.
+    /// The object's address, as slots hold it (a marked pointer's mark
+    /// cleared).
     fn addr(&self) -> usize {
-        self.ptr as usize
+        crate::guard::protected_address(self.ptr)
     }
 
     /// Frees the object.

@@ -226,8 +226,11 @@ impl Domain {
     /// The caller must already have unpublished `addr` (made it unreachable
     /// for new readers); afterwards it may free the object. Concurrent callers
     /// share one scan unless the domain was built with
-    /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A call
-    /// allocates nothing (the scanner thread is started on first use).
+    /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A marked
+    /// `addr` (low bit set) stands for the object it marks, as in a guard. A
+    /// call allocates nothing (the scanner thread is started on first use,
+    /// and the scan's list of pending hits grows, once, if more than 64 slot
+    /// hits are pending at once).
     ///
     /// # Panics
     ///
@@ -236,8 +239,11 @@ impl Domain {
     /// the calling thread's [`before_fork`](crate::fork::before_fork) and
     /// `after_fork_*`.
     pub fn synchronize<T>(&self, addr: *const T) {
-        let addr = addr as usize;
-        if addr == EMPTY {
+        // As a guard stores it: a marked pointer's object is what its guards
+        // protect, and a null or a sentinel (`RESERVED` included) is no
+        // object, which no guard protects.
+        let addr = crate::guard::protected_address(addr);
+        if addr == EMPTY || addr == RESERVED {
             return;
         }
         if thread_holds(self, addr) {

@@ -576,6 +576,51 @@ fn marked_pointers_and_sentinels_in_a_slot() {
     }
 }
 
+/// A writer that swaps out a marked link and synchronizes on the value it got
+/// back waits for the guards of the object that value marks, as the slot
+/// holds it with the mark cleared.
+#[test]
+fn synchronize_of_a_marked_pointer_waits_for_its_object() {
+    for domain in domains() {
+        let domain = Arc::new(domain);
+        let object = Box::into_raw(Box::new(3u64));
+        let link = AtomicPtr::new(object.map_addr(|a| a | 1));
+        let mut guard = domain.guard();
+        guard.protect_ptr(&link);
+        let old = link.swap(std::ptr::null_mut(), AcqRel);
+        // The same thread: the misuse check sees its own protection.
+        let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)))
+            .expect_err("synchronize of a marked pointer this thread protects");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("holds a guard protecting that address"),
+            "{msg}"
+        );
+        // Another thread: waits until the guard drops.
+        let returned = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (domain, returned) = (Arc::clone(&domain), Arc::clone(&returned));
+            let old = old.addr();
+            std::thread::spawn(move || {
+                domain.synchronize(std::ptr::without_provenance::<u64>(old));
+                returned.store(true, SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !returned.load(SeqCst),
+            "synchronize(marked) returned while a guard protects its object"
+        );
+        drop(guard);
+        waiter
+            .join()
+            .expect("the waiter returns once the guard drops");
+        assert!(returned.load(SeqCst));
+        // SAFETY: unpublished, and no guard protects it any more.
+        drop(unsafe { Box::from_raw(object) });
+    }
+}
+
 #[test]
 fn a_forgotten_guard_of_a_dropped_domain_is_never_read_again() {
     // The thread's record of a backup slot held by a forgotten guard outlives
