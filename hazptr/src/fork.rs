@@ -123,17 +123,19 @@ std::thread_local! {
 /// call, shared-scan `synchronize` callers wait (an unshared domain's scan
 /// alone goes on), as do hand-overs of retired objects, reclamation passes,
 /// and the creation and drop of domains. In the forking thread those would
-/// wait for the locks it holds itself, so they panic instead (see below). Its
-/// guards may stay alive across the fork: they keep protecting in both
-/// processes.
+/// wait for the locks it holds itself, so they panic instead (see below),
+/// except a `retire` (or [`AtomicBox`](crate::AtomicBox) update), whose
+/// objects stay in the thread's own batch until its first retire after the
+/// hooks. Its guards may stay alive across the fork: they keep protecting in
+/// both processes, and taking new ones works.
 ///
 /// # Panics
 ///
 /// If the calling thread already called `before_fork` without an
-/// `after_fork_*`. Between the two, in the calling thread: a shared-scan
-/// `synchronize`, `reclaim`, a `retire` (or [`AtomicBox`](crate::AtomicBox)
-/// update) that hands its batch to the domain, and creating or dropping a
-/// domain.
+/// `after_fork_*`. Between the two, in the calling thread: `synchronize`
+/// (shared or not: another thread's guard may be held by a thread that waits
+/// for these locks), `reclaim`, a `retire` on a domain with a forced slow
+/// path (it has no batch to keep it in), and creating or dropping a domain.
 pub fn before_fork() {
     if HELD.with(|held| held.borrow().is_some()) {
         panic!(

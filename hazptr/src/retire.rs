@@ -186,9 +186,11 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
 #[cold]
 #[inline(never)]
 fn hand_over(shared: &Shared, block: &SlotBlock) {
-    crate::refuse_between_hooks(
-        "a hand-over of retired objects (Domain::retire, AtomicBox updates)",
-    );
+    if crate::between_fork_hooks() {
+        // The hooks hold the retired-list lock: the batch stays with this
+        // thread (only it touches it) and goes at its first retire after them.
+        return;
+    }
     flush_batch(shared, block);
     maybe_reclaim(shared);
 }
@@ -197,7 +199,8 @@ fn hand_over(shared: &Shared, block: &SlotBlock) {
 #[cold]
 #[inline(never)]
 fn retire_shared(shared: &Shared, retired: Retired) {
-    crate::refuse_between_hooks("Domain::retire");
+    // No batch to keep it in (a forced slow path): refused.
+    crate::refuse_between_hooks("Domain::retire on a domain with a forced slow path");
     shared.retired.lock().expect("not poisoned").push(retired);
     shared.retired_count.fetch_add(1, Ordering::Relaxed);
     maybe_reclaim(shared);

@@ -235,9 +235,9 @@ impl Domain {
     /// # Panics
     ///
     /// If the calling thread itself holds a guard protecting `addr`: the call
-    /// would wait for itself forever. The same for a shared-scan call between
-    /// the calling thread's [`before_fork`](crate::fork::before_fork) and
-    /// `after_fork_*`.
+    /// would wait for itself forever. Also between the calling thread's
+    /// [`before_fork`](crate::fork::before_fork) and `after_fork_*`: a guard
+    /// of another thread may then be waiting for a lock the hooks hold.
     pub fn synchronize<T>(&self, addr: *const T) {
         // As a guard stores it: a marked pointer's object is what its guards
         // protect, and a null or a sentinel (`RESERVED` included) is no
@@ -249,14 +249,12 @@ impl Domain {
         if thread_holds(self, addr) {
             synchronize_while_holding(addr);
         }
+        // An unshared scan takes no lock either, but it waits for other
+        // threads' guards, and a guard's thread may itself be waiting for a
+        // lock the fork hooks hold (a hand-over, `Domain::new`).
+        crate::refuse_between_hooks("Domain::synchronize");
         let shared = &self.shared;
-        if !shared.options.shared_scan {
-            // Takes no lock: may run between the fork hooks.
-            synchronize_alone(shared, addr);
-            return;
-        }
-        crate::refuse_between_hooks("Domain::synchronize (shared scan)");
-        if ensure_scanner(shared) {
+        if shared.options.shared_scan && ensure_scanner(shared) {
             synchronize_shared(shared, addr);
         } else {
             synchronize_alone(shared, addr);

@@ -231,45 +231,32 @@ const BETWEEN_HOOKS: &[&str] = &[
 fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
     type Misuse = fn(&Domain);
     let slow_path: Build = || Domain::builder().force_slow_path(true).build();
-    let misuses: [(&str, &str, Build, Misuse); 6] = [
+    let unshared: Build = || Domain::builder().shared_scan(false).build();
+    let misuses: [(&str, &str, Build, Misuse); 5] = [
         (
             "a shared-scan synchronize",
-            "Domain::synchronize (shared scan)",
+            "Domain::synchronize",
             Domain::new,
+            |d| d.synchronize(&5u64),
+        ),
+        // It takes no lock, but another thread's guard may be held by a
+        // thread waiting for one the hooks hold.
+        (
+            "an unshared synchronize",
+            "Domain::synchronize",
+            unshared,
             |d| d.synchronize(&5u64),
         ),
         ("reclaim", "Domain::reclaim", Domain::new, |d| {
             d.reclaim();
         }),
         (
-            "retires that hand over their batch",
-            "a hand-over of retired objects",
-            Domain::new,
-            |d| {
-                for i in 0..1000u64 {
-                    // SAFETY: never published; freed once, by the domain.
-                    unsafe { d.retire_box(Box::into_raw(Box::new(i))) };
-                }
-            },
-        ),
-        (
             "a retire with no batch (forced slow path)",
-            "Domain::retire",
+            "Domain::retire on a domain with a forced slow path",
             slow_path,
             |d| {
                 // SAFETY: never published; freed once, by the domain.
                 unsafe { d.retire_box(Box::into_raw(Box::new(9u64))) };
-            },
-        ),
-        (
-            "AtomicBox stores that hand over",
-            "AtomicBox updates",
-            Domain::new,
-            |d| {
-                let boxed = AtomicBox::new_in(0u64, d);
-                for i in 1..1000u64 {
-                    boxed.store(Some(Box::new(i)));
-                }
             },
         ),
         (
@@ -302,11 +289,45 @@ fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
             },
         );
     }
-    // An unshared scan takes no lock, so it goes on between the hooks.
-    let unshared = Domain::builder().shared_scan(false).build();
-    fork::before_fork();
-    unshared.synchronize(&7u64);
-    fork::after_fork_parent();
+}
+
+/// Retires between the hooks are kept in the thread's batch, which the
+/// hooks do not lock, and handed over at the first retire after them.
+#[test]
+fn retires_between_the_fork_hooks_wait_for_the_next_retire() {
+    test_support::within_a_deadline(
+        "retires between the fork hooks",
+        std::time::Duration::from_secs(20),
+        || {
+            use std::sync::Arc;
+            use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+            /// Counts its drops.
+            struct Counted(Arc<AtomicUsize>);
+            impl Drop for Counted {
+                fn drop(&mut self) {
+                    self.0.fetch_add(1, SeqCst);
+                }
+            }
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            let boxed = AtomicBox::new_in(Counted(Arc::clone(&drops)), &domain);
+            fork::before_fork();
+            for _ in 0..500 {
+                let object = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
+                // SAFETY: never published; freed once, by the domain.
+                unsafe { domain.retire_box(object) };
+                boxed.store(Some(Box::new(Counted(Arc::clone(&drops)))));
+            }
+            fork::after_fork_parent();
+            assert_eq!(drops.load(SeqCst), 0, "freed between the hooks");
+            // The next retire hands the batch over; the pass frees it all.
+            let last = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
+            // SAFETY: as above.
+            unsafe { domain.retire_box(last) };
+            domain.reclaim();
+            assert_eq!(drops.load(SeqCst), 1001);
+        },
+    );
 }
 
 #[test]
