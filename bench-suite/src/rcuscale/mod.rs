@@ -257,9 +257,13 @@ fn run_once(
             .map(|w| {
                 let (start, stop) = (&start, &stop);
                 s.spawn(move || {
-                    let mut samples = Vec::with_capacity(1 << 14);
-                    start.wait();
+                    // With `--waits`, room for every sample up front: the
+                    // push falls inside the next sample, and a reallocation
+                    // there must not become the maximum the flag is for.
                     let limit = config.waits_per_writer.unwrap_or(u64::MAX);
+                    let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
+                    let mut samples = Vec::with_capacity(room as usize);
+                    start.wait();
                     let first = Instant::now();
                     let mut last = first;
                     // One clock read per wait: each return's reading starts

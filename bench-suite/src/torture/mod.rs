@@ -54,7 +54,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A reader holds one section in this many batches of 64 for 1-20 us
-/// ([`Shared::held_read`]): about 1 in 1,024 sections. That halves a
+/// ([`held_read`]): about 1 in 1,024 sections. That halves a
 /// reader's sections per second (one reader on 2 vCPUs), and is what catches
 /// an object freed microseconds too early.
 const HELD_READ_EVERY_BATCHES: u64 = 16;
@@ -291,7 +291,11 @@ impl Shared {
             let mut sections = 64;
             batches += 1;
             if batches.is_multiple_of(HELD_READ_EVERY_BATCHES) {
-                bad += u64::from(!self.held_read(batches / HELD_READ_EVERY_BATCHES));
+                let k = batches / HELD_READ_EVERY_BATCHES;
+                let hold = Duration::from_micros(1 + (7 * k) % 20);
+                bad += u64::from(!held_read(&*self.primitive, || {
+                    crate::delay::spin_for(hold)
+                }));
                 sections += 1;
             }
             self.reads[me].fetch_add(sections, Relaxed);
@@ -299,23 +303,6 @@ impl Shared {
                 self.errors.fetch_add(bad, Relaxed);
             }
         }
-    }
-
-    /// rcutorture's `rcu_read_delay()`: one section that stays inside for
-    /// 1-20 us (the `k`-th held section holds `1 + 7k mod 20` us) and checks
-    /// the object when it reaches it and again before it leaves. A plain
-    /// section checks within nanoseconds of reaching the object, so an
-    /// object freed a few microseconds too early, as by a grace period that
-    /// ends early, is still live when it is checked; a held one is not.
-    fn held_read(&self, k: u64) -> bool {
-        let hold = Duration::from_micros(1 + (7 * k) % 20);
-        let mut live = true;
-        self.primitive.read_with(&mut |object| {
-            live &= object.is_live();
-            crate::delay::spin_for(hold);
-            live &= object.is_live();
-        });
-        live
     }
 
     fn writer(&self, me: usize) {
@@ -330,6 +317,25 @@ impl Shared {
             self.replaced[me].fetch_add(1, Relaxed);
         }
     }
+}
+
+/// rcutorture's `rcu_read_delay()`: one section that stays inside while
+/// `hold` runs (a reader's `k`-th held section spins `1 + 7k mod 20` us) and
+/// checks the object when it reaches it and again before it leaves. A plain
+/// section checks within nanoseconds of reaching the object, so an object
+/// freed a few microseconds too early, as by a grace period that ends early,
+/// is still live when it is checked; a held one is not.
+fn held_read(primitive: &dyn Torture, hold: impl FnOnce()) -> bool {
+    let mut live = true;
+    let mut hold = Some(hold);
+    primitive.read_with(&mut |object| {
+        live &= object.is_live();
+        if let Some(hold) = hold.take() {
+            hold();
+        }
+        live &= object.is_live();
+    });
+    live
 }
 
 /// One implementation's run in progress.
@@ -734,6 +740,41 @@ mod tests {
             ..config(300, false)
         };
         torture(&imp, one_each, &mut Progress::new(1, "test"))
+    }
+
+    /// A held section sees its object reclaimed while it holds it, which the
+    /// check on reaching it cannot.
+    #[test]
+    fn a_held_section_checks_its_object_again_before_it_ends() {
+        /// One object, reached by every section.
+        struct One(*mut TortureObject);
+        // SAFETY: the object is reached read-only and reclaimed once, by the
+        // test, on this thread.
+        unsafe impl Send for One {}
+        // SAFETY: as above.
+        unsafe impl Sync for One {}
+        impl Torture for One {
+            fn read(&self) -> bool {
+                unreachable!("the test takes only held sections")
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                // SAFETY: a reclaimed object stays allocated in the
+                // quarantine until the ledger closes, after this section.
+                inside(unsafe { &*self.0 })
+            }
+            fn replace(&self, _fresh: Box<TortureObject>) {
+                unreachable!("the test replaces nothing")
+            }
+        }
+        let ledger = Ledger::new();
+        let one = One(Box::into_raw(TortureObject::new(&ledger, 1)));
+        // Reclaimed while the section holds it, after its first check.
+        let live = held_read(&one, || {
+            // SAFETY: a `TortureObject::new` box, reclaimed once; the
+            // quarantine keeps it allocated for the second check.
+            unsafe { object::reclaim(one.0) }
+        });
+        assert!(!live, "the object was reclaimed inside the held section");
     }
 
     /// `frees_too_early`'s delay (a `make` function cannot capture it).
