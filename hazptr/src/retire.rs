@@ -107,6 +107,10 @@ impl Domain {
     ///    whatever it uses stays valid that long (for a `Box<T>`, `T`'s
     ///    borrows outlive the domain; `T: 'static` is the simple way).
     /// 4. `T` is at least 2-aligned (as for every protected type).
+    ///
+    /// `ptr` may carry a mark in its low bit: guards and scans compare the
+    /// object's address with the mark cleared, and `deleter` gets `ptr` as
+    /// passed.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling

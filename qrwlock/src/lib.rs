@@ -57,6 +57,10 @@
 //!   for another can deadlock if a writer queued in between (the writer waits
 //!   for the first hold, the second waits behind the writer). The kernel allows
 //!   this only in interrupt context; here it is never allowed.
+//! - **No upgrade.** A write lock asked for while holding a read lock waits
+//!   for that hold forever, and since it has set the waiting bit, every later
+//!   reader of any thread queues behind it: the whole lock stops, with no
+//!   panic (the lock does not know its holders).
 //!
 //! # Misuse
 //!

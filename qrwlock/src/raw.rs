@@ -191,7 +191,9 @@ impl RawQRwLock {
     ///
     /// The caller holds the lock shared (a [`RawQRwLock::read_lock`] or
     /// successful [`RawQRwLock::try_read_lock`] not yet released), and gives
-    /// that hold up.
+    /// that hold up. The lock stays alive until this call returns, even once
+    /// another thread has taken it (this call may still write the word after
+    /// the release, to wake a sleeper).
     ///
     /// # Panics
     ///
@@ -247,7 +249,8 @@ impl RawQRwLock {
     ///
     /// The caller holds the lock exclusively (a [`RawQRwLock::write_lock`] or
     /// successful [`RawQRwLock::try_write_lock`] not yet released), and gives
-    /// that hold up.
+    /// that hold up. The lock stays alive until this call returns, as for
+    /// [`RawQRwLock::read_unlock`].
     ///
     /// # Panics
     ///

@@ -348,11 +348,13 @@ impl CallbackQueue {
 /// count. A callback of the other flavor may do the same, and if both wait at
 /// once each worker waits for the other forever: this panics instead.
 ///
-/// `target.cross_barriers > 0` means exactly that: a barrier callback queued
-/// on `running`'s queue, which this thread's worker runs, has not run yet, and
-/// the callback that queued it waits for it on `target`'s worker. The load
-/// cannot see a count this worker already dropped: it dropped it on this
-/// thread, earlier.
+/// `target.cross_barriers > 0` means that a callback on `target`'s worker
+/// waits in a barrier whose callback is (or is about to be) queued on
+/// `running`'s queue, which only this thread's worker runs, and has not run:
+/// each worker would wait for the other. (A count taken back after a failed
+/// queuing, or about to be, can refuse a barrier that would have returned;
+/// that needs the worker's start to fail.) The load cannot see a count this
+/// worker already dropped: it dropped it on this thread, earlier.
 fn enter_cross_barrier(
     running: &'static CallbackQueue,
     target: &CallbackQueue,

@@ -30,8 +30,9 @@ pub struct Choice {
 struct Candidate {
     name: String,
     value: f64,
-    /// For a refscale figure, its runs (taken in turns with the other
-    /// contenders'), so that the margin can pair them; empty otherwise.
+    /// Its runs or rounds, taken in turns with the other contenders' (a
+    /// refscale figure's runs, an rcuscale figure's rounds), so that the
+    /// margin can pair them; empty otherwise.
     runs: Vec<f64>,
 }
 
