@@ -582,6 +582,12 @@ mod tests {
             .expect("the shared-pointer row")
     }
 
+    fn waiter_row(rows: &[Choice]) -> &Choice {
+        rows.iter()
+            .find(|c| c.use_case.starts_with("writer that must wait"))
+            .expect("the waiting-writer row")
+    }
+
     fn tortured(name: &str, replaced: u64, unreclaimed_max: u64) -> torture::Outcome {
         torture::Outcome {
             name: name.into(),
@@ -811,10 +817,7 @@ mod tests {
             rounds("rcu-lite", vec![1.0, 1.0, 1.0], 1.0),
         ];
         let rows = table(&r);
-        let waiter = rows
-            .iter()
-            .find(|c| c.use_case.starts_with("writer that must wait"))
-            .expect("the waiting-writer row");
+        let waiter = waiter_row(&rows);
         assert_eq!(waiter.winner, "hazptr", "{waiter:?}");
         assert!(waiter.runner_up.contains("2.00x"), "{waiter:?}");
         assert!(
@@ -836,10 +839,7 @@ mod tests {
             wait("rcu-lite", 1, 9.0),
         ];
         let rows = table(&r);
-        let waiter = rows
-            .iter()
-            .find(|c| c.use_case.starts_with("writer that must wait"))
-            .expect("the waiting-writer row");
+        let waiter = waiter_row(&rows);
         assert_eq!(waiter.winner, "rcu-lite", "{waiter:?}");
     }
 
