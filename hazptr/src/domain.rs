@@ -302,10 +302,8 @@ impl Drop for Shared {
                 .batch
                 .with_mut(|batch| leftovers.append(unsafe { &mut *batch }));
         });
-        for r in leftovers {
-            // SAFETY: retired objects are unreachable and unprotected now.
-            unsafe { r.reclaim() };
-        }
+        // SAFETY: retired objects are unreachable and unprotected now.
+        let panicked = unsafe { retire::reclaim_all(leftovers) };
         // Relaxed: `&mut self`, every other access happened before.
         let mut block = self.blocks.load(Ordering::Relaxed);
         while !block.is_null() {
@@ -325,6 +323,10 @@ impl Drop for Shared {
             // SAFETY: allocated by `Box::into_raw` in `Shared::new`, freed once
             // here; the blocks and backup slots that pointed at it are gone.
             drop(unsafe { Box::from_raw(self.own_wildcard) });
+        }
+        // Everything is freed: a deleter's panic may go on now.
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
         }
     }
 }
@@ -521,6 +523,12 @@ impl Domain {
 
 impl Drop for Domain {
     fn drop(&mut self) {
+        if crate::between_fork_hooks() && std::thread::panicking() {
+            // Unwinding from a refused call: a second panic would abort the
+            // process. Left as a domain dropped between the hooks is: not
+            // shut down (see `fork::before_fork`).
+            return;
+        }
         crate::refuse_between_hooks("dropping a Domain");
         self.shared.dropped.store(true, Ordering::Relaxed);
         crate::scan::stop_scanner(&self.shared);

@@ -4,6 +4,13 @@
 //! Counterpart: liburcu's `urcu_*_before_fork()`, `urcu_*_after_fork_parent()`
 //! and `urcu_*_after_fork_child()` (this workspace's `rcu_lite::fork`); the
 //! kernel needs none. Call them around `fork()` or from `pthread_atfork()`.
+//! A program that also uses rcu-lite calls rcu-lite's `before_fork` first and hazptr's second, and the `after_fork_*`
+//! hooks the other way round: an RCU callback or reader may be inside hazptr
+//! (a callback worker holding its batch lock while it waits for a hazptr lock
+//! that hazptr's hooks hold would leave rcu-lite's `before_fork` waiting
+//! forever), while hazptr never waits for rcu-lite. With `pthread_atfork()`,
+//! register hazptr's handlers first: prepare handlers run in the reverse order
+//! of registration, the others in order.
 //!
 //! # What goes wrong without them
 //!

@@ -111,6 +111,11 @@ impl Domain {
     /// `ptr` may carry a mark in its low bit: guards and scans compare the
     /// object's address with the mark cleared, and `deleter` gets `ptr` as
     /// passed.
+    ///
+    /// `deleter` runs inside whichever call runs the reclamation pass (a later
+    /// `retire`, [`Domain::reclaim`], the domain's drop), on that thread. If
+    /// it panics, the rest of the pass is still freed and the panic then
+    /// comes out of that call.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
@@ -203,7 +208,12 @@ fn hand_over(shared: &Shared, block: &SlotBlock) {
 #[cold]
 #[inline(never)]
 fn retire_shared(shared: &Shared, retired: Retired) {
-    // No batch to keep it in (a forced slow path): refused.
+    // No batch to keep it in (a forced slow path): refused, or leaked while
+    // unwinding (a `Replaced` dropped by a refused call's unwind: a second
+    // panic would abort the process).
+    if crate::between_fork_hooks() && std::thread::panicking() {
+        return;
+    }
     crate::refuse_between_hooks("Domain::retire on a domain with a forced slow path");
     shared.retired.lock().expect("not poisoned").push(retired);
     shared.retired_count.fetch_add(1, Ordering::Relaxed);
@@ -271,19 +281,49 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         shared.retired_count.fetch_add(n, Ordering::Relaxed);
     }
     let freed = free.len();
-    for r in free {
-        // SAFETY: unpublished before retire, and no slot held its address
-        // after the heavy fence (a reader that stores it later loaded its
-        // pointer after the unpublish, so it cannot hold this object).
-        unsafe { r.reclaim() };
+    // SAFETY: unpublished before retire, and no slot held their addresses
+    // after the heavy fence (a reader that stores one later loaded its
+    // pointer after the unpublish, so it cannot hold that object).
+    if let Some(panic) = unsafe { reclaim_all(free) } {
+        std::panic::resume_unwind(panic);
     }
     freed
+}
+
+/// Hands every object of `retired` to its deleter, once each. A deleter that
+/// panics does not stop the others: an unwinding loop would drop the rest
+/// unfreed and out of every list (so a domain's drop would no longer free
+/// everything retired to it). Returns the first panic, for the caller to pass
+/// on once it is done; later ones are dropped.
+///
+/// # Safety
+///
+/// As [`Retired::reclaim`], for every element.
+pub(crate) unsafe fn reclaim_all(
+    retired: impl IntoIterator<Item = Retired>,
+) -> Option<Box<dyn std::any::Any + Send>> {
+    let mut first_panic = None;
+    for r in retired {
+        if cfg!(loom) {
+            // Loom reports its findings by panicking: let them through.
+            // SAFETY: per the contract.
+            unsafe { r.reclaim() };
+            continue;
+        }
+        // SAFETY: per the contract.
+        let freed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { r.reclaim() }));
+        if let Err(panic) = freed {
+            first_panic.get_or_insert(panic);
+        }
+    }
+    first_panic
 }
 
 /// Frees every object retired to `shared`, without looking at slots
 /// (domain drop: no guard of the domain exists).
 pub(crate) fn free_all(shared: &Shared) {
-    let mut all = {
+    let all = {
         let mut list = shared.retired.lock().expect("not poisoned");
         let mut all = std::mem::take(&mut *list);
         shared.for_each_block(|b| {
@@ -297,9 +337,8 @@ pub(crate) fn free_all(shared: &Shared) {
         shared.retired_count.store(0, Ordering::Relaxed);
         all
     };
-    for r in all.drain(..) {
-        // SAFETY: no guard of the domain exists and the objects are
-        // unpublished.
-        unsafe { r.reclaim() };
+    // SAFETY: no guard of the domain exists and the objects are unpublished.
+    if let Some(panic) = unsafe { reclaim_all(all) } {
+        std::panic::resume_unwind(panic);
     }
 }

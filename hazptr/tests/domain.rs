@@ -679,3 +679,46 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
         "{blocks} blocks for 20 threads that ran one after another"
     );
 }
+
+/// Counts its drops; one of them panics.
+struct Bomb {
+    drops: Arc<AtomicUsize>,
+    explode: bool,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+        if self.explode {
+            panic!("a deleter that panics");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
+    fn retire_bombs(domain: &Domain, drops: &Arc<AtomicUsize>) {
+        for i in 0..10 {
+            let bomb = Box::into_raw(Box::new(Bomb {
+                drops: Arc::clone(drops),
+                explode: i == 1,
+            }));
+            // SAFETY: never published; retired once; Box-allocated.
+            unsafe { domain.retire_box(bomb) };
+        }
+    }
+    // A reclamation pass: the panic comes out of `reclaim`, after every
+    // object of the pass was freed.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    retire_bombs(&domain, &drops);
+    let err = catch_unwind(AssertUnwindSafe(|| domain.reclaim())).expect_err("the deleter's panic");
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"a deleter that panics"));
+    assert_eq!(drops.load(SeqCst), 10);
+    // The domain's drop: the same.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    retire_bombs(&domain, &drops);
+    catch_unwind(AssertUnwindSafe(|| drop(domain))).expect_err("the deleter's panic");
+    assert_eq!(drops.load(SeqCst), 10);
+}

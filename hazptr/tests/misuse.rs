@@ -349,3 +349,28 @@ fn dropping_a_domain_between_the_fork_hooks() {
         },
     );
 }
+
+/// A refused call's panic that unwinds through a domain, or through a
+/// replaced value of a forced-slow-path domain, must not turn into a second
+/// panic in their drops: that aborts the process.
+#[test]
+fn a_refused_call_unwinding_through_a_domain_panics_once() {
+    assert_misuse(
+        "a refused call unwinding through its domain",
+        &[BETWEEN_HOOKS, &["Domain::synchronize"]].concat(),
+        || {
+            let domain = Domain::new();
+            let slow = Domain::builder().force_slow_path(true).build();
+            let boxed = AtomicBox::new_in(1u64, &slow);
+            let replaced = boxed.swap(Some(Box::new(2)));
+            fork::before_fork();
+            refused_then(
+                move || {
+                    let (_domain, _replaced) = (domain, replaced);
+                    _domain.synchronize(&9u64);
+                },
+                fork::after_fork_parent,
+            );
+        },
+    );
+}
