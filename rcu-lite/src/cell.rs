@@ -115,7 +115,16 @@ impl<T, F: Flavor> Rcu<T, F> {
 impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// Publishes `new`; the old value is dropped on the callback thread after a
     /// grace period (`rcu_replace_pointer()` + `call_rcu()`).
+    ///
+    /// # Panics
+    ///
+    /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
+    /// and `after_fork_*`, before publishing anything (as `call_rcu`).
     pub fn replace(&self, new: T) {
+        // Before the update lock: another thread's update may hold it while
+        // it waits for the queue lock the hooks hold.
+        #[cfg(not(loom))]
+        crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
         let old = {
             let _serialized = self.lock_updates();
             self.swap_current(new)
@@ -125,7 +134,14 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
 
     /// Publishes `update(&current)`; the old value is dropped after a grace
     /// period. Updates are serialized, so `update` sees the latest value.
+    ///
+    /// # Panics
+    ///
+    /// As [`Rcu::replace`].
     pub fn update(&self, update: impl FnOnce(&T) -> T) {
+        // As in `replace`.
+        #[cfg(not(loom))]
+        crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
         let old = {
             let _serialized = self.lock_updates();
             // SAFETY: only updaters unpublish values and we hold `update_lock`,
@@ -145,8 +161,15 @@ impl<T, F: Flavor> Rcu<T, F> {
     /// # Panics
     ///
     /// As the flavor's `synchronize_rcu()`: inside a read-side section (memb)
-    /// or with an online registration on this thread (qsbr).
+    /// or with an online registration on this thread (qsbr), and between the
+    /// calling thread's fork hooks (this one before publishing anything).
     pub fn replace_and_synchronize(&self, new: T) -> T {
+        // As in `replace`: refused before anything is published.
+        #[cfg(not(loom))]
+        crate::fork::refuse_between_hooks(
+            F::NAME,
+            crate::fork::Refused::Waiting("Rcu::replace_and_synchronize"),
+        );
         let old = {
             let _serialized = self.lock_updates();
             self.swap_current(new)

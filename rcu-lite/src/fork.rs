@@ -35,7 +35,13 @@
 //! Grace periods keep running in the parent while the locks are held: only
 //! `call_rcu()` and `rcu_barrier()` wait for `after_fork_parent`.
 //! hazptr has hooks of its own (`hazptr::fork`); a program that uses both
-//! calls both.
+//! calls both, rcu-lite's `before_fork` first and hazptr's second, and the `after_fork_*`
+//! hooks the other way round: an RCU callback or reader may be inside hazptr
+//! (a callback worker holding its batch lock while it waits for a hazptr lock
+//! that hazptr's hooks hold would leave rcu-lite's `before_fork` waiting
+//! forever), while hazptr never waits for rcu-lite. With `pthread_atfork()`,
+//! register hazptr's handlers first: prepare handlers run in the reverse order
+//! of registration, the others in order.
 //!
 //! # Registering them once
 //!

@@ -177,7 +177,17 @@ fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
 fn queuing_callbacks_or_waiting_for_readers_between_the_fork_hooks_panics() {
     let _serial = serial();
     type Misuse = fn();
-    let misuses: [(&str, &str, Misuse); 8] = [
+    let misuses: [(&str, &str, Misuse); 10] = [
+        ("Rcu::update", "rcu_lite::memb::", || {
+            Rcu::<u64>::new(1).update(|v| v + 1);
+        }),
+        (
+            "Rcu::replace_and_synchronize",
+            "rcu_lite::memb::Rcu::replace_and_synchronize()",
+            || {
+                Rcu::<u64>::new(1).replace_and_synchronize(2);
+            },
+        ),
         (
             "memb::synchronize_rcu",
             "rcu_lite::memb::synchronize_rcu()",
@@ -260,5 +270,55 @@ fn before_fork_while_a_callback_waits_for_the_other_flavors_callbacks() {
     assert!(
         finished.recv_timeout(limit).is_ok(),
         "the qsbr callback's memb::rcu_barrier() did not return"
+    );
+}
+
+/// Another thread's `Rcu::update` holds the cell's update lock while its
+/// `call_rcu` waits for the queue lock the hooks hold: a `replace` of the
+/// same cell on the forking thread must be refused before it waits for that
+/// update lock, and must publish nothing.
+#[test]
+fn a_replace_between_the_hooks_is_refused_before_the_cells_update_lock() {
+    let _serial = serial();
+    let cell: &'static Rcu<u64> = Box::leak(Box::new(Rcu::new(1)));
+    let (forked_tx, forked) = std::sync::mpsc::channel();
+    let (refused_tx, refused) = std::sync::mpsc::channel::<()>();
+    let forking = thread::spawn(move || {
+        fork::before_fork();
+        forked_tx.send(()).expect("the test waits");
+        // Until the other thread is inside its update.
+        thread::sleep(Duration::from_millis(100));
+        let outcome = catch_unwind(|| cell.replace(3));
+        refused_tx.send(()).expect("the test waits");
+        fork::after_fork_parent();
+        outcome
+    });
+    forked.recv().expect("before_fork returns");
+    // Its update function's call_rcu waits for the hooks, holding the
+    // update lock.
+    let updater = thread::spawn(move || {
+        cell.update(|v| {
+            memb::call_rcu(|| {});
+            v + 1
+        })
+    });
+    assert!(
+        refused.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "Rcu::replace on the forking thread waited for the update lock"
+    );
+    let err = forking.join().expect("joined").expect_err("refused");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("between rcu_lite::fork::before_fork()"),
+        "{msg}"
+    );
+    updater
+        .join()
+        .expect("the update completes once the hooks are gone");
+    let guard = rcu_lite::memb::read_lock();
+    assert_eq!(
+        *cell.read(&guard),
+        2,
+        "the refused replace published nothing"
     );
 }
