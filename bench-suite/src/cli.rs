@@ -292,8 +292,11 @@ fn positive_milliseconds(text: &str) -> Result<f64, String> {
     let v: f64 = text
         .parse()
         .map_err(|_| format!("'{text}' is not a number of milliseconds"))?;
-    if !(v.is_finite() && v > 0.0) {
-        return Err(format!("must be more than 0 milliseconds (got {text})"));
+    if !(v.is_finite() && v >= 0.001) {
+        return Err(format!(
+            "must be at least 0.001 milliseconds, 1 us (got {text}); without the option the \
+             scans are adaptive"
+        ));
     }
     if v > 60_000.0 {
         return Err(format!("at most 60000 milliseconds (got {text})"));

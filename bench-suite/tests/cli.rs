@@ -641,7 +641,7 @@ fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
             assert!(lat["p50"].as_f64().unwrap() >= 1000.0, "{row}");
         }
     }
-    for bad in ["0", "-1", "x", "60001"] {
+    for bad in ["0", "0.0000001", "-1", "x", "60001"] {
         let out = syncbench(&["rcuscale", "--fqs-interval-ms", bad]);
         assert_eq!(out.status.code(), Some(2), "--fqs-interval-ms {bad}");
     }

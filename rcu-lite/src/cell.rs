@@ -105,10 +105,28 @@ impl<T, F: Flavor> Rcu<T, F> {
         Unpublished(self.current.swap(Box::into_raw(Box::new(new)), AcqRel))
     }
 
-    fn lock_updates(&self) -> impl Drop + '_ {
+    /// Takes the update lock. `what` names the caller for the panic when this
+    /// thread already holds it: an update function of this cell that calls
+    /// `replace`/`update`/`replace_and_synchronize` on the same cell.
+    fn lock_updates(&self, what: &str) -> impl Drop + '_ {
+        #[cfg(loom)]
+        let _ = what;
+        #[cfg(not(loom))]
+        if UPDATING
+            .try_with(|cells| cells.borrow().contains(&self.address()))
+            .unwrap_or(false)
+        {
+            updated_from_its_own_update(what);
+        }
         self.update_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cell's identity in [`UPDATING`].
+    #[cfg(not(loom))]
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 }
 
@@ -126,7 +144,7 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
         let old = {
-            let _serialized = self.lock_updates();
+            let _serialized = self.lock_updates("replace");
             self.swap_current(new)
         };
         defer_drop::<T, F>(old);
@@ -135,18 +153,26 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// Publishes `update(&current)`; the old value is dropped after a grace
     /// period. Updates are serialized, so `update` sees the latest value.
     ///
+    /// `update` runs holding the cell's update lock: it must not wait for a
+    /// grace period (`synchronize_rcu`, `rcu_barrier`), since a reader may be
+    /// waiting for that lock in a `replace` inside its section.
+    ///
     /// # Panics
     ///
-    /// As [`Rcu::replace`].
+    /// As [`Rcu::replace`], and if `update` calls `replace`, `update` or
+    /// `replace_and_synchronize` on this same cell (the lock is not
+    /// reentrant).
     pub fn update(&self, update: impl FnOnce(&T) -> T) {
         // As in `replace`.
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
         let old = {
-            let _serialized = self.lock_updates();
+            let _serialized = self.lock_updates("update");
             // SAFETY: only updaters unpublish values and we hold `update_lock`,
             // so the current value stays published while `update` reads it.
             let current = unsafe { &*self.current.load(Acquire) };
+            #[cfg(not(loom))]
+            let _updating = Updating::enter(self.address());
             let new = update(current);
             self.swap_current(new)
         };
@@ -160,18 +186,17 @@ impl<T, F: Flavor> Rcu<T, F> {
     ///
     /// # Panics
     ///
-    /// As the flavor's `synchronize_rcu()`: inside a read-side section (memb)
-    /// or with an online registration on this thread (qsbr), and between the
-    /// calling thread's fork hooks (this one before publishing anything).
+    /// As the flavor's `synchronize_rcu()`: inside a read-side section (memb),
+    /// with an online registration on this thread (qsbr), or between the
+    /// calling thread's fork hooks; before publishing anything. Also from
+    /// inside an [`Rcu::update`] function of this cell.
     pub fn replace_and_synchronize(&self, new: T) -> T {
-        // As in `replace`: refused before anything is published.
-        #[cfg(not(loom))]
-        crate::fork::refuse_between_hooks(
-            F::NAME,
-            crate::fork::Refused::Waiting("Rcu::replace_and_synchronize"),
-        );
+        // The wait's misuse checks before anything is published: a panic in
+        // the wait itself would leave `new` published and the old value
+        // leaked.
+        F::refuse_to_wait_here("Rcu::replace_and_synchronize");
         let old = {
-            let _serialized = self.lock_updates();
+            let _serialized = self.lock_updates("replace_and_synchronize");
             self.swap_current(new)
         };
         F::synchronize_rcu();
@@ -179,6 +204,48 @@ impl<T, F: Flavor> Rcu<T, F> {
         // so no reader holds the value; it is an owned `Box`.
         *unsafe { Box::from_raw(old.0) }
     }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// The cells whose update function this thread is running, holding their
+    /// update locks: an update lock is not reentrant.
+    static UPDATING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread runs an update function of the cell at an address, until
+/// dropped (also when that function panics).
+#[cfg(not(loom))]
+struct Updating(usize);
+
+#[cfg(not(loom))]
+impl Updating {
+    fn enter(cell: usize) -> Updating {
+        UPDATING.with(|cells| cells.borrow_mut().push(cell));
+        Updating(cell)
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for Updating {
+    fn drop(&mut self) {
+        let _ = UPDATING.try_with(|cells| {
+            let mut cells = cells.borrow_mut();
+            if let Some(at) = cells.iter().rposition(|&c| c == self.0) {
+                cells.remove(at);
+            }
+        });
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[cfg(not(loom))]
+fn updated_from_its_own_update(what: &str) -> ! {
+    panic!(
+        "rcu_lite::Rcu::{what}() called from inside an Rcu::update() function of the same \
+         cell: this thread holds the cell's update lock, which is not reentrant (deadlock)"
+    )
 }
 
 fn defer_drop<T: Send + 'static, F: Flavor>(old: Unpublished<T>) {

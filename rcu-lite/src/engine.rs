@@ -257,6 +257,9 @@ impl Engine {
     /// Replaces the settings, returning the previous ones. Grace periods that
     /// already began keep theirs.
     pub(crate) fn configure(&self, config: GpConfig) -> GpConfig {
+        if config.fqs == Fqs::FixedInterval(Duration::ZERO) {
+            zero_fqs_interval();
+        }
         let old = self.config();
         self.quick_qs.store(config.quick_qs, Relaxed);
         let interval = match config.fqs {
@@ -775,6 +778,16 @@ pub fn loom_worker_inline(on: bool) {
 /// new waiters skip their spin.
 #[cfg(not(loom))]
 const WORKER_CALLERS_PER_CPU: u32 = 2;
+
+#[cold]
+#[inline(never)]
+fn zero_fqs_interval() -> ! {
+    panic!(
+        "rcu_lite: configure() with Fqs::FixedInterval(0): the driver would rescan its holdouts \
+         without ever waiting, using a CPU for as long as a reader holds out; Fqs::Adaptive \
+         gives the fastest grace periods"
+    )
+}
 
 /// `WORKER_CALLERS_PER_CPU` times the CPUs this process may run on, computed
 /// on first use. Not a `OnceLock`: a fork while another thread is inside its

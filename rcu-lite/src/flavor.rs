@@ -25,6 +25,10 @@ pub trait Flavor: sealed::Sealed + Send + Sync + 'static {
     fn rcu_barrier();
     /// The flavor's `callbacks_pending()`.
     fn callbacks_pending() -> usize;
+    #[doc(hidden)]
+    /// The misuse checks of the flavor's `synchronize_rcu()`, without the
+    /// wait: panics, naming `name`, where that wait could never end.
+    fn refuse_to_wait_here(name: &'static str);
 }
 
 /// A read-side guard of flavor [`ReadGuard::Flavor`]: proof that the thread
@@ -64,6 +68,9 @@ impl Flavor for Memb {
     fn callbacks_pending() -> usize {
         memb::callbacks_pending()
     }
+    fn refuse_to_wait_here(name: &'static str) {
+        memb::refuse_to_wait_here(name);
+    }
 }
 
 impl Flavor for Qsbr {
@@ -82,6 +89,9 @@ impl Flavor for Qsbr {
     }
     fn callbacks_pending() -> usize {
         qsbr::callbacks_pending()
+    }
+    fn refuse_to_wait_here(name: &'static str) {
+        qsbr::refuse_to_wait_here(name);
     }
 }
 

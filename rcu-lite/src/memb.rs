@@ -256,18 +256,22 @@ pub fn synchronize_rcu_expedited() {
 }
 
 fn synchronize(expedited: bool, name: &'static str) {
+    refuse_to_wait_here(name);
+    engine().synchronize(thread_record(), expedited);
+}
+
+/// Panics if a grace period waited for here, by `name`, could never end: the
+/// calling thread is inside a read-side section, or between the fork hooks.
+pub(crate) fn refuse_to_wait_here(name: &'static str) {
     #[cfg(not(loom))]
     crate::fork::refuse_between_hooks("memb", crate::fork::Refused::Waiting(name));
-    let own = thread_record();
-    // Relaxed: only this thread writes its word.
-    if nesting(own.word.load(Relaxed)) != 0 {
+    if read_ongoing() {
         panic!(
             "rcu_lite::memb::{name}() called inside a read-side critical section: the grace \
              period would wait for this very thread forever (deadlock); drop every \
              memb::Guard first"
         );
     }
-    engine().synchronize(own, expedited);
 }
 
 /// Runs `callback` on the flavor's callback thread after a grace period that
@@ -318,6 +322,18 @@ fn barrier_inside_a_section() -> ! {
 
 /// Sets how this flavor's grace periods are driven, returning the previous
 /// settings. Grace periods already running keep theirs.
+///
+/// A [`Fqs::FixedInterval`](crate::Fqs::FixedInterval) under the timer's
+/// slack (about 50 us) rescans about that often, and a long one makes even a
+/// grace period nobody holds up last that long (its first wait never ends
+/// early), as it does every `call_rcu()` batch and `rcu_barrier()`. Setting
+/// [`GpConfig::DEFAULT`] again does not shorten a wait already begun; an
+/// expedited grace period does.
+///
+/// # Panics
+///
+/// With `Fqs::FixedInterval(Duration::ZERO)`: the driver would rescan without
+/// ever waiting.
 pub fn configure(config: GpConfig) -> GpConfig {
     engine().configure(config)
 }

@@ -287,6 +287,13 @@ pub fn synchronize_rcu_expedited() {
 }
 
 fn synchronize(expedited: bool, name: &'static str) {
+    refuse_to_wait_here(name);
+    engine().synchronize(thread_record(), expedited);
+}
+
+/// Panics if a grace period waited for here, by `name`, could never end: the
+/// calling thread has an online registration, or is between the fork hooks.
+pub(crate) fn refuse_to_wait_here(name: &'static str) {
     #[cfg(not(loom))]
     crate::fork::refuse_between_hooks("qsbr", crate::fork::Refused::Waiting(name));
     if online_count() != 0 {
@@ -297,7 +304,6 @@ fn synchronize(expedited: bool, name: &'static str) {
              QsbrThread::synchronize_rcu() or take the registration offline first"
         );
     }
-    engine().synchronize(thread_record(), expedited);
 }
 
 /// Runs `callback` on the flavor's callback thread after a grace period that
@@ -341,6 +347,18 @@ pub fn rcu_barrier() {
 
 /// Sets how this flavor's grace periods are driven, returning the previous
 /// settings.
+///
+/// A [`Fqs::FixedInterval`](crate::Fqs::FixedInterval) under the timer's
+/// slack (about 50 us) rescans about that often, and a long one makes even a
+/// grace period nobody holds up last that long (its first wait never ends
+/// early), as it does every `call_rcu()` batch and `rcu_barrier()`. Setting
+/// [`GpConfig::DEFAULT`] again does not shorten a wait already begun; an
+/// expedited grace period does.
+///
+/// # Panics
+///
+/// With `Fqs::FixedInterval(Duration::ZERO)`: the driver would rescan without
+/// ever waiting.
 pub fn configure(config: GpConfig) -> GpConfig {
     engine().configure(config)
 }

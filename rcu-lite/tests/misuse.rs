@@ -86,8 +86,9 @@ fn memb_cell_replace_and_synchronize_inside_a_section() {
             inner.replace_and_synchronize(2);
         },
     );
-    // The cell still works (the misuse was refused before any wait).
-    assert_eq!(cell.replace_and_synchronize(3), 2);
+    // Refused before publishing anything: the old value is still there (not
+    // leaked), and the cell still works.
+    assert_eq!(cell.replace_and_synchronize(3), 1);
 }
 
 #[test]
@@ -215,8 +216,9 @@ fn qsbr_synchronize_with_an_online_registration() {
         },
     );
     // The registrations were dropped by the unwinds: grace periods go on.
+    // Refused before publishing: the old value is still there.
     qsbr::synchronize_rcu();
-    assert_eq!(cell.replace_and_synchronize(3), 2);
+    assert_eq!(cell.replace_and_synchronize(3), 1);
 }
 
 #[test]
@@ -274,4 +276,61 @@ fn qsbr_rcu_barrier_with_an_online_registration() {
         },
     );
     qsbr::rcu_barrier();
+}
+
+#[test]
+fn a_cell_updated_from_its_own_update_function() {
+    let cell = std::sync::Arc::new(Rcu::<u64, Memb>::new(1));
+    type Inner = fn(&Rcu<u64, Memb>);
+    let inner_calls: [(&str, Inner); 3] = [
+        ("replace", |c| c.replace(10)),
+        ("update", |c| c.update(|v| v + 10)),
+        ("replace_and_synchronize", |c| {
+            c.replace_and_synchronize(10);
+        }),
+    ];
+    for (name, inner) in inner_calls {
+        let outer = std::sync::Arc::clone(&cell);
+        assert_misuse(
+            &format!("Rcu::{name} from inside an update of the same cell"),
+            &[
+                &format!("rcu_lite::Rcu::{name}()"),
+                "inside an Rcu::update() function of the same cell",
+            ],
+            move || {
+                outer.update(|v| {
+                    inner(&outer);
+                    v + 1
+                })
+            },
+        );
+    }
+    // Nothing was published, and other cells may be updated from inside.
+    let other = Rcu::<u64, Memb>::new(5);
+    cell.update(|v| {
+        other.replace(6);
+        v + 1
+    });
+    assert_eq!(cell.replace_and_synchronize(0), 2);
+    assert_eq!(other.replace_and_synchronize(0), 6);
+}
+
+#[test]
+fn a_zero_fixed_fqs_interval() {
+    let before = memb::config();
+    assert_misuse(
+        "configure with Fqs::FixedInterval(0)",
+        &["Fqs::FixedInterval(0)", "without ever waiting"],
+        || {
+            memb::configure(rcu_lite::GpConfig {
+                quick_qs: true,
+                fqs: rcu_lite::Fqs::FixedInterval(std::time::Duration::ZERO),
+            });
+        },
+    );
+    assert_eq!(
+        memb::config(),
+        before,
+        "the refused settings were not stored"
+    );
 }
