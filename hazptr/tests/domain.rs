@@ -680,15 +680,15 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
     );
 }
 
-/// Counts its drops; one of them panics.
+/// A counted object whose drop may panic (the count is taken as its field
+/// drops, during the unwind).
 struct Bomb {
-    drops: Arc<AtomicUsize>,
+    _counted: Tracked,
     explode: bool,
 }
 
 impl Drop for Bomb {
     fn drop(&mut self) {
-        self.drops.fetch_add(1, SeqCst);
         if self.explode {
             panic!("a deleter that panics");
         }
@@ -703,7 +703,10 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
         (0..10)
             .filter(|&i| {
                 let bomb = Box::into_raw(Box::new(Bomb {
-                    drops: Arc::clone(drops),
+                    _counted: Tracked {
+                        drops: Arc::clone(drops),
+                        value: i,
+                    },
                     explode: i == 1,
                 }));
                 // SAFETY: never published; retired once; Box-allocated.
