@@ -427,7 +427,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
     rows.extend(row(
         "writer that must wait for readers, with low latency",
         "rcuscale, 1 writer and the fewest readers measured (at least 1): time per grace \
-         period (the writer's mean wait plus its replace), median of rounds taken in turns"
+         period (the writer's mean wait, its replace included), median of rounds taken in turns"
             .into(),
         "us",
         rank(
