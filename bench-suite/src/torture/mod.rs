@@ -731,6 +731,7 @@ mod tests {
                 after: Duration::from_micros(FREE_AFTER_US.load(Relaxed)),
             }))
         });
+        // Relaxed: `torture` calls `make` on this thread, after this store.
         FREE_AFTER_US.store(after_us, Relaxed);
         // One reader and one writer: no more threads than this machine's
         // CPUs, so a reader is seldom preempted inside a section (which
