@@ -91,8 +91,10 @@ use crate::record::{NEST_BITS, Record, Registry, is_quiescent_for, reader_word};
 use crate::sync::{AtomicU32, AtomicU64, spin_loop};
 use membarrier_sim::fence;
 use std::ptr;
+#[cfg(loom)]
+use std::sync::atomic::AtomicBool as ConfigBool;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool as ConfigBool, AtomicU32 as ConfigU32, AtomicU64 as ConfigU64};
+use std::sync::atomic::{AtomicU32 as ConfigU32, AtomicU64 as ConfigU64};
 use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
@@ -179,11 +181,11 @@ pub(crate) struct Engine {
     pub(crate) reader: ReaderShared,
     callers: CallerShared,
     registry: Registry,
-    /// [`GpConfig::quick_qs`]. A setting, not a synchronization variable: plain
-    /// `std` atomics even under loom.
-    quick_qs: ConfigBool,
-    /// [`Fqs::FixedInterval`] in nanoseconds, or 0 for [`Fqs::Adaptive`].
-    fqs_interval_ns: ConfigU64,
+    /// The [`GpConfig`] in one word (`encode_config`), so that `configure`
+    /// swaps the whole of it and returns exactly the settings it replaced. A
+    /// setting, not a synchronization variable: a plain `std` atomic even
+    /// under loom.
+    config: ConfigU64,
     /// Fixed-interval FQS waits so far (statistics).
     fqs_waits: ConfigU64,
     /// Grace periods the worker drove (statistics).
@@ -221,8 +223,7 @@ impl Engine {
                     sleeping: ConfigU32::new(0),
                 },
                 registry: Registry::new(),
-                quick_qs: ConfigBool::new(GpConfig::DEFAULT.quick_qs),
-                fqs_interval_ns: ConfigU64::new(0),
+                config: ConfigU64::new(encode_config(GpConfig::DEFAULT)),
                 fqs_waits: ConfigU64::new(0),
                 worker_gps: ConfigU64::new(0),
                 #[cfg(not(loom))]
@@ -243,15 +244,7 @@ impl Engine {
 
     /// The settings the next grace period will use.
     pub(crate) fn config(&self) -> GpConfig {
-        let interval = self.fqs_interval_ns.load(Relaxed);
-        GpConfig {
-            quick_qs: self.quick_qs.load(Relaxed),
-            fqs: if interval == 0 {
-                Fqs::Adaptive
-            } else {
-                Fqs::FixedInterval(Duration::from_nanos(interval))
-            },
-        }
+        decode_config(self.config.load(Relaxed))
     }
 
     /// Replaces the settings, returning the previous ones. Grace periods that
@@ -260,14 +253,8 @@ impl Engine {
         if config.fqs == Fqs::FixedInterval(Duration::ZERO) {
             zero_fqs_interval();
         }
-        let old = self.config();
-        self.quick_qs.store(config.quick_qs, Relaxed);
-        let interval = match config.fqs {
-            Fqs::Adaptive => 0,
-            Fqs::FixedInterval(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1),
-        };
-        self.fqs_interval_ns.store(interval, Relaxed);
-        old
+        // Relaxed: a setting, read whole by the next grace period's driver.
+        decode_config(self.config.swap(encode_config(config), Relaxed))
     }
 
     /// In a child of `fork()` (`fork.rs`), whose only thread is the caller:
@@ -778,6 +765,41 @@ pub fn loom_worker_inline(on: bool) {
 /// new waiters skip their spin.
 #[cfg(not(loom))]
 const WORKER_CALLERS_PER_CPU: u32 = 2;
+
+/// [`Engine::config`]'s word: bit 63 is [`GpConfig::quick_qs`], the rest the
+/// [`Fqs::FixedInterval`] in nanoseconds (at least 1, at most 2^63 - 1: about
+/// 292 years), or 0 for [`Fqs::Adaptive`].
+const QUICK_QS_BIT: u64 = 1 << 63;
+
+const fn encode_config(config: GpConfig) -> u64 {
+    let interval_ns = match config.fqs {
+        Fqs::Adaptive => 0,
+        Fqs::FixedInterval(d) => {
+            let ns = d.as_nanos();
+            if ns == 0 {
+                1
+            } else if ns >= QUICK_QS_BIT as u128 {
+                QUICK_QS_BIT - 1
+            } else {
+                // In range: checked just above.
+                ns as u64
+            }
+        }
+    };
+    interval_ns | if config.quick_qs { QUICK_QS_BIT } else { 0 }
+}
+
+fn decode_config(word: u64) -> GpConfig {
+    let interval_ns = word & !QUICK_QS_BIT;
+    GpConfig {
+        quick_qs: word & QUICK_QS_BIT != 0,
+        fqs: if interval_ns == 0 {
+            Fqs::Adaptive
+        } else {
+            Fqs::FixedInterval(Duration::from_nanos(interval_ns))
+        },
+    }
+}
 
 #[cold]
 #[inline(never)]

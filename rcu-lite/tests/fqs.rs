@@ -5,7 +5,7 @@
 //! time (`SERIAL`) in this test binary of their own.
 
 use rcu_lite::{Fqs, GpConfig, memb};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Barrier, Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
 
@@ -108,4 +108,87 @@ fn configure_returns_the_previous_settings() {
     assert_eq!(memb::config(), kernel);
     assert_eq!(memb::configure(old), kernel);
     assert_eq!(Fqs::kernel(), Fqs::FixedInterval(Duration::from_millis(3)));
+}
+
+/// `configure` replaces the settings whole: callers racing each other each get
+/// back the settings they replaced, so every value set comes back exactly once
+/// (as some call's "previous", or as the final settings). A torn or repeated
+/// "previous" needs two calls to interleave, so the race runs several rounds.
+#[test]
+fn racing_configure_calls_each_return_what_they_replaced() {
+    const PER_THREAD: u64 = 100_000;
+    const ROUNDS: u64 = 8;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Every setting of the test distinct, its quick_qs tied to its interval.
+    let setting = |racer: u64, i: u64| GpConfig {
+        quick_qs: i % 2 == 0,
+        fqs: Fqs::FixedInterval(Duration::from_nanos(1 + racer * PER_THREAD + i)),
+    };
+    let key = |c: &GpConfig| match c.fqs {
+        Fqs::FixedInterval(d) => (d, c.quick_qs),
+        Fqs::Adaptive => (Duration::ZERO, c.quick_qs),
+    };
+    let initial = memb::config();
+    for round in 0..ROUNDS {
+        let start = Barrier::new(2);
+        let mut returned: Vec<GpConfig> = thread::scope(|s| {
+            let racers: Vec<_> = [2 * round, 2 * round + 1]
+                .into_iter()
+                .map(|racer| {
+                    let start = &start;
+                    s.spawn(move || {
+                        start.wait();
+                        (0..PER_THREAD)
+                            .map(|i| memb::configure(setting(racer, i)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            racers.into_iter().flat_map(|r| r.join().unwrap()).collect()
+        });
+        let last = memb::configure(initial);
+        returned.push(last);
+        let mut expected: Vec<GpConfig> = [2 * round, 2 * round + 1]
+            .into_iter()
+            .flat_map(|racer| (0..PER_THREAD).map(move |i| setting(racer, i)))
+            .collect();
+        expected.push(initial);
+        returned.sort_by_key(key);
+        expected.sort_by_key(key);
+        let mismatched = returned
+            .iter()
+            .zip(&expected)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            mismatched,
+            0,
+            "round {round}: settings returned twice, torn or lost ({mismatched} of {})",
+            expected.len()
+        );
+    }
+}
+
+/// The settings keep a 1 ns interval and clamp an interval too long for the
+/// engine's word to about 292 years.
+#[test]
+fn extreme_fqs_intervals_come_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let shortest = GpConfig {
+        quick_qs: false,
+        fqs: Fqs::FixedInterval(Duration::from_nanos(1)),
+    };
+    let old = memb::configure(shortest);
+    assert_eq!(memb::config(), shortest);
+    memb::configure(GpConfig {
+        quick_qs: true,
+        fqs: Fqs::FixedInterval(Duration::MAX),
+    });
+    assert_eq!(
+        memb::configure(old),
+        GpConfig {
+            quick_qs: true,
+            fqs: Fqs::FixedInterval(Duration::from_nanos((1 << 63) - 1)),
+        }
+    );
 }
