@@ -87,7 +87,7 @@ use crate::config::{Fqs, GpConfig};
 use crate::futex;
 #[cfg(not(loom))]
 use crate::gp_worker::GpWorker;
-use crate::record::{NEST_BITS, Record, Registry, is_quiescent_for, reader_word};
+use crate::record::{Record, Registry, SNAPSHOT_MASK, is_quiescent_for, reader_word, snapshot};
 use crate::sync::{AtomicU32, AtomicU64, spin_loop};
 use membarrier_sim::fence;
 use std::ptr;
@@ -269,7 +269,7 @@ impl Engine {
         // Relaxed loads and stores: nothing runs concurrently in the child.
         let state = self.callers.gp_state.load(Relaxed);
         let started = state >> STARTED_SHIFT;
-        if self.reader.gp_word.load(Relaxed) >> NEST_BITS < started {
+        if snapshot(self.reader.gp_word.load(Relaxed)) != started & SNAPSHOT_MASK {
             // Its driver vanished between the start and init's store.
             // Release, as init's store: pairs with the readers' Acquire load
             // of `gp_word` (memb `lock`, qsbr quiescent states).
@@ -294,10 +294,13 @@ impl Engine {
         let completed = self.callers.completed.load(Acquire);
         // A grace period counts as started once its init published `gp_word`:
         // a reader that sees `started >= n` and then enters a section is one
-        // that grace period `n` need not wait for.
-        let started = self.reader.gp_word.load(Acquire) >> NEST_BITS;
+        // that grace period `n` need not wait for. Loaded after `completed`,
+        // so it is at or ahead of it; its snapshot keeps 48 bits, so the
+        // full count is `completed` plus how far ahead it is, modulo 2^48.
+        let newest = snapshot(self.reader.gp_word.load(Acquire));
+        let ahead = newest.wrapping_sub(completed) & SNAPSHOT_MASK;
         GpCounts {
-            started: started.max(completed),
+            started: completed + ahead,
             completed,
             fqs_waits: self.fqs_waits.load(Relaxed),
             by_worker: self.worker_gps.load(Relaxed),
@@ -871,3 +874,31 @@ macro_rules! flavor_engine {
 }
 
 pub(crate) use flavor_engine;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// `counts` rebuilds the number of grace periods started from the 48-bit
+    /// snapshot in `gp_word`, also once that snapshot has wrapped.
+    #[test]
+    fn counts_rebuild_the_started_grace_periods_across_the_snapshot_wrap() {
+        let engine = Engine::new();
+        for (completed, newest) in [
+            (7, 7),
+            (7, 8),
+            (SNAPSHOT_MASK, SNAPSHOT_MASK + 1),
+            (SNAPSHOT_MASK + 1, SNAPSHOT_MASK + 1),
+            (SNAPSHOT_MASK + 1, SNAPSHOT_MASK + 3),
+        ] {
+            engine.callers.completed.store(completed, Relaxed);
+            engine.reader.gp_word.store(reader_word(newest), Relaxed);
+            let counts = engine.counts();
+            assert_eq!(
+                (counts.started, counts.completed),
+                (newest, completed),
+                "completed {completed}, newest started {newest}"
+            );
+        }
+    }
+}

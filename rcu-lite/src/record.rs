@@ -31,10 +31,11 @@
 //!
 //! [`is_quiescent_for`] is the one rule every scan applies: a record does not
 //! hold up grace period `gp` if it is outside (`nesting == 0`) or its snapshot
-//! is at least `gp`. The second half is safe because a thread that loaded the
+//! is `gp`. The second half is safe because a thread that loaded the
 //! engine's word for `gp` with Acquire ordering sees every update published
-//! before that grace period began (see `engine.rs`). Snapshots are 48 bits: a
-//! grace period per microsecond takes nine years to wrap them.
+//! before that grace period began (see `engine.rs`). Snapshots are 48 bits
+//! (about five years of back-to-back 0.6 us grace periods), and compared
+//! modulo 2^48, so their wrap changes nothing.
 //!
 //! # The registry
 //!
@@ -74,10 +75,28 @@ pub(crate) const fn nesting(word: u64) -> u64 {
     word & NEST_MASK
 }
 
-/// Whether a record whose word is `word` does not hold up grace period `gp`.
+/// The grace-period snapshot in a record word (or in the engine's `gp_word`):
+/// the grace period's number modulo 2^48.
+#[inline]
+pub(crate) const fn snapshot(word: u64) -> u64 {
+    word >> NEST_BITS
+}
+
+/// The bits of a grace-period number that a snapshot keeps.
+pub(crate) const SNAPSHOT_MASK: u64 = u64::MAX >> NEST_BITS;
+
+/// Whether a record whose word is `word` does not hold up grace period `gp`,
+/// the newest started.
+///
+/// A record inside a section with a snapshot older than `gp` holds up `gp`,
+/// and held up every grace period after its snapshot, so that snapshot is
+/// `gp - 1` at the oldest (`gp - 2` if its load raced an init): never 2^48
+/// grace periods old. No reader can have seen a grace period newer than `gp`.
+/// So "the snapshot is `gp`" is the same test as "at least `gp`", and it
+/// still holds once the 48-bit snapshots wrap.
 #[inline]
 pub(crate) const fn is_quiescent_for(word: u64, gp: u64) -> bool {
-    nesting(word) == 0 || word >> NEST_BITS >= gp
+    nesting(word) == 0 || snapshot(word) == gp & SNAPSHOT_MASK
 }
 
 /// One thread's reader state, alone on its cache lines (128 bytes: the
@@ -240,6 +259,34 @@ pub(crate) fn thread_id() -> u64 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Across the 48-bit wrap of the snapshots, a section that began in the
+    /// grace period is credited and one that began before it is not.
+    #[test]
+    fn snapshots_compare_across_their_wrap() {
+        for gp in [
+            5,
+            SNAPSHOT_MASK,
+            SNAPSHOT_MASK + 1,
+            SNAPSHOT_MASK + 2,
+            3 << 48,
+        ] {
+            assert!(
+                is_quiescent_for(reader_word(gp), gp),
+                "gp {gp}: began in it"
+            );
+            for older in [gp - 1, gp - 2] {
+                assert!(
+                    !is_quiescent_for(reader_word(older), gp),
+                    "gp {gp}: a section from {older} was credited"
+                );
+            }
+            assert!(
+                is_quiescent_for(reader_word(gp - 1) & !NEST_MASK, gp),
+                "outside"
+            );
+        }
+    }
 
     /// A fork child frees a record that a vanished thread had claimed (its
     /// CAS done) but not yet marked as its own, even when the forking thread
