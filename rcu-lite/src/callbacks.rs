@@ -306,9 +306,9 @@ impl CallbackQueue {
     }
 
     /// In a child of `fork()`, with the queue held: the worker thread did not
-    /// come along, so the next `call_rcu()` starts one. Callbacks still queued
-    /// stay queued and run in the child after a grace period (the parent runs
-    /// its copies too).
+    /// come along, so the next `call_rcu()` or `rcu_barrier()` starts one.
+    /// Callbacks still queued stay queued until then, and run after a grace
+    /// period (the parent runs its copies too).
     #[cfg(not(loom))]
     pub(crate) fn forget_worker_after_fork(&self, queue: &mut QueueHeld) {
         queue.worker_asleep = false;

@@ -28,9 +28,10 @@
 //!   belonged to a vanished thread), gives back every record of another thread
 //!   (each outside, offline), clears the driver bit and the count of sleeping
 //!   callers, and forgets the worker threads, which the next hand-over or
-//!   `call_rcu()` starts again; callbacks still queued run in the child after a
-//!   grace period (and in the parent too: each process has its copy). Then it
-//!   releases the locks.
+//!   `call_rcu()` starts again. Callbacks still queued stay queued: in the
+//!   child they run once its next `call_rcu()` or `rcu_barrier()` of that
+//!   flavor starts a worker, after a grace period (and in the parent too: each
+//!   process has its copy). Then it releases the locks.
 //!
 //! Grace periods keep running in the parent while the locks are held: only
 //! `call_rcu()` and `rcu_barrier()` wait for `after_fork_parent`.
