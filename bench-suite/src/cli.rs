@@ -257,7 +257,10 @@ pub struct CompareArgs {
     /// List every figure, not only regressions and improvements.
     #[arg(long)]
     pub all: bool,
-    /// Exit with status 1 when any figure regressed.
+    /// Exit with status 1 when any figure regressed, when a measurement or
+    /// figure of the old run is missing from the new one (a figure that went
+    /// NaN is written as null, so it is missing), or when no figure was
+    /// compared.
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Print the comparison as JSON.
@@ -526,12 +529,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
                     usage_error(format!("{} is not JSON: {e}", path.display()))
                 });
-                if !value.is_object() {
-                    usage_error(format!(
-                        "{} is not a syncbench results.json (expected an object)",
-                        path.display()
-                    ));
-                }
+                compare::check_results(&path.display().to_string(), &value)
+                    .unwrap_or_else(|e| usage_error(e));
                 value
             };
             let (old, new) = (load(&args.old), load(&args.new));
@@ -542,8 +541,15 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             } else {
                 compare::write_text(&mut out, &comparison, args.all)?;
             }
-            let failed = args.fail_on_regression && comparison.regressions() > 0;
-            Ok(if failed {
+            let gate = if args.fail_on_regression {
+                comparison.gate_failures()
+            } else {
+                Vec::new()
+            };
+            for why in &gate {
+                eprintln!("syncbench: --fail-on-regression: {why}");
+            }
+            Ok(if !gate.is_empty() {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS

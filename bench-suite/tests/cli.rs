@@ -238,6 +238,7 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
     let write = |name: &str, ns: f64| {
         let path = dir.join(name);
         let doc = serde_json::json!({
+            "profile": "quick",
             "machine": {"cpu": "X"},
             "refscale": [{"impl": "arc-swap", "threads": 1, "ns_per_op": ns}],
         });
@@ -270,6 +271,89 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
         "{}",
         stderr(&out)
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--fail-on-regression` fails on what a look at regressions alone lets
+/// through: a measurement the new run lacks, a figure that went NaN (written
+/// as null), no figure compared. Files that are not results documents are
+/// refused with status 2, naming the file and the key.
+#[test]
+fn compare_gate_fails_when_the_new_run_measured_less_or_nothing() {
+    let dir = std::env::temp_dir().join(format!("syncbench-compare-gate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, doc: serde_json::Value| {
+        let path = dir.join(name);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let row = |name: &str, ns: serde_json::Value| serde_json::json!({"impl": name, "threads": 1, "ns_per_op": ns});
+    let doc = |rows: Vec<serde_json::Value>| serde_json::json!({"profile": "quick", "machine": {"cpu": "X"}, "refscale": rows});
+    let old = write(
+        "old.json",
+        doc(vec![
+            row("arc-swap", 2.0.into()),
+            row("seqlock", 3.0.into()),
+        ]),
+    );
+    let gate = |new: &str| syncbench(&["compare", &old, new, "--fail-on-regression"]);
+
+    let fewer = write("fewer.json", doc(vec![row("arc-swap", 2.0.into())]));
+    let out = gate(&fewer);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "missing from the new run (measured in the old one): refscale impl=seqlock threads=1"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // Without the gate the same comparison only lists it.
+    assert!(syncbench(&["compare", &old, &fewer]).status.success());
+
+    let nan = write(
+        "nan.json",
+        doc(vec![
+            row("arc-swap", 2.0.into()),
+            row("seqlock", serde_json::Value::Null),
+        ]),
+    );
+    let out = gate(&nan);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("refscale impl=seqlock threads=1 ns_per_op"),
+        "{}",
+        stderr(&out)
+    );
+
+    let empty = write("empty.json", doc(vec![]));
+    let out = syncbench(&["compare", &empty, &empty, "--fail-on-regression"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0 figures compared"),
+        "{}",
+        stderr(&out)
+    );
+
+    let same = gate(&old);
+    assert!(same.status.success(), "{}", stderr(&same));
+
+    let bare = write("bare.json", serde_json::json!({}));
+    let no_machine = write(
+        "no-machine.json",
+        serde_json::json!({"profile": "quick", "refscale": []}),
+    );
+    for (file, key) in [(&bare, "\"profile\""), (&no_machine, "\"machine\"")] {
+        let out = syncbench(&["compare", &old, file, "--fail-on-regression"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "{file} is not a syncbench results.json: it has no key {key}"
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
