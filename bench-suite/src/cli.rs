@@ -1,8 +1,12 @@
 //! The `syncbench` command line: argument parsing (clap) and dispatch.
 //!
 //! Bad input (an unknown implementation, zero threads, a zero duration, an
-//! unknown flag) is refused by clap with a message naming the valid choices and
-//! exit status 2. A torture run that sees an exclusion failure exits with 1.
+//! unknown flag, a file that is not what the command reads) is refused with a
+//! message naming the valid choices, the file or the key, and exit status 2:
+//! nothing was measured. A run that fails exits with 1: a torture run that
+//! sees an exclusion failure, a use-after-free or a hang, and a measurement
+//! that measured nothing (an rcuscale implementation that completed no wait,
+//! a torture run with nothing checked), whose message says so.
 
 use crate::registry::{self, Implementation, Origin};
 use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
@@ -420,7 +424,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     .fqs_interval_ms
                     .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
             };
-            let outcomes = rcuscale::measure_all(&chosen, config, &options, args.rounds as usize);
+            // A run that completed no wait measured nothing: a failed run
+            // (status 1, through `main`), as the module docs say.
+            let outcomes = rcuscale::measure_all(&chosen, config, &options, args.rounds as usize)?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;

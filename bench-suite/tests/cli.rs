@@ -173,6 +173,33 @@ fn rcuscale_json_reports_per_gp_time_and_latency() {
     assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
 }
 
+/// However short the run, every writer completes a wait, so no figure is
+/// NaN (written as null) and per-GP time is not 0.
+#[test]
+fn rcuscale_runs_too_short_for_the_clock_still_measure_a_wait_per_writer() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,crossbeam-epoch",
+        "--writers",
+        "2",
+        "--readers",
+        "1",
+        "--duration-s",
+        "1e-9",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert!(row["gps"].as_u64().unwrap() >= 2, "{row}");
+        assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
+        for figure in ["mean", "p50", "p99", "max"] {
+            assert!(row["latency_us"][figure].is_f64(), "{figure} in {row}");
+        }
+    }
+}
+
 #[test]
 fn torture_json_counts_reads_replacements_and_errors() {
     let out = syncbench(&[

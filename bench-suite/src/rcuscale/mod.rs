@@ -15,6 +15,11 @@
 //! round, in turn, so that a slow stretch of a shared machine falls on all of
 //! them rather than on one: the per-grace-period time is then the median of
 //! the rounds, and the latency figures cover every wait of every round.
+//!
+//! Every writer completes at least one wait, however short the run: a run
+//! with no wait has no per-GP time and no latency (they would be NaN, which
+//! JSON writes as null). A set of runs with none at all, possible only
+//! without writers, is refused with [`NoWaits`].
 
 mod hazptr;
 mod liburcu;
@@ -168,12 +173,33 @@ impl Outcome {
     }
 }
 
+/// An implementation whose runs completed no wait: it has no per-GP time
+/// and no latency to report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoWaits {
+    /// The implementation.
+    pub name: String,
+}
+
+impl std::fmt::Display for NoWaits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rcuscale: {} completed no wait: the run was too short to measure (give it \
+             writers and a longer --duration-s, or --waits)",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for NoWaits {}
+
 /// Runs one implementation with default [`Options`].
 pub fn measure(
     imp: &Implementation<dyn GracePeriod, Options>,
     config: Config,
     progress: &mut Progress,
-) -> Outcome {
+) -> Result<Outcome, NoWaits> {
     measure_with(imp, config, &Options::default(), progress)
 }
 
@@ -183,7 +209,7 @@ pub fn measure_with(
     config: Config,
     options: &Options,
     progress: &mut Progress,
-) -> Outcome {
+) -> Result<Outcome, NoWaits> {
     run_once(imp, config, options, progress).summary()
 }
 
@@ -197,24 +223,37 @@ struct Run {
 }
 
 impl Run {
-    fn per_gp_us(&self) -> f64 {
-        self.elapsed.as_nanos() as f64 / 1000.0 / (self.samples.len() as u64).max(1) as f64
+    /// `None` for a run without waits (see [`NoWaits`]).
+    fn per_gp_us(&self) -> Option<f64> {
+        let waits = self.samples.len();
+        (waits > 0).then(|| self.elapsed.as_nanos() as f64 / 1000.0 / waits as f64)
     }
 
-    fn summary(self) -> Outcome {
+    fn summary(self) -> Result<Outcome, NoWaits> {
         summarize(self.name, self.config, &[self])
     }
 }
 
 /// Merges the runs of one implementation (one per round) into one outcome:
-/// per-GP time is the median run's, the rest covers every run.
-fn summarize(name: &str, config: Config, runs: &[Run]) -> Outcome {
-    let per_gp_rounds: Vec<f64> = runs.iter().map(Run::per_gp_us).collect();
+/// per-GP time is the median run's, the rest covers every run. Every run
+/// must have completed a wait.
+fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWaits> {
+    let no_waits = || NoWaits {
+        name: name.to_owned(),
+    };
+    let per_gp_rounds: Vec<f64> = runs
+        .iter()
+        .map(Run::per_gp_us)
+        .collect::<Option<_>>()
+        .ok_or_else(no_waits)?;
     let samples: Vec<f64> = runs
         .iter()
         .flat_map(|r| r.samples.iter().copied())
         .collect();
-    Outcome {
+    if samples.is_empty() {
+        return Err(no_waits());
+    }
+    Ok(Outcome {
         name: name.to_owned(),
         writers: config.writers,
         readers: config.readers,
@@ -225,7 +264,7 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Outcome {
         reads: runs.iter().map(|r| r.reads).sum(),
         duration_s: runs.iter().map(|r| r.elapsed.as_secs_f64()).sum(),
         per_gp_rounds_us: per_gp_rounds,
-    }
+    })
 }
 
 fn run_once(
@@ -270,11 +309,18 @@ fn run_once(
                     // the next wait, so the loop's own work (the push and
                     // the stop check, a few ns) is not added to per-GP time
                     // twice, and per-GP time and mean latency stay close.
-                    while (samples.len() as u64) < limit && !stop.load(Relaxed) {
+                    // The check follows the wait, so every writer completes
+                    // one even if the run is over before it starts (`limit`
+                    // is at least 1). Relaxed: `stop` publishes nothing; it
+                    // pairs with no other access (the join orders the rest).
+                    loop {
                         primitive.update_and_wait(w);
                         let now = Instant::now();
                         samples.push((now - last).as_nanos() as f64 / 1000.0);
                         last = now;
+                        if samples.len() as u64 >= limit || stop.load(Relaxed) {
+                            break;
+                        }
                     }
                     (samples, first, last)
                 })
@@ -325,6 +371,8 @@ fn run_once(
 /// Runs every implementation in `chosen` once per round, taking turns within
 /// each round, each built with `options`; one outcome per implementation, in
 /// `chosen`'s order. `progress` advances by `config.duration` per run.
+/// [`NoWaits`] names the first implementation with a run of no wait (only
+/// possible with no writers).
 ///
 /// # Panics
 ///
@@ -335,7 +383,7 @@ pub fn measure_rounds(
     options: &Options,
     rounds: usize,
     progress: &mut Progress,
-) -> Vec<Outcome> {
+) -> Result<Vec<Outcome>, NoWaits> {
     assert!(rounds > 0, "rcuscale needs at least one round");
     let mut runs: Vec<Vec<Run>> = chosen.iter().map(|_| Vec::with_capacity(rounds)).collect();
     for _ in 0..rounds {
@@ -356,7 +404,7 @@ pub fn measure_all(
     config: Config,
     options: &Options,
     rounds: usize,
-) -> Vec<Outcome> {
+) -> Result<Vec<Outcome>, NoWaits> {
     let total_ms = (chosen.len() * rounds) as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "rcuscale");
     measure_rounds(chosen, config, options, rounds, &mut progress)
@@ -390,4 +438,65 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(writers: usize, duration: Duration) -> Config {
+        Config {
+            writers,
+            readers: 1,
+            idle_threads: 0,
+            duration,
+            waits_per_writer: None,
+        }
+    }
+
+    #[test]
+    fn every_writer_completes_a_wait_however_short_the_run() {
+        let hazptr = &IMPLEMENTATIONS[0];
+        let mut progress = Progress::new(1, "test");
+        let out = measure(hazptr, config(2, Duration::from_nanos(1)), &mut progress).unwrap();
+        assert!(out.gps >= 2, "{out:?}");
+        let figures = [
+            out.per_gp_us,
+            out.latency_us.mean,
+            out.latency_us.p50,
+            out.latency_us.p99,
+            out.latency_us.max,
+        ];
+        assert!(figures.iter().all(|f| f.is_finite()), "{out:?}");
+    }
+
+    #[test]
+    fn runs_without_waits_are_refused_naming_the_implementation() {
+        let hazptr = &IMPLEMENTATIONS[0];
+        let mut progress = Progress::new(1, "test");
+        let err = measure_rounds(
+            &[hazptr],
+            config(0, Duration::from_millis(1)),
+            &Options::default(),
+            2,
+            &mut progress,
+        )
+        .unwrap_err();
+        assert_eq!(err.name, "hazptr");
+        assert!(
+            err.to_string()
+                .contains("hazptr completed no wait: the run was too short")
+        );
+        // One round without waits among rounds with them is refused too.
+        let run = |samples: Vec<f64>| Run {
+            name: "x",
+            config: config(1, Duration::ZERO),
+            elapsed: Duration::from_micros(4),
+            samples,
+            reads: 0,
+        };
+        let runs = [run(vec![4.0]), run(Vec::new())];
+        assert_eq!(summarize("x", runs[0].config, &runs).unwrap_err().name, "x");
+        assert_eq!(summarize("x", runs[0].config, &runs[..1]).unwrap().gps, 1);
+    }
 }

@@ -343,13 +343,16 @@ pub fn measure(profile: Profile) -> Results {
             "rcuscale",
         );
         progress.set_label(&format!("rcuscale {writers}w/{readers}r/{idle_threads}i"));
-        rcuscale_out.extend(rcuscale::measure_rounds(
-            &waiters,
-            config,
-            &rcuscale::Options::default(),
-            rounds,
-            &mut quiet,
-        ));
+        rcuscale_out.extend(
+            rcuscale::measure_rounds(
+                &waiters,
+                config,
+                &rcuscale::Options::default(),
+                rounds,
+                &mut quiet,
+            )
+            .expect("every writer completes a wait"),
+        );
         progress.inc((waiters.len() * rounds) as u64);
     }
 
@@ -370,12 +373,10 @@ pub fn measure(profile: Profile) -> Results {
     for _ in 0..profile.quick_qs_runs() {
         for imp in &quick_qs {
             let mut quiet = Progress::new(qs_config.duration.as_millis() as u64, imp.name);
-            quick_qs_out.push(rcuscale::measure_with(
-                imp,
-                qs_config,
-                &qs_options,
-                &mut quiet,
-            ));
+            quick_qs_out.push(
+                rcuscale::measure_with(imp, qs_config, &qs_options, &mut quiet)
+                    .expect("every writer completes a wait"),
+            );
             progress.set_label(imp.name);
             progress.inc(1);
         }
