@@ -41,8 +41,16 @@ pub trait GracePeriod: Send + Sync {
     /// wait until no reader that could have reached it still holds it
     /// (`synchronize_rcu()`, `hazptr_synchronize()`, or the peer's equivalent).
     fn update_and_wait(&self, writer: usize);
-    /// Runs read-side sections until `stop` is set; returns how many.
-    fn read_until(&self, stop: &AtomicBool) -> u64;
+    /// Runs on each writer thread before the run's start barrier: whatever
+    /// the first wait would otherwise do once, untimed (rcu-lite registers
+    /// the thread, crossbeam-epoch gives it a handle). Nothing by default.
+    fn prepare_writer(&self) {}
+    /// Registers the calling thread as a reader (where the flavor registers)
+    /// and runs one read-side section, then waits at `ready` (the run's start
+    /// barrier), so every reader is in before any writer waits; then runs
+    /// read-side sections until `stop` is set. Returns how many it ran after
+    /// `ready`.
+    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64;
     /// Registers the calling thread as a reader and runs one read-side
     /// section, then calls [`idle_wait`]`(ready, stop)` while still registered:
     /// a thread the waiting side must account for on every scan although it
@@ -284,13 +292,11 @@ fn run_once(
             // Registered before the clock starts; idle throughout.
             s.spawn(|| primitive.idle_until(&start, &stop));
         }
+        // Each reader is registered and has run a section before the
+        // barrier lets the writers go: a short run must not measure waits
+        // with no reader running (see `GracePeriod::read_until`).
         let readers: Vec<_> = (0..config.readers)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    primitive.read_until(&stop)
-                })
-            })
+            .map(|_| s.spawn(|| primitive.read_until(&start, &stop)))
             .collect();
         let writers: Vec<_> = (0..config.writers)
             .map(|w| {
@@ -302,6 +308,7 @@ fn run_once(
                     let limit = config.waits_per_writer.unwrap_or(u64::MAX);
                     let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
                     let mut samples = Vec::with_capacity(room as usize);
+                    primitive.prepare_writer();
                     start.wait();
                     let first = Instant::now();
                     let mut last = first;
@@ -443,6 +450,8 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
 
     fn config(writers: usize, duration: Duration) -> Config {
         Config {
@@ -498,5 +507,60 @@ mod tests {
         let runs = [run(vec![4.0]), run(Vec::new())];
         assert_eq!(summarize("x", runs[0].config, &runs).unwrap_err().name, "x");
         assert_eq!(summarize("x", runs[0].config, &runs[..1]).unwrap().gps, 1);
+    }
+
+    // Only `readers_are_in_before_the_writers_start` uses these. Relaxed:
+    // a reader's increment comes before its wait at the start barrier, and
+    // the writers' loads after theirs; the barrier orders the two, so they
+    // pair with no other access.
+    static READERS_IN: AtomicUsize = AtomicUsize::new(0);
+    static FEWEST_AT_A_WAIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    thread_local! {
+        static PREPARED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Readers that take 20 ms to register, and writers that note how many
+    /// readers were in at each wait.
+    struct SlowReaders;
+
+    impl GracePeriod for SlowReaders {
+        fn update_and_wait(&self, _writer: usize) {
+            assert!(PREPARED.with(Cell::get), "a wait before prepare_writer");
+            FEWEST_AT_A_WAIT.fetch_min(READERS_IN.load(Relaxed), Relaxed);
+        }
+        fn prepare_writer(&self) {
+            PREPARED.with(|p| p.set(true));
+        }
+        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+            // A reader slow to register: the writers must wait for it.
+            std::thread::sleep(Duration::from_millis(20));
+            READERS_IN.fetch_add(1, Relaxed);
+            ready.wait();
+            while !stop.load(Relaxed) {
+                std::hint::spin_loop();
+            }
+            1
+        }
+        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+            idle_wait(ready, stop)
+        }
+    }
+
+    #[test]
+    fn readers_are_in_before_the_writers_start() {
+        const SLOW: Implementation<dyn GracePeriod, Options> = Implementation {
+            name: "slow-readers",
+            summary: "",
+            origin: crate::registry::Origin::Workspace,
+            make: |_| Ok(Box::new(SlowReaders)),
+        };
+        let mut progress = Progress::new(1, "test");
+        let config = Config {
+            readers: 2,
+            ..config(2, Duration::from_millis(1))
+        };
+        let out = measure(&SLOW, config, &mut progress).unwrap();
+        assert_eq!(FEWEST_AT_A_WAIT.load(Relaxed), 2, "{out:?}");
     }
 }
