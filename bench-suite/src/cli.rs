@@ -106,8 +106,9 @@ pub struct LocktortureArgs {
     /// Seconds each lock is tortured.
     #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
-    /// Seconds between statistics lines during the run (text output only).
-    #[arg(long, value_parser = positive_seconds)]
+    /// Seconds between statistics lines during the run (text output only);
+    /// at least 0.01.
+    #[arg(long, value_parser = stat_interval_seconds)]
     pub stat_interval_s: Option<f64>,
     /// Inject faults: panics inside write and read sections (caught, and
     /// fatal to their thread), churn of short-lived threads, holders that
@@ -291,6 +292,18 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     }
     if v > 86_400.0 {
         return Err(format!("at most 86400 seconds (got {text})"));
+    }
+    Ok(v)
+}
+
+/// `--stat-interval-s`: [`positive_seconds`], and at least
+/// [`locktorture::Config::MIN_STAT_INTERVAL`]: the lines are for a person to
+/// read, and shorter intervals only keep the main thread printing.
+fn stat_interval_seconds(text: &str) -> Result<f64, String> {
+    let v = positive_seconds(text)?;
+    let least = locktorture::Config::MIN_STAT_INTERVAL.as_secs_f64();
+    if v < least {
+        return Err(format!("at least {least} seconds (got {text})"));
     }
     Ok(v)
 }

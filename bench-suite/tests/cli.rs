@@ -237,6 +237,10 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
         (&["rcuscale", "--writers", "0"], "0"),
         (&["torture", "--impl", "nonesuch"], "crossbeam-epoch"),
         (&["torture", "--duration-s", "-1"], "unexpected argument"),
+        (
+            &["locktorture", "--stat-interval-s", "0.000001"],
+            "at least 0.01 seconds",
+        ),
     ];
     for (args, needle) in cases {
         let out = syncbench(args);

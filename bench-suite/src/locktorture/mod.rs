@@ -118,6 +118,8 @@ impl Config {
     pub const WRITE_HOLD: Duration = Duration::from_micros(2);
     /// See [`Config::WRITE_HOLD`].
     pub const READ_HOLD: Duration = Duration::from_micros(10);
+    /// The shortest `stat_interval` the command line accepts.
+    pub const MIN_STAT_INTERVAL: Duration = Duration::from_millis(10);
     /// The default [`Config::stall_limit`] (ten minutes under miri, as for
     /// torture).
     pub const STALL_LIMIT: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 20 });
@@ -540,7 +542,9 @@ pub fn torture<'w>(
             for line in stats_lines(w, wf, r, rf) {
                 writeln!(out, "[{t:>9.3}] {}: {line}", imp.name)?;
             }
-            next_stats = config.stat_interval.map(|i| at + i);
+            next_stats = config
+                .stat_interval
+                .map(|i| next_stats_line(at, Instant::now(), i));
         }
     }
     let elapsed = began.elapsed();
@@ -589,6 +593,15 @@ pub fn torture<'w>(
         faults: fault_counts,
         failure,
     })
+}
+
+/// When the statistics line after the one due `at` is due: an `interval`
+/// later, or an `interval` after `now` if that time has already passed
+/// (an interval shorter than a print would otherwise leave every later line
+/// due at once, and the main thread printing without a pause).
+fn next_stats_line(at: Instant, now: Instant, interval: Duration) -> Instant {
+    let next = at + interval;
+    if next > now { next } else { now + interval }
 }
 
 /// Tortures every lock in `chosen`, one after the other.
@@ -748,6 +761,17 @@ mod tests {
         let mut progress = Progress::new(1, "test");
         let outcome = torture(&imp, config, &mut progress, None).unwrap();
         assert!(outcome.fail > 0, "{outcome:?}");
+    }
+
+    #[test]
+    fn a_statistics_line_late_past_its_interval_sets_the_next_from_now() {
+        let at = Instant::now();
+        let i = Duration::from_millis(10);
+        assert_eq!(next_stats_line(at, at + i / 2, i), at + i);
+        // Printing took three intervals: the next line is one interval on,
+        // not already due.
+        let now = at + 3 * i;
+        assert_eq!(next_stats_line(at, now, i), now + i);
     }
 
     /// No exclusion, and every acquisition takes 50 ms.
