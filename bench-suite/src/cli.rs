@@ -586,9 +586,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                         usage_error(format!("cannot read {}: {e}", path.display()))
                     });
                     let results = report::read_back(&text).unwrap_or_else(|e| {
-                        usage_error(format!(
-                            "{} is not a syncbench report's results.json: {e}",
-                            path.display()
+                        usage_error(report::read_back_error(
+                            &path.display().to_string(),
+                            &text,
+                            &e,
                         ))
                     });
                     report::write(results, &args.out)?

@@ -452,6 +452,56 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A results.json with a NaN figure (written as null) is refused naming the
+/// line, and an --out that is a file is refused naming it.
+#[test]
+fn report_errors_name_the_null_figure_and_the_path() {
+    let dir = std::env::temp_dir().join(format!("syncbench-report-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reference = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/reference-report/results.json"
+    );
+    let mut results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
+    results["rcuscale"][0]["per_gp_us"] = serde_json::Value::Null;
+    let with_null = dir.join("null.json");
+    std::fs::write(&with_null, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let out = syncbench(&[
+        "report",
+        "--from",
+        with_null.to_str().unwrap(),
+        "--out",
+        dir.join("report").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(`\"per_gp_us\": null,`) holds null where a figure belongs"),
+        "{}",
+        stderr(&out)
+    );
+
+    let a_file = dir.join("a-file");
+    std::fs::write(&a_file, "").unwrap();
+    let out = syncbench(&[
+        "report",
+        "--from",
+        reference,
+        "--out",
+        a_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "cannot create the folder {}/plots",
+            a_file.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn advise_recommends_with_its_figures() {
     let out = syncbench(&[
