@@ -8,7 +8,11 @@
 #
 # usage: scripts/bench-manycore.sh [SYNCBENCH] [OUT]
 #   SYNCBENCH  a release syncbench binary (default: target/release/syncbench,
-#              built if missing)
+#              built if missing). One built with liburcu is dynamically
+#              linked to liburcu-memb.so and liburcu-qsbr.so: a binary copied
+#              from another host starts only where liburcu's runtime library
+#              is installed (liburcu8 on Debian and Ubuntu); or build it with
+#              SYNCBENCH_NO_LIBURCU=1, without the liburcu peers.
 #   OUT        output folder (default: target/bench-manycore)
 set -u
 sb=${1:-target/release/syncbench}
@@ -16,6 +20,10 @@ out=${2:-target/bench-manycore}
 mkdir -p "$out"
 if [ ! -x "$sb" ]; then
     cargo build --release -p bench-suite --bin syncbench || exit 1
+fi
+if ! "$sb" --version > /dev/null; then
+    echo "bench-manycore: $sb does not start here (built with liburcu? see ldd $sb)" >&2
+    exit 1
 fi
 log="$out/manycore.jsonl"
 : > "$log"

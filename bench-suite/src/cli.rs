@@ -1,8 +1,12 @@
 //! The `syncbench` command line: argument parsing (clap) and dispatch.
 //!
 //! Bad input (an unknown implementation, zero threads, a zero duration, an
-//! unknown flag) is refused by clap with a message naming the valid choices and
-//! exit status 2. A torture run that sees an exclusion failure exits with 1.
+//! unknown flag, a file that is not what the command reads) is refused with a
+//! message naming the valid choices, the file or the key, and exit status 2:
+//! nothing was measured. A run that fails exits with 1: a torture run that
+//! sees an exclusion failure, a use-after-free or a hang, and a measurement
+//! that measured nothing (an rcuscale implementation that completed no wait,
+//! a torture run with nothing checked), whose message says so.
 
 use crate::registry::{self, Implementation, Origin};
 use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
@@ -102,8 +106,9 @@ pub struct LocktortureArgs {
     /// Seconds each lock is tortured.
     #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
-    /// Seconds between statistics lines during the run (text output only).
-    #[arg(long, value_parser = positive_seconds)]
+    /// Seconds between statistics lines during the run (text output only);
+    /// at least 0.01.
+    #[arg(long, value_parser = stat_interval_seconds)]
     pub stat_interval_s: Option<f64>,
     /// Inject faults: panics inside write and read sections (caught, and
     /// fatal to their thread), churn of short-lived threads, holders that
@@ -257,7 +262,10 @@ pub struct CompareArgs {
     /// List every figure, not only regressions and improvements.
     #[arg(long)]
     pub all: bool,
-    /// Exit with status 1 when any figure regressed.
+    /// Exit with status 1 when any figure regressed, when a measurement or
+    /// figure of the old run is missing from the new one (a figure that went
+    /// NaN is written as null, so it is missing), or when no figure was
+    /// compared.
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Print the comparison as JSON.
@@ -284,6 +292,18 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     }
     if v > 86_400.0 {
         return Err(format!("at most 86400 seconds (got {text})"));
+    }
+    Ok(v)
+}
+
+/// `--stat-interval-s`: [`positive_seconds`], and at least
+/// [`locktorture::Config::MIN_STAT_INTERVAL`]: the lines are for a person to
+/// read, and shorter intervals only keep the main thread printing.
+fn stat_interval_seconds(text: &str) -> Result<f64, String> {
+    let v = positive_seconds(text)?;
+    let least = locktorture::Config::MIN_STAT_INTERVAL.as_secs_f64();
+    if v < least {
+        return Err(format!("at least {least} seconds (got {text})"));
     }
     Ok(v)
 }
@@ -417,7 +437,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     .fqs_interval_ms
                     .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
             };
-            let outcomes = rcuscale::measure_all(&chosen, config, &options, args.rounds as usize);
+            // A run that completed no wait measured nothing: a failed run
+            // (status 1, through `main`), as the module docs say.
+            let outcomes = rcuscale::measure_all(&chosen, config, &options, args.rounds as usize)?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;
@@ -526,12 +548,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
                     usage_error(format!("{} is not JSON: {e}", path.display()))
                 });
-                if !value.is_object() {
-                    usage_error(format!(
-                        "{} is not a syncbench results.json (expected an object)",
-                        path.display()
-                    ));
-                }
+                compare::check_results(&path.display().to_string(), &value)
+                    .unwrap_or_else(|e| usage_error(e));
                 value
             };
             let (old, new) = (load(&args.old), load(&args.new));
@@ -542,8 +560,15 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             } else {
                 compare::write_text(&mut out, &comparison, args.all)?;
             }
-            let failed = args.fail_on_regression && comparison.regressions() > 0;
-            Ok(if failed {
+            let gate = if args.fail_on_regression {
+                comparison.gate_failures()
+            } else {
+                Vec::new()
+            };
+            for why in &gate {
+                eprintln!("syncbench: --fail-on-regression: {why}");
+            }
+            Ok(if !gate.is_empty() {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
@@ -561,9 +586,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                         usage_error(format!("cannot read {}: {e}", path.display()))
                     });
                     let results = report::read_back(&text).unwrap_or_else(|e| {
-                        usage_error(format!(
-                            "{} is not a syncbench report's results.json: {e}",
-                            path.display()
+                        usage_error(report::read_back_error(
+                            &path.display().to_string(),
+                            &text,
+                            &e,
                         ))
                     });
                     report::write(results, &args.out)?

@@ -11,11 +11,48 @@
 //! (`writes.total`, `gps`, `replaced`, ...) are compared per second of the
 //! run (`writes.total_per_s`): two runs of different length (a quick and a
 //! full profile) would otherwise show the longer one as an improvement.
+//!
+//! # The gate
+//!
+//! `--fail-on-regression` fails ([`Comparison::gate_failures`]) on a
+//! regression, and also on what would let one through unseen: a measurement
+//! or a figure that the old run has and the new one lacks (a measurement that
+//! no longer runs, or a figure that went NaN, which JSON writes as null), and
+//! a comparison of no figures at all. Both files must be results documents
+//! ([`check_results`]): a `profile`, a `machine` and at least one section.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
+
+/// Why `value` (read from the file `name`) is not a syncbench results
+/// document: a report's `results.json` has a `profile` (a string), a
+/// `machine` (an object) and sections (arrays of measurements). Sections
+/// come and go between versions, so any one will do; `{}` is refused.
+pub fn check_results(name: &str, value: &Value) -> Result<(), String> {
+    let not = |why: String| Err(format!("{name} is not a syncbench results.json: {why}"));
+    let Some(top) = value.as_object() else {
+        return not("expected an object".to_owned());
+    };
+    match top.get("profile") {
+        Some(Value::String(_)) => {}
+        Some(other) => return not(format!("key \"profile\" is {other}, not a string")),
+        None => return not("it has no key \"profile\"".to_owned()),
+    }
+    match top.get("machine") {
+        Some(Value::Object(_)) => {}
+        Some(other) => return not(format!("key \"machine\" is {other}, not an object")),
+        None => return not("it has no key \"machine\"".to_owned()),
+    }
+    if !top.values().any(Value::is_array) {
+        return not(
+            "it has no section (a key holding an array of measurements, such as \"refscale\")"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
 
 /// Numeric fields that identify a measurement rather than measure it.
 const IDENTITY_NUMBERS: &[&str] = &[
@@ -177,6 +214,33 @@ impl Comparison {
     /// How many figures improved.
     pub fn improvements(&self) -> usize {
         self.changes.iter().filter(|c| c.improvement).count()
+    }
+
+    /// Why `--fail-on-regression` fails this comparison, one line per
+    /// reason; empty when it passes. Besides regressions, what the old run
+    /// measured and the new one lacks ([`Comparison::only_old`]: a whole
+    /// measurement, or a figure written as null) fails it, and so does a
+    /// comparison of no figures: either would pass a gate that looked only
+    /// at regressions, with nothing checked.
+    pub fn gate_failures(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        let regressions = self.regressions();
+        if regressions > 0 {
+            why.push(format!(
+                "{regressions} figures regressed beyond {}%",
+                self.threshold_pct
+            ));
+        }
+        if !self.only_old.is_empty() {
+            why.push(format!(
+                "missing from the new run (measured in the old one): {}",
+                self.only_old.join("; ")
+            ));
+        }
+        if self.changes.is_empty() {
+            why.push("0 figures compared: the two runs have no figure in common".to_owned());
+        }
+        why
     }
 }
 
@@ -537,6 +601,67 @@ mod tests {
             vec!["refscale impl=hazptr threads=1 ns_per_op".to_owned()]
         );
         assert!(c.only_new.is_empty());
+    }
+
+    #[test]
+    fn the_gate_fails_on_missing_measurements_null_figures_and_nothing_compared() {
+        let same = compare(&run(1.0, 1000, 0), &run(1.0, 1000, 0), 10.0);
+        assert!(
+            same.gate_failures().is_empty(),
+            "{:?}",
+            same.gate_failures()
+        );
+
+        let mut fewer = run(1.0, 1000, 0);
+        fewer["torture"] = json!([]);
+        let why = compare(&run(1.0, 1000, 0), &fewer, 10.0).gate_failures();
+        assert_eq!(
+            why,
+            vec![
+                "missing from the new run (measured in the old one): torture impl=hazptr \
+                 readers=4 writers=2"
+                    .to_owned()
+            ]
+        );
+
+        let mut nan = run(1.0, 1000, 0);
+        nan["refscale"][0]["ns_per_op"] = Value::Null;
+        let why = compare(&run(1.0, 1000, 0), &nan, 10.0).gate_failures();
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(
+            why[0].contains("refscale impl=hazptr threads=1 ns_per_op"),
+            "{why:?}"
+        );
+
+        let empty = json!({"profile": "quick", "machine": {}, "refscale": []});
+        let why = compare(&empty, &empty, 10.0).gate_failures();
+        assert_eq!(
+            why,
+            vec!["0 figures compared: the two runs have no figure in common".to_owned()]
+        );
+
+        let slower = compare(&run(1.0, 1000, 0), &run(2.0, 1000, 0), 10.0).gate_failures();
+        assert_eq!(slower, vec!["1 figures regressed beyond 10%".to_owned()]);
+    }
+
+    #[test]
+    fn results_documents_need_a_profile_a_machine_and_a_section() {
+        assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
+        let refused = |doc: Value| check_results("a.json", &doc).unwrap_err();
+        assert!(
+            refused(json!({}))
+                .contains("a.json is not a syncbench results.json: it has no key \"profile\"")
+        );
+        assert!(refused(json!([])).contains("expected an object"));
+        assert!(
+            refused(json!({"profile": "quick", "refscale": []}))
+                .contains("it has no key \"machine\"")
+        );
+        assert!(refused(json!({"profile": 3, "machine": {}})).contains("\"profile\" is 3"));
+        assert!(
+            refused(json!({"profile": "quick", "machine": {}, "wall_s": 1.0}))
+                .contains("it has no section")
+        );
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //!
 //! The wrappers below are safe: each upholds liburcu's calling rules itself
 //! (a reader thread registers before its sections and unregisters after).
+//! liburcu aborts the process when a thread registers with a flavor it is
+//! already registered with; the wrappers keep a thread-local flag per flavor
+//! and panic instead, naming the misuse, while the first registration is
+//! alive.
 
 use crate::registry::Unavailable;
 
@@ -37,8 +41,28 @@ pub use linked::*;
 
 #[cfg(syncbench_liburcu)]
 mod linked {
+    use std::cell::Cell;
     use std::marker::PhantomData;
     use std::sync::atomic::{AtomicBool, AtomicPtr};
+
+    thread_local! {
+        /// Whether this thread holds a [`MembReader`].
+        static MEMB_REGISTERED: Cell<bool> = const { Cell::new(false) };
+        /// Whether this thread holds a [`QsbrReader`].
+        static QSBR_REGISTERED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Marks the calling thread registered with `flavor` in `flag`, or
+    /// panics if it already is: liburcu would abort the process.
+    fn claim(flag: &'static std::thread::LocalKey<Cell<bool>>, flavor: &str, reader: &str) {
+        if flag.with(|f| f.replace(true)) {
+            panic!(
+                "liburcu: {reader}::register() on a thread already registered with the {flavor} \
+                 flavor (its first {reader} is still alive); liburcu aborts on a second \
+                 registration, so drop the first {reader} before registering again"
+            );
+        }
+    }
 
     mod ffi {
         unsafe extern "C" {
@@ -77,9 +101,14 @@ mod linked {
 
     impl MembReader {
         /// Registers the calling thread.
+        ///
+        /// # Panics
+        ///
+        /// If the thread already holds a `MembReader` (liburcu would abort).
         pub fn register() -> MembReader {
+            claim(&MEMB_REGISTERED, "memb", "MembReader");
             // SAFETY: paired with the unregister in `drop`, on this thread
-            // (`MembReader` is `!Send`).
+            // (`MembReader` is `!Send`); not registered yet (`claim`).
             unsafe { ffi::syncbench_urcu_memb_register_thread() };
             MembReader {
                 _not_send: PhantomData,
@@ -114,6 +143,7 @@ mod linked {
             // SAFETY: registered in `register` on this thread; the C loops
             // leave no section open.
             unsafe { ffi::syncbench_urcu_memb_unregister_thread() }
+            MEMB_REGISTERED.with(|f| f.set(false));
         }
     }
 
@@ -125,8 +155,14 @@ mod linked {
 
     impl QsbrReader {
         /// Registers the calling thread; it is online.
+        ///
+        /// # Panics
+        ///
+        /// If the thread already holds a `QsbrReader` (liburcu would abort).
         pub fn register() -> QsbrReader {
-            // SAFETY: paired with the unregister in `drop`, on this thread.
+            claim(&QSBR_REGISTERED, "qsbr", "QsbrReader");
+            // SAFETY: paired with the unregister in `drop`, on this thread;
+            // not registered yet (`claim`).
             unsafe { ffi::syncbench_urcu_qsbr_register_thread() };
             QsbrReader {
                 _not_send: PhantomData,
@@ -146,6 +182,7 @@ mod linked {
         fn drop(&mut self) {
             // SAFETY: registered in `register` on this thread.
             unsafe { ffi::syncbench_urcu_qsbr_unregister_thread() }
+            QSBR_REGISTERED.with(|f| f.set(false));
         }
     }
 }
@@ -183,6 +220,50 @@ mod tests {
         drop(qsbr);
         memb_synchronize_rcu();
         qsbr_synchronize_rcu();
+        // SAFETY: from Box::into_raw above; no reader remains.
+        drop(unsafe { Box::from_raw(value) });
+    }
+
+    /// A second registration of a thread with one flavor panics naming the
+    /// misuse (liburcu itself aborts the process); the first stays usable,
+    /// and once it is dropped the thread may register again.
+    #[cfg(syncbench_liburcu)]
+    #[test]
+    fn registering_a_thread_twice_panics_instead_of_aborting() {
+        let value = Box::into_raw(Box::new(7u64));
+        let slot = AtomicPtr::new(value);
+        let message = |payload: Box<dyn std::any::Any + Send>| {
+            payload.downcast::<String>().map(|s| *s).unwrap_or_default()
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let first = MembReader::register();
+                let twice = std::panic::catch_unwind(MembReader::register).map(drop);
+                let why = message(twice.unwrap_err());
+                assert!(
+                    why.contains(
+                        "MembReader::register() on a thread already registered with the memb flavor"
+                    ),
+                    "{why}"
+                );
+                first.read_sections(&slot, 10);
+                // The other flavor is a registration of its own.
+                let qsbr = QsbrReader::register();
+                let twice = std::panic::catch_unwind(QsbrReader::register).map(drop);
+                let why = message(twice.unwrap_err());
+                assert!(
+                    why.contains(
+                        "QsbrReader::register() on a thread already registered with the qsbr flavor"
+                    ),
+                    "{why}"
+                );
+                drop((first, qsbr));
+                let again = MembReader::register();
+                again.read_sections(&slot, 10);
+                drop((again, QsbrReader::register()));
+            });
+        });
+        memb_synchronize_rcu();
         // SAFETY: from Box::into_raw above; no reader remains.
         drop(unsafe { Box::from_raw(value) });
     }

@@ -173,6 +173,33 @@ fn rcuscale_json_reports_per_gp_time_and_latency() {
     assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
 }
 
+/// However short the run, every writer completes a wait, so no figure is
+/// NaN (written as null) and per-GP time is not 0.
+#[test]
+fn rcuscale_runs_too_short_for_the_clock_still_measure_a_wait_per_writer() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,crossbeam-epoch",
+        "--writers",
+        "2",
+        "--readers",
+        "1",
+        "--duration-s",
+        "1e-9",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for row in rows.as_array().unwrap() {
+        assert!(row["gps"].as_u64().unwrap() >= 2, "{row}");
+        assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
+        for figure in ["mean", "p50", "p99", "max"] {
+            assert!(row["latency_us"][figure].is_f64(), "{figure} in {row}");
+        }
+    }
+}
+
 #[test]
 fn torture_json_counts_reads_replacements_and_errors() {
     let out = syncbench(&[
@@ -210,6 +237,10 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
         (&["rcuscale", "--writers", "0"], "0"),
         (&["torture", "--impl", "nonesuch"], "crossbeam-epoch"),
         (&["torture", "--duration-s", "-1"], "unexpected argument"),
+        (
+            &["locktorture", "--stat-interval-s", "0.000001"],
+            "at least 0.01 seconds",
+        ),
     ];
     for (args, needle) in cases {
         let out = syncbench(args);
@@ -238,6 +269,7 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
     let write = |name: &str, ns: f64| {
         let path = dir.join(name);
         let doc = serde_json::json!({
+            "profile": "quick",
             "machine": {"cpu": "X"},
             "refscale": [{"impl": "arc-swap", "threads": 1, "ns_per_op": ns}],
         });
@@ -270,6 +302,89 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
         "{}",
         stderr(&out)
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--fail-on-regression` fails on what a look at regressions alone lets
+/// through: a measurement the new run lacks, a figure that went NaN (written
+/// as null), no figure compared. Files that are not results documents are
+/// refused with status 2, naming the file and the key.
+#[test]
+fn compare_gate_fails_when_the_new_run_measured_less_or_nothing() {
+    let dir = std::env::temp_dir().join(format!("syncbench-compare-gate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, doc: serde_json::Value| {
+        let path = dir.join(name);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let row = |name: &str, ns: serde_json::Value| serde_json::json!({"impl": name, "threads": 1, "ns_per_op": ns});
+    let doc = |rows: Vec<serde_json::Value>| serde_json::json!({"profile": "quick", "machine": {"cpu": "X"}, "refscale": rows});
+    let old = write(
+        "old.json",
+        doc(vec![
+            row("arc-swap", 2.0.into()),
+            row("seqlock", 3.0.into()),
+        ]),
+    );
+    let gate = |new: &str| syncbench(&["compare", &old, new, "--fail-on-regression"]);
+
+    let fewer = write("fewer.json", doc(vec![row("arc-swap", 2.0.into())]));
+    let out = gate(&fewer);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "missing from the new run (measured in the old one): refscale impl=seqlock threads=1"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // Without the gate the same comparison only lists it.
+    assert!(syncbench(&["compare", &old, &fewer]).status.success());
+
+    let nan = write(
+        "nan.json",
+        doc(vec![
+            row("arc-swap", 2.0.into()),
+            row("seqlock", serde_json::Value::Null),
+        ]),
+    );
+    let out = gate(&nan);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("refscale impl=seqlock threads=1 ns_per_op"),
+        "{}",
+        stderr(&out)
+    );
+
+    let empty = write("empty.json", doc(vec![]));
+    let out = syncbench(&["compare", &empty, &empty, "--fail-on-regression"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0 figures compared"),
+        "{}",
+        stderr(&out)
+    );
+
+    let same = gate(&old);
+    assert!(same.status.success(), "{}", stderr(&same));
+
+    let bare = write("bare.json", serde_json::json!({}));
+    let no_machine = write(
+        "no-machine.json",
+        serde_json::json!({"profile": "quick", "refscale": []}),
+    );
+    for (file, key) in [(&bare, "\"profile\""), (&no_machine, "\"machine\"")] {
+        let out = syncbench(&["compare", &old, file, "--fail-on-regression"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "{file} is not a syncbench results.json: it has no key {key}"
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -333,6 +448,56 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
         out.status.code(),
         Some(2),
         "a profile measures: not with --from"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A results.json with a NaN figure (written as null) is refused naming the
+/// line, and an --out that is a file is refused naming it.
+#[test]
+fn report_errors_name_the_null_figure_and_the_path() {
+    let dir = std::env::temp_dir().join(format!("syncbench-report-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reference = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/reference-report/results.json"
+    );
+    let mut results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
+    results["rcuscale"][0]["per_gp_us"] = serde_json::Value::Null;
+    let with_null = dir.join("null.json");
+    std::fs::write(&with_null, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let out = syncbench(&[
+        "report",
+        "--from",
+        with_null.to_str().unwrap(),
+        "--out",
+        dir.join("report").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(`\"per_gp_us\": null,`) holds null where a figure belongs"),
+        "{}",
+        stderr(&out)
+    );
+
+    let a_file = dir.join("a-file");
+    std::fs::write(&a_file, "").unwrap();
+    let out = syncbench(&[
+        "report",
+        "--from",
+        reference,
+        "--out",
+        a_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "cannot create the folder {}/plots",
+            a_file.display()
+        )),
+        "{}",
+        stderr(&out)
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

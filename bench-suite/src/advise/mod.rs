@@ -45,8 +45,16 @@ pub struct Counts {
     pub torn: u64,
 }
 
+/// Reads between two looks at `stop` inside one write's run of reads: with
+/// many reads per write of a large payload, a run would otherwise last until
+/// its batch of reads was done (seconds past `--duration-s`). A batch of at
+/// most this many reads costs no extra look.
+pub const READS_PER_STOP_CHECK: u32 = 16;
+
 /// The loop every [`Workload`] uses: `read` returns whether the payload it
-/// saw was consistent.
+/// saw was consistent. It looks at `stop` before each write's reads and
+/// every [`READS_PER_STOP_CHECK`] reads among them (the same looks for every
+/// contender); stopped among them, it returns without the write.
 #[inline(always)]
 pub fn mixed_loop(
     reads_per_write: u32,
@@ -55,11 +63,24 @@ pub fn mixed_loop(
     mut write: impl FnMut(),
 ) -> Counts {
     let mut c = Counts::default();
-    while !stop.load(Relaxed) {
-        for _ in 0..reads_per_write {
-            c.torn += u64::from(!read());
+    // Relaxed: `stop` is a stop request and publishes nothing; the counts
+    // go back through the thread's join, which orders them.
+    'run: while !stop.load(Relaxed) {
+        let mut left = reads_per_write;
+        loop {
+            let chunk = left.min(READS_PER_STOP_CHECK);
+            for _ in 0..chunk {
+                c.torn += u64::from(!read());
+            }
+            c.reads += u64::from(chunk);
+            left -= chunk;
+            if left == 0 {
+                break;
+            }
+            if stop.load(Relaxed) {
+                break 'run;
+            }
         }
-        c.reads += u64::from(reads_per_write);
         write();
         c.writes += 1;
     }
@@ -386,6 +407,46 @@ mod tests {
         assert_eq!(o.ops_per_s, 3.0);
         assert_eq!(o.errors, 2);
         assert_eq!(o.runs_ops_per_s, vec![5.0, 1.0, 3.0]);
+    }
+
+    /// Stopped among a write's reads, the loop returns within
+    /// `READS_PER_STOP_CHECK` reads, without the write.
+    #[test]
+    fn the_loop_stops_among_the_reads_of_one_write() {
+        let stop = AtomicBool::new(false);
+        let mut reads = 0;
+        let c = mixed_loop(
+            1_000_000,
+            &stop,
+            || {
+                reads += 1;
+                if reads == 3 {
+                    stop.store(true, Relaxed);
+                }
+                true
+            },
+            || panic!("no write: the run stopped among its reads"),
+        );
+        assert!(
+            (3..=READS_PER_STOP_CHECK as u64).contains(&c.reads),
+            "{c:?}"
+        );
+        assert_eq!((c.writes, c.torn), (0, 0));
+        // Without a stop, every write follows its reads.
+        let stop = AtomicBool::new(false);
+        let mut calls = 0;
+        let c = mixed_loop(
+            40,
+            &stop,
+            || true,
+            || {
+                calls += 1;
+                if calls == 2 {
+                    stop.store(true, Relaxed);
+                }
+            },
+        );
+        assert_eq!((c.reads, c.writes), (80, 2));
     }
 
     #[test]

@@ -28,6 +28,13 @@
 //!
 //! (writer/reader side each). Runs are bounded: a side that makes no progress
 //! for [`Config::stall_limit`] ends the run with `FAILURE: hang: ...`.
+//!
+//! Acquisitions are counted over the timed window, from the clock's start to
+//! the stop (each thread's count at both ends): threads released by the
+//! start barrier before the clock starts, or finishing a section after the
+//! stop, do not add to `duration_s`'s counts. Exclusion failures count
+//! whenever they happen. A window with no acquisition at all checked
+//! nothing, and the run fails with `FAILURE: checked nothing: ...`.
 
 pub mod faults;
 mod peers;
@@ -111,6 +118,8 @@ impl Config {
     pub const WRITE_HOLD: Duration = Duration::from_micros(2);
     /// See [`Config::WRITE_HOLD`].
     pub const READ_HOLD: Duration = Duration::from_micros(10);
+    /// The shortest `stat_interval` the command line accepts.
+    pub const MIN_STAT_INTERVAL: Duration = Duration::from_millis(10);
     /// The default [`Config::stall_limit`] (ten minutes under miri, as for
     /// torture).
     pub const STALL_LIMIT: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 20 });
@@ -127,9 +136,20 @@ pub struct Counts {
     pub min: u64,
 }
 
+/// Each thread's count now.
+fn loads(per_thread: &[Padded<AtomicU64>]) -> Vec<u64> {
+    per_thread.iter().map(|c| c.load(Relaxed)).collect()
+}
+
 impl Counts {
     fn of(per_thread: &[Padded<AtomicU64>]) -> Counts {
-        let values: Vec<u64> = per_thread.iter().map(|c| c.load(Relaxed)).collect();
+        Counts::between(&vec![0; per_thread.len()], &loads(per_thread))
+    }
+
+    /// What each thread counted from `before` to `after` (per thread, same
+    /// order).
+    fn between(before: &[u64], after: &[u64]) -> Counts {
+        let values: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
         Counts {
             total: values.iter().sum(),
             max: values.iter().copied().max().unwrap_or(0),
@@ -484,6 +504,7 @@ pub fn torture<'w>(
     }
     let base = progress.position();
     let began = Instant::now();
+    let (writes_before, reads_before) = (loads(&arena.write_counts), loads(&arena.read_counts));
     let tick = Duration::from_millis(100);
     let mut next_stats = config.stat_interval.map(|i| began + i);
     let mut watches = [
@@ -521,16 +542,26 @@ pub fn torture<'w>(
             for line in stats_lines(w, wf, r, rf) {
                 writeln!(out, "[{t:>9.3}] {}: {line}", imp.name)?;
             }
-            next_stats = config.stat_interval.map(|i| at + i);
+            next_stats = config
+                .stat_interval
+                .map(|i| next_stats_line(at, Instant::now(), i));
         }
     }
-    arena.stop.store(true, Relaxed);
     let elapsed = began.elapsed();
+    let writes = Counts::between(&writes_before, &loads(&arena.write_counts));
+    let reads = Counts::between(&reads_before, &loads(&arena.read_counts));
+    arena.stop.store(true, Relaxed);
+    if writes.total + reads.total == 0 {
+        arena.fail(format!(
+            "checked nothing: no acquisition in the {:.6} s timed window; run longer",
+            elapsed.as_secs_f64()
+        ));
+    }
     // Writers and readers may be queued behind a stalled fault section: give
     // them the stall limit to finish.
     let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
     progress.set_position(base + config.duration.as_millis() as u64);
-    let (writes, write_fail, reads, read_fail) = arena.snapshot();
+    let (_, write_fail, _, read_fail) = arena.snapshot();
     let writes_served_per_ms = ServedRate::of(&arena.write_counts, &arena.write_served_ns);
     let reads_served_per_ms = ServedRate::of(&arena.read_counts, &arena.read_served_ns);
     let mut fault_counts = config.faults.then(|| arena.faults.snapshot());
@@ -562,6 +593,15 @@ pub fn torture<'w>(
         faults: fault_counts,
         failure,
     })
+}
+
+/// When the statistics line after the one due `at` is due: an `interval`
+/// later, or an `interval` after `now` if that time has already passed
+/// (an interval shorter than a print would otherwise leave every later line
+/// due at once, and the main thread printing without a pause).
+fn next_stats_line(at: Instant, now: Instant, interval: Duration) -> Instant {
+    let next = at + interval;
+    if next > now { next } else { now + interval }
 }
 
 /// Tortures every lock in `chosen`, one after the other.
@@ -721,6 +761,60 @@ mod tests {
         let mut progress = Progress::new(1, "test");
         let outcome = torture(&imp, config, &mut progress, None).unwrap();
         assert!(outcome.fail > 0, "{outcome:?}");
+    }
+
+    #[test]
+    fn a_statistics_line_late_past_its_interval_sets_the_next_from_now() {
+        let at = Instant::now();
+        let i = Duration::from_millis(10);
+        assert_eq!(next_stats_line(at, at + i / 2, i), at + i);
+        // Printing took three intervals: the next line is one interval on,
+        // not already due.
+        let now = at + 3 * i;
+        assert_eq!(next_stats_line(at, now, i), now + i);
+    }
+
+    /// No exclusion, and every acquisition takes 50 ms.
+    struct SlowToAcquire;
+
+    impl TortureLock for SlowToAcquire {
+        fn write_section(&self, section: &mut dyn FnMut()) {
+            std::thread::sleep(Duration::from_millis(50));
+            section();
+        }
+        fn read_section(&self, section: &mut dyn FnMut()) {
+            std::thread::sleep(Duration::from_millis(50));
+            section();
+        }
+    }
+
+    /// A run over before any acquisition ends checked nothing: it fails, and
+    /// the acquisitions finished after the stop are not counted.
+    #[test]
+    fn a_window_without_an_acquisition_checked_nothing() {
+        let imp = Implementation::<dyn TortureLock> {
+            name: "slow",
+            summary: "50 ms an acquisition",
+            origin: crate::registry::Origin::Peer,
+            make: |_| Ok(Box::new(SlowToAcquire)),
+        };
+        let config = Config {
+            writers: 1,
+            readers: 1,
+            duration: Duration::from_millis(1),
+            stat_interval: None,
+            write_hold: Duration::ZERO,
+            read_hold: Duration::ZERO,
+            faults: false,
+            stall_limit: Config::STALL_LIMIT,
+        };
+        let outcome = torture(&imp, config, &mut Progress::new(1, "test"), None).unwrap();
+        assert_eq!(outcome.writes.total + outcome.reads.total, 0, "{outcome:?}");
+        let failure = outcome.failure.as_deref().unwrap_or_default();
+        assert!(
+            failure.starts_with("checked nothing: no acquisition in the "),
+            "{outcome:?}"
+        );
     }
 
     /// A spin lock whose sections are ended by code after them rather than

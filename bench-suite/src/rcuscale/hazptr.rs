@@ -50,8 +50,16 @@ impl GracePeriod for Hazptr {
         drop(unsafe { Box::from_raw(old) });
     }
 
-    fn read_until(&self, stop: &AtomicBool) -> u64 {
+    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        // The first guard gives the thread its slot block, before the run.
+        let mut guard = self.domain.guard();
+        let p = guard.protect_ptr(&self.current);
+        // SAFETY: protected by `guard`; never null.
+        black_box(unsafe { *p });
+        drop(guard);
+        ready.wait();
         let mut n = 0;
+        // Relaxed: a stop request; it publishes nothing.
         while !stop.load(Relaxed) {
             for _ in 0..64 {
                 let mut guard = self.domain.guard();

@@ -55,8 +55,12 @@ mod linked {
             drop(unsafe { Box::from_raw(old) });
         }
 
-        fn read_until(&self, stop: &AtomicBool) -> u64 {
-            MembReader::register().read_until(&self.slot, stop)
+        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+            // Registered, with one section run, before the run starts.
+            let reader = MembReader::register();
+            reader.read_sections(&self.slot, 1);
+            ready.wait();
+            reader.read_until(&self.slot, stop)
         }
 
         fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {

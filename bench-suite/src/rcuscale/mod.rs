@@ -15,6 +15,11 @@
 //! round, in turn, so that a slow stretch of a shared machine falls on all of
 //! them rather than on one: the per-grace-period time is then the median of
 //! the rounds, and the latency figures cover every wait of every round.
+//!
+//! Every writer completes at least one wait, however short the run: a run
+//! with no wait has no per-GP time and no latency (they would be NaN, which
+//! JSON writes as null). A set of runs with none at all, possible only
+//! without writers, is refused with [`NoWaits`].
 
 mod hazptr;
 mod liburcu;
@@ -36,8 +41,16 @@ pub trait GracePeriod: Send + Sync {
     /// wait until no reader that could have reached it still holds it
     /// (`synchronize_rcu()`, `hazptr_synchronize()`, or the peer's equivalent).
     fn update_and_wait(&self, writer: usize);
-    /// Runs read-side sections until `stop` is set; returns how many.
-    fn read_until(&self, stop: &AtomicBool) -> u64;
+    /// Runs on each writer thread before the run's start barrier: whatever
+    /// the first wait would otherwise do once, untimed (rcu-lite registers
+    /// the thread, crossbeam-epoch gives it a handle). Nothing by default.
+    fn prepare_writer(&self) {}
+    /// Registers the calling thread as a reader (where the flavor registers)
+    /// and runs one read-side section, then waits at `ready` (the run's start
+    /// barrier), so every reader is in before any writer waits; then runs
+    /// read-side sections until `stop` is set. Returns how many it ran after
+    /// `ready`.
+    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64;
     /// Registers the calling thread as a reader and runs one read-side
     /// section, then calls [`idle_wait`]`(ready, stop)` while still registered:
     /// a thread the waiting side must account for on every scan although it
@@ -168,12 +181,33 @@ impl Outcome {
     }
 }
 
+/// An implementation whose runs completed no wait: it has no per-GP time
+/// and no latency to report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoWaits {
+    /// The implementation.
+    pub name: String,
+}
+
+impl std::fmt::Display for NoWaits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rcuscale: {} completed no wait: the run was too short to measure (give it \
+             writers and a longer --duration-s, or --waits)",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for NoWaits {}
+
 /// Runs one implementation with default [`Options`].
 pub fn measure(
     imp: &Implementation<dyn GracePeriod, Options>,
     config: Config,
     progress: &mut Progress,
-) -> Outcome {
+) -> Result<Outcome, NoWaits> {
     measure_with(imp, config, &Options::default(), progress)
 }
 
@@ -183,7 +217,7 @@ pub fn measure_with(
     config: Config,
     options: &Options,
     progress: &mut Progress,
-) -> Outcome {
+) -> Result<Outcome, NoWaits> {
     run_once(imp, config, options, progress).summary()
 }
 
@@ -197,24 +231,37 @@ struct Run {
 }
 
 impl Run {
-    fn per_gp_us(&self) -> f64 {
-        self.elapsed.as_nanos() as f64 / 1000.0 / (self.samples.len() as u64).max(1) as f64
+    /// `None` for a run without waits (see [`NoWaits`]).
+    fn per_gp_us(&self) -> Option<f64> {
+        let waits = self.samples.len();
+        (waits > 0).then(|| self.elapsed.as_nanos() as f64 / 1000.0 / waits as f64)
     }
 
-    fn summary(self) -> Outcome {
+    fn summary(self) -> Result<Outcome, NoWaits> {
         summarize(self.name, self.config, &[self])
     }
 }
 
 /// Merges the runs of one implementation (one per round) into one outcome:
-/// per-GP time is the median run's, the rest covers every run.
-fn summarize(name: &str, config: Config, runs: &[Run]) -> Outcome {
-    let per_gp_rounds: Vec<f64> = runs.iter().map(Run::per_gp_us).collect();
+/// per-GP time is the median run's, the rest covers every run. Every run
+/// must have completed a wait.
+fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWaits> {
+    let no_waits = || NoWaits {
+        name: name.to_owned(),
+    };
+    let per_gp_rounds: Vec<f64> = runs
+        .iter()
+        .map(Run::per_gp_us)
+        .collect::<Option<_>>()
+        .ok_or_else(no_waits)?;
     let samples: Vec<f64> = runs
         .iter()
         .flat_map(|r| r.samples.iter().copied())
         .collect();
-    Outcome {
+    if samples.is_empty() {
+        return Err(no_waits());
+    }
+    Ok(Outcome {
         name: name.to_owned(),
         writers: config.writers,
         readers: config.readers,
@@ -225,7 +272,7 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Outcome {
         reads: runs.iter().map(|r| r.reads).sum(),
         duration_s: runs.iter().map(|r| r.elapsed.as_secs_f64()).sum(),
         per_gp_rounds_us: per_gp_rounds,
-    }
+    })
 }
 
 fn run_once(
@@ -245,13 +292,11 @@ fn run_once(
             // Registered before the clock starts; idle throughout.
             s.spawn(|| primitive.idle_until(&start, &stop));
         }
+        // Each reader is registered and has run a section before the
+        // barrier lets the writers go: a short run must not measure waits
+        // with no reader running (see `GracePeriod::read_until`).
         let readers: Vec<_> = (0..config.readers)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    primitive.read_until(&stop)
-                })
-            })
+            .map(|_| s.spawn(|| primitive.read_until(&start, &stop)))
             .collect();
         let writers: Vec<_> = (0..config.writers)
             .map(|w| {
@@ -263,6 +308,7 @@ fn run_once(
                     let limit = config.waits_per_writer.unwrap_or(u64::MAX);
                     let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
                     let mut samples = Vec::with_capacity(room as usize);
+                    primitive.prepare_writer();
                     start.wait();
                     let first = Instant::now();
                     let mut last = first;
@@ -270,11 +316,18 @@ fn run_once(
                     // the next wait, so the loop's own work (the push and
                     // the stop check, a few ns) is not added to per-GP time
                     // twice, and per-GP time and mean latency stay close.
-                    while (samples.len() as u64) < limit && !stop.load(Relaxed) {
+                    // The check follows the wait, so every writer completes
+                    // one even if the run is over before it starts (`limit`
+                    // is at least 1). Relaxed: `stop` publishes nothing; it
+                    // pairs with no other access (the join orders the rest).
+                    loop {
                         primitive.update_and_wait(w);
                         let now = Instant::now();
                         samples.push((now - last).as_nanos() as f64 / 1000.0);
                         last = now;
+                        if samples.len() as u64 >= limit || stop.load(Relaxed) {
+                            break;
+                        }
                     }
                     (samples, first, last)
                 })
@@ -325,6 +378,8 @@ fn run_once(
 /// Runs every implementation in `chosen` once per round, taking turns within
 /// each round, each built with `options`; one outcome per implementation, in
 /// `chosen`'s order. `progress` advances by `config.duration` per run.
+/// [`NoWaits`] names the first implementation with a run of no wait (only
+/// possible with no writers).
 ///
 /// # Panics
 ///
@@ -335,7 +390,7 @@ pub fn measure_rounds(
     options: &Options,
     rounds: usize,
     progress: &mut Progress,
-) -> Vec<Outcome> {
+) -> Result<Vec<Outcome>, NoWaits> {
     assert!(rounds > 0, "rcuscale needs at least one round");
     let mut runs: Vec<Vec<Run>> = chosen.iter().map(|_| Vec::with_capacity(rounds)).collect();
     for _ in 0..rounds {
@@ -356,7 +411,7 @@ pub fn measure_all(
     config: Config,
     options: &Options,
     rounds: usize,
-) -> Vec<Outcome> {
+) -> Result<Vec<Outcome>, NoWaits> {
     let total_ms = (chosen.len() * rounds) as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "rcuscale");
     measure_rounds(chosen, config, options, rounds, &mut progress)
@@ -390,4 +445,122 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+
+    fn config(writers: usize, duration: Duration) -> Config {
+        Config {
+            writers,
+            readers: 1,
+            idle_threads: 0,
+            duration,
+            waits_per_writer: None,
+        }
+    }
+
+    #[test]
+    fn every_writer_completes_a_wait_however_short_the_run() {
+        let hazptr = &IMPLEMENTATIONS[0];
+        let mut progress = Progress::new(1, "test");
+        let out = measure(hazptr, config(2, Duration::from_nanos(1)), &mut progress).unwrap();
+        assert!(out.gps >= 2, "{out:?}");
+        let figures = [
+            out.per_gp_us,
+            out.latency_us.mean,
+            out.latency_us.p50,
+            out.latency_us.p99,
+            out.latency_us.max,
+        ];
+        assert!(figures.iter().all(|f| f.is_finite()), "{out:?}");
+    }
+
+    #[test]
+    fn runs_without_waits_are_refused_naming_the_implementation() {
+        let hazptr = &IMPLEMENTATIONS[0];
+        let mut progress = Progress::new(1, "test");
+        let err = measure_rounds(
+            &[hazptr],
+            config(0, Duration::from_millis(1)),
+            &Options::default(),
+            2,
+            &mut progress,
+        )
+        .unwrap_err();
+        assert_eq!(err.name, "hazptr");
+        assert!(
+            err.to_string()
+                .contains("hazptr completed no wait: the run was too short")
+        );
+        // One round without waits among rounds with them is refused too.
+        let run = |samples: Vec<f64>| Run {
+            name: "x",
+            config: config(1, Duration::ZERO),
+            elapsed: Duration::from_micros(4),
+            samples,
+            reads: 0,
+        };
+        let runs = [run(vec![4.0]), run(Vec::new())];
+        assert_eq!(summarize("x", runs[0].config, &runs).unwrap_err().name, "x");
+        assert_eq!(summarize("x", runs[0].config, &runs[..1]).unwrap().gps, 1);
+    }
+
+    // Only `readers_are_in_before_the_writers_start` uses these. Relaxed:
+    // a reader's increment comes before its wait at the start barrier, and
+    // the writers' loads after theirs; the barrier orders the two, so they
+    // pair with no other access.
+    static READERS_IN: AtomicUsize = AtomicUsize::new(0);
+    static FEWEST_AT_A_WAIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    thread_local! {
+        static PREPARED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Readers that take 20 ms to register, and writers that note how many
+    /// readers were in at each wait.
+    struct SlowReaders;
+
+    impl GracePeriod for SlowReaders {
+        fn update_and_wait(&self, _writer: usize) {
+            assert!(PREPARED.with(Cell::get), "a wait before prepare_writer");
+            FEWEST_AT_A_WAIT.fetch_min(READERS_IN.load(Relaxed), Relaxed);
+        }
+        fn prepare_writer(&self) {
+            PREPARED.with(|p| p.set(true));
+        }
+        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+            // A reader slow to register: the writers must wait for it.
+            std::thread::sleep(Duration::from_millis(20));
+            READERS_IN.fetch_add(1, Relaxed);
+            ready.wait();
+            while !stop.load(Relaxed) {
+                std::hint::spin_loop();
+            }
+            1
+        }
+        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+            idle_wait(ready, stop)
+        }
+    }
+
+    #[test]
+    fn readers_are_in_before_the_writers_start() {
+        const SLOW: Implementation<dyn GracePeriod, Options> = Implementation {
+            name: "slow-readers",
+            summary: "",
+            origin: crate::registry::Origin::Workspace,
+            make: |_| Ok(Box::new(SlowReaders)),
+        };
+        let mut progress = Progress::new(1, "test");
+        let config = Config {
+            readers: 2,
+            ..config(2, Duration::from_millis(1))
+        };
+        let out = measure(&SLOW, config, &mut progress).unwrap();
+        assert_eq!(FEWEST_AT_A_WAIT.load(Relaxed), 2, "{out:?}");
+    }
 }

@@ -57,8 +57,20 @@ impl GracePeriod for CrossbeamEpoch {
         }
     }
 
-    fn read_until(&self, stop: &AtomicBool) -> u64 {
+    fn prepare_writer(&self) {
+        // The first pin registers the thread with the default collector.
+        drop(epoch::pin());
+    }
+
+    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        // The first pin registers the thread, before the run.
+        let guard = epoch::pin();
+        // SAFETY: never null; `guard` keeps it alive.
+        black_box(*unsafe { self.current.load(Acquire, &guard).deref() });
+        drop(guard);
+        ready.wait();
         let mut n = 0;
+        // Relaxed: a stop request; it publishes nothing.
         while !stop.load(Relaxed) {
             for _ in 0..64 {
                 let guard = epoch::pin();

@@ -61,8 +61,21 @@ impl GracePeriod for RcuLite {
         drop(unsafe { Box::from_raw(old) });
     }
 
-    fn read_until(&self, stop: &AtomicBool) -> u64 {
+    fn prepare_writer(&self) {
+        // `synchronize_rcu` registers a thread on its first call; a read
+        // lock does the same, untimed.
+        drop(memb::read_lock());
+    }
+
+    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        // The first read lock registers the thread, before the run.
+        let guard = memb::read_lock();
+        // SAFETY: never null; the guard keeps the pointee alive.
+        black_box(unsafe { *self.current.load(Acquire) });
+        drop(guard);
+        ready.wait();
         let mut n = 0;
+        // Relaxed: a stop request; it publishes nothing.
         while !stop.load(Relaxed) {
             for _ in 0..64 {
                 let guard = memb::read_lock();

@@ -237,20 +237,31 @@ pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
 }
 
 /// Writes the files of a report of `results` into `out`.
+/// Every error names the path it is about.
 pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
     let doc = document(&results);
-    std::fs::create_dir_all(out.join("plots"))?;
+    let named = |what: &str, path: &Path| {
+        let what = what.to_owned();
+        let path = path.display().to_string();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot {what} {path}: {e}"))
+    };
+    let plots = out.join("plots");
+    std::fs::create_dir_all(&plots).map_err(named("create the folder", &plots))?;
+    let write =
+        |path: &Path, contents: &[u8]| std::fs::write(path, contents).map_err(named("write", path));
     for (file, svg) in doc.plots() {
-        std::fs::write(out.join(file), svg)?;
+        write(&out.join(file), svg.as_bytes())?;
     }
     let markdown = out.join("report.md");
     let html = out.join("report.html");
     let json = out.join("results.json");
-    std::fs::write(&markdown, doc.to_markdown())?;
-    std::fs::write(&html, doc.to_html())?;
-    std::fs::write(
+    write(&markdown, doc.to_markdown().as_bytes())?;
+    write(&html, doc.to_html().as_bytes())?;
+    write(
         &json,
-        serde_json::to_string_pretty(&results).map_err(std::io::Error::other)?,
+        serde_json::to_string_pretty(&results)
+            .map_err(std::io::Error::other)?
+            .as_bytes(),
     )?;
     Ok(Written {
         results,
@@ -343,13 +354,16 @@ pub fn measure(profile: Profile) -> Results {
             "rcuscale",
         );
         progress.set_label(&format!("rcuscale {writers}w/{readers}r/{idle_threads}i"));
-        rcuscale_out.extend(rcuscale::measure_rounds(
-            &waiters,
-            config,
-            &rcuscale::Options::default(),
-            rounds,
-            &mut quiet,
-        ));
+        rcuscale_out.extend(
+            rcuscale::measure_rounds(
+                &waiters,
+                config,
+                &rcuscale::Options::default(),
+                rounds,
+                &mut quiet,
+            )
+            .expect("every writer completes a wait"),
+        );
         progress.inc((waiters.len() * rounds) as u64);
     }
 
@@ -370,12 +384,10 @@ pub fn measure(profile: Profile) -> Results {
     for _ in 0..profile.quick_qs_runs() {
         for imp in &quick_qs {
             let mut quiet = Progress::new(qs_config.duration.as_millis() as u64, imp.name);
-            quick_qs_out.push(rcuscale::measure_with(
-                imp,
-                qs_config,
-                &qs_options,
-                &mut quiet,
-            ));
+            quick_qs_out.push(
+                rcuscale::measure_with(imp, qs_config, &qs_options, &mut quiet)
+                    .expect("every writer completes a wait"),
+            );
             progress.set_label(imp.name);
             progress.inc(1);
         }
@@ -436,6 +448,28 @@ pub fn read_back(json: &str) -> serde_json::Result<Results> {
     let mut results: Results = serde_json::from_str(json)?;
     results.read_back = true;
     Ok(results)
+}
+
+/// Why `text` (the file `name`) cannot be read back, in words. A null where
+/// a figure belongs gets its own message, naming the line: JSON has no NaN,
+/// so a run that measured NaN wrote null there (runs of this build refuse
+/// to, see `rcuscale::NoWaits`; older ones did not).
+pub fn read_back_error(name: &str, text: &str, error: &serde_json::Error) -> String {
+    let line = text
+        .lines()
+        .nth(error.line().saturating_sub(1))
+        .unwrap_or("")
+        .trim();
+    if error.to_string().starts_with("invalid type: null") {
+        format!(
+            "{name} cannot be written again: line {} (`{line}`) holds null where a figure \
+             belongs: the run that wrote it measured NaN there (a measurement that completed \
+             nothing)",
+            error.line()
+        )
+    } else {
+        format!("{name} is not a syncbench report's results.json: {error}")
+    }
 }
 
 /// Builds the report document from `results` alone.

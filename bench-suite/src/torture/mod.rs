@@ -23,6 +23,16 @@
 //! primitive they use (never freed under them). A panic that was not injected
 //! is a failure too. Any error or failure exits with 1.
 //!
+//! # The timed window
+//!
+//! Reads and replacements are counted from the run's start ([`Run::start`]
+//! notes the counters once its threads are spawned) to its stop, the window
+//! `duration_s` measures: threads that run before the start or finish a
+//! batch after the stop do not inflate `reads_per_s`. Errors count whenever
+//! they are seen. A run whose window holds no read or no replacement checked
+//! nothing (a reclamation nobody read after, or reads of an object never
+//! reclaimed) and fails: see [`Run::finish`].
+//!
 //! Every counter and flag the harness shares is `Relaxed`: they are
 //! statistics and a stop request, and nothing is published through them (the
 //! objects are published by the primitive under test).
@@ -270,6 +280,14 @@ impl Shared {
         self.replaced.iter().map(|c| c.load(Relaxed)).sum()
     }
 
+    /// Reads and replacements so far, all threads together.
+    fn counts(&self) -> Window {
+        Window {
+            reads: self.reads.iter().map(|c| c.load(Relaxed)).sum(),
+            replaced: self.replaced_total(),
+        }
+    }
+
     fn error(&self) {
         self.errors.fetch_add(1, Relaxed);
     }
@@ -338,6 +356,14 @@ fn held_read(primitive: &dyn Torture, hold: impl FnOnce()) -> bool {
     live
 }
 
+/// Reads and replacements: totals at a point of a run, or their growth over
+/// its timed window.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    reads: u64,
+    replaced: u64,
+}
+
 /// One implementation's run in progress.
 struct Run {
     name: &'static str,
@@ -349,6 +375,10 @@ struct Run {
     /// Time from `began` to the stop, once stopped: the run's duration,
     /// which must not take in the wind-down of runs finished before it.
     stopped_after: Option<Duration>,
+    /// The counts when `began` was read, and their growth from then to the
+    /// stop once stopped: what the timed window covers.
+    counted_at_start: Window,
+    counted_in_window: Option<Window>,
     rss_max_kib: Option<u64>,
     unreclaimed_halves: [u64; 2],
 }
@@ -401,23 +431,34 @@ impl Run {
         if config.faults {
             watches.push(("fault driver".into(), ProgressWatch::new(0)));
         }
+        let began = Instant::now();
+        let counted_at_start = shared.counts();
         Run {
             name: imp.name,
             shared,
             threads,
             watches,
-            began: Instant::now(),
+            began,
             stopped_after: None,
+            counted_at_start,
+            counted_in_window: None,
             rss_max_kib: fault::rss_kib(),
             unreclaimed_halves: [0; 2],
         }
     }
 
-    /// Tells the run's threads to stop, and notes when (the first time).
+    /// Tells the run's threads to stop, and notes when and what they had
+    /// counted since the start (the first time).
     fn stop(&mut self) {
+        if self.stopped_after.is_none() {
+            self.stopped_after = Some(self.began.elapsed());
+            let (now, start) = (self.shared.counts(), self.counted_at_start);
+            self.counted_in_window = Some(Window {
+                reads: now.reads - start.reads,
+                replaced: now.replaced - start.replaced,
+            });
+        }
         self.shared.stop.store(true, Relaxed);
-        self.stopped_after
-            .get_or_insert_with(|| self.began.elapsed());
     }
 
     /// Checks every progress counter and samples memory; a counter stalled
@@ -452,7 +493,8 @@ impl Run {
     }
 
     /// Stops the run, waits (bounded) for its threads and tears the primitive
-    /// down; returns the outcome.
+    /// down; returns the outcome. A window with no read or no replacement
+    /// is a failure: the run checked nothing.
     fn finish(mut self) -> Outcome {
         self.stop();
         let Run {
@@ -460,11 +502,13 @@ impl Run {
             shared,
             threads,
             stopped_after,
+            counted_in_window,
             mut rss_max_kib,
             unreclaimed_halves,
             ..
         } = self;
         let elapsed = stopped_after.expect("stopped above");
+        let counted = counted_in_window.expect("stopped above");
         let limit = shared.config.stall_limit;
         let unfinished = fault::wind_down(threads, limit, |why| shared.fail(why));
         let mut failure = shared
@@ -479,8 +523,8 @@ impl Run {
             readers: config.readers,
             writers: config.writers,
             duration_s: elapsed.as_secs_f64(),
-            reads: shared.reads.iter().map(|c| c.load(Relaxed)).sum(),
-            replaced: shared.replaced_total(),
+            reads: counted.reads,
+            replaced: counted.replaced,
             errors: shared.errors.load(Relaxed),
             unreclaimed_max: 0,
             unreclaimed_halves,
@@ -503,6 +547,15 @@ impl Run {
         }
         if let Some(now) = fault::rss_kib() {
             rss_max_kib = Some(rss_max_kib.map_or(now, |m| m.max(now)));
+        }
+        if counted.reads == 0 || counted.replaced == 0 {
+            failure.get_or_insert(format!(
+                "checked nothing: {} reads and {} replacements in the {:.6} s timed window \
+                 (a use-after-free needs both to be seen); run longer",
+                counted.reads,
+                counted.replaced,
+                elapsed.as_secs_f64()
+            ));
         }
         outcome.unreclaimed_max = ledger.unreclaimed_max();
         outcome.rss_max_kib = rss_max_kib;
@@ -827,6 +880,52 @@ mod tests {
             // SAFETY: unpublished, and no reader is inside.
             unsafe { object::reclaim(old) };
         }
+    }
+
+    /// Readers that always reach the first object, and writers whose every
+    /// replacement takes 50 ms (and publishes nothing).
+    struct SlowReplace(AtomicPtr<TortureObject>);
+
+    impl Torture for SlowReplace {
+        fn read(&self) -> bool {
+            // SAFETY: the first object, reclaimed only when `self` drops.
+            unsafe { &*self.0.load(Acquire) }.is_live()
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            // SAFETY: as in `read`.
+            inside(unsafe { &*self.0.load(Acquire) })
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: never published, so no reader can hold it.
+            unsafe { object::reclaim(Box::into_raw(fresh)) };
+        }
+    }
+
+    impl Drop for SlowReplace {
+        fn drop(&mut self) {
+            // SAFETY: the first object, owned by `self`.
+            unsafe { object::reclaim(*self.0.get_mut()) };
+        }
+    }
+
+    /// A run over before any replacement ends checked nothing: it fails,
+    /// and the replacement finished after the stop is not counted.
+    #[test]
+    fn a_window_without_a_replacement_checked_nothing() {
+        let imp = bug("slow-replace", |o| {
+            Ok(Box::new(SlowReplace(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        });
+        let out = torture(&imp, config(1, false), &mut Progress::new(1, "test"));
+        assert_eq!(out.replaced, 0, "{out:?}");
+        assert!(out.failed(), "{out:?}");
+        let failure = out.failure.as_deref().unwrap_or_default();
+        assert!(
+            failure.starts_with("checked nothing: ") && failure.contains(" 0 replacements"),
+            "{out:?}"
+        );
     }
 
     #[test]
