@@ -551,15 +551,17 @@ pub fn torture<'w>(
     let writes = Counts::between(&writes_before, &loads(&arena.write_counts));
     let reads = Counts::between(&reads_before, &loads(&arena.read_counts));
     arena.stop.store(true, Relaxed);
+    // Writers and readers may be queued behind a stalled fault section: give
+    // them the stall limit to finish.
+    let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
+    // After the wind-down, so that a hang found there (a lock left held
+    // before the window began) is the failure reported, not its symptom.
     if writes.total + reads.total == 0 {
         arena.fail(format!(
             "checked nothing: no acquisition in the {:.6} s timed window; run longer",
             elapsed.as_secs_f64()
         ));
     }
-    // Writers and readers may be queued behind a stalled fault section: give
-    // them the stall limit to finish.
-    let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
     progress.set_position(base + config.duration.as_millis() as u64);
     let (_, write_fail, _, read_fail) = arena.snapshot();
     let writes_served_per_ms = ServedRate::of(&arena.write_counts, &arena.write_served_ns);
