@@ -223,11 +223,20 @@ fn heavy_slow() {
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 fn heavy_failed(err: crate::sys::Error) -> ! {
-    eprintln!(
-        "fence::heavy(): membarrier failed after the process registered for it ({err}); \
-         light fences already issued as compiler fences cannot be paired any more: aborting"
-    );
+    eprintln!("{}", heavy_failure_message(&err));
     std::process::abort()
+}
+
+/// What [`heavy_failed`] prints. Membarrier mode is chosen only once
+/// registration succeeded, so `EPERM` here is [`crate::sys::Error::Refused`]
+/// (a filter installed since), never "not registered".
+#[cfg(all(not(loom), not(syncprims_tsan)))]
+fn heavy_failure_message(err: &crate::sys::Error) -> String {
+    format!(
+        "fence::heavy(): {err}; the fences chose membarrier mode once registration succeeded, \
+         and light fences already issued as compiler fences cannot be paired with anything \
+         else: aborting"
+    )
 }
 
 /// The mode in use, deciding it now if no fence has run yet.
@@ -320,5 +329,20 @@ mod tests {
         assert_eq!(force(other), Err(decided));
         light();
         heavy();
+    }
+
+    /// A seccomp filter installed after registration answers EPERM: the
+    /// abort message must say so, not tell the user to register.
+    #[test]
+    #[cfg(all(target_os = "linux", not(syncprims_tsan)))]
+    fn the_abort_message_does_not_contradict_itself() {
+        let err = crate::sys::Error::Refused {
+            command: crate::sys::Command::PrivateExpedited,
+            registering: false,
+        };
+        let message = heavy_failure_message(&err);
+        assert!(message.contains("seccomp"), "{message}");
+        assert!(!message.contains("has not registered"), "{message}");
+        assert!(!message.contains("register("), "{message}");
     }
 }
