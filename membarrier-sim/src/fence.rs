@@ -39,6 +39,13 @@
 //! [`force`] picks the mode before the first use (tests use it for the fallback).
 //! Under `cfg(loom)` and `cfg(miri)` the mode is always SeqCst.
 //!
+//! Deciding registers the process with the kernel
+//! (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`), which in a process that
+//! already has several threads waits for an RCU grace period: milliseconds,
+//! or longer on a busy machine. Every fence called meanwhile, on any thread,
+//! waits for the decision. A program whose first fence could run in a signal
+//! handler, or under a deadline, calls [`mode`] once at startup.
+//!
 //! # Loom
 //!
 //! Under `cfg(loom)` both fences are a `SeqCst` read-modify-write of one loom
@@ -118,8 +125,18 @@ const MODE_SEQCST: u8 = 2;
 
 /// The light fence: the read-side half of the pair (see the module docs).
 ///
-/// Costs a compiler fence in membarrier mode. Callable from any thread, in any
-/// context; never blocks after the first call in the process.
+/// Costs a compiler fence in membarrier mode.
+///
+/// # Context
+///
+/// Once the mode is decided (by any fence, [`mode`] or [`force`], on any
+/// thread), this is a relaxed load and a fence: it never blocks, takes no
+/// lock and is async-signal-safe. Before that, it decides the mode (see the
+/// module docs, *Mode choice*): it blocks while the kernel registers the
+/// process, and so does every call racing it. A first call from a signal
+/// handler that interrupted the thread deciding would wait for that thread
+/// for ever (a `OnceLock` re-entered on one thread deadlocks): call [`mode`]
+/// before installing such a handler.
 #[inline]
 pub fn light() {
     #[cfg(syncprims_tsan)]
