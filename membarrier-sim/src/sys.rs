@@ -19,6 +19,8 @@
 
 use std::fmt;
 use std::io;
+#[cfg(debug_assertions)]
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A membarrier command this crate can issue or register for.
@@ -70,6 +72,18 @@ impl Command {
             Command::PrivateExpedited => 1 << 3,
             Command::PrivateExpeditedSyncCore => 1 << 5,
             Command::PrivateExpeditedRseq => 1 << 7,
+        }
+    }
+
+    /// The command's place in [`Command::ALL`].
+    #[cfg(debug_assertions)]
+    fn index(self) -> usize {
+        match self {
+            Command::Global => 0,
+            Command::GlobalExpedited => 1,
+            Command::PrivateExpedited => 2,
+            Command::PrivateExpeditedSyncCore => 3,
+            Command::PrivateExpeditedRseq => 4,
         }
     }
 
@@ -247,6 +261,46 @@ impl std::error::Error for Error {
     }
 }
 
+/// Per command, in [`Command::ALL`] order: the calls that succeeded (see
+/// [`issued`]). Only with debug assertions: every thread calling
+/// `fence::heavy()` would otherwise share one more contended cache line.
+#[cfg(debug_assertions)]
+static ISSUED: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// How many calls of `command` have succeeded through this module in this
+/// process, in builds with debug assertions; `None` in builds without them,
+/// which do not count. Tests use it to check that a fence really issued
+/// the command (`fence::heavy()` in membarrier mode issues
+/// [`Command::PrivateExpedited`]).
+pub fn issued(command: Command) -> Option<u64> {
+    #[cfg(debug_assertions)]
+    {
+        // Relaxed: a statistic; the caller's own calls, sequenced before
+        // this load on its thread, are counted in it.
+        Some(ISSUED[command.index()].load(Ordering::Relaxed))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = command;
+        None
+    }
+}
+
+/// Counts one successful call of `command` (see [`issued`]).
+#[cfg(target_os = "linux")]
+#[inline]
+fn count_issued(command: Command) {
+    #[cfg(debug_assertions)]
+    {
+        // Relaxed: a statistic, read by `issued`.
+        ISSUED[command.index()].fetch_add(1, Ordering::Relaxed);
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = command;
+    }
+}
+
 /// Register bits this process has already registered (see [`register`]).
 static REGISTERED: AtomicU32 = AtomicU32::new(0);
 
@@ -324,7 +378,9 @@ pub fn issue(command: Command) -> Result<(), Error> {
     #[cfg(target_os = "linux")]
     {
         rustix::thread::membarrier(command.to_rustix())
-            .map_err(|e| map_errno(command, e, Call::issue(command)))
+            .map_err(|e| map_errno(command, e, Call::issue(command)))?;
+        count_issued(command);
+        Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -409,7 +465,9 @@ fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
         // the CPU was online.
         let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
         rustix::thread::membarrier_cpu(command.to_rustix(), id)
-            .map_err(|e| map_errno(command, e, Call::issue(command)))
+            .map_err(|e| map_errno(command, e, Call::issue(command)))?;
+        count_issued(command);
+        Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
