@@ -404,11 +404,14 @@ pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
         Mode::Sim | Mode::Threaded => {
             let config = config(args, args.mode, args.cpus)?;
             let report = if args.mode == Mode::Sim {
-                sim::run(&config)
+                sim::run(&config).map_err(|e| Failure::Usage(e.to_string()))?
             } else {
-                threaded::run(&config)
-            }
-            .map_err(|e| Failure::Usage(e.to_string()))?;
+                threaded::run(&config).map_err(|e| match e {
+                    threaded::Error::Config(e) => Failure::Usage(e.to_string()),
+                    // This machine could not start the threads.
+                    e => Failure::Run(format!("membarrier --mode threaded: {e}")),
+                })?
+            };
             Outcome::of_report(args.mode, &report)
         }
         Mode::Real => real(args)?,

@@ -27,6 +27,8 @@
 pub mod fence;
 pub mod sim;
 #[cfg(not(loom))]
+mod spawn;
+#[cfg(not(loom))]
 pub mod stress;
 pub mod sys;
 #[cfg(not(loom))]
