@@ -250,7 +250,7 @@ impl Machine {
                 ring(bell);
             }
             let cpus: Vec<_> = cpu_threads.into_iter().map(|h| h.join()).collect();
-            for panicked in cpus.into_iter().filter_map(Result::err) {
+            if let Some(panicked) = cpus.into_iter().find_map(Result::err) {
                 std::panic::resume_unwind(panicked);
             }
             Ok(callers
