@@ -83,10 +83,10 @@ pub struct MembarrierArgs {
     /// sim: the deterministic simulator; threaded: real threads as CPUs; real: this kernel's syscall.
     #[arg(long, value_enum, default_value_t = Mode::Sim)]
     pub mode: Mode,
-    /// CPUs: simulated (sim default 384, threaded default 8) or targeted (real default: all online).
+    /// CPUs: simulated (sim default 384, threaded default 8) or targeted (real default: all online; real refuses it with --targets).
     #[arg(long)]
     pub cpus: Option<u32>,
-    /// Caller threads (default 25 per CPU, as the selftest's hammers).
+    /// Caller threads (default 25 per CPU, as the selftest's hammers; real: per target CPU).
     #[arg(long)]
     pub callers: Option<u32>,
     /// Serialization of expedited commands (sim and threaded; default global, the kernel today).
@@ -98,9 +98,9 @@ pub struct MembarrierArgs {
     /// Wall-clock seconds (threaded default 2, real default 2).
     #[arg(long, value_parser = seconds)]
     pub duration_s: Option<f64>,
-    /// Seed of every random choice (sim and threaded).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of every random choice (sim and threaded; default 1; real refuses it).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// CPUs the callers aim at, comma-separated (default: every CPU in turn).
     #[arg(long, value_delimiter = ',')]
     pub targets: Option<Vec<u32>>,
@@ -404,11 +404,14 @@ pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
         Mode::Sim | Mode::Threaded => {
             let config = config(args, args.mode, args.cpus)?;
             let report = if args.mode == Mode::Sim {
-                sim::run(&config)
+                sim::run(&config).map_err(|e| Failure::Usage(e.to_string()))?
             } else {
-                threaded::run(&config)
-            }
-            .map_err(|e| Failure::Usage(e.to_string()))?;
+                threaded::run(&config).map_err(|e| match e {
+                    threaded::Error::Config(e) => Failure::Usage(e.to_string()),
+                    // This machine could not start the threads.
+                    e => Failure::Run(format!("membarrier --mode threaded: {e}")),
+                })?
+            };
             Outcome::of_report(args.mode, &report)
         }
         Mode::Real => real(args)?,
@@ -430,7 +433,7 @@ fn config(args: &MembarrierArgs, mode: Mode, cpus: Option<u32>) -> Result<Config
         .callers
         .unwrap_or(cpus.saturating_mul(Config::SELFTEST_CALLERS_PER_CPU));
     c.policy = args.policy.unwrap_or(PolicyArg::Global).into();
-    c.seed = args.seed;
+    c.seed = args.seed.unwrap_or(1);
     c.targets = args.targets.clone();
     let seconds = match mode {
         Mode::Sim => {
@@ -507,6 +510,18 @@ fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
             "applies to --mode sim; use --duration-s for wall-clock time",
         ));
     }
+    if args.seed.is_some() {
+        return Err(refuse(
+            "--seed",
+            "applies to --mode sim and threaded: --mode real draws nothing at random",
+        ));
+    }
+    if args.cpus.is_some() && args.targets.is_some() {
+        return Err(refuse(
+            "--cpus",
+            "cannot be combined with --targets in --mode real: the targets are the CPUs hammered",
+        ));
+    }
     let model_flags = [
         ("--no-throttle", args.no_throttle),
         ("--period-us", args.period_us.is_some()),
@@ -546,9 +561,10 @@ fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
         }
         None => online.iter().take(cpus as usize).collect(),
     };
+    // 25 callers per CPU hammered, as the selftest: per target when given.
     let threads = args
         .callers
-        .unwrap_or(cpus.saturating_mul(Config::SELFTEST_CALLERS_PER_CPU));
+        .unwrap_or((targets.len() as u32).saturating_mul(Config::SELFTEST_CALLERS_PER_CPU));
     if threads == 0 {
         return Err(Failure::Usage("at least 1 caller is needed (got 0)".into()));
     }

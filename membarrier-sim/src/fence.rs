@@ -39,6 +39,13 @@
 //! [`force`] picks the mode before the first use (tests use it for the fallback).
 //! Under `cfg(loom)` and `cfg(miri)` the mode is always SeqCst.
 //!
+//! Deciding registers the process with the kernel
+//! (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`), which in a process that
+//! already has several threads waits for an RCU grace period: milliseconds,
+//! or longer on a busy machine. Every fence called meanwhile, on any thread,
+//! waits for the decision. A program whose first fence could run in a signal
+//! handler, or under a deadline, calls [`mode`] once at startup.
+//!
 //! # Loom
 //!
 //! Under `cfg(loom)` both fences are a `SeqCst` read-modify-write of one loom
@@ -118,8 +125,18 @@ const MODE_SEQCST: u8 = 2;
 
 /// The light fence: the read-side half of the pair (see the module docs).
 ///
-/// Costs a compiler fence in membarrier mode. Callable from any thread, in any
-/// context; never blocks after the first call in the process.
+/// Costs a compiler fence in membarrier mode.
+///
+/// # Context
+///
+/// Once the mode is decided (by any fence, [`mode`] or [`force`], on any
+/// thread), this is a relaxed load and a fence: it never blocks, takes no
+/// lock and is async-signal-safe. Before that, it decides the mode (see the
+/// module docs, *Mode choice*): it blocks while the kernel registers the
+/// process, and so does every call racing it. A first call from a signal
+/// handler that interrupted the thread deciding would wait for that thread
+/// for ever (a `OnceLock` re-entered on one thread deadlocks): call [`mode`]
+/// before installing such a handler.
 #[inline]
 pub fn light() {
     #[cfg(syncprims_tsan)]
@@ -223,11 +240,20 @@ fn heavy_slow() {
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 fn heavy_failed(err: crate::sys::Error) -> ! {
-    eprintln!(
-        "fence::heavy(): membarrier failed after the process registered for it ({err}); \
-         light fences already issued as compiler fences cannot be paired any more: aborting"
-    );
+    eprintln!("{}", heavy_failure_message(&err));
     std::process::abort()
+}
+
+/// What [`heavy_failed`] prints. Membarrier mode is chosen only once
+/// registration succeeded, so `EPERM` here is [`crate::sys::Error::Refused`]
+/// (a filter installed since), never "not registered".
+#[cfg(all(not(loom), not(syncprims_tsan)))]
+fn heavy_failure_message(err: &crate::sys::Error) -> String {
+    format!(
+        "fence::heavy(): {err}; the fences chose membarrier mode once registration succeeded, \
+         and light fences already issued as compiler fences cannot be paired with anything \
+         else: aborting"
+    )
 }
 
 /// The mode in use, deciding it now if no fence has run yet.
@@ -320,5 +346,20 @@ mod tests {
         assert_eq!(force(other), Err(decided));
         light();
         heavy();
+    }
+
+    /// A seccomp filter installed after registration answers EPERM: the
+    /// abort message must say so, not tell the user to register.
+    #[test]
+    #[cfg(all(target_os = "linux", not(syncprims_tsan)))]
+    fn the_abort_message_does_not_contradict_itself() {
+        let err = crate::sys::Error::Refused {
+            command: crate::sys::Command::PrivateExpedited,
+            registering: false,
+        };
+        let message = heavy_failure_message(&err);
+        assert!(message.contains("seccomp"), "{message}");
+        assert!(!message.contains("has not registered"), "{message}");
+        assert!(!message.contains("register("), "{message}");
     }
 }

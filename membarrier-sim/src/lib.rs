@@ -18,12 +18,16 @@
 //!   the simulator at small scale; `stress`: threads hammering the running
 //!   kernel's targeted command. Neither is built under `cfg(loom)`.
 //!
-//! Under `cfg(loom)` and `cfg(miri)` both fences are `fence(SeqCst)`: neither
-//! checker models `membarrier`.
+//! Neither loom nor miri models `membarrier`. Under `cfg(miri)` both fences
+//! are `fence(SeqCst)`; under `cfg(loom)` (and `cfg(syncprims_tsan)`) both are
+//! a `SeqCst` read-modify-write of one word, which keeps exactly the
+//! light/heavy pairing (see [`fence`], *Loom*).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod fence;
 pub mod sim;
+#[cfg(not(loom))]
+mod spawn;
 #[cfg(not(loom))]
 pub mod stress;
 pub mod sys;

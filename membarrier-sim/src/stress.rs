@@ -13,9 +13,15 @@
 //! Invariants: targets are checked online once, before the threads start
 //! ([`sys::OnlineCpu`]); a failing call stops its thread and the run reports
 //! the first error, so a kernel without the command yields a clear error,
-//! never a zero-calls "result".
+//! never a zero-calls "result". The threads wait at a gate until all exist
+//! (so that starting thousands is not slowed by those already hammering),
+//! and the run is timed from its opening. If a thread cannot be started, or
+//! the spawning thread panics, the gate aborts and the stop flag is set
+//! before the scope joins the threads (see `crate::spawn`): [`Error::Spawn`]
+//! or the panic, never a hang.
 
 use crate::sim::Histogram;
+use crate::spawn::{self, Gate, OnDrop};
 use crate::sync::{AtomicBool, Ordering};
 use crate::sys::{self, Command, OnlineCpu};
 use std::fmt;
@@ -69,6 +75,16 @@ pub enum Error {
     NoTargets,
     /// The kernel refused the command or a target CPU.
     Sys(sys::Error),
+    /// The OS refused a hammer thread; the threads already started were
+    /// stopped.
+    Spawn {
+        /// Threads asked for.
+        threads: u32,
+        /// Threads started before the one refused.
+        started: u32,
+        /// The OS's answer.
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for Error {
@@ -77,6 +93,16 @@ impl fmt::Display for Error {
             Error::NoThreads => f.write_str("at least one hammer thread is needed (got 0)"),
             Error::NoTargets => f.write_str("at least one target CPU is needed"),
             Error::Sys(e) => e.fmt(f),
+            Error::Spawn {
+                threads,
+                started,
+                source,
+            } => write!(
+                f,
+                "could not start hammer thread {} of {threads}: {source}; {}",
+                started + 1,
+                spawn::LIMITS
+            ),
         }
     }
 }
@@ -85,6 +111,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Sys(e) => Some(e),
+            Error::Spawn { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -103,7 +130,13 @@ impl From<sys::Error> for Error {
 /// [`Error::Sys`] with [`sys::Error::Unsupported`] where the kernel lacks
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` (before Linux 5.10, or without
 /// `CONFIG_RSEQ`), [`sys::Error::BadCpu`] for a target that is not online,
-/// or the first error a call returned.
+/// or the first error a call returned; [`Error::Spawn`] if this machine
+/// refused a thread.
+///
+/// # Panics
+///
+/// If a hammer thread panicked (a bug), with its panic, once every other
+/// thread has stopped.
 pub fn run(config: &Config) -> Result<Report, Error> {
     if config.threads == 0 {
         return Err(Error::NoThreads);
@@ -124,43 +157,64 @@ pub fn run(config: &Config) -> Result<Report, Error> {
     let stop = AtomicBool::new(false);
     let first_error: Mutex<Option<sys::Error>> = Mutex::new(None);
     let watchdog = u64::try_from(config.watchdog.as_nanos()).unwrap_or(u64::MAX);
-    let started = Instant::now();
+    let gate = Gate::new();
+    let mut started = None;
     let tallies: Vec<(u64, Histogram, u64)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..config.threads as usize)
-            .map(|i| {
-                let target = targets[i % targets.len()];
-                let (stop, first_error) = (&stop, &first_error);
-                s.spawn(move || {
-                    let mut calls = 0u64;
-                    let mut stalls = 0u64;
-                    let mut latency = Histogram::new();
-                    // Relaxed: the flag only ends the loop; the join orders the rest.
-                    while !stop.load(Ordering::Relaxed) {
-                        let t0 = Instant::now();
-                        if let Err(e) = sys::private_expedited_rseq_on(target) {
-                            first_error
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                .get_or_insert(e);
-                            break;
-                        }
-                        let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                        latency.record(ns);
-                        calls += 1;
-                        stalls += u64::from(ns > watchdog);
+        // However this closure ends (a spawn refused, a panic), the threads
+        // started here must stop before the scope can join them.
+        let gate = &gate;
+        // Relaxed: see the loop below.
+        let _stop = OnDrop(|| {
+            gate.abort();
+            stop.store(true, Ordering::Relaxed);
+        });
+        let mut handles = Vec::with_capacity(config.threads as usize);
+        for i in 0..config.threads {
+            let target = targets[i as usize % targets.len()];
+            let (stop, first_error) = (&stop, &first_error);
+            handles.push(spawn::scoped(s, i, move || {
+                if !gate.arrive_and_wait() {
+                    return (0, Histogram::new(), 0);
+                }
+                let mut calls = 0u64;
+                let mut stalls = 0u64;
+                let mut latency = Histogram::new();
+                // Relaxed: the flag only ends the loop; the join orders the rest.
+                while !stop.load(Ordering::Relaxed) {
+                    let t0 = Instant::now();
+                    if let Err(e) = sys::private_expedited_rseq_on(target) {
+                        first_error
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get_or_insert(e);
+                        break;
                     }
-                    (calls, latency, stalls)
-                })
-            })
-            .collect();
+                    let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                    latency.record(ns);
+                    calls += 1;
+                    stalls += u64::from(ns > watchdog);
+                }
+                (calls, latency, stalls)
+            })?);
+        }
+        gate.wait_for(config.threads);
+        started = Some(Instant::now());
+        gate.open();
         std::thread::sleep(config.duration);
         stop.store(true, Ordering::Relaxed);
-        handles
+        // Every thread is joined before a panic is passed on.
+        let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        Ok(joined
             .into_iter()
-            .map(|h| h.join().expect("hammer threads do not panic"))
-            .collect()
-    });
-    let elapsed = started.elapsed();
+            .map(|r| r.unwrap_or_else(|panicked| std::panic::resume_unwind(panicked)))
+            .collect())
+    })
+    .map_err(|e: spawn::Failure| Error::Spawn {
+        threads: config.threads,
+        started: e.started,
+        source: e.source,
+    })?;
+    let elapsed = started.expect("set before the gate opened").elapsed();
     if let Some(e) = first_error
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -181,4 +235,62 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         report.stalls += stalls;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spawn::{self, Injected};
+
+    /// A hammer thread the OS refuses ends the run with `Error::Spawn` (a
+    /// panic in the spawning thread, with that panic) at once, the threads
+    /// already hammering stopped. Before the stop guard the scope waited
+    /// for them, and they for a stop flag set only after the spawning loop:
+    /// for ever; the deadline turns that into a failure.
+    #[test]
+    #[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+    fn a_refused_thread_ends_the_run_instead_of_hanging() {
+        for how in [Injected::Error, Injected::Panic] {
+            test_support::within_a_deadline(
+                "stress::run with a refused thread",
+                Duration::from_secs(20),
+                move || {
+                    let config = Config {
+                        threads: 4,
+                        targets: vec![sys::online_cpus().iter().next().unwrap()],
+                        // Far past the deadline: only stopping early passes.
+                        duration: Duration::from_secs(60),
+                        watchdog: Duration::from_secs(1),
+                    };
+                    spawn::fail_after(2, how);
+                    match how {
+                        Injected::Error => match run(&config) {
+                            Err(Error::Spawn {
+                                threads: 4,
+                                started: 2,
+                                source,
+                            }) => {
+                                assert_eq!(source.kind(), std::io::ErrorKind::WouldBlock);
+                            }
+                            // A kernel without the command refuses before
+                            // any thread starts.
+                            Err(Error::Sys(sys::Error::Unsupported { .. })) => {}
+                            other => panic!("{other:?}"),
+                        },
+                        Injected::Panic => {
+                            if let Ok(result) = std::panic::catch_unwind(|| run(&config)) {
+                                assert!(
+                                    matches!(
+                                        result,
+                                        Err(Error::Sys(sys::Error::Unsupported { .. }))
+                                    ),
+                                    "{result:?}"
+                                );
+                            }
+                        }
+                    }
+                },
+            );
+        }
+    }
 }

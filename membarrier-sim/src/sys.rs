@@ -6,7 +6,10 @@
 //! one CPU with `MEMBARRIER_CMD_FLAG_CPU` (only the `_RSEQ` command takes a CPU).
 //!
 //! Errors are typed. The kernel answers `EPERM` when the process is not
-//! registered and `EINVAL` when it does not know a command; it silently succeeds
+//! registered and `EINVAL` when it does not know a command; it never answers
+//! `EPERM` to a `REGISTER_*` command, nor to a command the process registered
+//! for (registration survives `fork()`), so `EPERM` there is a seccomp filter
+//! or security module refusing the call ([`Error::Refused`]). It silently succeeds
 //! for a target CPU that does not exist or is offline, so this module checks the
 //! CPU against `/sys/devices/system/cpu/online` first and reports
 //! [`Error::BadCpu`] instead of pretending a barrier happened.
@@ -16,6 +19,8 @@
 
 use std::fmt;
 use std::io;
+#[cfg(debug_assertions)]
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A membarrier command this crate can issue or register for.
@@ -67,6 +72,18 @@ impl Command {
             Command::PrivateExpedited => 1 << 3,
             Command::PrivateExpeditedSyncCore => 1 << 5,
             Command::PrivateExpeditedRseq => 1 << 7,
+        }
+    }
+
+    /// The command's place in [`Command::ALL`].
+    #[cfg(debug_assertions)]
+    fn index(self) -> usize {
+        match self {
+            Command::Global => 0,
+            Command::GlobalExpedited => 1,
+            Command::PrivateExpedited => 2,
+            Command::PrivateExpeditedSyncCore => 3,
+            Command::PrivateExpeditedRseq => 4,
         }
     }
 
@@ -157,6 +174,17 @@ pub enum Error {
         /// The command that was refused.
         command: Command,
     },
+    /// `EPERM` where the kernel itself never answers it: to the `REGISTER_*`
+    /// command for `command`, or to `command` after this process registered
+    /// for it. A seccomp filter or a security module (a container runtime, a
+    /// sandbox) refused the call; registering (again) cannot help.
+    Refused {
+        /// The command whose registration, or whose call, was refused.
+        command: Command,
+        /// Whether the registration was refused (`true`) or the command
+        /// itself, after registration succeeded (`false`).
+        registering: bool,
+    },
     /// The target CPU does not exist or is offline.
     BadCpu {
         /// The CPU that was asked for.
@@ -192,6 +220,25 @@ impl fmt::Display for Error {
                 "membarrier: {command} refused with EPERM: the process has not registered for it \
                  (call membarrier_sim::sys::register({command:?}) first)"
             ),
+            Error::Refused {
+                command,
+                registering: true,
+            } => write!(
+                f,
+                "membarrier: registering for {command} refused with EPERM, which the kernel never \
+                 answers to a registration: a seccomp filter or security module (a container or \
+                 sandbox) blocks membarrier(2)"
+            ),
+            Error::Refused {
+                command,
+                registering: false,
+            } => write!(
+                f,
+                "membarrier: {command} refused with EPERM although the process registered for it \
+                 (or it needs no registration): \
+                 a seccomp filter or security module (a container or sandbox) installed since then \
+                 blocks membarrier(2)"
+            ),
             Error::BadCpu { cpu, online } => write!(
                 f,
                 "membarrier: CPU {cpu} does not exist or is offline (online CPUs: {online})"
@@ -211,6 +258,46 @@ impl std::error::Error for Error {
             Error::Os { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// Per command, in [`Command::ALL`] order: the calls that succeeded (see
+/// [`issued`]). Only with debug assertions: every thread calling
+/// `fence::heavy()` would otherwise share one more contended cache line.
+#[cfg(debug_assertions)]
+static ISSUED: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// How many calls of `command` have succeeded through this module in this
+/// process, in builds with debug assertions; `None` in builds without them,
+/// which do not count. Tests use it to check that a fence really issued
+/// the command (`fence::heavy()` in membarrier mode issues
+/// [`Command::PrivateExpedited`]).
+pub fn issued(command: Command) -> Option<u64> {
+    #[cfg(debug_assertions)]
+    {
+        // Relaxed: a statistic; the caller's own calls, sequenced before
+        // this load on its thread, are counted in it.
+        Some(ISSUED[command.index()].load(Ordering::Relaxed))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = command;
+        None
+    }
+}
+
+/// Counts one successful call of `command` (see [`issued`]).
+#[cfg(target_os = "linux")]
+#[inline]
+fn count_issued(command: Command) {
+    #[cfg(debug_assertions)]
+    {
+        // Relaxed: a statistic, read by `issued`.
+        ISSUED[command.index()].fetch_add(1, Ordering::Relaxed);
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = command;
     }
 }
 
@@ -264,7 +351,7 @@ fn register_slow(command: Command, bit: u32) -> Result<(), Error> {
         let register = command
             .register_rustix()
             .expect("command has a register bit");
-        rustix::thread::membarrier(register).map_err(|e| map_errno(command, e))?;
+        rustix::thread::membarrier(register).map_err(|e| map_errno(command, e, Call::Register))?;
         REGISTERED.fetch_or(bit, Ordering::Relaxed);
         Ok(())
     }
@@ -290,7 +377,10 @@ pub fn is_registered(command: Command) -> bool {
 pub fn issue(command: Command) -> Result<(), Error> {
     #[cfg(target_os = "linux")]
     {
-        rustix::thread::membarrier(command.to_rustix()).map_err(|e| map_errno(command, e))
+        rustix::thread::membarrier(command.to_rustix())
+            .map_err(|e| map_errno(command, e, Call::issue(command)))?;
+        count_issued(command);
+        Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -374,7 +464,10 @@ fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
         // `membarrier_private_expedited()`, and `OnlineCpu::new` checked that
         // the CPU was online.
         let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
-        rustix::thread::membarrier_cpu(command.to_rustix(), id).map_err(|e| map_errno(command, e))
+        rustix::thread::membarrier_cpu(command.to_rustix(), id)
+            .map_err(|e| map_errno(command, e, Call::issue(command)))?;
+        count_issued(command);
+        Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -383,11 +476,47 @@ fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
     }
 }
 
+/// Which call of `command` failed, for [`map_errno`].
 #[cfg(target_os = "linux")]
-fn map_errno(command: Command, errno: rustix::io::Errno) -> Error {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Call {
+    /// Its `REGISTER_*` command.
+    Register,
+    /// The command itself; `registered`: whether [`register`] had succeeded
+    /// for it, or it needs no registration (read after the failure, so a
+    /// registration racing the call counts as one: the kernel keeps a
+    /// registration once made).
+    Issue { registered: bool },
+}
+
+#[cfg(target_os = "linux")]
+impl Call {
+    fn issue(command: Command) -> Call {
+        Call::Issue {
+            registered: is_registered(command),
+        }
+    }
+}
+
+/// The error for `errno` from `call`. `EPERM` means "not registered" only
+/// where the process has not registered: the kernel answers it to nothing
+/// else (`membarrier_private_expedited()`'s registration check), and keeps
+/// a registration for the life of the `mm`, across `fork()` too.
+#[cfg(target_os = "linux")]
+fn map_errno(command: Command, errno: rustix::io::Errno, call: Call) -> Error {
     use rustix::io::Errno;
     if errno == Errno::PERM {
-        Error::NotRegistered { command }
+        match call {
+            Call::Issue { registered: false } => Error::NotRegistered { command },
+            Call::Register => Error::Refused {
+                command,
+                registering: true,
+            },
+            Call::Issue { registered: true } => Error::Refused {
+                command,
+                registering: false,
+            },
+        }
     } else if errno == Errno::NOSYS || (errno == Errno::INVAL && !query().contains(command)) {
         Error::Unsupported { command }
     } else {
@@ -518,6 +647,48 @@ mod tests {
             online: "0-1".into(),
         };
         assert!(e.to_string().contains("CPU 9") && e.to_string().contains("0-1"));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn eperm_means_not_registered_only_where_the_process_has_not_registered() {
+        use rustix::io::Errno;
+        let cmd = Command::PrivateExpedited;
+        let e = map_errno(cmd, Errno::PERM, Call::Issue { registered: false });
+        assert!(
+            matches!(e, Error::NotRegistered { command } if command == cmd),
+            "{e}"
+        );
+        // A seccomp filter answering EPERM to the registration: telling the
+        // user to call register() would send them round in a circle.
+        let e = map_errno(cmd, Errno::PERM, Call::Register);
+        assert!(
+            matches!(e, Error::Refused { command, registering: true } if command == cmd),
+            "{e}"
+        );
+        let text = e.to_string();
+        assert!(text.contains("seccomp") && text.contains("MEMBARRIER_CMD_PRIVATE_EXPEDITED"));
+        assert!(!text.contains("register("), "{text}");
+        // A filter installed after registration, refusing the command itself.
+        let e = map_errno(cmd, Errno::PERM, Call::Issue { registered: true });
+        assert!(
+            matches!(e, Error::Refused { command, registering: false } if command == cmd),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("although the process registered"),
+            "{e}"
+        );
+        // Other errors keep their meaning, whatever the call.
+        for call in [Call::Register, Call::Issue { registered: true }] {
+            let e = map_errno(cmd, Errno::NOSYS, call);
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            let e = map_errno(cmd, Errno::NOMEM, call);
+            assert!(
+                matches!(&e, Error::Os { source, .. } if source.kind() == io::ErrorKind::OutOfMemory),
+                "{e}"
+            );
+        }
     }
 
     #[test]

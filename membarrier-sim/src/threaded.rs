@@ -28,23 +28,86 @@
 //! run token, always taking the mutex first when it has to sleep for it and
 //! never blocking on anything but its IPI while holding the token, so no
 //! cycle of waits can form. Every wait spins briefly, then sleeps on a futex
-//! and is woken by the party that ends it.
+//! and is woken by the party that ends it. Threads start at a gate that
+//! opens once all exist; if one cannot be started, or the spawning thread
+//! panics, the gate aborts and every stop flag is set (see `crate::spawn`),
+//! so a run ends with [`Error::Spawn`] or the panic, never a hang.
 
 use crate::sim::{Config, ConfigError, Histogram, Policy, Report, Schedule, Window};
+use crate::spawn::{self, Gate, OnDrop};
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Barrier, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::fmt;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Spins before a wait goes to sleep.
 const SPINS: u32 = 100;
+
+/// Why a threaded run could not run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A parameter that cannot be used.
+    Config(ConfigError),
+    /// The OS refused a thread (one per CPU and per caller are needed); the
+    /// threads already started were stopped.
+    Spawn {
+        /// Threads the run needs: `cpus + callers`.
+        threads: u32,
+        /// Threads started before the one refused.
+        started: u32,
+        /// The OS's answer.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config(e) => e.fmt(f),
+            Error::Spawn {
+                threads,
+                started,
+                source,
+            } => write!(
+                f,
+                "could not start thread {} of {threads} (one per CPU and per caller): {source}; {}",
+                started + 1,
+                spawn::LIMITS
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Config(e) => Some(e),
+            Error::Spawn { source, .. } => Some(source),
+        }
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        Error::Config(e)
+    }
+}
 
 /// Runs `config` in real time for `config.sim_time_ns`; `think_ns` is slept,
 /// the `costs` are this machine's own.
 ///
 /// # Errors
 ///
-/// A [`ConfigError`] naming the first parameter that cannot be used.
-pub fn run(config: &Config) -> Result<Report, ConfigError> {
+/// [`Error::Config`] naming the first parameter that cannot be used, or
+/// [`Error::Spawn`] if this machine refused one of the `cpus + callers`
+/// threads.
+///
+/// # Panics
+///
+/// If a thread of the run panicked (a bug), with its panic, once every other
+/// thread has stopped.
+pub fn run(config: &Config) -> Result<Report, Error> {
     config.validate()?;
     let duration = config.sim_time_ns;
     let mut schedule = Schedule::new(
@@ -58,7 +121,11 @@ pub fn run(config: &Config) -> Result<Report, ConfigError> {
     let windows = schedule.all_windows(duration + duration / 4 + 100_000_000);
     let summary = schedule.summary();
     let machine = Machine::new(config, windows);
-    let outcome = machine.run(config);
+    let outcome = machine.run(config).map_err(|e| Error::Spawn {
+        threads: config.cpus + config.callers,
+        started: e.started,
+        source: e.source,
+    })?;
     Ok(Report {
         cpus: config.cpus,
         callers: config.callers,
@@ -137,51 +204,60 @@ impl Machine {
         }
     }
 
-    fn run(&self, config: &Config) -> Outcome {
-        let threads = config.callers as usize + config.cpus as usize + 1;
+    fn run(&self, config: &Config) -> Result<Outcome, spawn::Failure> {
+        let threads = config.cpus + config.callers;
+        let gate = Gate::new();
         // Everyone measures time from one epoch, taken once all threads exist.
-        let ready = Barrier::new(threads);
-        let go = Barrier::new(threads);
         let epoch: OnceLock<Instant> = OnceLock::new();
         let tallies: Vec<CallerTally> = std::thread::scope(|s| {
-            let (ready, go, epoch) = (&ready, &go, &epoch);
-            let cpu_threads: Vec<_> = (0..config.cpus)
-                .map(|cpu| {
-                    s.spawn(move || {
-                        ready.wait();
-                        go.wait();
-                        self.cpu_loop(cpu, *epoch.get().expect("set before `go`"));
-                    })
-                })
-                .collect();
-            let caller_threads: Vec<_> = (0..config.callers)
-                .map(|caller| {
-                    s.spawn(move || {
-                        ready.wait();
-                        go.wait();
-                        self.caller_loop(config, caller, *epoch.get().expect("set before `go`"))
-                    })
-                })
-                .collect();
-            ready.wait();
+            let (gate, epoch) = (&gate, &epoch);
+            // However this closure ends (a spawn refused, a panic), every
+            // thread started here must end before the scope can join it.
+            let _stop_all = OnDrop(|| self.stop_all(gate));
+            let mut started = 0;
+            let mut cpu_threads = Vec::with_capacity(config.cpus as usize);
+            for cpu in 0..config.cpus {
+                cpu_threads.push(spawn::scoped(s, started, move || {
+                    if gate.arrive_and_wait() {
+                        self.cpu_loop(cpu, *epoch.get().expect("set before the gate opens"));
+                    }
+                })?);
+                started += 1;
+            }
+            let mut caller_threads = Vec::with_capacity(config.callers as usize);
+            for caller in 0..config.callers {
+                caller_threads.push(spawn::scoped(s, started, move || {
+                    if !gate.arrive_and_wait() {
+                        return CallerTally::default();
+                    }
+                    let start = *epoch.get().expect("set before the gate opens");
+                    self.caller_loop(config, caller, start)
+                })?);
+                started += 1;
+            }
+            gate.wait_for(threads);
             let start = *epoch.get_or_init(Instant::now);
-            go.wait();
+            gate.open();
             sleep_until(start, config.sim_time_ns);
             // Relaxed: the flags only end loops; the joins below order the rest.
             self.callers_stop.store(true, Ordering::Relaxed);
-            let tallies = caller_threads
-                .into_iter()
-                .map(|h| h.join().expect("caller threads do not panic"))
-                .collect();
+            // Every caller is joined before the CPU threads stop (a caller
+            // waits for a CPU thread's handler), and a panic is passed on
+            // only then, from the spawning thread.
+            let callers: Vec<_> = caller_threads.into_iter().map(|h| h.join()).collect();
             self.cpus_stop.store(true, Ordering::Relaxed);
             for bell in &self.doorbells {
                 ring(bell);
             }
-            for h in cpu_threads {
-                h.join().expect("CPU threads do not panic");
+            let cpus: Vec<_> = cpu_threads.into_iter().map(|h| h.join()).collect();
+            if let Some(panicked) = cpus.into_iter().find_map(Result::err) {
+                std::panic::resume_unwind(panicked);
             }
-            tallies
-        });
+            Ok(callers
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|panicked| std::panic::resume_unwind(panicked)))
+                .collect())
+        })?;
         let mut outcome = Outcome {
             calls: 0,
             latency: Histogram::new(),
@@ -196,7 +272,26 @@ impl Machine {
             outcome.stalls += t.stalls;
             outcome.stalled_callers += u32::from(t.stalls > 0);
         }
-        outcome
+        Ok(outcome)
+    }
+
+    /// Ends the run early: the gate aborts (if it had not opened), callers
+    /// and CPU threads stop, and every sleeper is woken to see it. What a
+    /// run that ends this way measured is thrown away, so callers may give
+    /// up a call midway (`wait_handled` returns once `cpus_stop` is set).
+    fn stop_all(&self, gate: &Gate) {
+        gate.abort();
+        // Relaxed: see `run`.
+        self.callers_stop.store(true, Ordering::Relaxed);
+        self.cpus_stop.store(true, Ordering::Relaxed);
+        for word in self.doorbells.iter().chain(&self.handled) {
+            // A bump, not only a wake-up: a thread about to sleep on `word`
+            // then finds it changed instead of missing the wake-up. Release
+            // pairs with the Acquire loads in `cpu_loop` and `wait_handled`:
+            // whoever sees the bump sees the stop flags.
+            word.fetch_add(1, Ordering::Release);
+            ring(word);
+        }
     }
 
     /// The window of `cpu` holding `now`, if any (`cursor` only moves forward).
@@ -300,13 +395,13 @@ impl Machine {
                 for &cpu in &others {
                     self.post(cpu, caller);
                 }
-                wait_handled(handled, others.len() as u32);
+                wait_handled(handled, others.len() as u32, &self.cpus_stop);
             } else if target == home {
                 // smp_call_function_single() on the calling CPU runs the
                 // handler right here: nothing to wait for.
             } else {
                 self.post(target, caller);
-                wait_handled(handled, 1);
+                wait_handled(handled, 1, &self.cpus_stop);
             }
             self.wait_irq_on(home, &mut home_cursor, start);
             let finished = elapsed_ns(start);
@@ -337,13 +432,16 @@ impl Machine {
     }
 }
 
-/// Waits until `count` handlers have run for this call: spin, then sleep.
-fn wait_handled(handled: &AtomicU32, count: u32) {
+/// Waits until `count` handlers have run for this call, or the CPU threads
+/// stopped (only ever while callers run when a run is torn down: see
+/// `Machine::stop_all`): spin, then sleep.
+fn wait_handled(handled: &AtomicU32, count: u32, cpus_stop: &AtomicBool) {
     let mut spins = 0;
     loop {
         // Acquire pairs with the Release increment in `cpu_loop`.
         let seen = handled.load(Ordering::Acquire);
-        if seen >= count {
+        // Relaxed: a stop flag; `stop_all` rings `handled` after setting it.
+        if seen >= count || cpus_stop.load(Ordering::Relaxed) {
             return;
         }
         if spins < SPINS {
@@ -414,7 +512,13 @@ fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration>) {
 fn ring(word: &AtomicU32) {
     #[cfg(target_os = "linux")]
     {
-        let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::PRIVATE, u32::MAX);
+        // `i32::MAX`, not `u32::MAX`: the kernel reads the count as an
+        // `int`, and -1 wakes one waiter only.
+        let _ = rustix::thread::futex::wake(
+            word,
+            rustix::thread::futex::Flags::PRIVATE,
+            i32::MAX as u32,
+        );
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -425,6 +529,58 @@ fn ring(word: &AtomicU32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::NS_PER_S;
+    use crate::spawn::Injected;
+
+    /// A thread the OS refuses, with CPU threads or callers already waiting
+    /// at the start gate, ends the run with `Error::Spawn`; a panic in the
+    /// spawning thread ends it with that panic. Before the abortable gate
+    /// and the stop guard, both waited for ever (a `Barrier` sized for
+    /// threads that never came); the deadline turns that into a failure.
+    #[test]
+    fn a_refused_thread_ends_the_run_instead_of_hanging() {
+        // 2 CPU threads, then 4 callers: fail at the first, at a CPU thread,
+        // and at a caller.
+        for (fail_at, how) in [
+            (0, Injected::Error),
+            (1, Injected::Error),
+            (4, Injected::Error),
+            (1, Injected::Panic),
+            (4, Injected::Panic),
+        ] {
+            test_support::within_a_deadline(
+                "threaded::run with a refused thread",
+                Duration::from_secs(20),
+                move || {
+                    let mut c = Config::selftest(2);
+                    c.throttle = None;
+                    c.callers = 4;
+                    c.sim_time_ns = 30 * NS_PER_S;
+                    spawn::fail_after(fail_at, how);
+                    match how {
+                        Injected::Error => {
+                            let err = run(&c).unwrap_err();
+                            assert!(
+                                matches!(err, Error::Spawn { threads: 6, started, .. } if started == fail_at),
+                                "{err}"
+                            );
+                            let text = err.to_string();
+                            assert!(
+                                text.contains(&format!("thread {} of 6", fail_at + 1)),
+                                "{text}"
+                            );
+                            assert!(text.contains("pid_max"), "{text}");
+                        }
+                        Injected::Panic => {
+                            let panicked = std::panic::catch_unwind(|| run(&c)).unwrap_err();
+                            let message = panicked.downcast_ref::<String>().map_or("", |m| m);
+                            assert!(message.contains("injected"), "{message}");
+                        }
+                    }
+                },
+            );
+        }
+    }
 
     #[test]
     fn stalls_are_counted_as_the_simulator_counts_them() {

@@ -614,19 +614,28 @@ mod tests {
     #[test]
     fn the_schedule_depends_only_on_the_seed() {
         let t = throttle();
-        let mut a = Schedule::new(16, Some(&t), 1_000, 9, 0);
-        let mut b = Schedule::new(16, Some(&t), 1_000, 9, 0);
-        // Query b in a different order and at different times first.
+        // A horizon past every query: beyond it `irq_on_at` answers without
+        // generating anything, and b's queries below would test nothing.
+        let horizon = 10 * t.period_ns;
+        let mut a = Schedule::new(16, Some(&t), 1_000, 9, horizon);
+        let mut b = Schedule::new(16, Some(&t), 1_000, 9, horizon);
+        // Query b in a different order and at different times first: this
+        // generates b's windows up to the third period, CPU 15 first.
         for cpu in (0..16).rev() {
             b.irq_on_at(cpu, 3 * t.period_ns + 17);
         }
+        assert!(
+            b.generated_until > 3 * t.period_ns,
+            "b's queries generated nothing"
+        );
+        assert_eq!(a.generated_until, 0);
         for cpu in 0..16 {
             assert_eq!(
                 a.windows_until(cpu, 5 * t.period_ns),
                 b.windows_until(cpu, 5 * t.period_ns)
             );
         }
-        let mut c = Schedule::new(16, Some(&t), 1_000, 10, 0);
+        let mut c = Schedule::new(16, Some(&t), 1_000, 10, horizon);
         assert_ne!(
             a.windows_until(3, t.period_ns),
             c.windows_until(3, t.period_ns)
