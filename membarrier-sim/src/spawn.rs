@@ -21,6 +21,7 @@
 //! with an error or with a panic as `Scope::spawn`'s.
 
 use crate::sync::{AtomicU32, Ordering};
+use crate::threaded::{ring, sleep_while};
 use std::io;
 use std::thread::{Builder, Scope, ScopedJoinHandle};
 
@@ -95,7 +96,7 @@ impl Gate {
         // Relaxed: a count the spawning thread only compares; nothing is
         // published through it.
         self.arrived.fetch_add(1, Ordering::Relaxed);
-        wake_all(&self.arrived);
+        ring(&self.arrived);
         loop {
             // Acquire pairs with the Release store in `open`: what the
             // spawning thread set up before opening (the run's epoch) is
@@ -104,7 +105,7 @@ impl Gate {
             if state != Gate::CLOSED {
                 return state == Gate::OPEN;
             }
-            sleep_while(&self.state, Gate::CLOSED);
+            sleep_while(&self.state, Gate::CLOSED, None);
         }
     }
 
@@ -116,7 +117,7 @@ impl Gate {
             if arrived >= threads {
                 return;
             }
-            sleep_while(&self.arrived, arrived);
+            sleep_while(&self.arrived, arrived, None);
         }
     }
 
@@ -124,7 +125,7 @@ impl Gate {
     pub(crate) fn open(&self) {
         // Release pairs with the Acquire load in `arrive_and_wait`.
         self.state.store(Gate::OPEN, Ordering::Release);
-        wake_all(&self.state);
+        ring(&self.state);
     }
 
     /// Sends every waiter, present and future, home; no effect once open.
@@ -140,41 +141,8 @@ impl Gate {
             )
             .is_ok()
         {
-            wake_all(&self.state);
+            ring(&self.state);
         }
-    }
-}
-
-/// Sleeps while `word` reads `value` (or until a spurious wake-up).
-fn sleep_while(word: &AtomicU32, value: u32) {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::thread::futex;
-        // EAGAIN (the value changed) and EINTR both mean: look again.
-        let _ = futex::wait(word, futex::Flags::PRIVATE, value, None);
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (word, value);
-        std::thread::sleep(std::time::Duration::from_micros(50));
-    }
-}
-
-/// Wakes every thread sleeping on `word`.
-fn wake_all(word: &AtomicU32) {
-    #[cfg(target_os = "linux")]
-    {
-        // `i32::MAX`, not `u32::MAX`: the kernel reads the count as an
-        // `int`, and -1 wakes one waiter only.
-        let _ = rustix::thread::futex::wake(
-            word,
-            rustix::thread::futex::Flags::PRIVATE,
-            i32::MAX as u32,
-        );
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = word;
     }
 }
 

@@ -488,7 +488,7 @@ fn wait_for_change(word: &AtomicU32, seen: u32, start: Instant, until_ns: u64) {
 
 /// One futex wait: returns when `word != value` may hold, on a wake-up, or
 /// after `timeout`.
-fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration>) {
+pub(crate) fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration>) {
     #[cfg(target_os = "linux")]
     {
         use rustix::thread::futex;
@@ -509,7 +509,7 @@ fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration>) {
 }
 
 /// Wakes every thread sleeping on `word`.
-fn ring(word: &AtomicU32) {
+pub(crate) fn ring(word: &AtomicU32) {
     #[cfg(target_os = "linux")]
     {
         // `i32::MAX`, not `u32::MAX`: the kernel reads the count as an
