@@ -121,7 +121,7 @@ fn racing_configure_calls_each_return_what_they_replaced() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Every setting of the test distinct, its quick_qs tied to its interval.
     let setting = |racer: u64, i: u64| GpConfig {
-        quick_qs: i % 2 == 0,
+        quick_qs: i.is_multiple_of(2),
         fqs: Fqs::FixedInterval(Duration::from_nanos(1 + racer * PER_THREAD + i)),
     };
     let key = |c: &GpConfig| match c.fqs {
