@@ -547,6 +547,43 @@ mod tests {
         );
     }
 
+    /// A reader asleep at the front behind a writer is woken by `downgrade`
+    /// and enters beside the downgraded hold. (The loom model of downgrade
+    /// reaches this only with schedule points before the downgrade; this
+    /// test reaches it every run.)
+    #[test]
+    fn downgrade_wakes_a_sleeping_reader_head() {
+        test_support::within_a_deadline(
+            "downgrade_wakes_a_sleeping_reader_head (a reader asleep at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let lock = Arc::new(RawQRwLock::new());
+                lock.write_lock();
+                let reader = {
+                    let lock = lock.clone();
+                    std::thread::spawn(move || {
+                        lock.read_lock();
+                        // SAFETY: taken just above.
+                        unsafe { lock.read_unlock() };
+                    })
+                };
+                // The reader is at the front (counted in), asleep on the word.
+                until(&lock, |c| c & HEAD_SLEEPING != 0);
+                // SAFETY: write-locked above.
+                unsafe { lock.downgrade() };
+                reader.join().unwrap();
+                assert_eq!(
+                    lock.cnts.load(Ordering::Relaxed),
+                    READER_BIAS,
+                    "the reader came and went while the downgraded hold was held"
+                );
+                // SAFETY: the shared hold downgrade gave us.
+                unsafe { lock.read_unlock() };
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+            },
+        );
+    }
+
     /// A writer at the front sets WAITING, sleeps until the last reader
     /// leaves, and is woken by that read unlock.
     #[test]

@@ -8,6 +8,16 @@
 //! reports as a deadlock. Data races on the protected cell (an exclusion or
 //! ordering bug) are reported by loom's `UnsafeCell`.
 //!
+//! A missing wake shows up only in a schedule where the waiter is asleep
+//! before the RMW that should wake it. A thread that yields in a spin runs
+//! again only after another thread's next operation, so where that operation
+//! is the waking RMW itself the waiter never gets to sleep first: with
+//! `write_unlock`'s wake removed, the two-thread models
+//! `reader_and_writer_exclude_each_other` and `two_writers_exclude_each_other`
+//! pass (the three-thread ones deadlock). A model meant to check one wake
+//! gives the waker schedule points before it, as
+//! `downgrade_admits_readers_not_writers` does.
+//!
 //! Run: `LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
 //! cargo test -p qrwlock --test loom --release`
 #![cfg(loom)]
@@ -241,6 +251,12 @@ fn waiting_writer_blocks_new_fast_path_readers() {
 }
 
 /// Downgrade keeps writers out and lets a waiting reader in with the owner.
+///
+/// The reader must be able to fall asleep before the downgrade, or the
+/// downgrade's wake is never needed: a loom thread that yields in a spin runs
+/// again only after another thread's next operation, and without the loads
+/// below the writer's next operation is the downgrade itself. With them, the
+/// model deadlocks if `downgrade` does not wake the sleeping reader.
 #[test]
 fn downgrade_admits_readers_not_writers() {
     qrwlock::loom_model_with_spurious_wakeups_too(|| {
@@ -250,6 +266,10 @@ fn downgrade_admits_readers_not_writers() {
             let locked = locked.clone();
             thread::spawn(move || locked.read())
         };
+        // Schedule points, so that the reader can queue and sleep first.
+        for _ in 0..3 {
+            let _ = locked.lock.is_locked();
+        }
         // SAFETY: write-locked.
         locked.value.with_mut(|v| unsafe { *v = 5 });
         // SAFETY: we hold it exclusively.
