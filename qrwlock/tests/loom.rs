@@ -24,7 +24,7 @@
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicU32, Ordering::*};
+use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use loom::thread;
 use qrwlock::{RawQRwLock, cond_load_acquire, wake_sleepers};
 
@@ -247,6 +247,52 @@ fn waiting_writer_blocks_new_fast_path_readers() {
             "a reader that arrived after the writer waited entered first"
         );
         writer.join().unwrap();
+    });
+}
+
+/// A try-reader that starts after a writer waits at the front must fail, even
+/// if its first look at the word misses the waiting bit: it learns that the
+/// writer waits only through a Relaxed flag, which orders nothing, so that
+/// Relaxed look may read an older word. Its add cannot (an RMW reads the
+/// latest value), so the check of the value the add returned must catch the
+/// bit; checking only the writer byte there lets the try-reader in.
+#[test]
+fn try_read_lock_checks_the_word_its_add_returned() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let told = Arc::new(AtomicBool::new(false));
+        locked.lock.read_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let try_reader = {
+            let locked = locked.clone();
+            let told = told.clone();
+            thread::spawn(move || {
+                while !told.load(Relaxed) {
+                    thread::yield_now();
+                }
+                let entered = locked.lock.try_read_lock();
+                if entered {
+                    // SAFETY: taken just above.
+                    unsafe { locked.lock.read_unlock() };
+                }
+                entered
+            })
+        };
+        while !locked.lock.is_writer_waiting() {
+            thread::yield_now();
+        }
+        told.store(true, Relaxed);
+        assert!(
+            !try_reader.join().unwrap(),
+            "a try-reader entered past a waiting writer"
+        );
+        // SAFETY: taken above.
+        unsafe { locked.lock.read_unlock() };
+        writer.join().unwrap();
+        assert_eq!(locked.value_after_join(), 1);
     });
 }
 
