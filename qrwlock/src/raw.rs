@@ -410,7 +410,8 @@ impl RawQRwLock {
     fn read_unlock_slow(&self, cnts: u32) {
         if cnts < READER_BIAS {
             // Restore the count: the fetch_sub wrapped it.
-            self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+            let before = self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+            self.wake_after_repair(before);
             panic!(
                 "qrwlock: read_unlock of a RawQRwLock that no reader holds \
                  (an unlock without a matching read lock)"
@@ -418,7 +419,8 @@ impl RawQRwLock {
         }
         if cnts & WRITER_LOCKED != 0 {
             // Restore the count: the bias we took was a waiting reader's.
-            self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+            let before = self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+            self.wake_after_repair(before);
             panic!(
                 "qrwlock: read_unlock of a RawQRwLock that is write-locked, so no reader holds \
                  it (an unlock without a matching read lock; the count is a queued reader's)"
@@ -434,7 +436,8 @@ impl RawQRwLock {
     fn write_unlock_slow(&self, cnts: u32) {
         if cnts & WRITER_LOCKED != WRITER_LOCKED {
             // Restore the word: the fetch_sub borrowed from the bits above.
-            self.cnts.fetch_add(WRITER_LOCKED, Ordering::Relaxed);
+            let before = self.cnts.fetch_add(WRITER_LOCKED, Ordering::Relaxed);
+            self.wake_after_repair(before);
             panic!(
                 "qrwlock: write_unlock of a RawQRwLock that is not write-locked \
                  (an unlock without a matching write lock)"
@@ -447,14 +450,35 @@ impl RawQRwLock {
     #[inline(never)]
     fn downgrade_slow(&self, cnts: u32) {
         if cnts & WRITER_LOCKED != WRITER_LOCKED {
-            self.cnts
+            // Restore the word: take back the count and the byte's carry.
+            let before = self
+                .cnts
                 .fetch_sub(READER_BIAS.wrapping_sub(WRITER_LOCKED), Ordering::Relaxed);
+            self.wake_after_repair(before);
             panic!(
                 "qrwlock: downgrade of a RawQRwLock that is not write-locked \
                  (a downgrade without a matching write lock)"
             );
         }
         self.wake_head(cnts.wrapping_add(READER_BIAS.wrapping_sub(WRITER_LOCKED)));
+    }
+
+    /// After a misuse's repair: `before` is what the repairing RMW returned.
+    /// Between the misuse's RMW and the repair, other threads saw the bad
+    /// word: the queue head may have gone to sleep on it (on a sleeper bit of
+    /// its own, or on one that the misuse's borrow or carry set and the
+    /// repair clears again), or an unlock may have skipped its wake because of
+    /// it (a writer head waits for no readers, and the bad word may show
+    /// some). So if the bit is set, wake the head whatever the word now says:
+    /// it rechecks and, if it must wait on, sets its bit again and sleeps. A
+    /// cold path only misuse reaches. The Relaxed repairs suffice: an RMW
+    /// continues the release sequence of the unlock the head's acquire reads.
+    #[cold]
+    #[inline(never)]
+    fn wake_after_repair(&self, before: u32) {
+        if before & HEAD_SLEEPING != 0 {
+            wait::wake_all_sleepers(&self.cnts, HEAD_SLEEPING);
+        }
     }
 
     /// The queue head sleeps (its bit was in the value our RMW returned) and
@@ -544,6 +568,96 @@ mod tests {
             lock.cnts.load(Ordering::Relaxed),
             0,
             "bit cleared, count back"
+        );
+    }
+
+    /// A reader asleep at the front behind a writer is woken by `downgrade`
+    /// and enters beside the downgraded hold. (The loom model of downgrade
+    /// reaches this only with schedule points before the downgrade; this
+    /// test reaches it every run.)
+    #[test]
+    fn downgrade_wakes_a_sleeping_reader_head() {
+        test_support::within_a_deadline(
+            "downgrade_wakes_a_sleeping_reader_head (a reader asleep at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let lock = Arc::new(RawQRwLock::new());
+                lock.write_lock();
+                let reader = {
+                    let lock = lock.clone();
+                    std::thread::spawn(move || {
+                        lock.read_lock();
+                        // SAFETY: taken just above.
+                        unsafe { lock.read_unlock() };
+                    })
+                };
+                // The reader is at the front (counted in), asleep on the word.
+                until(&lock, |c| c & HEAD_SLEEPING != 0);
+                // SAFETY: write-locked above.
+                unsafe { lock.downgrade() };
+                reader.join().unwrap();
+                assert_eq!(
+                    lock.cnts.load(Ordering::Relaxed),
+                    READER_BIAS,
+                    "the reader came and went while the downgraded hold was held"
+                );
+                // SAFETY: the shared hold downgrade gave us.
+                unsafe { lock.read_unlock() };
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+            },
+        );
+    }
+
+    /// A stray `read_unlock` races a correct `write_unlock` while a writer
+    /// sleeps at the front: the misuse's RMW wraps the count, the correct
+    /// unlock then sees readers in the word and does not wake the waiting
+    /// writer, and only the misuse's repair leaves the word where the writer
+    /// may go, with its sleeper bit set. The repair must wake it. Real threads
+    /// cannot hit the window between the misuse's two RMWs on demand, so the
+    /// test replays `read_unlock` in its two halves (its RMW, then the slow
+    /// path it takes for that value) with the correct unlock in between.
+    #[test]
+    fn a_misuse_repair_wakes_the_head_an_unlock_skipped() {
+        test_support::within_a_deadline(
+            "a_misuse_repair_wakes_the_head_an_unlock_skipped (the writer at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let lock = Arc::new(RawQRwLock::new());
+                lock.write_lock();
+                let writer = {
+                    let lock = lock.clone();
+                    std::thread::spawn(move || {
+                        lock.write_lock();
+                        // SAFETY: taken just above.
+                        unsafe { lock.write_unlock() };
+                    })
+                };
+                until(&lock, |c| {
+                    c == WRITER_LOCKED | WRITER_WAITING | HEAD_SLEEPING
+                });
+                // The misuse's RMW, exactly as `read_unlock` does it.
+                let cnts = lock.cnts.fetch_sub(READER_BIAS, Ordering::Release);
+                assert_ne!(
+                    cnts.wrapping_sub(READER_BIAS)
+                        & (HEAD_SLEEPING | READER_OVERFLOW | WRITER_LOCKED),
+                    0,
+                    "read_unlock takes its slow path for this value"
+                );
+                // SAFETY: write-locked above: a correct unlock. It sees the
+                // wrapped count, so the writer may not go yet: no wake.
+                unsafe { lock.write_unlock() };
+                assert_ne!(
+                    lock.cnts.load(Ordering::Relaxed) & HEAD_SLEEPING,
+                    0,
+                    "the writer still sleeps"
+                );
+                // The rest of the misuse: repair, then panic.
+                let caught = std::panic::catch_unwind(|| lock.read_unlock_slow(cnts));
+                let message = *caught.unwrap_err().downcast::<&str>().unwrap();
+                assert!(message.contains("no reader holds"), "{message}");
+                writer.join().unwrap();
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+            },
         );
     }
 

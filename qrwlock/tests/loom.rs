@@ -8,13 +8,23 @@
 //! reports as a deadlock. Data races on the protected cell (an exclusion or
 //! ordering bug) are reported by loom's `UnsafeCell`.
 //!
+//! A missing wake shows up only in a schedule where the waiter is asleep
+//! before the RMW that should wake it. A thread that yields in a spin runs
+//! again only after another thread's next operation, so where that operation
+//! is the waking RMW itself the waiter never gets to sleep first: with
+//! `write_unlock`'s wake removed, the two-thread models
+//! `reader_and_writer_exclude_each_other` and `two_writers_exclude_each_other`
+//! pass (the three-thread ones deadlock). A model meant to check one wake
+//! gives the waker schedule points before it, as
+//! `downgrade_admits_readers_not_writers` does.
+//!
 //! Run: `LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
 //! cargo test -p qrwlock --test loom --release`
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicU32, Ordering::*};
+use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use loom::thread;
 use qrwlock::{RawQRwLock, cond_load_acquire, wake_sleepers};
 
@@ -240,7 +250,59 @@ fn waiting_writer_blocks_new_fast_path_readers() {
     });
 }
 
+/// A try-reader that starts after a writer waits at the front must fail, even
+/// if its first look at the word misses the waiting bit: it learns that the
+/// writer waits only through a Relaxed flag, which orders nothing, so that
+/// Relaxed look may read an older word. Its add cannot (an RMW reads the
+/// latest value), so the check of the value the add returned must catch the
+/// bit; checking only the writer byte there lets the try-reader in.
+#[test]
+fn try_read_lock_checks_the_word_its_add_returned() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let told = Arc::new(AtomicBool::new(false));
+        locked.lock.read_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let try_reader = {
+            let locked = locked.clone();
+            let told = told.clone();
+            thread::spawn(move || {
+                while !told.load(Relaxed) {
+                    thread::yield_now();
+                }
+                let entered = locked.lock.try_read_lock();
+                if entered {
+                    // SAFETY: taken just above.
+                    unsafe { locked.lock.read_unlock() };
+                }
+                entered
+            })
+        };
+        while !locked.lock.is_writer_waiting() {
+            thread::yield_now();
+        }
+        told.store(true, Relaxed);
+        assert!(
+            !try_reader.join().unwrap(),
+            "a try-reader entered past a waiting writer"
+        );
+        // SAFETY: taken above.
+        unsafe { locked.lock.read_unlock() };
+        writer.join().unwrap();
+        assert_eq!(locked.value_after_join(), 1);
+    });
+}
+
 /// Downgrade keeps writers out and lets a waiting reader in with the owner.
+///
+/// The reader must be able to fall asleep before the downgrade, or the
+/// downgrade's wake is never needed: a loom thread that yields in a spin runs
+/// again only after another thread's next operation, and without the loads
+/// below the writer's next operation is the downgrade itself. With them, the
+/// model deadlocks if `downgrade` does not wake the sleeping reader.
 #[test]
 fn downgrade_admits_readers_not_writers() {
     qrwlock::loom_model_with_spurious_wakeups_too(|| {
@@ -250,6 +312,10 @@ fn downgrade_admits_readers_not_writers() {
             let locked = locked.clone();
             thread::spawn(move || locked.read())
         };
+        // Schedule points, so that the reader can queue and sleep first.
+        for _ in 0..3 {
+            let _ = locked.lock.is_locked();
+        }
         // SAFETY: write-locked.
         locked.value.with_mut(|v| unsafe { *v = 5 });
         // SAFETY: we hold it exclusively.
