@@ -98,6 +98,20 @@ miri_run() {
         "$(test_counts "$log")" $(($(date +%s) - t0))
 }
 
+# An example's main under miri (smaller under cfg(miri)): miri_example CRATE NAME FLAGS
+miri_example() {
+    local crate=$1 example=$2 flags=$3 t0 rc log
+    t0=$(date +%s)
+    log="$logs/miri-example-$example.log"
+    echo "-- miri: example $example: cargo miri run -p $crate --example $example ${flags:+(MIRIFLAGS $flags)} (log: $log)"
+    MIRIFLAGS="$flags ${MIRIFLAGS:-}" nice -n 10 cargo +nightly miri run -p "$crate" --example "$example" \
+        >"$log" 2>&1
+    rc=$?
+    grep -E '^error|panicked|Undefined Behavior' "$log" | sed 's/^/   /' | head -20
+    record "miri example $example" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "main ran" \
+        $(($(date +%s) - t0))
+}
+
 run_miri() {
     echo "== miri ($(cargo +nightly miri --version))"
     # The membarrier paths take their fence(SeqCst) fallback under miri
@@ -112,6 +126,7 @@ run_miri() {
     echo "   hazptr misuse and doc tests: -Zmiri-ignore-leaks (they use the global domain, whose scanner thread runs until exit)"
     miri_run "hazptr misuse" "-Zmiri-ignore-leaks" -p hazptr --test misuse
     miri_run "hazptr doc" "-Zmiri-ignore-leaks" -p hazptr --doc
+    miri_example hazptr treiber "-Zmiri-ignore-leaks"
     echo "   rcu-lite: -Zmiri-ignore-leaks (the call_rcu worker thread runs until exit)"
     miri_run rcu-lite "-Zmiri-ignore-leaks" -p rcu-lite
     # bench-suite: the torture and locktorture harness tests, which run every

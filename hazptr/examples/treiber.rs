@@ -85,14 +85,17 @@ impl<'d, T: Send + Sync + 'static> TreiberStack<'d, T> {
             let next = head.next;
             // SAFETY: `next` is the rest of the list, owned through `head`'s
             // link, which this CAS transfers to the stack's head.
-            if unsafe { self.head.compare_exchange_ptr(head_ptr, next) }.is_ok() {
+            if let Ok(unlinked) = unsafe { self.head.compare_exchange_ptr(head_ptr, next) } {
                 // SAFETY: our CAS unlinked the node, so this pop alone moves
                 // the value out; other poppers holding it only read `next`.
                 let value = unsafe { ptr::read(&*head.value) };
                 // SAFETY: unlinked (unreachable for new readers), retired
                 // once, allocated by `Box::new` in `push`; dropping the node
-                // does not drop the moved-out value (`ManuallyDrop`).
-                unsafe { self.head.retire_ptr(head_ptr) };
+                // does not drop the moved-out value (`ManuallyDrop`). Retire
+                // the pointer the head held, which carries `Box::into_raw`'s
+                // right to free the node: `head_ptr`, made from the shared
+                // `&Node`, only has the right to read it.
+                unsafe { self.head.retire_ptr(unlinked) };
                 return Some(value);
             }
         }
@@ -122,7 +125,7 @@ impl<T: Send + Sync> Drop for TreiberStack<'_, T> {
 #[allow(dead_code)]
 fn main() {
     const THREADS: u64 = 4;
-    const PER_THREAD: u64 = 100_000;
+    const PER_THREAD: u64 = if cfg!(miri) { 30 } else { 100_000 };
     let stack = TreiberStack::new();
     let popped_sum: u64 = std::thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)

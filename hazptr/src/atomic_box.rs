@@ -235,7 +235,11 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     /// # Safety
     ///
     /// As [`Domain::retire_box`]: `ptr` came from `Box::into_raw`, is
-    /// unreachable for new readers, and is retired once.
+    /// unreachable for new readers, and is retired once. It must carry the
+    /// `Box::into_raw` pointer's right to free: pass the pointer
+    /// [`AtomicBox::compare_exchange_ptr`] returned (or [`AtomicBox::load_ptr`]
+    /// read), not one made from the `&T` that [`AtomicBox::load`] gave, which
+    /// may only read the object (freeing through it is undefined behaviour).
     pub unsafe fn retire_ptr(&self, ptr: *mut T) {
         // SAFETY: forwarded contract; `T: Send` from the impl bounds.
         unsafe { self.domain.retire_box(ptr) }
