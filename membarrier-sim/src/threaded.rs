@@ -218,6 +218,13 @@ impl Machine {
             let mut cpu_threads = Vec::with_capacity(config.cpus as usize);
             for cpu in 0..config.cpus {
                 cpu_threads.push(spawn::scoped(s, started, move || {
+                    // A panicking CPU thread would leave callers waiting for
+                    // its handlers: stop everyone, and `run` passes it on.
+                    let _stop_on_panic = OnDrop(|| {
+                        if std::thread::panicking() {
+                            self.stop_all(gate);
+                        }
+                    });
                     if gate.arrive_and_wait() {
                         self.cpu_loop(cpu, *epoch.get().expect("set before the gate opens"));
                     }
@@ -227,6 +234,14 @@ impl Machine {
             let mut caller_threads = Vec::with_capacity(config.callers as usize);
             for caller in 0..config.callers {
                 caller_threads.push(spawn::scoped(s, started, move || {
+                    // A caller's panic ends the run now, not at the end of
+                    // the simulated time (its locks are released by the
+                    // unwind, so nobody would wait for it).
+                    let _stop_on_panic = OnDrop(|| {
+                        if std::thread::panicking() {
+                            self.stop_all(gate);
+                        }
+                    });
                     if !gate.arrive_and_wait() {
                         return CallerTally::default();
                     }
@@ -287,8 +302,10 @@ impl Machine {
         for word in self.doorbells.iter().chain(&self.handled) {
             // A bump, not only a wake-up: a thread about to sleep on `word`
             // then finds it changed instead of missing the wake-up. Release
-            // pairs with the Acquire loads in `cpu_loop` and `wait_handled`:
-            // whoever sees the bump sees the stop flags.
+            // pairs with the Acquire load in `wait_handled` and the caller's
+            // reset of `handled`: whoever sees the bump sees the stop flags.
+            // `cpu_loop` reads its flag before its doorbell, so it may run
+            // one more pass and see the flag after its wait (10 ms at most).
             word.fetch_add(1, Ordering::Release);
             ring(word);
         }
@@ -387,9 +404,12 @@ impl Machine {
                 }
                 break;
             }
-            // Relaxed: only this caller resets its counter, and the inbox
-            // mutex orders the reset before any handler's increment.
-            handled.store(0, Ordering::Relaxed);
+            // Only this caller resets its counter, and the inbox mutex
+            // orders the reset before any handler's increment. An RMW, not a
+            // store: a `stop_all` bump it replaces must still deliver the stop
+            // flags (Acquire pairs with that bump's Release), or
+            // `wait_handled` could read the 0 and sleep through the stop.
+            handled.swap(0, Ordering::Acquire);
             if broadcast {
                 let others: Vec<u32> = (0..config.cpus).filter(|&c| c != home).collect();
                 for &cpu in &others {
@@ -486,19 +506,11 @@ fn wait_for_change(word: &AtomicU32, seen: u32, start: Instant, until_ns: u64) {
     sleep_while(word, seen, Some(Duration::from_nanos(until_ns - now)));
 }
 
-/// One futex wait: returns when `word != value` may hold, on a wake-up, or
-/// after `timeout`.
+/// One futex wait (`futex_word::wait`): returns when `word != value` may
+/// hold, on a wake-up, or after `timeout`.
 pub(crate) fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration>) {
     #[cfg(target_os = "linux")]
-    {
-        use rustix::thread::futex;
-        let timeout = timeout.map(|d| futex::Timespec {
-            tv_sec: d.as_secs() as futex::Secs,
-            tv_nsec: d.subsec_nanos() as futex::Nsecs,
-        });
-        // EAGAIN (the value changed), EINTR and ETIMEDOUT all mean: look again.
-        let _ = futex::wait(word, futex::Flags::PRIVATE, value, timeout.as_ref());
-    }
+    futex_word::wait(word, value, timeout);
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (word, value);
@@ -508,22 +520,12 @@ pub(crate) fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration
     }
 }
 
-/// Wakes every thread sleeping on `word`.
+/// Wakes every thread sleeping on `word` (`futex_word::wake_all`).
 pub(crate) fn ring(word: &AtomicU32) {
     #[cfg(target_os = "linux")]
-    {
-        // `i32::MAX`, not `u32::MAX`: the kernel reads the count as an
-        // `int`, and -1 wakes one waiter only.
-        let _ = rustix::thread::futex::wake(
-            word,
-            rustix::thread::futex::Flags::PRIVATE,
-            i32::MAX as u32,
-        );
-    }
+    futex_word::wake_all(word);
     #[cfg(not(target_os = "linux"))]
-    {
-        let _ = word;
-    }
+    let _ = word;
 }
 
 #[cfg(test)]
