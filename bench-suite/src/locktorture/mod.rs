@@ -539,6 +539,9 @@ pub fn torture<'w>(
             && Instant::now() >= at
         {
             let t = began.elapsed().as_secs_f64();
+            // Over the window so far, as the final summary counts.
+            let w = Counts::between(&writes_before, &loads(&arena.write_counts));
+            let r = Counts::between(&reads_before, &loads(&arena.read_counts));
             for line in stats_lines(w, wf, r, rf) {
                 writeln!(out, "[{t:>9.3}] {}: {line}", imp.name)?;
             }
