@@ -400,6 +400,12 @@ pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
         }
         return sweep(args, out);
     }
+    if let Some(cpu) = repeated_target(args.targets.as_deref().unwrap_or_default()) {
+        return Err(Failure::Usage(format!(
+            "--targets names CPU {cpu} twice: each CPU is one target (the callers aim at \
+             the targets in turn, and their number sets the default --callers)"
+        )));
+    }
     let outcome = match args.mode {
         Mode::Sim | Mode::Threaded => {
             let config = config(args, args.mode, args.cpus)?;
@@ -423,6 +429,12 @@ pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
         outcome.write_text(out)?;
     }
     Ok(())
+}
+
+/// The first CPU that `targets` names twice, if any.
+fn repeated_target(targets: &[u32]) -> Option<u32> {
+    let mut seen = std::collections::BTreeSet::new();
+    targets.iter().copied().find(|&cpu| !seen.insert(cpu))
 }
 
 /// The simulator's (or threaded mode's) configuration for `args`.

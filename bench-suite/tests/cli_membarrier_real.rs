@@ -62,6 +62,16 @@ fn real_mode_refuses_flags_it_would_ignore() {
             "--cpus",
         ),
         (&["membarrier", "--mode", "real", "--seed", "7"], "--seed"),
+        // A repeated target would count twice towards the default callers
+        // and the report's CPUs; in every mode.
+        (
+            &["membarrier", "--mode", "real", "--targets", "0,0"],
+            "CPU 0 twice",
+        ),
+        (
+            &["membarrier", "--cpus", "8", "--targets", "3,5,3"],
+            "CPU 3 twice",
+        ),
     ];
     for (args, needle) in cases {
         let out = syncbench(args);
