@@ -214,17 +214,22 @@ impl Machine {
             // However this closure ends (a spawn refused, a panic), every
             // thread started here must end before the scope can join it.
             let _stop_all = OnDrop(|| self.stop_all(gate));
+            // In each thread: its panic stops the run at once. A CPU thread's
+            // would leave callers waiting for its handlers; a caller's would
+            // otherwise end the run only at the end of the simulated time
+            // (the unwind releases its locks). `run` then passes it on.
+            let stop_on_panic = move || {
+                OnDrop(move || {
+                    if std::thread::panicking() {
+                        self.stop_all(gate);
+                    }
+                })
+            };
             let mut started = 0;
             let mut cpu_threads = Vec::with_capacity(config.cpus as usize);
             for cpu in 0..config.cpus {
                 cpu_threads.push(spawn::scoped(s, started, move || {
-                    // A panicking CPU thread would leave callers waiting for
-                    // its handlers: stop everyone, and `run` passes it on.
-                    let _stop_on_panic = OnDrop(|| {
-                        if std::thread::panicking() {
-                            self.stop_all(gate);
-                        }
-                    });
+                    let _stop_on_panic = stop_on_panic();
                     if gate.arrive_and_wait() {
                         self.cpu_loop(cpu, *epoch.get().expect("set before the gate opens"));
                     }
@@ -234,14 +239,7 @@ impl Machine {
             let mut caller_threads = Vec::with_capacity(config.callers as usize);
             for caller in 0..config.callers {
                 caller_threads.push(spawn::scoped(s, started, move || {
-                    // A caller's panic ends the run now, not at the end of
-                    // the simulated time (its locks are released by the
-                    // unwind, so nobody would wait for it).
-                    let _stop_on_panic = OnDrop(|| {
-                        if std::thread::panicking() {
-                            self.stop_all(gate);
-                        }
-                    });
+                    let _stop_on_panic = stop_on_panic();
                     if !gate.arrive_and_wait() {
                         return CallerTally::default();
                     }
