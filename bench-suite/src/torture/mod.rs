@@ -69,6 +69,13 @@ use std::time::{Duration, Instant};
 /// an object freed microseconds too early.
 const HELD_READ_EVERY_BATCHES: u64 = 16;
 
+/// Sections a reader runs between two updates of its count: few enough that
+/// the count follows the clock (the timed window counts only whole batches),
+/// many enough that counting costs the loop nothing. Under miri, whose
+/// threads run thousands of times slower, a batch of 64 can outlast a short
+/// test's whole window.
+const READS_PER_BATCH: u64 = if cfg!(miri) { 4 } else { 64 };
+
 /// A deferred-reclamation primitive under torture.
 pub trait Torture: Send + Sync {
     /// One read-side section: enter, reach the current object, check it with
@@ -303,10 +310,10 @@ impl Shared {
         let mut batches: u64 = 0;
         while !self.stop.load(Relaxed) {
             let mut bad = 0;
-            for _ in 0..64 {
+            for _ in 0..READS_PER_BATCH {
                 bad += u64::from(!self.primitive.read());
             }
-            let mut sections = 64;
+            let mut sections = READS_PER_BATCH;
             batches += 1;
             if batches.is_multiple_of(HELD_READ_EVERY_BATCHES) {
                 let k = batches / HELD_READ_EVERY_BATCHES;
