@@ -143,6 +143,10 @@ pub struct GpCounts {
     /// a caller of `synchronize_rcu()`): the worker takes over while callers
     /// keep asking for grace periods.
     pub by_worker: u64,
+    /// Thread records the registry holds, in use or free for the next thread
+    /// to register: the most threads ever registered at once (plus records
+    /// kept by forgotten guards), which every scan walks.
+    pub records: usize,
 }
 
 /// What the read side touches: one read-mostly cache line.
@@ -304,6 +308,7 @@ impl Engine {
             completed,
             fqs_waits: self.fqs_waits.load(Relaxed),
             by_worker: self.worker_gps.load(Relaxed),
+            records: self.registry.iter().count(),
         }
     }
 

@@ -25,12 +25,20 @@
 //! record back at once, and since its word says "outside" it never held up a
 //! grace period. If a guard is still alive when `OWNER` is destroyed (a guard
 //! kept in another thread-local that is destroyed later), the record is not
-//! reused, and `RECORD` keeps pointing at it, so that later destructors see
-//! the open section (in `read_ongoing`, the misuse checks, a nested raw
-//! section): the guard's drop ends its section as usual and the record stays
-//! registered and outside for good. A thread that registers again during its
-//! own thread-local teardown gets a record that is never given back, for the
-//! same reason; it too ends up outside.
+//! reused yet, and `RECORD` keeps pointing at it, so that later destructors
+//! see the open section (in `read_ongoing`, the misuse checks, a nested raw
+//! section): the guard's drop ends its section as usual. A thread that
+//! registers again during its own thread-local teardown (a destructor that
+//! reads) gets a record that `OWNER`, gone, cannot give back.
+//!
+//! Both go back in a second chance: a POSIX thread-specific key per flavor
+//! whose destructor gives the record back. glibc runs those destructors after
+//! every thread-local destructor (`__call_tls_dtors`, which Rust's use, then
+//! `__nptl_deallocate_tsd`), when no Rust code of the thread runs any more.
+//! A record still inside a section then (a guard leaked with `mem::forget`)
+//! stays registered for good. Without the second chance a stream of threads
+//! with such destructors leaked one record each, and every scan walked them
+//! all.
 //!
 //! Under loom, `loom::thread_local!` has no `const` form and loom atomics no
 //! `const` constructors: `OWNER` alone holds the pointer, null until
@@ -50,6 +58,8 @@ pub(crate) struct Owner {
     engine: Cell<*const Engine>,
     /// Clears the fast-path `RECORD` thread-local (std only).
     clear_fast_slot: Cell<Option<fn()>>,
+    /// Hands the record to the second chance (see the module docs; std only).
+    release_after_teardown: Cell<Option<fn(&'static Record)>>,
 }
 
 impl Owner {
@@ -60,6 +70,7 @@ impl Owner {
                 record: Cell::new(ptr::null()),
                 engine: Cell::new(ptr::null()),
                 clear_fast_slot: Cell::new(None),
+                release_after_teardown: Cell::new(None),
             }
         }
     }
@@ -70,10 +81,12 @@ impl Owner {
         record: &'static Record,
         engine: &'static Engine,
         clear: Option<fn()>,
+        release_after_teardown: Option<fn(&'static Record)>,
     ) {
         self.record.set(record);
         self.engine.set(engine);
         self.clear_fast_slot.set(clear);
+        self.release_after_teardown.set(release_after_teardown);
     }
 }
 
@@ -95,10 +108,61 @@ impl Drop for Owner {
             }
             engine.registry().release(record);
         }
-        // Otherwise the record stays this thread's for good, and the fast slot
-        // (which has no destructor) keeps pointing at it: the guard's drop, and
-        // any read lock, `read_ongoing` or misuse check made by a later
-        // destructor, see the open section, not a fresh record.
+        // Otherwise the record stays this thread's until the second chance,
+        // and the fast slot (which has no destructor) keeps pointing at it:
+        // the guard's drop, and any read lock, `read_ongoing` or misuse check
+        // made by a later destructor, see the open section, not a fresh
+        // record.
+        else if let Some(release) = self.release_after_teardown.get() {
+            release(record);
+        }
+    }
+}
+
+/// The second chance (see the module docs): a thread-specific key whose
+/// destructor, `give_back`, gets the record when the thread ends. `key` is
+/// the flavor's, created on first use; without one (the process ran out of
+/// keys) the record stays registered, as it did before keys were used.
+#[cfg(not(loom))]
+pub(crate) fn release_after_teardown(
+    key: &'static std::sync::OnceLock<Option<libc::pthread_key_t>>,
+    give_back: unsafe extern "C" fn(*mut libc::c_void),
+    record: &'static Record,
+) {
+    let key = key.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid place for the new key; `give_back` is a
+        // function for the whole process's life.
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(give_back)) };
+        (rc == 0).then_some(key)
+    });
+    if let Some(key) = *key {
+        // SAFETY: a key this process created and never deletes. A non-null
+        // value is what makes glibc call the destructor at thread exit.
+        let _ = unsafe { libc::pthread_setspecific(key, ptr::from_ref(record).cast()) };
+    }
+}
+
+/// The second chance's destructor body: gives `record` back to `engine` if
+/// it is outside every section, after `clear` points the fast slot back at
+/// the placeholder.
+///
+/// # Safety
+///
+/// `record` is the calling thread's record, set by [`release_after_teardown`],
+/// and the thread runs no more Rust code that could use it.
+#[cfg(not(loom))]
+pub(crate) unsafe fn give_back_after_teardown(
+    record: *mut libc::c_void,
+    engine: &'static Engine,
+    clear: fn(),
+) {
+    // SAFETY: registry records are never freed (the caller passes one).
+    let record: &'static Record = unsafe { &*record.cast::<Record>().cast_const() };
+    // Relaxed: only this thread writes its word.
+    if nesting(record.word.load(Relaxed)) == 0 {
+        clear();
+        engine.registry().release(record);
     }
 }
 
@@ -189,18 +253,50 @@ macro_rules! thread_record {
             {
                 RECORD.with(|slot| slot.set(record));
                 // During the thread's own teardown `OWNER` may be gone: the
-                // record then stays registered for good (see the module docs).
-                let _ = OWNER.try_with(|owner| {
-                    owner.own(
-                        record,
-                        engine,
-                        Some(|| RECORD.with(|slot| slot.set(&raw const PLACEHOLDER))),
-                    )
-                });
+                // record then goes back at the second chance (module docs).
+                if OWNER
+                    .try_with(|owner| {
+                        owner.own(
+                            record,
+                            engine,
+                            Some(clear_fast_slot),
+                            Some(release_after_teardown),
+                        )
+                    })
+                    .is_err()
+                {
+                    release_after_teardown(record);
+                }
             }
             #[cfg(loom)]
-            OWNER.with(|owner| owner.own(record, engine, None));
+            OWNER.with(|owner| owner.own(record, engine, None, None));
             record
+        }
+
+        /// Points the fast slot back at the placeholder.
+        #[cfg(not(loom))]
+        fn clear_fast_slot() {
+            RECORD.with(|slot| slot.set(&raw const PLACEHOLDER));
+        }
+
+        /// This flavor's second-chance key (see the module docs).
+        #[cfg(not(loom))]
+        static TEARDOWN_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> =
+            std::sync::OnceLock::new();
+
+        #[cfg(not(loom))]
+        fn release_after_teardown(record: &'static $crate::record::Record) {
+            $crate::thread_record::release_after_teardown(&TEARDOWN_KEY, give_back, record);
+        }
+
+        /// The key's destructor.
+        #[cfg(not(loom))]
+        unsafe extern "C" fn give_back(record: *mut libc::c_void) {
+            // SAFETY: glibc passes the value this thread set, its record, once
+            // every thread-local destructor has run.
+            unsafe {
+                $crate::thread_record::give_back_after_teardown(record, engine(), clear_fast_slot)
+            }
         }
     };
 }

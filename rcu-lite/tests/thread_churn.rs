@@ -1,0 +1,63 @@
+//! Threads that use rcu-lite from their own thread-local destructors, or
+//! keep a read guard in one, give their registry record back when they end
+//! (the second chance in `thread_record.rs`): the registry, which every scan
+//! walks, stays as large as the most threads registered at once. Its own
+//! binary, so that no other test registers threads meanwhile.
+
+use rcu_lite::{memb, qsbr};
+use std::cell::RefCell;
+use std::thread;
+
+/// Reads from its destructor, which runs after rcu-lite's own per-thread
+/// clean-up when the thread touched this first.
+struct ReadsWhenDropped;
+
+impl Drop for ReadsWhenDropped {
+    fn drop(&mut self) {
+        drop(memb::read_lock());
+        let mut qsbr = qsbr::QsbrThread::register();
+        qsbr.quiescent_state();
+    }
+}
+
+thread_local! {
+    static READS_WHEN_DROPPED: ReadsWhenDropped = const { ReadsWhenDropped };
+    /// A guard that outlives rcu-lite's per-thread clean-up.
+    static KEPT: RefCell<Option<memb::Guard>> = const { RefCell::new(None) };
+}
+
+#[test]
+fn threads_that_read_during_their_teardown_give_their_records_back() {
+    const THREADS: usize = if cfg!(miri) { 10 } else { 200 };
+    // Registered here, and in the first thread below: the registry's size
+    // once a thread has come and gone.
+    thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+    drop(memb::read_lock());
+    let (memb_before, qsbr_before) = (memb::grace_periods().records, qsbr::grace_periods().records);
+    for i in 0..THREADS {
+        thread::spawn(move || {
+            // Touched before rcu-lite's thread-locals: destroyed after them.
+            READS_WHEN_DROPPED.with(|_| ());
+            KEPT.with(|_| ());
+            let guard = memb::read_lock();
+            if i % 2 == 0 {
+                KEPT.with(|kept| *kept.borrow_mut() = Some(guard));
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    let (memb_after, qsbr_after) = (memb::grace_periods().records, qsbr::grace_periods().records);
+    // A handful of slack for other threads (the callback workers).
+    assert!(
+        memb_after <= memb_before + 2,
+        "memb: {memb_before} records before {THREADS} threads, {memb_after} after"
+    );
+    assert!(
+        qsbr_after <= qsbr_before + 2,
+        "qsbr: {qsbr_before} records before {THREADS} threads, {qsbr_after} after"
+    );
+    // Nothing is left inside a section: grace periods still complete.
+    memb::synchronize_rcu();
+    qsbr::synchronize_rcu();
+}
