@@ -607,10 +607,19 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if !args.json {
                 writeln!(out, "{}", written.markdown.display())?;
             }
-            Ok(if written.results.any_failure() {
-                ExitCode::FAILURE
-            } else {
+            let failed = written.results.failed_runs();
+            for run in &failed {
+                eprintln!("syncbench: FAILURE: {run}");
+            }
+            Ok(if failed.is_empty() {
                 ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "syncbench: {} run(s) failed their checks (marked !!! in the report, left out \
+                     of its Choosing rows)",
+                    failed.len()
+                );
+                ExitCode::FAILURE
             })
         }
     }

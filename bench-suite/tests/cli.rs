@@ -452,6 +452,67 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A run whose torture or locktorture checks failed (a hang leaves its
+/// counts at 0) is written with the failure in its table; `report` exits
+/// with 1 and says on stderr which runs failed and why.
+#[test]
+fn report_of_a_failed_run_names_the_failures_and_exits_1() {
+    let dir = std::env::temp_dir().join(format!("syncbench-report-failed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reference = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/reference-report/results.json"
+    );
+    let mut results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
+    let torture = results["torture"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|o| o["impl"] == "seize")
+        .unwrap();
+    torture["failure"] = "hang: a reader made no progress for 20.0 s".into();
+    let lock = results["locktorture"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|o| o["lock"] == "std" && o["writers"] == 4 && o["readers"] == 16)
+        .unwrap();
+    lock["failure"] = "panic: a writer panicked outside an injected fault".into();
+    let failed = dir.join("failed.json");
+    std::fs::write(&failed, results.to_string()).unwrap();
+    let out_dir = dir.join("report");
+    let out = syncbench(&[
+        "report",
+        "--from",
+        failed.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("FAILURE: torture seize: hang: a reader made no progress for 20.0 s")
+            && err.contains(
+                "FAILURE: locktorture 4w/16r std: panic: a writer panicked outside an injected \
+                 fault"
+            )
+            && err.contains("2 run(s) failed their checks"),
+        "{err}"
+    );
+    let markdown = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("| 0 !!! (hang: a reader made no progress for 20.0 s) |")
+            && markdown.contains("| 0 !!! (panic: a writer panicked outside an injected fault) |")
+            && markdown.contains(
+                "left out for failing their checks: seize (torture: hang: a reader made no \
+                 progress for 20.0 s)"
+            ),
+        "{markdown}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A results.json with a NaN figure (written as null) is refused naming the
 /// line, and an --out that is a file is refused naming it.
 #[test]

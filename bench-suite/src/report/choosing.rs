@@ -4,9 +4,13 @@
 //!
 //! Each use case names the measurement that decides it, the contenders that
 //! fit it, and whether lower or higher wins. A contender missing from the run
-//! (an unavailable peer, a profile that skipped it) is left out of that row.
+//! (an unavailable peer, a profile that skipped it) is left out of that row,
+//! and so is one whose torture or locktorture run failed its checks, in any
+//! row: a primitive that freed an object under a reader, let a writer in
+//! beside a reader, hung or panicked is no one's pick, whatever else it
+//! measured. The row names it and says why.
 
-use super::Results;
+use super::{FailedRun, Results};
 use serde::Serialize;
 
 /// One row of the table.
@@ -128,18 +132,52 @@ fn lone_writer<'a>(results: &'a Results, name: &str) -> Option<&'a crate::rcusca
         .min_by_key(|o| o.readers)
 }
 
-/// A deferred-only torture run that passed its checks: a primitive that freed
-/// an object under a reader is no one's pick, whatever it held back.
-fn deferred_row<'a>(results: &'a Results, name: &str) -> Option<&'a crate::torture::Outcome> {
-    results
-        .deferred_free
-        .iter()
-        .find(|o| o.name == name && !o.failed())
+/// The torture or locktorture implementation that a contender of another
+/// kind is: the lock of a read-side lock (`qrwlock-read` is `qrwlock`),
+/// the memb flavor for rcuscale's `rcu-lite` (its writer calls
+/// `memb::synchronize_rcu`), hazptr for `hazptr-unshared`.
+fn tortured_as(name: &str) -> &str {
+    match name {
+        "rcu-lite" | "rcu-lite-noqs" => "rcu-lite-memb",
+        "hazptr-unshared" => "hazptr",
+        _ => name.strip_suffix("-read").unwrap_or(name),
+    }
 }
 
-/// `measured_by`, naming the contenders left out because their run failed
-/// its checks.
-fn with_failures_left_out(measured_by: String, failed: &[&str]) -> String {
+/// The contenders of one row that are fit to rank, and a note for
+/// `measured_by` on those left out.
+struct Screened {
+    kept: Vec<Candidate>,
+    /// `name (run: why)` for each contender with a failed run.
+    failed: Vec<String>,
+}
+
+/// Leaves out of `candidates` every contender with a failed torture or
+/// locktorture run, in any mix (`failed`).
+fn screen(candidates: Vec<Candidate>, failed: &[FailedRun]) -> Screened {
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for c in candidates {
+        let why: Vec<String> = failed
+            .iter()
+            .filter(|f| tortured_as(&f.name) == tortured_as(&c.name))
+            .map(|f| format!("{}: {}", f.run, f.why))
+            .collect();
+        if why.is_empty() {
+            kept.push(c);
+        } else {
+            left_out.push(format!("{} ({})", c.name, why.join("; ")));
+        }
+    }
+    Screened {
+        kept,
+        failed: left_out,
+    }
+}
+
+/// `measured_by`, naming the contenders left out because a run of theirs
+/// failed its checks.
+fn with_left_out(measured_by: String, failed: &[String]) -> String {
     if failed.is_empty() {
         measured_by
     } else {
@@ -148,15 +186,6 @@ fn with_failures_left_out(measured_by: String, failed: &[&str]) -> String {
             failed.join(", ")
         )
     }
-}
-
-fn failed_deferred(results: &Results) -> Vec<&str> {
-    results
-        .deferred_free
-        .iter()
-        .filter(|o| o.failed())
-        .map(|o| o.name.as_str())
-        .collect()
 }
 
 /// A read-side contender and the writer-side implementation that pairs with it.
@@ -213,6 +242,10 @@ fn fmt_value(v: f64, unit: &str) -> String {
     }
 }
 
+/// The settings the bench runs only to show what a feature buys (rcu-lite
+/// without quick QS, hazptr without the shared scan): not contenders.
+const FEATURE_SETTINGS: [&str; 2] = ["rcu-lite-noqs", "hazptr-unshared"];
+
 /// The table for `results`.
 pub fn table(results: &Results) -> Vec<Choice> {
     let threads = results
@@ -222,21 +255,25 @@ pub fn table(results: &Results) -> Vec<Choice> {
         .max()
         .unwrap_or(1)
         .min(2);
+    let failed = results.failed_runs();
     let mut rows = Vec::new();
 
     // 1. A read-mostly shared pointer that is swapped rarely: read-side cost.
-    let ranked = rank(
+    let pointers = screen(
         POINTER_READERS
             .iter()
             .filter_map(|(n, _)| read_candidate(results, n, threads))
             .collect(),
-        true,
+        &failed,
     );
     rows.extend(row(
         "read-mostly shared pointer, swapped rarely",
-        format!("refscale, {threads} reader thread(s), ns per read-side section"),
+        with_left_out(
+            format!("refscale, {threads} reader thread(s), ns per read-side section"),
+            &pointers.failed,
+        ),
         "ns/read",
-        ranked,
+        rank(pointers.kept, true),
         |winner| {
             let writer = POINTER_READERS.iter().find(|(n, _)| *n == winner).map_or("", |(_, w)| *w);
             let wait = wait_latency(results, writer);
@@ -267,34 +304,37 @@ pub fn table(results: &Results) -> Vec<Choice> {
     //    every writer only retires. (In the mixed torture run hazptr's writers
     //    synchronize and free half their objects at once, which the peers
     //    cannot: fewer objects wait there, for a different reason.)
-    let bounded: Vec<Candidate> = ["hazptr", "haphazard"]
-        .iter()
-        .filter_map(|n| {
-            Some(Candidate::new(
-                *n,
-                deferred_row(results, n)?.unreclaimed_max as f64,
-            ))
-        })
-        .collect();
+    const BOUNDED: [&str; 2] = ["hazptr", "haphazard"];
+    let bounded = screen(
+        BOUNDED
+            .iter()
+            .filter_map(|n| {
+                let o = results.deferred_free.iter().find(|o| o.name == *n)?;
+                Some(Candidate::new(*n, o.unreclaimed_max as f64))
+            })
+            .collect(),
+        &failed,
+    );
     let unbounded = results
         .deferred_free
         .iter()
-        .filter(|o| !["hazptr", "haphazard"].contains(&o.name.as_str()) && !o.failed())
+        .filter(|o| {
+            !BOUNDED.contains(&o.name.as_str())
+                && !failed
+                    .iter()
+                    .any(|f| tortured_as(&f.name) == tortured_as(&o.name))
+        })
         .max_by_key(|o| o.unreclaimed_max);
-    let failed: Vec<&str> = failed_deferred(results)
-        .into_iter()
-        .filter(|n| ["hazptr", "haphazard"].contains(n))
-        .collect();
     rows.extend(row(
         "per-object protection with bounded memory",
-        with_failures_left_out(
+        with_left_out(
             "torture with deferred reclamation only: most objects retired but not yet freed at \
              once (hazard-pointer schemes bound it)"
                 .into(),
-            &failed,
+            &bounded.failed,
         ),
         "objects",
-        rank(bounded, true),
+        rank(bounded.kept, true),
         |winner| {
             let read = refscale_ns(results, winner, 1)
                 .map_or("read cost not measured".into(), |ns| {
@@ -313,19 +353,25 @@ pub fn table(results: &Results) -> Vec<Choice> {
     // 3. A read-mostly lock over a large struct: uncontended read lock cost, at
     //    the largest thread count measured (readers sharing the lock word).
     let locks = ["qrwlock-read", "parking_lot-read", "std-read"];
+    let read_locks = screen(
+        locks
+            .iter()
+            .filter_map(|n| read_candidate(results, n, threads))
+            .collect(),
+        &failed,
+    );
     rows.extend(row(
         "read-mostly lock over a large struct",
-        format!("refscale, {threads} reader thread(s), ns per read lock + unlock"),
-        "ns/read",
-        rank(
-            locks
-                .iter()
-                .filter_map(|n| read_candidate(results, n, threads))
-                .collect(),
-            true,
+        with_left_out(
+            format!("refscale, {threads} reader thread(s), ns per read lock + unlock"),
+            &read_locks.failed,
         ),
+        "ns/read",
+        rank(read_locks.kept, true),
         |winner| {
-            let lock = winner.trim_end_matches("-read");
+            // The winner passed every locktorture run: a lock with a failed
+            // one was left out above, so this quotes a run that passed.
+            let lock = tortured_as(winner);
             match results
                 .locktorture
                 .iter()
@@ -359,36 +405,26 @@ pub fn table(results: &Results) -> Vec<Choice> {
             (a.0 as f64 / (a.1 as f64 + 1.0)).total_cmp(&(b.0 as f64 / (b.1 as f64 + 1.0)))
         })
     {
-        let passed = |o: &crate::locktorture::Outcome| o.fail == 0 && o.failure.is_none();
-        let in_mix: Vec<&crate::locktorture::Outcome> = results
-            .locktorture
-            .iter()
-            .filter(|o| (o.writers, o.readers) == mix)
-            .collect();
-        let failed: Vec<&str> = in_mix
-            .iter()
-            .filter(|o| !passed(o))
-            .map(|o| o.lock.as_str())
-            .collect();
-        let ranked = rank(
-            in_mix
+        let writers = screen(
+            results
+                .locktorture
                 .iter()
-                .filter(|o| passed(o))
+                .filter(|o| (o.writers, o.readers) == mix)
                 .map(|o| Candidate::new(o.lock.as_str(), o.writes.total as f64 / o.duration_s))
                 .collect(),
-            false,
+            &failed,
         );
         rows.extend(row(
             "write-heavy lock",
-            with_failures_left_out(
+            with_left_out(
                 format!(
                     "locktorture {}w/{}r: writer acquisitions per second",
                     mix.0, mix.1
                 ),
-                &failed,
+                &writers.failed,
             ),
             "writes/s",
-            ranked,
+            rank(writers.kept, false),
             |winner| match results
                 .locktorture
                 .iter()
@@ -408,14 +444,10 @@ pub fn table(results: &Results) -> Vec<Choice> {
         ));
     }
 
-    // 5. A writer that must wait for readers with low latency. The settings
-    //    the bench runs only to show what a feature buys (rcu-lite without
-    //    quick QS, hazptr without the shared scan) are not contenders.
+    // 5. A writer that must wait for readers with low latency.
     let mut waiters: Vec<&str> = Vec::new();
     for o in &results.rcuscale {
-        if !waiters.contains(&o.name.as_str())
-            && !["rcu-lite-noqs", "hazptr-unshared"].contains(&o.name.as_str())
-        {
+        if !waiters.contains(&o.name.as_str()) && !FEATURE_SETTINGS.contains(&o.name.as_str()) {
             waiters.push(&o.name);
         }
     }
@@ -424,26 +456,31 @@ pub fn table(results: &Results) -> Vec<Choice> {
     // pairs them, and one round's preemptions (a mean wait pooled over
     // every round is decided by a few multi-millisecond ones) move one
     // round's figure only.
+    let waiting = screen(
+        waiters
+            .iter()
+            .filter_map(|n| {
+                let o = lone_writer(results, n)?;
+                Some(Candidate {
+                    name: o.name.clone(),
+                    value: o.per_gp_us,
+                    runs: o.per_gp_rounds_us.clone(),
+                })
+            })
+            .collect(),
+        &failed,
+    );
     rows.extend(row(
         "writer that must wait for readers, with low latency",
-        "rcuscale, 1 writer and the fewest readers measured (at least 1): time per grace \
-         period (the writer's mean wait, its replace included), median of rounds taken in turns"
-            .into(),
-        "us",
-        rank(
-            waiters
-                .iter()
-                .filter_map(|n| {
-                    let o = lone_writer(results, n)?;
-                    Some(Candidate {
-                        name: o.name.clone(),
-                        value: o.per_gp_us,
-                        runs: o.per_gp_rounds_us.clone(),
-                    })
-                })
-                .collect(),
-            true,
+        with_left_out(
+            "rcuscale, 1 writer and the fewest readers measured (at least 1): time per grace \
+             period (the writer's mean wait, its replace included), median of rounds taken in \
+             turns"
+                .into(),
+            &waiting.failed,
         ),
+        "us",
+        rank(waiting.kept, true),
         |winner| {
             let per_gp = results
                 .rcuscale
@@ -476,20 +513,24 @@ pub fn table(results: &Results) -> Vec<Choice> {
         "parking_lot-read",
         "std-read",
     ];
+    let copies = screen(
+        small
+            .iter()
+            .filter_map(|n| read_candidate(results, n, threads))
+            .collect(),
+        &failed,
+    );
     rows.extend(row(
         "small Copy data (one word)",
-        format!(
-            "refscale, {threads} reader thread(s), ns per read of a u64 (qsbr flavors left out: \
-             every reader thread must announce quiescent states)"
+        with_left_out(
+            format!(
+                "refscale, {threads} reader thread(s), ns per read of a u64 (qsbr flavors left out: \
+                 every reader thread must announce quiescent states)"
+            ),
+            &copies.failed,
         ),
         "ns/read",
-        rank(
-            small
-                .iter()
-                .filter_map(|n| read_candidate(results, n, threads))
-                .collect(),
-            true,
-        ),
+        rank(copies.kept, true),
         |winner| {
             if winner == "seqlock" {
                 "readers retry while a write is in progress; writers serialize on a spin lock"
@@ -505,24 +546,24 @@ pub fn table(results: &Results) -> Vec<Choice> {
 
     // 7. Freeing in bulk from a background thread: objects handed to deferred
     //    reclamation per second, writers never waiting for readers.
+    let bulk = screen(
+        results
+            .deferred_free
+            .iter()
+            .map(|o| Candidate::new(o.name.as_str(), o.replaced as f64 / o.duration_s))
+            .collect(),
+        &failed,
+    );
     rows.extend(row(
         "freeing in bulk from a background thread",
-        with_failures_left_out(
+        with_left_out(
             "torture with deferred reclamation only: objects replaced and handed to deferred \
              reclamation per second (handed over, not yet freed: see what it held back)"
                 .into(),
-            &failed_deferred(results),
+            &bulk.failed,
         ),
         "objects/s",
-        rank(
-            results
-                .deferred_free
-                .iter()
-                .filter(|o| !o.failed())
-                .map(|o| Candidate::new(o.name.as_str(), o.replaced as f64 / o.duration_s))
-                .collect(),
-            false,
-        ),
+        rank(bulk.kept, false),
         |winner| match results.deferred_free.iter().find(|o| o.name == winner) {
             Some(o) => format!("held back up to {} unreclaimed objects", o.unreclaimed_max),
             None => String::new(),
@@ -768,7 +809,7 @@ mod tests {
             assert_eq!(row.winner, winner, "{row:?}");
             assert!(
                 row.measured_by
-                    .ends_with(&format!("left out for failing their checks: {left_out}")),
+                    .contains(&format!("left out for failing their checks: {left_out} (")),
                 "{row:?}"
             );
         }
@@ -824,6 +865,98 @@ mod tests {
             waiter.costs_elsewhere.contains("wait 7.0 us mean"),
             "{waiter:?}"
         );
+    }
+
+    #[test]
+    fn a_primitive_that_failed_any_run_wins_no_row() {
+        let mut r = sample();
+        // crossbeam-epoch and seize lead the read side and crossbeam-epoch
+        // the waiting writer, but crossbeam-epoch's mixed torture freed
+        // objects under readers and seize's hung; qrwlock leads the
+        // read-lock row and the write-heavy mix (4w/1r, which passed) but
+        // failed exclusion at 4w/16r.
+        r.refscale = vec![
+            read("crossbeam-epoch", 2, 0.5),
+            read("seize", 2, 0.6),
+            read("rcu-lite-memb", 2, 1.0),
+            read("hazptr", 2, 2.0),
+            read("qrwlock-read", 2, 4.0),
+            read("parking_lot-read", 2, 8.0),
+        ];
+        r.rcuscale = vec![wait("crossbeam-epoch", 1, 0.5), wait("rcu-lite", 1, 8.0)];
+        let mut broken = tortured("crossbeam-epoch", 1000, 10);
+        broken.errors = 7;
+        let mut hung = tortured("seize", 1000, 10);
+        hung.failure = Some("hang: a reader made no progress for 20.0 s".into());
+        r.torture = vec![broken, hung, tortured("hazptr", 1000, 10)];
+        r.deferred_free = vec![
+            tortured("crossbeam-epoch", 9000, 90000),
+            tortured("hazptr", 3000, 60),
+        ];
+        let mut exclusion = lock("qrwlock", 4, 16, 100);
+        exclusion.fail = 2;
+        r.locktorture = vec![
+            lock("qrwlock", 4, 1, 900),
+            lock("parking_lot", 4, 1, 600),
+            exclusion,
+            lock("parking_lot", 4, 16, 50),
+        ];
+        let rows = table(&r);
+        let get = |use_case: &str| {
+            rows.iter()
+                .find(|c| c.use_case.starts_with(use_case))
+                .unwrap()
+        };
+        let epoch = "crossbeam-epoch (torture: 7 errors (an object read after reclamation))";
+        let seize = "seize (torture: hang: a reader made no progress for 20.0 s)";
+        let qrwlock = |name: &str| format!("{name} (locktorture 4w/16r: 2 exclusion failures)");
+        for (use_case, winner, left_out) in [
+            (
+                "read-mostly shared pointer",
+                "rcu-lite-memb",
+                format!("{epoch}, {seize}"),
+            ),
+            ("writer that must wait", "rcu-lite", epoch.to_owned()),
+            ("freeing in bulk", "hazptr", epoch.to_owned()),
+            (
+                "read-mostly lock",
+                "parking_lot-read",
+                qrwlock("qrwlock-read"),
+            ),
+            ("write-heavy lock", "parking_lot", qrwlock("qrwlock")),
+        ] {
+            let row = get(use_case);
+            assert_eq!(row.winner, winner, "{row:?}");
+            assert!(
+                row.measured_by
+                    .ends_with(&format!("; left out for failing their checks: {left_out}")),
+                "{row:?}"
+            );
+            assert!(!row.runner_up.contains("qrwlock"), "{row:?}");
+        }
+        // The read-lock row's costs quote the winner's run, which passed.
+        assert!(
+            get("read-mostly lock")
+                .costs_elsewhere
+                .starts_with("under contention (4w/16r) writers get 2.000"),
+            "{:?}",
+            get("read-mostly lock")
+        );
+        // Without the failures, the same figures pick the failed ones.
+        r.torture.clear();
+        r.locktorture.retain(|o| o.fail == 0);
+        let rows = table(&r);
+        let winner = |use_case: &str| {
+            &rows
+                .iter()
+                .find(|c| c.use_case.starts_with(use_case))
+                .unwrap()
+                .winner
+        };
+        assert_eq!(winner("read-mostly shared pointer"), "crossbeam-epoch");
+        assert_eq!(winner("writer that must wait"), "crossbeam-epoch");
+        assert_eq!(winner("read-mostly lock"), "qrwlock-read");
+        assert_eq!(winner("write-heavy lock"), "qrwlock");
     }
 
     #[test]

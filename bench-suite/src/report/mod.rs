@@ -196,6 +196,63 @@ pub struct Results {
     pub read_back: bool,
 }
 
+/// A torture or locktorture run that failed its checks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailedRun {
+    /// Which run: `torture`, `torture --deferred-only` or `locktorture 4w/16r`.
+    pub run: String,
+    /// The implementation.
+    pub name: String,
+    /// What failed: errors, exclusion failures, a hang or a panic.
+    pub why: String,
+}
+
+impl std::fmt::Display for FailedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.run, self.name, self.why)
+    }
+}
+
+/// What a torture run's failure was, in words; `None` if it passed.
+fn torture_failure(o: &torture::Outcome) -> Option<String> {
+    // A failure (hang, panic) counts one error of its own.
+    let errors = o.errors.saturating_sub(u64::from(o.failure.is_some()));
+    let mut why = Vec::new();
+    if errors > 0 {
+        why.push(format!(
+            "{errors} error{} (an object read after reclamation)",
+            if errors == 1 { "" } else { "s" }
+        ));
+    }
+    why.extend(o.failure.clone());
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
+/// What a locktorture run's failure was, in words; `None` if it passed.
+fn locktorture_failure(o: &locktorture::Outcome) -> Option<String> {
+    let mut why = Vec::new();
+    if o.fail > 0 {
+        why.push(format!(
+            "{} exclusion failure{}",
+            o.fail,
+            if o.fail == 1 { "" } else { "s" }
+        ));
+    }
+    why.extend(o.failure.clone());
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
+/// A table cell for a count of failed checks and a run's failure: `!!!`
+/// marks either, and the failure (a hang, a panic) is spelled out, since
+/// it leaves the count at 0 or 1.
+fn checks_cell(count: u64, failure: Option<&str>) -> String {
+    match failure {
+        Some(why) => format!("{count} !!! ({why})"),
+        None if count > 0 => format!("{count} !!!"),
+        None => count.to_string(),
+    }
+}
+
 /// The FQS interval of the quick-QS comparison: the kernel's default at
 /// HZ=1000 (the seed's setting).
 pub const QUICK_QS_FQS: Duration = Duration::from_millis(3);
@@ -207,13 +264,35 @@ pub const QUICK_QS_PAIR: [&str; 2] = ["rcu-lite", "rcu-lite-noqs"];
 pub const QUICK_QS_WAITS: u64 = 100;
 
 impl Results {
-    /// Whether any torture run saw an exclusion failure.
+    /// Every torture and locktorture run that failed its checks: errors,
+    /// exclusion failures, a hang or a panic.
+    pub fn failed_runs(&self) -> Vec<FailedRun> {
+        let mut out = Vec::new();
+        for (run, outcomes) in [
+            ("torture", &self.torture),
+            ("torture --deferred-only", &self.deferred_free),
+        ] {
+            out.extend(outcomes.iter().filter_map(|o| {
+                Some(FailedRun {
+                    run: run.to_owned(),
+                    name: o.name.clone(),
+                    why: torture_failure(o)?,
+                })
+            }));
+        }
+        out.extend(self.locktorture.iter().filter_map(|o| {
+            Some(FailedRun {
+                run: format!("locktorture {}w/{}r", o.writers, o.readers),
+                name: o.lock.clone(),
+                why: locktorture_failure(o)?,
+            })
+        }));
+        out
+    }
+
+    /// Whether any torture or locktorture run failed its checks.
     pub fn any_failure(&self) -> bool {
-        self.locktorture
-            .iter()
-            .any(|o| o.fail > 0 || o.failure.is_some())
-            || self.torture.iter().any(torture::Outcome::failed)
-            || self.deferred_free.iter().any(torture::Outcome::failed)
+        !self.failed_runs().is_empty()
     }
 }
 
@@ -633,9 +712,11 @@ fn deferred_free_section(results: &Results) -> Section {
         "errors>",
     ]);
     let rate = |o: &torture::Outcome| o.replaced as f64 / o.duration_s.max(1e-9);
+    // A run that failed its checks is no baseline.
     let best = results
         .deferred_free
         .iter()
+        .filter(|o| !o.failed())
         .map(rate)
         .fold(0.0f64, f64::max)
         .max(1e-9);
@@ -648,7 +729,7 @@ fn deferred_free_section(results: &Results) -> Section {
             format!("{:.2}x", rate(o) / best),
             o.unreclaimed_max.to_string(),
             o.reads.to_string(),
-            format!("{}{}", o.errors, if o.errors > 0 { " !!!" } else { "" }),
+            checks_cell(o.errors, o.failure.as_deref()),
         ]);
     }
     section.table(table);
@@ -724,8 +805,9 @@ fn choosing_section(results: &Results) -> Section {
     section.paragraph(
         "Each row is decided by the measurement it names, from this run only; *costs elsewhere* is \
          another figure of the same run that the winner pays. A read-side margin (*winner Nx better*) \
-         pairs the runs of one turn, as the read-side table does. Details and the other contenders \
-         are in the sections below.",
+         pairs the runs of one turn, as the read-side table does. A contender with a failed \
+         torture or locktorture run is left out of every row, and *measured by* names it. \
+         Details and the other contenders are in the sections below.",
     );
     let mut table = Table::new(&[
         "use case",
@@ -890,7 +972,10 @@ fn locktorture_section(results: &Results) -> Section {
         let best = results
             .locktorture
             .iter()
-            .filter(|p| p.writers == o.writers && p.readers == o.readers)
+            // A run that failed its checks is no baseline.
+            .filter(|p| {
+                p.writers == o.writers && p.readers == o.readers && locktorture_failure(p).is_none()
+            })
             .map(|p| p.writes.total + p.reads.total)
             .max()
             .unwrap_or(1)
@@ -923,7 +1008,7 @@ fn locktorture_section(results: &Results) -> Section {
             format!("{:.3}", o.writer_share()),
             starved.to_owned(),
             starved_served.to_owned(),
-            format!("{}{}", o.fail, if o.fail > 0 { " !!!" } else { "" }),
+            checks_cell(o.fail, o.failure.as_deref()),
         ]);
     }
     section.table(table);
@@ -1080,7 +1165,7 @@ fn torture_section(results: &Results) -> Section {
             o.reads.to_string(),
             o.replaced.to_string(),
             o.unreclaimed_max.to_string(),
-            format!("{}{}", o.errors, if o.errors > 0 { " !!!" } else { "" }),
+            checks_cell(o.errors, o.failure.as_deref()),
         ]);
     }
     section.table(table);
@@ -1265,6 +1350,79 @@ pub(crate) mod tests {
         let older = read_back(&older.to_string()).unwrap();
         assert!(older.machine.cpu_id.is_none() && older.machine.full_fence_ns.is_none());
         assert!(read_back(r#"{"refscale": []}"#).is_err());
+    }
+
+    #[test]
+    fn a_hang_or_panic_shows_in_the_tables_and_sets_no_baseline() {
+        let mut results = sample();
+        // lock-b hung with more acquisitions than lock-a: no exclusion
+        // failure counted, but no figure to compare with either.
+        let hung = locktorture::Outcome {
+            lock: "lock-b".into(),
+            writes: counts(800, 220, 180),
+            reads: counts(3200, 220, 180),
+            failure: Some("hang: a writer made no progress for 20.0 s".into()),
+            ..results.locktorture[0].clone()
+        };
+        results.locktorture.push(hung);
+        results.torture[0].errors = 1;
+        results.torture[0].failure = Some("panic: index out of bounds".into());
+        let deferred = |name: &str, replaced: u64, failure: Option<&str>| torture::Outcome {
+            name: name.into(),
+            replaced,
+            failure: failure.map(Into::into),
+            ..results.torture[0].clone()
+        };
+        results.deferred_free = vec![
+            deferred("steady", 100, None),
+            deferred(
+                "stuck",
+                400,
+                Some("hang: dropping the primitive took more than 20.0 s"),
+            ),
+        ];
+        results.deferred_free[0].errors = 0;
+        let md = document(&results).to_markdown();
+        assert!(
+            md.contains("| lock-a | 4 | 16 | 400 | 1600 | 1.00x | 1.000 | no | writers | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| lock-b | 4 | 16 | 800 | 3200 | 2.00x | 1.000 | no | writers | 0 !!! (hang: a \
+                 writer made no progress for 20.0 s) |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| tortured | 4 | 2 | 100 | 50 | 7 | 1 !!! (panic: index out of bounds) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| steady | 4 | 2 | 50 | 1.00x | 7 | 100 | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| stuck | 4 | 2 | 200 | 4.00x | 7 | 100 | 1 !!! (hang: dropping the primitive \
+                 took more than 20.0 s) |"
+            ),
+            "{md}"
+        );
+        let failed: Vec<String> = results
+            .failed_runs()
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                "torture tortured: panic: index out of bounds",
+                "torture --deferred-only stuck: hang: dropping the primitive took more than 20.0 s",
+                "locktorture 4w/16r lock-b: hang: a writer made no progress for 20.0 s",
+            ]
+        );
+        assert!(results.any_failure());
     }
 
     #[test]
