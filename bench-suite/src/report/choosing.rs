@@ -9,6 +9,17 @@
 //! row: a primitive that freed an object under a reader, let a writer in
 //! beside a reader, hung or panicked is no one's pick, whatever else it
 //! measured. The row names it and says why.
+//!
+//! # Ranking
+//!
+//! The leader is the contender with the best deciding figure. Every other
+//! contender gets a margin: how many times better the leader is, paired turn
+//! by turn where both ran in turns (the median of per-turn ratios), else the
+//! ratio of the figures. A contender whose margin is under [`TIE_MARGIN`]
+//! ties with the leader, and so does one the pairs put ahead where the
+//! figures put it behind (a margin under 1): the row then names them all as
+//! winners. Where the rounds are few and long (the waiting-writer row), a
+//! contender also ties unless every paired round puts the leader ahead.
 
 use super::{FailedRun, Results};
 use serde::Serialize;
@@ -18,16 +29,31 @@ use serde::Serialize;
 pub struct Choice {
     /// The job, in a user's words.
     pub use_case: &'static str,
-    /// The winner on this machine.
+    /// The winner on this machine: the leader, whose figure and costs the
+    /// row gives.
     pub winner: String,
+    /// Contenders that tie with the winner (see the module's *Ranking*).
+    pub tied_with: Vec<String>,
     /// The winner's deciding figure, with its unit.
     pub figure: String,
-    /// The runner-up and how far behind it is.
+    /// The contenders tied with the winner, then the first one behind it,
+    /// each with its figure and margin.
     pub runner_up: String,
     /// What the winner costs elsewhere (another measured figure).
     pub costs_elsewhere: String,
-    /// The measurement that decided the row.
+    /// The measurement that decided the row, and the contenders it left out.
     pub measured_by: String,
+}
+
+impl Choice {
+    /// The winner, and any contenders tied with it, as the table shows them.
+    pub fn winners(&self) -> String {
+        if self.tied_with.is_empty() {
+            self.winner.clone()
+        } else {
+            format!("{}, {} (a tie)", self.winner, self.tied_with.join(", "))
+        }
+    }
 }
 
 /// A contender's deciding figure.
@@ -55,25 +81,46 @@ impl Candidate {
 /// 10%): the row then calls the two a tie.
 const TIE_MARGIN: f64 = 1.10;
 
-/// The median of `a`'s per-turn ratios to `b`'s, where both have runs taken
+/// How many times better the leader is than one other contender.
+struct Margin {
+    /// The median of the per-turn ratios where both ran in turns, else the
+    /// ratio of the two figures; above 1 where the leader is better.
+    ratio: f64,
+    /// The smallest and largest per-turn ratio, where paired.
+    turns: Option<(f64, f64)>,
+}
+
+impl Margin {
+    /// Whether the contender ties with the leader: a margin within the
+    /// spread of repeated runs, or pairs that put it ahead; with
+    /// `every_turn`, also any turn that put it ahead.
+    fn tie(&self, every_turn: bool) -> bool {
+        self.ratio < TIE_MARGIN || (every_turn && self.turns.is_some_and(|(lo, _)| lo < 1.0))
+    }
+}
+
+/// The per-turn ratios of `a`'s runs to `b`'s, where both have runs taken
 /// in turns (as the report's read-side table gives its ratios).
-fn paired_ratio(a: &Candidate, b: &Candidate) -> Option<f64> {
+fn turn_ratios(a: &Candidate, b: &Candidate) -> Option<Vec<f64>> {
     if b.runs.is_empty() || a.runs.len() != b.runs.len() {
         return None;
     }
-    let ratios: Vec<f64> = a.runs.iter().zip(&b.runs).map(|(x, y)| x / y).collect();
-    Some(crate::stats::median(&ratios))
+    Some(a.runs.iter().zip(&b.runs).map(|(x, y)| x / y).collect())
 }
 
-/// Picks the best of `candidates` (`lower` wins, or higher) and describes the
-/// margin over the runner-up as a ratio in the winning direction. Where the
-/// top two ran in turns, the per-turn ratios decide between them, as they
-/// give the margin: the medians of two noisy sets can order them the other
-/// way.
-fn rank(
-    mut candidates: Vec<Candidate>,
-    lower: bool,
-) -> Option<(Candidate, Option<(Candidate, f64)>)> {
+/// `candidates` ranked: the leader, and every other contender with its
+/// margin, in the order of their figures (the runner-up has the next best
+/// figure, whatever its paired margin).
+struct Ranking {
+    leader: Candidate,
+    others: Vec<(Candidate, Margin)>,
+}
+
+/// Ranks `candidates` (`lower` wins, or higher): the best figure leads, and
+/// each other contender's margin pairs its runs with the leader's where both
+/// ran in turns. The order never swaps on the pairs: where they disagree
+/// with the figures, the margin is under 1 and [`Margin::tie`] says so.
+fn rank(mut candidates: Vec<Candidate>, lower: bool) -> Option<Ranking> {
     candidates.retain(|c| c.value.is_finite());
     candidates.sort_by(|a, b| {
         if lower {
@@ -83,19 +130,35 @@ fn rank(
         }
     });
     let mut it = candidates.into_iter();
-    let mut best = it.next()?;
-    let Some(mut next) = it.next() else {
-        return Some((best, None));
-    };
-    if lower && paired_ratio(&next, &best).is_some_and(|r| r < 1.0) {
-        std::mem::swap(&mut best, &mut next);
-    }
-    let margin = if lower {
-        paired_ratio(&next, &best).unwrap_or(next.value / best.value)
-    } else {
-        best.value / next.value.max(f64::MIN_POSITIVE)
-    };
-    Some((best, Some((next, margin))))
+    let leader = it.next()?;
+    let others: Vec<(Candidate, Margin)> = it
+        .map(|c| {
+            let paired = if lower {
+                turn_ratios(&c, &leader)
+            } else {
+                turn_ratios(&leader, &c)
+            };
+            let margin = match paired {
+                Some(ratios) => Margin {
+                    ratio: crate::stats::median(&ratios),
+                    turns: Some((
+                        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                        ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    )),
+                },
+                None => Margin {
+                    ratio: if lower {
+                        c.value / leader.value.max(f64::MIN_POSITIVE)
+                    } else {
+                        leader.value / c.value.max(f64::MIN_POSITIVE)
+                    },
+                    turns: None,
+                },
+            };
+            (c, margin)
+        })
+        .collect();
+    Some(Ranking { leader, others })
 }
 
 fn refscale_ns(results: &Results, name: &str, threads: usize) -> Option<f64> {
@@ -201,32 +264,76 @@ const POINTER_READERS: &[(&str, &str)] = &[
     ("arc-swap", ""),
 ];
 
+/// How one contender behind or tied with the winner compares with it.
+fn describe(c: &Candidate, m: &Margin, unit: &str, every_turn: bool) -> String {
+    let figure = fmt_value(c.value, unit);
+    let turns = match m.turns {
+        Some((lo, hi)) if every_turn => format!(", {lo:.2}-{hi:.2}x round by round"),
+        _ => String::new(),
+    };
+    if m.ratio < 1.0 {
+        format!(
+            "{} ({figure}; a tie: the winner's figure is better, but paired turn by turn {} is \
+             {:.2}x better{turns})",
+            c.name,
+            c.name,
+            1.0 / m.ratio
+        )
+    } else if m.ratio < TIE_MARGIN {
+        format!(
+            "{} ({figure}; a tie: winner {:.2}x better{turns}, within the spread of repeated runs)",
+            c.name, m.ratio
+        )
+    } else if m.tie(every_turn) {
+        format!(
+            "{} ({figure}; a tie: winner {:.2}x better by the median round{turns}, but not in \
+             every round)",
+            c.name, m.ratio
+        )
+    } else {
+        format!(
+            "{} ({figure}; winner {:.2}x better{turns})",
+            c.name, m.ratio
+        )
+    }
+}
+
+/// One row from `ranked`. With `every_turn`, a contender ties with the
+/// winner unless every paired turn (an rcuscale round) puts the winner
+/// ahead, and each margin gives the range of the per-turn ratios.
 fn row(
     use_case: &'static str,
     measured_by: String,
     unit: &str,
-    ranked: Option<(Candidate, Option<(Candidate, f64)>)>,
+    ranked: Option<Ranking>,
+    every_turn: bool,
     costs: impl Fn(&str) -> String,
 ) -> Option<Choice> {
-    let (best, next) = ranked?;
-    let runner_up = match next {
-        Some((n, margin)) if margin < TIE_MARGIN => format!(
-            "{} ({}; a tie: winner {margin:.2}x better, within the spread of repeated runs)",
-            n.name,
-            fmt_value(n.value, unit)
-        ),
-        Some((n, margin)) => format!(
-            "{} ({}; winner {margin:.2}x better)",
-            n.name,
-            fmt_value(n.value, unit)
-        ),
-        None => "none measured".into(),
+    let Ranking { leader, others } = ranked?;
+    let (tied, behind): (Vec<_>, Vec<_>) = others.iter().partition(|(_, m)| m.tie(every_turn));
+    let mut parts: Vec<String> = tied
+        .iter()
+        .map(|(c, m)| describe(c, m, unit, every_turn))
+        .collect();
+    if let Some((c, m)) = behind.first() {
+        let next = describe(c, m, unit, every_turn);
+        parts.push(if tied.is_empty() {
+            next
+        } else {
+            format!("next {next}")
+        });
+    }
+    let runner_up = if parts.is_empty() {
+        "none measured".to_owned()
+    } else {
+        parts.join("; ")
     };
     Some(Choice {
         use_case,
-        figure: fmt_value(best.value, unit),
-        costs_elsewhere: costs(&best.name),
-        winner: best.name,
+        figure: fmt_value(leader.value, unit),
+        costs_elsewhere: costs(&leader.name),
+        tied_with: tied.iter().map(|(c, _)| c.name.clone()).collect(),
+        winner: leader.name,
         runner_up,
         measured_by,
     })
@@ -274,6 +381,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         ),
         "ns/read",
         rank(pointers.kept, true),
+        false,
         |winner| {
             let writer = POINTER_READERS.iter().find(|(n, _)| *n == winner).map_or("", |(_, w)| *w);
             let wait = wait_latency(results, writer);
@@ -335,6 +443,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         ),
         "objects",
         rank(bounded.kept, true),
+        false,
         |winner| {
             let read = refscale_ns(results, winner, 1)
                 .map_or("read cost not measured".into(), |ns| {
@@ -368,6 +477,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         ),
         "ns/read",
         rank(read_locks.kept, true),
+        false,
         |winner| {
             // The winner passed every locktorture run: a lock with a failed
             // one was left out above, so this quotes a run that passed.
@@ -425,6 +535,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
             ),
             "writes/s",
             rank(writers.kept, false),
+            false,
             |winner| match results
                 .locktorture
                 .iter()
@@ -455,7 +566,8 @@ pub fn table(results: &Results) -> Vec<Choice> {
     // its replace), round by round: the rounds ran in turns, so the margin
     // pairs them, and one round's preemptions (a mean wait pooled over
     // every round is decided by a few multi-millisecond ones) move one
-    // round's figure only.
+    // round's figure only. Three rounds of 0.4 s are few: a contender ties
+    // with the leader unless every round puts the leader ahead.
     let waiting = screen(
         waiters
             .iter()
@@ -475,12 +587,13 @@ pub fn table(results: &Results) -> Vec<Choice> {
         with_left_out(
             "rcuscale, 1 writer and the fewest readers measured (at least 1): time per grace \
              period (the writer's mean wait, its replace included), median of rounds taken in \
-             turns"
+             turns; a tie unless every round puts the winner ahead"
                 .into(),
             &waiting.failed,
         ),
         "us",
         rank(waiting.kept, true),
+        true,
         |winner| {
             let per_gp = results
                 .rcuscale
@@ -531,6 +644,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         ),
         "ns/read",
         rank(copies.kept, true),
+        false,
         |winner| {
             if winner == "seqlock" {
                 "readers retry while a write is in progress; writers serialize on a spin lock"
@@ -564,6 +678,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         ),
         "objects/s",
         rank(bulk.kept, false),
+        false,
         |winner| match results.deferred_free.iter().find(|o| o.name == winner) {
             Some(o) => format!("held back up to {} unreclaimed objects", o.unreclaimed_max),
             None => String::new(),
@@ -829,18 +944,75 @@ mod tests {
     }
 
     #[test]
-    fn runs_in_turns_decide_between_the_top_two() {
+    fn medians_and_turns_that_disagree_make_a_tie() {
         let mut r = sample();
         // By medians rcu-lite-memb leads (4.0 against 5.0), but hazptr was
-        // faster in two turns of three.
+        // faster in two turns of three (paired, 1.20x): neither is ahead.
+        // The winner keeps the better figure; hazptr is named beside it.
         r.refscale = vec![
             read_in_turns("rcu-lite-memb", vec![2.0, 4.0, 6.0]),
             read_in_turns("hazptr", vec![1.0, 5.0, 5.0]),
         ];
         let rows = table(&r);
         let pointer = pointer_row(&rows);
-        assert_eq!(pointer.winner, "hazptr", "{pointer:?}");
-        assert!(pointer.runner_up.contains("1.20x"), "{}", pointer.runner_up);
+        assert_eq!(pointer.winner, "rcu-lite-memb", "{pointer:?}");
+        assert_eq!(pointer.figure, "4.00 ns/read", "{pointer:?}");
+        assert_eq!(pointer.tied_with, ["hazptr"], "{pointer:?}");
+        assert_eq!(pointer.winners(), "rcu-lite-memb, hazptr (a tie)");
+        assert!(
+            pointer.runner_up.starts_with(
+                "hazptr (5.00 ns/read; a tie: the winner's figure is better, but paired turn by \
+                 turn hazptr is 1.20x better)"
+            ),
+            "{}",
+            pointer.runner_up
+        );
+    }
+
+    #[test]
+    fn a_third_contender_is_checked_and_ties_are_named() {
+        let mut r = sample();
+        // Medians: rcu-lite-memb 1.0, hazptr 1.15, crossbeam-epoch 1.2. Paired
+        // with the leader, hazptr is 1.15x behind, but crossbeam-epoch is
+        // ahead (0.90x): it ties with the leader, hazptr comes next.
+        r.refscale = vec![
+            read_in_turns("rcu-lite-memb", vec![1.0, 2.0, 1.0]),
+            read_in_turns("hazptr", vec![1.15, 1.15, 1.15]),
+            read_in_turns("crossbeam-epoch", vec![1.2, 1.2, 0.9]),
+        ];
+        let rows = table(&r);
+        let pointer = pointer_row(&rows);
+        assert_eq!(pointer.winner, "rcu-lite-memb", "{pointer:?}");
+        assert_eq!(pointer.figure, "1.00 ns/read", "{pointer:?}");
+        assert_eq!(pointer.tied_with, ["crossbeam-epoch"], "{pointer:?}");
+        assert_eq!(
+            pointer.runner_up,
+            "crossbeam-epoch (1.20 ns/read; a tie: the winner's figure is better, but paired \
+             turn by turn crossbeam-epoch is 1.11x better); next hazptr (1.15 ns/read; winner \
+             1.15x better)"
+        );
+        // Every contender behind the winner is behind by its figure too:
+        // no "winner" with a worse figure, no margin under 1 outside a tie.
+        let mut r = sample();
+        r.refscale = vec![
+            read_in_turns("rcu-lite-memb", vec![1.0, 1.0, 1.0]),
+            read_in_turns("hazptr", vec![1.02, 1.02, 1.02]),
+            read_in_turns("crossbeam-epoch", vec![1.05, 1.05, 1.05]),
+            read_in_turns("seize", vec![3.0, 3.0, 3.0]),
+        ];
+        let rows = table(&r);
+        let pointer = pointer_row(&rows);
+        assert_eq!(
+            pointer.winners(),
+            "rcu-lite-memb, hazptr, crossbeam-epoch (a tie)"
+        );
+        assert!(
+            pointer
+                .runner_up
+                .ends_with("; next seize (3.00 ns/read; winner 3.00x better)"),
+            "{}",
+            pointer.runner_up
+        );
     }
 
     #[test]
@@ -854,17 +1026,56 @@ mod tests {
             ..wait(name, 1, mean)
         };
         r.rcuscale = vec![
-            rounds("hazptr", vec![0.5, 0.5, 20.0], 7.0),
+            rounds("hazptr", vec![0.5, 0.5, 0.9], 7.0),
             rounds("rcu-lite", vec![1.0, 1.0, 1.0], 1.0),
         ];
         let rows = table(&r);
         let waiter = waiter_row(&rows);
         assert_eq!(waiter.winner, "hazptr", "{waiter:?}");
-        assert!(waiter.runner_up.contains("2.00x"), "{waiter:?}");
+        assert!(waiter.tied_with.is_empty(), "{waiter:?}");
+        assert_eq!(
+            waiter.runner_up,
+            "rcu-lite (1.00 us; winner 2.00x better, 1.11-2.00x round by round)"
+        );
         assert!(
             waiter.costs_elsewhere.contains("wait 7.0 us mean"),
             "{waiter:?}"
         );
+    }
+
+    #[test]
+    fn the_waiting_writer_row_is_a_tie_unless_every_round_agrees() {
+        let mut r = sample();
+        // By the median round rcu-lite leads by 1.20x, but in the third
+        // round hazptr was 5x faster: three 0.4 s rounds cannot tell them
+        // apart.
+        let rounds = |name: &str, rounds: Vec<f64>| rcuscale::Outcome {
+            per_gp_us: crate::stats::median(&rounds),
+            per_gp_rounds_us: rounds,
+            ..wait(name, 1, 1.0)
+        };
+        r.rcuscale = vec![
+            rounds("rcu-lite", vec![1.0, 1.0, 1.0]),
+            rounds("hazptr", vec![1.2, 1.2, 0.2]),
+            rounds("liburcu-memb", vec![2.0, 2.0, 2.0]),
+        ];
+        let rows = table(&r);
+        let waiter = waiter_row(&rows);
+        assert_eq!(waiter.winner, "rcu-lite", "{waiter:?}");
+        assert_eq!(waiter.tied_with, ["hazptr"], "{waiter:?}");
+        assert_eq!(
+            waiter.runner_up,
+            "hazptr (1.20 us; a tie: winner 1.20x better by the median round, 0.20-1.20x round \
+             by round, but not in every round); next liburcu-memb (2.00 us; winner 2.00x \
+             better, 2.00-2.00x round by round)"
+        );
+        // Under 1.10x by the median round is a tie even where every round agrees.
+        r.rcuscale = vec![
+            rounds("rcu-lite", vec![1.0, 1.0, 1.0]),
+            rounds("hazptr", vec![1.05, 1.05, 1.05]),
+        ];
+        let rows = table(&r);
+        assert_eq!(waiter_row(&rows).tied_with, ["hazptr"]);
     }
 
     #[test]

@@ -805,9 +805,11 @@ fn choosing_section(results: &Results) -> Section {
     section.paragraph(
         "Each row is decided by the measurement it names, from this run only; *costs elsewhere* is \
          another figure of the same run that the winner pays. A read-side margin (*winner Nx better*) \
-         pairs the runs of one turn, as the read-side table does. A contender with a failed \
-         torture or locktorture run is left out of every row, and *measured by* names it. \
-         Details and the other contenders are in the sections below.",
+         pairs the runs of one turn, as the read-side table does. A margin under 1.10x, or pairs \
+         of turns that put a contender ahead where its figure is behind, is a tie: the winner \
+         column then names every contender tied with the first, whose figure and costs the row \
+         gives. A contender with a failed torture or locktorture run is left out of every row, \
+         and *measured by* names it. Details and the other contenders are in the sections below.",
     );
     let mut table = Table::new(&[
         "use case",
@@ -820,7 +822,7 @@ fn choosing_section(results: &Results) -> Section {
     for c in choosing::table(results) {
         table.row(vec![
             c.use_case.to_owned(),
-            c.winner,
+            c.winners(),
             c.figure,
             c.runner_up,
             c.costs_elsewhere,
