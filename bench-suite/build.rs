@@ -7,7 +7,8 @@
 //! `cfg(syncbench_liburcu)` is set. Otherwise the workspace still builds and
 //! the liburcu peers are listed as unavailable with the install hint. Setting
 //! `SYNCBENCH_NO_LIBURCU` makes this script act as if liburcu were absent, to
-//! test that path.
+//! test that path, and sets `cfg(syncbench_liburcu_disabled)` so that the
+//! peers say they were disabled rather than not found.
 
 use std::path::Path;
 
@@ -34,6 +35,7 @@ fn main() {
 
 fn liburcu() {
     println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu)");
+    println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu_disabled)");
     println!("cargo:rerun-if-env-changed=SYNCBENCH_NO_LIBURCU");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
     for (_, shim) in FLAVORS {
@@ -41,6 +43,8 @@ fn liburcu() {
     }
     if std::env::var_os("SYNCBENCH_NO_LIBURCU").is_some() {
         println!("cargo:warning=SYNCBENCH_NO_LIBURCU is set: building without the liburcu peers");
+        // So that the peers say they were disabled, not missing.
+        println!("cargo:rustc-cfg=syncbench_liburcu_disabled");
         return;
     }
     let mut libraries = Vec::new();

@@ -4,7 +4,8 @@
 //! (liburcu's read lock is a static inline function in its headers, so the
 //! read-side loops are C, running liburcu's real inlined fast path) and sets
 //! `cfg(syncbench_liburcu)`. Without it every liburcu implementation is listed
-//! as unavailable with [`INSTALL_HINT`].
+//! as unavailable with [`INSTALL_HINT`], or as disabled where
+//! `SYNCBENCH_NO_LIBURCU` was set (`cfg(syncbench_liburcu_disabled)`).
 //!
 //! The wrappers below are safe: each upholds liburcu's calling rules itself
 //! (a reader thread registers before its sections and unregisters after).
@@ -21,13 +22,29 @@ pub const INSTALL_HINT: &str = "apt-get install -y liburcu-dev";
 /// Whether this build links liburcu.
 pub const LINKED: bool = cfg!(syncbench_liburcu);
 
-/// Why the liburcu peers cannot run in a build without liburcu.
+/// Whether liburcu was left out on purpose: `SYNCBENCH_NO_LIBURCU` was set
+/// when syncbench was built (`build.rs`).
+pub const DISABLED: bool = cfg!(syncbench_liburcu_disabled);
+
+/// Why the liburcu peers cannot run in a build without liburcu: switched
+/// off by `SYNCBENCH_NO_LIBURCU`, or not found.
 pub fn unavailable() -> Unavailable {
-    Unavailable {
-        reason: "liburcu (liburcu-memb, liburcu-qsbr) was not found by pkg-config when \
-                 syncbench was built"
-            .to_owned(),
-        hint: INSTALL_HINT.to_owned(),
+    if DISABLED {
+        Unavailable {
+            reason: "liburcu (liburcu-memb, liburcu-qsbr) was disabled by SYNCBENCH_NO_LIBURCU \
+                     when syncbench was built"
+                .to_owned(),
+            hint: format!(
+                "build without SYNCBENCH_NO_LIBURCU, with liburcu installed: {INSTALL_HINT}"
+            ),
+        }
+    } else {
+        Unavailable {
+            reason: "liburcu (liburcu-memb, liburcu-qsbr) was not found by pkg-config when \
+                     syncbench was built"
+                .to_owned(),
+            hint: INSTALL_HINT.to_owned(),
+        }
     }
 }
 

@@ -761,7 +761,8 @@ fn list_names_rcu_lite_and_liburcu_in_every_kind_they_join() {
 /// otherwise `list` says why and how to install it, and selecting one is
 /// refused with the same hint. `.ci/run` runs this test a second time with
 /// `SYNCBENCH_NO_LIBURCU=1`, which makes the build script act as if liburcu
-/// were absent.
+/// were absent: the peers then say they were disabled, not that pkg-config
+/// missed liburcu.
 #[test]
 fn liburcu_peers_are_listed_with_their_availability() {
     let out = syncbench(&["list", "--json"]);
@@ -783,14 +784,23 @@ fn liburcu_peers_are_listed_with_their_availability() {
             assert!(!line.contains("[unavailable"), "{line}");
         }
     } else {
+        let cause = if std::env::var_os("SYNCBENCH_NO_LIBURCU").is_some() {
+            "was disabled by SYNCBENCH_NO_LIBURCU when syncbench was built"
+        } else {
+            "was not found by pkg-config"
+        };
         for imp in &liburcu {
             assert_eq!(imp["available"], false, "{imp}");
             let why = imp["unavailable"].as_str().unwrap();
-            assert!(why.contains("apt-get install -y liburcu-dev"), "{why}");
+            assert!(
+                why.contains("apt-get install -y liburcu-dev") && why.contains(cause),
+                "{why}"
+            );
         }
         assert!(
             text.contains("[unavailable: liburcu")
-                && text.contains("(apt-get install -y liburcu-dev)]"),
+                && text.contains("apt-get install -y liburcu-dev)]")
+                && text.contains(cause),
             "{text}"
         );
         let out = syncbench(&["refscale", "--impl", "liburcu-memb", "--iterations", "10"]);

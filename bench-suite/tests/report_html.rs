@@ -134,6 +134,7 @@ fn sample_results() -> Results {
             &mut Progress::new(1, "test"),
         )
         .expect("sweep runs"),
+        unavailable: Vec::new(),
         read_back: false,
     }
 }

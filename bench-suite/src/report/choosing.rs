@@ -239,16 +239,33 @@ fn screen(candidates: Vec<Candidate>, failed: &[FailedRun]) -> Screened {
 }
 
 /// `measured_by`, naming the contenders left out because a run of theirs
-/// failed its checks.
-fn with_left_out(measured_by: String, failed: &[String]) -> String {
-    if failed.is_empty() {
-        measured_by
-    } else {
-        format!(
-            "{measured_by}; left out for failing their checks: {}",
+/// failed its checks, and those this run could not measure.
+fn with_left_out(measured_by: String, failed: &[String], unavailable: &[&str]) -> String {
+    let mut out = measured_by;
+    if !failed.is_empty() {
+        out.push_str(&format!(
+            "; left out for failing their checks: {}",
             failed.join(", ")
-        )
+        ));
     }
+    if !unavailable.is_empty() {
+        out.push_str(&format!(
+            "; not measured, unavailable in the build that ran (see above): {}",
+            unavailable.join(", ")
+        ));
+    }
+    out
+}
+
+/// The contenders of `kind` among `names` that the run could not measure.
+fn unavailable<'a>(results: &'a Results, kind: &str, fits: impl Fn(&str) -> bool) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for u in &results.unavailable {
+        if u.kind == kind && fits(&u.name) && !out.contains(&u.name.as_str()) {
+            out.push(&u.name);
+        }
+    }
+    out
 }
 
 /// A read-side contender and the writer-side implementation that pairs with it.
@@ -378,6 +395,9 @@ pub fn table(results: &Results) -> Vec<Choice> {
         with_left_out(
             format!("refscale, {threads} reader thread(s), ns per read-side section"),
             &pointers.failed,
+            &unavailable(results, "refscale", |n| {
+                POINTER_READERS.iter().any(|(p, _)| *p == n)
+            }),
         ),
         "ns/read",
         rank(pointers.kept, true),
@@ -440,6 +460,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
              once (hazard-pointer schemes bound it)"
                 .into(),
             &bounded.failed,
+            &unavailable(results, "torture", |n| BOUNDED.contains(&n)),
         ),
         "objects",
         rank(bounded.kept, true),
@@ -474,6 +495,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         with_left_out(
             format!("refscale, {threads} reader thread(s), ns per read lock + unlock"),
             &read_locks.failed,
+            &unavailable(results, "refscale", |n| locks.contains(&n)),
         ),
         "ns/read",
         rank(read_locks.kept, true),
@@ -532,6 +554,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
                     mix.0, mix.1
                 ),
                 &writers.failed,
+                &unavailable(results, "locktorture", |_| true),
             ),
             "writes/s",
             rank(writers.kept, false),
@@ -590,6 +613,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
              turns; a tie unless every round puts the winner ahead"
                 .into(),
             &waiting.failed,
+            &unavailable(results, "rcuscale", |n| !FEATURE_SETTINGS.contains(&n)),
         ),
         "us",
         rank(waiting.kept, true),
@@ -641,6 +665,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
                  every reader thread must announce quiescent states)"
             ),
             &copies.failed,
+            &unavailable(results, "refscale", |n| small.contains(&n)),
         ),
         "ns/read",
         rank(copies.kept, true),
@@ -675,6 +700,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
              reclamation per second (handed over, not yet freed: see what it held back)"
                 .into(),
             &bulk.failed,
+            &unavailable(results, "torture", |_| true),
         ),
         "objects/s",
         rank(bulk.kept, false),
@@ -1168,6 +1194,54 @@ mod tests {
         assert_eq!(winner("writer that must wait"), "crossbeam-epoch");
         assert_eq!(winner("read-mostly lock"), "qrwlock-read");
         assert_eq!(winner("write-heavy lock"), "qrwlock");
+    }
+
+    #[test]
+    fn unavailable_contenders_are_named_where_they_would_compete() {
+        let mut r = sample();
+        r.refscale = vec![read("rcu-lite-memb", 2, 1.0), read("seqlock", 2, 0.5)];
+        r.rcuscale = vec![wait("rcu-lite", 1, 8.0)];
+        let why = "liburcu (liburcu-memb, liburcu-qsbr) was disabled by SYNCBENCH_NO_LIBURCU";
+        r.unavailable = [
+            ("refscale", "liburcu-memb"),
+            ("refscale", "liburcu-qsbr"),
+            ("rcuscale", "liburcu-memb"),
+        ]
+        .iter()
+        .map(|(kind, name)| crate::report::NotMeasured {
+            kind: (*kind).into(),
+            name: (*name).into(),
+            why: why.into(),
+        })
+        .collect();
+        let rows = table(&r);
+        let note = "; not measured, unavailable in the build that ran (see above): ";
+        assert!(
+            pointer_row(&rows)
+                .measured_by
+                .ends_with(&format!("{note}liburcu-memb, liburcu-qsbr")),
+            "{:?}",
+            pointer_row(&rows)
+        );
+        assert!(
+            waiter_row(&rows)
+                .measured_by
+                .ends_with(&format!("{note}liburcu-memb")),
+            "{:?}",
+            waiter_row(&rows)
+        );
+        let small = rows
+            .iter()
+            .find(|c| c.use_case.starts_with("small Copy"))
+            .unwrap();
+        assert!(!small.measured_by.contains(note), "{small:?}");
+        let intro = crate::report::document(&r).intro.join("\n");
+        assert!(
+            intro.contains(&format!(
+                "Not measured, unavailable in the build that ran: liburcu-memb, liburcu-qsbr: {why}."
+            )),
+            "{intro}"
+        );
     }
 
     #[test]

@@ -190,10 +190,49 @@ pub struct Results {
     pub quick_qs: Vec<rcuscale::Outcome>,
     /// Simulated targeted membarrier: per-CPU vs global mutex across CPU counts.
     pub membarrier_sweep: Vec<membarrier::SweepRow>,
+    /// Contenders the run could not measure, and why (a peer missing from
+    /// the build that ran). Runs from before it was recorded read as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<NotMeasured>,
     /// Read back from an earlier run's `results.json` ([`read_back`]), not
     /// measured by this build: the report says so. Not written to the JSON.
     #[serde(skip)]
     pub read_back: bool,
+}
+
+/// A contender that a report run could not measure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotMeasured {
+    /// The kind of measurement (`refscale`, `locktorture`, `rcuscale`,
+    /// `torture`), as the command is named.
+    pub kind: String,
+    /// The implementation.
+    pub name: String,
+    /// Why it could not run, and how to make it available.
+    pub why: String,
+}
+
+/// Every implementation of the report's kinds that cannot run here, and why.
+pub fn not_measured() -> Vec<NotMeasured> {
+    fn of<T: ?Sized, O: Default>(
+        kind: &str,
+        list: &[crate::registry::Implementation<T, O>],
+    ) -> Vec<NotMeasured> {
+        list.iter()
+            .filter_map(|i| {
+                i.availability().err().map(|why| NotMeasured {
+                    kind: kind.to_owned(),
+                    name: i.name.to_owned(),
+                    why: why.to_string(),
+                })
+            })
+            .collect()
+    }
+    let mut out = of("refscale", refscale::implementations());
+    out.extend(of("locktorture", locktorture::implementations()));
+    out.extend(of("rcuscale", rcuscale::implementations()));
+    out.extend(of("torture", torture::implementations()));
+    out
 }
 
 /// A torture or locktorture run that failed its checks.
@@ -515,6 +554,7 @@ pub fn measure(profile: Profile) -> Results {
         deferred_free: deferred_out,
         quick_qs: quick_qs_out,
         membarrier_sweep,
+        unavailable: not_measured(),
         read_back: false,
     }
 }
@@ -566,6 +606,25 @@ pub fn document(results: &Results) -> Document {
         ],
         sections: Vec::new(),
     };
+    if !results.unavailable.is_empty() {
+        let mut by_why: Vec<(&str, Vec<&str>)> = Vec::new();
+        for u in &results.unavailable {
+            match by_why.iter().position(|(why, _)| *why == u.why) {
+                Some(i) if by_why[i].1.contains(&u.name.as_str()) => {}
+                Some(i) => by_why[i].1.push(u.name.as_str()),
+                None => by_why.push((u.why.as_str(), vec![u.name.as_str()])),
+            }
+        }
+        let list: Vec<String> = by_why
+            .iter()
+            .map(|(why, names)| format!("{}: {why}", names.join(", ")))
+            .collect();
+        doc.intro.push(format!(
+            "Not measured, unavailable in the build that ran: {}. The tables and the *Choosing* \
+             rows compare the other contenders only.",
+            list.join("; ")
+        ));
+    }
     if results.read_back {
         doc.intro.push(
             "Written again by `syncbench report --from` from that run's `results.json`: the figures \
@@ -1296,6 +1355,7 @@ pub(crate) mod tests {
                 &mut Progress::new(1, "test"),
             )
             .unwrap(),
+            unavailable: Vec::new(),
             read_back: false,
         }
     }
@@ -1425,6 +1485,31 @@ pub(crate) mod tests {
             ]
         );
         assert!(results.any_failure());
+    }
+
+    /// What a report run records as not measured: the liburcu peers, with
+    /// the reason, exactly where the build has no liburcu (run it with
+    /// `SYNCBENCH_NO_LIBURCU=1` too).
+    #[test]
+    fn not_measured_names_the_liburcu_peers_of_a_build_without_them() {
+        let liburcu: Vec<(String, String)> = not_measured()
+            .into_iter()
+            .filter(|u| u.name.starts_with("liburcu-"))
+            .map(|u| {
+                assert_eq!(u.why, crate::liburcu::unavailable().to_string());
+                (u.kind, u.name)
+            })
+            .collect();
+        if crate::liburcu::LINKED {
+            assert!(liburcu.is_empty(), "{liburcu:?}");
+        } else {
+            let expected = [
+                ("refscale", "liburcu-memb"),
+                ("refscale", "liburcu-qsbr"),
+                ("rcuscale", "liburcu-memb"),
+            ];
+            assert_eq!(liburcu, expected.map(|(k, n)| (k.to_owned(), n.to_owned())));
+        }
     }
 
     #[test]
