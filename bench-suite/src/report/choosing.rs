@@ -640,7 +640,12 @@ pub fn table(results: &Results) -> Vec<Choice> {
         },
     ));
 
-    // 6. Small Copy data: reading one word.
+    // 6. Small Copy data: reading one word, through something that replaces
+    //    the value safely. Left out: the qsbr flavors (every reader thread
+    //    must announce quiescent states), liburcu (C, through FFI), and the
+    //    reclamation schemes whose users free a replaced value through an
+    //    unsafe call (crossbeam-epoch's `defer_destroy`, haphazard's
+    //    `retire`, seize's `retire`).
     let small = [
         "seqlock",
         "arc-swap",
@@ -661,8 +666,11 @@ pub fn table(results: &Results) -> Vec<Choice> {
         "small Copy data (one word)",
         with_left_out(
             format!(
-                "refscale, {threads} reader thread(s), ns per read of a u64 (qsbr flavors left out: \
-                 every reader thread must announce quiescent states)"
+                "refscale, {threads} reader thread(s), ns per read of a u64; not contenders: \
+                 rcu-lite-qsbr and liburcu-qsbr (every reader thread must announce quiescent \
+                 states), liburcu-memb (a C library, reached through FFI), crossbeam-epoch, \
+                 haphazard and seize (replacing a value frees the old one through an unsafe \
+                 call)"
             ),
             &copies.failed,
             &unavailable(results, "refscale", |n| small.contains(&n)),
@@ -1242,6 +1250,25 @@ mod tests {
             )),
             "{intro}"
         );
+    }
+
+    #[test]
+    fn the_small_copy_row_says_what_it_leaves_out_and_why() {
+        let mut r = sample();
+        r.refscale = vec![read("seqlock", 2, 0.5), read("rcu-lite-memb", 2, 1.0)];
+        let rows = table(&r);
+        let small = rows
+            .iter()
+            .find(|c| c.use_case.starts_with("small Copy"))
+            .unwrap();
+        for left_out in [
+            "rcu-lite-qsbr and liburcu-qsbr (every reader thread must announce quiescent states)",
+            "liburcu-memb (a C library, reached through FFI)",
+            "crossbeam-epoch, haphazard and seize (replacing a value frees the old one through \
+             an unsafe call)",
+        ] {
+            assert!(small.measured_by.contains(left_out), "{small:?}");
+        }
     }
 
     #[test]
