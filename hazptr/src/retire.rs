@@ -269,31 +269,20 @@ pub(crate) fn reclaim_at_exit(shared: &Shared) {
     // of the two sees the other).
     shared.exit_passes.fetch_add(1, SeqCst);
     if !shared.dropped.load(SeqCst) {
-        EXIT_PASS_OF.set(shared.id);
         run_exit_pass(shared);
-        EXIT_PASS_OF.set(0);
     }
     // Release pairs with the Acquire load in `wait_for_exit_passes`: the
     // pass's frees happen before the drop goes on.
     shared.exit_passes.fetch_sub(1, Release);
 }
 
-std::thread_local! {
-    /// The id of the domain whose exit pass this thread runs, or 0. Without
-    /// a destructor, so it stays usable during thread-local teardown.
-    static EXIT_PASS_OF: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
 /// For `Domain::drop`, after setting `dropped`: waits until no exit pass
-/// runs (one that starts now sees `dropped` and does nothing), except the
-/// calling thread's own: a deleter of its pass may drop the domain (the last
-/// `Arc<Domain>` retired into it), and would otherwise wait for itself.
+/// runs (one that starts now sees `dropped` and does nothing).
 pub(crate) fn wait_for_exit_passes(shared: &Shared) {
-    let own = usize::from(EXIT_PASS_OF.get() == shared.id);
     let mut backoff = crate::sync::Backoff::new();
     // SeqCst: see `reclaim_at_exit`; it also acquires, pairing with the
     // passes' Release decrements.
-    while shared.exit_passes.load(std::sync::atomic::Ordering::SeqCst) > own {
+    while shared.exit_passes.load(std::sync::atomic::Ordering::SeqCst) != 0 {
         backoff.snooze();
     }
 }

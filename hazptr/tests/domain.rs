@@ -828,31 +828,3 @@ fn dropping_a_domain_waits_for_an_exit_pass_in_progress() {
         "a deleter ran after the domain's drop returned"
     );
 }
-
-/// The last `Arc<Domain>` retired into that very domain, freed by a thread's
-/// exit pass: the domain's drop runs inside the pass and must not wait for
-/// that pass (itself).
-#[test]
-fn a_domain_dropped_by_its_own_exit_pass() {
-    test_support::within_a_deadline(
-        "a_domain_dropped_by_its_own_exit_pass (the drop waited for its own pass)",
-        Duration::from_secs(20),
-        || {
-            let domain = Arc::new(Domain::builder().retire_threshold(1).build());
-            let watch = Arc::downgrade(&domain);
-            std::thread::spawn(move || {
-                let handle = Box::into_raw(Box::new(Arc::clone(&domain)));
-                // SAFETY: never published; retired once; a `Box` of an
-                // `Arc<Domain>`, which is `Send`. From here the retired
-                // object holds the last handle.
-                unsafe { domain.retire_box(handle) };
-            })
-            .join()
-            .unwrap();
-            assert!(
-                watch.upgrade().is_none(),
-                "the thread's exit pass did not drop the domain"
-            );
-        },
-    );
-}
