@@ -95,11 +95,6 @@ pub(crate) struct Shared {
     pub(crate) last_reclaim_ms: AtomicU32,
     /// Set when the owning [`Domain`] handle is dropped.
     pub(crate) dropped: AtomicBool,
-    /// Passes run at a thread's exit (`retire::reclaim_at_exit`) now in
-    /// progress: they hold no `&Domain`, so the domain's drop waits for them
-    /// (their deleters may use what lives only as long as the domain). A
-    /// plain `std` atomic: loom models run no exit pass.
-    pub(crate) exit_passes: std::sync::atomic::AtomicUsize,
 }
 
 /// `T` on its own cache line(s).
@@ -136,7 +131,6 @@ impl Shared {
             retired_count: AtomicUsize::new(0),
             last_reclaim_ms: AtomicU32::new(retire::now_ms()),
             dropped: AtomicBool::new(false),
-            exit_passes: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -536,13 +530,7 @@ impl Drop for Domain {
             return;
         }
         crate::refuse_between_hooks("dropping a Domain");
-        // SeqCst, with the SeqCst load of `exit_passes` in
-        // `wait_for_exit_passes`: against the exit pass's SeqCst increment
-        // and load of `dropped`, at least one side sees the other's store.
-        self.shared
-            .dropped
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        retire::wait_for_exit_passes(&self.shared);
+        self.shared.dropped.store(true, Ordering::Relaxed);
         crate::scan::stop_scanner(&self.shared);
         // No guard of this domain can exist (guards borrow it), so every
         // retired object can go, including those in other threads' batches:

@@ -34,10 +34,9 @@
 //! - [`after_fork_child`], in the child, for every domain: empties and frees
 //!   every block and backup slot that the forking thread does not hold (its
 //!   own guards keep protecting), forgets every queued or pending waiter (all
-//!   of them belong to vanished threads: the forking thread was in the hooks),
-//!   the scanner thread, which the next shared `synchronize` starts anew,
-//!   and the passes exiting threads were running (which the domain's drop
-//!   would wait for). Then it gives the locks back.
+//!   of them belong to vanished threads: the forking thread was in the hooks)
+//!   and the scanner thread, which the next shared `synchronize` starts
+//!   anew. Then it gives the locks back.
 //!
 //! Retired objects the vanished threads had not yet handed to their domain
 //! (at most 64 per thread) are never freed in the child, nor are objects a
@@ -195,12 +194,6 @@ pub fn after_fork_child() {
         let shared = &*domain.shared;
         shared.free_foreign_slots_after_fork(&own_slots(shared));
         reset_after_fork(shared, &mut domain.thread);
-        // A thread that was in its exit pass did not come along (what its
-        // pass had taken off the list is lost to the child); the domain's
-        // drop must not wait for it. Relaxed: the child's only thread.
-        shared
-            .exit_passes
-            .store(0, std::sync::atomic::Ordering::Relaxed);
     }
     drop(held);
 }

@@ -250,44 +250,13 @@ pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
 /// process would abort): a deleter's panic is reported on standard error,
 /// after the pass has freed the rest. Not under loom, whose models keep
 /// their passes where they put them; not between the fork hooks (they hold
-/// the list's lock); not for a dropped domain (its drop frees everything).
-///
-/// The thread holds no `&Domain`, so the domain may be dropping meanwhile:
-/// the pass counts itself in `exit_passes` and runs only if `dropped` is
-/// not yet set, and the drop sets `dropped`, then waits for the count to
-/// reach 0 before freeing everything ([`wait_for_exit_passes`]). So no
-/// deleter runs after the domain's drop has returned.
+/// the list's lock); not for a dropped domain (its drop freed everything).
 #[cold]
 #[inline(never)]
 pub(crate) fn reclaim_at_exit(shared: &Shared) {
-    use std::sync::atomic::Ordering::{Release, SeqCst};
-    if cfg!(loom) || crate::between_fork_hooks() {
+    if cfg!(loom) || crate::between_fork_hooks() || shared.dropped.load(Ordering::Relaxed) {
         return;
     }
-    // SeqCst increment, then SeqCst load of `dropped`: pairs with the drop's
-    // SeqCst store of `dropped` and load of the count (store buffering: one
-    // of the two sees the other).
-    shared.exit_passes.fetch_add(1, SeqCst);
-    if !shared.dropped.load(SeqCst) {
-        run_exit_pass(shared);
-    }
-    // Release pairs with the Acquire load in `wait_for_exit_passes`: the
-    // pass's frees happen before the drop goes on.
-    shared.exit_passes.fetch_sub(1, Release);
-}
-
-/// For `Domain::drop`, after setting `dropped`: waits until no exit pass
-/// runs (one that starts now sees `dropped` and does nothing).
-pub(crate) fn wait_for_exit_passes(shared: &Shared) {
-    let mut backoff = crate::sync::Backoff::new();
-    // SeqCst: see `reclaim_at_exit`; it also acquires, pairing with the
-    // passes' Release decrements.
-    while shared.exit_passes.load(std::sync::atomic::Ordering::SeqCst) != 0 {
-        backoff.snooze();
-    }
-}
-
-fn run_exit_pass(shared: &Shared) {
     let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| maybe_reclaim(shared)));
     if let Err(payload) = pass {
         use std::io::Write as _;
