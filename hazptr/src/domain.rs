@@ -721,7 +721,6 @@ impl Drop for Registrations {
         for r in self.list.get_mut().drain(..) {
             // SAFETY: this thread owns `r.block` and is exiting.
             unsafe { r.shared.give_back_block(r.block) };
-            retire::reclaim_at_exit(&r.shared);
         }
     }
 }

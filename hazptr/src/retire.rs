@@ -9,9 +9,8 @@
 //! retired list (one mutex acquisition) when it reaches [`LOCAL_BATCH`]
 //! objects, or when a time check (every [`TIME_CHECK_EVERY`] retires) finds
 //! the last reclamation pass [`RECLAIM_PERIOD_MS`] ago, and when the thread
-//! exits. After a hand-over (at thread exit too), a pass runs if the domain
-//! holds at least its threshold of objects (default 1000) or the period has
-//! passed.
+//! exits. After a hand-over, a pass runs if the domain holds at least its
+//! threshold of objects (default 1000) or the period has passed.
 //!
 //! # A pass
 //!
@@ -238,39 +237,6 @@ pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
     // the two would reset the count and then see these objects counted again.
     shared.retired_count.fetch_add(moved, Ordering::Relaxed);
     drop(list);
-}
-
-/// At thread exit, once the thread's batch is on the domain's list: the pass
-/// a hand-over would run ([`maybe_reclaim`]). Threads that each retire fewer
-/// than [`TIME_CHECK_EVERY`] objects never reach a clock check, so without it
-/// a stream of short-lived threads would pile their objects up until some
-/// thread retired [`LOCAL_BATCH`] or called `reclaim()`.
-///
-/// It runs in a thread-local destructor, which a panic may not leave (the
-/// process would abort): a deleter's panic is reported on standard error,
-/// after the pass has freed the rest. Not under loom, whose models keep
-/// their passes where they put them; not between the fork hooks (they hold
-/// the list's lock); not for a dropped domain (its drop freed everything).
-#[cold]
-#[inline(never)]
-pub(crate) fn reclaim_at_exit(shared: &Shared) {
-    if cfg!(loom) || crate::between_fork_hooks() || shared.dropped.load(Ordering::Relaxed) {
-        return;
-    }
-    let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| maybe_reclaim(shared)));
-    if let Err(payload) = pass {
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "hazptr: a deleter panicked in the reclamation pass run at a thread's exit; \
-             the pass freed the other objects"
-        );
-        // Its payload's drop may panic in turn: leak that one.
-        if let Err(inner) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload)))
-        {
-            std::mem::forget(inner);
-        }
-    }
 }
 
 fn maybe_reclaim(shared: &Shared) {

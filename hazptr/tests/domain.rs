@@ -290,36 +290,6 @@ fn retire_reclaims_by_count_without_explicit_reclaim() {
     assert!(drops >= retired * 9 / 10, "{drops} of {retired}");
 }
 
-/// Short-lived threads that each retire a few objects (too few for a clock
-/// check) and exit: the exit's hand-over runs a pass too, so the list stays
-/// under the threshold instead of holding every object until someone calls
-/// `reclaim()`.
-#[test]
-fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
-    const THRESHOLD: usize = 100;
-    let domain = Domain::builder().retire_threshold(THRESHOLD).build();
-    let drops = Arc::new(AtomicUsize::new(0));
-    let threads: u64 = if cfg!(miri) { 60 } else { 500 };
-    for t in 0..threads {
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                for i in 0..3 {
-                    // SAFETY: never published; retired once.
-                    unsafe { domain.retire_box(tracked(&drops, t * 3 + i)) };
-                }
-            })
-            // A join waits for the thread's thread-local destructors, where
-            // the exit pass runs; the scope's end alone does not.
-            .join()
-            .unwrap();
-        });
-    }
-    let retired = threads as usize * 3;
-    let (left, freed) = (domain.retired_len(), drops.load(SeqCst));
-    assert!(left < THRESHOLD, "{left} of {retired} still on the list");
-    assert_eq!(freed + left, retired);
-}
-
 #[test]
 fn dropping_a_domain_frees_everything_retired_to_it() {
     let drops = Arc::new(AtomicUsize::new(0));
@@ -763,33 +733,4 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
     panics += catch_unwind(AssertUnwindSafe(|| drop(domain))).map_or_else(panicked, |()| 0);
     assert_eq!(panics, 1);
     assert_eq!(drops.load(SeqCst), 10);
-}
-
-/// The pass a thread's exit runs may meet a deleter that panics. That panic
-/// may not leave the thread-local destructor (the process would abort): it is
-/// reported, and the pass frees the other objects.
-#[test]
-fn a_panicking_deleter_in_a_threads_exit_pass_frees_the_rest() {
-    let domain = Domain::builder().retire_threshold(1).build();
-    let drops = Arc::new(AtomicUsize::new(0));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for i in 0..3 {
-                let bomb = Box::into_raw(Box::new(Bomb {
-                    _counted: Tracked {
-                        drops: Arc::clone(&drops),
-                        value: i,
-                    },
-                    explode: i == 1,
-                }));
-                // SAFETY: never published; retired once; Box-allocated. The
-                // three stay in the thread's batch until its exit.
-                unsafe { domain.retire_box(bomb) };
-            }
-        })
-        .join()
-        .expect("the exit pass's panic left the thread");
-    });
-    assert_eq!(drops.load(SeqCst), 3);
-    assert_eq!(domain.retired_len(), 0);
 }
