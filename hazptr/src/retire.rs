@@ -7,10 +7,13 @@
 //! [`Domain::retire`] pushes onto the calling thread's batch in its slot
 //! block: no atomic operation, no lock. The batch is handed to the domain's
 //! retired list (one mutex acquisition) when it reaches [`LOCAL_BATCH`]
-//! objects, or when a time check (every [`TIME_CHECK_EVERY`] retires) finds
-//! the last reclamation pass [`RECLAIM_PERIOD_MS`] ago, and when the thread
-//! exits. After a hand-over, a pass runs if the domain holds at least its
-//! threshold of objects (default 1000) or the period has passed.
+//! objects, or when a time check (every [`TIME_CHECK_EVERY`] retires into the
+//! block, counted across the threads that own it in turn) finds the last
+//! reclamation pass [`RECLAIM_PERIOD_MS`] ago, and when the thread exits.
+//! After a hand-over, a pass runs if the domain holds at least its threshold
+//! of objects (default 1000) or the period has passed. A thread's exit runs
+//! no pass (it holds no `&Domain`: the domain could be dropping meanwhile);
+//! the block's next owner, whose retires continue the count, does.
 //!
 //! # A pass
 //!
@@ -185,7 +188,7 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
         batch.push(retired);
         batch.len()
     });
-    let since = b.retired.since_check.get() + 1;
+    let since = b.retired.since_check.get().wrapping_add(1);
     b.retired.since_check.set(since);
     if len >= LOCAL_BATCH || (since % TIME_CHECK_EVERY == 0 && period_passed(shared)) {
         hand_over(shared, b);
@@ -223,7 +226,6 @@ fn retire_shared(shared: &Shared, retired: Retired) {
 /// Moves `block`'s batch to the domain's list. Called by the block's owner
 /// (batch boundary, `reclaim`, thread exit).
 pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
-    block.retired.since_check.set(0);
     let mut list = shared.retired.lock().expect("not poisoned");
     let moved = block.retired.batch.with_mut(|batch| {
         // SAFETY: the owner calls this, holding the retired-list mutex that

@@ -124,8 +124,12 @@ pub(crate) struct SlotBlock {
 #[repr(C, align(64))]
 pub(crate) struct OwnerLine {
     pub(crate) batch: UnsafeCell<Vec<Retired>>,
-    /// Retires since the batch was last handed over (a cheap clock for the
-    /// time-based check, which reads the real clock only every few retires).
+    /// Retires into this block so far, by all its owners in turn (a cheap
+    /// clock for the time-based check, which reads the real clock every few
+    /// retires). Not reset when a thread exits and the next one takes the
+    /// block over: short-lived threads that each retire fewer objects than
+    /// the check's period still reach a check together, which hands their
+    /// objects to a pass.
     pub(crate) since_check: Cell<u32>,
 }
 

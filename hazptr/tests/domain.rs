@@ -734,3 +734,35 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
     assert_eq!(panics, 1);
     assert_eq!(drops.load(SeqCst), 10);
 }
+
+/// Short-lived threads that each retire a few objects (fewer than the time
+/// check's period) and exit, one after another: the count of retires into
+/// their block carries over from one owner to the next, so their clock checks
+/// still come due and hand the objects to a pass, instead of leaving every
+/// one on the list until someone calls `reclaim()`. Each thread sleeps 1 ms,
+/// so that every check finds the 2 ms period over.
+#[test]
+fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
+    let domain = Domain::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let threads: u64 = if cfg!(miri) { 24 } else { 200 };
+    for t in 0..threads {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(1));
+                for i in 0..3 {
+                    // SAFETY: never published; retired once.
+                    unsafe { domain.retire_box(tracked(&drops, t * 3 + i)) };
+                }
+            })
+            // Joined: its exit hands its batch over before the next starts.
+            .join()
+            .unwrap();
+        });
+    }
+    let retired = threads as usize * 3;
+    let (left, freed) = (domain.retired_len(), drops.load(SeqCst));
+    // A pass at least every 8 retires: what came after the last one is left.
+    assert!(left < 16, "{left} of {retired} still on the list");
+    assert_eq!(freed + left, retired);
+}
