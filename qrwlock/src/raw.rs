@@ -546,10 +546,10 @@ mod tests {
         assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
     }
 
-    /// A reader that waits behind a writer for long sleeps with the head's
-    /// sleeper bit set, and the write unlock clears it and wakes it.
-    #[test]
-    fn queue_head_sleeps_and_write_unlock_wakes_it() {
+    /// A write-locked lock, and a reader thread at the front of its queue,
+    /// asleep on the word (the head's sleeper bit set); the reader unlocks
+    /// and ends once it gets in.
+    fn reader_asleep_behind_a_writer() -> (Arc<RawQRwLock>, std::thread::JoinHandle<()>) {
         let lock = Arc::new(RawQRwLock::new());
         lock.write_lock();
         let reader = {
@@ -561,7 +561,15 @@ mod tests {
             })
         };
         until(&lock, |c| c & HEAD_SLEEPING != 0);
-        // SAFETY: write-locked above.
+        (lock, reader)
+    }
+
+    /// A reader that waits behind a writer for long sleeps with the head's
+    /// sleeper bit set, and the write unlock clears it and wakes it.
+    #[test]
+    fn queue_head_sleeps_and_write_unlock_wakes_it() {
+        let (lock, reader) = reader_asleep_behind_a_writer();
+        // SAFETY: write-locked by the helper.
         unsafe { lock.write_unlock() };
         reader.join().unwrap();
         assert_eq!(
@@ -581,19 +589,8 @@ mod tests {
             "downgrade_wakes_a_sleeping_reader_head (a reader asleep at the front, never woken)",
             Duration::from_secs(10),
             || {
-                let lock = Arc::new(RawQRwLock::new());
-                lock.write_lock();
-                let reader = {
-                    let lock = lock.clone();
-                    std::thread::spawn(move || {
-                        lock.read_lock();
-                        // SAFETY: taken just above.
-                        unsafe { lock.read_unlock() };
-                    })
-                };
-                // The reader is at the front (counted in), asleep on the word.
-                until(&lock, |c| c & HEAD_SLEEPING != 0);
-                // SAFETY: write-locked above.
+                let (lock, reader) = reader_asleep_behind_a_writer();
+                // SAFETY: write-locked by the helper.
                 unsafe { lock.downgrade() };
                 reader.join().unwrap();
                 assert_eq!(
