@@ -6,15 +6,35 @@
 //! A: x = 1; fence_a(); r1 = y        B: y = 1; fence_b(); r2 = x
 //! ```
 //!
-//! started together by a two-party spin barrier, and count the rounds that end
-//! with `r1 == 0 && r2 == 0`: the outcome a correct fence pair forbids.
+//! and count the rounds that end with `r1 == 0 && r2 == 0`: the outcome a
+//! correct fence pair forbids, and one that x86-64's store buffers allow
+//! without fences. A round shows it only when each side's load runs while the
+//! other side's store still waits to leave its store buffer. Four things put
+//! rounds in that window:
 //!
-//! The barrier alone releases the two threads some hundred nanoseconds apart
-//! (one sees the other's store a cache-line transfer late), longer than a
-//! store waits in the store buffer: on an idle 2-vCPU guest the unfenced
-//! harness then saw no reordering in 20,000 rounds. On x86-64 each round
-//! therefore also starts both sides at one agreed time-stamp-counter value,
-//! set before the barrier, so their stores and loads overlap.
+//! - **A store ahead that misses.** Just before its litmus store each side
+//!   stores to a line it flushed from every cache (CLFLUSH) before the round.
+//!   Stores leave the buffer in order, so the litmus store waits there for a
+//!   memory access, a window of some hundred nanoseconds.
+//! - **Where the litmus lines are.** `x` and `y` sit on lines of their own,
+//!   and each round ends with A writing `y` and B writing `x`: each side's
+//!   load hits a line its CPU holds, while its store must take its line from
+//!   the other CPU.
+//! - **One start time.** A two-party spin barrier alone releases the threads
+//!   some hundred nanoseconds apart. On x86-64 each round also starts both
+//!   sides at a time-stamp-counter value agreed before the barrier.
+//! - **A sweep of start offsets.** The two CPUs' counters need not agree, and
+//!   a skew wider than the window puts every round outside it while each
+//!   side still starts "on time" by its own counter. Every other round
+//!   therefore starts B up to ±2,048 cycles from A, stepping across that
+//!   range.
+//!
+//! Unfenced, on a 2-vCPU AMD guest (2026-12-01), 20,000 rounds saw: 12-425
+//! reorderings with only the agreed start (the layout before this one; 0 of
+//! 200,000 on the CI machine); 19,739-19,880 with the missing store ahead
+//! added; 2,290-3,012 with the sweep on every round, which is what a skew
+//! leaves. Where there is no time-stamp counter (other architectures, miri)
+//! rounds start at the barrier's release, without the store ahead.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
@@ -46,27 +66,33 @@ impl SpinBarrier {
     }
 }
 
+/// A value on a cache line of its own (128 bytes: adjacent-line prefetchers
+/// fetch lines in pairs).
+#[repr(align(128))]
+struct Line<T>(T);
+
 struct Shared {
-    x: AtomicU32,
-    y: AtomicU32,
-    r1: AtomicU32,
-    r2: AtomicU32,
-    /// The time-stamp-counter value at which both sides start this round.
-    start_at: AtomicU64,
-    /// How many cycles late B started this round.
-    b_late: AtomicU64,
-    barrier: SpinBarrier,
+    /// A's litmus variable; B writes it at the end of each round.
+    x: Line<AtomicU32>,
+    /// B's litmus variable; A writes it at the end of each round.
+    y: Line<AtomicU32>,
+    /// The line A stores to just before `x`, flushed before each round.
+    ahead_of_x: Line<AtomicU32>,
+    /// The line B stores to just before `y`, flushed before each round.
+    ahead_of_y: Line<AtomicU32>,
+    /// What B's load read, and how many cycles late B started.
+    b_result: Line<(AtomicU32, AtomicU64)>,
+    /// The counter value at which B starts this round.
+    b_start: Line<AtomicU64>,
+    barrier: Line<SpinBarrier>,
 }
 
-/// Cycles between setting a round's start and the start: room for the
-/// barrier's release to reach the other thread (about 5 us at 4 GHz).
-const START_LEAD: u64 = 20_000;
+/// Whether rounds start at an agreed time-stamp-counter value and store ahead
+/// to a flushed line (x86-64, not under miri, which has neither RDTSC nor
+/// CLFLUSH); elsewhere they start at the barrier's release.
+const X86: bool = cfg!(all(target_arch = "x86_64", not(miri)));
 
-/// Whether rounds start at an agreed time-stamp-counter value (x86-64, not
-/// under miri, which has no RDTSC); elsewhere at the barrier's release.
-const TSC_START: bool = cfg!(all(target_arch = "x86_64", not(miri)));
-
-/// The time-stamp counter where [`TSC_START`], else 0.
+/// The time-stamp counter where [`X86`], else 0.
 fn now_tsc() -> u64 {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
@@ -79,10 +105,49 @@ fn now_tsc() -> u64 {
     }
 }
 
-/// When the next round starts: [`START_LEAD`] cycles from now, or at once
-/// where there is no counter to agree on.
-fn next_start() -> u64 {
-    if TSC_START { now_tsc() + START_LEAD } else { 0 }
+/// Evicts `line` from every cache where [`X86`], so that the next store to
+/// it waits on memory; elsewhere does nothing.
+fn flush(line: &Line<AtomicU32>) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: CLFLUSH (SSE2, part of x86-64) takes any mapped address, and
+    // `line` is a live reference. It changes no value, only where it is cached.
+    unsafe {
+        std::arch::x86_64::_mm_clflush(std::ptr::from_ref(line).cast());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = line;
+}
+
+/// Cycles between setting a round's start and the start: room for the
+/// barrier's release to reach the other thread (about 5 us at 4 GHz).
+const START_LEAD: u64 = 20_000;
+
+/// Cycles between neighbouring start offsets of the sweep.
+const SWEEP_STEP: u64 = 16;
+
+/// Offsets each side of zero in the sweep: ±2,048 cycles in all.
+const SWEEP_STEPS: u64 = 128;
+
+/// When round `round` starts on each side, as (A's start, B's start):
+/// [`START_LEAD`] cycles from now, together on even rounds; on odd rounds with
+/// B's start swept across ±[`SWEEP_STEPS`] × [`SWEEP_STEP`] cycles of A's.
+/// Where there is no counter, both start at once.
+fn next_start(round: usize) -> (u64, u64) {
+    if !X86 {
+        return (0, 0);
+    }
+    let base = now_tsc() + START_LEAD;
+    if round.is_multiple_of(2) {
+        return (base, base);
+    }
+    // 37 is odd, so successive odd rounds visit all 2 × SWEEP_STEPS offsets,
+    // far apart, before any repeats.
+    let k = (round as u64 / 2).wrapping_mul(37) % (2 * SWEEP_STEPS);
+    if k >= SWEEP_STEPS {
+        (base, base + (k - SWEEP_STEPS) * SWEEP_STEP)
+    } else {
+        (base + (SWEEP_STEPS - k) * SWEEP_STEP, base)
+    }
 }
 
 /// Spins until the time-stamp counter reaches `at`; returns how many cycles
@@ -98,8 +163,9 @@ fn start_at(at: u64) -> u64 {
 }
 
 /// A round counts as overlapped when both sides started within this many
-/// cycles of the agreed value (about 0.5 us at 4 GHz): their stores and
-/// loads then ran at once, as the litmus needs.
+/// cycles of their own start times (about 0.5 us at 4 GHz): neither was
+/// descheduled. That alone does not put a round in the reordering window
+/// (see the sweep above).
 const OVERLAP_CYCLES: u64 = 2_000;
 
 /// What a run of rounds saw.
@@ -107,9 +173,9 @@ const OVERLAP_CYCLES: u64 = 2_000;
 pub struct Litmus {
     /// Rounds that ended with both loads 0.
     pub forbidden: usize,
-    /// Rounds in which both sides started together (all of them where there
-    /// is no time-stamp counter to tell): on a loaded machine one side is
-    /// often descheduled, and such a round cannot show reordering.
+    /// Rounds in which both sides started on time (all of them where there is
+    /// no time-stamp counter to tell): on a loaded machine one side is often
+    /// descheduled, and such a round cannot show reordering.
     pub overlapped: usize,
 }
 
@@ -121,55 +187,63 @@ pub const ROUNDS: usize = if cfg!(miri) { 200 } else { 20_000 };
 /// and how many overlapped.
 pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> Litmus {
     let shared = Arc::new(Shared {
-        x: AtomicU32::new(0),
-        y: AtomicU32::new(0),
-        r1: AtomicU32::new(0),
-        r2: AtomicU32::new(0),
-        start_at: AtomicU64::new(0),
-        b_late: AtomicU64::new(0),
-        barrier: SpinBarrier {
+        x: Line(AtomicU32::new(0)),
+        y: Line(AtomicU32::new(0)),
+        ahead_of_x: Line(AtomicU32::new(0)),
+        ahead_of_y: Line(AtomicU32::new(0)),
+        b_result: Line((AtomicU32::new(0), AtomicU64::new(0))),
+        b_start: Line(AtomicU64::new(0)),
+        barrier: Line(SpinBarrier {
             arrived: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
-        },
+        }),
     });
     let b = {
         let s = Arc::clone(&shared);
         std::thread::spawn(move || {
             for _ in 0..rounds {
-                s.barrier.wait();
+                flush(&s.ahead_of_y);
+                s.barrier.0.wait();
                 // Relaxed: the barrier's Acquire made A's store visible.
-                let late = start_at(s.start_at.load(Relaxed));
-                s.y.store(1, Relaxed);
+                let late = start_at(s.b_start.0.load(Relaxed));
+                s.ahead_of_y.0.store(1, Relaxed);
+                s.y.0.store(1, Relaxed);
                 fence_b();
-                s.r2.store(s.x.load(Relaxed), Relaxed);
-                // Relaxed: published to A by the barrier, as r2.
-                s.b_late.store(late, Relaxed);
-                s.barrier.wait();
-                s.barrier.wait();
+                let r2 = s.x.0.load(Relaxed);
+                // Relaxed: published to A by the barrier.
+                s.b_result.0.0.store(r2, Relaxed);
+                s.b_result.0.1.store(late, Relaxed);
+                s.barrier.0.wait();
+                // A's line, which A's next store must take back from here.
+                s.x.0.store(0, Relaxed);
+                s.barrier.0.wait();
             }
         })
     };
     let s = &shared;
     let mut seen = Litmus::default();
-    for _ in 0..rounds {
+    for round in 0..rounds {
+        flush(&s.ahead_of_x);
+        let (a_start, b_start) = next_start(round);
         // Relaxed: the barrier below publishes it to B.
-        s.start_at.store(next_start(), Relaxed);
-        s.barrier.wait();
-        let late = start_at(s.start_at.load(Relaxed));
-        s.x.store(1, Relaxed);
+        s.b_start.0.store(b_start, Relaxed);
+        s.barrier.0.wait();
+        let late = start_at(a_start);
+        s.ahead_of_x.0.store(1, Relaxed);
+        s.x.0.store(1, Relaxed);
         fence_a();
-        s.r1.store(s.y.load(Relaxed), Relaxed);
-        s.barrier.wait();
-        // The barrier's AcqRel/Acquire pair makes B's r2 visible here.
-        if s.r1.load(Relaxed) == 0 && s.r2.load(Relaxed) == 0 {
+        let r1 = s.y.0.load(Relaxed);
+        s.barrier.0.wait();
+        // The barrier's AcqRel/Acquire pair makes B's result visible here.
+        if r1 == 0 && s.b_result.0.0.load(Relaxed) == 0 {
             seen.forbidden += 1;
         }
-        if !TSC_START || late.max(s.b_late.load(Relaxed)) <= OVERLAP_CYCLES {
+        if !X86 || late.max(s.b_result.0.1.load(Relaxed)) <= OVERLAP_CYCLES {
             seen.overlapped += 1;
         }
-        s.x.store(0, Relaxed);
-        s.y.store(0, Relaxed);
-        s.barrier.wait();
+        // B's line, which B's next store must take back from here.
+        s.y.0.store(0, Relaxed);
+        s.barrier.0.wait();
     }
     b.join().unwrap();
     seen
