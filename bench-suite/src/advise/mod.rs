@@ -287,15 +287,15 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
         [best, next, ..] => (
             Some(best.name.clone()),
             format!(
-                "use {}: {:.2} Mops/s ({:.2} M reads/s, {:.3} M writes/s), {:.2}x the next best ({}, {:.2} Mops/s){} \
+                "use {}: {} ops/s ({} reads/s, {} writes/s), {:.2}x the next best ({}, {} ops/s){} \
                  for {} reads per write on {} threads with a {}-byte payload",
                 best.name,
-                best.ops_per_s / 1e6,
-                best.reads_per_s / 1e6,
-                best.writes_per_s / 1e6,
+                rate(best.ops_per_s),
+                rate(best.reads_per_s),
+                rate(best.writes_per_s),
                 best.ops_per_s / next.ops_per_s,
                 next.name,
-                next.ops_per_s / 1e6,
+                rate(next.ops_per_s),
                 if best.ops_per_s / next.ops_per_s < TIE_MARGIN {
                     format!(
                         ": a tie within the spread of repeated runs, so {} serves as well",
@@ -318,6 +318,24 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
     }
 }
 
+/// A rate to three significant figures with an SI prefix ("1.23 G",
+/// "456 M", "12.0 k", "0.500"): a 16 MiB payload's few hundred writes a
+/// second and a small Copy's billion reads print alike.
+fn rate(per_s: f64) -> String {
+    let (value, prefix) = match per_s.abs() {
+        x if x >= 1e9 => (per_s / 1e9, " G"),
+        x if x >= 1e6 => (per_s / 1e6, " M"),
+        x if x >= 1e3 => (per_s / 1e3, " k"),
+        _ => (per_s, ""),
+    };
+    let decimals = match value.abs() {
+        x if x >= 100.0 => 0,
+        x if x >= 10.0 => 1,
+        _ => 2,
+    };
+    format!("{value:.decimals$}{prefix}")
+}
+
 /// Writes the matrix and the recommendation as text.
 pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> {
     let w = advice.workload;
@@ -337,20 +355,20 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
         .map_or(1.0, |o| o.ops_per_s.max(1e-9));
     writeln!(
         out,
-        "{:<18} {:>10} {:>8} {:>12} {:>12} {:>7}",
-        "impl", "Mops/s", "vs best", "Mreads/s", "Mwrites/s", "errors"
+        "{:<18} {:>10} {:>8} {:>10} {:>10} {:>7}",
+        "impl", "ops/s", "vs best", "reads/s", "writes/s", "errors"
     )?;
     for o in &advice.outcomes {
         match &o.skipped {
             Some(why) => writeln!(out, "{:<18} skipped: {why}", o.name)?,
             None => writeln!(
                 out,
-                "{:<18} {:>10.3} {:>7.2}x {:>12.3} {:>12.4} {:>7}{}",
+                "{:<18} {:>10} {:>7.2}x {:>10} {:>10} {:>7}{}",
                 o.name,
-                o.ops_per_s / 1e6,
+                rate(o.ops_per_s),
                 o.ops_per_s / best,
-                o.reads_per_s / 1e6,
-                o.writes_per_s / 1e6,
+                rate(o.reads_per_s),
+                rate(o.writes_per_s),
                 o.errors,
                 if o.errors > 0 { " !!!" } else { "" }
             )?,
@@ -362,6 +380,17 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_keep_three_significant_figures_at_every_scale() {
+        assert_eq!(rate(1.234e9), "1.23 G");
+        assert_eq!(rate(420.4e6), "420 M");
+        assert_eq!(rate(18.64e6), "18.6 M");
+        assert_eq!(rate(2_800.0), "2.80 k");
+        assert_eq!(rate(312.0), "312");
+        assert_eq!(rate(0.5), "0.50");
+        assert_eq!(rate(0.0), "0.00");
+    }
 
     #[test]
     fn every_contender_runs_cleanly_and_advice_names_the_fastest() {
