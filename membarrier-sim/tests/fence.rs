@@ -117,23 +117,27 @@ fn without_fences_the_harness_sees_store_buffering() {
         return;
     }
     let mut total = common::Litmus::default();
+    let mut skews = Vec::new();
     for _ in 0..BATCHES {
         let seen = common::store_buffering(common::ROUNDS, none, none);
         total.forbidden += seen.forbidden;
         total.overlapped += seen.overlapped;
+        skews.push(seen.skew);
         if total.forbidden > 0 {
             eprintln!(
-                "unfenced: {} of {} rounds reordered ({} overlapped)",
+                "unfenced: {} of {} rounds reordered ({} overlapped, counter skew {} cycles)",
                 seen.forbidden,
                 common::ROUNDS,
-                seen.overlapped
+                seen.overlapped,
+                seen.skew
             );
             return;
         }
     }
     panic!(
-        "no round of {} showed store buffering without fences ({} of them overlapped): the \
-         harness cannot tell a working fence pair from a missing one",
+        "no round of {} showed store buffering without fences ({} of them overlapped; \
+         counter skews measured {skews:?} cycles): the harness cannot tell a working fence \
+         pair from a missing one",
         BATCHES * common::ROUNDS,
         total.overlapped
     );

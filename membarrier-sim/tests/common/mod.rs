@@ -23,18 +23,23 @@
 //! - **One start time.** A two-party spin barrier alone releases the threads
 //!   some hundred nanoseconds apart. On x86-64 each round also starts both
 //!   sides at a time-stamp-counter value agreed before the barrier.
-//! - **A sweep of start offsets.** The two CPUs' counters need not agree, and
-//!   a skew wider than the window puts every round outside it while each
-//!   side still starts "on time" by its own counter. Every other round
-//!   therefore starts B up to ±2,048 cycles from A, stepping across that
-//!   range.
+//! - **The counters' skew, measured, and a sweep around it.** The two CPUs'
+//!   counters need not agree, and a skew wider than the window puts every
+//!   round outside it while each side still starts "on time" by its own
+//!   counter. Before the rounds, the threads exchange counter readings
+//!   [`PINGS`] times; the exchange with the shortest round trip gives the
+//!   skew (B's reading less the midpoint of A's two), to within half that
+//!   trip, and B's start is corrected by it. Every other round also starts B
+//!   up to ±2,048 cycles from A, stepping across that range, for what the
+//!   estimate misses.
 //!
 //! Unfenced, on a 2-vCPU AMD guest (2026-12-01), 20,000 rounds saw: 12-425
 //! reorderings with only the agreed start (the layout before this one; 0 of
 //! 200,000 on the CI machine); 19,739-19,880 with the missing store ahead
 //! added; 2,290-3,012 with the sweep on every round, which is what a skew
-//! leaves. Where there is no time-stamp counter (other architectures, miri)
-//! rounds start at the barrier's release, without the store ahead.
+//! leaves; the measured skew was -28 to -2 cycles. Where there is no
+//! time-stamp counter (other architectures, miri) rounds start at the
+//! barrier's release, without the store ahead or the skew.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
@@ -84,6 +89,10 @@ struct Shared {
     b_result: Line<(AtomicU32, AtomicU64)>,
     /// The counter value at which B starts this round.
     b_start: Line<AtomicU64>,
+    /// The skew exchange: A's ping number, and B's reply (its counter, then
+    /// the ping number it answers).
+    ping: Line<AtomicU64>,
+    pong: Line<(AtomicU64, AtomicU64)>,
     barrier: Line<SpinBarrier>,
 }
 
@@ -128,25 +137,80 @@ const SWEEP_STEP: u64 = 16;
 /// Offsets each side of zero in the sweep: ±2,048 cycles in all.
 const SWEEP_STEPS: u64 = 128;
 
-/// When round `round` starts on each side, as (A's start, B's start):
-/// [`START_LEAD`] cycles from now, together on even rounds; on odd rounds with
-/// B's start swept across ±[`SWEEP_STEPS`] × [`SWEEP_STEP`] cycles of A's.
-/// Where there is no counter, both start at once.
-fn next_start(round: usize) -> (u64, u64) {
+/// When round `round` starts on each side, as (A's start by A's counter, B's
+/// start by B's): [`START_LEAD`] cycles from now, together on even rounds; on
+/// odd rounds with B's start swept across ±[`SWEEP_STEPS`] × [`SWEEP_STEP`]
+/// cycles of A's. `skew` is B's counter less A's. Where there is no counter,
+/// both start at once.
+fn next_start(round: usize, skew: i64) -> (u64, u64) {
     if !X86 {
         return (0, 0);
     }
     let base = now_tsc() + START_LEAD;
-    if round.is_multiple_of(2) {
-        return (base, base);
-    }
-    // 37 is odd, so successive odd rounds visit all 2 × SWEEP_STEPS offsets,
-    // far apart, before any repeats.
-    let k = (round as u64 / 2).wrapping_mul(37) % (2 * SWEEP_STEPS);
-    if k >= SWEEP_STEPS {
-        (base, base + (k - SWEEP_STEPS) * SWEEP_STEP)
+    let (a, b) = if round.is_multiple_of(2) {
+        (base, base)
     } else {
-        (base + (SWEEP_STEPS - k) * SWEEP_STEP, base)
+        // 37 is odd, so successive odd rounds visit all 2 × SWEEP_STEPS
+        // offsets, far apart, before any repeats.
+        let k = (round as u64 / 2).wrapping_mul(37) % (2 * SWEEP_STEPS);
+        if k >= SWEEP_STEPS {
+            (base, base + (k - SWEEP_STEPS) * SWEEP_STEP)
+        } else {
+            (base + (SWEEP_STEPS - k) * SWEEP_STEP, base)
+        }
+    };
+    (a, b.wrapping_add_signed(skew))
+}
+
+/// Counter exchanges that estimate the skew.
+const PINGS: u64 = 2_000;
+
+/// Spins until `ready` holds, yielding now and then (the two threads may
+/// share a CPU).
+fn spin_until(ready: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !ready() {
+        spins += 1;
+        if spins.is_multiple_of(128) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// A's side of the skew exchange: B's counter less A's, from the exchange
+/// with the shortest round trip. 0 where there is no counter.
+fn measure_skew(s: &Shared) -> i64 {
+    if !X86 {
+        return 0;
+    }
+    let (mut best_trip, mut skew) = (u64::MAX, 0);
+    for ping in 1..=PINGS {
+        let sent = now_tsc();
+        // Release/Acquire: pairs with B's loads and stores in `answer_pings`.
+        s.ping.0.store(ping, Release);
+        spin_until(|| s.pong.0.1.load(Acquire) == ping);
+        let back = now_tsc();
+        let theirs = s.pong.0.0.load(Relaxed);
+        if back - sent < best_trip {
+            best_trip = back - sent;
+            skew = theirs as i64 - (sent + (back - sent) / 2) as i64;
+        }
+    }
+    skew
+}
+
+/// B's side of the skew exchange.
+fn answer_pings(s: &Shared) {
+    if !X86 {
+        return;
+    }
+    for ping in 1..=PINGS {
+        spin_until(|| s.ping.0.load(Acquire) == ping);
+        s.pong.0.0.store(now_tsc(), Relaxed);
+        // Release: A reads the counter after its Acquire load of this.
+        s.pong.0.1.store(ping, Release);
     }
 }
 
@@ -177,6 +241,8 @@ pub struct Litmus {
     /// no time-stamp counter to tell): on a loaded machine one side is often
     /// descheduled, and such a round cannot show reordering.
     pub overlapped: usize,
+    /// The measured skew: B's counter less A's, in cycles.
+    pub skew: i64,
 }
 
 /// Rounds a litmus test runs: fewer under miri, whose weak-memory emulation
@@ -193,6 +259,8 @@ pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> Litmus {
         ahead_of_y: Line(AtomicU32::new(0)),
         b_result: Line((AtomicU32::new(0), AtomicU64::new(0))),
         b_start: Line(AtomicU64::new(0)),
+        ping: Line(AtomicU64::new(0)),
+        pong: Line((AtomicU64::new(0), AtomicU64::new(0))),
         barrier: Line(SpinBarrier {
             arrived: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
@@ -201,6 +269,7 @@ pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> Litmus {
     let b = {
         let s = Arc::clone(&shared);
         std::thread::spawn(move || {
+            answer_pings(&s);
             for _ in 0..rounds {
                 flush(&s.ahead_of_y);
                 s.barrier.0.wait();
@@ -221,10 +290,13 @@ pub fn store_buffering(rounds: usize, fence_a: fn(), fence_b: fn()) -> Litmus {
         })
     };
     let s = &shared;
-    let mut seen = Litmus::default();
+    let mut seen = Litmus {
+        skew: measure_skew(s),
+        ..Litmus::default()
+    };
     for round in 0..rounds {
         flush(&s.ahead_of_x);
-        let (a_start, b_start) = next_start(round);
+        let (a_start, b_start) = next_start(round, seen.skew);
         // Relaxed: the barrier below publishes it to B.
         s.b_start.0.store(b_start, Relaxed);
         s.barrier.0.wait();
