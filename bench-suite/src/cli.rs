@@ -115,6 +115,10 @@ pub struct LocktortureArgs {
     /// stall 100-300 ms. Each is counted; exclusion must still hold.
     #[arg(long)]
     pub faults: bool,
+    /// Seconds a thread may make no progress before the run counts a hang
+    /// and fails; at least 1 (injected stalls last up to 0.3 s).
+    #[arg(long, default_value_t = locktorture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
+    pub stall_limit_s: f64,
     /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail",
     /// "faults":{...},"failure"}.
     #[arg(long)]
@@ -198,6 +202,11 @@ pub struct TortureArgs {
     /// background thread. Locks, which free under the write lock, cannot run.
     #[arg(long)]
     pub deferred_only: bool,
+    /// Seconds a thread may make no progress before the run counts a hang
+    /// and fails; at least 1 (injected stalls last up to 0.3 s). Raise it for
+    /// long soaks on a loaded machine.
+    #[arg(long, default_value_t = torture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
+    pub stall_limit_s: f64,
     /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",
     /// "faults":{...},"failure",...}.
     #[arg(long)]
@@ -308,6 +317,17 @@ fn stat_interval_seconds(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// `--stall-limit-s`: [`positive_seconds`], and at least a second, well
+/// above the longest injected stall, so that a run with `--faults` does not
+/// call its own stalls hangs.
+fn stall_limit_seconds(text: &str) -> Result<f64, String> {
+    let v = positive_seconds(text)?;
+    if v < 1.0 {
+        return Err(format!("at least 1 second (got {text})"));
+    }
+    Ok(v)
+}
+
 fn positive_milliseconds(text: &str) -> Result<f64, String> {
     let v: f64 = text
         .parse()
@@ -401,7 +421,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 write_hold: locktorture::Config::WRITE_HOLD,
                 read_hold: locktorture::Config::READ_HOLD,
                 faults: args.faults,
-                stall_limit: locktorture::Config::STALL_LIMIT,
+                stall_limit: Duration::from_secs_f64(args.stall_limit_s),
             };
             let outcomes = if args.json {
                 locktorture::torture_all(&chosen, config, None)?
@@ -488,7 +508,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 slow_path: args.slow_path,
                 faults: args.faults,
                 deferred_only: args.deferred_only,
-                stall_limit: torture::Config::STALL_LIMIT,
+                stall_limit: Duration::from_secs_f64(args.stall_limit_s),
             };
             let schedule = if args.sequential {
                 torture::Schedule::Sequential

@@ -241,6 +241,11 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
             &["locktorture", "--stat-interval-s", "0.000001"],
             "at least 0.01 seconds",
         ),
+        (&["torture", "--stall-limit-s", "0.5"], "at least 1 second"),
+        (
+            &["locktorture", "--stall-limit-s", "0"],
+            "more than 0 seconds",
+        ),
     ];
     for (args, needle) in cases {
         let out = syncbench(args);

@@ -847,14 +847,23 @@ mod tests {
         // section checks within nanoseconds of reaching the object, so it
         // sees the second only when it is interrupted in between; held
         // sections see it. In 300 ms runs here, 5 us: 18-309 errors with
-        // held sections, 7-10 without.
+        // held sections, 7-10 without; pinned to one CPU, 20-25. Up to five
+        // runs, so that a machine that interleaves less still gets there.
         for after_us in [0, 5] {
-            let out = frees_too_early(after_us);
+            let mut errors = Vec::new();
+            for _ in 0..5 {
+                let out = frees_too_early(after_us);
+                assert!(out.failure.is_none(), "{out:?}");
+                errors.push(out.errors);
+                if out.errors > 0 {
+                    break;
+                }
+            }
             assert!(
-                out.errors > 0,
-                "freed {after_us} us after the unpublish: {out:?}"
+                errors.iter().any(|&e| e > 0),
+                "freed {after_us} us after the unpublish: no errors in {} runs",
+                errors.len()
             );
-            assert!(out.failure.is_none(), "{out:?}");
         }
     }
 
