@@ -113,8 +113,11 @@ impl ProgressWatch {
 
 /// Ends a run's threads once its stop flag is set: waits up to `limit` for
 /// them (some may be queued behind a stalled fault), reports through `fail`
-/// every one that panicked and, as one hang, those still running, and returns
-/// the handles of the latter (the caller must keep what they use alive).
+/// every one that panicked and then, as one hang, those still running, and
+/// returns the handles of the latter (the caller must keep what they use
+/// alive). Panics come first: a run keeps its first failure, and a thread's
+/// real panic says more than a slow wind-down, which a loaded machine can
+/// cause by itself.
 pub fn wind_down(
     threads: Vec<(String, JoinHandle<()>)>,
     limit: Duration,
@@ -124,25 +127,22 @@ pub fn wind_down(
     while Instant::now() < deadline && threads.iter().any(|(_, h)| !h.is_finished()) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let stuck: Vec<&str> = threads
-        .iter()
-        .filter(|(_, h)| !h.is_finished())
-        .map(|(label, _)| label.as_str())
-        .collect();
+    let mut stuck = Vec::new();
+    let mut unfinished = Vec::new();
+    for (label, handle) in threads {
+        if !handle.is_finished() {
+            stuck.push(label);
+            unfinished.push(handle);
+        } else if let Err(payload) = handle.join() {
+            fail(format!("{label} panicked: {}", describe(&*payload)));
+        }
+    }
     if !stuck.is_empty() {
         fail(format!(
             "hang: {} still running {:.1} s after the run stopped",
             stuck.join(", "),
             limit.as_secs_f64()
         ));
-    }
-    let mut unfinished = Vec::new();
-    for (label, handle) in threads {
-        if !handle.is_finished() {
-            unfinished.push(handle);
-        } else if let Err(payload) = handle.join() {
-            fail(format!("{label} panicked: {}", describe(&*payload)));
-        }
     }
     unfinished
 }
@@ -193,6 +193,37 @@ pub fn rss_kib() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wind_down_reports_a_panic_before_a_thread_still_running() {
+        let release = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let held = std::sync::Arc::clone(&release);
+        let panicky = std::thread::spawn(|| std::panic::panic_any("a real bug".to_owned()));
+        while !panicky.is_finished() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let threads = vec![
+            (
+                "stuck".to_owned(),
+                std::thread::spawn(move || {
+                    held.wait();
+                }),
+            ),
+            ("panicky".to_owned(), panicky),
+        ];
+        let mut failures = Vec::new();
+        let unfinished = wind_down(threads, Duration::from_millis(50), |why| failures.push(why));
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert_eq!(failures[0], "panicky panicked: a real bug");
+        assert!(
+            failures[1].starts_with("hang: stuck still running"),
+            "{failures:?}"
+        );
+        release.wait();
+        for handle in unfinished {
+            handle.join().unwrap();
+        }
+    }
 
     #[test]
     fn stalls_stay_in_range_and_vary() {
