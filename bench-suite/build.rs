@@ -38,6 +38,15 @@ fn liburcu() {
     println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu_disabled)");
     println!("cargo:rerun-if-env-changed=SYNCBENCH_NO_LIBURCU");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_LIBDIR");
+    // Run again when a .pc file appears in or leaves a directory pkg-config
+    // searches (liburcu installed after a first build, or removed): a
+    // directory's time changes when a file is added, while dpkg keeps the
+    // package's own file times. Only directories that exist: cargo reruns a
+    // script on every build for a path that does not.
+    for dir in pkg_config_dirs() {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
     for (_, shim) in FLAVORS {
         println!("cargo:rerun-if-changed={shim}");
     }
@@ -70,9 +79,9 @@ fn liburcu() {
     // default for such a variable is the general-dynamic TLS model (a call to
     // `__tls_get_addr` per access); a C program built as usual (PIE or not)
     // gets the initial-exec model. Ask for that, so liburcu's fast path is
-    // measured as its users run it.
+    // measured as its users run it. The optimization level is cargo's, as
+    // for the Rust contenders (3 in release and bench builds).
     build
-        .opt_level(2)
         .warnings(true)
         .flag_if_supported("-ftls-model=initial-exec");
     for library in &libraries {
@@ -92,4 +101,29 @@ fn liburcu() {
         }
     }
     println!("cargo:rustc-cfg=syncbench_liburcu");
+}
+
+/// The directories pkg-config searches for .pc files that exist:
+/// `PKG_CONFIG_PATH`'s, then `PKG_CONFIG_LIBDIR`'s or else pkg-config's own
+/// default path.
+fn pkg_config_dirs() -> Vec<std::path::PathBuf> {
+    let mut dirs = Vec::new();
+    let mut add = |list: &std::ffi::OsStr| {
+        dirs.extend(std::env::split_paths(list).filter(|dir| dir.is_dir()));
+    };
+    if let Some(list) = std::env::var_os("PKG_CONFIG_PATH") {
+        add(&list);
+    }
+    if let Some(list) = std::env::var_os("PKG_CONFIG_LIBDIR") {
+        add(&list);
+    } else if let Some(out) = std::process::Command::new("pkg-config")
+        .args(["--variable", "pc_path", "pkg-config"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        add(std::ffi::OsStr::new(text.trim()));
+    }
+    dirs
 }

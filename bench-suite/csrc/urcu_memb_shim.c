@@ -14,7 +14,16 @@
 #include <urcu/urcu-memb.h>
 #include <stdint.h>
 
-#define SINK(v) __asm__ volatile("" : : "r"(v) : "memory")
+/*
+ * Hides v from the optimizer the way Rust's std::hint::black_box does, which
+ * the Rust contenders use: it takes the value's address, so each section
+ * stores the value to the stack, as theirs do.
+ */
+#define SINK(v)                                                    \
+	do {                                                       \
+		uint64_t sink_ = (v);                              \
+		__asm__ volatile("" : : "r"(&sink_) : "memory");   \
+	} while (0)
 
 void syncbench_urcu_memb_register_thread(void) { urcu_memb_register_thread(); }
 

@@ -6,29 +6,44 @@
 #include <urcu/urcu-qsbr.h>
 #include <stdint.h>
 
-#define SINK(v) __asm__ volatile("" : : "r"(v) : "memory")
+/*
+ * Hides v from the optimizer the way Rust's std::hint::black_box does, which
+ * the Rust contenders use: it takes the value's address, so each section
+ * stores the value to the stack, as theirs do.
+ */
+#define SINK(v)                                                    \
+	do {                                                       \
+		uint64_t sink_ = (v);                              \
+		__asm__ volatile("" : : "r"(&sink_) : "memory");   \
+	} while (0)
 
-/* Registers the calling thread; it starts online. */
-void syncbench_urcu_qsbr_register_thread(void) { urcu_qsbr_register_thread(); }
+/*
+ * Registers the calling thread, and takes it offline: an idle registered
+ * thread must not hold up grace periods. The read loop below is online.
+ */
+void syncbench_urcu_qsbr_register_thread(void)
+{
+	urcu_qsbr_register_thread();
+	urcu_qsbr_thread_offline();
+}
 
 void syncbench_urcu_qsbr_unregister_thread(void) { urcu_qsbr_unregister_thread(); }
 
-void syncbench_urcu_qsbr_quiescent_state(void) { urcu_qsbr_quiescent_state(); }
-
-void syncbench_urcu_qsbr_thread_offline(void) { urcu_qsbr_thread_offline(); }
-
-void syncbench_urcu_qsbr_thread_online(void) { urcu_qsbr_thread_online(); }
-
-/* Callable from an online thread: liburcu takes it offline for the wait. */
+/* Callable from any thread: liburcu takes an online caller offline for the wait. */
 void syncbench_urcu_qsbr_synchronize_rcu(void) { urcu_qsbr_synchronize_rcu(); }
 
-/* Runs `iterations` read-side sections. The calling thread is online. */
+/*
+ * Runs `iterations` read-side sections, online for the loop. The calling
+ * thread is registered and offline, and is offline again on return.
+ */
 void syncbench_urcu_qsbr_read_sections(uint64_t **slot, uint64_t iterations)
 {
+	urcu_qsbr_thread_online();
 	for (uint64_t i = 0; i < iterations; i++) {
 		urcu_qsbr_read_lock();
 		uint64_t *p = rcu_dereference(*slot);
 		SINK(*p);
 		urcu_qsbr_read_unlock();
 	}
+	urcu_qsbr_thread_offline();
 }

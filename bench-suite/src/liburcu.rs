@@ -7,12 +7,22 @@
 //! as unavailable with [`INSTALL_HINT`], or as disabled where
 //! `SYNCBENCH_NO_LIBURCU` was set (`cfg(syncbench_liburcu_disabled)`).
 //!
-//! The wrappers below are safe: each upholds liburcu's calling rules itself
-//! (a reader thread registers before its sections and unregisters after).
-//! liburcu aborts the process when a thread registers with a flavor it is
-//! already registered with; the wrappers keep a thread-local flag per flavor
-//! and panic instead, naming the misuse, while the first registration is
-//! alive.
+//! The wrappers uphold liburcu's calling rules themselves:
+//! - A thread registers only for the length of a closure
+//!   ([`MembReader::with`], [`QsbrReader::with`]), and unregisters when it
+//!   returns or unwinds: liburcu requires unregistering before a thread
+//!   exits, and a registration the caller owned could be leaked with
+//!   `mem::forget`, leaving a dead thread on liburcu's list (a later
+//!   `synchronize_rcu` then hung for good).
+//! - liburcu aborts the process when a thread registers with a flavor it is
+//!   already registered with; the wrappers keep a thread-local flag per
+//!   flavor and panic instead, naming the misuse.
+//! - A qsbr thread is online only inside a C read loop, so an idle
+//!   registration never holds up a grace period.
+//!
+//! The read loops dereference whatever the slot points at, so they are
+//! `unsafe`: the caller keeps the pointee live until a grace period after
+//! unpublishing it.
 
 use crate::registry::Unavailable;
 
@@ -63,9 +73,9 @@ mod linked {
     use std::sync::atomic::{AtomicBool, AtomicPtr};
 
     thread_local! {
-        /// Whether this thread holds a [`MembReader`].
+        /// Whether this thread is inside [`MembReader::with`].
         static MEMB_REGISTERED: Cell<bool> = const { Cell::new(false) };
-        /// Whether this thread holds a [`QsbrReader`].
+        /// Whether this thread is inside [`QsbrReader::with`].
         static QSBR_REGISTERED: Cell<bool> = const { Cell::new(false) };
     }
 
@@ -74,9 +84,9 @@ mod linked {
     fn claim(flag: &'static std::thread::LocalKey<Cell<bool>>, flavor: &str, reader: &str) {
         if flag.with(|f| f.replace(true)) {
             panic!(
-                "liburcu: {reader}::register() on a thread already registered with the {flavor} \
-                 flavor (its first {reader} is still alive); liburcu aborts on a second \
-                 registration, so drop the first {reader} before registering again"
+                "liburcu: {reader}::with() inside {reader}::with() on one thread: the thread is \
+                 already registered with the {flavor} flavor, and liburcu aborts on a second \
+                 registration; use the outer {reader}"
             );
         }
     }
@@ -90,6 +100,7 @@ mod linked {
             pub fn syncbench_urcu_memb_read_until(slot: *const *mut u64, stop: *const u8) -> u64;
             pub fn syncbench_urcu_qsbr_register_thread();
             pub fn syncbench_urcu_qsbr_unregister_thread();
+            #[cfg(test)]
             pub fn syncbench_urcu_qsbr_synchronize_rcu();
             pub fn syncbench_urcu_qsbr_read_sections(slot: *const *mut u64, iterations: u64);
         }
@@ -104,49 +115,83 @@ mod linked {
         unsafe { ffi::syncbench_urcu_memb_synchronize_rcu() }
     }
 
-    /// `urcu_qsbr_synchronize_rcu()` from a thread that is not registered.
+    /// `urcu_qsbr_synchronize_rcu()`. Registered threads are offline outside
+    /// the C read loops, so it cannot wait on an idle [`QsbrReader`].
+    #[cfg(test)]
     pub fn qsbr_synchronize_rcu() {
-        // SAFETY: allowed from unregistered threads.
+        // SAFETY: allowed from any thread: liburcu takes an online caller
+        // offline for the wait, and this crate's qsbr threads are offline
+        // outside their read loops.
         unsafe { ffi::syncbench_urcu_qsbr_synchronize_rcu() }
     }
 
-    /// The calling thread's registration with liburcu's memb flavor
-    /// (`urcu_memb_register_thread()` until dropped). `!Send`.
+    /// Takes back a flavor's registration when [`MembReader::with`] or
+    /// [`QsbrReader::with`] returns or unwinds.
+    struct Registered {
+        unregister: unsafe extern "C" fn(),
+        flag: &'static std::thread::LocalKey<Cell<bool>>,
+    }
+
+    impl Drop for Registered {
+        fn drop(&mut self) {
+            // SAFETY: registered by the `with` that made this guard, on this
+            // thread (the guard never leaves that call); the C loops leave no
+            // section open and a qsbr thread offline.
+            unsafe { (self.unregister)() }
+            self.flag.with(|f| f.set(false));
+        }
+    }
+
+    /// The calling thread's registration with liburcu's memb flavor, lent to
+    /// the closure of [`MembReader::with`]. `!Send`.
     pub struct MembReader {
         _not_send: PhantomData<*const ()>,
     }
 
     impl MembReader {
-        /// Registers the calling thread.
+        /// Registers the calling thread (`urcu_memb_register_thread()`), runs
+        /// `body`, and unregisters it, also if `body` panics.
         ///
         /// # Panics
         ///
-        /// If the thread already holds a `MembReader` (liburcu would abort).
-        pub fn register() -> MembReader {
+        /// If the thread is already inside a `MembReader::with` (liburcu
+        /// would abort).
+        pub fn with<R>(body: impl FnOnce(&MembReader) -> R) -> R {
             claim(&MEMB_REGISTERED, "memb", "MembReader");
-            // SAFETY: paired with the unregister in `drop`, on this thread
-            // (`MembReader` is `!Send`); not registered yet (`claim`).
+            // SAFETY: not registered yet (`claim`); the guard unregisters on
+            // this thread before `with` returns.
             unsafe { ffi::syncbench_urcu_memb_register_thread() };
-            MembReader {
+            let _registered = Registered {
+                unregister: ffi::syncbench_urcu_memb_unregister_thread,
+                flag: &MEMB_REGISTERED,
+            };
+            body(&MembReader {
                 _not_send: PhantomData,
-            }
+            })
         }
 
         /// Runs `iterations` memb read-side sections over `slot` in C.
         ///
-        /// `slot` must always point at a live `u64` that is freed only after
-        /// a memb grace period (as every caller in this crate arranges).
-        pub fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64) {
+        /// # Safety
+        ///
+        /// `slot` must point at a live `u64` whenever a section may load it:
+        /// a value unpublished from it is freed only after a memb grace
+        /// period, and the last one outlives the call.
+        pub unsafe fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64) {
             // SAFETY: the thread is registered; `slot` is an `AtomicPtr<u64>`,
             // layout-equal to `*mut u64`, which C reads with rcu_dereference
             // (a relaxed load plus dependency ordering); its pointee is live
-            // per the contract.
+            // per the caller's contract.
             unsafe { ffi::syncbench_urcu_memb_read_sections(slot.as_ptr(), iterations) }
         }
 
         /// Runs memb read-side sections over `slot` in C until `stop`;
-        /// returns how many. Same contract as [`MembReader::read_sections`].
-        pub fn read_until(&self, slot: &AtomicPtr<u64>, stop: &AtomicBool) -> u64 {
+        /// returns how many.
+        ///
+        /// # Safety
+        ///
+        /// As [`MembReader::read_sections`].
+        pub unsafe fn read_until(&self, slot: &AtomicPtr<u64>, stop: &AtomicBool) -> u64 {
             // SAFETY: as in `read_sections`; `stop` is an `AtomicBool`,
             // layout-equal to `u8`, which C reads with an atomic load.
             unsafe {
@@ -155,51 +200,47 @@ mod linked {
         }
     }
 
-    impl Drop for MembReader {
-        fn drop(&mut self) {
-            // SAFETY: registered in `register` on this thread; the C loops
-            // leave no section open.
-            unsafe { ffi::syncbench_urcu_memb_unregister_thread() }
-            MEMB_REGISTERED.with(|f| f.set(false));
-        }
-    }
-
-    /// The calling thread's registration with liburcu's qsbr flavor
-    /// (`urcu_qsbr_register_thread()`, online, until dropped). `!Send`.
+    /// The calling thread's registration with liburcu's qsbr flavor, lent to
+    /// the closure of [`QsbrReader::with`]. The thread is offline (never
+    /// holding up a grace period) except inside [`QsbrReader::read_sections`].
+    /// `!Send`.
     pub struct QsbrReader {
         _not_send: PhantomData<*const ()>,
     }
 
     impl QsbrReader {
-        /// Registers the calling thread; it is online.
+        /// Registers the calling thread (`urcu_qsbr_register_thread()`, then
+        /// offline), runs `body`, and unregisters it, also if `body` panics.
         ///
         /// # Panics
         ///
-        /// If the thread already holds a `QsbrReader` (liburcu would abort).
-        pub fn register() -> QsbrReader {
+        /// If the thread is already inside a `QsbrReader::with` (liburcu
+        /// would abort).
+        pub fn with<R>(body: impl FnOnce(&QsbrReader) -> R) -> R {
             claim(&QSBR_REGISTERED, "qsbr", "QsbrReader");
-            // SAFETY: paired with the unregister in `drop`, on this thread;
-            // not registered yet (`claim`).
+            // SAFETY: not registered yet (`claim`); the guard unregisters on
+            // this thread before `with` returns.
             unsafe { ffi::syncbench_urcu_qsbr_register_thread() };
-            QsbrReader {
+            let _registered = Registered {
+                unregister: ffi::syncbench_urcu_qsbr_unregister_thread,
+                flag: &QSBR_REGISTERED,
+            };
+            body(&QsbrReader {
                 _not_send: PhantomData,
-            }
+            })
         }
 
-        /// Runs `iterations` qsbr read-side sections over `slot` in C. Same
-        /// contract as [`MembReader::read_sections`], for qsbr grace periods.
-        pub fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64) {
+        /// Runs `iterations` qsbr read-side sections over `slot` in C, online
+        /// for the loop (`urcu_qsbr_thread_online()` before it, offline
+        /// after: two full fences per call, not per section).
+        ///
+        /// # Safety
+        ///
+        /// As [`MembReader::read_sections`], for qsbr grace periods.
+        pub unsafe fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64) {
             // SAFETY: the thread is registered and online throughout the loop,
             // so its reads are protected; `slot` as in `MembReader`.
             unsafe { ffi::syncbench_urcu_qsbr_read_sections(slot.as_ptr(), iterations) }
-        }
-    }
-
-    impl Drop for QsbrReader {
-        fn drop(&mut self) {
-            // SAFETY: registered in `register` on this thread.
-            unsafe { ffi::syncbench_urcu_qsbr_unregister_thread() }
-            QSBR_REGISTERED.with(|f| f.set(false));
         }
     }
 }
@@ -213,12 +254,17 @@ mod tests {
     #[test]
     fn unavailable_names_the_install_hint() {
         let why = unavailable();
-        assert_eq!(why.hint, "apt-get install -y liburcu-dev");
         let text = why.to_string();
-        assert!(
-            text.contains("pkg-config") && text.contains(INSTALL_HINT),
-            "{text}"
-        );
+        if DISABLED {
+            assert!(text.contains("SYNCBENCH_NO_LIBURCU"), "{text}");
+            assert!(why.hint.contains(INSTALL_HINT), "{}", why.hint);
+        } else {
+            assert_eq!(why.hint, "apt-get install -y liburcu-dev");
+            assert!(
+                text.contains("pkg-config") && text.contains(INSTALL_HINT),
+                "{text}"
+            );
+        }
         assert_eq!(availability().is_ok(), LINKED);
     }
 
@@ -227,23 +273,80 @@ mod tests {
     fn linked_liburcu_reads_and_synchronizes() {
         let value = Box::into_raw(Box::new(7u64));
         let slot = AtomicPtr::new(value);
-        let memb = MembReader::register();
-        memb.read_sections(&slot, 1000);
-        let stop = AtomicBool::new(true);
-        assert_eq!(memb.read_until(&slot, &stop), 0);
-        drop(memb);
-        let qsbr = QsbrReader::register();
-        qsbr.read_sections(&slot, 1000);
-        drop(qsbr);
+        MembReader::with(|memb| {
+            // SAFETY: `slot` points at `value` until the end of the test.
+            unsafe { memb.read_sections(&slot, 1000) };
+            let stop = AtomicBool::new(true);
+            // SAFETY: as above.
+            let read = unsafe { memb.read_until(&slot, &stop) };
+            assert_eq!(read, 0);
+        });
+        QsbrReader::with(|qsbr| {
+            // SAFETY: as above.
+            unsafe { qsbr.read_sections(&slot, 1000) }
+        });
         memb_synchronize_rcu();
         qsbr_synchronize_rcu();
         // SAFETY: from Box::into_raw above; no reader remains.
         drop(unsafe { Box::from_raw(value) });
     }
 
+    /// Grace periods go on while threads are registered but not reading: a
+    /// registration that is still alive, or one whose closure panicked (the
+    /// thread was unregistered on the way out, not left on liburcu's list).
+    #[cfg(syncbench_liburcu)]
+    #[test]
+    fn idle_and_unwound_registrations_do_not_hold_up_grace_periods() {
+        use std::sync::Barrier;
+        let (registered, done) = (Barrier::new(2), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                QsbrReader::with(|_| {
+                    MembReader::with(|_| {
+                        registered.wait();
+                        while !done.load(std::sync::atomic::Ordering::Acquire) {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    })
+                })
+            });
+            registered.wait();
+            // Before the qsbr shim took threads offline, this never returned.
+            let waited = std::panic::catch_unwind(|| {
+                test_support::within_a_deadline(
+                    "grace periods beside an idle registered thread",
+                    std::time::Duration::from_secs(20),
+                    || {
+                        qsbr_synchronize_rcu();
+                        memb_synchronize_rcu();
+                    },
+                )
+            });
+            // Let the registered thread go before failing, so the scope ends.
+            done.store(true, std::sync::atomic::Ordering::Release);
+            if let Err(panic) = waited {
+                std::panic::resume_unwind(panic);
+            }
+        });
+        std::thread::spawn(|| {
+            let unwound = std::panic::catch_unwind(|| {
+                MembReader::with(|_| QsbrReader::with(|_| panic!("inside with")))
+            });
+            assert!(unwound.is_err());
+        })
+        .join()
+        .unwrap();
+        // A second thread's registration reuses the first one's memory.
+        std::thread::spawn(|| MembReader::with(|_| QsbrReader::with(|_| ())))
+            .join()
+            .unwrap();
+        qsbr_synchronize_rcu();
+        memb_synchronize_rcu();
+    }
+
     /// A second registration of a thread with one flavor panics naming the
     /// misuse (liburcu itself aborts the process); the first stays usable,
-    /// and once it is dropped the thread may register again.
+    /// and once it is over the thread may register again.
     #[cfg(syncbench_liburcu)]
     #[test]
     fn registering_a_thread_twice_panics_instead_of_aborting() {
@@ -254,30 +357,36 @@ mod tests {
         };
         std::thread::scope(|s| {
             s.spawn(|| {
-                let first = MembReader::register();
-                let twice = std::panic::catch_unwind(MembReader::register).map(drop);
-                let why = message(twice.unwrap_err());
-                assert!(
-                    why.contains(
-                        "MembReader::register() on a thread already registered with the memb flavor"
-                    ),
-                    "{why}"
-                );
-                first.read_sections(&slot, 10);
-                // The other flavor is a registration of its own.
-                let qsbr = QsbrReader::register();
-                let twice = std::panic::catch_unwind(QsbrReader::register).map(drop);
-                let why = message(twice.unwrap_err());
-                assert!(
-                    why.contains(
-                        "QsbrReader::register() on a thread already registered with the qsbr flavor"
-                    ),
-                    "{why}"
-                );
-                drop((first, qsbr));
-                let again = MembReader::register();
-                again.read_sections(&slot, 10);
-                drop((again, QsbrReader::register()));
+                MembReader::with(|first| {
+                    let twice = std::panic::catch_unwind(|| MembReader::with(|_| ()));
+                    let why = message(twice.unwrap_err());
+                    assert!(
+                        why.contains(
+                            "MembReader::with() inside MembReader::with() on one thread: the \
+                             thread is already registered with the memb flavor"
+                        ),
+                        "{why}"
+                    );
+                    // SAFETY: `slot` points at `value` until the end.
+                    unsafe { first.read_sections(&slot, 10) };
+                    // The other flavor is a registration of its own.
+                    QsbrReader::with(|_| {
+                        let twice = std::panic::catch_unwind(|| QsbrReader::with(|_| ()));
+                        let why = message(twice.unwrap_err());
+                        assert!(
+                            why.contains(
+                                "QsbrReader::with() inside QsbrReader::with() on one thread: \
+                                 the thread is already registered with the qsbr flavor"
+                            ),
+                            "{why}"
+                        );
+                    });
+                });
+                MembReader::with(|again| {
+                    // SAFETY: as above.
+                    unsafe { again.read_sections(&slot, 10) }
+                });
+                QsbrReader::with(|_| ());
             });
         });
         memb_synchronize_rcu();

@@ -57,19 +57,25 @@ mod linked {
 
         fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
             // Registered, with one section run, before the run starts.
-            let reader = MembReader::register();
-            reader.read_sections(&self.slot, 1);
-            ready.wait();
-            reader.read_until(&self.slot, stop)
+            MembReader::with(|reader| {
+                // SAFETY: writers free a value only after unpublishing it and
+                // waiting for a memb grace period (`update_and_wait`), and
+                // the last one lives until `drop`, which `&self` outlives.
+                unsafe { reader.read_sections(&self.slot, 1) };
+                ready.wait();
+                // SAFETY: as above.
+                unsafe { reader.read_until(&self.slot, stop) }
+            })
         }
 
         fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
             // Registered (on liburcu's reader list, which every grace period
-            // walks) until `reader` drops.
-            let reader = MembReader::register();
-            reader.read_sections(&self.slot, 1);
-            idle_wait(ready, stop);
-            drop(reader);
+            // walks) until `with` returns.
+            MembReader::with(|reader| {
+                // SAFETY: as in `read_until`.
+                unsafe { reader.read_sections(&self.slot, 1) };
+                idle_wait(ready, stop);
+            });
         }
     }
 

@@ -70,18 +70,20 @@ mod linked {
         fn read_sections(&self, iterations: u64) -> Duration {
             // Registration happens before the clock starts, as for the others.
             match self.flavor {
-                Flavor::Memb => {
-                    let reader = MembReader::register();
+                Flavor::Memb => MembReader::with(|reader| {
                     let start = Instant::now();
-                    reader.read_sections(&self.slot, iterations);
+                    // SAFETY: `slot` points at the value from `new` until
+                    // `drop`, which `&self` here outlives, and nothing
+                    // replaces it.
+                    unsafe { reader.read_sections(&self.slot, iterations) };
                     start.elapsed()
-                }
-                Flavor::Qsbr => {
-                    let reader = QsbrReader::register();
+                }),
+                Flavor::Qsbr => QsbrReader::with(|reader| {
                     let start = Instant::now();
-                    reader.read_sections(&self.slot, iterations);
+                    // SAFETY: as for memb.
+                    unsafe { reader.read_sections(&self.slot, iterations) };
                     start.elapsed()
-                }
+                }),
             }
         }
     }
