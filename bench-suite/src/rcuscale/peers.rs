@@ -4,7 +4,6 @@ use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 use std::hint::black_box;
-use std::sync::Arc;
 use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -21,6 +20,23 @@ struct CrossbeamEpoch {
     current: Atomic<u64>,
 }
 
+/// The address of an update's "freed" flag, for the deferred closure that
+/// sets it (on whichever thread runs the bag).
+struct FreedFlag(*const AtomicBool);
+
+// SAFETY: it only reaches an `AtomicBool`, which is `Sync`; the flag's
+// lifetime is the caller's to keep (see `update_and_wait`).
+unsafe impl Send for FreedFlag {}
+
+impl FreedFlag {
+    /// Sets the flag. Release: pairs with the waiting writer's Acquire load.
+    fn set(self) {
+        // SAFETY: the waiting writer keeps the flag alive until it has seen
+        // this store (see `update_and_wait`).
+        unsafe { &*self.0 }.store(true, Release);
+    }
+}
+
 impl CrossbeamEpoch {
     fn new() -> Self {
         CrossbeamEpoch {
@@ -31,7 +47,10 @@ impl CrossbeamEpoch {
 
 impl GracePeriod for CrossbeamEpoch {
     fn update_and_wait(&self, writer: usize) {
-        let freed = Arc::new(AtomicBool::new(false));
+        // A flag on this stack, not an `Arc`: the other contenders allocate
+        // nothing per update beyond the new value, and this one waits for
+        // the flag below, so it outlives the deferred store.
+        let freed = AtomicBool::new(false);
         {
             let guard = epoch::pin();
             // AcqRel: Release publishes the new value to readers' Acquire
@@ -41,8 +60,12 @@ impl GracePeriod for CrossbeamEpoch {
             // every thread pinned now has unpinned.
             unsafe { guard.defer_destroy(old) };
             // Same bag, same epoch: runs right after the free above.
-            let signal = Arc::clone(&freed);
-            guard.defer(move || signal.store(true, Release));
+            let signal = FreedFlag(&freed);
+            // SAFETY: the closure only stores to `freed`, which lives until
+            // this function returns, and it returns only after the loop
+            // below has seen that store; `FreedFlag` is sent to whichever
+            // thread runs the deferred bag.
+            unsafe { guard.defer_unchecked(move || signal.set()) };
             guard.flush();
         }
         // The wait: keep nudging the global epoch until our deferred free ran.
