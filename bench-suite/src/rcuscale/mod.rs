@@ -479,6 +479,25 @@ mod tests {
         assert!(figures.iter().all(|f| f.is_finite()), "{out:?}");
     }
 
+    /// Every available writer side completes its waits with a reader
+    /// running: under miri too, where it checks the peers' wait code (the
+    /// crossbeam-epoch peer's flag lives on the waiting writer's stack).
+    #[test]
+    fn every_implementation_completes_its_waits() {
+        for imp in implementations()
+            .iter()
+            .filter(|i| i.availability().is_ok())
+        {
+            let mut progress = Progress::new(1, "test");
+            let config = Config {
+                waits_per_writer: Some(3),
+                ..config(2, Duration::from_secs(1))
+            };
+            let out = measure(imp, config, &mut progress).unwrap();
+            assert_eq!(out.gps, 6, "{}: {out:?}", imp.name);
+        }
+    }
+
     #[test]
     fn runs_without_waits_are_refused_naming_the_implementation() {
         let hazptr = &IMPLEMENTATIONS[0];
