@@ -137,8 +137,10 @@ run_miri() {
     # so this run uses Tree Borrows; our crates were checked under Stacked
     # Borrows above.
     echo "   bench-suite: -Zmiri-tree-borrows (the crossbeam-epoch peer violates Stacked Borrows: crossbeam-rs/crossbeam#545), -Zmiri-ignore-leaks (as rcu-lite)"
+    # Also rcuscale's test that every writer side completes its waits (the
+    # peers' wait code).
     SYNCBENCH_NO_LIBURCU=1 miri_run "bench-suite torture" "-Zmiri-tree-borrows -Zmiri-ignore-leaks" \
-        -p bench-suite --lib -- torture::
+        -p bench-suite --lib -- torture:: rcuscale::tests::every_implementation_completes_its_waits
 }
 
 # ---------------------------------------------------------------------------
