@@ -59,6 +59,7 @@ fn sample_results() -> Results {
             read_fail: 0,
             faults: None,
             failure: None,
+            writes_per_s_rounds: vec![1800.0, 2000.0, 2400.0],
         })
         .collect();
     let rcuscale = [1usize, 4, 16]
@@ -106,6 +107,7 @@ fn sample_results() -> Results {
             rss_max_kib: None,
             faults: None,
             failure: None,
+            replaced_per_s_rounds: Vec::new(),
         }],
         deferred_free: Vec::new(),
         quick_qs: ["rcu-lite", "rcu-lite-noqs"]

@@ -250,9 +250,26 @@ pub struct Outcome {
     /// injected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Writer acquisitions per second in each round, in the order the
+    /// rounds ran, for an outcome merged from rounds taken in turns with
+    /// other locks ([`merge_rounds`], as the report runs them). Empty for a
+    /// single run, which is then its own one round (see
+    /// [`Outcome::writes_per_s_by_round`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes_per_s_rounds: Vec<f64>,
 }
 
 impl Outcome {
+    /// Writer acquisitions per second, round by round: a single run's rate
+    /// is its one round.
+    pub fn writes_per_s_by_round(&self) -> Vec<f64> {
+        if self.writes_per_s_rounds.is_empty() {
+            vec![self.writes.total as f64 / self.duration_s.max(1e-9)]
+        } else {
+            self.writes_per_s_rounds.clone()
+        }
+    }
+
     /// Writer acquisitions per writer thread over reader acquisitions per reader
     /// thread: 1.0 is perfectly even, near 0 means writers starve.
     pub fn writer_share(&self) -> f64 {
@@ -597,7 +614,57 @@ pub fn torture<'w>(
         read_fail,
         faults: fault_counts,
         failure,
+        writes_per_s_rounds: Vec::new(),
     })
+}
+
+/// Merges one lock's runs of one mix, one per round in the order they ran,
+/// into one outcome: the median round by writer acquisitions per second
+/// (the lower middle one for an even count), with every round's rate in
+/// [`Outcome::writes_per_s_rounds`]. The checks cover every round: `fail`,
+/// `write_fail` and `read_fail` are summed, and `failure` names every
+/// round that had one and what it was. A single run comes back as it
+/// is.
+///
+/// # Panics
+///
+/// If `runs` is empty.
+pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
+    assert!(!runs.is_empty(), "a lock needs at least one round");
+    if runs.len() == 1 {
+        return runs.pop().expect("one run");
+    }
+    let count = runs.len();
+    let rates: Vec<f64> = runs
+        .iter()
+        .map(|o| o.writes.total as f64 / o.duration_s.max(1e-9))
+        .collect();
+    let failures: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            Some(format!(
+                "round {} of {count}: {}",
+                i + 1,
+                o.failure.as_ref()?
+            ))
+        })
+        .collect();
+    let failure = (!failures.is_empty()).then(|| failures.join("; "));
+    let (fail, write_fail, read_fail) = runs.iter().fold((0, 0, 0), |(f, w, r), o| {
+        (f + o.fail, w + o.write_fail, r + o.read_fail)
+    });
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]));
+    let median = order[(count - 1) / 2];
+    Outcome {
+        fail,
+        write_fail,
+        read_fail,
+        failure,
+        writes_per_s_rounds: rates,
+        ..runs.swap_remove(median)
+    }
 }
 
 /// When the statistics line after the one due `at` is due: an `interval`

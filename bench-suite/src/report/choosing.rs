@@ -18,8 +18,12 @@
 //! ratio of the figures. A contender whose margin is under [`TIE_MARGIN`]
 //! ties with the leader, and so does one the pairs put ahead where the
 //! figures put it behind (a margin under 1): the row then names them all as
-//! winners. Where the rounds are few and long (the waiting-writer row), a
-//! contender also ties unless every paired round puts the leader ahead.
+//! winners. Where the rounds are few and long (the waiting-writer row's
+//! rcuscale rounds, the write-heavy lock row's locktorture rounds and the
+//! bulk-freeing row's deferred-only torture rounds), a contender also ties
+//! unless every paired round puts the leader ahead. Those rows rank on a
+//! contender's median round; a run read back from before the report took
+//! rounds has one run each, which counts as one round.
 
 use super::{FailedRun, Results};
 use serde::Serialize;
@@ -61,8 +65,9 @@ struct Candidate {
     name: String,
     value: f64,
     /// Its runs or rounds, taken in turns with the other contenders' (a
-    /// refscale figure's runs, an rcuscale figure's rounds), so that the
-    /// margin can pair them; empty otherwise.
+    /// refscale figure's runs, an rcuscale, locktorture or deferred-only
+    /// torture figure's rounds), so that the margin can pair them; empty
+    /// otherwise.
     runs: Vec<f64>,
 }
 
@@ -73,6 +78,29 @@ impl Candidate {
             value,
             runs: Vec::new(),
         }
+    }
+}
+
+/// A contender measured in rounds taken in turns with the others': its
+/// figure is the median round's, and the margins pair its rounds.
+fn in_rounds(name: &str, rounds: Vec<f64>) -> Candidate {
+    Candidate {
+        name: name.to_owned(),
+        value: crate::stats::median(&rounds),
+        runs: rounds,
+    }
+}
+
+/// How a row measured in rounds ([`in_rounds`]) was decided, for
+/// `measured_by`, from each contender's count of rounds.
+fn rounds_note(counts: impl Iterator<Item = usize>) -> String {
+    match counts.max().unwrap_or(1) {
+        1 => "one run each, one contender after the other (a run from before the report took \
+              rounds)"
+            .to_owned(),
+        n => format!(
+            "median of {n} rounds taken in turns; a tie unless every round puts the winner ahead"
+        ),
     }
 }
 
@@ -88,6 +116,8 @@ struct Margin {
     ratio: f64,
     /// The smallest and largest per-turn ratio, where paired.
     turns: Option<(f64, f64)>,
+    /// How many turns were paired (0 where none were).
+    paired: usize,
 }
 
 impl Margin {
@@ -140,6 +170,7 @@ fn rank(mut candidates: Vec<Candidate>, lower: bool) -> Option<Ranking> {
             };
             let margin = match paired {
                 Some(ratios) => Margin {
+                    paired: ratios.len(),
                     ratio: crate::stats::median(&ratios),
                     turns: Some((
                         ratios.iter().copied().fold(f64::INFINITY, f64::min),
@@ -153,6 +184,7 @@ fn rank(mut candidates: Vec<Candidate>, lower: bool) -> Option<Ranking> {
                         leader.value / c.value.max(f64::MIN_POSITIVE)
                     },
                     turns: None,
+                    paired: 0,
                 },
             };
             (c, margin)
@@ -284,8 +316,12 @@ const POINTER_READERS: &[(&str, &str)] = &[
 /// How one contender behind or tied with the winner compares with it.
 fn describe(c: &Candidate, m: &Margin, unit: &str, every_turn: bool) -> String {
     let figure = fmt_value(c.value, unit);
+    // One round (a single run each, read back from before the report took
+    // rounds) has no range to give.
     let turns = match m.turns {
-        Some((lo, hi)) if every_turn => format!(", {lo:.2}-{hi:.2}x round by round"),
+        Some((lo, hi)) if every_turn && m.paired > 1 => {
+            format!(", {lo:.2}-{hi:.2}x round by round")
+        }
         _ => String::new(),
     };
     if m.ratio < 1.0 {
@@ -316,8 +352,9 @@ fn describe(c: &Candidate, m: &Margin, unit: &str, every_turn: bool) -> String {
 }
 
 /// One row from `ranked`. With `every_turn`, a contender ties with the
-/// winner unless every paired turn (an rcuscale round) puts the winner
-/// ahead, and each margin gives the range of the per-turn ratios.
+/// winner unless every paired turn (a round) puts the winner ahead, and
+/// each margin gives the range of the per-turn ratios where there are
+/// several.
 fn row(
     use_case: &'static str,
     measured_by: String,
@@ -537,12 +574,19 @@ pub fn table(results: &Results) -> Vec<Choice> {
             (a.0 as f64 / (a.1 as f64 + 1.0)).total_cmp(&(b.0 as f64 / (b.1 as f64 + 1.0)))
         })
     {
+        // Ranked by the median round, paired round by round: a single run
+        // each decided nothing (in ten alternated 2 s runs of 4w/1r qrwlock
+        // and parking_lot each won five). The rounds are few, so a
+        // contender ties unless every round puts the leader ahead.
+        let mixed: Vec<&crate::locktorture::Outcome> = results
+            .locktorture
+            .iter()
+            .filter(|o| (o.writers, o.readers) == mix)
+            .collect();
         let writers = screen(
-            results
-                .locktorture
+            mixed
                 .iter()
-                .filter(|o| (o.writers, o.readers) == mix)
-                .map(|o| Candidate::new(o.lock.as_str(), o.writes.total as f64 / o.duration_s))
+                .map(|o| in_rounds(&o.lock, o.writes_per_s_by_round()))
                 .collect(),
             &failed,
         );
@@ -550,15 +594,17 @@ pub fn table(results: &Results) -> Vec<Choice> {
             "write-heavy lock",
             with_left_out(
                 format!(
-                    "locktorture {}w/{}r: writer acquisitions per second",
-                    mix.0, mix.1
+                    "locktorture {}w/{}r: writer acquisitions per second, {}",
+                    mix.0,
+                    mix.1,
+                    rounds_note(mixed.iter().map(|o| o.writes_per_s_by_round().len()))
                 ),
                 &writers.failed,
                 &unavailable(results, "locktorture", |_| true),
             ),
             "writes/s",
             rank(writers.kept, false),
-            false,
+            true,
             |winner| match results
                 .locktorture
                 .iter()
@@ -693,26 +739,36 @@ pub fn table(results: &Results) -> Vec<Choice> {
 
     // 7. Freeing in bulk from a background thread: objects handed to deferred
     //    reclamation per second, writers never waiting for readers.
+    //    Ranked by the median round, paired round by round, a tie unless
+    //    every round agrees: single runs' rates moved more than 2x between
+    //    reference runs.
     let bulk = screen(
         results
             .deferred_free
             .iter()
-            .map(|o| Candidate::new(o.name.as_str(), o.replaced as f64 / o.duration_s))
+            .map(|o| in_rounds(&o.name, o.replaced_per_s_by_round()))
             .collect(),
         &failed,
     );
     rows.extend(row(
         "freeing in bulk from a background thread",
         with_left_out(
-            "torture with deferred reclamation only: objects replaced and handed to deferred \
-             reclamation per second (handed over, not yet freed: see what it held back)"
-                .into(),
+            format!(
+                "torture with deferred reclamation only: objects replaced and handed to deferred \
+                 reclamation per second (handed over, not yet freed: see what it held back), {}",
+                rounds_note(
+                    results
+                        .deferred_free
+                        .iter()
+                        .map(|o| o.replaced_per_s_by_round().len())
+                )
+            ),
             &bulk.failed,
             &unavailable(results, "torture", |_| true),
         ),
         "objects/s",
         rank(bulk.kept, false),
-        false,
+        true,
         |winner| match results.deferred_free.iter().find(|o| o.name == winner) {
             Some(o) => format!("held back up to {} unreclaimed objects", o.unreclaimed_max),
             None => String::new(),
@@ -793,6 +849,7 @@ mod tests {
             rss_max_kib: None,
             faults: None,
             failure: None,
+            replaced_per_s_rounds: Vec::new(),
         }
     }
 
@@ -811,6 +868,7 @@ mod tests {
             read_fail: 0,
             faults: None,
             failure: None,
+            writes_per_s_rounds: Vec::new(),
         }
     }
 
@@ -1286,6 +1344,212 @@ mod tests {
         let rows = table(&r);
         let waiter = waiter_row(&rows);
         assert_eq!(waiter.winner, "rcu-lite", "{waiter:?}");
+    }
+
+    /// A 4w/1r lock's merged rounds: `rates` writes/s, in the order they ran.
+    fn lock_in_rounds(name: &str, rates: Vec<f64>) -> locktorture::Outcome {
+        let runs = rates
+            .iter()
+            .map(|&rate| lock(name, 4, 1, (rate * 2.0) as u64))
+            .collect();
+        locktorture::merge_rounds(runs)
+    }
+
+    /// A deferred-only torture's merged rounds: `rates` objects/s.
+    fn deferred_in_rounds(name: &str, rates: Vec<f64>) -> torture::Outcome {
+        let runs = rates
+            .iter()
+            .map(|&rate| tortured(name, (rate * 2.0) as u64, 60))
+            .collect();
+        torture::merge_rounds(runs)
+    }
+
+    fn row_of<'a>(rows: &'a [Choice], use_case: &str) -> &'a Choice {
+        rows.iter()
+            .find(|c| c.use_case.starts_with(use_case))
+            .unwrap_or_else(|| panic!("the {use_case} row"))
+    }
+
+    #[test]
+    fn write_heavy_and_bulk_rows_tie_unless_every_round_agrees() {
+        let mut r = sample();
+        // By the median round qrwlock leads by 1.21x and hazptr by 1.19x,
+        // but parking_lot and haphazard each won the second round: three
+        // rounds of 0.67 s cannot tell them apart (as ten 2 s runs of the
+        // two locks could not, each winning five).
+        r.locktorture = vec![
+            lock_in_rounds("qrwlock", vec![365e3, 330e3, 340e3]),
+            lock_in_rounds("parking_lot", vec![285e3, 392e3, 280e3]),
+            lock_in_rounds("std", vec![90e3, 95e3, 93e3]),
+        ];
+        r.deferred_free = vec![
+            deferred_in_rounds("hazptr", vec![3.0e6, 2.0e6, 2.5e6]),
+            deferred_in_rounds("haphazard", vec![2.0e6, 2.2e6, 2.1e6]),
+        ];
+        let rows = table(&r);
+        let locks = row_of(&rows, "write-heavy lock");
+        assert_eq!(locks.winner, "qrwlock", "{locks:?}");
+        assert_eq!(locks.figure, "340000 writes/s", "{locks:?}");
+        assert_eq!(locks.tied_with, ["parking_lot"], "{locks:?}");
+        assert_eq!(
+            locks.runner_up,
+            "parking_lot (285000 writes/s; a tie: winner 1.21x better by the median round, \
+             0.84-1.28x round by round, but not in every round); next std (93000 writes/s; \
+             winner 3.66x better, 3.47-4.06x round by round)"
+        );
+        assert!(
+            locks.measured_by.starts_with(
+                "locktorture 4w/1r: writer acquisitions per second, median of 3 rounds taken in \
+                 turns; a tie unless every round puts the winner ahead"
+            ),
+            "{locks:?}"
+        );
+        let bulk = row_of(&rows, "freeing in bulk");
+        assert_eq!(bulk.winner, "hazptr", "{bulk:?}");
+        assert_eq!(bulk.figure, "2.50 Mobjects/s", "{bulk:?}");
+        assert_eq!(bulk.winners(), "hazptr, haphazard (a tie)");
+        assert!(
+            bulk.runner_up.contains("but not in every round")
+                && bulk
+                    .measured_by
+                    .contains("median of 3 rounds taken in turns"),
+            "{bulk:?}"
+        );
+    }
+
+    #[test]
+    fn write_heavy_and_bulk_rows_keep_a_winner_every_round_agrees_on() {
+        let mut r = sample();
+        r.locktorture = vec![
+            lock_in_rounds("qrwlock", vec![400e3, 380e3, 390e3]),
+            lock_in_rounds("parking_lot", vec![300e3, 320e3, 310e3]),
+        ];
+        r.deferred_free = vec![
+            deferred_in_rounds("hazptr", vec![3.0e6, 2.8e6, 2.9e6]),
+            deferred_in_rounds("seize", vec![1.5e6, 1.4e6, 1.6e6]),
+        ];
+        let rows = table(&r);
+        let locks = row_of(&rows, "write-heavy lock");
+        assert_eq!(locks.winners(), "qrwlock", "{locks:?}");
+        assert_eq!(locks.figure, "390000 writes/s");
+        assert_eq!(
+            locks.runner_up,
+            "parking_lot (310000 writes/s; winner 1.26x better, 1.19-1.33x round by round)"
+        );
+        let bulk = row_of(&rows, "freeing in bulk");
+        assert_eq!(bulk.winners(), "hazptr", "{bulk:?}");
+        assert_eq!(bulk.figure, "2.90 Mobjects/s");
+        assert_eq!(
+            bulk.runner_up,
+            "seize (1.50 Mobjects/s; winner 2.00x better, 1.81-2.00x round by round)"
+        );
+    }
+
+    #[test]
+    fn a_failed_round_leaves_the_primitive_out_of_every_row() {
+        let mut r = sample();
+        // parking_lot and haphazard lead by every round, but one round of
+        // each failed its checks: the merged outcome carries it.
+        let mut runs: Vec<_> = [500e3, 520e3, 510e3]
+            .iter()
+            .map(|&rate| lock("parking_lot", 4, 1, (rate * 2.0) as u64))
+            .collect();
+        runs[1].fail = 2;
+        r.locktorture = vec![
+            locktorture::merge_rounds(runs),
+            lock_in_rounds("qrwlock", vec![300e3, 310e3, 320e3]),
+        ];
+        let mut runs: Vec<_> = [9e6, 9e6, 9e6]
+            .iter()
+            .map(|&rate| tortured("haphazard", (rate * 2.0) as u64, 60))
+            .collect();
+        runs[2].errors = 1;
+        runs[2].failure = Some("hang: a writer made no progress for 20.0 s".into());
+        r.deferred_free = vec![
+            torture::merge_rounds(runs),
+            deferred_in_rounds("hazptr", vec![3.0e6, 2.8e6, 2.9e6]),
+        ];
+        r.refscale = vec![
+            read("parking_lot-read", 2, 1.0),
+            read("qrwlock-read", 2, 2.0),
+        ];
+        let rows = table(&r);
+        for (use_case, winner, left_out) in [
+            (
+                "write-heavy lock",
+                "qrwlock",
+                "parking_lot (locktorture 4w/1r: 2 exclusion failures)",
+            ),
+            (
+                "read-mostly lock",
+                "qrwlock-read",
+                "parking_lot-read (locktorture 4w/1r: 2 exclusion failures)",
+            ),
+            (
+                "freeing in bulk",
+                "hazptr",
+                "haphazard (torture --deferred-only: round 3 of 3: hang: a writer made no \
+                 progress for 20.0 s)",
+            ),
+            (
+                "per-object protection",
+                "hazptr",
+                "haphazard (torture --deferred-only: round 3 of 3: hang: a writer made no \
+                 progress for 20.0 s)",
+            ),
+        ] {
+            let row = row_of(&rows, use_case);
+            assert_eq!(row.winner, winner, "{row:?}");
+            assert!(
+                row.measured_by
+                    .contains(&format!("left out for failing their checks: {left_out}")),
+                "{row:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_report_read_back_from_single_runs_still_decides_the_rows() {
+        // The reference run's results.json, written before the report took
+        // rounds: one run per lock and per deferred-only implementation,
+        // each its own one round.
+        let json = include_str!("../../../docs/reference-report/results.json");
+        let r = crate::report::read_back(json).unwrap();
+        assert!(
+            r.locktorture
+                .iter()
+                .all(|o| o.writes_per_s_rounds.is_empty())
+        );
+        let rows = table(&r);
+        let locks = row_of(&rows, "write-heavy lock");
+        assert_eq!(locks.winners(), "qrwlock", "{locks:?}");
+        assert_eq!(locks.figure, "349924 writes/s");
+        assert!(
+            locks
+                .runner_up
+                .starts_with("parking_lot (299575 writes/s; winner 1.17x better)"),
+            "{locks:?}"
+        );
+        assert!(
+            locks.measured_by.contains(
+                "one run each, one contender after the other (a run from before the report \
+                 took rounds)"
+            ),
+            "{locks:?}"
+        );
+        let bulk = row_of(&rows, "freeing in bulk");
+        assert_eq!(
+            bulk.winners(),
+            "haphazard, crossbeam-epoch (a tie)",
+            "{bulk:?}"
+        );
+        assert!(bulk.measured_by.contains("one run each"), "{bulk:?}");
+        // And the whole report builds, with the one-run tables.
+        let md = crate::report::document(&r).to_markdown();
+        assert!(
+            md.contains("Each lock ran once per mix, one after the other"),
+            "{md}"
+        );
     }
 
     #[test]

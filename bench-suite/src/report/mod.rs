@@ -133,6 +133,19 @@ impl Profile {
         }
     }
 
+    /// Rounds of every locktorture mix and of the deferred-only torture
+    /// pass: each round runs every contender once for the run's duration
+    /// over the rounds, in an order rotated from round to round, so the
+    /// report takes about as long as one run each did, and the *Choosing*
+    /// rows they decide rank on the median round and pair rounds turn by
+    /// turn.
+    fn torture_rounds(self) -> usize {
+        match self {
+            Profile::Quick => 3,
+            Profile::Full => 5,
+        }
+    }
+
     fn torture_config(self) -> torture::Config {
         match self {
             Profile::Quick => torture::Config {
@@ -421,12 +434,13 @@ pub fn measure(profile: Profile) -> Results {
         .iter()
         .map(|&threads| profile.refscale_config(threads).runs)
         .sum();
+    let rounds = profile.torture_rounds();
     let units = refscale_runs * readers.len()
-        + mixes.len() * locks.len()
+        + mixes.len() * locks.len() * rounds
         + profile.rcuscale_mixes().len() * waiters.len() * profile.rcuscale_rounds()
         + profile.quick_qs_runs() * quick_qs.len()
         + sweep_units
-        + 2 * tortured.len();
+        + tortured.len() * (1 + rounds);
     let mut progress = Progress::new(units as u64, "report");
 
     let mut refscale_out = Vec::new();
@@ -440,21 +454,23 @@ pub fn measure(profile: Profile) -> Results {
         let config = locktorture::Config {
             writers,
             readers,
-            duration: profile.locktorture_duration(),
+            duration: profile.locktorture_duration() / rounds as u32,
             stat_interval: None,
             write_hold: locktorture::Config::WRITE_HOLD,
             read_hold: locktorture::Config::READ_HOLD,
             faults: false,
             stall_limit: locktorture::Config::STALL_LIMIT,
         };
-        for imp in &locks {
+        let runs = in_turns(locks.len(), rounds, |i| {
+            let imp = locks[i];
             let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
             let outcome = locktorture::torture(imp, config, &mut quiet, None)
                 .expect("no output is written during the run");
-            torture_out.push(outcome);
             progress.set_label(imp.name);
             progress.inc(1);
-        }
+            outcome
+        });
+        torture_out.extend(runs.into_iter().map(locktorture::merge_rounds));
     }
 
     let mut rcuscale_out = Vec::new();
@@ -524,24 +540,33 @@ pub fn measure(profile: Profile) -> Results {
         progress.inc(1);
     }
 
-    let mut deferred_out = Vec::new();
     let deferred = torture::Config {
         deferred_only: true,
+        duration: profile.torture_config().duration / rounds as u32,
         ..profile.torture_config()
     };
     let deferred_options = torture::Options {
         deferred_only: true,
         ..Default::default()
     };
-    for imp in &tortured {
-        if (imp.make)(&deferred_options).is_err() {
-            continue;
-        }
+    let deferring: Vec<_> = tortured
+        .iter()
+        .filter(|imp| (imp.make)(&deferred_options).is_ok())
+        .collect();
+    // Those that cannot only defer count as done.
+    progress.inc(((tortured.len() - deferring.len()) * rounds) as u64);
+    let deferred_runs = in_turns(deferring.len(), rounds, |i| {
+        let imp = deferring[i];
         let mut quiet = Progress::new(deferred.duration.as_millis() as u64, imp.name);
-        deferred_out.push(torture::torture(imp, deferred, &mut quiet));
+        let outcome = torture::torture(imp, deferred, &mut quiet);
         progress.set_label(imp.name);
         progress.inc(1);
-    }
+        outcome
+    });
+    let deferred_out: Vec<_> = deferred_runs
+        .into_iter()
+        .map(torture::merge_rounds)
+        .collect();
 
     Results {
         profile,
@@ -557,6 +582,22 @@ pub fn measure(profile: Profile) -> Results {
         unavailable: not_measured(),
         read_back: false,
     }
+}
+
+/// Runs each of `n` contenders once per round, `rounds` rounds, in an order
+/// rotated by one from round to round (as `advise` does): a slow stretch of
+/// the machine costs several contenders a round each instead of every round
+/// of one, and no contender always runs first. Returns each contender's
+/// runs in the order they ran.
+fn in_turns<T>(n: usize, rounds: usize, mut run: impl FnMut(usize) -> T) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = (0..n).map(|_| Vec::with_capacity(rounds)).collect();
+    for round in 0..rounds {
+        for turn in 0..n {
+            let i = (turn + round) % n;
+            out[i].push(run(i));
+        }
+    }
+    out
 }
 
 /// Reads an earlier run's `results.json` back, to write its report again
@@ -765,6 +806,7 @@ fn deferred_free_section(results: &Results) -> Section {
         "readers>",
         "writers>",
         "frees/s>",
+        "frees/s by round>",
         "vs best>",
         "unreclaimed max>",
         "reads>",
@@ -785,6 +827,7 @@ fn deferred_free_section(results: &Results) -> Section {
             o.readers.to_string(),
             o.writers.to_string(),
             format!("{:.0}", rate(o)),
+            rounds_cell(&o.replaced_per_s_by_round()),
             format!("{:.2}x", rate(o) / best),
             o.unreclaimed_max.to_string(),
             o.reads.to_string(),
@@ -792,7 +835,39 @@ fn deferred_free_section(results: &Results) -> Section {
         ]);
     }
     section.table(table);
+    let rounds = results
+        .deferred_free
+        .iter()
+        .map(|o| o.replaced_per_s_by_round().len())
+        .max()
+        .unwrap_or(1);
+    if rounds > 1 {
+        section.paragraph(format!(
+            "Each implementation ran in {rounds} rounds, taking turns in an order rotated from \
+             round to round. A row is its median round by frees per second (*reads* too), \
+             *frees/s by round* gives every round's rate in the order they ran, *unreclaimed \
+             max* is the most of any round, and *errors* count every round."
+        ));
+    }
     section
+}
+
+/// Rates of the rounds of one contender, in the order they ran, to three
+/// significant figures ("327k, 365k, 1.05M").
+fn rounds_cell(rates: &[f64]) -> String {
+    let one = |x: f64| {
+        let (v, unit) = match x.abs() {
+            a if a >= 1e6 => (x / 1e6, "M"),
+            a if a >= 1e3 => (x / 1e3, "k"),
+            _ => (x, ""),
+        };
+        match v.abs() {
+            a if a >= 100.0 => format!("{v:.0}{unit}"),
+            a if a >= 10.0 => format!("{v:.1}{unit}"),
+            _ => format!("{v:.2}{unit}"),
+        }
+    };
+    rates.iter().map(|&x| one(x)).collect::<Vec<_>>().join(", ")
 }
 
 /// Stalled calls, and the callers that made them where the run counted those.
@@ -864,8 +939,10 @@ fn choosing_section(results: &Results) -> Section {
     section.paragraph(
         "Each row is decided by the measurement it names, from this run only; *costs elsewhere* is \
          another figure of the same run that the winner pays. A read-side margin (*winner Nx better*) \
-         pairs the runs of one turn, as the read-side table does. A margin under 1.10x, or pairs \
-         of turns that put a contender ahead where its figure is behind, is a tie: the winner \
+         pairs the runs of one turn, as the read-side table does; the waiting-writer, write-heavy \
+         lock and bulk-freeing rows rank on each contender's median round, pair the rounds turn \
+         by turn, and call a tie unless every round puts the winner ahead. A margin under 1.10x, \
+         or pairs of turns that put a contender ahead where its figure is behind, is a tie: the winner \
          column then names every contender tied with the first, whose figure and costs the row \
          gives. A contender with a failed torture or locktorture run is left out of every row, \
          and *measured by* names it. Details and the other contenders are in the sections below.",
@@ -1023,6 +1100,7 @@ fn locktorture_section(results: &Results) -> Section {
         "readers>",
         "writes>",
         "reads>",
+        "writes/s by round>",
         "total vs best>",
         "writer share>",
         "starved",
@@ -1062,6 +1140,7 @@ fn locktorture_section(results: &Results) -> Section {
             o.readers.to_string(),
             o.writes.total.to_string(),
             o.reads.total.to_string(),
+            rounds_cell(&o.writes_per_s_by_round()),
             format!(
                 "{:.2}x",
                 (o.writes.total + o.reads.total) as f64 / best as f64
@@ -1073,6 +1152,24 @@ fn locktorture_section(results: &Results) -> Section {
         ]);
     }
     section.table(table);
+    let rounds = results
+        .locktorture
+        .iter()
+        .map(|o| o.writes_per_s_by_round().len())
+        .max()
+        .unwrap_or(1);
+    section.paragraph(if rounds > 1 {
+        format!(
+            "Each mix ran in {rounds} rounds, the locks taking turns in an order rotated from round \
+             to round. A row is the lock's median round by writer acquisitions per second (its \
+             counts, share and starvation), *writes/s by round* gives every round's rate in the \
+             order they ran, and *fail* counts the exclusion failures of every round."
+        )
+    } else {
+        "Each lock ran once per mix, one after the other: *writes/s by round* is that one run's \
+         rate."
+            .to_owned()
+    });
     // The most contended mix, as a picture: per-thread acquisitions per side.
     if let Some(mix) = results
         .locktorture
@@ -1254,6 +1351,68 @@ pub(crate) mod tests {
         assert_eq!(paired_ratio(&best, &best), 1.0);
     }
 
+    #[test]
+    fn rounds_rotate_the_order_of_turns() {
+        let mut order = Vec::new();
+        let runs = in_turns(3, 3, |i| {
+            order.push(i);
+            order.len()
+        });
+        assert_eq!(order, [0, 1, 2, 1, 2, 0, 2, 0, 1]);
+        // Each contender's runs, in the order they ran.
+        assert_eq!(runs, [vec![1, 6, 8], vec![2, 4, 9], vec![3, 5, 7]]);
+        assert!(in_turns(0, 3, |i| i).is_empty());
+    }
+
+    #[test]
+    fn the_tables_show_the_median_round_and_every_round() {
+        let mut results = sample();
+        let lock = |writes: u64, fail: u64| locktorture::Outcome {
+            writes: counts(writes, writes / 4, writes / 4),
+            fail,
+            write_fail: fail,
+            ..results.locktorture[0].clone()
+        };
+        // Rounds of 800, 400 and 1200 writes in 2 s; the second failed once.
+        results.locktorture = vec![
+            locktorture::merge_rounds(vec![lock(800, 0), lock(400, 1), lock(1200, 0)]),
+            locktorture::Outcome {
+                lock: "lock-b".into(),
+                ..lock(1200, 0)
+            },
+        ];
+        let deferred = |replaced: u64, unreclaimed_max: u64| torture::Outcome {
+            replaced,
+            unreclaimed_max,
+            ..results.torture[0].clone()
+        };
+        results.deferred_free = vec![torture::merge_rounds(vec![
+            deferred(3_000_000, 90),
+            deferred(2_000_000, 700),
+            deferred(5_000_000, 60),
+        ])];
+        let md = document(&results).to_markdown();
+        assert!(
+            md.contains(
+                "| lock-a | 4 | 16 | 800 | 1600 | 400, 200, 600 | 0.86x | 2.000 | no | writers \
+                 | 1 !!! |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| lock-b | 4 | 16 | 1200 | 1600 | 600 | 1.00x |"),
+            "{md}"
+        );
+        assert!(md.contains("Each mix ran in 3 rounds"), "{md}");
+        assert!(
+            md.contains(
+                "| tortured | 4 | 2 | 1500000 | 1.50M, 1.00M, 2.50M | 1.00x | 700 | 100 | 0 |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("Each implementation ran in 3 rounds"), "{md}");
+    }
+
     pub(crate) fn counts(total: u64, max: u64, min: u64) -> locktorture::Counts {
         locktorture::Counts { total, max, min }
     }
@@ -1309,6 +1468,7 @@ pub(crate) mod tests {
                 read_fail: 0,
                 faults: None,
                 failure: None,
+                writes_per_s_rounds: Vec::new(),
             }],
             rcuscale: vec![rcuscale::Outcome {
                 name: "waiter".into(),
@@ -1341,6 +1501,7 @@ pub(crate) mod tests {
                 rss_max_kib: None,
                 faults: None,
                 failure: None,
+                replaced_per_s_rounds: Vec::new(),
             }],
             deferred_free: Vec::new(),
             // Two runs a side, alternating as the report runs them.
@@ -1446,12 +1607,14 @@ pub(crate) mod tests {
         results.deferred_free[0].errors = 0;
         let md = document(&results).to_markdown();
         assert!(
-            md.contains("| lock-a | 4 | 16 | 400 | 1600 | 1.00x | 1.000 | no | writers | 0 |"),
+            md.contains(
+                "| lock-a | 4 | 16 | 400 | 1600 | 200 | 1.00x | 1.000 | no | writers | 0 |"
+            ),
             "{md}"
         );
         assert!(
             md.contains(
-                "| lock-b | 4 | 16 | 800 | 3200 | 2.00x | 1.000 | no | writers | 0 !!! (hang: a \
+                "| lock-b | 4 | 16 | 800 | 3200 | 400 | 2.00x | 1.000 | no | writers | 0 !!! (hang: a \
                  writer made no progress for 20.0 s) |"
             ),
             "{md}"
@@ -1461,12 +1624,12 @@ pub(crate) mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| steady | 4 | 2 | 50 | 1.00x | 7 | 100 | 0 |"),
+            md.contains("| steady | 4 | 2 | 50 | 50.0 | 1.00x | 7 | 100 | 0 |"),
             "{md}"
         );
         assert!(
             md.contains(
-                "| stuck | 4 | 2 | 200 | 4.00x | 7 | 100 | 1 !!! (hang: dropping the primitive \
+                "| stuck | 4 | 2 | 200 | 200 | 4.00x | 7 | 100 | 1 !!! (hang: dropping the primitive \
                  took more than 20.0 s) |"
             ),
             "{md}"
@@ -1524,7 +1687,9 @@ pub(crate) mod tests {
         assert!(md.contains("| fast | 2.00 | 1.00x |"), "{md}");
         assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");
         assert!(
-            md.contains("| lock-a | 4 | 16 | 400 | 1600 | 1.00x | 1.000 | no | writers | 0 |"),
+            md.contains(
+                "| lock-a | 4 | 16 | 400 | 1600 | 200 | 1.00x | 1.000 | no | writers | 0 |"
+            ),
             "{md}"
         );
         assert!(

@@ -223,12 +223,89 @@ pub struct Outcome {
     /// injected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Objects replaced per second in each round, in the order the rounds
+    /// ran, for an outcome merged from rounds taken in turns with other
+    /// implementations ([`merge_rounds`], as the report's deferred-only
+    /// pass runs them). Empty for a single run, which is then its own one
+    /// round (see [`Outcome::replaced_per_s_by_round`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced_per_s_rounds: Vec<f64>,
 }
 
 impl Outcome {
     /// Whether the run failed: errors or a failure.
     pub fn failed(&self) -> bool {
         self.errors > 0 || self.failure.is_some()
+    }
+
+    /// Objects replaced per second, round by round: a single run's rate is
+    /// its one round.
+    pub fn replaced_per_s_by_round(&self) -> Vec<f64> {
+        if self.replaced_per_s_rounds.is_empty() {
+            vec![self.replaced as f64 / self.duration_s.max(1e-9)]
+        } else {
+            self.replaced_per_s_rounds.clone()
+        }
+    }
+}
+
+/// Merges one implementation's runs, one per round in the order they ran,
+/// into one outcome: the median round by objects replaced per second (the
+/// lower middle one for an even count), with every round's rate in
+/// [`Outcome::replaced_per_s_rounds`]. The checks and the memory held back
+/// cover every round: `errors` is summed (a failure still counting one),
+/// `failure` names every round that had one and what it was, and
+/// `unreclaimed_max`, `write_max_ms` and `rss_max_kib` are the largest of
+/// any round. A single run comes back as it is.
+///
+/// # Panics
+///
+/// If `runs` is empty.
+pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
+    assert!(
+        !runs.is_empty(),
+        "an implementation needs at least one round"
+    );
+    if runs.len() == 1 {
+        return runs.pop().expect("one run");
+    }
+    let count = runs.len();
+    let rates: Vec<f64> = runs
+        .iter()
+        .map(|o| o.replaced as f64 / o.duration_s.max(1e-9))
+        .collect();
+    let failures: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            Some(format!(
+                "round {} of {count}: {}",
+                i + 1,
+                o.failure.as_ref()?
+            ))
+        })
+        .collect();
+    let failure = (!failures.is_empty()).then(|| failures.join("; "));
+    // A failure counts one error of its own, in a round and merged.
+    let errors = runs
+        .iter()
+        .map(|o| o.errors.saturating_sub(u64::from(o.failure.is_some())))
+        .sum::<u64>()
+        + u64::from(failure.is_some());
+    let unreclaimed_max = runs.iter().map(|o| o.unreclaimed_max).max().unwrap_or(0);
+    let write_max_ms = runs.iter().map(|o| o.write_max_ms).fold(0.0, f64::max);
+    let rss_max_kib = runs.iter().filter_map(|o| o.rss_max_kib).max();
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]));
+    let median = order[(count - 1) / 2];
+    Outcome {
+        errors,
+        failure,
+        unreclaimed_max,
+        write_max_ms,
+        rss_max_kib,
+        replaced_per_s_rounds: rates,
+        ..runs.swap_remove(median)
     }
 }
 
@@ -539,6 +616,7 @@ impl Run {
             rss_max_kib: None,
             faults: config.faults.then(|| shared.faults.snapshot()),
             failure: None,
+            replaced_per_s_rounds: Vec::new(),
         };
         if unfinished.is_empty() {
             if !tear_down(shared, limit) {
