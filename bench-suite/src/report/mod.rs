@@ -798,15 +798,16 @@ fn deferred_free_section(results: &Results) -> Section {
         "The torture harness again, but every writer hands each replaced object to the primitive's deferred \
          reclamation (hazptr `retire`, rcu-lite `call_rcu` through `Rcu::replace`, crossbeam-epoch \
          `defer_destroy`, haphazard and seize `retire`) and never waits for readers itself, as a thread \
-         freeing in bulk would. *Frees/s* is replaced objects per second; *unreclaimed max* is the memory \
-         that reclamation held back.",
+         freeing in bulk would. *Handed over/s* is replaced objects handed to reclamation per second \
+         (not yet freed: background schemes free them later); *unreclaimed max* is the memory that \
+         reclamation held back.",
     );
     let mut table = Table::new(&[
         "implementation",
         "readers>",
         "writers>",
-        "frees/s>",
-        "frees/s by round>",
+        "handed over/s>",
+        "handed over/s by round>",
         "vs best>",
         "unreclaimed max>",
         "reads>",
@@ -844,8 +845,8 @@ fn deferred_free_section(results: &Results) -> Section {
     if rounds > 1 {
         section.paragraph(format!(
             "Each implementation ran in {rounds} rounds, taking turns in an order rotated from \
-             round to round. A row is its median round by frees per second (*reads* too), \
-             *frees/s by round* gives every round's rate in the order they ran, *unreclaimed \
+             round to round. A row is its median round by objects handed over per second (*reads* \
+             too), *handed over/s by round* gives every round's rate in the order they ran, *unreclaimed \
              max* is the most of any round, and *errors* count every round."
         ));
     }
