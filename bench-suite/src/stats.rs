@@ -25,9 +25,47 @@ pub fn mean(samples: &[f64]) -> f64 {
     samples.iter().sum::<f64>() / samples.len() as f64
 }
 
+/// The index of the median of `samples` (the lower middle one for an even
+/// count): the run whose other figures stand for a set of rounds.
+///
+/// # Panics
+///
+/// If `samples` is empty.
+pub fn median_index(samples: &[f64]) -> usize {
+    assert!(!samples.is_empty(), "no samples to take the median of");
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by(|&a, &b| samples[a].total_cmp(&samples[b]));
+    order[(samples.len() - 1) / 2]
+}
+
+/// The failures of a set of rounds, in the order they ran, as one text
+/// naming each failed round ("round 2 of 3: hang: ..."); `None` if no round
+/// failed.
+pub fn rounds_failure<'a>(
+    failures: impl ExactSizeIterator<Item = Option<&'a str>>,
+) -> Option<String> {
+    let count = failures.len();
+    let named: Vec<String> = failures
+        .enumerate()
+        .filter_map(|(i, f)| Some(format!("round {} of {count}: {}", i + 1, f?)))
+        .collect();
+    (!named.is_empty()).then(|| named.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_index_takes_the_lower_middle_and_rounds_failure_names_rounds() {
+        assert_eq!(median_index(&[3.0, 1.0, 2.0]), 2);
+        assert_eq!(median_index(&[4.0, 1.0, 3.0, 2.0]), 3);
+        assert_eq!(rounds_failure([None, None].into_iter()), None);
+        assert_eq!(
+            rounds_failure([None, Some("hang"), Some("panic")].into_iter()).as_deref(),
+            Some("round 2 of 3: hang; round 3 of 3: panic")
+        );
+    }
 
     #[test]
     fn median_and_percentiles() {

@@ -634,29 +634,15 @@ pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
     if runs.len() == 1 {
         return runs.pop().expect("one run");
     }
-    let count = runs.len();
     let rates: Vec<f64> = runs
         .iter()
         .map(|o| o.writes.total as f64 / o.duration_s.max(1e-9))
         .collect();
-    let failures: Vec<String> = runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| {
-            Some(format!(
-                "round {} of {count}: {}",
-                i + 1,
-                o.failure.as_ref()?
-            ))
-        })
-        .collect();
-    let failure = (!failures.is_empty()).then(|| failures.join("; "));
+    let failure = crate::stats::rounds_failure(runs.iter().map(|o| o.failure.as_deref()));
     let (fail, write_fail, read_fail) = runs.iter().fold((0, 0, 0), |(f, w, r), o| {
         (f + o.fail, w + o.write_fail, r + o.read_fail)
     });
-    let mut order: Vec<usize> = (0..count).collect();
-    order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]));
-    let median = order[(count - 1) / 2];
+    let median = crate::stats::median_index(&rates);
     Outcome {
         fail,
         write_fail,

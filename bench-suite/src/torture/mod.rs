@@ -269,23 +269,11 @@ pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
     if runs.len() == 1 {
         return runs.pop().expect("one run");
     }
-    let count = runs.len();
     let rates: Vec<f64> = runs
         .iter()
         .map(|o| o.replaced as f64 / o.duration_s.max(1e-9))
         .collect();
-    let failures: Vec<String> = runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| {
-            Some(format!(
-                "round {} of {count}: {}",
-                i + 1,
-                o.failure.as_ref()?
-            ))
-        })
-        .collect();
-    let failure = (!failures.is_empty()).then(|| failures.join("; "));
+    let failure = crate::stats::rounds_failure(runs.iter().map(|o| o.failure.as_deref()));
     // A failure counts one error of its own, in a round and merged.
     let errors = runs
         .iter()
@@ -295,9 +283,7 @@ pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
     let unreclaimed_max = runs.iter().map(|o| o.unreclaimed_max).max().unwrap_or(0);
     let write_max_ms = runs.iter().map(|o| o.write_max_ms).fold(0.0, f64::max);
     let rss_max_kib = runs.iter().filter_map(|o| o.rss_max_kib).max();
-    let mut order: Vec<usize> = (0..count).collect();
-    order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]));
-    let median = order[(count - 1) / 2];
+    let median = crate::stats::median_index(&rates);
     Outcome {
         errors,
         failure,
