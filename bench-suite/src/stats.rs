@@ -25,6 +25,25 @@ pub fn mean(samples: &[f64]) -> f64 {
     samples.iter().sum::<f64>() / samples.len() as f64
 }
 
+/// `x` to three significant figures with an SI prefix, joined by `sep`:
+/// `si_figures(1.234e9, " ")` is "1.23 G", `si_figures(420.4e6, "")` is
+/// "420M", and below a thousand there is no prefix ("312", "0.50").
+pub fn si_figures(x: f64, sep: &str) -> String {
+    let (value, prefix) = match x.abs() {
+        a if a >= 1e9 => (x / 1e9, "G"),
+        a if a >= 1e6 => (x / 1e6, "M"),
+        a if a >= 1e3 => (x / 1e3, "k"),
+        _ => (x, ""),
+    };
+    let decimals = match value.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        _ => 2,
+    };
+    let sep = if prefix.is_empty() { "" } else { sep };
+    format!("{value:.decimals$}{sep}{prefix}")
+}
+
 /// The index of the median of `samples` (the lower middle one for an even
 /// count): the run whose other figures stand for a set of rounds.
 ///

@@ -319,21 +319,10 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
 }
 
 /// A rate to three significant figures with an SI prefix ("1.23 G",
-/// "456 M", "12.0 k", "0.500"): a 16 MiB payload's few hundred writes a
+/// "456 M", "12.0 k", "0.50"): a 16 MiB payload's few hundred writes a
 /// second and a small Copy's billion reads print alike.
 fn rate(per_s: f64) -> String {
-    let (value, prefix) = match per_s.abs() {
-        x if x >= 1e9 => (per_s / 1e9, " G"),
-        x if x >= 1e6 => (per_s / 1e6, " M"),
-        x if x >= 1e3 => (per_s / 1e3, " k"),
-        _ => (per_s, ""),
-    };
-    let decimals = match value.abs() {
-        x if x >= 100.0 => 0,
-        x if x >= 10.0 => 1,
-        _ => 2,
-    };
-    format!("{value:.decimals$}{prefix}")
+    crate::stats::si_figures(per_s, " ")
 }
 
 /// Writes the matrix and the recommendation as text.

@@ -856,19 +856,11 @@ fn deferred_free_section(results: &Results) -> Section {
 /// Rates of the rounds of one contender, in the order they ran, to three
 /// significant figures ("327k, 365k, 1.05M").
 fn rounds_cell(rates: &[f64]) -> String {
-    let one = |x: f64| {
-        let (v, unit) = match x.abs() {
-            a if a >= 1e6 => (x / 1e6, "M"),
-            a if a >= 1e3 => (x / 1e3, "k"),
-            _ => (x, ""),
-        };
-        match v.abs() {
-            a if a >= 100.0 => format!("{v:.0}{unit}"),
-            a if a >= 10.0 => format!("{v:.1}{unit}"),
-            _ => format!("{v:.2}{unit}"),
-        }
-    };
-    rates.iter().map(|&x| one(x)).collect::<Vec<_>>().join(", ")
+    rates
+        .iter()
+        .map(|&x| crate::stats::si_figures(x, ""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Stalled calls, and the callers that made them where the run counted those.
