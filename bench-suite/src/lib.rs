@@ -35,3 +35,4 @@ pub mod registry;
 pub mod report;
 pub mod stats;
 pub mod torture;
+pub mod turns;

@@ -263,15 +263,12 @@ fn combine(mut runs: Vec<Outcome>) -> Outcome {
 /// picks the fastest contender that saw no errors.
 pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advice {
     let imps = implementations();
-    let mut runs: Vec<Vec<Outcome>> = imps.iter().map(|_| Vec::new()).collect();
-    for round in 0..config.rounds.max(1) {
-        for turn in 0..imps.len() {
-            let i = (turn + round) % imps.len();
-            progress.set_label(imps[i].name);
-            runs[i].push(measure(&imps[i], config));
-            progress.inc(1);
-        }
-    }
+    let runs = crate::turns::in_turns(imps.len(), config.rounds.max(1), |i| {
+        progress.set_label(imps[i].name);
+        let outcome = measure(&imps[i], config);
+        progress.inc(1);
+        outcome
+    });
     let mut outcomes: Vec<Outcome> = runs.into_iter().map(combine).collect();
     outcomes.sort_by(|a, b| b.ops_per_s.total_cmp(&a.ops_per_s));
     let eligible: Vec<&Outcome> = outcomes

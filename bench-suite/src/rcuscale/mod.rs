@@ -376,7 +376,8 @@ fn run_once(
 }
 
 /// Runs every implementation in `chosen` once per round, taking turns within
-/// each round, each built with `options`; one outcome per implementation, in
+/// each round in an order rotated from round to round
+/// ([`crate::turns::in_turns`]), each built with `options`; one outcome per implementation, in
 /// `chosen`'s order. `progress` advances by `config.duration` per run.
 /// [`NoWaits`] names the first implementation with a run of no wait (only
 /// possible with no writers).
@@ -392,12 +393,10 @@ pub fn measure_rounds(
     progress: &mut Progress,
 ) -> Result<Vec<Outcome>, NoWaits> {
     assert!(rounds > 0, "rcuscale needs at least one round");
-    let mut runs: Vec<Vec<Run>> = chosen.iter().map(|_| Vec::with_capacity(rounds)).collect();
-    for _ in 0..rounds {
-        for (imp, runs) in chosen.iter().zip(&mut runs) {
-            runs.push(run_once(imp, config, options, progress));
-        }
-    }
+    // In turns, the order rotated from round to round.
+    let runs = crate::turns::in_turns(chosen.len(), rounds, |i| {
+        run_once(chosen[i], config, options, progress)
+    });
     chosen
         .iter()
         .zip(runs)

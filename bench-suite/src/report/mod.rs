@@ -461,7 +461,7 @@ pub fn measure(profile: Profile) -> Results {
             faults: false,
             stall_limit: locktorture::Config::STALL_LIMIT,
         };
-        let runs = in_turns(locks.len(), rounds, |i| {
+        let runs = crate::turns::in_turns(locks.len(), rounds, |i| {
             let imp = locks[i];
             let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
             let outcome = locktorture::torture(imp, config, &mut quiet, None)
@@ -555,7 +555,7 @@ pub fn measure(profile: Profile) -> Results {
         .collect();
     // Those that cannot only defer count as done.
     progress.inc(((tortured.len() - deferring.len()) * rounds) as u64);
-    let deferred_runs = in_turns(deferring.len(), rounds, |i| {
+    let deferred_runs = crate::turns::in_turns(deferring.len(), rounds, |i| {
         let imp = deferring[i];
         let mut quiet = Progress::new(deferred.duration.as_millis() as u64, imp.name);
         let outcome = torture::torture(imp, deferred, &mut quiet);
@@ -582,22 +582,6 @@ pub fn measure(profile: Profile) -> Results {
         unavailable: not_measured(),
         read_back: false,
     }
-}
-
-/// Runs each of `n` contenders once per round, `rounds` rounds, in an order
-/// rotated by one from round to round (as `advise` does): a slow stretch of
-/// the machine costs several contenders a round each instead of every round
-/// of one, and no contender always runs first. Returns each contender's
-/// runs in the order they ran.
-fn in_turns<T>(n: usize, rounds: usize, mut run: impl FnMut(usize) -> T) -> Vec<Vec<T>> {
-    let mut out: Vec<Vec<T>> = (0..n).map(|_| Vec::with_capacity(rounds)).collect();
-    for round in 0..rounds {
-        for turn in 0..n {
-            let i = (turn + round) % n;
-            out[i].push(run(i));
-        }
-    }
-    out
 }
 
 /// Reads an earlier run's `results.json` back, to write its report again
@@ -1342,19 +1326,6 @@ pub(crate) mod tests {
         assert_eq!(slow.ns_per_op / best.ns_per_op, 4.0);
         assert_eq!(paired_ratio(&slow, &best), 2.0);
         assert_eq!(paired_ratio(&best, &best), 1.0);
-    }
-
-    #[test]
-    fn rounds_rotate_the_order_of_turns() {
-        let mut order = Vec::new();
-        let runs = in_turns(3, 3, |i| {
-            order.push(i);
-            order.len()
-        });
-        assert_eq!(order, [0, 1, 2, 1, 2, 0, 2, 0, 1]);
-        // Each contender's runs, in the order they ran.
-        assert_eq!(runs, [vec![1, 6, 8], vec![2, 4, 9], vec![3, 5, 7]]);
-        assert!(in_turns(0, 3, |i| i).is_empty());
     }
 
     #[test]
