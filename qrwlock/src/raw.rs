@@ -568,14 +568,20 @@ mod tests {
     /// sleeper bit set, and the write unlock clears it and wakes it.
     #[test]
     fn queue_head_sleeps_and_write_unlock_wakes_it() {
-        let (lock, reader) = reader_asleep_behind_a_writer();
-        // SAFETY: write-locked by the helper.
-        unsafe { lock.write_unlock() };
-        reader.join().unwrap();
-        assert_eq!(
-            lock.cnts.load(Ordering::Relaxed),
-            0,
-            "bit cleared, count back"
+        test_support::within_a_deadline(
+            "queue_head_sleeps_and_write_unlock_wakes_it (a reader asleep at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let (lock, reader) = reader_asleep_behind_a_writer();
+                // SAFETY: write-locked by the helper.
+                unsafe { lock.write_unlock() };
+                reader.join().unwrap();
+                assert_eq!(
+                    lock.cnts.load(Ordering::Relaxed),
+                    0,
+                    "bit cleared, count back"
+                );
+            },
         );
     }
 
@@ -662,31 +668,37 @@ mod tests {
     /// leaves, and is woken by that read unlock.
     #[test]
     fn waiting_writer_sleeps_until_the_last_reader_leaves() {
-        let lock = Arc::new(RawQRwLock::new());
-        lock.read_lock();
-        lock.read_lock();
-        let writer = {
-            let lock = lock.clone();
-            std::thread::spawn(move || {
-                lock.write_lock();
-                // SAFETY: taken just above.
-                unsafe { lock.write_unlock() };
-            })
-        };
-        until(&lock, |c| {
-            c & (WRITER_WAITING | HEAD_SLEEPING) == WRITER_WAITING | HEAD_SLEEPING
-        });
-        assert!(
-            !lock.try_read_lock(),
-            "a waiting writer keeps new readers out"
+        test_support::within_a_deadline(
+            "waiting_writer_sleeps_until_the_last_reader_leaves (the writer at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let lock = Arc::new(RawQRwLock::new());
+                lock.read_lock();
+                lock.read_lock();
+                let writer = {
+                    let lock = lock.clone();
+                    std::thread::spawn(move || {
+                        lock.write_lock();
+                        // SAFETY: taken just above.
+                        unsafe { lock.write_unlock() };
+                    })
+                };
+                until(&lock, |c| {
+                    c & (WRITER_WAITING | HEAD_SLEEPING) == WRITER_WAITING | HEAD_SLEEPING
+                });
+                assert!(
+                    !lock.try_read_lock(),
+                    "a waiting writer keeps new readers out"
+                );
+                // SAFETY: two shared holds taken above.
+                unsafe { lock.read_unlock() };
+                assert!(lock.is_writer_waiting(), "one reader is still inside");
+                // SAFETY: as above.
+                unsafe { lock.read_unlock() };
+                writer.join().unwrap();
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+            },
         );
-        // SAFETY: two shared holds taken above.
-        unsafe { lock.read_unlock() };
-        assert!(lock.is_writer_waiting(), "one reader is still inside");
-        // SAFETY: as above.
-        unsafe { lock.read_unlock() };
-        writer.join().unwrap();
-        assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
     }
 
     #[test]
