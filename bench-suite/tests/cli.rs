@@ -13,6 +13,19 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The reference run's results.json, which report and compare tests read.
+const REFERENCE_RESULTS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../docs/reference-report/results.json"
+);
+
+/// A fresh directory for one test's files, named after it and this process.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[test]
 fn list_names_every_implementation_by_kind() {
     let out = syncbench(&["list"]);
@@ -269,8 +282,7 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
 
 #[test]
 fn compare_flags_a_regression_and_can_fail_on_it() {
-    let dir = std::env::temp_dir().join(format!("syncbench-compare-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("syncbench-compare");
     let write = |name: &str, ns: f64| {
         let path = dir.join(name);
         let doc = serde_json::json!({
@@ -316,8 +328,7 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
 /// refused with status 2, naming the file and the key.
 #[test]
 fn compare_gate_fails_when_the_new_run_measured_less_or_nothing() {
-    let dir = std::env::temp_dir().join(format!("syncbench-compare-gate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("syncbench-compare-gate");
     let write = |name: &str, doc: serde_json::Value| {
         let path = dir.join(name);
         std::fs::write(&path, doc.to_string()).unwrap();
@@ -395,12 +406,9 @@ fn compare_gate_fails_when_the_new_run_measured_less_or_nothing() {
 
 #[test]
 fn report_from_writes_an_earlier_run_again_without_measuring() {
-    let dir = std::env::temp_dir().join(format!("syncbench-report-from-{}", std::process::id()));
+    let dir = scratch_dir("syncbench-report-from");
     let out_dir = dir.join("report");
-    let reference = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/reference-report/results.json"
-    );
+    let reference = REFERENCE_RESULTS;
     let out = syncbench(&[
         "report",
         "--from",
@@ -462,12 +470,8 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
 /// with 1 and says on stderr which runs failed and why.
 #[test]
 fn report_of_a_failed_run_names_the_failures_and_exits_1() {
-    let dir = std::env::temp_dir().join(format!("syncbench-report-failed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let reference = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/reference-report/results.json"
-    );
+    let dir = scratch_dir("syncbench-report-failed");
+    let reference = REFERENCE_RESULTS;
     let mut results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
     let torture = results["torture"]
@@ -522,12 +526,8 @@ fn report_of_a_failed_run_names_the_failures_and_exits_1() {
 /// line, and an --out that is a file is refused naming it.
 #[test]
 fn report_errors_name_the_null_figure_and_the_path() {
-    let dir = std::env::temp_dir().join(format!("syncbench-report-errors-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let reference = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/reference-report/results.json"
-    );
+    let dir = scratch_dir("syncbench-report-errors");
+    let reference = REFERENCE_RESULTS;
     let mut results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
     results["rcuscale"][0]["per_gp_us"] = serde_json::Value::Null;
