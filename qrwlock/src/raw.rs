@@ -564,6 +564,17 @@ mod tests {
         (lock, reader)
     }
 
+    /// A thread that takes the write lock, releases it and ends: it queues
+    /// behind whoever holds the lock now.
+    fn writer_in_and_out(lock: &Arc<RawQRwLock>) -> std::thread::JoinHandle<()> {
+        let lock = Arc::clone(lock);
+        std::thread::spawn(move || {
+            lock.write_lock();
+            // SAFETY: taken just above.
+            unsafe { lock.write_unlock() };
+        })
+    }
+
     /// A reader that waits behind a writer for long sleeps with the head's
     /// sleeper bit set, and the write unlock clears it and wakes it.
     #[test]
@@ -627,14 +638,7 @@ mod tests {
             || {
                 let lock = Arc::new(RawQRwLock::new());
                 lock.write_lock();
-                let writer = {
-                    let lock = lock.clone();
-                    std::thread::spawn(move || {
-                        lock.write_lock();
-                        // SAFETY: taken just above.
-                        unsafe { lock.write_unlock() };
-                    })
-                };
+                let writer = writer_in_and_out(&lock);
                 until(&lock, |c| {
                     c == WRITER_LOCKED | WRITER_WAITING | HEAD_SLEEPING
                 });
@@ -675,14 +679,7 @@ mod tests {
                 let lock = Arc::new(RawQRwLock::new());
                 lock.read_lock();
                 lock.read_lock();
-                let writer = {
-                    let lock = lock.clone();
-                    std::thread::spawn(move || {
-                        lock.write_lock();
-                        // SAFETY: taken just above.
-                        unsafe { lock.write_unlock() };
-                    })
-                };
+                let writer = writer_in_and_out(&lock);
                 until(&lock, |c| {
                     c & (WRITER_WAITING | HEAD_SLEEPING) == WRITER_WAITING | HEAD_SLEEPING
                 });
