@@ -5,10 +5,16 @@
 //! `csrc/` are compiled against them (so liburcu's inline read-side fast paths
 //! are what syncbench measures), the libraries are linked, and
 //! `cfg(syncbench_liburcu)` is set. Otherwise the workspace still builds and
-//! the liburcu peers are listed as unavailable with the install hint. Setting
-//! `SYNCBENCH_NO_LIBURCU` makes this script act as if liburcu were absent, to
-//! test that path, and sets `cfg(syncbench_liburcu_disabled)` so that the
-//! peers say they were disabled rather than not found.
+//! the liburcu peers are listed as unavailable with the install hint; so they
+//! are, with `cfg(syncbench_liburcu_broken)` and the compiler's complaint,
+//! when pkg-config finds liburcu but the shims do not compile against its
+//! headers. Setting `SYNCBENCH_NO_LIBURCU` makes this script act as if
+//! liburcu were absent, to test that path, and sets
+//! `cfg(syncbench_liburcu_disabled)` so that the peers say they were disabled
+//! rather than not found. Setting `SYNCPRIMS_REQUIRE_LIBURCU` (as `.ci/run`
+//! does) turns "not found" and "does not compile" into a build failure, so a
+//! run that must test the FFI cannot pass without it; `SYNCBENCH_NO_LIBURCU`
+//! still wins over it.
 
 use std::path::Path;
 
@@ -36,7 +42,9 @@ fn main() {
 fn liburcu() {
     println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu)");
     println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu_disabled)");
+    println!("cargo::rustc-check-cfg=cfg(syncbench_liburcu_broken)");
     println!("cargo:rerun-if-env-changed=SYNCBENCH_NO_LIBURCU");
+    println!("cargo:rerun-if-env-changed=SYNCPRIMS_REQUIRE_LIBURCU");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_LIBDIR");
     // Run again when a .pc file appears in or leaves a directory pkg-config
@@ -56,6 +64,7 @@ fn liburcu() {
         println!("cargo:rustc-cfg=syncbench_liburcu_disabled");
         return;
     }
+    let required = std::env::var_os("SYNCPRIMS_REQUIRE_LIBURCU").is_some();
     let mut libraries = Vec::new();
     for (package, _) in FLAVORS {
         match pkg_config::Config::new()
@@ -64,7 +73,12 @@ fn liburcu() {
             .probe(package)
         {
             Ok(library) => libraries.push(library),
-            Err(_) => {
+            Err(why) => {
+                assert!(
+                    !required,
+                    "SYNCPRIMS_REQUIRE_LIBURCU is set but pkg-config did not find {package} \
+                     (apt-get install -y liburcu-dev pkg-config): {why}"
+                );
                 println!(
                     "cargo:warning={package} not found by pkg-config: the liburcu peers are \
                      unavailable (apt-get install -y liburcu-dev)"
@@ -90,7 +104,26 @@ fn liburcu() {
     for (_, shim) in FLAVORS {
         build.file(Path::new(shim));
     }
-    build.compile("syncbench_liburcu_shim");
+    // `try_compile`, not `compile`: headers pkg-config points at that do not
+    // compile (a broken or mismatched liburcu install, no C compiler) leave
+    // the peers unavailable, as a missing liburcu does, instead of failing
+    // the whole workspace's build. The compiler's own messages are printed
+    // as warnings by `cc`.
+    if let Err(why) = build.try_compile("syncbench_liburcu_shim") {
+        let why = compile_error_summary(&why.to_string());
+        assert!(
+            !required,
+            "SYNCPRIMS_REQUIRE_LIBURCU is set but the liburcu shims in csrc/ did not compile \
+             against the headers pkg-config found: {why}"
+        );
+        println!(
+            "cargo:warning=liburcu was found by pkg-config but the shims in csrc/ did not \
+             compile against it, so the liburcu peers are unavailable: {why}"
+        );
+        println!("cargo:rustc-cfg=syncbench_liburcu_broken");
+        println!("cargo:rustc-env=SYNCBENCH_LIBURCU_BUILD_ERROR={why}");
+        return;
+    }
     // After the shim's own link line, so the linker resolves its references.
     for library in &libraries {
         for path in &library.link_paths {
@@ -101,6 +134,18 @@ fn liburcu() {
         }
     }
     println!("cargo:rustc-cfg=syncbench_liburcu");
+}
+
+/// `cc`'s error in one line without the compiler's command line, which the
+/// warnings above already show: the error itself, and the shim it was
+/// compiling if the command names one.
+fn compile_error_summary(error: &str) -> String {
+    let error = error.replace(['\n', '\r'], " ");
+    let head = error.split(": \"").next().unwrap_or(&error).trim();
+    match FLAVORS.iter().find(|(_, shim)| error.contains(shim)) {
+        Some((_, shim)) => format!("{head}, compiling {shim}"),
+        None => head.to_owned(),
+    }
 }
 
 /// The directories pkg-config searches for .pc files that exist:

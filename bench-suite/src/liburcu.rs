@@ -4,8 +4,10 @@
 //! (liburcu's read lock is a static inline function in its headers, so the
 //! read-side loops are C, running liburcu's real inlined fast path) and sets
 //! `cfg(syncbench_liburcu)`. Without it every liburcu implementation is listed
-//! as unavailable with [`INSTALL_HINT`], or as disabled where
-//! `SYNCBENCH_NO_LIBURCU` was set (`cfg(syncbench_liburcu_disabled)`).
+//! as unavailable with [`INSTALL_HINT`]: disabled where
+//! `SYNCBENCH_NO_LIBURCU` was set (`cfg(syncbench_liburcu_disabled)`), found
+//! but not compiling where the shims failed against liburcu's headers
+//! (`cfg(syncbench_liburcu_broken)`), not found otherwise.
 //!
 //! The wrappers uphold liburcu's calling rules themselves:
 //! - A thread registers only for the length of a closure
@@ -36,8 +38,15 @@ pub const LINKED: bool = cfg!(syncbench_liburcu);
 /// when syncbench was built (`build.rs`).
 pub const DISABLED: bool = cfg!(syncbench_liburcu_disabled);
 
+/// Whether pkg-config found liburcu but the shims did not compile against
+/// its headers (`build.rs`).
+pub const BROKEN: bool = cfg!(syncbench_liburcu_broken);
+
+/// What the C compiler said about the shims, where [`BROKEN`].
+const BUILD_ERROR: Option<&str> = option_env!("SYNCBENCH_LIBURCU_BUILD_ERROR");
+
 /// Why the liburcu peers cannot run in a build without liburcu: switched
-/// off by `SYNCBENCH_NO_LIBURCU`, or not found.
+/// off by `SYNCBENCH_NO_LIBURCU`, found but not compiling, or not found.
 pub fn unavailable() -> Unavailable {
     if DISABLED {
         Unavailable {
@@ -46,6 +55,19 @@ pub fn unavailable() -> Unavailable {
                 .to_owned(),
             hint: format!(
                 "build without SYNCBENCH_NO_LIBURCU, with liburcu installed: {INSTALL_HINT}"
+            ),
+        }
+    } else if BROKEN {
+        Unavailable {
+            reason: format!(
+                "liburcu (liburcu-memb, liburcu-qsbr) was found by pkg-config, but the shims in \
+                 bench-suite/csrc/ did not compile against its headers when syncbench was built \
+                 ({})",
+                BUILD_ERROR.unwrap_or("no message")
+            ),
+            hint: format!(
+                "the build script's warnings give the compiler's messages; reinstall liburcu: \
+                 {INSTALL_HINT}"
             ),
         }
     } else {
@@ -257,6 +279,12 @@ mod tests {
         let text = why.to_string();
         if DISABLED {
             assert!(text.contains("SYNCBENCH_NO_LIBURCU"), "{text}");
+            assert!(why.hint.contains(INSTALL_HINT), "{}", why.hint);
+        } else if BROKEN {
+            assert!(
+                text.contains("did not compile") && BUILD_ERROR.is_some_and(|e| text.contains(e)),
+                "{text}"
+            );
             assert!(why.hint.contains(INSTALL_HINT), "{}", why.hint);
         } else {
             assert_eq!(why.hint, "apt-get install -y liburcu-dev");
