@@ -32,6 +32,14 @@ pub trait Workload: Send + Sync {
     /// update, repeated. Each contender writes its own loop with
     /// [`mixed_loop`] so no dynamic dispatch sits inside it.
     fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts;
+
+    /// Once the run's threads have stopped, outside the timed window: runs
+    /// or frees what the contender deferred, so that none of it is left to
+    /// run during another contender's turn (`rcu-lite`'s callback worker
+    /// would otherwise go on freeing old payloads beside the next contender's
+    /// threads) or to be paid for by this contender's next run. What a
+    /// scheme frees in the background *during* its run stays in its figures.
+    fn settle(&self) {}
 }
 
 /// What one thread did.
@@ -229,6 +237,7 @@ pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> O
             .collect();
         (began.elapsed(), counts)
     });
+    primitive.settle();
     let secs = elapsed.as_secs_f64();
     let reads: u64 = totals.iter().map(|c| c.reads).sum();
     let writes: u64 = totals.iter().map(|c| c.writes).sum();
@@ -376,6 +385,54 @@ mod tests {
         assert_eq!(rate(312.0), "312");
         assert_eq!(rate(0.5), "0.50");
         assert_eq!(rate(0.0), "0.00");
+    }
+
+    /// How many of its threads had finished their runs each time the
+    /// [`Settling`] contender was asked to settle.
+    static SETTLED_AFTER: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+    /// A contender that counts its finished runs and records that count
+    /// in [`SETTLED_AFTER`] when it settles.
+    #[derive(Default)]
+    struct Settling {
+        finished: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Workload for Settling {
+        fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+            let counts = mixed_loop(reads_per_write, stop, || true, || {});
+            self.finished.fetch_add(1, Relaxed);
+            counts
+        }
+
+        fn settle(&self) {
+            let finished = self.finished.load(Relaxed);
+            SETTLED_AFTER.lock().unwrap().push(finished);
+        }
+    }
+
+    #[test]
+    fn a_contender_settles_once_after_its_threads_stop() {
+        const SETTLING: Implementation<dyn Workload, Options> = Implementation {
+            name: "settling",
+            summary: "records when it settles",
+            origin: Origin::Workspace,
+            make: |_| Ok(Box::<Settling>::default()),
+        };
+        let config = Config {
+            reads_per_write: 4,
+            threads: 3,
+            payload_bytes: 8,
+            duration: Duration::from_millis(20),
+            rounds: 1,
+        };
+        let outcome = measure(&SETTLING, config);
+        assert!(
+            outcome.skipped.is_none() && outcome.writes_per_s > 0.0,
+            "{outcome:?}"
+        );
+        // Once, and only after all three runs returned.
+        assert_eq!(*SETTLED_AFTER.lock().unwrap(), [3]);
     }
 
     #[test]

@@ -43,6 +43,12 @@ impl Workload for rcu_lite::Rcu<Vec<u64>> {
             },
         )
     }
+
+    /// Waits for every replaced payload's deferred free (memb's callback
+    /// worker) to have run.
+    fn settle(&self) {
+        rcu_lite::memb::rcu_barrier();
+    }
 }
 
 /// `hazptr`.
@@ -81,5 +87,11 @@ impl Workload for hazptr::AtomicBox<'static, Vec<u64>> {
                 }
             },
         )
+    }
+
+    /// Frees the replaced payloads still retired in the global domain (the
+    /// exiting threads handed their batches over).
+    fn settle(&self) {
+        hazptr::reclaim();
     }
 }

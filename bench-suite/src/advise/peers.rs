@@ -202,7 +202,23 @@ impl Workload for CrossbeamPayload {
             },
         )
     }
+
+    /// Runs the replaced payloads' deferred frees: the exited threads' bags
+    /// went to crossbeam-epoch's global queue, which only pinned threads
+    /// collect. With no other thread pinned, each flush can advance the
+    /// epoch and free what expired.
+    fn settle(&self) {
+        for _ in 0..CROSSBEAM_SETTLE_FLUSHES {
+            epoch::pin().flush();
+        }
+    }
 }
+
+/// Flushes that [`CrossbeamPayload::settle`] makes: each collects up to
+/// crossbeam-epoch's few sealed bags of up to 64 deferred functions, so this
+/// many frees some hundreds of thousands of payloads, more than a short run
+/// replaces on this machine.
+const CROSSBEAM_SETTLE_FLUSHES: usize = 4096;
 
 impl Drop for CrossbeamPayload {
     fn drop(&mut self) {
