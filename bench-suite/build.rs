@@ -136,9 +136,10 @@ fn liburcu() {
     println!("cargo:rustc-cfg=syncbench_liburcu");
 }
 
-/// `cc`'s error in one line without the compiler's command line, which the
-/// warnings above already show: the error itself, and the shim it was
-/// compiling if the command names one.
+/// `cc`'s error in one line, without the compiler's command line (the
+/// compiler's own messages, which `cc` prints as warnings, say what failed):
+/// the error's kind and status, and the shim being compiled if the command
+/// names one.
 fn compile_error_summary(error: &str) -> String {
     let error = error.replace(['\n', '\r'], " ");
     let head = error.split(": \"").next().unwrap_or(&error).trim();
