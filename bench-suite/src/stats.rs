@@ -29,19 +29,34 @@ pub fn mean(samples: &[f64]) -> f64 {
 /// `si_figures(1.234e9, " ")` is "1.23 G", `si_figures(420.4e6, "")` is
 /// "420M", and below a thousand there is no prefix ("312", "0.50").
 pub fn si_figures(x: f64, sep: &str) -> String {
-    let (value, prefix) = match x.abs() {
-        a if a >= 1e9 => (x / 1e9, "G"),
-        a if a >= 1e6 => (x / 1e6, "M"),
-        a if a >= 1e3 => (x / 1e3, "k"),
-        _ => (x, ""),
-    };
-    let decimals = match value.abs() {
-        a if a >= 100.0 => 0,
-        a if a >= 10.0 => 1,
-        _ => 2,
-    };
+    fn scaled(x: f64) -> (f64, &'static str, f64) {
+        match x.abs() {
+            a if a >= 1e9 => (x / 1e9, "G", 1e9),
+            a if a >= 1e6 => (x / 1e6, "M", 1e6),
+            a if a >= 1e3 => (x / 1e3, "k", 1e3),
+            _ => (x, "", 1.0),
+        }
+    }
+    fn decimals(a: f64) -> usize {
+        match a {
+            a if a >= 100.0 => 0,
+            a if a >= 10.0 => 1,
+            _ => 2,
+        }
+    }
+    let (mut value, mut prefix, unit) = scaled(x);
+    let mut places = decimals(value.abs());
+    // Rounding can carry into the next decade (99.97 shows as 100.0) or
+    // past the prefix (999.7 as 1000): then the rounded value decides both.
+    let shown: f64 = format!("{value:.places$}")
+        .parse()
+        .expect("a formatted number parses");
+    if decimals(shown.abs()) != places || (shown.abs() >= 1e3 && prefix != "G") {
+        (value, prefix, _) = scaled(shown * unit);
+        places = decimals(value.abs());
+    }
     let sep = if prefix.is_empty() { "" } else { sep };
-    format!("{value:.decimals$}{sep}{prefix}")
+    format!("{value:.places$}{sep}{prefix}")
 }
 
 /// The index of the median of `samples` (the lower middle one for an even
@@ -84,6 +99,25 @@ mod tests {
             rounds_failure([None, Some("hang"), Some("panic")].into_iter()).as_deref(),
             Some("round 2 of 3: hang; round 3 of 3: panic")
         );
+    }
+
+    /// A value that rounds up to the next power of ten keeps three
+    /// significant figures: 999,700 is "1.00M", not "1000k".
+    #[test]
+    fn si_figures_round_across_a_prefix_or_a_decade() {
+        assert_eq!(si_figures(999.7, ""), "1.00k");
+        assert_eq!(si_figures(999_700.0, ""), "1.00M");
+        assert_eq!(si_figures(999_700_000.0, " "), "1.00 G");
+        assert_eq!(si_figures(99.97, ""), "100");
+        assert_eq!(si_figures(9.997, ""), "10.0");
+        assert_eq!(si_figures(99_970.0, ""), "100k");
+        assert_eq!(si_figures(-999.7, ""), "-1.00k");
+        // Away from the boundaries, as before.
+        assert_eq!(si_figures(999.4, ""), "999");
+        assert_eq!(si_figures(1.234e9, " "), "1.23 G");
+        assert_eq!(si_figures(0.5, ""), "0.50");
+        assert_eq!(si_figures(0.0, ""), "0.00");
+        assert_eq!(si_figures(f64::NAN, ""), "NaN");
     }
 
     #[test]

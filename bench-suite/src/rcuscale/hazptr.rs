@@ -50,6 +50,15 @@ impl GracePeriod for Hazptr {
         drop(unsafe { Box::from_raw(old) });
     }
 
+    fn prepare_writer(&self) {
+        // The shared scan starts its scanner thread on the domain's first
+        // `synchronize`, and every run builds a new domain: one wait on an
+        // address no reader protects spawns it here, untimed, rather than
+        // inside the run's first timed wait.
+        let unprotected = 0u64;
+        self.domain.synchronize(&raw const unprotected);
+    }
+
     fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
         // The first guard gives the thread its slot block, before the run.
         let mut guard = self.domain.guard();
@@ -88,5 +97,54 @@ impl Drop for Hazptr {
     fn drop(&mut self) {
         // SAFETY: the last published object; `&mut self` excludes readers.
         drop(unsafe { Box::from_raw(*self.current.get_mut()) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Whether a thread named `name` (as `/proc` shows it: 15 bytes at most)
+    /// appears within a second.
+    fn thread_appears(name: &str) -> bool {
+        let name = &name[..name.len().min(15)];
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            let found = std::fs::read_dir("/proc/self/task")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|comm| comm.trim_end() == name)
+                });
+            if found {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// The shared scan's scanner thread starts on a domain's first
+    /// `synchronize`: `prepare_writer` makes that call, untimed, so that no
+    /// run's first timed wait (its latency maximum, with `--waits` above
+    /// all) includes spawning a thread. Each run builds a new domain.
+    #[test]
+    #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
+    fn the_scanner_thread_starts_before_the_timed_waits() {
+        let hazptr = Hazptr::new(true);
+        let debug = format!("{:?}", hazptr.domain);
+        let id = debug
+            .split("id: ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .expect("the domain's id");
+        hazptr.prepare_writer();
+        assert!(
+            thread_appears(&format!("hazptr-scan-{id}")),
+            "no scanner thread for {debug} after prepare_writer"
+        );
     }
 }

@@ -43,7 +43,8 @@ pub trait GracePeriod: Send + Sync {
     fn update_and_wait(&self, writer: usize);
     /// Runs on each writer thread before the run's start barrier: whatever
     /// the first wait would otherwise do once, untimed (rcu-lite registers
-    /// the thread, crossbeam-epoch gives it a handle). Nothing by default.
+    /// the thread, crossbeam-epoch gives it a handle, hazptr starts its
+    /// domain's scanner thread). Nothing by default.
     fn prepare_writer(&self) {}
     /// Registers the calling thread as a reader (where the flavor registers)
     /// and runs one read-side section, then waits at `ready` (the run's start
