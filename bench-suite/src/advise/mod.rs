@@ -550,18 +550,23 @@ mod tests {
         assert!(advice.reason.contains(&fastest.name));
     }
 
-    #[test]
-    fn a_contender_is_its_median_run_with_every_runs_errors() {
-        let run = |ops: f64, errors: u64| Outcome {
-            name: "x".into(),
-            origin: Origin::Workspace,
+    /// One run's outcome: `ops` reads per second and no write.
+    fn outcome(name: &str, ops: f64, errors: u64) -> Outcome {
+        Outcome {
+            name: name.into(),
+            origin: Origin::Peer,
             ops_per_s: ops,
             reads_per_s: ops,
             writes_per_s: 0.0,
             errors,
             runs_ops_per_s: vec![ops],
             skipped: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_contender_is_its_median_run_with_every_runs_errors() {
+        let run = |ops: f64, errors: u64| outcome("x", ops, errors);
         let o = combine(vec![run(5.0, 0), run(1.0, 2), run(3.0, 0)]);
         assert_eq!(o.ops_per_s, 3.0);
         assert_eq!(o.errors, 2);
@@ -614,16 +619,6 @@ mod tests {
     /// of its *vs best* baselines).
     #[test]
     fn vs_best_is_against_the_fastest_clean_contender() {
-        let outcome = |name: &str, ops: f64, errors: u64| Outcome {
-            name: name.into(),
-            origin: Origin::Peer,
-            ops_per_s: ops,
-            reads_per_s: ops,
-            writes_per_s: 0.0,
-            errors,
-            runs_ops_per_s: vec![ops],
-            skipped: None,
-        };
         let advice = Advice {
             workload: Config {
                 reads_per_write: 10,
