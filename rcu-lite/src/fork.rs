@@ -72,7 +72,8 @@
 
 use crate::callbacks::{self, BatchHeld, QueueHeld};
 use crate::{memb, qsbr};
-use std::cell::RefCell;
+use std::cell::Cell;
+use std::ptr;
 
 /// The locks [`before_fork`] took, in the order they are released.
 struct Held {
@@ -83,8 +84,37 @@ struct Held {
 }
 
 std::thread_local! {
-    /// What this thread's [`before_fork`] holds until `after_fork_*`.
-    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    /// What this thread's [`before_fork`] holds until `after_fork_*`: a
+    /// `Box<Held>` turned into a pointer, or null. A plain pointer with no
+    /// destructor, so that the hooks (and the checks of `call_rcu()` and
+    /// `synchronize_rcu()`) work in a thread-local destructor that runs
+    /// after rcu-lite's other per-thread state is gone: a thread's clean-up
+    /// may fork.
+    static HELD: Cell<*mut Held> = const { Cell::new(ptr::null_mut()) };
+    /// Releases what [`HELD`] still holds when the thread exits between the
+    /// hooks (a misuse), as the locks' guards would be dropped with the
+    /// thread's other thread-locals.
+    static RELEASE_AT_EXIT: ReleaseAtExit = const { ReleaseAtExit };
+}
+
+/// See [`RELEASE_AT_EXIT`].
+struct ReleaseAtExit;
+
+impl Drop for ReleaseAtExit {
+    fn drop(&mut self) {
+        if let Some(held) = take_held_if_any() {
+            drop(held);
+        }
+    }
+}
+
+/// What this thread holds between the hooks, taken out of [`HELD`].
+fn take_held_if_any() -> Option<Box<Held>> {
+    let held = HELD.with(|slot| slot.replace(ptr::null_mut()));
+    // SAFETY: `HELD` is null or holds a pointer from `Box::into_raw` in this
+    // thread's `before_fork`, and whoever takes it out (just now) owns it:
+    // it is turned back into a box once.
+    (!held.is_null()).then(|| unsafe { Box::from_raw(held) })
 }
 
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
@@ -111,7 +141,7 @@ pub fn before_fork() {
     if callbacks::in_callback() {
         misuse("from inside an RCU callback (the callback worker would wait for itself)");
     }
-    if HELD.with(|held| held.borrow().is_some()) {
+    if between_the_hooks() {
         misuse("twice without after_fork_parent() or after_fork_child()");
     }
     // The fence mode is decided once, by the first fence or registration: a
@@ -121,13 +151,16 @@ pub fn before_fork() {
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
     let (memb_batches, qsbr_batches) = hold_both_batches();
-    let held = Held {
+    let held = Box::new(Held {
         memb_queue: memb::engine().callbacks.hold_queue(),
         qsbr_queue: qsbr::engine().callbacks.hold_queue(),
         _memb_batches: memb_batches,
         _qsbr_batches: qsbr_batches,
-    };
-    HELD.with(|slot| *slot.borrow_mut() = Some(held));
+    });
+    HELD.with(|slot| slot.set(Box::into_raw(held)));
+    // Registers the release at exit. In a thread-local destructor that runs
+    // after it, there is none: an `after_fork_*` call must release them.
+    let _ = RELEASE_AT_EXIT.try_with(|_| ());
 }
 
 /// Both flavors' batch locks. No order of the two is safe to block in: a
@@ -192,12 +225,7 @@ pub(crate) enum Refused {
 /// `after_fork_*` (see [`Refused`]).
 #[inline]
 pub(crate) fn refuse_between_hooks(flavor: &str, refused: Refused) {
-    // `try_with`: a thread-local destructor may get here after `HELD` is
-    // gone, and such a thread is not between the hooks.
-    if HELD
-        .try_with(|held| held.borrow().is_some())
-        .unwrap_or(false)
-    {
+    if between_the_hooks() {
         between_hooks(flavor, refused);
     }
 }
@@ -223,11 +251,16 @@ fn between_hooks(flavor: &str, refused: Refused) -> ! {
     )
 }
 
-fn take_held(name: &str) -> Held {
-    HELD.with(|held| held.borrow_mut().take())
-        .unwrap_or_else(|| {
-            panic!("rcu_lite::fork::{name}() without rcu_lite::fork::before_fork() on this thread")
-        })
+/// Whether the calling thread is between its [`before_fork`] and
+/// `after_fork_*`.
+fn between_the_hooks() -> bool {
+    !HELD.with(Cell::get).is_null()
+}
+
+fn take_held(name: &str) -> Box<Held> {
+    take_held_if_any().unwrap_or_else(|| {
+        panic!("rcu_lite::fork::{name}() without rcu_lite::fork::before_fork() on this thread")
+    })
 }
 
 #[cold]
