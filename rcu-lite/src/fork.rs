@@ -77,6 +77,12 @@ use std::ptr;
 
 /// The locks [`before_fork`] took, in the order they are released.
 struct Held {
+    /// The process that called [`before_fork`]: the hook that runs after
+    /// the fork tells the parent from the child by it. (Only a process
+    /// that is its PID namespace's init, has unshared a new PID namespace
+    /// and then forks gets a child with its own pid, 1: that child's
+    /// `after_fork_child` would panic as if in the parent.)
+    pid: u32,
     memb_queue: QueueHeld,
     qsbr_queue: QueueHeld,
     _memb_batches: BatchHeld,
@@ -152,6 +158,7 @@ pub fn before_fork() {
     // of the other flavor.
     let (memb_batches, qsbr_batches) = hold_both_batches();
     let held = Box::new(Held {
+        pid: std::process::id(),
         memb_queue: memb::engine().callbacks.hold_queue(),
         qsbr_queue: qsbr::engine().callbacks.hold_queue(),
         _memb_batches: memb_batches,
@@ -189,18 +196,24 @@ fn hold_both_batches() -> (BatchHeld, BatchHeld) {
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread.
+/// Without a [`before_fork`] on this thread, or in a child of `fork()` (told
+/// from the parent by its process id): the child must call
+/// [`after_fork_child`] instead, which it still can.
 pub fn after_fork_parent() {
-    drop(take_held("after_fork_parent"));
+    drop(take_held("after_fork_parent", false));
 }
 
 /// Call in the child right after `fork()`, before anything else uses rcu-lite.
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread (in the parent, before the fork).
+/// Without a [`before_fork`] on this thread (in the parent, before the fork),
+/// or in the process that called [`before_fork`] (told by its process id): it
+/// would give back the records of that process's live threads, and grace
+/// periods would stop waiting for their readers. [`after_fork_parent`] can
+/// still be called there.
 pub fn after_fork_child() {
-    let mut held = take_held("after_fork_child");
+    let mut held = take_held("after_fork_child", true);
     for (engine, queue) in [
         (memb::engine(), &mut held.memb_queue),
         (qsbr::engine(), &mut held.qsbr_queue),
@@ -257,10 +270,38 @@ fn between_the_hooks() -> bool {
     !HELD.with(Cell::get).is_null()
 }
 
-fn take_held(name: &str) -> Box<Held> {
-    take_held_if_any().unwrap_or_else(|| {
+/// What [`before_fork`] took, for the hook `name`, which runs in the child
+/// (`in_child`) or in the parent. Panics, leaving it held for the right hook,
+/// if this is the other process.
+fn take_held(name: &str, in_child: bool) -> Box<Held> {
+    let held = take_held_if_any().unwrap_or_else(|| {
         panic!("rcu_lite::fork::{name}() without rcu_lite::fork::before_fork() on this thread")
-    })
+    });
+    let is_child = held.pid != std::process::id();
+    if is_child != in_child {
+        HELD.with(|slot| slot.set(Box::into_raw(held)));
+        wrong_process(name, is_child);
+    }
+    held
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_process(name: &str, is_child: bool) -> ! {
+    if is_child {
+        panic!(
+            "rcu_lite::fork::{name}() called in a child of fork(): the child would keep the \
+             state of the threads that did not come along (their open read-side sections, a \
+             grace period one of them drove) and wait for them forever; call \
+             after_fork_child() in the child"
+        )
+    }
+    panic!(
+        "rcu_lite::fork::{name}() called in the process that called before_fork() (no fork \
+         happened, or this is the parent): it would give back the records of this process's \
+         live threads, and grace periods would stop waiting for their readers; call \
+         after_fork_parent() here"
+    )
 }
 
 #[cold]
