@@ -19,6 +19,8 @@
 
 use crate::flavor::{Flavor, Memb, ReadGuard};
 use crate::sync::{AtomicPtr, Mutex};
+#[cfg(not(loom))]
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -112,10 +114,7 @@ impl<T, F: Flavor> Rcu<T, F> {
         #[cfg(loom)]
         let _ = what;
         #[cfg(not(loom))]
-        if UPDATING
-            .try_with(|cells| cells.borrow().contains(&self.address()))
-            .unwrap_or(false)
-        {
+        if Updating::runs(self.address()) {
             updated_from_its_own_update(what);
         }
         self.update_lock
@@ -172,7 +171,9 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
             // so the current value stays published while `update` reads it.
             let current = unsafe { &*self.current.load(Acquire) };
             #[cfg(not(loom))]
-            let _updating = Updating::enter(self.address());
+            let updating = Updating::new(self.address());
+            #[cfg(not(loom))]
+            let _entered = updating.enter();
             let new = update(current);
             self.swap_current(new)
         };
@@ -208,32 +209,74 @@ impl<T, F: Flavor> Rcu<T, F> {
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// The cells whose update function this thread is running, holding their
-    /// update locks: an update lock is not reentrant.
-    static UPDATING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The innermost update function this thread runs ([`Updating`], linked
+    /// to the ones it runs inside), each holding its cell's update lock,
+    /// which is not reentrant. A plain pointer with no destructor, so that it
+    /// stays usable while the thread's thread-locals are destroyed: an
+    /// `update` from a thread-local destructor must not find it gone.
+    static UPDATING: Cell<*const Updating> = const { Cell::new(std::ptr::null()) };
 }
 
-/// This thread runs an update function of the cell at an address, until
-/// dropped (also when that function panics).
+/// One update function this thread runs, for the cell at an address: a node
+/// of the [`UPDATING`] list, on the stack of `Rcu::update`, linked while the
+/// [`Entered`] that borrows it lives (also when the function panics).
 #[cfg(not(loom))]
-struct Updating(usize);
+struct Updating {
+    cell: usize,
+    /// The node that was innermost when this one was entered.
+    outer: Cell<*const Updating>,
+}
+
+/// [`Updating`] linked as the innermost node, until dropped.
+#[cfg(not(loom))]
+struct Entered<'a>(&'a Updating);
 
 #[cfg(not(loom))]
 impl Updating {
-    fn enter(cell: usize) -> Updating {
-        UPDATING.with(|cells| cells.borrow_mut().push(cell));
-        Updating(cell)
+    fn new(cell: usize) -> Updating {
+        Updating {
+            cell,
+            outer: Cell::new(std::ptr::null()),
+        }
+    }
+
+    /// Links this node as the thread's innermost; the borrow keeps it in
+    /// place until the returned value unlinks it.
+    fn enter(&self) -> Entered<'_> {
+        UPDATING.with(|innermost| {
+            self.outer.set(innermost.get());
+            innermost.set(self);
+        });
+        Entered(self)
+    }
+
+    /// Whether this thread runs an update function of the cell at `cell`.
+    fn runs(cell: usize) -> bool {
+        let mut node = UPDATING.with(Cell::get);
+        // SAFETY: every pointer on the list is an `Updating` that an `Entered`
+        // of this thread borrows, so it is alive and in place: an `Entered`
+        // unlinks its node when dropped, and they are dropped innermost first
+        // (each lives in a scope of `Rcu::update` that the next one is
+        // entered inside).
+        while let Some(updating) = unsafe { node.as_ref() } {
+            if updating.cell == cell {
+                return true;
+            }
+            node = updating.outer.get();
+        }
+        false
     }
 }
 
 #[cfg(not(loom))]
-impl Drop for Updating {
+impl Drop for Entered<'_> {
     fn drop(&mut self) {
-        let _ = UPDATING.try_with(|cells| {
-            let mut cells = cells.borrow_mut();
-            if let Some(at) = cells.iter().rposition(|&c| c == self.0) {
-                cells.remove(at);
-            }
+        UPDATING.with(|innermost| {
+            debug_assert!(
+                std::ptr::eq(innermost.get(), self.0),
+                "unlinked innermost first"
+            );
+            innermost.set(self.0.outer.get());
         });
     }
 }

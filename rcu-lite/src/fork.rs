@@ -72,10 +72,17 @@
 
 use crate::callbacks::{self, BatchHeld, QueueHeld};
 use crate::{memb, qsbr};
-use std::cell::RefCell;
+use std::cell::Cell;
+use std::ptr;
 
 /// The locks [`before_fork`] took, in the order they are released.
 struct Held {
+    /// The process that called [`before_fork`]: the hook that runs after
+    /// the fork tells the parent from the child by it. (Only a process
+    /// that is its PID namespace's init, has unshared a new PID namespace
+    /// and then forks gets a child with its own pid, 1: that child's
+    /// `after_fork_child` would panic as if in the parent.)
+    pid: u32,
     memb_queue: QueueHeld,
     qsbr_queue: QueueHeld,
     _memb_batches: BatchHeld,
@@ -83,8 +90,37 @@ struct Held {
 }
 
 std::thread_local! {
-    /// What this thread's [`before_fork`] holds until `after_fork_*`.
-    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    /// What this thread's [`before_fork`] holds until `after_fork_*`: a
+    /// `Box<Held>` turned into a pointer, or null. A plain pointer with no
+    /// destructor, so that the hooks (and the checks of `call_rcu()` and
+    /// `synchronize_rcu()`) work in a thread-local destructor that runs
+    /// after rcu-lite's other per-thread state is gone: a thread's clean-up
+    /// may fork.
+    static HELD: Cell<*mut Held> = const { Cell::new(ptr::null_mut()) };
+    /// Releases what [`HELD`] still holds when the thread exits between the
+    /// hooks (a misuse), as the locks' guards would be dropped with the
+    /// thread's other thread-locals.
+    static RELEASE_AT_EXIT: ReleaseAtExit = const { ReleaseAtExit };
+}
+
+/// See [`RELEASE_AT_EXIT`].
+struct ReleaseAtExit;
+
+impl Drop for ReleaseAtExit {
+    fn drop(&mut self) {
+        if let Some(held) = take_held_if_any() {
+            drop(held);
+        }
+    }
+}
+
+/// What this thread holds between the hooks, taken out of [`HELD`].
+fn take_held_if_any() -> Option<Box<Held>> {
+    let held = HELD.with(|slot| slot.replace(ptr::null_mut()));
+    // SAFETY: `HELD` is null or holds a pointer from `Box::into_raw` in this
+    // thread's `before_fork`, and whoever takes it out (just now) owns it:
+    // it is turned back into a box once.
+    (!held.is_null()).then(|| unsafe { Box::from_raw(held) })
 }
 
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
@@ -111,7 +147,7 @@ pub fn before_fork() {
     if callbacks::in_callback() {
         misuse("from inside an RCU callback (the callback worker would wait for itself)");
     }
-    if HELD.with(|held| held.borrow().is_some()) {
+    if between_the_hooks() {
         misuse("twice without after_fork_parent() or after_fork_child()");
     }
     // The fence mode is decided once, by the first fence or registration: a
@@ -121,13 +157,17 @@ pub fn before_fork() {
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
     let (memb_batches, qsbr_batches) = hold_both_batches();
-    let held = Held {
+    let held = Box::new(Held {
+        pid: std::process::id(),
         memb_queue: memb::engine().callbacks.hold_queue(),
         qsbr_queue: qsbr::engine().callbacks.hold_queue(),
         _memb_batches: memb_batches,
         _qsbr_batches: qsbr_batches,
-    };
-    HELD.with(|slot| *slot.borrow_mut() = Some(held));
+    });
+    HELD.with(|slot| slot.set(Box::into_raw(held)));
+    // Registers the release at exit. In a thread-local destructor that runs
+    // after it, there is none: an `after_fork_*` call must release them.
+    let _ = RELEASE_AT_EXIT.try_with(|_| ());
 }
 
 /// Both flavors' batch locks. No order of the two is safe to block in: a
@@ -156,18 +196,24 @@ fn hold_both_batches() -> (BatchHeld, BatchHeld) {
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread.
+/// Without a [`before_fork`] on this thread, or in a child of `fork()` (told
+/// from the parent by its process id): the child must call
+/// [`after_fork_child`] instead, which it still can.
 pub fn after_fork_parent() {
-    drop(take_held("after_fork_parent"));
+    drop(take_held("after_fork_parent", false));
 }
 
 /// Call in the child right after `fork()`, before anything else uses rcu-lite.
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread (in the parent, before the fork).
+/// Without a [`before_fork`] on this thread (in the parent, before the fork),
+/// or in the process that called [`before_fork`] (told by its process id): it
+/// would give back the records of that process's live threads, and grace
+/// periods would stop waiting for their readers. [`after_fork_parent`] can
+/// still be called there.
 pub fn after_fork_child() {
-    let mut held = take_held("after_fork_child");
+    let mut held = take_held("after_fork_child", true);
     for (engine, queue) in [
         (memb::engine(), &mut held.memb_queue),
         (qsbr::engine(), &mut held.qsbr_queue),
@@ -192,12 +238,7 @@ pub(crate) enum Refused {
 /// `after_fork_*` (see [`Refused`]).
 #[inline]
 pub(crate) fn refuse_between_hooks(flavor: &str, refused: Refused) {
-    // `try_with`: a thread-local destructor may get here after `HELD` is
-    // gone, and such a thread is not between the hooks.
-    if HELD
-        .try_with(|held| held.borrow().is_some())
-        .unwrap_or(false)
-    {
+    if between_the_hooks() {
         between_hooks(flavor, refused);
     }
 }
@@ -223,11 +264,44 @@ fn between_hooks(flavor: &str, refused: Refused) -> ! {
     )
 }
 
-fn take_held(name: &str) -> Held {
-    HELD.with(|held| held.borrow_mut().take())
-        .unwrap_or_else(|| {
-            panic!("rcu_lite::fork::{name}() without rcu_lite::fork::before_fork() on this thread")
-        })
+/// Whether the calling thread is between its [`before_fork`] and
+/// `after_fork_*`.
+fn between_the_hooks() -> bool {
+    !HELD.with(Cell::get).is_null()
+}
+
+/// What [`before_fork`] took, for the hook `name`, which runs in the child
+/// (`in_child`) or in the parent. Panics, leaving it held for the right hook,
+/// if this is the other process.
+fn take_held(name: &str, in_child: bool) -> Box<Held> {
+    let held = take_held_if_any().unwrap_or_else(|| {
+        panic!("rcu_lite::fork::{name}() without rcu_lite::fork::before_fork() on this thread")
+    });
+    let is_child = held.pid != std::process::id();
+    if is_child != in_child {
+        HELD.with(|slot| slot.set(Box::into_raw(held)));
+        wrong_process(name, is_child);
+    }
+    held
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_process(name: &str, is_child: bool) -> ! {
+    if is_child {
+        panic!(
+            "rcu_lite::fork::{name}() called in a child of fork(): the child would keep the \
+             state of the threads that did not come along (their open read-side sections, a \
+             grace period one of them drove) and wait for them forever; call \
+             after_fork_child() in the child"
+        )
+    }
+    panic!(
+        "rcu_lite::fork::{name}() called in the process that called before_fork() (no fork \
+         happened, or this is the parent): it would give back the records of this process's \
+         live threads, and grace periods would stop waiting for their readers; call \
+         after_fork_parent() here"
+    )
 }
 
 #[cold]

@@ -303,6 +303,11 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 /// from inside a qsbr callback while a memb callback waits in
 /// `qsbr::rcu_barrier()` (each worker would wait for the other), or as
 /// [`call_rcu`].
+///
+/// Waits forever, without a panic, if a queued memb callback waits for qsbr
+/// (`qsbr::rcu_barrier()`, `qsbr::synchronize_rcu()`) and this thread has an
+/// online [`QsbrThread`](crate::qsbr::QsbrThread) that the callback's qsbr
+/// grace period waits for: take it offline first.
 pub fn rcu_barrier() {
     if read_ongoing() {
         barrier_inside_a_section();

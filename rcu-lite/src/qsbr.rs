@@ -334,6 +334,11 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 /// wait for this thread), from inside a memb callback while a qsbr callback
 /// waits in `memb::rcu_barrier()` (each worker would wait for the other), or
 /// as [`call_rcu`].
+///
+/// Waits forever, without a panic, if a queued qsbr callback waits for memb
+/// (`memb::rcu_barrier()`, `memb::synchronize_rcu()`) and this thread is
+/// inside a memb read-side section that the callback's memb grace period
+/// waits for: leave it first.
 pub fn rcu_barrier() {
     if online_count() != 0 {
         panic!(

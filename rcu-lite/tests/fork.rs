@@ -170,6 +170,85 @@ fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
     memb::rcu_barrier();
 }
 
+/// `after_fork_child` in the process that called `before_fork` panics: it
+/// would free the records of that process's live threads, so that grace
+/// periods stopped waiting for their readers (a reader's guard then even
+/// found its section gone). `after_fork_parent` still works there.
+#[test]
+fn after_fork_child_in_the_parent_panics_and_leaves_its_readers_covered() {
+    let _serial = serial();
+    let entered = Arc::new(std::sync::Barrier::new(2));
+    let leave = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (entered, leave) = (Arc::clone(&entered), Arc::clone(&leave));
+        thread::spawn(move || {
+            let guard = memb::read_lock();
+            entered.wait();
+            while !leave.load(Acquire) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            // Panics (unbalanced unlock) if the section was taken away.
+            drop(guard);
+        })
+    };
+    entered.wait();
+    fork::before_fork();
+    let err = catch_unwind(fork::after_fork_child).expect_err("after_fork_child in the parent");
+    fork::after_fork_parent();
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("after_fork_child() called in the process that called before_fork()"),
+        "{msg}"
+    );
+    // A grace period still waits for the reader: it has not completed while
+    // the reader stays inside.
+    let synchronized = Arc::new(AtomicBool::new(false));
+    let synchronizer = {
+        let synchronized = Arc::clone(&synchronized);
+        thread::spawn(move || {
+            memb::synchronize_rcu();
+            synchronized.store(true, Release);
+        })
+    };
+    thread::sleep(Duration::from_millis(50));
+    let early = synchronized.load(Acquire);
+    leave.store(true, Release);
+    reader.join().expect("the reader's section was intact");
+    synchronizer.join().unwrap();
+    assert!(
+        !early,
+        "a grace period ended while a reader was still inside"
+    );
+}
+
+/// The hooks of a child that first calls `after_fork_parent`, which panics
+/// (the child would keep waiting for threads that did not come along), and
+/// then `after_fork_child`, which still works.
+fn after_fork_parent_then_child() {
+    let err = catch_unwind(fork::after_fork_parent).expect_err("after_fork_parent in the child");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("after_fork_parent() called in a child of fork()"),
+        "{msg}"
+    );
+    fork::after_fork_child();
+}
+
+#[test]
+fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
+    let _serial = serial();
+    let hooks = ForkHooks {
+        after_child: after_fork_parent_then_child,
+        ..HOOKS
+    };
+    let status = fork_and_wait(hooks, || {
+        memb::synchronize_rcu();
+        memb::call_rcu(|| {});
+        memb::rcu_barrier();
+    });
+    assert_child_succeeded(status, "its hooks and a grace period");
+}
+
 /// Between `before_fork` and `after_fork_*` the forking thread holds both
 /// callback queues' locks: queuing a callback there would wait for itself,
 /// and a grace period could wait for a reader blocked in `call_rcu()`.

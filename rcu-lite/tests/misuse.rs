@@ -305,6 +305,26 @@ fn a_cell_updated_from_its_own_update_function() {
             },
         );
     }
+    // Also from inside an update of another cell that the first one's
+    // update function runs.
+    let outer = std::sync::Arc::clone(&cell);
+    assert_misuse(
+        "Rcu::replace from inside an update of another cell, inside an update of the same cell",
+        &[
+            "rcu_lite::Rcu::replace()",
+            "inside an Rcu::update() function of the same cell",
+        ],
+        move || {
+            let between = Rcu::<u64, Memb>::new(0);
+            outer.update(|v| {
+                between.update(|w| {
+                    outer.replace(10);
+                    w + 1
+                });
+                v + 1
+            })
+        },
+    );
     // Nothing was published, and other cells may be updated from inside.
     let other = Rcu::<u64, Memb>::new(5);
     cell.update(|v| {

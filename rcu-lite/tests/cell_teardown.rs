@@ -1,0 +1,70 @@
+//! `Rcu::update` from a thread-local destructor: a thread's own clean-up
+//! (a per-thread cache folding its counts into a shared cell) may update a
+//! cell while its thread-locals are being destroyed, as `Rcu::replace` and
+//! read-side sections may (`tests/thread_churn.rs`).
+//!
+//! The case runs in a child process (this test binary run again with
+//! `CHILD_ENV` set): a panic inside a thread-local destructor aborts the
+//! whole process, and the parent reports that with the child's stderr.
+#![cfg(not(loom))]
+
+use rcu_lite::{Rcu, memb};
+use std::process::Command;
+use std::sync::LazyLock;
+use std::thread;
+
+const CHILD_ENV: &str = "RCU_LITE_CELL_TEARDOWN_CHILD";
+
+static TOTAL: LazyLock<Rcu<u64>> = LazyLock::new(|| Rcu::new(0));
+
+/// Adds one to `TOTAL` with `Rcu::update` when the thread ends.
+struct UpdatesWhenDropped;
+
+impl Drop for UpdatesWhenDropped {
+    fn drop(&mut self) {
+        TOTAL.update(|total| total + 1);
+    }
+}
+
+thread_local! {
+    static UPDATES_WHEN_DROPPED: UpdatesWhenDropped = const { UpdatesWhenDropped };
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs this test binary again as a child process, which miri cannot"
+)]
+fn update_from_a_thread_local_destructor() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        thread::spawn(|| {
+            // Touched before the cell's own per-thread state, so destroyed
+            // after it.
+            UPDATES_WHEN_DROPPED.with(|_| ());
+            TOTAL.update(|total| total + 1);
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        let guard = memb::read_lock();
+        assert_eq!(*TOTAL.read(&guard), 2, "both updates were made");
+        drop(guard);
+        memb::rcu_barrier();
+        return;
+    }
+    let out = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "update_from_a_thread_local_destructor",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .output()
+        .expect("run the child");
+    assert!(
+        out.status.success(),
+        "the child failed ({:?}); stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
