@@ -528,6 +528,11 @@ impl Drop for Domain {
             return;
         }
         crate::refuse_between_hooks("dropping a Domain");
+        // Relaxed: only a hint for `register`, which then gives the block
+        // back; it pairs with nothing. Whether that thread's give-back moves
+        // its batch before or after `free_all` below takes the batches, the
+        // retired-list mutex orders the two, and either way every object is
+        // freed once.
         self.shared.dropped.store(true, Ordering::Relaxed);
         crate::scan::stop_scanner(&self.shared);
         // No guard of this domain can exist (guards borrow it), so every
@@ -696,6 +701,8 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
             // gives them back.
             let forking = crate::between_fork_hooks();
             list.retain(|r| {
+                // Relaxed: see the store in `Drop for Domain`; the give-back
+                // synchronizes through the retired-list mutex.
                 if r.shared.dropped.load(Ordering::Relaxed) && !forking {
                     // SAFETY: this thread owns `r.block`; the domain handle is
                     // gone, so no guard or retire of this thread uses it.
