@@ -262,8 +262,6 @@ impl Shared {
         node
     }
 
-    // Under loom there is one overflow list (smaller models): `% 1` is meant.
-    #[cfg_attr(loom, allow(clippy::modulo_one))]
     fn find_or_add_backup(&self, token: usize) -> NonNull<BackupSlot> {
         let mut found = None;
         self.for_each_backup(|n| {
@@ -282,7 +280,7 @@ impl Shared {
             return node;
         }
         let node = Box::into_raw(Box::new(BackupSlot::new(self.wildcard(), self.id)));
-        let list = &self.overflow[(token >> 6) % OVERFLOW_LISTS];
+        let list = &self.overflow[overflow_list_of(token)];
         // SAFETY: freshly allocated and exclusively ours.
         unsafe { push_node(list, node, |next| (*node).next = next) };
         // SAFETY: just allocated, never null.
@@ -530,6 +528,11 @@ impl Drop for Domain {
             return;
         }
         crate::refuse_between_hooks("dropping a Domain");
+        // Relaxed: only a hint for `register`, which then gives the block
+        // back; it pairs with nothing. Whether that thread's give-back moves
+        // its batch before or after `free_all` below takes the batches, the
+        // retired-list mutex orders the two, and either way every object is
+        // freed once.
         self.shared.dropped.store(true, Ordering::Relaxed);
         crate::scan::stop_scanner(&self.shared);
         // No guard of this domain can exist (guards borrow it), so every
@@ -660,6 +663,23 @@ pub(crate) fn thread_token() -> usize {
     TOKEN.try_with(|t| ptr::from_ref(t) as usize).unwrap_or(0)
 }
 
+/// The overflow list a thread whose token is `token` adds backup slots to.
+///
+/// Tokens are addresses of one thread-local, at the same offset in every
+/// thread's TLS block, and those blocks sit a thread stack apart (2 MiB and a
+/// guard page with glibc's defaults): they differ only in high bits, so any
+/// low bits of them (`token >> 6` once was) put every thread on one list.
+/// A multiplicative hash: the top byte of the product depends on every bit
+/// of the token (a product's bit `i` depends only on the factors' bits up to
+/// `i`, so lower bits of it would ignore how far apart stacks are).
+// Under loom there is one overflow list (smaller models): `% 1` is meant.
+#[cfg_attr(loom, allow(clippy::modulo_one))]
+#[inline]
+fn overflow_list_of(token: usize) -> usize {
+    let h = (token as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 56) as usize % OVERFLOW_LISTS
+}
+
 /// Finds or creates the calling thread's block in `shared`.
 #[cold]
 #[inline(never)]
@@ -681,6 +701,8 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
             // gives them back.
             let forking = crate::between_fork_hooks();
             list.retain(|r| {
+                // Relaxed: see the store in `Drop for Domain`; the give-back
+                // synchronizes through the retired-list mutex.
                 if r.shared.dropped.load(Ordering::Relaxed) && !forking {
                     // SAFETY: this thread owns `r.block`; the domain handle is
                     // gone, so no guard or retire of this thread uses it.
@@ -856,3 +878,45 @@ impl Shared {
 
 /// Slots per thread block, for documentation and tests.
 pub const SLOTS_PER_THREAD: usize = SLOTS_PER_BLOCK;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    /// Threads that each hold a backup slot at once get new ones spread over
+    /// more than one overflow list (tokens are addresses of a thread-local,
+    /// which sit at the same offset in every thread's TLS block).
+    #[test]
+    fn backup_slots_of_different_threads_spread_over_the_overflow_lists() {
+        const THREADS: usize = 12;
+        let domain = Domain::builder().force_slow_path(true).build();
+        let barrier = Barrier::new(THREADS + 1);
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    let guard = domain.guard();
+                    assert!(guard.is_backup());
+                    // Hold it until the main thread has counted.
+                    barrier.wait();
+                    barrier.wait();
+                    drop(guard);
+                });
+            }
+            barrier.wait();
+            let used = domain
+                .shared
+                .overflow
+                .iter()
+                // Relaxed: the barrier orders the pushes before this load.
+                .filter(|head| !head.load(Ordering::Relaxed).is_null())
+                .count();
+            barrier.wait();
+            assert!(
+                used > 1,
+                "{THREADS} threads' backup slots all went onto {used} of {OVERFLOW_LISTS} lists"
+            );
+        });
+        assert_eq!(domain.backup_slots(), THREADS);
+    }
+}

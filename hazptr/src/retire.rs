@@ -152,8 +152,13 @@ impl Domain {
     }
 
     /// Hands the calling thread's batch to the domain and runs a reclamation
-    /// pass now: frees every retired object no guard protects. Returns how
-    /// many objects it freed.
+    /// pass now: frees every object handed to the domain that no guard
+    /// protects. Returns how many objects it freed.
+    ///
+    /// Objects still in other live threads' batches (fewer than 64 each) are
+    /// not among them: those go at the owner's next batch boundary, time
+    /// check, `reclaim` or exit (see the module docs). Nor are objects a
+    /// concurrent pass has taken off the list.
     ///
     /// # Panics
     ///

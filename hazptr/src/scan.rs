@@ -140,8 +140,8 @@ pub(crate) struct ScanState {
     release_seq: AtomicU32,
     /// Waiters that are (about to be) asleep on `release_seq`.
     sleepers: AtomicU32,
-    /// Whoever drives the scan (the scanner thread; under loom, a waiter)
-    /// holds this.
+    /// Whoever drives the scan (a caller that finds it free, or the scanner
+    /// thread; see [`drive_once`]) holds this.
     driver: AtomicBool,
     /// Owned by whoever holds `driver`.
     buffers: UnsafeCell<Buffers>,

@@ -16,7 +16,8 @@
 //!   odd and never mistaken for a wildcard.
 //!
 //! Only the slot's owner (the thread that acquired it) writes it; scans only
-//! read it.
+//! read it. (The one exception: in a fork child, `after_fork_child` empties
+//! the slots of threads that did not come along.)
 //!
 //! # Blocks
 //!
@@ -143,8 +144,8 @@ unsafe impl Sync for SlotBlock {}
 unsafe impl Send for SlotBlock {}
 
 impl SlotBlock {
-    /// A new block owned by the caller, for the domain whose wildcard word is
-    /// `wildcard`.
+    /// A new block owned by the caller, for the domain `shared` (whose
+    /// wildcard word it points at).
     pub(crate) fn new(shared: &Shared) -> Self {
         SlotBlock {
             hot: HotLine {
