@@ -153,8 +153,10 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// period. Updates are serialized, so `update` sees the latest value.
     ///
     /// `update` runs holding the cell's update lock: it must not wait for a
-    /// grace period (`synchronize_rcu`, `rcu_barrier`), since a reader may be
-    /// waiting for that lock in a `replace` inside its section.
+    /// grace period (`synchronize_rcu`, `rcu_barrier`, or
+    /// [`fork::before_fork`](crate::fork::before_fork), which waits for a
+    /// running callback batch and so for that batch's grace period), since a
+    /// reader may be waiting for that lock in a `replace` inside its section.
     ///
     /// # Panics
     ///
