@@ -73,7 +73,8 @@ use crate::domain::{DOMAINS, Domain, Shared, own_slots};
 use crate::retire::Retired;
 use crate::scan::{hold_driver, release_driver, reset_after_fork};
 use crate::sync::JoinHandle;
-use std::cell::RefCell;
+use std::cell::Cell;
+use std::ptr;
 use std::sync::{Arc, MutexGuard, PoisonError, Weak};
 
 /// One domain's locks, held from [`before_fork`] to `after_fork_*`.
@@ -119,8 +120,35 @@ struct Held {
 }
 
 std::thread_local! {
-    /// What this thread's [`before_fork`] holds until `after_fork_*`.
-    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    /// What this thread's [`before_fork`] holds until `after_fork_*`: a
+    /// `Box<Held>` turned into a pointer, or null. A plain pointer with no
+    /// destructor, so that the hooks (and the between-the-hooks checks of
+    /// `synchronize`, `retire`, registration) work in a thread-local
+    /// destructor that runs after hazptr's other per-thread state is gone: a
+    /// thread's clean-up may fork.
+    static HELD: Cell<*mut Held> = const { Cell::new(ptr::null_mut()) };
+    /// Releases what [`HELD`] still holds when the thread exits between the
+    /// hooks (a misuse), as the locks' guards would be dropped with the
+    /// thread's other thread-locals.
+    static RELEASE_AT_EXIT: ReleaseAtExit = const { ReleaseAtExit };
+}
+
+/// See [`RELEASE_AT_EXIT`].
+struct ReleaseAtExit;
+
+impl Drop for ReleaseAtExit {
+    fn drop(&mut self) {
+        drop(take_held_if_any());
+    }
+}
+
+/// What this thread holds between the hooks, taken out of [`HELD`].
+fn take_held_if_any() -> Option<Box<Held>> {
+    let held = HELD.with(|slot| slot.replace(ptr::null_mut()));
+    // SAFETY: `HELD` is null or holds a pointer from `Box::into_raw` in this
+    // thread's `before_fork`, and whoever takes it out (just now) owns it:
+    // it is turned back into a box once.
+    (!held.is_null()).then(|| unsafe { Box::from_raw(held) })
 }
 
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
@@ -144,7 +172,7 @@ std::thread_local! {
 /// for these locks), `reclaim`, a `retire` on a domain with a forced slow
 /// path (it has no batch to keep it in), and creating or dropping a domain.
 pub fn before_fork() {
-    if HELD.with(|held| held.borrow().is_some()) {
+    if between_hooks() {
         panic!(
             "hazptr::fork::before_fork() called twice without after_fork_parent() or \
              after_fork_child()"
@@ -166,12 +194,14 @@ pub fn before_fork() {
         .filter_map(Weak::upgrade)
         .map(DomainHeld::hold)
         .collect();
-    HELD.with(|slot| {
-        *slot.borrow_mut() = Some(Held {
-            domains,
-            _registry: registry,
-        });
+    let held = Box::new(Held {
+        domains,
+        _registry: registry,
     });
+    HELD.with(|slot| slot.set(Box::into_raw(held)));
+    // Registers the release at exit. In a thread-local destructor that runs
+    // after it, there is none: an `after_fork_*` call must release them.
+    let _ = RELEASE_AT_EXIT.try_with(|_| ());
 }
 
 /// Call in the parent right after `fork()` (whether it succeeded or not).
@@ -211,10 +241,8 @@ pub(crate) fn refuse_between_hooks(what: &str) {
 /// Whether the calling thread is between its [`before_fork`] and
 /// `after_fork_*`, holding every domain's locks.
 pub(crate) fn between_hooks() -> bool {
-    // `try_with`: a thread-local destructor may reach here after `HELD` is
-    // gone, and such a thread is not between the hooks.
-    HELD.try_with(|held| held.borrow().is_some())
-        .unwrap_or(false)
+    // `HELD` has no destructor: readable in any thread-local destructor.
+    !HELD.with(Cell::get).is_null()
 }
 
 #[cold]
@@ -227,9 +255,8 @@ fn refused_between_hooks(what: &str) -> ! {
     )
 }
 
-fn take_held(name: &str) -> Held {
-    HELD.with(|held| held.borrow_mut().take())
-        .unwrap_or_else(|| {
-            panic!("hazptr::fork::{name}() without hazptr::fork::before_fork() on this thread")
-        })
+fn take_held(name: &str) -> Box<Held> {
+    take_held_if_any().unwrap_or_else(|| {
+        panic!("hazptr::fork::{name}() without hazptr::fork::before_fork() on this thread")
+    })
 }
