@@ -114,6 +114,12 @@ impl Drop for DomainHeld {
 
 /// What [`before_fork`] holds.
 struct Held {
+    /// The process that called [`before_fork`]: the hook that runs after the
+    /// fork tells the parent from the child by it. (Only a process that is
+    /// its PID namespace's init, has unshared a new PID namespace and then
+    /// forks gets a child with its own pid, 1: that child's
+    /// `after_fork_child` would panic as if in the parent.)
+    pid: u32,
     // Domains first: their locks go before the registry's.
     domains: Vec<DomainHeld>,
     _registry: MutexGuard<'static, Vec<Weak<Shared>>>,
@@ -195,6 +201,7 @@ pub fn before_fork() {
         .map(DomainHeld::hold)
         .collect();
     let held = Box::new(Held {
+        pid: std::process::id(),
         domains,
         _registry: registry,
     });
@@ -208,18 +215,24 @@ pub fn before_fork() {
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread.
+/// Without a [`before_fork`] on this thread, or in a child of `fork()` (told
+/// from the parent by its process id): the child must call
+/// [`after_fork_child`] instead, which it still can.
 pub fn after_fork_parent() {
-    drop(take_held("after_fork_parent"));
+    drop(take_held("after_fork_parent", false));
 }
 
 /// Call in the child right after `fork()`, before anything else uses hazptr.
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread (in the parent, before the fork).
+/// Without a [`before_fork`] on this thread (in the parent, before the fork),
+/// or in the process that called [`before_fork`] (told by its process id): it
+/// would empty and free the slots of that process's live threads, and their
+/// protected objects could be freed under them. [`after_fork_parent`] can
+/// still be called there.
 pub fn after_fork_child() {
-    let mut held = take_held("after_fork_child");
+    let mut held = take_held("after_fork_child", true);
     for domain in &mut held.domains {
         let shared = &*domain.shared;
         shared.free_foreign_slots_after_fork(&own_slots(shared));
@@ -255,8 +268,35 @@ fn refused_between_hooks(what: &str) -> ! {
     )
 }
 
-fn take_held(name: &str) -> Box<Held> {
-    take_held_if_any().unwrap_or_else(|| {
+/// What [`before_fork`] took, for the hook `name`, which runs in the child
+/// (`in_child`) or in the parent. Panics, leaving it held for the right hook,
+/// if this is the other process.
+fn take_held(name: &str, in_child: bool) -> Box<Held> {
+    let held = take_held_if_any().unwrap_or_else(|| {
         panic!("hazptr::fork::{name}() without hazptr::fork::before_fork() on this thread")
-    })
+    });
+    let is_child = held.pid != std::process::id();
+    if is_child != in_child {
+        HELD.with(|slot| slot.set(Box::into_raw(held)));
+        wrong_process(name, is_child);
+    }
+    held
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_process(name: &str, is_child: bool) -> ! {
+    if is_child {
+        panic!(
+            "hazptr::fork::{name}() called in a child of fork(): the child would keep the \
+             slots, waiters and scanner state of the threads that did not come along (a \
+             synchronize would wait for them forever); call after_fork_child() in the child"
+        )
+    }
+    panic!(
+        "hazptr::fork::{name}() called in the process that called before_fork() (no fork \
+         happened, or this is the parent): it would empty and free the slots of this \
+         process's live threads, and objects their guards protect could be freed under them; \
+         call after_fork_parent() here"
+    )
 }
