@@ -33,7 +33,8 @@
 //! - [`after_fork_parent`] gives them back.
 //! - [`after_fork_child`], in the child, for every domain: empties and frees
 //!   every block and backup slot that the forking thread does not hold (its
-//!   own guards keep protecting), forgets every queued or pending waiter (all
+//!   own guards keep protecting; each slot records its holder's thread token,
+//!   so this works from a thread-local destructor too), forgets every queued or pending waiter (all
 //!   of them belong to vanished threads: the forking thread was in the hooks)
 //!   and the scanner thread, which the next shared `synchronize` starts
 //!   anew. Then it gives the locks back.
@@ -69,7 +70,7 @@
 //! of an `extern "C"` function).
 #![cfg(not(loom))]
 
-use crate::domain::{DOMAINS, Domain, Shared, own_slots};
+use crate::domain::{DOMAINS, Domain, Shared, thread_token};
 use crate::retire::Retired;
 use crate::scan::{hold_driver, release_driver, reset_after_fork};
 use crate::sync::JoinHandle;
@@ -233,9 +234,12 @@ pub fn after_fork_parent() {
 /// still be called there.
 pub fn after_fork_child() {
     let mut held = take_held("after_fork_child", true);
+    // The forking thread's slots are told by its token, not by thread-locals
+    // that a thread-local destructor calling this may have outlived.
+    let own = thread_token();
     for domain in &mut held.domains {
         let shared = &*domain.shared;
-        shared.free_foreign_slots_after_fork(&own_slots(shared));
+        shared.free_foreign_slots_after_fork(own);
         reset_after_fork(shared, &mut domain.thread);
     }
     drop(held);

@@ -8,10 +8,11 @@
 //! never given back hangs it.
 #![cfg(not(any(miri, loom)))]
 
-use hazptr::{Domain, fork};
+use hazptr::{Domain, Guard, fork};
+use std::cell::RefCell;
 use std::process::Command;
-use std::sync::atomic::AtomicI32;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI32, AtomicPtr};
 use std::thread;
 use std::time::{Duration, Instant};
 use test_support::{ForkHooks, assert_child_succeeded, fork_and_wait};
@@ -44,6 +45,93 @@ impl Drop for ForkWhenDropped {
 
 thread_local! {
     static FORK_WHEN_DROPPED: ForkWhenDropped = const { ForkWhenDropped };
+}
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// A published object a guard protects.
+fn object(value: u64) -> &'static AtomicPtr<u64> {
+    leak(AtomicPtr::new(Box::into_raw(Box::new(value))))
+}
+
+/// Guards kept until the thread ends (taken before hazptr's per-thread state
+/// goes), and then a fork while they, and one more taken in the destructor,
+/// still protect their objects.
+struct GuardsThenFork {
+    /// Each guard's domain and the address it protects.
+    guards: RefCell<Vec<(Guard<'static>, &'static Domain, usize)>>,
+}
+
+impl Drop for GuardsThenFork {
+    fn drop(&mut self) {
+        let mut guards = std::mem::take(self.guards.get_mut());
+        // A guard taken now, after the thread's registrations and its record
+        // of held backup slots are gone: a backup slot.
+        let obj = object(3);
+        let mut late = Guard::new();
+        let addr = late.protect_ptr(obj) as usize;
+        assert!(late.is_backup());
+        guards.push((late, Domain::global(), addr));
+        let status = fork_and_wait(HOOKS, move || {
+            // Each of this thread's protections still holds in the child: a
+            // synchronize of its address waits until its guard goes.
+            let waiters: Vec<_> = guards
+                .iter()
+                .map(|&(_, domain, addr)| {
+                    thread::spawn(move || domain.synchronize(addr as *const u64))
+                })
+                .collect();
+            thread::sleep(Duration::from_millis(100));
+            let early = waiters.iter().filter(|w| w.is_finished()).count();
+            drop(guards);
+            for w in waiters {
+                w.join().expect("synchronize of an own address");
+            }
+            assert_eq!(
+                early, 0,
+                "a synchronize returned while the forking thread's guard protected its address"
+            );
+        });
+        // Relaxed: read after the thread's join.
+        FORK_STATUS.store(status, Relaxed);
+    }
+}
+
+thread_local! {
+    static GUARDS_THEN_FORK: GuardsThenFork = const {
+        GuardsThenFork {
+            guards: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+#[test]
+fn a_fork_from_a_thread_local_destructor_keeps_its_guards() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        let user = leak(Domain::new());
+        let slow = leak(Domain::builder().force_slow_path(true).build());
+        thread::spawn(move || {
+            // Touched before hazptr's per-thread state, so destroyed after
+            // it: the block of `user`'s guard is orphaned by then, and the
+            // record of `slow`'s backup slot gone.
+            GUARDS_THEN_FORK.with(|_| ());
+            for (domain, obj) in [(user, object(1)), (slow, object(2))] {
+                let mut guard = domain.guard();
+                let addr = guard.protect_ptr(obj) as usize;
+                GUARDS_THEN_FORK.with(|g| g.guards.borrow_mut().push((guard, domain, addr)));
+            }
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        assert_child_succeeded(FORK_STATUS.load(Relaxed), "its checks of the guards");
+        return;
+    }
+    run_child(
+        "a_fork_from_a_thread_local_destructor_keeps_its_guards",
+        "guards",
+    );
 }
 
 /// Runs this test binary again as a child doing `case`, and fails unless
