@@ -170,8 +170,16 @@ impl Shared {
         }
     }
 
-    /// Takes a free block or allocates one; the caller owns it afterwards.
-    fn take_block(&self) -> NonNull<SlotBlock> {
+    /// Takes a free block or allocates one for the calling thread (whose
+    /// token is `token`); the caller owns it afterwards.
+    fn take_block(&self, token: usize) -> NonNull<SlotBlock> {
+        let block = self.find_or_add_block();
+        // SAFETY: blocks live as long as `self`.
+        unsafe { block.as_ref() }.link.owner.set(token);
+        block
+    }
+
+    fn find_or_add_block(&self) -> NonNull<SlotBlock> {
         let mut found = None;
         self.for_each_block(|b| {
             if found.is_none()
@@ -243,9 +251,11 @@ impl Shared {
             // must stay reserved: the block stays in use, orphaned, until
             // `take_orphaned_block` finds every slot empty again. Release
             // pairs with the Acquire CAS there: the flushed batch is visible.
+            // The owner stays recorded: this thread may still fork.
             b.link.orphaned.store(true, Ordering::Release);
             return;
         }
+        b.link.owner.clear();
         // Release pairs with the Acquire CAS in `take_block`.
         b.link.in_use.store(false, Ordering::Release);
     }
@@ -255,6 +265,8 @@ impl Shared {
     /// hashes to. Records it in the thread's list of held backup slots.
     pub(crate) fn take_backup(&self, token: usize) -> NonNull<BackupSlot> {
         let node = self.find_or_add_backup(token);
+        // SAFETY: backup slots live as long as `self`.
+        unsafe { node.as_ref() }.owner.set(token);
         let _ = HELD_BACKUPS.try_with(|held| {
             held.borrow_mut()
                 .push((self.id, node.as_ptr().cast_const()))
@@ -712,7 +724,7 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
                     true
                 }
             });
-            let block = shared.take_block();
+            let block = shared.take_block(thread_token());
             list.push(Registration {
                 shared: Arc::clone(shared),
                 block,
@@ -794,47 +806,15 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
         .unwrap_or(false)
 }
 
-/// The slots the calling thread holds in one domain: what the fork hooks keep
-/// in a child.
-#[cfg(not(loom))]
-pub(crate) struct OwnSlots {
-    /// Its block.
-    block: Option<NonNull<SlotBlock>>,
-    /// The backup slots its guards hold.
-    backups: Vec<*const BackupSlot>,
-}
-
-/// The calling thread's slots in `shared`.
-#[cfg(not(loom))]
-pub(crate) fn own_slots(shared: &Shared) -> OwnSlots {
-    let block = REGISTRATIONS
-        .try_with(|regs| {
-            regs.list
-                .borrow()
-                .iter()
-                .find(|r| r.shared.id == shared.id)
-                .map(|r| r.block)
-        })
-        .ok()
-        .flatten();
-    let backups = HELD_BACKUPS
-        .try_with(|held| {
-            held.borrow()
-                .iter()
-                .filter(|&&(d, _)| d == shared.id)
-                .map(|&(_, node)| node)
-                .collect()
-        })
-        .unwrap_or_default();
-    OwnSlots { block, backups }
-}
-
 #[cfg(not(loom))]
 impl Shared {
     /// In a fork child: empties and frees every slot that the forking thread
-    /// (`own`) does not hold. Their holders are threads that did not come
-    /// along (or exited leaving a guard forgotten), whose guards will never be
-    /// dropped. A freed block's retire batch is forgotten, not read: its owner
+    /// (whose thread token is `own`) does not hold, told by the slot's
+    /// recorded `Owner` (its block, also when orphaned because the thread is
+    /// running thread-local destructors, and the backup slots its guards
+    /// hold; see `Owner` for why not by thread-locals). Their holders are
+    /// threads that did not come along (or exited leaving a guard
+    /// forgotten), whose guards will never be dropped. A freed block's retire batch is forgotten, not read: its owner
     /// may have been in the middle of pushing to it.
     ///
     /// The child has one thread and the caller holds this domain's retired
@@ -842,11 +822,9 @@ impl Shared {
     /// would do; the Release stores of `in_use` keep the pairing with
     /// `take_block`'s and `find_or_add_backup`'s Acquire CAS that every
     /// other give-back has.
-    pub(crate) fn free_foreign_slots_after_fork(&self, own: &OwnSlots) {
+    pub(crate) fn free_foreign_slots_after_fork(&self, own: usize) {
         self.for_each_block(|b| {
-            if own.block.is_some_and(|block| ptr::eq(block.as_ptr(), b))
-                || !b.link.in_use.load(Ordering::Relaxed)
-            {
+            if b.link.owner.is(own) || !b.link.in_use.load(Ordering::Relaxed) {
                 return;
             }
             for slot in &b.hot.slots {
@@ -860,15 +838,16 @@ impl Shared {
             b.retired.since_check.set(0);
             // An orphaned block's guard is gone with its thread too.
             b.link.orphaned.store(false, Ordering::Relaxed);
+            b.link.owner.clear();
             // Release pairs with the Acquire CAS in `take_block`.
             b.link.in_use.store(false, Ordering::Release);
         });
         self.for_each_backup(|n| {
-            if own.backups.iter().any(|&node| ptr::eq(node, n)) || !n.in_use.load(Ordering::Relaxed)
-            {
+            if n.owner.is(own) || !n.in_use.load(Ordering::Relaxed) {
                 return;
             }
             n.value.store(EMPTY, Ordering::Relaxed);
+            n.owner.clear();
             // Release pairs with the Acquire CAS in `find_or_add_backup`, as
             // in `Guard::drop`.
             n.in_use.store(false, Ordering::Release);

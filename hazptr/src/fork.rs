@@ -33,7 +33,8 @@
 //! - [`after_fork_parent`] gives them back.
 //! - [`after_fork_child`], in the child, for every domain: empties and frees
 //!   every block and backup slot that the forking thread does not hold (its
-//!   own guards keep protecting), forgets every queued or pending waiter (all
+//!   own guards keep protecting; each slot records its holder's thread token,
+//!   so this works from a thread-local destructor too), forgets every queued or pending waiter (all
 //!   of them belong to vanished threads: the forking thread was in the hooks)
 //!   and the scanner thread, which the next shared `synchronize` starts
 //!   anew. Then it gives the locks back.
@@ -69,11 +70,12 @@
 //! of an `extern "C"` function).
 #![cfg(not(loom))]
 
-use crate::domain::{DOMAINS, Domain, Shared, own_slots};
+use crate::domain::{DOMAINS, Domain, Shared, thread_token};
 use crate::retire::Retired;
 use crate::scan::{hold_driver, release_driver, reset_after_fork};
 use crate::sync::JoinHandle;
-use std::cell::RefCell;
+use std::cell::Cell;
+use std::ptr;
 use std::sync::{Arc, MutexGuard, PoisonError, Weak};
 
 /// One domain's locks, held from [`before_fork`] to `after_fork_*`.
@@ -113,14 +115,47 @@ impl Drop for DomainHeld {
 
 /// What [`before_fork`] holds.
 struct Held {
+    /// The process that called [`before_fork`]: the hook that runs after the
+    /// fork tells the parent from the child by it. (Only a process that is
+    /// its PID namespace's init, has unshared a new PID namespace and then
+    /// forks gets a child with its own pid, 1: that child's
+    /// `after_fork_child` would panic as if in the parent.)
+    pid: u32,
     // Domains first: their locks go before the registry's.
     domains: Vec<DomainHeld>,
     _registry: MutexGuard<'static, Vec<Weak<Shared>>>,
 }
 
 std::thread_local! {
-    /// What this thread's [`before_fork`] holds until `after_fork_*`.
-    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+    /// What this thread's [`before_fork`] holds until `after_fork_*`: a
+    /// `Box<Held>` turned into a pointer, or null. A plain pointer with no
+    /// destructor, so that the hooks (and the between-the-hooks checks of
+    /// `synchronize`, `retire`, registration) work in a thread-local
+    /// destructor that runs after hazptr's other per-thread state is gone: a
+    /// thread's clean-up may fork.
+    static HELD: Cell<*mut Held> = const { Cell::new(ptr::null_mut()) };
+    /// Releases what [`HELD`] still holds when the thread exits between the
+    /// hooks (a misuse), as the locks' guards would be dropped with the
+    /// thread's other thread-locals.
+    static RELEASE_AT_EXIT: ReleaseAtExit = const { ReleaseAtExit };
+}
+
+/// See [`RELEASE_AT_EXIT`].
+struct ReleaseAtExit;
+
+impl Drop for ReleaseAtExit {
+    fn drop(&mut self) {
+        drop(take_held_if_any());
+    }
+}
+
+/// What this thread holds between the hooks, taken out of [`HELD`].
+fn take_held_if_any() -> Option<Box<Held>> {
+    let held = HELD.with(|slot| slot.replace(ptr::null_mut()));
+    // SAFETY: `HELD` is null or holds a pointer from `Box::into_raw` in this
+    // thread's `before_fork`, and whoever takes it out (just now) owns it:
+    // it is turned back into a box once.
+    (!held.is_null()).then(|| unsafe { Box::from_raw(held) })
 }
 
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
@@ -144,7 +179,7 @@ std::thread_local! {
 /// for these locks), `reclaim`, a `retire` on a domain with a forced slow
 /// path (it has no batch to keep it in), and creating or dropping a domain.
 pub fn before_fork() {
-    if HELD.with(|held| held.borrow().is_some()) {
+    if between_hooks() {
         panic!(
             "hazptr::fork::before_fork() called twice without after_fork_parent() or \
              after_fork_child()"
@@ -166,33 +201,45 @@ pub fn before_fork() {
         .filter_map(Weak::upgrade)
         .map(DomainHeld::hold)
         .collect();
-    HELD.with(|slot| {
-        *slot.borrow_mut() = Some(Held {
-            domains,
-            _registry: registry,
-        });
+    let held = Box::new(Held {
+        pid: std::process::id(),
+        domains,
+        _registry: registry,
     });
+    HELD.with(|slot| slot.set(Box::into_raw(held)));
+    // Registers the release at exit. In a thread-local destructor that runs
+    // after it, there is none: an `after_fork_*` call must release them.
+    let _ = RELEASE_AT_EXIT.try_with(|_| ());
 }
 
 /// Call in the parent right after `fork()` (whether it succeeded or not).
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread.
+/// Without a [`before_fork`] on this thread, or in a child of `fork()` (told
+/// from the parent by its process id): the child must call
+/// [`after_fork_child`] instead, which it still can.
 pub fn after_fork_parent() {
-    drop(take_held("after_fork_parent"));
+    drop(take_held("after_fork_parent", false));
 }
 
 /// Call in the child right after `fork()`, before anything else uses hazptr.
 ///
 /// # Panics
 ///
-/// Without a [`before_fork`] on this thread (in the parent, before the fork).
+/// Without a [`before_fork`] on this thread (in the parent, before the fork),
+/// or in the process that called [`before_fork`] (told by its process id): it
+/// would empty and free the slots of that process's live threads, and their
+/// protected objects could be freed under them. [`after_fork_parent`] can
+/// still be called there.
 pub fn after_fork_child() {
-    let mut held = take_held("after_fork_child");
+    let mut held = take_held("after_fork_child", true);
+    // The forking thread's slots are told by its token, not by thread-locals
+    // that a thread-local destructor calling this may have outlived.
+    let own = thread_token();
     for domain in &mut held.domains {
         let shared = &*domain.shared;
-        shared.free_foreign_slots_after_fork(&own_slots(shared));
+        shared.free_foreign_slots_after_fork(own);
         reset_after_fork(shared, &mut domain.thread);
     }
     drop(held);
@@ -211,10 +258,8 @@ pub(crate) fn refuse_between_hooks(what: &str) {
 /// Whether the calling thread is between its [`before_fork`] and
 /// `after_fork_*`, holding every domain's locks.
 pub(crate) fn between_hooks() -> bool {
-    // `try_with`: a thread-local destructor may reach here after `HELD` is
-    // gone, and such a thread is not between the hooks.
-    HELD.try_with(|held| held.borrow().is_some())
-        .unwrap_or(false)
+    // `HELD` has no destructor: readable in any thread-local destructor.
+    !HELD.with(Cell::get).is_null()
 }
 
 #[cold]
@@ -227,9 +272,35 @@ fn refused_between_hooks(what: &str) -> ! {
     )
 }
 
-fn take_held(name: &str) -> Held {
-    HELD.with(|held| held.borrow_mut().take())
-        .unwrap_or_else(|| {
-            panic!("hazptr::fork::{name}() without hazptr::fork::before_fork() on this thread")
-        })
+/// What [`before_fork`] took, for the hook `name`, which runs in the child
+/// (`in_child`) or in the parent. Panics, leaving it held for the right hook,
+/// if this is the other process.
+fn take_held(name: &str, in_child: bool) -> Box<Held> {
+    let held = take_held_if_any().unwrap_or_else(|| {
+        panic!("hazptr::fork::{name}() without hazptr::fork::before_fork() on this thread")
+    });
+    let is_child = held.pid != std::process::id();
+    if is_child != in_child {
+        HELD.with(|slot| slot.set(Box::into_raw(held)));
+        wrong_process(name, is_child);
+    }
+    held
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_process(name: &str, is_child: bool) -> ! {
+    if is_child {
+        panic!(
+            "hazptr::fork::{name}() called in a child of fork(): the child would keep the \
+             slots, waiters and scanner state of the threads that did not come along (a \
+             synchronize would wait for them forever); call after_fork_child() in the child"
+        )
+    }
+    panic!(
+        "hazptr::fork::{name}() called in the process that called before_fork() (no fork \
+         happened, or this is the parent): it would empty and free the slots of this \
+         process's live threads, and objects their guards protect could be freed under them; \
+         call after_fork_parent() here"
+    )
 }

@@ -373,6 +373,7 @@ impl Drop for Guard<'_> {
                 // SAFETY: backup slots live as long as the domain.
                 let n = unsafe { node.as_ref() };
                 crate::domain::forget_backup(n.domain, node);
+                n.owner.clear();
                 // Release pairs with the Acquire CAS in `take_backup`: the
                 // next holder sees the slot empty.
                 n.in_use.store(false, Ordering::Release);

@@ -108,6 +108,8 @@ pub(crate) struct LinkLine {
     pub(crate) wildcard: *const AtomicUsize,
     /// The domain the block belongs to (for promotion to a backup slot).
     pub(crate) shared: *const Shared,
+    /// The thread that owns the block (also while it is orphaned).
+    pub(crate) owner: Owner,
 }
 
 /// One thread's slots in one domain.
@@ -157,6 +159,7 @@ impl SlotBlock {
                 orphaned: AtomicBool::new(false),
                 wildcard: shared.wildcard(),
                 shared,
+                owner: Owner::none(),
             },
             retired: OwnerLine {
                 batch: UnsafeCell::new(Vec::new()),
@@ -180,6 +183,59 @@ pub(crate) struct BackupSlot {
     /// The domain's id (`Shared::id`, never reused), which keys the holding
     /// thread's record of it.
     pub(crate) domain: u64,
+    /// The thread whose guard holds the slot.
+    pub(crate) owner: Owner,
+}
+
+/// The thread token ([`thread_token`](crate::domain::thread_token)) of the
+/// thread that holds a block or backup slot, or 0. It is how
+/// `after_fork_child` tells the forking thread's slots from those of threads
+/// that did not come along without reading thread-locals, which may be gone:
+/// a thread-local destructor may fork while a guard of its thread sits in
+/// its orphaned block, or in a backup slot taken after its record of held
+/// backup slots was destroyed. Tokens are unique among live threads only; a
+/// slot a dead thread never gave back (a forgotten guard) may carry the
+/// forking thread's token, and the child then keeps it, as the parent does.
+///
+/// Relaxed throughout: the holder sets it after the Acquire CAS of `in_use`
+/// that takes the slot and clears it before the Release store that gives
+/// it back, so the next holder's set comes after the clear; and only the
+/// fork child's one thread reads it, which sees its own latest store. No
+/// other thread stores this thread's token, so a stale value in the child
+/// is never it. Not under loom, which has no fork hooks.
+pub(crate) struct Owner {
+    #[cfg(not(loom))]
+    token: std::sync::atomic::AtomicUsize,
+}
+
+impl Owner {
+    pub(crate) const fn none() -> Owner {
+        Owner {
+            #[cfg(not(loom))]
+            token: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Records the holder (`token`); see [`Owner`] for the ordering.
+    #[inline]
+    pub(crate) fn set(&self, token: usize) {
+        #[cfg(not(loom))]
+        self.token.store(token, Ordering::Relaxed);
+        #[cfg(loom)]
+        let _ = token;
+    }
+
+    /// Forgets the holder, before the slot is given back.
+    #[inline]
+    pub(crate) fn clear(&self) {
+        self.set(0);
+    }
+
+    /// Whether the thread with `token` (not 0) holds the slot.
+    #[cfg(not(loom))]
+    pub(crate) fn is(&self, token: usize) -> bool {
+        token != 0 && self.token.load(Ordering::Relaxed) == token
+    }
 }
 
 impl BackupSlot {
@@ -190,6 +246,7 @@ impl BackupSlot {
             next: ptr::null_mut(),
             wildcard,
             domain,
+            owner: Owner::none(),
         }
     }
 }

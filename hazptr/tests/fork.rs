@@ -5,6 +5,7 @@
 #![cfg(not(any(miri, loom)))]
 
 use hazptr::{Domain, Guard, fork};
+use std::panic::catch_unwind;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use std::thread;
@@ -204,6 +205,85 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     }
     crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
     crowd.stop();
+}
+
+/// `after_fork_child` in the process that called `before_fork` panics: it
+/// would empty and free the slots of that process's live threads, so that a
+/// reader's protected object could be freed under it. `after_fork_parent`
+/// still works there.
+#[test]
+fn after_fork_child_in_the_parent_panics_and_leaves_readers_protected() {
+    let domain = leak(Domain::new());
+    let obj = object(30);
+    let mut reader = Holders::new();
+    reader.hold(move || {
+        let mut guard = domain.guard();
+        assert!(!guard.protect_ptr(obj).is_null());
+        guard
+    });
+    fork::before_fork();
+    let result = catch_unwind(fork::after_fork_child);
+    if result.is_err() {
+        fork::after_fork_parent();
+    }
+    // The reader still protects `obj`: a synchronize of it waits for it.
+    let addr = obj.load(Relaxed) as usize;
+    let synchronizer = thread::spawn(move || domain.synchronize(addr as *const u64));
+    thread::sleep(Duration::from_millis(100));
+    let early = synchronizer.is_finished();
+    reader.release();
+    synchronizer.join().expect("synchronize");
+    assert!(
+        !early,
+        "a synchronize returned while a reader protected its address (after_fork_child in \
+         the parent {})",
+        if result.is_ok() {
+            "returned"
+        } else {
+            "panicked"
+        }
+    );
+    let err = result.expect_err("after_fork_child in the parent did not panic");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("after_fork_child() called in the process that called before_fork()"),
+        "{msg}"
+    );
+}
+
+/// The hooks of a child that first calls `after_fork_parent`, which panics
+/// (the child would keep the vanished threads' slots, waiters and scanner
+/// state), and then `after_fork_child`, which still works.
+fn after_fork_parent_then_child() {
+    let err = catch_unwind(fork::after_fork_parent).expect_err("after_fork_parent in the child");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("after_fork_parent() called in a child of fork()"),
+        "{msg}"
+    );
+    fork::after_fork_child();
+}
+
+#[test]
+fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
+    let domain = leak(Domain::new());
+    let obj = object(31);
+    let mut reader = Holders::new();
+    reader.hold(move || {
+        let mut guard = domain.guard();
+        assert!(!guard.protect_ptr(obj).is_null());
+        guard
+    });
+    let hooks = ForkHooks {
+        after_child: after_fork_parent_then_child,
+        ..HOOKS
+    };
+    let status = fork_and_wait(hooks, || {
+        // The vanished reader's protection is gone.
+        domain.synchronize(obj.load(Relaxed));
+    });
+    assert_child_succeeded(status, "its hooks and a synchronize");
+    reader.release();
 }
 
 /// A thread's first guard in a domain, between the hooks, when the thread

@@ -1,0 +1,199 @@
+//! The fork hooks and thread teardown. A thread-local destructor may fork
+//! (a thread's clean-up may run a helper process, and once the hooks are
+//! registered with `pthread_atfork` every fork runs them) after hazptr's own
+//! per-thread state is gone; and a thread that exits between the hooks gives
+//! back the locks they hold. Each case runs in a child process (this test
+//! binary run again with `CHILD_ENV` naming it) under a watchdog: a panic
+//! inside a thread-local destructor aborts the whole process, and a lock
+//! never given back hangs it.
+#![cfg(not(any(miri, loom)))]
+
+use hazptr::{Domain, Guard, fork};
+use std::cell::RefCell;
+use std::process::Command;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI32, AtomicPtr};
+use std::thread;
+use std::time::{Duration, Instant};
+use test_support::{ForkHooks, assert_child_succeeded, fork_and_wait};
+
+const CHILD_ENV: &str = "HAZPTR_FORK_TEARDOWN_CHILD";
+
+const HOOKS: ForkHooks = ForkHooks {
+    before: fork::before_fork,
+    after_parent: fork::after_fork_parent,
+    after_child: fork::after_fork_child,
+};
+
+/// The wait status of the last fork a thread-local destructor made, or -1.
+static FORK_STATUS: AtomicI32 = AtomicI32::new(-1);
+
+/// Forks between the hooks when the thread ends; the child uses the global
+/// domain.
+struct ForkWhenDropped;
+
+impl Drop for ForkWhenDropped {
+    fn drop(&mut self) {
+        let status = fork_and_wait(HOOKS, || {
+            let obj = 7u64;
+            Domain::global().synchronize(&obj);
+        });
+        // Relaxed: read after the thread's join.
+        FORK_STATUS.store(status, Relaxed);
+    }
+}
+
+thread_local! {
+    static FORK_WHEN_DROPPED: ForkWhenDropped = const { ForkWhenDropped };
+}
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// A published object a guard protects.
+fn object(value: u64) -> &'static AtomicPtr<u64> {
+    leak(AtomicPtr::new(Box::into_raw(Box::new(value))))
+}
+
+/// Guards kept until the thread ends (taken before hazptr's per-thread state
+/// goes), and then a fork while they, and one more taken in the destructor,
+/// still protect their objects.
+struct GuardsThenFork {
+    /// Each guard's domain and the address it protects.
+    guards: RefCell<Vec<(Guard<'static>, &'static Domain, usize)>>,
+}
+
+impl Drop for GuardsThenFork {
+    fn drop(&mut self) {
+        let mut guards = std::mem::take(self.guards.get_mut());
+        // A guard taken now, after the thread's registrations and its record
+        // of held backup slots are gone: a backup slot.
+        let obj = object(3);
+        let mut late = Guard::new();
+        let addr = late.protect_ptr(obj) as usize;
+        assert!(late.is_backup());
+        guards.push((late, Domain::global(), addr));
+        let status = fork_and_wait(HOOKS, move || {
+            // Each of this thread's protections still holds in the child: a
+            // synchronize of its address waits until its guard goes.
+            let waiters: Vec<_> = guards
+                .iter()
+                .map(|&(_, domain, addr)| {
+                    thread::spawn(move || domain.synchronize(addr as *const u64))
+                })
+                .collect();
+            thread::sleep(Duration::from_millis(100));
+            let early = waiters.iter().filter(|w| w.is_finished()).count();
+            drop(guards);
+            for w in waiters {
+                w.join().expect("synchronize of an own address");
+            }
+            assert_eq!(
+                early, 0,
+                "a synchronize returned while the forking thread's guard protected its address"
+            );
+        });
+        // Relaxed: read after the thread's join.
+        FORK_STATUS.store(status, Relaxed);
+    }
+}
+
+thread_local! {
+    static GUARDS_THEN_FORK: GuardsThenFork = const {
+        GuardsThenFork {
+            guards: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+#[test]
+fn a_fork_from_a_thread_local_destructor_keeps_its_guards() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        let user = leak(Domain::new());
+        let slow = leak(Domain::builder().force_slow_path(true).build());
+        thread::spawn(move || {
+            // Touched before hazptr's per-thread state, so destroyed after
+            // it: the block of `user`'s guard is orphaned by then, and the
+            // record of `slow`'s backup slot gone.
+            GUARDS_THEN_FORK.with(|_| ());
+            for (domain, obj) in [(user, object(1)), (slow, object(2))] {
+                let mut guard = domain.guard();
+                let addr = guard.protect_ptr(obj) as usize;
+                GUARDS_THEN_FORK.with(|g| g.guards.borrow_mut().push((guard, domain, addr)));
+            }
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        assert_child_succeeded(FORK_STATUS.load(Relaxed), "its checks of the guards");
+        return;
+    }
+    run_child(
+        "a_fork_from_a_thread_local_destructor_keeps_its_guards",
+        "guards",
+    );
+}
+
+/// Runs this test binary again as a child doing `case`, and fails unless
+/// it succeeds within a minute.
+fn run_child(test: &str, case: &str) {
+    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, case)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run the child");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{case}: the child still ran after a minute (hung)");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{case}: the child failed ({status:?})");
+}
+
+#[test]
+fn a_fork_from_a_thread_local_destructor() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        thread::spawn(|| {
+            // Touched before hazptr's per-thread state, which the hooks and
+            // guards set up, so destroyed after it.
+            FORK_WHEN_DROPPED.with(|_| ());
+            fork::before_fork();
+            fork::after_fork_parent();
+            drop(Domain::global().guard());
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        assert_child_succeeded(FORK_STATUS.load(Relaxed), "a synchronize");
+        let obj = 8u64;
+        Domain::global().synchronize(&obj);
+        return;
+    }
+    run_child("a_fork_from_a_thread_local_destructor", "teardown");
+}
+
+#[test]
+fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        thread::spawn(fork::before_fork)
+            .join()
+            .expect("the thread ends cleanly");
+        // Waits for the registry lock the hooks took.
+        let domain = Domain::new();
+        let obj = 9u64;
+        domain.synchronize(&obj);
+        drop(domain);
+        return;
+    }
+    run_child(
+        "a_thread_that_exits_between_the_hooks_gives_their_locks_back",
+        "exit",
+    );
+}
