@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use std::thread;
 use std::time::Duration;
+use test_support::misuse::{assert_wrong_fork_hook_refused, message_of};
 use test_support::{Crowd, ForkHooks, Holders, assert_child_succeeded, fork_and_wait};
 
 fn leak<T>(value: T) -> &'static T {
@@ -244,7 +245,7 @@ fn after_fork_child_in_the_parent_panics_and_leaves_readers_protected() {
         }
     );
     let err = result.expect_err("after_fork_child in the parent did not panic");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    let msg = message_of(&*err);
     assert!(
         msg.contains("after_fork_child() called in the process that called before_fork()"),
         "{msg}"
@@ -255,11 +256,9 @@ fn after_fork_child_in_the_parent_panics_and_leaves_readers_protected() {
 /// (the child would keep the vanished threads' slots, waiters and scanner
 /// state), and then `after_fork_child`, which still works.
 fn after_fork_parent_then_child() {
-    let err = catch_unwind(fork::after_fork_parent).expect_err("after_fork_parent in the child");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(
-        msg.contains("after_fork_parent() called in a child of fork()"),
-        "{msg}"
+    assert_wrong_fork_hook_refused(
+        fork::after_fork_parent,
+        "after_fork_parent() called in a child of fork()",
     );
     fork::after_fork_child();
 }

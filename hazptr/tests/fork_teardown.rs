@@ -10,11 +10,10 @@
 
 use hazptr::{Domain, Guard, fork};
 use std::cell::RefCell;
-use std::process::Command;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicI32, AtomicPtr};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use test_support::{ForkHooks, assert_child_succeeded, fork_and_wait};
 
 const CHILD_ENV: &str = "HAZPTR_FORK_TEARDOWN_CHILD";
@@ -128,34 +127,11 @@ fn a_fork_from_a_thread_local_destructor_keeps_its_guards() {
         assert_child_succeeded(FORK_STATUS.load(Relaxed), "its checks of the guards");
         return;
     }
-    run_child(
+    test_support::in_a_child_process(
         "a_fork_from_a_thread_local_destructor_keeps_its_guards",
+        CHILD_ENV,
         "guards",
     );
-}
-
-/// Runs this test binary again as a child doing `case`, and fails unless
-/// it succeeds within a minute.
-fn run_child(test: &str, case: &str) {
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, case)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("run the child");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{case}: the child still ran after a minute (hung)");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    assert!(status.success(), "{case}: the child failed ({status:?})");
 }
 
 #[test]
@@ -176,7 +152,11 @@ fn a_fork_from_a_thread_local_destructor() {
         Domain::global().synchronize(&obj);
         return;
     }
-    run_child("a_fork_from_a_thread_local_destructor", "teardown");
+    test_support::in_a_child_process(
+        "a_fork_from_a_thread_local_destructor",
+        CHILD_ENV,
+        "teardown",
+    );
 }
 
 #[test]
@@ -192,8 +172,9 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
         drop(domain);
         return;
     }
-    run_child(
+    test_support::in_a_child_process(
         "a_thread_that_exits_between_the_hooks_gives_their_locks_back",
+        CHILD_ENV,
         "exit",
     );
 }

@@ -9,7 +9,6 @@
 #![cfg(not(loom))]
 
 use rcu_lite::{Rcu, memb};
-use std::process::Command;
 use std::sync::LazyLock;
 use std::thread;
 
@@ -51,20 +50,5 @@ fn update_from_a_thread_local_destructor() {
         memb::rcu_barrier();
         return;
     }
-    let out = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "update_from_a_thread_local_destructor",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .output()
-        .expect("run the child");
-    assert!(
-        out.status.success(),
-        "the child failed ({:?}); stderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    test_support::in_a_child_process("update_from_a_thread_local_destructor", CHILD_ENV, "1");
 }

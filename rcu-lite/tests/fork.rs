@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+use test_support::misuse::assert_wrong_fork_hook_refused;
 use test_support::{Crowd, ForkHooks, Holders, assert_child_succeeded, fork_and_wait};
 
 /// The tests of this file share the process's rcu-lite state: one at a time.
@@ -193,13 +194,11 @@ fn after_fork_child_in_the_parent_panics_and_leaves_its_readers_covered() {
     };
     entered.wait();
     fork::before_fork();
-    let err = catch_unwind(fork::after_fork_child).expect_err("after_fork_child in the parent");
-    fork::after_fork_parent();
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(
-        msg.contains("after_fork_child() called in the process that called before_fork()"),
-        "{msg}"
+    assert_wrong_fork_hook_refused(
+        fork::after_fork_child,
+        "after_fork_child() called in the process that called before_fork()",
     );
+    fork::after_fork_parent();
     // A grace period still waits for the reader: it has not completed while
     // the reader stays inside.
     let synchronized = Arc::new(AtomicBool::new(false));
@@ -225,11 +224,9 @@ fn after_fork_child_in_the_parent_panics_and_leaves_its_readers_covered() {
 /// (the child would keep waiting for threads that did not come along), and
 /// then `after_fork_child`, which still works.
 fn after_fork_parent_then_child() {
-    let err = catch_unwind(fork::after_fork_parent).expect_err("after_fork_parent in the child");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(
-        msg.contains("after_fork_parent() called in a child of fork()"),
-        "{msg}"
+    assert_wrong_fork_hook_refused(
+        fork::after_fork_parent,
+        "after_fork_parent() called in a child of fork()",
     );
     fork::after_fork_child();
 }

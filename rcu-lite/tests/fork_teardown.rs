@@ -9,9 +9,7 @@
 #![cfg(not(any(miri, loom)))]
 
 use rcu_lite::{fork, memb};
-use std::process::Command;
 use std::thread;
-use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "RCU_LITE_FORK_TEARDOWN_CHILD";
 
@@ -27,30 +25,6 @@ impl Drop for HooksWhenDropped {
 
 thread_local! {
     static HOOKS_WHEN_DROPPED: HooksWhenDropped = const { HooksWhenDropped };
-}
-
-/// Runs this test binary again as a child doing `case`, and fails unless
-/// it succeeds within a minute.
-fn run_child(test: &str, case: &str) {
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, case)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("run the child");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{case}: the child still ran after a minute (hung)");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    assert!(status.success(), "{case}: the child failed ({status:?})");
 }
 
 #[test]
@@ -69,7 +43,11 @@ fn fork_hooks_from_a_thread_local_destructor() {
         memb::rcu_barrier();
         return;
     }
-    run_child("fork_hooks_from_a_thread_local_destructor", "teardown");
+    test_support::in_a_child_process(
+        "fork_hooks_from_a_thread_local_destructor",
+        CHILD_ENV,
+        "teardown",
+    );
 }
 
 #[test]
@@ -83,8 +61,9 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
         memb::rcu_barrier();
         return;
     }
-    run_child(
+    test_support::in_a_child_process(
         "a_thread_that_exits_between_the_hooks_gives_their_locks_back",
+        CHILD_ENV,
         "exit",
     );
 }

@@ -14,6 +14,9 @@
 //!   that it panics with a message naming it.
 //! - [`within_a_deadline`] runs a wait that must end (a grace period, a
 //!   barrier) on a fresh thread, and ends the process if it does not.
+//! - [`in_a_child_process`] runs one test again in a child process, for a
+//!   case that would abort or hang the whole test binary if it went wrong
+//!   (a panic inside a thread-local destructor, a lock never given back).
 
 pub mod misuse;
 
@@ -298,6 +301,55 @@ pub fn within_a_deadline(what: &str, limit: Duration, body: impl FnOnce() + Send
             );
             std::process::exit(101);
         }
+    }
+}
+
+/// How long [`in_a_child_process`] lets the child run.
+pub const CHILD_PROCESS_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs the test named `test` of this test binary again in a child process,
+/// with the environment variable `env` set to `case` (the test does the
+/// case's work when it finds `env` set, and otherwise calls this), and fails
+/// unless the child exits with 0 within [`CHILD_PROCESS_LIMIT`]: a panic in a
+/// thread-local destructor aborts the child, not the test binary, and a hang
+/// is killed. The message gives the child's stderr.
+pub fn in_a_child_process(test: &str, env: &str, case: &str) {
+    let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(env, case)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the child");
+    // Read stderr on a thread of its own, so that a child writing much to
+    // it cannot block on a full pipe while this thread waits for its exit.
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let stderr = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let deadline = Instant::now() + CHILD_PROCESS_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = stderr.join().unwrap_or_default();
+    match status {
+        None => panic!(
+            "{case}: the child still ran after {CHILD_PROCESS_LIMIT:?} (hung); stderr:\n{stderr}"
+        ),
+        Some(status) => assert!(
+            status.success(),
+            "{case}: the child failed ({status:?}); stderr:\n{stderr}"
+        ),
     }
 }
 

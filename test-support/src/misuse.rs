@@ -5,6 +5,7 @@
 //! normally fails the test, and one still running after [`HANG_LIMIT`] (which
 //! is what a misuse that deadlocks would do without its check) ends the test
 //! process with a message, so a hang cannot pass silently.
+use std::any::Any;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::mpsc;
@@ -23,13 +24,7 @@ pub fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> S
         .name(format!("misuse: {what}"))
         .spawn(move || {
             let outcome = catch_unwind(AssertUnwindSafe(misuse));
-            let message = outcome.err().map(|payload| {
-                payload
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_else(|| "<non-string panic payload>".to_owned())
-            });
+            let message = outcome.err().map(|payload| message_of(&*payload));
             let _ = tx.send(message);
         })
         .expect("spawn the misuse thread");
@@ -54,6 +49,26 @@ pub fn panic_message_of(what: &str, misuse: impl FnOnce() + Send + 'static) -> S
             std::process::exit(101);
         }
     }
+}
+
+/// A panic's message: its `String` or `&str` payload.
+pub fn message_of(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "<non-string panic payload>".to_owned())
+}
+
+/// Calls a fork hook where it does not belong (`after_fork_child` in the
+/// process that called `before_fork`, or `after_fork_parent` in its child)
+/// on the calling thread, which holds what `before_fork` took: asserts that
+/// it panics with a message containing `names`, which leaves that for the
+/// right hook.
+pub fn assert_wrong_fork_hook_refused(hook: fn(), names: &str) {
+    let payload = catch_unwind(hook).expect_err("the fork hook of the other process returned");
+    let message = message_of(&*payload);
+    assert!(message.contains(names), "{message}");
 }
 
 /// Asserts that `misuse` panics with a message containing every one of `names`.
