@@ -23,11 +23,13 @@
 //!
 //! The caller whose RMW found `DRIVER` clear drives: it runs grace periods until
 //! its own target has completed. If no grace period is needed then, it clears
-//! `DRIVER`. If `NEED_GP` is set, it hands `DRIVER` to the grace-period worker
-//! (`gp_worker.rs`), which drives grace periods back to back for as long as
-//! callers keep asking, then clears `DRIVER` and parks. (If no worker thread
-//! can be started, and under loom, the driver instead clears `DRIVER` and wakes
-//! one waiter of the next grace period, which takes the bit over.) No caller
+//! `DRIVER`. If `NEED_GP` is set and callers crowd the engine (more than
+//! `WORKER_CALLERS_PER_CPU` sleeping waiters per CPU), it hands `DRIVER` to
+//! the grace-period worker (`gp_worker.rs`), which drives grace periods back
+//! to back for as long as callers keep asking, then clears `DRIVER` and parks.
+//! Otherwise (fewer waiters, no worker thread could be started, or under loom
+//! unless a model runs the worker's part inline) the driver clears `DRIVER`
+//! and wakes one waiter of the next grace period, which takes the bit over. No caller
 //! drives more than the grace period it needs plus the one in progress, so no
 //! caller's latency is held hostage by a steady stream of others. A lone
 //! caller never involves the worker. Waiters spin briefly (not at all in a
@@ -319,7 +321,7 @@ impl Engine {
     pub(crate) fn wake_driver_if_waiting(&self) {
         // Relaxed: the caller's light() orders this load after its word store;
         // it pairs with heavy() between the driver's WAITS_FOR_HOLDOUTS store
-        // and its recheck (`wait_adaptive`, `fqs_wait`).
+        // and its recheck (`sleep_for_holdouts`, `fqs_wait`).
         if self.reader.driver_wait.load(Relaxed) == WAITS_FOR_HOLDOUTS {
             self.wake_driver();
         }
@@ -374,8 +376,9 @@ impl Engine {
     }
 
     /// Runs grace periods until `target` has completed, then gives up the
-    /// `DRIVER` bit: to the worker if a grace period is needed, else clears
-    /// it (waking a waiter to take it if one turned out to be needed).
+    /// `DRIVER` bit: to the worker if a grace period is needed and callers
+    /// crowd the engine (`crowded`), else clears it (waking a waiter to take
+    /// it if a grace period is needed).
     fn drive(&'static self, target: u64, own: &'static Record) {
         loop {
             let state = self.callers.gp_state.load(Acquire);
@@ -564,7 +567,8 @@ impl Engine {
             // Acquire pairs with the Release bumps in `announce_completion`
             // and `hand_off`.
             let events = self.gp_done(target).load(Acquire);
-            // Acquire pairs with the Release store of `completed` in `drive`.
+            // Acquire pairs with the Release store of `completed` in
+            // `run_grace_period`.
             if self.callers.completed.load(Acquire) >= target {
                 return false;
             }

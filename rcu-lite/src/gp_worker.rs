@@ -5,7 +5,9 @@
 //! runs every grace period. Here callers drive their own grace periods while
 //! they come alone (a lone `synchronize_rcu()` on an idle machine costs no
 //! wake-up at all); the worker only takes over when a driver finishes its own
-//! grace period and finds another one needed (`NEED_GP`).
+//! grace period, finds another one needed (`NEED_GP`), and finds more than
+//! two waiters per CPU asleep (`Engine::crowded`); with fewer, the driver
+//! hands `DRIVER` to one of the waiters instead (`Engine::hand_off`).
 //!
 //! # Invariants
 //!

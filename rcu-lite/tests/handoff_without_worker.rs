@@ -1,0 +1,43 @@
+//! A driver that finishes its grace period while a second caller waits for
+//! the next one hands `DRIVER` to that waiter, not to the worker, when
+//! callers do not crowd the engine (`engine.rs`, `gp_worker.rs` module docs).
+//! Its own process, so that `by_worker` counts only this test's grace
+//! periods.
+
+use rcu_lite::memb;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+#[test]
+fn a_waiter_for_the_next_grace_period_takes_over_without_the_worker() {
+    let before = memb::grace_periods();
+    let (entered, wait_entered) = mpsc::channel();
+    let (leave, wait_leave) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        entered.send(()).unwrap();
+        wait_leave.recv().unwrap();
+        drop(guard);
+    });
+    wait_entered.recv().unwrap();
+    // The first caller drives a grace period the reader holds up.
+    let first = thread::spawn(memb::synchronize_rcu);
+    while memb::grace_periods().started == before.started {
+        thread::yield_now();
+    }
+    // The second caller arrives during it, sets NEED_GP and waits for the
+    // next one.
+    let second = thread::spawn(memb::synchronize_rcu);
+    thread::sleep(Duration::from_millis(50));
+    leave.send(()).unwrap();
+    first.join().unwrap();
+    second.join().unwrap();
+    reader.join().unwrap();
+    let after = memb::grace_periods();
+    assert_eq!(after.completed - before.completed, 2, "{after:?}");
+    assert_eq!(
+        after.by_worker, before.by_worker,
+        "two callers are no crowd: the worker drove a grace period"
+    );
+}
