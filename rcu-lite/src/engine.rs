@@ -297,13 +297,27 @@ impl Engine {
 
     /// Grace periods started and completed so far.
     pub(crate) fn counts(&self) -> GpCounts {
-        let completed = self.callers.completed.load(Acquire);
-        // A grace period counts as started once its init published `gp_word`:
-        // a reader that sees `started >= n` and then enters a section is one
-        // that grace period `n` need not wait for. Loaded after `completed`,
-        // so it is at or ahead of it; its snapshot keeps 48 bits, so the
-        // full count is `completed` plus how far ahead it is, modulo 2^48.
-        let newest = snapshot(self.reader.gp_word.load(Acquire));
+        let (completed, newest) = loop {
+            let completed = self.callers.completed.load(Acquire);
+            // A grace period counts as started once its init published
+            // `gp_word`: a reader that sees `started >= n` and then enters a
+            // section is one that grace period `n` need not wait for. Loaded
+            // after `completed`, so it is at or ahead of it.
+            let newest = snapshot(self.reader.gp_word.load(Acquire));
+            // Grace periods may have completed between the two loads (a
+            // preempted caller saw thousands), leaving `newest` any distance
+            // ahead. If `completed` has not moved, it was `completed` while
+            // we read `newest`, so `newest` is `completed` or the next one:
+            // init of `completed + 2` follows the Release store of
+            // `completed + 1` (same driver, or passed on with `DRIVER`), and
+            // our Acquire load of that init's `gp_word` would make this
+            // load see it. Relaxed: that happens-before is all it needs.
+            if self.callers.completed.load(Relaxed) == completed {
+                break (completed, newest);
+            }
+        };
+        // The snapshot keeps 48 bits, so the full count is `completed` plus
+        // how far ahead it is, modulo 2^48.
         let ahead = newest.wrapping_sub(completed) & SNAPSHOT_MASK;
         GpCounts {
             started: completed + ahead,

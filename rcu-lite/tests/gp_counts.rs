@@ -1,0 +1,56 @@
+//! `grace_periods()` returns a consistent pair: `completed` is `started` or
+//! `started - 1` (as `GpCounts` documents), however many grace periods
+//! complete while it reads them.
+
+use rcu_lite::{GpCounts, memb, qsbr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread;
+
+/// Grace periods the callers run while the sampler reads the counts.
+const GRACE_PERIODS: u64 = if cfg!(miri) { 50 } else { 300_000 };
+
+fn check(synchronize: fn(), counts: fn() -> GpCounts) {
+    // More callers than CPUs, so that the sampler is preempted between its
+    // loads while grace periods go on.
+    let callers = 2 * thread::available_parallelism().map_or(1, |n| n.get()) + 1;
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..callers)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    synchronize();
+                }
+            })
+        })
+        .collect();
+    let first = counts();
+    let mut worst = 0;
+    loop {
+        let now = counts();
+        assert!(now.completed <= now.started, "{now:?}");
+        worst = worst.max(now.started - now.completed);
+        if now.completed - first.completed >= GRACE_PERIODS {
+            break;
+        }
+    }
+    stop.store(true, Relaxed);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert!(
+        worst <= 1,
+        "grace_periods() returned `started` {worst} ahead of `completed`"
+    );
+}
+
+#[test]
+fn memb_counts_are_consistent_while_grace_periods_run() {
+    check(memb::synchronize_rcu, memb::grace_periods);
+}
+
+#[test]
+fn qsbr_counts_are_consistent_while_grace_periods_run() {
+    check(qsbr::synchronize_rcu, qsbr::grace_periods);
+}
