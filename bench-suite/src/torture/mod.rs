@@ -201,7 +201,8 @@ pub struct Outcome {
     /// Objects replaced (and handed to reclamation) by writers.
     pub replaced: u64,
     /// Reads that found a poisoned or corrupt object (premature reclamation),
-    /// plus one for a [`Outcome::failure`].
+    /// plus reclamations of an already reclaimed object
+    /// ([`Ledger::reclaimed_twice`]), plus one for a [`Outcome::failure`].
     pub errors: u64,
     /// Most objects allocated and not yet reclaimed at once.
     pub unreclaimed_max: u64,
@@ -629,6 +630,8 @@ impl Run {
             ));
         }
         outcome.unreclaimed_max = ledger.unreclaimed_max();
+        // After the teardown, which reclaims what the primitive still held.
+        outcome.errors += ledger.reclaimed_twice();
         outcome.rss_max_kib = rss_max_kib;
         outcome.errors += u64::from(failure.is_some());
         outcome.failure = failure;
@@ -929,6 +932,44 @@ mod tests {
                 errors.len()
             );
         }
+    }
+
+    /// Reclaims every replaced object twice (a retire list walked twice, a
+    /// callback queued twice): each second reclamation is an error, counted
+    /// rather than a double free that kills the run without a report.
+    #[test]
+    fn a_double_reclamation_is_counted() {
+        struct ReclaimsTwice(FreesTooEarly);
+        impl Torture for ReclaimsTwice {
+            fn read(&self) -> bool {
+                self.0.read()
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                self.0.read_with(inside)
+            }
+            fn replace(&self, fresh: Box<TortureObject>) {
+                let old = self.0.current.swap(Box::into_raw(fresh), AcqRel);
+                // SAFETY: `old` came from `Box::into_raw`; reclaiming it twice
+                // is the bug this test plants (the first reclamation parks it
+                // in the quarantine, which the second must leave alone).
+                unsafe {
+                    object::reclaim(old);
+                    object::reclaim(old);
+                }
+            }
+        }
+        let imp = bug("reclaims-twice", |o| {
+            Ok(Box::new(ReclaimsTwice(FreesTooEarly {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                after: Duration::ZERO,
+            })))
+        });
+        let out = torture(&imp, config(200, false), &mut Progress::new(1, "test"));
+        assert!(out.failure.is_none(), "{out:?}");
+        assert!(out.replaced > 0, "{out:?}");
+        // Every replacement in the window reclaimed twice (readers may add
+        // a few errors of their own: the first reclamation is at once).
+        assert!(out.errors >= out.replaced, "{out:?}");
     }
 
     /// A "read section" that is a plain counter, ended by code after `inside`

@@ -99,6 +99,8 @@ pub struct Ledger {
     /// Allocated and not yet reclaimed, now.
     outstanding: AtomicU64,
     unreclaimed_max: AtomicU64,
+    /// Reclamations of an object already reclaimed (see [`reclaim`]).
+    reclaimed_twice: AtomicU64,
     /// Set by [`Ledger::close`]: later reclamations free at once.
     closed: AtomicBool,
     quarantine: Mutex<Quarantine>,
@@ -182,6 +184,13 @@ impl Ledger {
         self.unreclaimed_max.load(Relaxed)
     }
 
+    /// Reclamations of an object that had already been reclaimed (a double
+    /// retire, a callback run twice): errors of the primitive, each seen
+    /// while the first reclamation still held the object in quarantine.
+    pub fn reclaimed_twice(&self) -> u64 {
+        self.reclaimed_twice.load(Relaxed)
+    }
+
     /// Objects allocated and not yet reclaimed, now.
     pub fn unreclaimed(&self) -> u64 {
         self.outstanding.load(Relaxed)
@@ -224,13 +233,26 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
     // SAFETY: valid and owned, per the contract.
     let object = unsafe { &*ptr };
     // Relaxed: the reader's check is a detector, not a synchronization.
-    object.magic.store(POISON, Relaxed);
+    let was = object.magic.swap(POISON, Relaxed);
     let Some(ledger) = object.ledger.upgrade() else {
+        if was != LIVE {
+            // Already reclaimed, and with no ledger any more already freed:
+            // nothing is left to count or to free.
+            return;
+        }
         // The run and its ledger are gone: nobody counts or checks any more.
         // SAFETY: owned per the contract, and no longer referenced.
         drop(unsafe { Box::from_raw(ptr) });
         return;
     };
+    if was != LIVE {
+        // A second reclamation: the first one parked the object in the
+        // quarantine (or freed it after `close`), which owns it now. Count
+        // the error; admitting it again would free it twice, killing the
+        // run with no report.
+        ledger.reclaimed_twice.fetch_add(1, Relaxed);
+        return;
+    }
     ledger.reclaimed.fetch_add(1, Relaxed);
     ledger.outstanding.fetch_sub(1, Relaxed);
     if ledger.closed.load(Relaxed) {
