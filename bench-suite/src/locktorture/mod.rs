@@ -282,6 +282,27 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The side (`"write"` or `"read"`) that never got in during the timed
+    /// window while the other did, where the run had both: the lock was
+    /// then never held by a reader and a writer in turn, so reader-writer
+    /// exclusion went unchecked. Starvation (a read lock that ignores
+    /// waiting writers, or a reader-preferring lock under a stream of
+    /// readers) looks so; it is not a failure by itself, since a lock that
+    /// starves a side still excludes, but such a run proves nothing about
+    /// exclusion between the two sides.
+    pub fn exclusion_unchecked_side(&self) -> Option<&'static str> {
+        if self.writers == 0 || self.readers == 0 {
+            return None;
+        }
+        match (self.writes.total, self.reads.total) {
+            (0, r) if r > 0 => Some("write"),
+            (w, 0) if w > 0 => Some("read"),
+            _ => None,
+        }
+    }
+}
+
 /// The kernel's two statistics lines.
 pub fn stats_lines(writes: Counts, write_fail: u64, reads: Counts, read_fail: u64) -> [String; 2] {
     let line = |label: &str, c: Counts, fail: u64| {
@@ -699,6 +720,13 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         if let Some(f) = &o.faults {
             writeln!(out, "{}", faults::stats_line(f))?;
         }
+        if let Some(side) = o.exclusion_unchecked_side() {
+            writeln!(
+                out,
+                "UNCHECKED: no {side} acquisition in the timed window, so exclusion between \
+                 readers and writers was not checked (a starved side, or run longer) ???"
+            )?;
+        }
         if let Some(failure) = &o.failure {
             writeln!(out, "FAILURE: {failure} !!!")?;
         }
@@ -873,6 +901,67 @@ mod tests {
             failure.starts_with("checked nothing: no acquisition in the "),
             "{outcome:?}"
         );
+    }
+
+    /// Readers get in at once; a writer waits 300 ms first, as a writer
+    /// starved by a stream of readers (a read lock that ignores a waiting
+    /// writer) would.
+    struct StarvesWriters;
+
+    impl TortureLock for StarvesWriters {
+        fn write_section(&self, section: &mut dyn FnMut()) {
+            std::thread::sleep(Duration::from_millis(300));
+            section();
+        }
+        fn read_section(&self, section: &mut dyn FnMut()) {
+            section();
+        }
+    }
+
+    /// A window in which the writers never got in checked no reader-writer
+    /// exclusion (the readers only ever overlapped each other): the outcome
+    /// and its text say so, though nothing failed.
+    #[test]
+    fn a_window_without_a_write_acquisition_left_exclusion_unchecked() {
+        let imp = Implementation::<dyn TortureLock> {
+            name: "starves-writers",
+            summary: "writers wait 300 ms",
+            origin: crate::registry::Origin::Peer,
+            make: |_| Ok(Box::new(StarvesWriters)),
+        };
+        let config = Config {
+            writers: 1,
+            readers: 1,
+            duration: Duration::from_millis(50),
+            stat_interval: None,
+            write_hold: Duration::ZERO,
+            read_hold: Duration::ZERO,
+            faults: false,
+            stall_limit: Config::STALL_LIMIT,
+        };
+        let outcome = torture(&imp, config, &mut Progress::new(1, "test"), None).unwrap();
+        assert_eq!(outcome.writes.total, 0, "{outcome:?}");
+        assert!(outcome.reads.total > 0, "{outcome:?}");
+        assert_eq!(outcome.exclusion_unchecked_side(), Some("write"));
+        assert!(outcome.failure.is_none(), "{outcome:?}");
+        let mut text = Vec::new();
+        write_text(&mut text, std::slice::from_ref(&outcome)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("UNCHECKED: no write acquisition in the timed window"),
+            "{text}"
+        );
+        // Both sides in, or a run with one side only: nothing unchecked.
+        let both = Outcome {
+            writes: outcome.reads,
+            ..outcome.clone()
+        };
+        assert_eq!(both.exclusion_unchecked_side(), None);
+        let readers_only = Outcome {
+            writers: 0,
+            ..outcome
+        };
+        assert_eq!(readers_only.exclusion_unchecked_side(), None);
     }
 
     /// A spin lock whose sections are ended by code after them rather than
