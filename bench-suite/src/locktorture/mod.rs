@@ -874,6 +874,22 @@ mod tests {
         }
     }
 
+    /// Tortures `imp` with one writer and one reader for `duration`, no
+    /// holds, no faults.
+    fn one_writer_one_reader(imp: &Implementation<dyn TortureLock>, duration: Duration) -> Outcome {
+        let config = Config {
+            writers: 1,
+            readers: 1,
+            duration,
+            stat_interval: None,
+            write_hold: Duration::ZERO,
+            read_hold: Duration::ZERO,
+            faults: false,
+            stall_limit: Config::STALL_LIMIT,
+        };
+        torture(imp, config, &mut Progress::new(1, "test"), None).unwrap()
+    }
+
     /// A run over before any acquisition ends checked nothing: it fails, and
     /// the acquisitions finished after the stop are not counted.
     #[test]
@@ -884,17 +900,7 @@ mod tests {
             origin: crate::registry::Origin::Peer,
             make: |_| Ok(Box::new(SlowToAcquire)),
         };
-        let config = Config {
-            writers: 1,
-            readers: 1,
-            duration: Duration::from_millis(1),
-            stat_interval: None,
-            write_hold: Duration::ZERO,
-            read_hold: Duration::ZERO,
-            faults: false,
-            stall_limit: Config::STALL_LIMIT,
-        };
-        let outcome = torture(&imp, config, &mut Progress::new(1, "test"), None).unwrap();
+        let outcome = one_writer_one_reader(&imp, Duration::from_millis(1));
         assert_eq!(outcome.writes.total + outcome.reads.total, 0, "{outcome:?}");
         let failure = outcome.failure.as_deref().unwrap_or_default();
         assert!(
@@ -929,17 +935,7 @@ mod tests {
             origin: crate::registry::Origin::Peer,
             make: |_| Ok(Box::new(StarvesWriters)),
         };
-        let config = Config {
-            writers: 1,
-            readers: 1,
-            duration: Duration::from_millis(50),
-            stat_interval: None,
-            write_hold: Duration::ZERO,
-            read_hold: Duration::ZERO,
-            faults: false,
-            stall_limit: Config::STALL_LIMIT,
-        };
-        let outcome = torture(&imp, config, &mut Progress::new(1, "test"), None).unwrap();
+        let outcome = one_writer_one_reader(&imp, Duration::from_millis(50));
         assert_eq!(outcome.writes.total, 0, "{outcome:?}");
         assert!(outcome.reads.total > 0, "{outcome:?}");
         assert_eq!(outcome.exclusion_unchecked_side(), Some("write"));
