@@ -419,11 +419,14 @@ mod tests {
     impl Workload for Settling {
         fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
             let counts = mixed_loop(reads_per_write, stop, || true, || {});
+            // Relaxed: `measure` joins every run's thread before it settles,
+            // and the join orders this increment before the load there.
             self.finished.fetch_add(1, Relaxed);
             counts
         }
 
         fn settle(&self) {
+            // Relaxed: see `run`.
             let finished = self.finished.load(Relaxed);
             SETTLED_AFTER.lock().unwrap().push(finished);
         }

@@ -188,6 +188,7 @@ impl Ledger {
     /// retire, a callback run twice): errors of the primitive, each seen
     /// while the first reclamation still held the object in quarantine.
     pub fn reclaimed_twice(&self) -> u64 {
+        // Relaxed: read after the run's threads are joined (`Run::finish`).
         self.reclaimed_twice.load(Relaxed)
     }
 
@@ -250,6 +251,7 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
         // quarantine (or freed it after `close`), which owns it now. Count
         // the error; admitting it again would free it twice, killing the
         // run with no report.
+        // Relaxed: a count, read once the run's threads have been joined.
         ledger.reclaimed_twice.fetch_add(1, Relaxed);
         return;
     }
