@@ -394,9 +394,17 @@ fn row(
 }
 
 fn fmt_value(v: f64, unit: &str) -> String {
-    if v >= 1e6 && unit.ends_with("/s") {
+    // The value as shown with `places` decimals decides the format, so that a
+    // rounding carry (99.996 as "100.00", 999,999.6 as "1000000") takes the
+    // next format as the value itself would.
+    let shown = |places: usize| -> f64 {
+        format!("{v:.places$}")
+            .parse()
+            .expect("a formatted number parses")
+    };
+    if unit.ends_with("/s") && shown(0) >= 1e6 {
         format!("{:.2} M{unit}", v / 1e6)
-    } else if v >= 100.0 {
+    } else if shown(2) >= 100.0 {
         format!("{v:.0} {unit}")
     } else {
         format!("{v:.2} {unit}")
@@ -1566,5 +1574,18 @@ mod tests {
             rows.iter()
                 .all(|c| !c.use_case.starts_with("freeing in bulk"))
         );
+    }
+
+    /// A value that rounds up across a boundary takes the format past it:
+    /// "100.00 ns" and "1000000 writes/s" were printed before.
+    #[test]
+    fn a_figure_that_rounds_across_a_boundary_takes_the_next_format() {
+        assert_eq!(fmt_value(99.994, "ns"), "99.99 ns");
+        assert_eq!(fmt_value(99.996, "ns"), "100 ns");
+        assert_eq!(fmt_value(999_999.4, "writes/s"), "999999 writes/s");
+        assert_eq!(fmt_value(999_999.6, "writes/s"), "1.00 Mwrites/s");
+        assert_eq!(fmt_value(2_500_000.0, "reads/s"), "2.50 Mreads/s");
+        // Only rates take the M prefix.
+        assert_eq!(fmt_value(2_500_000.0, "ns"), "2500000 ns");
     }
 }
