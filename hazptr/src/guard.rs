@@ -258,15 +258,46 @@ impl<'d> Guard<'d> {
         ptr
     }
 
-    /// Protects `ptr`, which the caller knows is still published; the
-    /// kernel's form for pointers read by other means. Equivalent to
-    /// [`Guard::protect_ptr`] on an `AtomicPtr` holding `ptr`.
+    /// Stores `ptr` into the guard's slot; the kernel's form for pointers
+    /// read by other means (a link inside an object another guard protects).
+    ///
+    /// Unlike [`Guard::protect_ptr`], this protects `ptr` only if it was
+    /// still published when the protection became visible: there is no
+    /// wildcard window, so a writer that unpublished `ptr` (and then
+    /// synchronized or reclaimed) before this store can free it under the
+    /// guard. A pointer the caller loaded a moment ago may already be
+    /// unpublished; the usual way to know is to re-read where `ptr` came from
+    /// after this call and check that it still holds `ptr` (the classic
+    /// hazard-pointer validation; on a mismatch, protect the new value and
+    /// check again):
+    ///
+    /// ```
+    /// use hazptr::Guard;
+    /// use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
+    ///
+    /// let link = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+    /// let mut guard = Guard::new();
+    /// let p = loop {
+    ///     let p = link.load(Acquire);
+    ///     // SAFETY: `p` is not dereferenced before the check below.
+    ///     unsafe { guard.protect_raw(p) };
+    ///     if link.load(Acquire) == p {
+    ///         break p;
+    ///     }
+    /// };
+    /// // SAFETY: protected, and still published after the protection began.
+    /// assert_eq!(unsafe { *p }, 5);
+    /// drop(guard);
+    /// # drop(unsafe { Box::from_raw(link.into_inner()) });
+    /// ```
     ///
     /// # Safety
     ///
-    /// `ptr` must still be reachable by readers when this is called (not yet
-    /// unpublished), or the protection may come too late; usually the caller
-    /// re-validates after this call.
+    /// Before relying on the protection (dereferencing `ptr`), the caller
+    /// must establish, after this call returned, that `ptr` was not
+    /// unpublished before it: by re-validating as above, or because no
+    /// writer can unpublish it meanwhile. Knowing that `ptr` was published
+    /// when the call began is not enough.
     #[inline]
     pub unsafe fn protect_raw<T>(&mut self, ptr: *mut T) {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
