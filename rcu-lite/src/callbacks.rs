@@ -21,8 +21,10 @@
 //!   snapshot for a writer that wants to bound the queue (`call_rcu()` never
 //!   blocks: it may be called inside a read-side section or with a lock held
 //!   that readers take), not a synchronization point.
-//! - The worker starts on the first `call_rcu()` and lives as long as the
-//!   process. It sleeps on a futex while the queue is empty and is woken by the
+//! - The worker starts on the first `call_rcu()` (or `rcu_barrier()`) and
+//!   lives as long as the process. A callback is queued before the worker is
+//!   started: a `call_rcu()` whose start fails panics with its callback
+//!   queued, and the next start runs it. It sleeps on a futex while the queue is empty and is woken by the
 //!   `call_rcu()` that finds it asleep. A panicking callback is reported on
 //!   standard error and does not stop the worker. A callback that returns
 //!   with a memb read-side section open or a qsbr registration online on the
@@ -126,11 +128,15 @@ impl CallbackQueue {
 
     /// Queues `callback` to run after a grace period of the flavor whose
     /// `synchronize_rcu` is `synchronize`, starting the worker if needed.
+    ///
+    /// Queued before the worker is started: if the start fails, this panics
+    /// with the callback queued, and the next `call_rcu()` or `rcu_barrier()`
+    /// that starts a worker runs it. (Started first, a failed start dropped
+    /// the callback unrun: `Rcu::replace` had already published its new
+    /// value, and the old one was never dropped.)
     pub(crate) fn enqueue(&'static self, callback: Callback, synchronize: fn(), flavor: &str) {
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
-        #[cfg(not(loom))]
-        self.start_worker(synchronize, flavor);
         #[cfg(loom)]
         let _ = (synchronize, flavor);
         let wake = {
@@ -151,6 +157,11 @@ impl CallbackQueue {
             self.wake_seq.fetch_add(1, Release);
             futex::wake_one(&self.wake_seq);
         }
+        // After queuing: a worker that starts now finds the callback (it
+        // takes the queue lock before it sleeps), and one that cannot start
+        // leaves it queued for the next start.
+        #[cfg(not(loom))]
+        self.start_worker(synchronize, flavor);
     }
 
     /// Takes every queued callback, waits for a grace period, and runs them.
@@ -247,9 +258,9 @@ impl CallbackQueue {
                 spins += 1;
                 spin_loop();
             } else {
-                // Timed: if the worker's start failed while our callback was
-                // being queued (that enqueue saw it starting and did not try),
-                // nobody would run the callback; start it again from here.
+                // Timed: if the worker's start failed after our callback was
+                // queued (our enqueue saw it starting and did not try), nobody
+                // would run the callback; start it again from here.
                 futex::wait(&done, 0, Some(BARRIER_RECHECK));
                 #[cfg(not(loom))]
                 self.start_worker(synchronize, flavor);
@@ -267,7 +278,8 @@ impl CallbackQueue {
                 .name(format!("rcu-lite-{flavor}-callbacks"))
                 .spawn(move || self.worker_loop(synchronize));
             if let Err(err) = spawned {
-                // The next call_rcu() tries again (and panics again if it fails).
+                // The callbacks stay queued; the next call_rcu() or
+                // rcu_barrier() tries again (and panics again if it fails).
                 self.worker_started.store(false, Relaxed);
                 panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
             }
@@ -351,9 +363,10 @@ impl CallbackQueue {
 /// `target.cross_barriers > 0` means that a callback on `target`'s worker
 /// waits in a barrier whose callback is (or is about to be) queued on
 /// `running`'s queue, which only this thread's worker runs, and has not run:
-/// each worker would wait for the other. (A count taken back after a failed
-/// queuing, or about to be, can refuse a barrier that would have returned;
-/// that needs the worker's start to fail.) The load cannot see a count this
+/// each worker would wait for the other. (A count whose barrier panicked
+/// because `target`'s worker could not start stays until a later start runs
+/// the queued barrier callback, and can meanwhile refuse a barrier that would
+/// have returned.) The load cannot see a count this
 /// worker already dropped: it dropped it on this thread, earlier.
 fn enter_cross_barrier(
     running: &'static CallbackQueue,

@@ -136,7 +136,11 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// # Panics
     ///
     /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
-    /// and `after_fork_*`, before publishing anything (as `call_rcu`).
+    /// and `after_fork_*`, and from inside an [`Rcu::update`] function of this
+    /// same cell, both before publishing anything. If the callback thread
+    /// cannot be started, after publishing `new`: the old value's drop is
+    /// queued all the same (as `call_rcu`'s callback), and runs once a later
+    /// `call_rcu()` or `rcu_barrier()` of the flavor starts the thread.
     pub fn replace(&self, new: T) {
         // Before the update lock: another thread's update may hold it while
         // it waits for the queue lock the hooks hold.

@@ -318,6 +318,9 @@ pub(crate) fn refuse_to_wait_here(name: &'static str) {
 ///
 /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
 /// and `after_fork_*` (it would wait for the queue lock the thread holds).
+/// If the callback thread cannot be started (the system refuses a new
+/// thread): `callback` is queued all the same, and runs once a later
+/// `call_rcu()` or [`rcu_barrier`] of this flavor starts the thread.
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
         .callbacks

@@ -1,0 +1,104 @@
+//! A `call_rcu()` whose worker thread cannot be started panics, but does
+//! not lose its callback: the next `call_rcu()` or `rcu_barrier()` that
+//! starts the worker runs it. `Rcu::replace` publishes its new value before
+//! it queues the old one's drop, so a lost callback was a value never
+//! dropped (until this test, `dropped after the barrier: 0`).
+//!
+//! The case runs in a child process (this test binary run again with
+//! `CHILD_ENV` set): it lowers the process's address-space limit so that the
+//! worker's stack cannot be mapped, and needs a process whose memb worker
+//! has not started yet.
+#![cfg(not(loom))]
+
+use rcu_lite::{Memb, Rcu, memb};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::Duration;
+
+const CHILD_ENV: &str = "RCU_LITE_CALLBACK_WORKER_START_CHILD";
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// The process's mapped size, from `/proc/self/status`.
+fn vm_size() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmSize:"))
+        .expect("a VmSize line");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmSize in kB");
+    kib * 1024
+}
+
+/// Runs `body` with the address-space limit 1 MiB above what is mapped now:
+/// a thread's stack (2 MiB) cannot be mapped meanwhile.
+fn with_no_room_for_a_thread<R>(body: impl FnOnce() -> R) -> R {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `old` is a valid place for the limits.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut old) }, 0);
+    let tight = libc::rlimit {
+        rlim_cur: vm_size() + (1 << 20),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: a valid limit, lower than the hard limit it keeps.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &tight) }, 0);
+    let out = body();
+    // SAFETY: the limits read above.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &old) }, 0);
+    out
+}
+
+fn the_replaced_value_is_dropped_once_a_worker_starts() {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let cell = Rcu::<Counted, Memb>::new(Counted(Arc::clone(&dropped)));
+    let new = Counted(Arc::clone(&dropped));
+    let outcome = with_no_room_for_a_thread(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cell.replace(new)))
+    });
+    let message = test_support::misuse::message_of(
+        &*outcome.expect_err("the worker started anyway: the case checks nothing"),
+    );
+    assert!(
+        message.contains("cannot start the call_rcu() worker thread"),
+        "{message}"
+    );
+    test_support::within_a_deadline(
+        "rcu_barrier after a failed worker start",
+        Duration::from_secs(20),
+        memb::rcu_barrier,
+    );
+    assert_eq!(
+        dropped.load(SeqCst),
+        1,
+        "the value replaced while the worker could not start was never dropped \
+         (dropped after the barrier: {})",
+        dropped.load(SeqCst)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs this test binary again as a child process, which miri cannot"
+)]
+fn a_failed_worker_start_loses_no_callback() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        the_replaced_value_is_dropped_once_a_worker_starts();
+        return;
+    }
+    test_support::in_a_child_process("a_failed_worker_start_loses_no_callback", CHILD_ENV, "1");
+}
