@@ -12,6 +12,7 @@ use crate::guard::Guard;
 use crate::sync::{AtomicPtr, Ordering};
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Deref;
 use std::ptr::{self, NonNull};
 
 /// An atomic, owning, nullable pointer to a `T`, readable under hazard-pointer
@@ -277,11 +278,34 @@ impl<T> Drop for AtomicBox<'_, T> {
 
 /// A value replaced in an [`AtomicBox`]: unpublished, possibly still read by
 /// guards. Dropping it retires it; [`Replaced::synchronize`] waits for the
-/// readers and hands it back.
+/// readers and hands it back. It dereferences to the old value, and may be
+/// sent to another thread (a reclaimer, say) to be synchronized or retired
+/// there.
 #[must_use = "dropping a Replaced retires it; call synchronize() to take it back"]
 pub struct Replaced<'d, T: Send> {
     ptr: NonNull<T>,
     domain: &'d Domain,
+}
+
+// SAFETY: a `Replaced` owns its object: sending it moves the `T` (`T: Send`),
+// which `synchronize` or the retirement then frees on the receiving thread,
+// while readers on other threads may still hold `&T` to it (`T: Sync`, as
+// `AtomicBox` requires to be shared). `&Domain` is `Send`: `Domain` is `Sync`.
+unsafe impl<T: Send + Sync> Send for Replaced<'_, T> {}
+// SAFETY: `&Replaced` gives out only the address and `&T` (`T: Sync`).
+unsafe impl<T: Send + Sync> Sync for Replaced<'_, T> {}
+
+impl<T: Send> Deref for Replaced<'_, T> {
+    type Target = T;
+
+    /// The old value, which stays alive until the `Replaced` is dropped
+    /// (retired) or synchronized.
+    fn deref(&self) -> &T {
+        // SAFETY: the object is freed only after this `Replaced` is consumed
+        // (`synchronize` hands it back, `drop` retires it), and readers hold
+        // only shared references to it.
+        unsafe { self.ptr.as_ref() }
+    }
 }
 
 impl<T: Send> fmt::Debug for Replaced<'_, T> {

@@ -402,6 +402,41 @@ fn atomic_box_store_swap_compare_exchange() {
     assert_eq!(drops.load(SeqCst), 4);
 }
 
+/// A `Replaced` reads as the old value and can be handed to another thread,
+/// which waits out the readers there (or retires it by dropping it).
+#[test]
+fn a_replaced_value_reads_as_the_old_one_and_moves_to_another_thread() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    let mk = |v| {
+        Some(Box::new(Tracked {
+            drops: Arc::clone(&drops),
+            value: v,
+        }))
+    };
+    let boxed = AtomicBox::from_box_in(mk(1), &domain);
+    let mut guard = domain.guard();
+    assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(1));
+    let first = boxed.swap(mk(2)).expect("was set");
+    assert_eq!(first.value, 1);
+    let second = boxed.swap(mk(3)).expect("was set");
+    assert_eq!(second.value, 2);
+    std::thread::scope(|s| {
+        let taken = s.spawn(move || first.synchronize().value);
+        // The guard that protected 1 goes once the other thread waits on it.
+        std::thread::sleep(Duration::from_millis(20));
+        drop(guard);
+        assert_eq!(taken.join().expect("no panic"), 1);
+        s.spawn(move || second.retire()).join().expect("no panic");
+    });
+    domain.reclaim();
+    // 1 handed back and dropped on the other thread; 2 retired there, freed
+    // by the pass (nothing protects it).
+    assert_eq!(drops.load(SeqCst), 2);
+    drop(boxed);
+    assert_eq!(drops.load(SeqCst), 3);
+}
+
 #[test]
 fn readers_never_see_a_freed_object_under_churn() {
     const LIVE: u64 = 0x1172_0b1e;
