@@ -14,8 +14,9 @@
 //! domain's shared part goes away, so scans walk them without locks. The
 //! global domain ([`Domain::global`]) lives for the whole process; a domain
 //! from [`Domain::new`] or [`Domain::builder`] frees every retired object when
-//! dropped, while its slot memory lives on until the last thread that used it
-//! exits.
+//! dropped, while its slot memory lives on until every thread that used it
+//! has exited or registered in another domain (a registration first gives
+//! back the thread's blocks of dropped domains).
 //!
 //! # Thread registration
 //!
