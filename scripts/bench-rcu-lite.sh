@@ -8,13 +8,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p bench-suite --bin syncbench
-sb=target/release/syncbench
+# The build's own target directory: CARGO_TARGET_DIR (or a cargo config's
+# build.target-dir) moves it out of ./target, where a syncbench (and criterion
+# results) left by an earlier build would otherwise be measured and read.
+target=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+sb="$target/release/syncbench"
 lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
 # rcuscale: ROUNDS rounds of DURATION seconds (implementations taking turns
 # within a round); per-GP time is the median round.
 d="${DURATION:-1}"
 rounds="${ROUNDS:-3}"
-out=target/bench-rcu-lite
+out="$target/bench-rcu-lite"
 mkdir -p "$out"
 
 lock "$sb" refscale --impl rcu-lite-memb,rcu-lite-qsbr,liburcu-memb,liburcu-qsbr,crossbeam-epoch \
