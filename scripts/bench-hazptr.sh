@@ -9,13 +9,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p bench-suite --bin syncbench
-sb=target/release/syncbench
+# The build's own target directory: CARGO_TARGET_DIR (or a cargo config's
+# build.target-dir) moves it out of ./target, where a syncbench (and criterion
+# results) left by an earlier build would otherwise be measured and read.
+target=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+sb="$target/release/syncbench"
 lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
 # rcuscale: ROUNDS rounds of DURATION seconds, hazptr and hazptr-unshared
 # taking turns; per-GP time is the median round.
 d="${DURATION:-1}"
 rounds="${ROUNDS:-3}"
-out=target/bench-hazptr
+out="$target/bench-hazptr"
 mkdir -p "$out"
 
 lock "$sb" refscale --impl hazptr,haphazard,crossbeam-epoch,seize --iterations 10000000 --runs 15 \
@@ -30,9 +35,9 @@ if [ -z "${SKIP_CRITERION:-}" ]; then
     lock cargo bench -p bench-suite --bench treiber -- --quick > "$out/treiber.txt" 2>&1
 fi
 
-python3 - "$out" "${SKIP_CRITERION:-}" <<'PY'
+python3 - "$out" "${SKIP_CRITERION:-}" "$target" <<'PY'
 import json, os, sys
-out, skip = sys.argv[1], sys.argv[2]
+out, skip, target = sys.argv[1], sys.argv[2], sys.argv[3]
 load = lambda name: {r["impl"]: r for r in json.load(open(f"{out}/{name}.json"))}
 ref = load("refscale")
 ns = {k: v["ns_per_op"] for k, v in ref.items()}
@@ -58,7 +63,7 @@ for idle in [0, 256]:
     r = s16 / s1
     print(f"  16-writer per-GP / 1-writer per-call: {r:.2f}x goal <= 2x {'ok' if r <= 2 else 'NOT MET'}")
 if not skip:
-    base = "target/criterion/treiber"
+    base = os.path.join(target, "criterion", "treiber")
     est = lambda imp, t: json.load(open(os.path.join(base, imp, t, "new", "estimates.json")))["median"]["point_estimate"]
     threads = sorted(d for d in os.listdir(os.path.join(base, "hazptr")) if d.isdigit())
     for t in threads:

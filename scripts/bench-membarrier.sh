@@ -5,9 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p bench-suite --bin syncbench
-sb=target/release/syncbench
+# The build's own target directory: CARGO_TARGET_DIR (or a cargo config's
+# build.target-dir) moves it out of ./target, where a syncbench (and criterion
+# results) left by an earlier build would otherwise be measured and read.
+target=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+sb="$target/release/syncbench"
 lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
-out=target/bench-membarrier
+out="$target/bench-membarrier"
 mkdir -p "$out"
 lock "$sb" membarrier --sweep
 for policy in global per-cpu none; do

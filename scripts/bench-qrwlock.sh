@@ -18,11 +18,16 @@ lock=()
 [ -e /work/bench.lock ] && lock=(flock /work/bench.lock)
 
 cargo build --release -p bench-suite --bin syncbench
+# The build's own target directory: CARGO_TARGET_DIR (or a cargo config's
+# build.target-dir) moves it out of ./target, where a syncbench (and criterion
+# results) left by an earlier build would otherwise be measured and read.
+target=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 for run in $(seq "${RUNS:-1}"); do
     echo "== locktorture run $run"
-    "${lock[@]}" target/release/syncbench locktorture --lock qrwlock,parking_lot,std,spin \
-        --writers 4 --readers 16 --duration-s 5 --json > target/qrwlock-locktorture.json
-    python3 - target/qrwlock-locktorture.json <<'PY'
+    "${lock[@]}" "$target/release/syncbench" locktorture --lock qrwlock,parking_lot,std,spin \
+        --writers 4 --readers 16 --duration-s 5 --json > "$target/qrwlock-locktorture.json"
+    python3 - "$target/qrwlock-locktorture.json" <<'PY'
 import json, sys
 rows = {r["lock"]: r for r in json.load(open(sys.argv[1]))}
 total = lambda r: r["writes"]["total"] + r["reads"]["total"]
@@ -40,9 +45,9 @@ done
 if [ -z "${SKIP_CRITERION:-}" ]; then
     echo "== criterion rwlock (--quick)"
     "${lock[@]}" cargo bench -p bench-suite --bench rwlock -- --quick > /dev/null
-    python3 - <<'PY'
-import json, os
-base = "target/criterion/rwlock"
+    python3 - "$target" <<'PY'
+import json, os, sys
+base = os.path.join(sys.argv[1], "criterion", "rwlock")
 def median(imp, q):
     with open(os.path.join(base, imp, q, "new", "estimates.json")) as f:
         return json.load(f)["median"]["point_estimate"]

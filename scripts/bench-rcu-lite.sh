@@ -8,18 +8,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p bench-suite --bin syncbench
-sb=target/release/syncbench
+# The build's own target directory: CARGO_TARGET_DIR (or a cargo config's
+# build.target-dir) moves it out of ./target, where a syncbench (and criterion
+# results) left by an earlier build would otherwise be measured and read.
+target=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+sb="$target/release/syncbench"
 lock() { if [ -e /work/bench.lock ]; then flock /work/bench.lock "$@"; else "$@"; fi; }
 # rcuscale: ROUNDS rounds of DURATION seconds (implementations taking turns
 # within a round); per-GP time is the median round.
 d="${DURATION:-1}"
 rounds="${ROUNDS:-3}"
-out=target/bench-rcu-lite
+out="$target/bench-rcu-lite"
 mkdir -p "$out"
 
-lock "$sb" refscale --impl rcu-lite-memb,rcu-lite-qsbr,liburcu-memb,liburcu-qsbr,crossbeam-epoch \
+# The liburcu peers only where this build links liburcu: syncbench refuses an
+# implementation it cannot run, and the goals without a liburcu side (qsbr,
+# crossbeam-epoch, quick QS, concurrent callers) are still measured.
+peers_memb=,liburcu-memb peers_read=,liburcu-memb,liburcu-qsbr
+if ! "$sb" list --json | python3 -c '
+import json, sys
+sys.exit(not any(i["name"] == "liburcu-memb" and i["available"]
+                 for k in json.load(sys.stdin) for i in k["implementations"]))'; then
+    echo "liburcu is unavailable in this build (syncbench list): its comparisons are left out"
+    peers_memb= peers_read=
+fi
+lock "$sb" refscale --impl "rcu-lite-memb,rcu-lite-qsbr$peers_read,crossbeam-epoch" \
     --iterations 10000000 --runs 15 --json > "$out/refscale.json"
-lock "$sb" rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s "$d" --rounds "$rounds" \
+lock "$sb" rcuscale --impl "rcu-lite$peers_memb" --writers 1 --readers 1 --duration-s "$d" --rounds "$rounds" \
     --json > "$out/busy-reader.json"
 # Quick QS as the seed measured it: runs of 100 synchronize_rcu() calls, on
 # and off alternating (each invocation runs on, then off), ten runs a side.
