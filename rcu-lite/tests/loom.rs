@@ -378,3 +378,34 @@ fn three_callers_sleeping_for_one_grace_period_all_return() {
         }
     });
 }
+
+/// A record given back at thread exit and taken over by a new thread: a scan
+/// that reads only the new owner's first store (nesting 0, before it ever
+/// enters a section) credits the record, and what the old owner read in its
+/// last section must still happen before the free. (Models the Release
+/// store of the first word of a recycled record, the `thread_record!` hook
+/// of `memb.rs`: made Relaxed, the scan's Acquire load of it synchronizes
+/// with nothing.)
+#[test]
+fn a_recycled_records_first_word_carries_its_previous_owners_section() {
+    model_with_preemptions(2, usize::MAX, || {
+        configure(true);
+        let slot = Slot::new();
+        let heir = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || {
+                // The old owner reads in a section and exits, giving its
+                // record back.
+                thread::spawn(move || memb_reader(&slot)).join().unwrap();
+                // Registers (no section is open yet when a scan may read the
+                // record): takes the old owner's record over.
+                drop(memb::read_lock());
+            })
+        };
+        let old = slot.unpublish();
+        memb::synchronize_rcu();
+        // SAFETY: unpublished, and a grace period has elapsed.
+        unsafe { retire_now(old) };
+        heir.join().unwrap();
+    });
+}
