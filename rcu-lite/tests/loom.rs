@@ -240,6 +240,35 @@ fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
     });
 }
 
+/// A nested `read_lock` keeps the outer section's snapshot: the pointer the
+/// reader loaded before nesting stays protected. (Models the nested lock's
+/// store, which adds one to the nesting: a nested lock that stored a fresh
+/// snapshot from `gp_word` instead would let a scan credit the thread while
+/// its outer section, begun before the grace period, still holds the old
+/// object: this model then fails from 2 preemptions on, so it runs with at
+/// least 2.)
+#[test]
+fn a_nested_read_lock_keeps_the_outer_sections_snapshot() {
+    model_with_preemptions(2, usize::MAX, || {
+        configure(true);
+        reader_against_updater(
+            |slot| {
+                let outer = memb::read_lock();
+                // Acquire pairs with the AcqRel swap in `unpublish`.
+                let object = slot.ptr.load(Acquire);
+                let inner = memb::read_lock();
+                // SAFETY: loaded inside `outer`, which is still open; the
+                // UnsafeCell access is what loom checks.
+                let value = unsafe { &*object }.value.with(|v| unsafe { *v });
+                assert_eq!(value, 1, "reader reached a freed object");
+                drop(inner);
+                drop(outer);
+            },
+            memb::synchronize_rcu,
+        );
+    });
+}
+
 /// The driver's quick QS credits the driver only: an online qsbr registration
 /// is waited for until it goes offline.
 #[test]
