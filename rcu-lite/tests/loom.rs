@@ -438,3 +438,25 @@ fn a_recycled_records_first_word_carries_its_previous_owners_section() {
         heir.join().unwrap();
     });
 }
+
+/// Three concurrent callers, the driver running the worker's part: a caller
+/// that asks for a grace period while the worker is leaving (after it found
+/// none needed, before it gave `DRIVER` up) is served. (Models
+/// `drive_for_others` taking `DRIVER` back when its `fetch_and` finds
+/// `NEED_GP`: a worker that returned there left that caller asleep for good,
+/// which loom reports as a deadlock, at 2 preemptions and not at 1, so it
+/// runs at exactly 2: at 3 it would not finish, as the model above.)
+#[test]
+fn a_caller_arriving_while_the_worker_leaves_is_served() {
+    model_with_preemptions(2, 2, || {
+        configure(true);
+        rcu_lite::loom_worker_inline(true);
+        let callers: Vec<_> = (0..2)
+            .map(|_| thread::spawn(memb::synchronize_rcu))
+            .collect();
+        memb::synchronize_rcu();
+        for caller in callers {
+            caller.join().unwrap();
+        }
+    });
+}
