@@ -240,6 +240,35 @@ fn quick_qs_never_credits_a_memb_thread_inside_a_read_section() {
     });
 }
 
+/// A nested `read_lock` keeps the outer section's snapshot: the pointer the
+/// reader loaded before nesting stays protected. (Models the nested lock's
+/// store, which adds one to the nesting: a nested lock that stored a fresh
+/// snapshot from `gp_word` instead would let a scan credit the thread while
+/// its outer section, begun before the grace period, still holds the old
+/// object: this model then fails from 2 preemptions on, so it runs with at
+/// least 2.)
+#[test]
+fn a_nested_read_lock_keeps_the_outer_sections_snapshot() {
+    model_with_preemptions(2, usize::MAX, || {
+        configure(true);
+        reader_against_updater(
+            |slot| {
+                let outer = memb::read_lock();
+                // Acquire pairs with the AcqRel swap in `unpublish`.
+                let object = slot.ptr.load(Acquire);
+                let inner = memb::read_lock();
+                // SAFETY: loaded inside `outer`, which is still open; the
+                // UnsafeCell access is what loom checks.
+                let value = unsafe { &*object }.value.with(|v| unsafe { *v });
+                assert_eq!(value, 1, "reader reached a freed object");
+                drop(inner);
+                drop(outer);
+            },
+            memb::synchronize_rcu,
+        );
+    });
+}
+
 /// The driver's quick QS credits the driver only: an online qsbr registration
 /// is waited for until it goes offline.
 #[test]
@@ -369,6 +398,59 @@ fn a_qsbr_reader_back_online_reaches_the_new_object() {
 fn three_callers_sleeping_for_one_grace_period_all_return() {
     model_with_preemptions(0, 2, || {
         configure(true);
+        let callers: Vec<_> = (0..2)
+            .map(|_| thread::spawn(memb::synchronize_rcu))
+            .collect();
+        memb::synchronize_rcu();
+        for caller in callers {
+            caller.join().unwrap();
+        }
+    });
+}
+
+/// A record given back at thread exit and taken over by a new thread: a scan
+/// that reads only the new owner's first store (nesting 0, before it ever
+/// enters a section) credits the record, and what the old owner read in its
+/// last section must still happen before the free. (Models the Release
+/// store of the first word of a recycled record, the `thread_record!` hook
+/// of `memb.rs`: made Relaxed, the scan's Acquire load of it synchronizes
+/// with nothing.)
+#[test]
+fn a_recycled_records_first_word_carries_its_previous_owners_section() {
+    model_with_preemptions(2, usize::MAX, || {
+        configure(true);
+        let slot = Slot::new();
+        let heir = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || {
+                // The old owner reads in a section and exits, giving its
+                // record back.
+                thread::spawn(move || memb_reader(&slot)).join().unwrap();
+                // Registers (no section is open yet when a scan may read the
+                // record): takes the old owner's record over.
+                drop(memb::read_lock());
+            })
+        };
+        let old = slot.unpublish();
+        memb::synchronize_rcu();
+        // SAFETY: unpublished, and a grace period has elapsed.
+        unsafe { retire_now(old) };
+        heir.join().unwrap();
+    });
+}
+
+/// Three concurrent callers, the driver running the worker's part: a caller
+/// that asks for a grace period while the worker is leaving (after it found
+/// none needed, before it gave `DRIVER` up) is served. (Models
+/// `drive_for_others` taking `DRIVER` back when its `fetch_and` finds
+/// `NEED_GP`: a worker that returned there left that caller asleep for good,
+/// which loom reports as a deadlock, at 2 preemptions and not at 1, so it
+/// runs at exactly 2: at 3 it would not finish, as the model above.)
+#[test]
+fn a_caller_arriving_while_the_worker_leaves_is_served() {
+    model_with_preemptions(2, 2, || {
+        configure(true);
+        rcu_lite::loom_worker_inline(true);
         let callers: Vec<_> = (0..2)
             .map(|_| thread::spawn(memb::synchronize_rcu))
             .collect();
