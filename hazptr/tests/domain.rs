@@ -28,6 +28,14 @@ fn tracked(drops: &Arc<AtomicUsize>, value: u64) -> *mut Tracked {
     }))
 }
 
+/// A `Tracked` box for an `AtomicBox`.
+fn boxed(drops: &Arc<AtomicUsize>, value: u64) -> Option<Box<Tracked>> {
+    Some(Box::new(Tracked {
+        drops: Arc::clone(drops),
+        value,
+    }))
+}
+
 fn domains() -> [Domain; 3] {
     [
         Domain::new(),
@@ -373,12 +381,7 @@ fn scoped_protects_raw_pointers_and_boxes() {
 fn atomic_box_store_swap_compare_exchange() {
     let drops = Arc::new(AtomicUsize::new(0));
     let domain = Domain::new();
-    let mk = |v| {
-        Some(Box::new(Tracked {
-            drops: Arc::clone(&drops),
-            value: v,
-        }))
-    };
+    let mk = |v| boxed(&drops, v);
     let boxed = AtomicBox::from_box_in(mk(1), &domain);
     boxed.store(mk(2));
     let mut guard = domain.guard();
@@ -408,12 +411,7 @@ fn atomic_box_store_swap_compare_exchange() {
 fn a_replaced_value_reads_as_the_old_one_and_moves_to_another_thread() {
     let drops = Arc::new(AtomicUsize::new(0));
     let domain = Domain::new();
-    let mk = |v| {
-        Some(Box::new(Tracked {
-            drops: Arc::clone(&drops),
-            value: v,
-        }))
-    };
+    let mk = |v| boxed(&drops, v);
     let boxed = AtomicBox::from_box_in(mk(1), &domain);
     let mut guard = domain.guard();
     assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(1));
