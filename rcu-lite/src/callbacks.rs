@@ -24,8 +24,8 @@
 //! - The worker starts on the first `call_rcu()` (or `rcu_barrier()`) and
 //!   lives as long as the process. A callback is queued before the worker is
 //!   started: a `call_rcu()` whose start fails panics with its callback
-//!   queued, and the next start runs it. It sleeps on a futex while the queue is empty and is woken by the
-//!   `call_rcu()` that finds it asleep. A panicking callback is reported on
+//!   queued, and the next start runs it. The worker sleeps on a futex while
+//!   the queue is empty and is woken by the `call_rcu()` that finds it asleep. A panicking callback is reported on
 //!   standard error and does not stop the worker. A callback that returns
 //!   with a memb read-side section open or a qsbr registration online on the
 //!   worker thread aborts the process with a message naming it: every later
