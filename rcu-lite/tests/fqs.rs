@@ -11,6 +11,10 @@ use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
 fn with_config<R>(config: GpConfig, f: impl FnOnce() -> R) -> R {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let old = memb::configure(config);
@@ -31,7 +35,7 @@ fn fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
             thread::spawn(|| drop(memb::read_lock())).join().unwrap();
             drop(memb::read_lock());
             let before = memb::grace_periods();
-            memb::synchronize_rcu();
+            test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
             let after = memb::grace_periods();
             assert_eq!(
                 after.completed - before.completed,
@@ -53,7 +57,7 @@ fn quick_qs_turns_two_fqs_waits_into_one_on_an_idle_system() {
 fn adaptive_mode_makes_no_fqs_waits() {
     let waits = with_config(GpConfig::DEFAULT, || {
         let before = memb::grace_periods().fqs_waits;
-        memb::synchronize_rcu();
+        test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
         memb::grace_periods().fqs_waits - before
     });
     assert_eq!(waits, 0);

@@ -6,6 +6,10 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
 #[test]
 fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
     test_support::assert_waits_for_reader(
@@ -17,7 +21,13 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
             // Stay online a little: the grace period must not need more.
             thread::sleep(Duration::from_millis(20));
         },
-        qsbr::synchronize_rcu,
+        || {
+            test_support::within_a_deadline(
+                "qsbr::synchronize_rcu behind an online thread",
+                LIMIT,
+                qsbr::synchronize_rcu,
+            )
+        },
     );
 }
 
@@ -49,19 +59,27 @@ fn an_offline_thread_holds_up_no_grace_period() {
 
 #[test]
 fn a_registration_can_synchronize_and_read_afterwards() {
-    let cell = Rcu::<u64, Qsbr>::new(1);
-    let mut me = QsbrThread::register();
-    {
-        let guard = me.read_lock();
-        assert_eq!(*cell.read(&guard), 1);
-    }
-    cell.replace(2);
-    me.synchronize_rcu();
-    me.synchronize_rcu_expedited();
-    let guard = me.read_lock();
-    assert_eq!(*cell.read(&guard), 2);
-    drop(guard);
-    let offline = me.offline();
-    qsbr::rcu_barrier();
-    drop(offline);
+    // All of it on the deadline's thread, since a registration cannot move
+    // to another thread.
+    test_support::within_a_deadline(
+        "QsbrThread::synchronize_rcu, _expedited and qsbr::rcu_barrier",
+        LIMIT,
+        || {
+            let cell = Rcu::<u64, Qsbr>::new(1);
+            let mut me = QsbrThread::register();
+            {
+                let guard = me.read_lock();
+                assert_eq!(*cell.read(&guard), 1);
+            }
+            cell.replace(2);
+            me.synchronize_rcu();
+            me.synchronize_rcu_expedited();
+            let guard = me.read_lock();
+            assert_eq!(*cell.read(&guard), 2);
+            drop(guard);
+            let offline = me.offline();
+            qsbr::rcu_barrier();
+            drop(offline);
+        },
+    );
 }

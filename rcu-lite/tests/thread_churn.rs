@@ -8,6 +8,10 @@ use rcu_lite::{memb, qsbr};
 use std::cell::RefCell;
 use std::thread;
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Reads from its destructor, which runs after rcu-lite's own per-thread
 /// clean-up when the thread touched this first.
 struct ReadsWhenDropped;
@@ -58,6 +62,6 @@ fn threads_that_read_during_their_teardown_give_their_records_back() {
         "qsbr: {qsbr_before} records before {THREADS} threads, {qsbr_after} after"
     );
     // Nothing is left inside a section: grace periods still complete.
-    memb::synchronize_rcu();
-    qsbr::synchronize_rcu();
+    test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
+    test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
 }
