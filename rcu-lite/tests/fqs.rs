@@ -7,7 +7,7 @@
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::sync::{Barrier, Mutex, mpsc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -51,6 +51,32 @@ fn fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
 fn quick_qs_turns_two_fqs_waits_into_one_on_an_idle_system() {
     assert_eq!(fqs_waits_per_grace_period(true), 1, "with quick QS");
     assert_eq!(fqs_waits_per_grace_period(false), 2, "without quick QS");
+}
+
+/// Without quick QS a grace period on an idle system lasts two full FQS
+/// intervals (the seed's baseline): the driver's first wait never ends early,
+/// and neither does its second, since the driver is not credited before the
+/// scan that follows it. A second wait ended as soon as no holdout was left
+/// counted as two waits but lasted one interval.
+#[test]
+fn without_quick_qs_an_idle_grace_period_lasts_two_full_intervals() {
+    const INTERVAL: Duration = Duration::from_millis(50);
+    let config = GpConfig {
+        quick_qs: false,
+        fqs: Fqs::FixedInterval(INTERVAL),
+    };
+    let elapsed = with_config(config, || {
+        // A registered thread that is outside its section: idle.
+        thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+        let start = Instant::now();
+        test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
+        start.elapsed()
+    });
+    assert!(
+        elapsed >= 2 * INTERVAL,
+        "an idle grace period without quick QS took {elapsed:?}, under two {INTERVAL:?} FQS \
+         intervals"
+    );
 }
 
 #[test]
