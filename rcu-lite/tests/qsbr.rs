@@ -2,7 +2,8 @@
 
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Qsbr, Rcu};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 
@@ -28,6 +29,36 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
                 qsbr::synchronize_rcu,
             )
         },
+    );
+}
+
+/// A thread that stays online and keeps announcing quiescent states lets
+/// grace periods end: each announcement credits it.
+#[test]
+fn quiescent_states_end_grace_periods_while_the_thread_stays_online() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            let mut me = QsbrThread::register();
+            while !stop.load(SeqCst) {
+                me.quiescent_state();
+                thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let (ended_tx, ended) = mpsc::channel();
+    thread::spawn(move || {
+        qsbr::synchronize_rcu();
+        let _ = ended_tx.send(());
+    });
+    let ended = ended.recv_timeout(LIMIT).is_ok();
+    stop.store(true, SeqCst);
+    reader.join().unwrap();
+    assert!(
+        ended,
+        "qsbr::synchronize_rcu still waiting after {LIMIT:?} for an online thread that \
+         announced a quiescent state every millisecond"
     );
 }
 
