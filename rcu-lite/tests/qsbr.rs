@@ -32,6 +32,29 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
     );
 }
 
+/// A registration brought back online takes a fresh snapshot: a grace period
+/// that starts afterwards waits for it, as for any online registration.
+#[test]
+fn synchronize_waits_for_a_registration_back_online() {
+    test_support::assert_waits_for_reader(
+        "qsbr::synchronize_rcu",
+        Duration::from_millis(50),
+        || {
+            let mut me = QsbrThread::register();
+            me.offline().online();
+            me
+        },
+        drop,
+        || {
+            test_support::within_a_deadline(
+                "qsbr::synchronize_rcu behind a registration back online",
+                LIMIT,
+                qsbr::synchronize_rcu,
+            )
+        },
+    );
+}
+
 /// A thread that stays online and keeps announcing quiescent states lets
 /// grace periods end: each announcement credits it.
 #[test]
