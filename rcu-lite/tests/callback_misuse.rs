@@ -15,6 +15,10 @@ use std::process::Command;
 /// Names the misuse a child process runs.
 const CHILD_ENV: &str = "RCU_LITE_CALLBACK_MISUSE_CHILD";
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 fn child_case() -> Option<String> {
     std::env::var(CHILD_ENV).ok()
 }
@@ -46,7 +50,7 @@ fn run_child(test: &str, case: &str) -> String {
 fn a_memb_callback_that_leaves_a_section_open_aborts_with_a_message() {
     if child_case().as_deref() == Some("memb") {
         memb::call_rcu(|| std::mem::forget(memb::read_lock()));
-        memb::rcu_barrier();
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
         unreachable!("the worker aborts the process first");
     }
     let stderr = run_child(
@@ -67,7 +71,7 @@ fn a_memb_callback_that_leaves_a_section_open_aborts_with_a_message() {
 fn a_qsbr_callback_that_leaves_a_registration_online_aborts_with_a_message() {
     if child_case().as_deref() == Some("qsbr") {
         qsbr::call_rcu(|| std::mem::forget(QsbrThread::register()));
-        qsbr::rcu_barrier();
+        test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
         unreachable!("the worker aborts the process first");
     }
     let stderr = run_child(
@@ -93,6 +97,7 @@ fn a_callback_may_wait_for_the_other_flavors_callbacks() {
         qsbr::rcu_barrier();
         tx.send(()).expect("the test waits");
     });
-    memb::rcu_barrier();
-    rx.recv().expect("the memb callback ran its qsbr barrier");
+    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+    rx.recv_timeout(LIMIT)
+        .expect("the memb callback ran its qsbr barrier");
 }

@@ -4,9 +4,13 @@
 use rcu_lite::{Flavor, Memb, Qsbr, memb, qsbr};
 use std::sync::mpsc;
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Through the `Flavor` trait; `module_pending` is the flavor module's own
 /// `callbacks_pending`, which must agree.
-fn counts_until_they_start<F: Flavor>(module_pending: fn() -> usize) {
+fn counts_until_they_start<F: Flavor + 'static>(module_pending: fn() -> usize) {
     assert_eq!(F::callbacks_pending(), 0, "nothing queued yet");
     // Hold the callback thread inside a first callback.
     let (inside_tx, inside_rx) = mpsc::channel();
@@ -15,7 +19,9 @@ fn counts_until_they_start<F: Flavor>(module_pending: fn() -> usize) {
         inside_tx.send(()).unwrap();
         release_rx.recv().unwrap();
     });
-    inside_rx.recv().unwrap();
+    inside_rx
+        .recv_timeout(LIMIT)
+        .expect("the first callback did not start: its grace period never ended");
     assert_eq!(
         F::callbacks_pending(),
         0,
@@ -31,7 +37,7 @@ fn counts_until_they_start<F: Flavor>(module_pending: fn() -> usize) {
     );
     assert_eq!(module_pending(), 100, "the module's reading differs");
     release_tx.send(()).unwrap();
-    F::rcu_barrier();
+    test_support::within_a_deadline("rcu_barrier", LIMIT, F::rcu_barrier);
     assert_eq!(
         F::callbacks_pending(),
         0,

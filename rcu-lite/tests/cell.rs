@@ -6,6 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::thread;
 use std::time::Duration;
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
 /// Counts its drops.
 struct Counted {
     value: u64,
@@ -35,7 +39,7 @@ fn replace_defers_the_drop_until_readers_have_left() {
     assert_eq!(drops.load(SeqCst), 0);
     assert_eq!(cell.read(&guard).value, 2);
     drop(guard);
-    memb::rcu_barrier();
+    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
     assert_eq!(drops.load(SeqCst), 1);
     drop(cell);
     assert_eq!(drops.load(SeqCst), 2);
@@ -64,8 +68,12 @@ fn update_sees_every_previous_update() {
 #[test]
 fn replace_and_synchronize_hands_back_the_old_value() {
     let cell = Rcu::<String>::new("a".into());
-    assert_eq!(cell.replace_and_synchronize("b".into()), "a");
-    let mut cell = cell;
+    let (back, cell_back) = std::sync::mpsc::channel();
+    test_support::within_a_deadline("Rcu::replace_and_synchronize", LIMIT, move || {
+        assert_eq!(cell.replace_and_synchronize("b".into()), "a");
+        back.send(cell).unwrap();
+    });
+    let mut cell = cell_back.recv().unwrap();
     cell.get_mut().push('c');
     assert_eq!(cell.into_inner(), "bc");
 }

@@ -14,6 +14,10 @@ use std::thread;
 
 const CHILD_ENV: &str = "RCU_LITE_CELL_TEARDOWN_CHILD";
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 static TOTAL: LazyLock<Rcu<u64>> = LazyLock::new(|| Rcu::new(0));
 
 /// Adds one to `TOTAL` with `Rcu::update` when the thread ends.
@@ -47,7 +51,7 @@ fn update_from_a_thread_local_destructor() {
         let guard = memb::read_lock();
         assert_eq!(*TOTAL.read(&guard), 2, "both updates were made");
         drop(guard);
-        memb::rcu_barrier();
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
         return;
     }
     test_support::in_a_child_process("update_from_a_thread_local_destructor", CHILD_ENV, "1");

@@ -17,6 +17,14 @@ use test_support::{Crowd, ForkHooks, Holders, assert_child_succeeded, fork_and_w
 /// The tests of this file share the process's rcu-lite state: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+/// The same for the whole of the first test, whose own bounded waits add up
+/// to 90 s (the worker to drive, a grace period to start, the child's alarm,
+/// the parent's callers).
+const WHOLE_TEST_LIMIT: Duration = Duration::from_secs(240);
+
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -87,43 +95,52 @@ const HOOKS: ForkHooks = ForkHooks {
 #[test]
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
     let _serial = serial();
-    // Both callback workers run.
-    memb::call_rcu(|| {});
-    memb::rcu_barrier();
-    qsbr::call_rcu(|| {});
-    qsbr::rcu_barrier();
-    // A crowd of callers until the grace-period worker has driven (its thread
-    // runs), then on across the fork.
-    let crowd = crowd();
-    until_the_worker_drives(
-        Duration::from_secs(30),
-        "the grace-period worker never drove",
+    // On the deadline's thread, as libtest runs a test on a thread of its
+    // own: the hooks wait for a running callback batch, and so for its grace
+    // period, which a lost wake-up would leave waiting forever.
+    test_support::within_a_deadline(
+        "the fork of a child in the middle of everything, and the parent going on",
+        WHOLE_TEST_LIMIT,
+        || {
+            // Both callback workers run.
+            memb::call_rcu(|| {});
+            test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+            qsbr::call_rcu(|| {});
+            test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
+            // A crowd of callers until the grace-period worker has driven (its thread
+            // runs), then on across the fork.
+            let crowd = crowd();
+            until_the_worker_drives(
+                Duration::from_secs(30),
+                "the grace-period worker never drove",
+            );
+            let mut readers = Holders::new();
+            readers.hold(memb::read_lock);
+            readers.hold(QsbrThread::register);
+            // The callers' grace periods now wait for the memb reader: once one has
+            // started after it entered, it stays in progress across the fork.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let counts = memb::grace_periods();
+                if counts.started > counts.completed {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "no grace period in progress: {counts:?}"
+                );
+                thread::sleep(Duration::from_millis(1));
+            }
+            let status = fork_and_wait(HOOKS, child_work);
+            assert_child_succeeded(status, "its rcu-lite work");
+            // The parent goes on: release the readers, and the callers complete.
+            readers.release();
+            crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
+            crowd.stop();
+            test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
+            test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
+        },
     );
-    let mut readers = Holders::new();
-    readers.hold(memb::read_lock);
-    readers.hold(QsbrThread::register);
-    // The callers' grace periods now wait for the memb reader: once one has
-    // started after it entered, it stays in progress across the fork.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let counts = memb::grace_periods();
-        if counts.started > counts.completed {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no grace period in progress: {counts:?}"
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
-    let status = fork_and_wait(HOOKS, child_work);
-    assert_child_succeeded(status, "its rcu-lite work");
-    // The parent goes on: release the readers, and the callers complete.
-    readers.release();
-    crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
-    crowd.stop();
-    memb::synchronize_rcu();
-    qsbr::synchronize_rcu();
 }
 
 #[test]
@@ -139,36 +156,50 @@ fn before_fork_inside_a_memb_read_section_panics() {
 #[test]
 fn before_fork_with_an_online_qsbr_registration_panics() {
     let _serial = serial();
-    let mut registration = QsbrThread::register();
-    let err = catch_unwind(fork::before_fork).expect_err("before_fork while online");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(msg.contains("online qsbr registration"), "{msg}");
-    // Offline, the same call is fine.
-    let offline = registration.offline();
-    fork::before_fork();
-    fork::after_fork_parent();
-    drop(offline);
+    // On the deadline's thread, as libtest runs a test on a thread of its
+    // own: the hooks wait for a running callback batch, and so for its grace
+    // period, which a lost wake-up would leave waiting forever.
+    test_support::within_a_deadline("before_fork with the registration offline", LIMIT, || {
+        let mut registration = QsbrThread::register();
+        let err = catch_unwind(fork::before_fork).expect_err("before_fork while online");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("online qsbr registration"), "{msg}");
+        // Offline, the same call is fine.
+        let offline = registration.offline();
+        fork::before_fork();
+        fork::after_fork_parent();
+        drop(offline);
+    });
 }
 
 #[test]
 fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
     let _serial = serial();
-    for hook in [fork::after_fork_parent as fn(), fork::after_fork_child] {
-        let err = catch_unwind(hook).expect_err("after_fork_* without before_fork");
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-        assert!(
-            msg.contains("without rcu_lite::fork::before_fork()"),
-            "{msg}"
-        );
-    }
-    fork::before_fork();
-    let err = catch_unwind(fork::before_fork).expect_err("before_fork twice");
-    fork::after_fork_parent();
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(msg.contains("twice"), "{msg}");
-    // call_rcu works again once the parent hook ran.
-    memb::call_rcu(|| {});
-    memb::rcu_barrier();
+    // On the deadline's thread, as libtest runs a test on a thread of its
+    // own: the hooks wait for a running callback batch, and so for its grace
+    // period, which a lost wake-up would leave waiting forever.
+    test_support::within_a_deadline(
+        "the hooks called out of order, then call_rcu and rcu_barrier",
+        LIMIT,
+        || {
+            for hook in [fork::after_fork_parent as fn(), fork::after_fork_child] {
+                let err = catch_unwind(hook).expect_err("after_fork_* without before_fork");
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(
+                    msg.contains("without rcu_lite::fork::before_fork()"),
+                    "{msg}"
+                );
+            }
+            fork::before_fork();
+            let err = catch_unwind(fork::before_fork).expect_err("before_fork twice");
+            fork::after_fork_parent();
+            let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(msg.contains("twice"), "{msg}");
+            // call_rcu works again once the parent hook ran.
+            memb::call_rcu(|| {});
+            test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        },
+    );
 }
 
 /// `after_fork_child` in the process that called `before_fork` panics: it
@@ -178,45 +209,58 @@ fn after_fork_without_before_fork_panics_and_before_fork_twice_panics() {
 #[test]
 fn after_fork_child_in_the_parent_panics_and_leaves_its_readers_covered() {
     let _serial = serial();
-    let entered = Arc::new(std::sync::Barrier::new(2));
-    let leave = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (entered, leave) = (Arc::clone(&entered), Arc::clone(&leave));
-        thread::spawn(move || {
-            let guard = memb::read_lock();
+    // On the deadline's thread, as libtest runs a test on a thread of its
+    // own: the hooks wait for a running callback batch, and so for its grace
+    // period, which a lost wake-up would leave waiting forever.
+    test_support::within_a_deadline(
+        "the hooks and a grace period behind a reader",
+        LIMIT,
+        || {
+            let entered = Arc::new(std::sync::Barrier::new(2));
+            let leave = Arc::new(AtomicBool::new(false));
+            let reader = {
+                let (entered, leave) = (Arc::clone(&entered), Arc::clone(&leave));
+                thread::spawn(move || {
+                    let guard = memb::read_lock();
+                    entered.wait();
+                    while !leave.load(Acquire) {
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    // Panics (unbalanced unlock) if the section was taken away.
+                    drop(guard);
+                })
+            };
             entered.wait();
-            while !leave.load(Acquire) {
-                thread::sleep(Duration::from_millis(1));
-            }
-            // Panics (unbalanced unlock) if the section was taken away.
-            drop(guard);
-        })
-    };
-    entered.wait();
-    fork::before_fork();
-    assert_wrong_fork_hook_refused(
-        fork::after_fork_child,
-        "after_fork_child() called in the process that called before_fork()",
-    );
-    fork::after_fork_parent();
-    // A grace period still waits for the reader: it has not completed while
-    // the reader stays inside.
-    let synchronized = Arc::new(AtomicBool::new(false));
-    let synchronizer = {
-        let synchronized = Arc::clone(&synchronized);
-        thread::spawn(move || {
-            memb::synchronize_rcu();
-            synchronized.store(true, Release);
-        })
-    };
-    thread::sleep(Duration::from_millis(50));
-    let early = synchronized.load(Acquire);
-    leave.store(true, Release);
-    reader.join().expect("the reader's section was intact");
-    synchronizer.join().unwrap();
-    assert!(
-        !early,
-        "a grace period ended while a reader was still inside"
+            fork::before_fork();
+            assert_wrong_fork_hook_refused(
+                fork::after_fork_child,
+                "after_fork_child() called in the process that called before_fork()",
+            );
+            fork::after_fork_parent();
+            // A grace period still waits for the reader: it has not completed while
+            // the reader stays inside.
+            let synchronized = Arc::new(AtomicBool::new(false));
+            let synchronizer = {
+                let synchronized = Arc::clone(&synchronized);
+                thread::spawn(move || {
+                    memb::synchronize_rcu();
+                    synchronized.store(true, Release);
+                })
+            };
+            thread::sleep(Duration::from_millis(50));
+            let early = synchronized.load(Acquire);
+            leave.store(true, Release);
+            reader.join().expect("the reader's section was intact");
+            test_support::within_a_deadline(
+                "memb::synchronize_rcu once the reader left",
+                LIMIT,
+                move || synchronizer.join().unwrap(),
+            );
+            assert!(
+                !early,
+                "a grace period ended while a reader was still inside"
+            );
+        },
     );
 }
 
@@ -234,16 +278,25 @@ fn after_fork_parent_then_child() {
 #[test]
 fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
     let _serial = serial();
-    let hooks = ForkHooks {
-        after_child: after_fork_parent_then_child,
-        ..HOOKS
-    };
-    let status = fork_and_wait(hooks, || {
-        memb::synchronize_rcu();
-        memb::call_rcu(|| {});
-        memb::rcu_barrier();
-    });
-    assert_child_succeeded(status, "its hooks and a grace period");
+    // On the deadline's thread, as libtest runs a test on a thread of its
+    // own: the hooks wait for a running callback batch, and so for its grace
+    // period, which a lost wake-up would leave waiting forever.
+    test_support::within_a_deadline(
+        "a fork whose child calls the wrong hook first",
+        LIMIT,
+        || {
+            let hooks = ForkHooks {
+                after_child: after_fork_parent_then_child,
+                ..HOOKS
+            };
+            let status = fork_and_wait(hooks, || {
+                memb::synchronize_rcu();
+                memb::call_rcu(|| {});
+                memb::rcu_barrier();
+            });
+            assert_child_succeeded(status, "its hooks and a grace period");
+        },
+    );
 }
 
 /// Between `before_fork` and `after_fork_*` the forking thread holds both

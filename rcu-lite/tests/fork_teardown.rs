@@ -13,6 +13,10 @@ use std::thread;
 
 const CHILD_ENV: &str = "RCU_LITE_FORK_TEARDOWN_CHILD";
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs the hooks, as around a `fork()`, when the thread ends.
 struct HooksWhenDropped;
 
@@ -40,7 +44,7 @@ fn fork_hooks_from_a_thread_local_destructor() {
         })
         .join()
         .expect("the thread ends cleanly");
-        memb::rcu_barrier();
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
         return;
     }
     test_support::in_a_child_process(
@@ -58,7 +62,7 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
             .expect("the thread ends cleanly");
         // Waits for the queue lock the hooks took.
         memb::call_rcu(|| {});
-        memb::rcu_barrier();
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
         return;
     }
     test_support::in_a_child_process(

@@ -7,9 +7,13 @@
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::sync::{Barrier, Mutex, mpsc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
 
 fn with_config<R>(config: GpConfig, f: impl FnOnce() -> R) -> R {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -31,7 +35,7 @@ fn fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
             thread::spawn(|| drop(memb::read_lock())).join().unwrap();
             drop(memb::read_lock());
             let before = memb::grace_periods();
-            memb::synchronize_rcu();
+            test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
             let after = memb::grace_periods();
             assert_eq!(
                 after.completed - before.completed,
@@ -49,11 +53,37 @@ fn quick_qs_turns_two_fqs_waits_into_one_on_an_idle_system() {
     assert_eq!(fqs_waits_per_grace_period(false), 2, "without quick QS");
 }
 
+/// Without quick QS a grace period on an idle system lasts two full FQS
+/// intervals (the seed's baseline): the driver's first wait never ends early,
+/// and neither does its second, since the driver is not credited before the
+/// scan that follows it. A second wait ended as soon as no holdout was left
+/// counted as two waits but lasted one interval.
+#[test]
+fn without_quick_qs_an_idle_grace_period_lasts_two_full_intervals() {
+    const INTERVAL: Duration = Duration::from_millis(50);
+    let config = GpConfig {
+        quick_qs: false,
+        fqs: Fqs::FixedInterval(INTERVAL),
+    };
+    let elapsed = with_config(config, || {
+        // A registered thread that is outside its section: idle.
+        thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+        let start = Instant::now();
+        test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
+        start.elapsed()
+    });
+    assert!(
+        elapsed >= 2 * INTERVAL,
+        "an idle grace period without quick QS took {elapsed:?}, under two {INTERVAL:?} FQS \
+         intervals"
+    );
+}
+
 #[test]
 fn adaptive_mode_makes_no_fqs_waits() {
     let waits = with_config(GpConfig::DEFAULT, || {
         let before = memb::grace_periods().fqs_waits;
-        memb::synchronize_rcu();
+        test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
         memb::grace_periods().fqs_waits - before
     });
     assert_eq!(waits, 0);

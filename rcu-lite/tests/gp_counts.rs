@@ -6,6 +6,12 @@ use rcu_lite::{GpCounts, memb, qsbr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread;
+use std::time::Duration;
+
+/// How long the grace periods may take, before the test counts one as never
+/// ending (a caller's lost wake-up, which stops them all): generous, for a
+/// loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// Grace periods the callers run while the sampler reads the counts.
 const GRACE_PERIODS: u64 = if cfg!(miri) { 50 } else { 300_000 };
@@ -25,23 +31,29 @@ fn check(synchronize: fn(), counts: fn() -> GpCounts) {
             })
         })
         .collect();
-    let first = counts();
-    let mut worst = 0;
-    loop {
-        let now = counts();
-        assert!(now.completed <= now.started, "{now:?}");
-        worst = worst.max(now.started - now.completed);
-        if now.completed - first.completed >= GRACE_PERIODS {
-            break;
-        }
-    }
-    stop.store(true, Relaxed);
-    for thread in threads {
-        thread.join().unwrap();
-    }
-    assert!(
-        worst <= 1,
-        "grace_periods() returned `started` {worst} ahead of `completed`"
+    test_support::within_a_deadline(
+        "grace periods completing while the counts are sampled, then the callers stopping",
+        LIMIT,
+        move || {
+            let first = counts();
+            let mut worst = 0;
+            loop {
+                let now = counts();
+                assert!(now.completed <= now.started, "{now:?}");
+                worst = worst.max(now.started - now.completed);
+                if now.completed - first.completed >= GRACE_PERIODS {
+                    break;
+                }
+            }
+            stop.store(true, Relaxed);
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            assert!(
+                worst <= 1,
+                "grace_periods() returned `started` {worst} ahead of `completed`"
+            );
+        },
     );
 }
 

@@ -17,6 +17,8 @@ const SECTION_CHECKS: u32 = if cfg!(miri) { 30 } else { 100 };
 /// Grace periods the worker must drive in each test.
 const WORKER_GPS: u64 = if cfg!(miri) { 3 } else { 1000 };
 const POISON: u64 = 0xdead;
+/// How long the writers keep calling at most (see [`run`]).
+const RUN_LIMIT: Duration = Duration::from_secs(180);
 
 struct Object(AtomicU64);
 
@@ -72,7 +74,7 @@ fn run(
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(180);
+    let deadline = Instant::now() + RUN_LIMIT;
     let writers: Vec<_> = (0..writers)
         .map(|_| {
             let (current, start) = (Arc::clone(&current), Arc::clone(&start));
@@ -95,10 +97,22 @@ fn run(
             })
         })
         .collect();
-    let retired: Vec<Box<Object>> = writers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let retired = Arc::new(std::sync::Mutex::new(Vec::<Box<Object>>::new()));
+    // The writers stop by RUN_LIMIT; then only a grace period that never
+    // ends (a lost wake-up) can keep one from returning.
+    test_support::within_a_deadline(
+        "the writers' synchronize calls",
+        RUN_LIMIT + Duration::from_secs(60),
+        {
+            let retired = Arc::clone(&retired);
+            move || {
+                for w in writers {
+                    retired.lock().unwrap().extend(w.join().unwrap());
+                }
+            }
+        },
+    );
+    let retired = std::mem::take(&mut *retired.lock().unwrap());
     stop.store(true, Relaxed);
     for r in readers {
         r.join().unwrap();

@@ -9,6 +9,10 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
 #[test]
 fn a_waiter_for_the_next_grace_period_takes_over_without_the_worker() {
     let before = memb::grace_periods();
@@ -31,8 +35,14 @@ fn a_waiter_for_the_next_grace_period_takes_over_without_the_worker() {
     let second = thread::spawn(memb::synchronize_rcu);
     thread::sleep(Duration::from_millis(50));
     leave.send(()).unwrap();
-    first.join().unwrap();
-    second.join().unwrap();
+    test_support::within_a_deadline(
+        "the driver's and the waiter's memb::synchronize_rcu",
+        LIMIT,
+        move || {
+            first.join().unwrap();
+            second.join().unwrap();
+        },
+    );
     reader.join().unwrap();
     let after = memb::grace_periods();
     assert_eq!(after.completed - before.completed, 2, "{after:?}");

@@ -6,6 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::thread;
 use std::time::{Duration, Instant};
+use test_support::within_a_deadline;
+
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// Checks of the object per read-side section in the concurrent-callers
 /// test: sections long enough that a grace period which did not wait for them
@@ -31,7 +36,13 @@ fn synchronize_waits_for_a_section_that_began_before_it() {
         Duration::from_millis(50),
         memb::read_lock,
         drop,
-        memb::synchronize_rcu,
+        || {
+            within_a_deadline(
+                "memb::synchronize_rcu behind a reader",
+                LIMIT,
+                memb::synchronize_rcu,
+            )
+        },
     );
 }
 
@@ -64,12 +75,18 @@ fn synchronize_does_not_wait_for_a_section_that_began_after_it() {
         true
     });
     // Keep grace periods coming until the reader is done.
-    while !reader.is_finished() {
-        memb::synchronize_rcu();
-    }
-    assert!(
-        reader.join().unwrap(),
-        "a grace period waited for a newer reader"
+    within_a_deadline(
+        "memb::synchronize_rcu calls while a newer reader waits",
+        LIMIT,
+        move || {
+            while !reader.is_finished() {
+                memb::synchronize_rcu();
+            }
+            assert!(
+                reader.join().unwrap(),
+                "a grace period waited for a newer reader"
+            );
+        },
     );
 }
 
@@ -134,10 +151,16 @@ fn concurrent_callers_and_readers_never_see_freed_objects() {
             })
         })
         .collect();
-    let retired: Vec<usize> = writers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let retired = Arc::new(std::sync::Mutex::new(Vec::<usize>::new()));
+    within_a_deadline("memb writers' synchronize_rcu calls", LIMIT, {
+        let retired = Arc::clone(&retired);
+        move || {
+            for w in writers {
+                retired.lock().unwrap().extend(w.join().unwrap());
+            }
+        }
+    });
+    let retired = std::mem::take(&mut *retired.lock().unwrap());
     stop.store(true, Relaxed);
     for r in readers {
         r.join().unwrap();
@@ -188,7 +211,11 @@ fn readers_and_immediate_frees_never_race() {
             for _ in 0..replacements {
                 let fresh = Box::into_raw(Box::new(Object(AtomicUsize::new(LIVE))));
                 let old = current.swap(fresh, AcqRel);
-                memb::synchronize_rcu();
+                within_a_deadline(
+                    "memb::synchronize_rcu before a free",
+                    LIMIT,
+                    memb::synchronize_rcu,
+                );
                 // SAFETY: unpublished, and a grace period has elapsed.
                 drop(unsafe { Box::from_raw(old) });
             }
@@ -218,7 +245,7 @@ fn callbacks_run_after_a_grace_period_and_rcu_barrier_waits_for_them() {
         "a callback ran during a read-side section"
     );
     drop(guard);
-    memb::rcu_barrier();
+    within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
     assert_eq!(ran.load(SeqCst), 100);
 }
 
@@ -229,7 +256,7 @@ fn callbacks_run_in_the_order_they_were_queued() {
         let order = Arc::clone(&order);
         memb::call_rcu(move || order.lock().unwrap().push(i));
     }
-    memb::rcu_barrier();
+    within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
     assert_eq!(*order.lock().unwrap(), (0..50).collect::<Vec<_>>());
 }
 
@@ -238,8 +265,16 @@ fn a_thread_that_exits_outside_a_section_never_blocks_a_grace_period() {
     for _ in 0..50 {
         thread::spawn(|| drop(memb::read_lock())).join().unwrap();
     }
-    memb::synchronize_rcu();
-    memb::synchronize_rcu_expedited();
+    within_a_deadline(
+        "memb::synchronize_rcu after threads exited",
+        LIMIT,
+        memb::synchronize_rcu,
+    );
+    within_a_deadline(
+        "memb::synchronize_rcu_expedited after threads exited",
+        LIMIT,
+        memb::synchronize_rcu_expedited,
+    );
     let counts = memb::grace_periods();
     assert!(
         counts.completed >= 2 && counts.started >= counts.completed,
@@ -286,5 +321,9 @@ fn a_section_kept_in_a_later_thread_local_stays_visible_during_thread_exit() {
         "read_ongoing() in a destructor that runs after the record's owner: with the guard alive, then after its drop"
     );
     // The section ended: grace periods go on.
-    memb::synchronize_rcu();
+    within_a_deadline(
+        "memb::synchronize_rcu after the kept section ended",
+        LIMIT,
+        memb::synchronize_rcu,
+    );
 }

@@ -4,7 +4,13 @@
 
 use membarrier_sim::fence::{self, Mode};
 use rcu_lite::{Rcu, memb};
+use std::sync::Arc;
 use std::time::Duration;
+use test_support::within_a_deadline;
+
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn memb_works_with_seqcst_fallback_fences() {
@@ -28,14 +34,29 @@ fn memb_works_with_seqcst_fallback_fences() {
         Duration::from_millis(30),
         memb::read_lock,
         drop,
-        memb::synchronize_rcu,
+        || {
+            within_a_deadline(
+                "memb::synchronize_rcu behind a reader (SeqCst fences)",
+                LIMIT,
+                memb::synchronize_rcu,
+            )
+        },
     );
 
     // Deferred drops run after their grace period.
-    let cell = Rcu::<String>::new("a".into());
+    let cell = Arc::new(Rcu::<String>::new("a".into()));
     cell.replace("b".into());
-    assert_eq!(cell.replace_and_synchronize("c".into()), "b");
-    memb::rcu_barrier();
+    within_a_deadline(
+        "Rcu::replace_and_synchronize and memb::rcu_barrier (SeqCst fences)",
+        LIMIT,
+        {
+            let cell = Arc::clone(&cell);
+            move || {
+                assert_eq!(cell.replace_and_synchronize("c".into()), "b");
+                memb::rcu_barrier();
+            }
+        },
+    );
     let guard = memb::read_lock();
     assert_eq!(cell.read(&guard), "c");
 }

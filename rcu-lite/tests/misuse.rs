@@ -18,6 +18,10 @@ const IN_SECTION: &str = "called inside a read-side critical section";
 const ONLINE: &str = "has an online QsbrThread";
 const IN_CALLBACK: &str = "called from inside an RCU callback";
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 #[test]
 fn memb_synchronize_inside_a_section() {
     assert_misuse(
@@ -88,7 +92,9 @@ fn memb_cell_replace_and_synchronize_inside_a_section() {
     );
     // Refused before publishing anything: the old value is still there (not
     // leaked), and the cell still works.
-    assert_eq!(cell.replace_and_synchronize(3), 1);
+    test_support::within_a_deadline("Rcu<_, Memb>::replace_and_synchronize", LIMIT, move || {
+        assert_eq!(cell.replace_and_synchronize(3), 1);
+    });
 }
 
 #[test]
@@ -114,7 +120,7 @@ fn memb_unbalanced_raw_unlock() {
         },
     );
     // A grace period still completes: the refused unlock changed nothing.
-    memb::synchronize_rcu();
+    test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
 }
 
 #[test]
@@ -130,7 +136,7 @@ fn memb_nesting_overflow() {
         },
     );
     // The guards were dropped by the unwind: grace periods go on.
-    memb::synchronize_rcu();
+    test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
 }
 
 #[test]
@@ -165,8 +171,8 @@ fn rcu_barrier_inside_a_callback() {
         );
     }
     // The callback workers survived the refused barriers.
-    memb::rcu_barrier();
-    qsbr::rcu_barrier();
+    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+    test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
 }
 
 #[test]
@@ -217,8 +223,10 @@ fn qsbr_synchronize_with_an_online_registration() {
     );
     // The registrations were dropped by the unwinds: grace periods go on.
     // Refused before publishing: the old value is still there.
-    qsbr::synchronize_rcu();
-    assert_eq!(cell.replace_and_synchronize(3), 1);
+    test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
+    test_support::within_a_deadline("Rcu<_, Qsbr>::replace_and_synchronize", LIMIT, move || {
+        assert_eq!(cell.replace_and_synchronize(3), 1);
+    });
 }
 
 #[test]
@@ -262,7 +270,7 @@ fn qsbr_forgotten_offline_leaves_the_registration_offline() {
             qsbr::synchronize_rcu();
         },
     );
-    qsbr::synchronize_rcu();
+    test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
 }
 
 #[test]
@@ -275,7 +283,7 @@ fn qsbr_rcu_barrier_with_an_online_registration() {
             qsbr::rcu_barrier();
         },
     );
-    qsbr::rcu_barrier();
+    test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
 }
 
 #[test]

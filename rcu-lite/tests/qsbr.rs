@@ -2,9 +2,14 @@
 
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Qsbr, Rcu};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
+
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
@@ -17,7 +22,66 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
             // Stay online a little: the grace period must not need more.
             thread::sleep(Duration::from_millis(20));
         },
-        qsbr::synchronize_rcu,
+        || {
+            test_support::within_a_deadline(
+                "qsbr::synchronize_rcu behind an online thread",
+                LIMIT,
+                qsbr::synchronize_rcu,
+            )
+        },
+    );
+}
+
+/// A registration brought back online takes a fresh snapshot: a grace period
+/// that starts afterwards waits for it, as for any online registration.
+#[test]
+fn synchronize_waits_for_a_registration_back_online() {
+    test_support::assert_waits_for_reader(
+        "qsbr::synchronize_rcu",
+        Duration::from_millis(50),
+        || {
+            let mut me = QsbrThread::register();
+            me.offline().online();
+            me
+        },
+        drop,
+        || {
+            test_support::within_a_deadline(
+                "qsbr::synchronize_rcu behind a registration back online",
+                LIMIT,
+                qsbr::synchronize_rcu,
+            )
+        },
+    );
+}
+
+/// A thread that stays online and keeps announcing quiescent states lets
+/// grace periods end: each announcement credits it.
+#[test]
+fn quiescent_states_end_grace_periods_while_the_thread_stays_online() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            let mut me = QsbrThread::register();
+            while !stop.load(SeqCst) {
+                me.quiescent_state();
+                thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let (ended_tx, ended) = mpsc::channel();
+    thread::spawn(move || {
+        qsbr::synchronize_rcu();
+        let _ = ended_tx.send(());
+    });
+    let ended = ended.recv_timeout(LIMIT).is_ok();
+    stop.store(true, SeqCst);
+    reader.join().unwrap();
+    assert!(
+        ended,
+        "qsbr::synchronize_rcu still waiting after {LIMIT:?} for an online thread that \
+         announced a quiescent state every millisecond"
     );
 }
 
@@ -49,19 +113,27 @@ fn an_offline_thread_holds_up_no_grace_period() {
 
 #[test]
 fn a_registration_can_synchronize_and_read_afterwards() {
-    let cell = Rcu::<u64, Qsbr>::new(1);
-    let mut me = QsbrThread::register();
-    {
-        let guard = me.read_lock();
-        assert_eq!(*cell.read(&guard), 1);
-    }
-    cell.replace(2);
-    me.synchronize_rcu();
-    me.synchronize_rcu_expedited();
-    let guard = me.read_lock();
-    assert_eq!(*cell.read(&guard), 2);
-    drop(guard);
-    let offline = me.offline();
-    qsbr::rcu_barrier();
-    drop(offline);
+    // All of it on the deadline's thread, since a registration cannot move
+    // to another thread.
+    test_support::within_a_deadline(
+        "QsbrThread::synchronize_rcu, _expedited and qsbr::rcu_barrier",
+        LIMIT,
+        || {
+            let cell = Rcu::<u64, Qsbr>::new(1);
+            let mut me = QsbrThread::register();
+            {
+                let guard = me.read_lock();
+                assert_eq!(*cell.read(&guard), 1);
+            }
+            cell.replace(2);
+            me.synchronize_rcu();
+            me.synchronize_rcu_expedited();
+            let guard = me.read_lock();
+            assert_eq!(*cell.read(&guard), 2);
+            drop(guard);
+            let offline = me.offline();
+            qsbr::rcu_barrier();
+            drop(offline);
+        },
+    );
 }

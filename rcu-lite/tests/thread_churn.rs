@@ -8,6 +8,10 @@ use rcu_lite::{memb, qsbr};
 use std::cell::RefCell;
 use std::thread;
 
+/// How long a grace period or barrier may take before the test counts it as
+/// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Reads from its destructor, which runs after rcu-lite's own per-thread
 /// clean-up when the thread touched this first.
 struct ReadsWhenDropped;
@@ -58,6 +62,48 @@ fn threads_that_read_during_their_teardown_give_their_records_back() {
         "qsbr: {qsbr_before} records before {THREADS} threads, {qsbr_after} after"
     );
     // Nothing is left inside a section: grace periods still complete.
-    memb::synchronize_rcu();
-    qsbr::synchronize_rcu();
+    test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
+    test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
+}
+
+/// Set in the child process of
+/// `a_thread_that_exits_inside_a_section_keeps_its_record`.
+const INSIDE_CHILD_ENV: &str = "RCU_LITE_THREAD_CHURN_EXIT_INSIDE_CHILD";
+
+/// A thread that exits inside a section (its guard forgotten) keeps its
+/// record, still inside, as the crate documents: grace periods go on waiting
+/// for it, and no later thread takes the record over, which would end that
+/// section (the new owner's first store clears the word). In a child
+/// process, which is left with a grace period that never ends.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs this test binary again as a child process, which miri cannot"
+)]
+fn a_thread_that_exits_inside_a_section_keeps_its_record() {
+    if std::env::var_os(INSIDE_CHILD_ENV).is_some() {
+        thread::spawn(|| std::mem::forget(memb::read_lock()))
+            .join()
+            .unwrap();
+        // Later threads register, one at a time: none may get that record.
+        for _ in 0..4 {
+            thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+        }
+        let (done_tx, done) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            memb::synchronize_rcu();
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done.recv_timeout(std::time::Duration::from_millis(300))
+                .is_err(),
+            "a grace period ended although a thread had exited inside its section"
+        );
+        return;
+    }
+    test_support::in_a_child_process(
+        "a_thread_that_exits_inside_a_section_keeps_its_record",
+        INSIDE_CHILD_ENV,
+        "1",
+    );
 }

@@ -1,0 +1,77 @@
+//! A caller that waits for a grace period someone else drives sleeps: while
+//! a reader holds the grace period up, it uses next to no CPU time. Its own
+//! process, so that no other test's callers or readers share the engine.
+#![cfg(not(miri))]
+
+use rcu_lite::memb;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+/// How long the reader holds the grace period up.
+const HOLD: Duration = Duration::from_millis(500);
+/// CPU time the waiter may use meanwhile: its spin before it sleeps and a
+/// few system calls take microseconds; a waiter that never really sleeps
+/// (its futex wait returning at once, over and over) takes a share of a
+/// CPU for the whole hold, tens of milliseconds even on a loaded machine.
+const WAITER_CPU: Duration = Duration::from_millis(50);
+/// How long a grace period may take before the test counts it as never
+/// ending (a lost wake-up): generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// CPU time the calling thread has used.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid place for the result.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(
+        u64::try_from(ts.tv_sec).expect("non-negative"),
+        u32::try_from(ts.tv_nsec).expect("under a second"),
+    )
+}
+
+#[test]
+fn a_caller_waiting_for_anothers_grace_period_sleeps() {
+    let before = memb::grace_periods();
+    let (entered, wait_entered) = mpsc::channel();
+    let (leave, wait_leave) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        entered.send(()).unwrap();
+        wait_leave.recv().unwrap();
+        drop(guard);
+    });
+    wait_entered.recv().unwrap();
+    // The driver: its grace period waits for the reader.
+    let driver = thread::spawn(memb::synchronize_rcu);
+    while memb::grace_periods().started == before.started {
+        thread::yield_now();
+    }
+    // The waiter finds DRIVER set and waits for the next grace period.
+    let waiter = thread::spawn(|| {
+        let start = thread_cpu_time();
+        memb::synchronize_rcu();
+        thread_cpu_time() - start
+    });
+    thread::sleep(HOLD);
+    leave.send(()).unwrap();
+    let (cpu_tx, cpu_rx) = mpsc::channel();
+    test_support::within_a_deadline(
+        "the driver's and the waiter's memb::synchronize_rcu",
+        LIMIT,
+        move || {
+            driver.join().unwrap();
+            cpu_tx.send(waiter.join().unwrap()).unwrap();
+        },
+    );
+    reader.join().unwrap();
+    let cpu = cpu_rx.recv().unwrap();
+    assert!(
+        cpu < WAITER_CPU,
+        "a caller waiting {HOLD:?} for a grace period used {cpu:?} of CPU time: it did not sleep"
+    );
+}
