@@ -389,6 +389,18 @@ fn a_qsbr_reader_back_online_reaches_the_new_object() {
     });
 }
 
+/// Three threads call `memb::synchronize_rcu()` at once: two spawned
+/// callers and the model's own thread.
+fn three_callers() {
+    let callers: Vec<_> = (0..2)
+        .map(|_| thread::spawn(memb::synchronize_rcu))
+        .collect();
+    memb::synchronize_rcu();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+}
+
 /// Three concurrent callers and no reader: two of them may sleep for the
 /// same grace period, and its completion wakes both. (Models the
 /// `wake_all` of `announce_completion`: a `wake_one` there leaves a sleeper
@@ -398,13 +410,7 @@ fn a_qsbr_reader_back_online_reaches_the_new_object() {
 fn three_callers_sleeping_for_one_grace_period_all_return() {
     model_with_preemptions(0, 2, || {
         configure(true);
-        let callers: Vec<_> = (0..2)
-            .map(|_| thread::spawn(memb::synchronize_rcu))
-            .collect();
-        memb::synchronize_rcu();
-        for caller in callers {
-            caller.join().unwrap();
-        }
+        three_callers();
     });
 }
 
@@ -451,12 +457,6 @@ fn a_caller_arriving_while_the_worker_leaves_is_served() {
     model_with_preemptions(2, 2, || {
         configure(true);
         rcu_lite::loom_worker_inline(true);
-        let callers: Vec<_> = (0..2)
-            .map(|_| thread::spawn(memb::synchronize_rcu))
-            .collect();
-        memb::synchronize_rcu();
-        for caller in callers {
-            caller.join().unwrap();
-        }
+        three_callers();
     });
 }
