@@ -187,6 +187,52 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
     }
 }
 
+/// Several slots holding one address, in a block and in a backup slot:
+/// `synchronize` returns only once every one of them has let go, not when
+/// the first does (the shared scan counts a hit per slot).
+#[test]
+fn synchronize_waits_for_every_slot_holding_the_address() {
+    for domain in domains() {
+        let shared = AtomicPtr::new(Box::into_raw(Box::new(13u64)));
+        let mut guards: Vec<Guard<'_>> = (0..3)
+            .map(|_| {
+                let mut g = domain.guard();
+                g.protect_ptr(&shared);
+                g
+            })
+            .collect();
+        // One of them in a backup slot (all three are there with a forced
+        // slow path).
+        guards[2].promote();
+        let old = shared.swap(std::ptr::null_mut(), AcqRel);
+        let addr = old as usize;
+        let returned = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                domain.synchronize(addr as *const u64);
+                returned.store(true, SeqCst);
+            });
+            // Let the scan find all three, then drop the first slot the walk
+            // reaches and the last (the backup slot), keeping the middle one.
+            std::thread::sleep(Duration::from_millis(50));
+            let middle = guards.remove(1);
+            for guard in guards.drain(..) {
+                drop(guard);
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(
+                    !returned.load(SeqCst),
+                    "synchronize returned while another slot still held the address ({domain:?})"
+                );
+            }
+            drop(middle);
+            waiter.join().unwrap();
+        });
+        assert!(returned.load(SeqCst));
+        // SAFETY: unpublished and synchronized.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
+
 #[test]
 fn synchronize_of_an_unprotected_address_returns() {
     for domain in domains() {
