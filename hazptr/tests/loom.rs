@@ -249,3 +249,21 @@ fn validated_protect_raw_racing_synchronize() {
         replace_and_synchronize,
     );
 }
+
+/// A reader that reads the object under one guard, drops it, and protects
+/// again with a new guard, which takes the same slot. A scan that reads the
+/// new guard's wildcard (of its own generation: skipped) or pointer (not the
+/// writer's address) must still be ordered after the first guard's read:
+/// every store into a slot is a Release store, not only the `EMPTY` that
+/// ends a protection (a Relaxed store would not continue that store's
+/// release sequence).
+fn read_then_protect_again(domain: &Domain, src: &AtomicPtr<Obj>) {
+    protect_and_read(domain, src);
+    let mut guard = domain.guard();
+    guard.protect_ptr(src);
+}
+
+#[test]
+fn a_slot_reused_after_a_read_orders_that_read_before_the_scan() {
+    reader_against_writer(false, read_then_protect_again, replace_and_synchronize);
+}
