@@ -267,3 +267,29 @@ fn read_then_protect_again(domain: &Domain, src: &AtomicPtr<Obj>) {
 fn a_slot_reused_after_a_read_orders_that_read_before_the_scan() {
     reader_against_writer(false, read_then_protect_again, replace_and_synchronize);
 }
+
+/// A reader that reads the object under a guard in a backup slot, drops it,
+/// and then promotes a new guard into the same backup slot: a scan that
+/// reads the promoted value there (not the writer's address) must be ordered
+/// after the first read, so `promote` stores into the backup slot with
+/// Release too.
+fn read_in_a_backup_slot_then_promote_into_it(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    guard.promote();
+    let p = guard.protect_ptr(src);
+    // SAFETY: protected by `guard` (in a backup slot).
+    unsafe { check(p) };
+    drop(guard);
+    let mut guard = domain.guard();
+    guard.protect_ptr(src);
+    guard.promote();
+}
+
+#[test]
+fn a_promotion_into_a_reused_backup_slot_orders_its_last_read_before_the_scan() {
+    reader_against_writer(
+        false,
+        read_in_a_backup_slot_then_promote_into_it,
+        replace_and_synchronize,
+    );
+}
