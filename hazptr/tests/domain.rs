@@ -233,6 +233,97 @@ fn synchronize_waits_for_every_slot_holding_the_address() {
     }
 }
 
+/// A guard in each of a thread's block slots and one in a backup slot, each
+/// on its own object: a `synchronize` of any of them waits for it, whichever
+/// slot it sits in (a scan that skipped one slot would return at once).
+#[test]
+fn synchronize_waits_for_a_guard_in_any_slot() {
+    for domain in domains() {
+        let objects: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 1)
+            .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+            .collect();
+        let mut guards: Vec<Guard<'_>> = objects
+            .iter()
+            .map(|o| {
+                let mut g = domain.guard();
+                g.protect_ptr(o);
+                g
+            })
+            .collect();
+        let addrs: Vec<usize> = objects
+            .iter()
+            .map(|o| o.swap(std::ptr::null_mut(), AcqRel) as usize)
+            .collect();
+        let returned = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for &addr in &addrs {
+                let (domain, returned) = (&domain, &returned);
+                s.spawn(move || {
+                    domain.synchronize(addr as *const u64);
+                    returned.fetch_add(1, SeqCst);
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            let early = returned.load(SeqCst);
+            // Dropped before the assertion, so that a failure does not leave
+            // the callers waiting.
+            guards.clear();
+            assert_eq!(
+                early, 0,
+                "synchronize returned while a guard protected its object ({domain:?})"
+            );
+        });
+        assert_eq!(returned.load(SeqCst), addrs.len());
+        for addr in addrs {
+            // SAFETY: unpublished and synchronized.
+            drop(unsafe { Box::from_raw(addr as *mut u64) });
+        }
+    }
+}
+
+/// A reclamation pass keeps every object some slot protects, however many
+/// slots hold protections and in whatever order their addresses come
+/// (here the reverse of allocation order, over block and backup slots).
+#[test]
+fn reclaim_keeps_every_protected_object_among_many() {
+    const PROTECTED: usize = SLOTS_PER_THREAD + 5;
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let objects: Vec<AtomicPtr<Tracked>> = (0..PROTECTED as u64 * 3)
+            .map(|i| AtomicPtr::new(tracked(&drops, i)))
+            .collect();
+        // Every third object, protected in the reverse of allocation order.
+        let guards: Vec<(Guard<'_>, *mut Tracked)> = objects
+            .iter()
+            .step_by(3)
+            .rev()
+            .map(|o| {
+                let mut g = domain.guard();
+                let p = g.protect_ptr(o);
+                (g, p)
+            })
+            .collect();
+        assert_eq!(guards.len(), PROTECTED);
+        for o in &objects {
+            let old = o.swap(std::ptr::null_mut(), AcqRel);
+            // SAFETY: unpublished by the swap, retired once, Box-allocated.
+            unsafe { domain.retire_box(old) };
+        }
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            objects.len() - PROTECTED,
+            "a protected object was freed, or an unprotected one kept ({domain:?})"
+        );
+        for (_, p) in &guards {
+            // SAFETY: still protected by its guard.
+            assert_eq!(unsafe { (**p).value } % 3, 0);
+        }
+        drop(guards);
+        assert_eq!(domain.reclaim(), PROTECTED);
+    }
+}
+
 #[test]
 fn synchronize_of_an_unprotected_address_returns() {
     for domain in domains() {
