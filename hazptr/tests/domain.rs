@@ -852,6 +852,80 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
     );
 }
 
+/// While a guard kept past its thread's registration (in a thread-local
+/// destroyed later) still holds a slot, its block goes to no other thread:
+/// that thread would take the guard's protection for one of its own (its
+/// `synchronize` of that address would panic as if it held the address),
+/// and a fork child in it would keep the slot for the vanished guard.
+#[test]
+fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
+    struct HeldUntilReleased {
+        guard: Option<Guard<'static>>,
+        entered: std::sync::mpsc::Sender<()>,
+        release: std::sync::mpsc::Receiver<()>,
+    }
+    impl Drop for HeldUntilReleased {
+        fn drop(&mut self) {
+            // The thread's registration is gone by now; hold on until told.
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+            drop(self.guard.take());
+        }
+    }
+    thread_local! {
+        static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let domain_box = Box::into_raw(Box::new(Domain::new()));
+    let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
+    // SAFETY: freed below, after every thread that uses them has exited.
+    let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
+        unsafe { (&*domain_box, &*object_box) };
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        // First used before the thread's first guard, so destroyed after
+        // the thread's registration.
+        KEPT.with(|kept| assert!(kept.borrow().is_none()));
+        let mut guard = domain.guard();
+        assert!(!guard.protect_ptr(object).is_null());
+        KEPT.with(|kept| {
+            *kept.borrow_mut() = Some(HeldUntilReleased {
+                guard: Some(guard),
+                entered: entered_tx,
+                release: release_rx,
+            });
+        });
+    });
+    entered
+        .recv()
+        .expect("the holder's thread-local destructor runs");
+    let addr = object.load(Relaxed) as usize;
+    let other = std::thread::spawn(move || {
+        // Registers this thread in the domain (takes a block).
+        drop(domain.guard());
+        domain.synchronize(addr as *const u64);
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    release.send(()).expect("the holder waits");
+    let synchronized = other.join();
+    holder.join().expect("the holder exits");
+    let blocks = domain.thread_blocks();
+    // SAFETY: every thread that used them has exited; nothing refers to
+    // either any more.
+    unsafe {
+        drop(Box::from_raw(object.load(Relaxed)));
+        drop(Box::from_raw(object_box));
+        drop(Box::from_raw(domain_box));
+    }
+    assert!(
+        synchronized.is_ok(),
+        "another thread's synchronize of the address a kept guard held panicked: it was \
+         given the guard's block while the guard still held its slot"
+    );
+    assert_eq!(blocks, 2, "the held block was handed to the other thread");
+}
+
 /// A counted object whose drop may panic (the count is taken as its field
 /// drops, during the unwind).
 struct Bomb {
