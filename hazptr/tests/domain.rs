@@ -707,6 +707,40 @@ fn a_guard_that_loaded_null_keeps_its_slot() {
     }
 }
 
+/// A guard that was reset keeps its slot, as one that loaded null does: were
+/// the slot free, the thread's next guard would take it, and the reset
+/// guard's next protection would erase that guard's.
+#[test]
+fn a_reset_guard_keeps_its_slot() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let first_src = AtomicPtr::new(tracked(&drops, 1));
+        let second_src = AtomicPtr::new(tracked(&drops, 2));
+        let mut first = domain.guard();
+        first.protect_ptr(&first_src);
+        first.reset();
+        let mut second = domain.guard();
+        let protected = second.protect_ptr(&second_src);
+        first.protect_ptr(&first_src);
+        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: unpublished by the swap, retired once, Box-allocated.
+        unsafe { domain.retire_box(old) };
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "an object a guard protects was freed: a reset guard gave up its slot ({domain:?})"
+        );
+        // SAFETY: still protected by `second`.
+        assert_eq!(unsafe { (*protected).value }, 2);
+        drop(second);
+        drop(first);
+        assert_eq!(domain.reclaim(), 1);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(first_src.into_inner()) });
+    }
+}
+
 /// A pointer with its low (mark) bit set protects the object it marks, and
 /// a sentinel (an odd non-address) holds up no scan: stored as they were,
 /// an odd slot value reads as a wildcard, which scans skip if newer (the
