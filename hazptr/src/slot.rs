@@ -268,3 +268,34 @@ pub(crate) unsafe fn push_node<N>(head: &AtomicPtr<N>, node: *mut N, set_next: i
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{FIRST_WILDCARD, is_older_wildcard, is_wildcard};
+
+    /// Generations advance by 2 per flip and the counter may wrap: a
+    /// wildcard is older than a scan's exactly when it lies less than half
+    /// the counter's range behind it, across the wrap too.
+    #[test]
+    fn older_wildcards_across_the_counter_wrap() {
+        let max = usize::MAX; // the last odd value: a wildcard
+        for (current, older) in [
+            (FIRST_WILDCARD + 2, FIRST_WILDCARD),
+            (FIRST_WILDCARD + 200, FIRST_WILDCARD + 198),
+            // The flip from `usize::MAX` wraps to 1.
+            (FIRST_WILDCARD, max),
+            (FIRST_WILDCARD + 2, max - 2),
+        ] {
+            assert!(is_wildcard(current) && is_wildcard(older));
+            assert!(
+                is_older_wildcard(older, current),
+                "{older:#x} is older than {current:#x}"
+            );
+            assert!(
+                !is_older_wildcard(current, older),
+                "{current:#x} is not older than {older:#x}"
+            );
+            assert!(!is_older_wildcard(current, current));
+        }
+    }
+}

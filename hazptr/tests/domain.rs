@@ -195,6 +195,143 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
     }
 }
 
+/// Several slots holding one address, in a block and in a backup slot:
+/// `synchronize` returns only once every one of them has let go, not when
+/// the first does (the shared scan counts a hit per slot).
+#[test]
+fn synchronize_waits_for_every_slot_holding_the_address() {
+    for domain in domains() {
+        let shared = AtomicPtr::new(Box::into_raw(Box::new(13u64)));
+        let mut guards: Vec<Guard<'_>> = (0..3)
+            .map(|_| {
+                let mut g = domain.guard();
+                g.protect_ptr(&shared);
+                g
+            })
+            .collect();
+        // One of them in a backup slot (all three are there with a forced
+        // slow path).
+        guards[2].promote();
+        let old = shared.swap(std::ptr::null_mut(), AcqRel);
+        let addr = old as usize;
+        let returned = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                domain.synchronize(addr as *const u64);
+                returned.store(true, SeqCst);
+            });
+            // Let the scan find all three, then drop the first slot the walk
+            // reaches and the last (the backup slot), keeping the middle one.
+            std::thread::sleep(Duration::from_millis(50));
+            let middle = guards.remove(1);
+            for guard in guards.drain(..) {
+                drop(guard);
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(
+                    !returned.load(SeqCst),
+                    "synchronize returned while another slot still held the address ({domain:?})"
+                );
+            }
+            drop(middle);
+            waiter.join().unwrap();
+        });
+        assert!(returned.load(SeqCst));
+        // SAFETY: unpublished and synchronized.
+        drop(unsafe { Box::from_raw(old) });
+    }
+}
+
+/// A guard in each of a thread's block slots and one in a backup slot, each
+/// on its own object: a `synchronize` of any of them waits for it, whichever
+/// slot it sits in (a scan that skipped one slot would return at once).
+#[test]
+fn synchronize_waits_for_a_guard_in_any_slot() {
+    for domain in domains() {
+        let objects: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 1)
+            .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+            .collect();
+        let mut guards: Vec<Guard<'_>> = objects
+            .iter()
+            .map(|o| {
+                let mut g = domain.guard();
+                g.protect_ptr(o);
+                g
+            })
+            .collect();
+        let addrs: Vec<usize> = objects
+            .iter()
+            .map(|o| o.swap(std::ptr::null_mut(), AcqRel) as usize)
+            .collect();
+        let returned = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for &addr in &addrs {
+                let (domain, returned) = (&domain, &returned);
+                s.spawn(move || {
+                    domain.synchronize(addr as *const u64);
+                    returned.fetch_add(1, SeqCst);
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            let early = returned.load(SeqCst);
+            // Dropped before the assertion, so that a failure does not leave
+            // the callers waiting.
+            guards.clear();
+            assert_eq!(
+                early, 0,
+                "synchronize returned while a guard protected its object ({domain:?})"
+            );
+        });
+        assert_eq!(returned.load(SeqCst), addrs.len());
+        for addr in addrs {
+            // SAFETY: unpublished and synchronized.
+            drop(unsafe { Box::from_raw(addr as *mut u64) });
+        }
+    }
+}
+
+/// A reclamation pass keeps every object some slot protects, however many
+/// slots hold protections and in whatever order their addresses come
+/// (here the reverse of allocation order, over block and backup slots).
+#[test]
+fn reclaim_keeps_every_protected_object_among_many() {
+    const PROTECTED: usize = SLOTS_PER_THREAD + 5;
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let objects: Vec<AtomicPtr<Tracked>> = (0..PROTECTED as u64 * 3)
+            .map(|i| AtomicPtr::new(tracked(&drops, i)))
+            .collect();
+        // Every third object, protected in the reverse of allocation order.
+        let guards: Vec<(Guard<'_>, *mut Tracked)> = objects
+            .iter()
+            .step_by(3)
+            .rev()
+            .map(|o| {
+                let mut g = domain.guard();
+                let p = g.protect_ptr(o);
+                (g, p)
+            })
+            .collect();
+        assert_eq!(guards.len(), PROTECTED);
+        for o in &objects {
+            let old = o.swap(std::ptr::null_mut(), AcqRel);
+            // SAFETY: unpublished by the swap, retired once, Box-allocated.
+            unsafe { domain.retire_box(old) };
+        }
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            objects.len() - PROTECTED,
+            "a protected object was freed, or an unprotected one kept ({domain:?})"
+        );
+        for (_, p) in &guards {
+            // SAFETY: still protected by its guard.
+            assert_eq!(unsafe { (**p).value } % 3, 0);
+        }
+        drop(guards);
+        assert_eq!(domain.reclaim(), PROTECTED);
+    }
+}
+
 #[test]
 fn synchronize_of_an_unprotected_address_returns() {
     for domain in domains() {
@@ -568,6 +705,40 @@ fn a_guard_that_loaded_null_keeps_its_slot() {
     }
 }
 
+/// A guard that was reset keeps its slot, as one that loaded null does: were
+/// the slot free, the thread's next guard would take it, and the reset
+/// guard's next protection would erase that guard's.
+#[test]
+fn a_reset_guard_keeps_its_slot() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let first_src = AtomicPtr::new(tracked(&drops, 1));
+        let second_src = AtomicPtr::new(tracked(&drops, 2));
+        let mut first = domain.guard();
+        first.protect_ptr(&first_src);
+        first.reset();
+        let mut second = domain.guard();
+        let protected = second.protect_ptr(&second_src);
+        first.protect_ptr(&first_src);
+        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: unpublished by the swap, retired once, Box-allocated.
+        unsafe { domain.retire_box(old) };
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "an object a guard protects was freed: a reset guard gave up its slot ({domain:?})"
+        );
+        // SAFETY: still protected by `second`.
+        assert_eq!(unsafe { (*protected).value }, 2);
+        drop(second);
+        drop(first);
+        assert_eq!(domain.reclaim(), 1);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(first_src.into_inner()) });
+    }
+}
+
 /// A pointer with its low (mark) bit set protects the object it marks, and
 /// a sentinel (an odd non-address) holds up no scan: stored as they were,
 /// an odd slot value reads as a wildcard, which scans skip if newer (the
@@ -711,6 +882,80 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
         blocks <= 2,
         "{blocks} blocks for 20 threads that ran one after another"
     );
+}
+
+/// While a guard kept past its thread's registration (in a thread-local
+/// destroyed later) still holds a slot, its block goes to no other thread:
+/// that thread would take the guard's protection for one of its own (its
+/// `synchronize` of that address would panic as if it held the address),
+/// and a fork child in it would keep the slot for the vanished guard.
+#[test]
+fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
+    struct HeldUntilReleased {
+        guard: Option<Guard<'static>>,
+        entered: std::sync::mpsc::Sender<()>,
+        release: std::sync::mpsc::Receiver<()>,
+    }
+    impl Drop for HeldUntilReleased {
+        fn drop(&mut self) {
+            // The thread's registration is gone by now; hold on until told.
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+            drop(self.guard.take());
+        }
+    }
+    thread_local! {
+        static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let domain_box = Box::into_raw(Box::new(Domain::new()));
+    let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
+    // SAFETY: freed below, after every thread that uses them has exited.
+    let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
+        unsafe { (&*domain_box, &*object_box) };
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        // First used before the thread's first guard, so destroyed after
+        // the thread's registration.
+        KEPT.with(|kept| assert!(kept.borrow().is_none()));
+        let mut guard = domain.guard();
+        assert!(!guard.protect_ptr(object).is_null());
+        KEPT.with(|kept| {
+            *kept.borrow_mut() = Some(HeldUntilReleased {
+                guard: Some(guard),
+                entered: entered_tx,
+                release: release_rx,
+            });
+        });
+    });
+    entered
+        .recv()
+        .expect("the holder's thread-local destructor runs");
+    let addr = object.load(Relaxed) as usize;
+    let other = std::thread::spawn(move || {
+        // Registers this thread in the domain (takes a block).
+        drop(domain.guard());
+        domain.synchronize(addr as *const u64);
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    release.send(()).expect("the holder waits");
+    let synchronized = other.join();
+    holder.join().expect("the holder exits");
+    let blocks = domain.thread_blocks();
+    // SAFETY: every thread that used them has exited; nothing refers to
+    // either any more.
+    unsafe {
+        drop(Box::from_raw(object.load(Relaxed)));
+        drop(Box::from_raw(object_box));
+        drop(Box::from_raw(domain_box));
+    }
+    assert!(
+        synchronized.is_ok(),
+        "another thread's synchronize of the address a kept guard held panicked: it was \
+         given the guard's block while the guard still held its slot"
+    );
+    assert_eq!(blocks, 2, "the held block was handed to the other thread");
 }
 
 /// A counted object whose drop may panic (the count is taken as its field

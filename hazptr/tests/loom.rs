@@ -12,7 +12,7 @@
 use hazptr::Domain;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicPtr;
-use loom::sync::atomic::Ordering::AcqRel;
+use loom::sync::atomic::Ordering::{AcqRel, Acquire};
 use loom::thread;
 use std::sync::Arc;
 
@@ -113,6 +113,22 @@ fn protect_promote_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
     unsafe { check(p) };
 }
 
+/// A reader that loads the pointer, protects it with `protect_raw` and
+/// re-validates (the classic hazard-pointer loop), then reads the object.
+fn protect_raw_validate_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    let p = loop {
+        let p = src.load(Acquire);
+        // SAFETY: `p` is not dereferenced before the re-validation below.
+        unsafe { guard.protect_raw(p) };
+        if src.load(Acquire) == p {
+            break p;
+        }
+    };
+    // SAFETY: protected, and still published after the protection began.
+    unsafe { check(p) };
+}
+
 /// The kernel's acquire-before-scan litmus test: a reader's acquire races a
 /// writer's unpublish + synchronize; either the reader loads the new pointer
 /// or synchronize waits for it.
@@ -205,4 +221,75 @@ fn retire_never_frees_a_protected_object() {
         unsafe { domain.retire(old, reclaim) };
         domain.reclaim();
     });
+}
+
+/// The same, with the guard promoted to a backup slot while the pass runs:
+/// a pass keeps an object as soon as it sees its address, so it must read
+/// every block slot before any backup slot (`promote` writes the backup slot
+/// before it empties the block slot), as `synchronize` does.
+#[test]
+fn retire_never_frees_a_promoted_protection() {
+    reader_against_writer(true, protect_promote_and_read, |domain, src| {
+        let old = src.swap(obj(), AcqRel);
+        // SAFETY: as in `retire_never_frees_a_protected_object`.
+        unsafe { domain.retire(old, reclaim) };
+        domain.reclaim();
+    });
+}
+
+/// `protect_raw` with the re-validation its contract asks for, against an
+/// unshared and a shared `synchronize`: the light fence after the slot store
+/// pairs with the scan's heavy fence, so either the scan sees the address or
+/// the re-validating load sees the unpublish.
+#[test]
+fn validated_protect_raw_racing_synchronize() {
+    reader_against_writer(
+        false,
+        protect_raw_validate_and_read,
+        replace_and_synchronize,
+    );
+}
+
+/// A reader that reads the object under one guard, drops it, and protects
+/// again with a new guard, which takes the same slot. A scan that reads the
+/// new guard's wildcard (of its own generation: skipped) or pointer (not the
+/// writer's address) must still be ordered after the first guard's read:
+/// every store into a slot is a Release store, not only the `EMPTY` that
+/// ends a protection (a Relaxed store would not continue that store's
+/// release sequence).
+fn read_then_protect_again(domain: &Domain, src: &AtomicPtr<Obj>) {
+    protect_and_read(domain, src);
+    let mut guard = domain.guard();
+    guard.protect_ptr(src);
+}
+
+#[test]
+fn a_slot_reused_after_a_read_orders_that_read_before_the_scan() {
+    reader_against_writer(false, read_then_protect_again, replace_and_synchronize);
+}
+
+/// A reader that reads the object under a guard in a backup slot, drops it,
+/// and then promotes a new guard into the same backup slot: a scan that
+/// reads the promoted value there (not the writer's address) must be ordered
+/// after the first read, so `promote` stores into the backup slot with
+/// Release too.
+fn read_in_a_backup_slot_then_promote_into_it(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    guard.promote();
+    let p = guard.protect_ptr(src);
+    // SAFETY: protected by `guard` (in a backup slot).
+    unsafe { check(p) };
+    drop(guard);
+    let mut guard = domain.guard();
+    guard.protect_ptr(src);
+    guard.promote();
+}
+
+#[test]
+fn a_promotion_into_a_reused_backup_slot_orders_its_last_read_before_the_scan() {
+    reader_against_writer(
+        false,
+        read_in_a_backup_slot_then_promote_into_it,
+        replace_and_synchronize,
+    );
 }
