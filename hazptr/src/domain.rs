@@ -815,8 +815,9 @@ impl Shared {
     /// running thread-local destructors, and the backup slots its guards
     /// hold; see `Owner` for why not by thread-locals). Their holders are
     /// threads that did not come along (or exited leaving a guard
-    /// forgotten), whose guards will never be dropped. A freed block's retire batch is forgotten, not read: its owner
-    /// may have been in the middle of pushing to it.
+    /// forgotten), whose guards will never be dropped. A freed block's retire
+    /// batch is forgotten, not read: its owner may have been in the middle of
+    /// pushing to it.
     ///
     /// The child has one thread and the caller holds this domain's retired
     /// list (the only other way to a block's batch), so plain Relaxed stores
