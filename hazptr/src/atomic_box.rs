@@ -186,29 +186,55 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     }
 
     /// Stores `new` if the current pointer is `current`. On success returns
-    /// the old value (retired when dropped); on failure hands `new` back.
-    #[allow(clippy::type_complexity)]
+    /// the old value (retired when dropped); on failure returns the pointer
+    /// found instead, unprotected (a comparand for the next attempt, as from
+    /// [`AtomicBox::load_ptr`]), and hands `new` back.
+    ///
+    /// A read-modify-write loop loads under a guard, builds the new value
+    /// from what it read, and retries with the value it gets back:
+    ///
+    /// ```
+    /// use hazptr::{AtomicBox, Guard};
+    ///
+    /// let counter = AtomicBox::new(1u64);
+    /// let mut guard = Guard::new();
+    /// let mut fresh = Box::new(0);
+    /// loop {
+    ///     let seen = counter.load(&mut guard).expect("never empty");
+    ///     *fresh = *seen + 1;
+    ///     match counter.compare_exchange(seen, Some(fresh)) {
+    ///         Ok(_replaced) => break, // retired when dropped
+    ///         Err(lost) => fresh = lost.new.expect("we offered a value"),
+    ///     }
+    /// }
+    /// drop(guard);
+    /// assert_eq!(hazptr::scoped(&counter, |v| v.copied()), Some(2));
+    /// ```
     pub fn compare_exchange(
         &self,
         current: *const T,
         new: Option<Box<T>>,
-    ) -> Result<Option<Replaced<'d, T>>, Option<Box<T>>> {
+    ) -> Result<Option<Replaced<'d, T>>, CompareExchangeError<T>> {
         let new_ptr = new.map_or(ptr::null_mut(), Box::into_raw);
-        // AcqRel on success as in `swap`; Relaxed on failure (nothing is
-        // read through the current pointer).
+        // AcqRel on success as in `swap`. Acquire on failure, as `load_ptr`:
+        // it pairs with the Release of the store that published the pointer
+        // handed back, for a caller that protects and validates it.
         match self.ptr.compare_exchange(
             current.cast_mut(),
             new_ptr,
             Ordering::AcqRel,
-            Ordering::Relaxed,
+            Ordering::Acquire,
         ) {
             Ok(old) => Ok(NonNull::new(old).map(|ptr| Replaced {
                 ptr,
                 domain: self.domain,
             })),
-            // SAFETY: the exchange failed, so `new_ptr` was never published
-            // and is still exclusively ours.
-            Err(_) => Err(NonNull::new(new_ptr).map(|p| unsafe { Box::from_raw(p.as_ptr()) })),
+            Err(found) => Err(CompareExchangeError {
+                current: found,
+                // SAFETY: the exchange failed, so `new_ptr` was never
+                // published and is still exclusively ours.
+                new: NonNull::new(new_ptr).map(|p| unsafe { Box::from_raw(p.as_ptr()) }),
+            }),
         }
     }
 
@@ -273,6 +299,32 @@ impl<T> Drop for AtomicBox<'_, T> {
             // references borrow the box).
             drop(unsafe { Box::from_raw(p) });
         }
+    }
+}
+
+/// What a failed [`AtomicBox::compare_exchange`] returns: the pointer found
+/// in the box instead of the comparand, and the value that was not stored.
+pub struct CompareExchangeError<T> {
+    /// The box's pointer when the exchange failed: unprotected, so only an
+    /// address to compare, or to pass as the next attempt's `current`. To
+    /// read the object, load it again under a guard.
+    pub current: *mut T,
+    /// The value the exchange offered, handed back.
+    pub new: Option<Box<T>>,
+}
+
+// SAFETY: `current` is an address the error never dereferences; `new` is an
+// owned box, which may move to another thread when `T` may.
+unsafe impl<T: Send> Send for CompareExchangeError<T> {}
+// SAFETY: as above; shared access reads `new` through `&Box<T>`.
+unsafe impl<T: Sync> Sync for CompareExchangeError<T> {}
+
+impl<T> fmt::Debug for CompareExchangeError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompareExchangeError")
+            .field("current", &self.current)
+            .field("new", &self.new.as_ref().map(|_| ..))
+            .finish()
     }
 }
 

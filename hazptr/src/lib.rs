@@ -66,7 +66,7 @@ mod scan;
 mod slot;
 mod sync;
 
-pub use atomic_box::{AtomicBox, Replaced};
+pub use atomic_box::{AtomicBox, CompareExchangeError, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
 
 #[cfg(not(loom))]

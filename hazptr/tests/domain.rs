@@ -526,10 +526,14 @@ fn atomic_box_store_swap_compare_exchange() {
     drop(guard);
     let current = boxed.load_ptr();
     let stale = std::ptr::null();
-    let back = boxed
+    let lost = boxed
         .compare_exchange(stale, mk(3))
         .expect_err("stale comparand");
-    assert_eq!(back.map(|t| t.value), Some(3));
+    assert_eq!(
+        lost.current, current,
+        "the failure reports the pointer it found"
+    );
+    assert_eq!(lost.new.map(|t| t.value), Some(3));
     let old = boxed
         .compare_exchange(current, mk(4))
         .expect("current comparand");
