@@ -193,6 +193,19 @@ impl QsbrThread {
         let _offline = self.offline();
         synchronize(true, "QsbrThread::synchronize_rcu_expedited");
     }
+
+    /// Waits until every qsbr callback queued before this call has run (see
+    /// [`rcu_barrier`]), taking this registration offline meanwhile, as
+    /// [`QsbrThread::synchronize_rcu`] does.
+    ///
+    /// # Panics
+    ///
+    /// If the thread has another online registration (the callbacks' grace
+    /// period would wait for the caller), and otherwise as [`rcu_barrier`].
+    pub fn rcu_barrier(&mut self) {
+        let _offline = self.offline();
+        barrier("QsbrThread::rcu_barrier");
+    }
 }
 
 impl Drop for QsbrThread {
@@ -343,11 +356,15 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 /// inside a memb read-side section that the callback's memb grace period
 /// waits for: leave it first.
 pub fn rcu_barrier() {
+    barrier("rcu_barrier");
+}
+
+fn barrier(name: &'static str) {
     if online_count() != 0 {
         panic!(
-            "rcu_lite::qsbr::rcu_barrier() called while this thread has an online QsbrThread: \
-             the callbacks' grace period would wait for this very thread forever (deadlock); \
-             take the registration offline first"
+            "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread: the \
+             callbacks' grace period would wait for this very thread forever (deadlock); use \
+             QsbrThread::rcu_barrier() or take the registration offline first"
         );
     }
     engine().callbacks.barrier(synchronize_rcu, "qsbr");

@@ -283,6 +283,15 @@ fn qsbr_rcu_barrier_with_an_online_registration() {
             qsbr::rcu_barrier();
         },
     );
+    assert_misuse(
+        "QsbrThread::rcu_barrier while another registration is online",
+        &["QsbrThread::rcu_barrier()", ONLINE],
+        || {
+            let _other = QsbrThread::register();
+            let mut me = QsbrThread::register();
+            me.rcu_barrier();
+        },
+    );
     test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
 }
 

@@ -137,3 +137,26 @@ fn a_registration_can_synchronize_and_read_afterwards() {
         },
     );
 }
+
+/// `QsbrThread::rcu_barrier` waits for the callbacks queued before it while
+/// the registration is offline, and leaves it online.
+#[test]
+fn a_registration_can_wait_for_callbacks_and_read_afterwards() {
+    test_support::within_a_deadline("QsbrThread::rcu_barrier", LIMIT, || {
+        let cell = Rcu::<u64, Qsbr>::new(1);
+        let mut me = QsbrThread::register();
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        qsbr::call_rcu(move || flag.store(true, SeqCst));
+        cell.replace(2);
+        me.rcu_barrier();
+        assert!(
+            ran.load(SeqCst),
+            "QsbrThread::rcu_barrier returned before the callback ran"
+        );
+        // Online again: a read section may begin (an offline registration's
+        // `read_lock` panics).
+        let guard = me.read_lock();
+        assert_eq!(*cell.read(&guard), 2);
+    });
+}
