@@ -13,7 +13,9 @@
 //! - Batches run one at a time, in queue order (`batch_lock`); within a batch,
 //!   callbacks run in the order they were queued. `rcu_barrier()` queues a
 //!   callback and waits for it, so every callback queued before the barrier has
-//!   run when it returns.
+//!   run when it returns; when nothing is queued and no batch is in flight
+//!   (taking `batch_lock` without waiting), that is already so, and it
+//!   returns at once.
 //! - [`CallbackQueue::pending`] counts callbacks queued and not yet started,
 //!   from two totals that each have a single writer at a time and so need no
 //!   read-modify-write: callbacks ever queued (written under the queue lock)
@@ -228,6 +230,11 @@ impl CallbackQueue {
                  (deadlock)"
             );
         }
+        #[cfg(not(loom))]
+        crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
+        if self.settled() {
+            return;
+        }
         // SAFETY: `IN_CALLBACK` holds null or a queue whose `run_batch` is
         // running on this thread; every queue is a `'static` engine field.
         let cross =
@@ -266,6 +273,26 @@ impl CallbackQueue {
                 self.start_worker(synchronize, flavor);
             }
         }
+    }
+
+    /// Whether every callback queued so far has run: none is queued and no
+    /// batch is being taken, waited for or run (the kernel's `rcu_barrier()`
+    /// likewise returns at once when no CPU has callbacks). Batches are taken
+    /// from the queue only under `batch_lock`, so with the lock free and the
+    /// queue empty every earlier callback belongs to a batch that has
+    /// finished; acquiring the lock orders its callbacks' effects before our
+    /// return. Never blocks: with a batch in flight the barrier queues its
+    /// own callback as usual.
+    #[inline]
+    fn settled(&self) -> bool {
+        let Ok(_no_batch) = self.batch_lock.try_lock() else {
+            return false;
+        };
+        self.pending
+            .lock()
+            .expect("never poisoned: no user code runs under it")
+            .callbacks
+            .is_empty()
     }
 
     /// Starts the worker thread once.

@@ -297,7 +297,7 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 }
 
 /// Waits until every callback queued by [`call_rcu`] before this call has run
-/// (`rcu_barrier()`).
+/// (`rcu_barrier()`). With none queued and no batch running, returns at once.
 ///
 /// # Panics
 ///

@@ -366,6 +366,56 @@ fn call_rcu_callbacks_run_only_after_their_grace_period() {
     });
 }
 
+/// A barrier that finds nothing queued and no batch in flight returns at
+/// once, and still after the effects of every callback queued before it:
+/// here the other thread's barrier may have run the batch with the callback
+/// already. (With the check made on the queue alone, not under the batch
+/// lock, the barrier returns while the other thread's batch is taken but not
+/// yet run, and loom reports the callback's write racing the read.)
+#[test]
+fn a_barrier_finding_nothing_queued_follows_the_callbacks_it_covers() {
+    /// A word the callback writes and the barriers' callers read.
+    struct Written(UnsafeCell<u64>);
+    // SAFETY: loom checks every access to the cell; ordering them is the
+    // model's question.
+    unsafe impl Sync for Written {}
+
+    impl Written {
+        fn read(&self) -> u64 {
+            // SAFETY: loom reports an access not ordered after the write.
+            self.0.with(|value| unsafe { *value })
+        }
+    }
+
+    loom::model(|| {
+        configure(true);
+        let written = Arc::new(Written(UnsafeCell::new(0)));
+        let writer = Arc::clone(&written);
+        memb::call_rcu(move || {
+            // SAFETY: the only write; readers wait for it in `rcu_barrier`.
+            writer.0.with_mut(|value| unsafe { *value = 1 });
+        });
+        let other = {
+            let written = Arc::clone(&written);
+            thread::spawn(move || {
+                memb::rcu_barrier();
+                assert_eq!(
+                    written.read(),
+                    1,
+                    "a barrier returned before the callback ran"
+                );
+            })
+        };
+        memb::rcu_barrier();
+        assert_eq!(
+            written.read(),
+            1,
+            "a barrier returned before the callback ran"
+        );
+        other.join().unwrap();
+    });
+}
+
 /// A qsbr reader coming back online reaches the new object: a scan credits it
 /// on the word it stores there, so its sections from then on must see every
 /// update published before that word's grace period. (Models the Acquire
