@@ -87,6 +87,14 @@ impl<T> fmt::Debug for AtomicBox<'_, T> {
     }
 }
 
+/// An empty box in the global domain, as [`AtomicBox::null`] (a null
+/// pointer, like `AtomicPtr`'s default).
+impl<T: Send + Sync + 'static> Default for AtomicBox<'static, T> {
+    fn default() -> Self {
+        AtomicBox::null()
+    }
+}
+
 impl<T: Send + Sync + 'static> AtomicBox<'static, T> {
     /// A box holding `value`, in the global domain.
     pub fn new(value: T) -> Self {

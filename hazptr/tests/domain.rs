@@ -515,6 +515,19 @@ fn scoped_protects_raw_pointers_and_boxes() {
 }
 
 #[test]
+fn an_empty_box_loads_nothing_until_a_value_is_stored() {
+    for empty in [AtomicBox::<String>::null(), AtomicBox::default()] {
+        assert!(empty.load_ptr().is_null());
+        assert_eq!(hazptr::scoped(&empty, |v| v.cloned()), None);
+        empty.store(Some(Box::new(String::from("set"))));
+        assert_eq!(
+            hazptr::scoped(&empty, |v| v.cloned()).as_deref(),
+            Some("set")
+        );
+    }
+}
+
+#[test]
 fn atomic_box_store_swap_compare_exchange() {
     let drops = Arc::new(AtomicUsize::new(0));
     let domain = Domain::new();
