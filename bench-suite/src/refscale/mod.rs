@@ -117,9 +117,11 @@ fn one_run(imp: &dyn ReadSide, threads: usize, iterations: u64) -> f64 {
 
 /// Measures every implementation in `chosen`, taking turns: each does its
 /// warm-up run, then the first timed run of each, the second of each, and so
-/// on. A slow stretch of the machine (a host hiccup, another process) then
-/// lands on one run of several contenders, which their medians discard,
-/// rather than on every run of whichever contender ran then.
+/// on, the order rotated by one from run to run ([`crate::turns::in_turns`]).
+/// A slow stretch of the machine (a host hiccup, another process) then lands
+/// on one run of several contenders, which their medians discard, rather
+/// than on every run of whichever contender ran then, and no contender
+/// always runs first or after the same one.
 pub fn measure_all(chosen: &[&Implementation<dyn ReadSide>], config: Config) -> Vec<Outcome> {
     let mut progress = Progress::new((chosen.len() * config.runs) as u64, "refscale");
     measure_in_turns(chosen, config, &mut progress)
@@ -136,14 +138,14 @@ pub fn measure_in_turns(
         progress.set_label(imp.name);
         one_run(&**instance, config.threads, (config.iterations / 10).max(1));
     }
-    let mut runs_ns = vec![Vec::with_capacity(config.runs); chosen.len()];
-    for _ in 0..config.runs {
-        for ((imp, instance), runs) in chosen.iter().zip(&instances).zip(&mut runs_ns) {
-            progress.set_label(imp.name);
-            runs.push(one_run(&**instance, config.threads, config.iterations));
-            progress.inc(1);
-        }
-    }
+    // In turns, the order rotated from run to run, so that no contender
+    // always runs first (or right after the same one).
+    let runs_ns = crate::turns::in_turns(chosen.len(), config.runs, |i| {
+        progress.set_label(chosen[i].name);
+        let ns = one_run(&*instances[i], config.threads, config.iterations);
+        progress.inc(1);
+        ns
+    });
     chosen
         .iter()
         .zip(runs_ns)
@@ -220,7 +222,7 @@ mod tests {
             runs: 3,
         };
         let outcomes = measure_all(&[&A, &B], config);
-        assert_eq!(*TIMED.lock().unwrap(), ["a", "b", "a", "b", "a", "b"]);
+        assert_eq!(*TIMED.lock().unwrap(), ["a", "b", "b", "a", "a", "b"]);
         let names: Vec<_> = outcomes.iter().map(|o| o.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(outcomes.iter().all(|o| o.runs_ns.len() == 3));
