@@ -131,9 +131,12 @@ pub struct RcuscaleArgs {
     /// Implementations to measure, comma-separated (`all`: every available one).
     #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = grace_period_names())]
     pub implementations: Vec<String>,
-    /// Writer threads, each waiting for readers back to back.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub writers: u32,
+    /// Writer threads, each waiting for readers back to back. A
+    /// comma-separated list (`1,16`) measures every count in the same run:
+    /// each implementation at each count takes turns with the others, round
+    /// by round, so their figures share the machine's slow stretches.
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub writers: Vec<u32>,
     /// Reader threads running read-side sections meanwhile.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub readers: u32,
@@ -445,8 +448,15 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Rcuscale(args) => {
             let chosen = registry::select(rcuscale::implementations(), &args.implementations)
                 .unwrap_or_else(|e| usage_error(e));
+            let mut writer_counts: Vec<usize> = Vec::with_capacity(args.writers.len());
+            for &w in &args.writers {
+                if writer_counts.contains(&(w as usize)) {
+                    usage_error(format!("--writers names {w} twice"));
+                }
+                writer_counts.push(w as usize);
+            }
             let config = rcuscale::Config {
-                writers: args.writers as usize,
+                writers: writer_counts[0],
                 readers: args.readers as usize,
                 idle_threads: args.idle_threads as usize,
                 duration: Duration::from_secs_f64(args.duration_s),
@@ -459,7 +469,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             };
             // A run that completed no wait measured nothing: a failed run
             // (status 1, through `main`), as the module docs say.
-            let outcomes = rcuscale::measure_all(&chosen, config, &options, args.rounds as usize)?;
+            let outcomes = rcuscale::measure_all(
+                &chosen,
+                config,
+                &writer_counts,
+                &options,
+                args.rounds as usize,
+            )?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;

@@ -248,6 +248,11 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
         (&["report", "--quick", "--full"], "cannot be used with"),
         (&["nonesuch"], "unrecognized subcommand"),
         (&["rcuscale", "--writers", "0"], "0"),
+        (&["rcuscale", "--writers", "1,0"], "0"),
+        (
+            &["rcuscale", "--writers", "16,1,16"],
+            "--writers names 16 twice",
+        ),
         (&["torture", "--impl", "nonesuch"], "crossbeam-epoch"),
         (&["torture", "--duration-s", "-1"], "unexpected argument"),
         (
@@ -932,6 +937,49 @@ fn rcuscale_waits_runs_a_fixed_number_of_waits_per_writer() {
         let out = syncbench(&["rcuscale", "--waits", bad]);
         assert_eq!(out.status.code(), Some(2), "--waits {bad}");
     }
+}
+
+#[test]
+fn rcuscale_writer_counts_are_measured_in_one_run() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,hazptr-unshared",
+        "--writers",
+        "3,1",
+        "--waits",
+        "4",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, u64, u64, usize)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["impl"].as_str().unwrap().to_owned(),
+                row["writers"].as_u64().unwrap(),
+                row["gps"].as_u64().unwrap(),
+                row["per_gp_rounds_us"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    // Grouped by writer count in the order given, then by implementation;
+    // each writer of each round made its 4 waits.
+    let expected: Vec<(String, u64, u64, usize)> = [
+        ("hazptr", 3, 3 * 4 * 2),
+        ("hazptr-unshared", 3, 3 * 4 * 2),
+        ("hazptr", 1, 4 * 2),
+        ("hazptr-unshared", 1, 4 * 2),
+    ]
+    .into_iter()
+    .map(|(name, writers, gps)| (name.to_owned(), writers, gps, 2))
+    .collect();
+    assert_eq!(rows, expected);
 }
 
 #[test]

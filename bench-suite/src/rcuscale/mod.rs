@@ -425,28 +425,59 @@ pub fn measure_rounds(
     rounds: usize,
     progress: &mut Progress,
 ) -> Result<Vec<Outcome>, NoWaits> {
+    let entries: Vec<_> = chosen.iter().map(|imp| (*imp, config)).collect();
+    measure_entries(&entries, options, rounds, progress)
+}
+
+/// Runs each (implementation, configuration) entry once per round, in turns
+/// rotated from round to round; one outcome per entry, in `entries`' order.
+fn measure_entries(
+    entries: &[(&Implementation<dyn GracePeriod, Options>, Config)],
+    options: &Options,
+    rounds: usize,
+    progress: &mut Progress,
+) -> Result<Vec<Outcome>, NoWaits> {
     assert!(rounds > 0, "rcuscale needs at least one round");
     // In turns, the order rotated from round to round.
-    let runs = crate::turns::in_turns(chosen.len(), rounds, |i| {
-        run_once(chosen[i], config, options, progress)
+    let runs = crate::turns::in_turns(entries.len(), rounds, |i| {
+        run_once(entries[i].0, entries[i].1, options, progress)
     });
-    chosen
+    entries
         .iter()
         .zip(runs)
-        .map(|(imp, runs)| summarize(imp.name, config, &runs))
+        .map(|((imp, config), runs)| summarize(imp.name, *config, &runs))
         .collect()
 }
 
-/// [`measure_rounds`] with a progress bar of its own.
+/// [`measure_rounds`] over several writer counts in the same run, with a
+/// progress bar of its own: every implementation at every count in
+/// `writer_counts` (`config.writers` is ignored) is one contender taking
+/// turns with the others, so that a 16-writer figure and a 1-writer one
+/// share the machine's slow stretches and pair round by round, as two
+/// implementations do. Outcomes are grouped by writer count, in the order
+/// given, then by implementation, in `chosen`'s order.
+///
+/// # Panics
+///
+/// If `rounds` is 0.
 pub fn measure_all(
     chosen: &[&Implementation<dyn GracePeriod, Options>],
     config: Config,
+    writer_counts: &[usize],
     options: &Options,
     rounds: usize,
 ) -> Result<Vec<Outcome>, NoWaits> {
-    let total_ms = (chosen.len() * rounds) as u64 * config.duration.as_millis() as u64;
+    let entries: Vec<_> = writer_counts
+        .iter()
+        .flat_map(|&writers| {
+            chosen
+                .iter()
+                .map(move |imp| (*imp, Config { writers, ..config }))
+        })
+        .collect();
+    let total_ms = (entries.len() * rounds) as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "rcuscale");
-    measure_rounds(chosen, config, options, rounds, &mut progress)
+    measure_entries(&entries, options, rounds, &mut progress)
 }
 
 /// Writes one line per implementation.
