@@ -209,7 +209,7 @@ valgrind_run() {
     # worker threads, alive at exit by design) are listed, not errors.
     nice -n 10 valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
         --show-leak-kinds=definite,possible --fair-sched=yes \
-        target/release/syncbench torture "$@" >"$log" 2>&1
+        "$release_syncbench" torture "$@" >"$log" 2>&1
     rc=$?
     grep -E '^torture:|ERROR SUMMARY|definitely lost|indirectly lost|possibly lost:|still reachable:' \
         "$log" | sed 's/^/   /'
@@ -229,6 +229,11 @@ run_valgrind() {
         record "valgrind build" FAIL "exit $rc" $(($(date +%s) - t0))
         return
     fi
+    # The build's own target directory: CARGO_TARGET_DIR (or a cargo
+    # config's build.target-dir) moves it out of ./target, where a syncbench
+    # left by an earlier build would otherwise be run.
+    release_syncbench="$(cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/syncbench"
     valgrind_run torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr --readers 2 --writers 2 \
         --duration-s "$d"
     valgrind_run torture-slow-path --impl hazptr --slow-path --readers 2 --writers 2 \
