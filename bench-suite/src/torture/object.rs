@@ -398,4 +398,47 @@ mod tests {
             "five bursts each outlasted {QUARANTINE_MIN_AGE:?}: too slow a machine for this test"
         )
     }
+
+    /// The checksum is the second word a reader checks: an object whose magic
+    /// reads live but whose sequence number and checksum disagree (memory
+    /// reused by something else) is not live either.
+    #[test]
+    fn an_object_whose_checksum_disagrees_is_not_live() {
+        let ledger = Ledger::new();
+        let mut object = TortureObject::new(&ledger, 7);
+        assert!(object.is_live());
+        object.check ^= 1;
+        assert!(!object.is_live(), "a wrong checksum read as live");
+        object.check ^= 1;
+        object.seq += 1;
+        assert!(!object.is_live(), "a wrong sequence number read as live");
+    }
+
+    /// Age alone frees nothing: however long they waited, objects stay until
+    /// the quarantine holds more than [`QUARANTINE`].
+    #[test]
+    fn an_old_object_stays_while_the_quarantine_holds_few() {
+        let ledger = Ledger::new();
+        let first = Box::into_raw(TortureObject::new(&ledger, 0));
+        // SAFETY: `first` came from `Box::into_raw`; after this the
+        // quarantine owns it.
+        unsafe { reclaim(first) };
+        std::thread::sleep(QUARANTINE_MIN_AGE + Duration::from_millis(50));
+        // Enough admissions for the clock to be read again, so that `first`
+        // is known to be old.
+        for seq in 1..=u64::from(STAMP_EVERY) {
+            // SAFETY: as above.
+            unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, seq))) };
+        }
+        let held = {
+            let quarantine = ledger.quarantine.lock().unwrap();
+            let front = quarantine.objects.front().map(|(p, _)| p.0);
+            (quarantine.objects.len(), front)
+        };
+        assert_eq!(
+            held,
+            (STAMP_EVERY as usize + 1, Some(first)),
+            "an object was freed while the quarantine held no more than {QUARANTINE}"
+        );
+    }
 }
