@@ -970,6 +970,109 @@ mod tests {
         // Every replacement in the window reclaimed twice (readers may add
         // a few errors of their own: the first reclamation is at once).
         assert!(out.errors >= out.replaced, "{out:?}");
+        // Errors alone, with no failure, fail the run (and exit with 1).
+        assert!(
+            out.failed(),
+            "errors without a failure did not fail the run: {out:?}"
+        );
+        let mut text = Vec::new();
+        write_text(&mut text, std::slice::from_ref(&out)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(&format!(" errors: {} !!!\n", out.errors)),
+            "the text does not mark the errors: {text}"
+        );
+    }
+
+    /// Plain sections that always pass, and held sections that always reach
+    /// an object already reclaimed: the readers' loop must hold a section
+    /// now and then (what catches an object freed microseconds too early)
+    /// and count what it finds.
+    #[test]
+    fn readers_hold_some_sections_and_count_their_errors() {
+        /// A plain read that passes; `read_with` reaches an object reclaimed
+        /// in a ledger of its own, whose quarantine holds it until `self`
+        /// drops.
+        struct HeldSectionsFail {
+            reclaimed: *mut TortureObject,
+            _ledger: Arc<Ledger>,
+        }
+        // SAFETY: the object is only read, through `&TortureObject`.
+        unsafe impl Send for HeldSectionsFail {}
+        // SAFETY: as above.
+        unsafe impl Sync for HeldSectionsFail {}
+        impl Torture for HeldSectionsFail {
+            fn read(&self) -> bool {
+                true
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                // SAFETY: reclaimed in `make`, and nothing else is ever
+                // reclaimed in its ledger, whose quarantine keeps it until
+                // `self` drops.
+                inside(unsafe { &*self.reclaimed })
+            }
+            fn replace(&self, fresh: Box<TortureObject>) {
+                // SAFETY: never published, so no reader holds it.
+                unsafe { object::reclaim(Box::into_raw(fresh)) };
+            }
+        }
+        let imp = bug("held-sections-fail", |_| {
+            let own = Ledger::new();
+            let reclaimed = Box::into_raw(TortureObject::new(&own, 0));
+            // SAFETY: a `TortureObject::new` box, reclaimed once.
+            unsafe { object::reclaim(reclaimed) };
+            Ok(Box::new(HeldSectionsFail {
+                reclaimed,
+                _ledger: own,
+            }))
+        });
+        let out = torture(&imp, config(200, false), &mut Progress::new(1, "test"));
+        assert!(out.failure.is_none(), "{out:?}");
+        // One held section per HELD_READ_EVERY_BATCHES batches.
+        let batch = READS_PER_BATCH * HELD_READ_EVERY_BATCHES + 1;
+        assert!(
+            out.reads >= 2 * batch && out.errors > 0,
+            "the readers held no section, or did not count what it found: {out:?}"
+        );
+    }
+
+    /// Merged rounds fail if any round did: its errors are summed, not the
+    /// median round's taken.
+    #[test]
+    fn merged_rounds_keep_every_rounds_errors() {
+        let round = |replaced: u64, errors: u64, failure: Option<&str>| Outcome {
+            name: "merged".into(),
+            readers: 1,
+            writers: 1,
+            duration_s: 1.0,
+            reads: 10,
+            replaced,
+            errors,
+            unreclaimed_max: 1,
+            unreclaimed_halves: [1, 1],
+            write_max_ms: 1.0,
+            rss_max_kib: None,
+            faults: None,
+            failure: failure.map(String::from),
+            replaced_per_s_rounds: Vec::new(),
+        };
+        // The median round (200 per second) is clean; the others are not.
+        let merged = merge_rounds(vec![
+            round(100, 3, None),
+            round(200, 0, None),
+            round(300, 1, Some("hang: writer 0 made no progress for 20.0 s")),
+        ]);
+        assert_eq!(merged.replaced, 200, "{merged:?}");
+        assert_eq!(merged.errors, 3 + 1, "{merged:?}");
+        assert!(merged.failed(), "{merged:?}");
+        assert!(
+            merged
+                .failure
+                .as_deref()
+                .unwrap_or_default()
+                .contains("hang: writer 0"),
+            "{merged:?}"
+        );
     }
 
     /// A "read section" that is a plain counter, ended by code after `inside`
