@@ -1291,6 +1291,149 @@ mod tests {
         }
     }
 
+    /// What fault threads did with a [`Recorder`]: (thread, operation).
+    static RECORDED: Mutex<Vec<(std::thread::ThreadId, &'static str)>> = Mutex::new(Vec::new());
+
+    /// Reaches one object that is never replaced, and records every read,
+    /// held read and replacement that a fault thread (named `fault: ...`)
+    /// makes; the writers' replacements are not recorded.
+    struct Recorder(AtomicPtr<TortureObject>);
+
+    impl Recorder {
+        fn record(op: &'static str) {
+            let me = std::thread::current();
+            if me.name().is_some_and(|n| n.starts_with("fault: ")) {
+                RECORDED.lock().unwrap().push((me.id(), op));
+            }
+        }
+    }
+
+    impl Torture for Recorder {
+        fn read(&self) -> bool {
+            Recorder::record("read");
+            // SAFETY: reclaimed only when `self` drops.
+            unsafe { &*self.0.load(Acquire) }.is_live()
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            Recorder::record("read_with");
+            // SAFETY: as in `read`.
+            inside(unsafe { &*self.0.load(Acquire) })
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            Recorder::record("replace");
+            // SAFETY: never published, so no reader holds it.
+            unsafe { object::reclaim(Box::into_raw(fresh)) };
+        }
+    }
+
+    impl Drop for Recorder {
+        fn drop(&mut self) {
+            // SAFETY: the one object, owned by `self`.
+            unsafe { object::reclaim(*self.0.get_mut()) };
+        }
+    }
+
+    /// Each fault really reaches the primitive, on threads of its own: a
+    /// fault thread that counted its fault without entering a section would
+    /// leave the thread-exit and unwind paths it exists for untested.
+    #[test]
+    fn every_fault_reaches_the_primitive_on_threads_of_its_own() {
+        fault::quiet_injected_panics();
+        let imp = bug("recorder", |o| {
+            Ok(Box::new(Recorder(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        });
+        let no_readers = Config {
+            readers: 0,
+            ..config(0, false)
+        };
+        let run = Run::start(&imp, no_readers);
+        // Per fault: (threads, reads, held reads, replacements).
+        let mut seen = Vec::new();
+        for n in 0..faults::KINDS {
+            assert!(faults::step(&run.shared, n), "fault {n}");
+            let recorded = std::mem::take(&mut *RECORDED.lock().unwrap());
+            let threads: std::collections::HashSet<_> = recorded.iter().map(|r| r.0).collect();
+            let count = |op| recorded.iter().filter(|r| r.1 == op).count() as u64;
+            seen.push((
+                threads.len() as u64,
+                count("read"),
+                count("read_with"),
+                count("replace"),
+            ));
+        }
+        let storm = run.shared.faults.snapshot().storm_objects;
+        run.finish();
+        assert!(storm >= 1, "{seen:?}");
+        let churn = faults::CHURN_THREADS;
+        assert_eq!(
+            seen,
+            [
+                (1, 1, 1, 0),         // panic in read, caught; then a read
+                (1, 0, 1, 0),         // death in read
+                (1, 1, 0, 0),         // exit registered
+                (churn, churn, 0, 0), // churn: one read per thread
+                (1, 0, 1, 0),         // stall
+                (1, 0, 0, storm),     // retire storm
+            ],
+            "(threads, reads, held reads, replacements) of each fault's threads"
+        );
+    }
+
+    /// A reader stalled inside a section, whose object the writers unpublish
+    /// and (wrongly) reclaim during the stall, finds it poisoned when it
+    /// resumes: the stall checks its object again, not only on reaching it.
+    #[test]
+    fn a_stalled_reader_checks_its_object_again_when_it_resumes() {
+        // An object stays published for a millisecond and is reclaimed a
+        // millisecond after its unpublish: a section that is not descheduled
+        // for that long finds it live when it reaches it, so only the check
+        // after the stall sees the reclamation.
+        let imp = bug("frees-too-early", |o| {
+            Ok(Box::new(FreesTooEarly {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                after: Duration::from_millis(1),
+            }))
+        });
+        let no_readers = Config {
+            readers: 0,
+            ..config(0, false)
+        };
+        let run = Run::start(&imp, no_readers);
+        // The fifth fault of the cycle is the stall. Its object counts as
+        // unpublished when the writers replaced it meanwhile, as they almost
+        // always do; a stall during which they did not says nothing, and is
+        // taken again (up to five times).
+        let mut stalls = Vec::new();
+        for _ in 0..5 {
+            let (before, errors) = (
+                run.shared.faults.snapshot(),
+                run.shared.errors.load(Relaxed),
+            );
+            assert!(faults::step(&run.shared, 4));
+            let after = run.shared.faults.snapshot();
+            assert_eq!(
+                after.stalls,
+                before.stalls + 1,
+                "the fifth fault is a stall"
+            );
+            let unpublished = after.stalls_unpublished > before.stalls_unpublished;
+            stalls.push((unpublished, run.shared.errors.load(Relaxed) - errors));
+            if unpublished {
+                break;
+            }
+        }
+        run.finish();
+        assert!(
+            stalls
+                .iter()
+                .any(|&(unpublished, errors)| unpublished && errors > 0),
+            "a stalled reader's object, reclaimed during the stall, was not found \
+             poisoned: (unpublished, errors) of each stall {stalls:?}"
+        );
+    }
+
     #[test]
     fn implementations_run_at_once_or_in_turn() {
         let chosen: Vec<_> = implementations().iter().take(2).collect();
