@@ -1434,6 +1434,63 @@ mod tests {
         );
     }
 
+    /// With `deferred_only`, no replacement waits for a reader: replacements
+    /// made while a reader on another thread holds its section (its object
+    /// the first one they unpublish) all return before the reader leaves.
+    /// Six of them take every path of each implementation's rotation
+    /// (rcu-lite's by sequence number, hazptr's by a hash of the count, whose
+    /// first is a synchronize), each of which would wait without the option.
+    #[test]
+    fn deferred_only_replacements_never_wait_for_a_reader() {
+        let mut tried = Vec::new();
+        for imp in implementations() {
+            let ledger = Ledger::new();
+            let options = Options {
+                ledger: Arc::clone(&ledger),
+                slow_path: false,
+                deferred_only: true,
+            };
+            // Locks, which free under the write lock, cannot run so.
+            let Ok(primitive) = (imp.make)(&options) else {
+                continue;
+            };
+            let primitive = &*primitive;
+            let returned = std::thread::scope(|s| {
+                let reader = s.spawn(|| {
+                    let mut returned = false;
+                    primitive.read_with(&mut |_| {
+                        let writer = s.spawn(|| {
+                            for seq in 1..=6 {
+                                primitive.replace(TortureObject::new(&ledger, seq));
+                            }
+                        });
+                        // Bounded: a replacement that waits for this section
+                        // would wait until it ends.
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        while !writer.is_finished() && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        returned = writer.is_finished();
+                    });
+                    returned
+                });
+                // The reader's thread exits (a qsbr reader goes offline) and
+                // a waiting writer is then let go.
+                reader.join().unwrap()
+            });
+            assert!(
+                returned,
+                "{}: a deferred-only replacement waited for a reader inside its section",
+                imp.name
+            );
+            tried.push(imp.name);
+        }
+        assert!(
+            tried.contains(&"hazptr") && tried.contains(&"rcu-lite-memb"),
+            "{tried:?}"
+        );
+    }
+
     #[test]
     fn implementations_run_at_once_or_in_turn() {
         let chosen: Vec<_> = implementations().iter().take(2).collect();
