@@ -21,7 +21,10 @@
 //! stops and reports it ([`Outcome::failure`], one more error) instead of
 //! waiting forever; threads that cannot be stopped are left behind with the
 //! primitive they use (never freed under them). A panic that was not injected
-//! is a failure too. Any error or failure exits with 1.
+//! is a failure too, and so is an object left unreclaimed once the primitive
+//! has been dropped ([`Torture::reclaims_all_when_dropped`]): a leak, and a
+//! writer that never hands what it replaces to reclamation checks nothing.
+//! Any error or failure exits with 1.
 //!
 //! # The timed window
 //!
@@ -88,6 +91,14 @@ pub trait Torture: Send + Sync {
     /// Publishes `fresh` in place of the current object and hands the old one
     /// to the primitive's reclamation, which must end in [`object::reclaim`].
     fn replace(&self, fresh: Box<TortureObject>);
+    /// Whether dropping the primitive reclaims every object it was handed
+    /// (what it retired and the one it publishes): then any object left
+    /// unreclaimed once a run's primitive is dropped is a leak, and the run
+    /// fails ([`Run::finish`]). False for a primitive whose deferred
+    /// reclamations may outlive it (a global collector's).
+    fn reclaims_all_when_dropped(&self) -> bool {
+        true
+    }
 }
 
 /// What every torture implementation is built with.
@@ -589,6 +600,7 @@ impl Run {
             .clone();
         let ledger = Arc::clone(&shared.ledger);
         let config = shared.config;
+        let reclaims_all = shared.primitive.reclaims_all_when_dropped();
         let mut outcome = Outcome {
             name: name.to_owned(),
             readers: config.readers,
@@ -610,6 +622,13 @@ impl Run {
                 failure.get_or_insert(format!(
                     "hang: dropping the primitive took more than {:.1} s",
                     limit.as_secs_f64()
+                ));
+            } else if reclaims_all && ledger.unreclaimed() > 0 {
+                failure.get_or_insert(format!(
+                    "leaked: {} of {} objects were never reclaimed, even once the primitive \
+                     was dropped (a replaced object never handed to reclamation checks nothing)",
+                    ledger.unreclaimed(),
+                    ledger.allocated()
                 ));
             }
         } else {
@@ -1072,6 +1091,43 @@ mod tests {
                 .unwrap_or_default()
                 .contains("hang: writer 0"),
             "{merged:?}"
+        );
+    }
+
+    /// A writer that drops what it replaces instead of handing it to
+    /// reclamation: nothing is ever reclaimed, so no read can find a
+    /// premature reclamation, and the run must fail rather than pass.
+    #[test]
+    fn a_primitive_that_never_reclaims_fails() {
+        struct NeverReclaims(FreesTooEarly);
+        impl Torture for NeverReclaims {
+            fn read(&self) -> bool {
+                self.0.read()
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                self.0.read_with(inside)
+            }
+            fn replace(&self, fresh: Box<TortureObject>) {
+                let old = self.0.current.swap(Box::into_raw(fresh), AcqRel);
+                // The planted bug: leaked, never reclaimed.
+                let _ = old;
+            }
+        }
+        let imp = bug("never-reclaims", |o| {
+            Ok(Box::new(NeverReclaims(FreesTooEarly {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                after: Duration::ZERO,
+            })))
+        });
+        let out = torture(&imp, config(100, false), &mut Progress::new(1, "test"));
+        assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("leaked: ")
+                && out.errors == 1,
+            "{out:?}"
         );
     }
 
