@@ -1490,61 +1490,98 @@ mod tests {
         );
     }
 
-    /// With `deferred_only`, no replacement waits for a reader: replacements
-    /// made while a reader on another thread holds its section (its object
-    /// the first one they unpublish) all return before the reader leaves.
-    /// Six of them take every path of each implementation's rotation
-    /// (rcu-lite's by sequence number, hazptr's by a hash of the count, whose
-    /// first is a synchronize), each of which would wait without the option.
-    #[test]
-    fn deferred_only_replacements_never_wait_for_a_reader() {
-        let mut tried = Vec::new();
+    /// Whether six replacements, made on another thread while a reader
+    /// holds a section on the object the first of them unpublishes, all
+    /// returned within `patience`. Six take every path of each
+    /// implementation's rotation (rcu-lite's by sequence number, hazptr's by
+    /// a hash of the count, whose first is a synchronize). The section then
+    /// ends, and the reader's thread exits (a qsbr reader goes offline), so a
+    /// replacement that waits for it is let go.
+    fn replacements_return_during_a_section(
+        primitive: &dyn Torture,
+        ledger: &Arc<Ledger>,
+        patience: Duration,
+    ) -> bool {
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut returned = false;
+                primitive.read_with(&mut |_| {
+                    let writer = s.spawn(|| {
+                        for seq in 1..=6 {
+                            primitive.replace(TortureObject::new(ledger, seq));
+                        }
+                    });
+                    let deadline = Instant::now() + patience;
+                    while !writer.is_finished() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    returned = writer.is_finished();
+                });
+                returned
+            });
+            reader.join().unwrap()
+        })
+    }
+
+    /// Builds each implementation with `deferred_only` and hands it to
+    /// `check` with its ledger; returns the names it could build.
+    fn each_implementation(
+        deferred_only: bool,
+        mut check: impl FnMut(&str, &dyn Torture, &Arc<Ledger>),
+    ) -> Vec<&'static str> {
+        let mut built = Vec::new();
         for imp in implementations() {
             let ledger = Ledger::new();
             let options = Options {
                 ledger: Arc::clone(&ledger),
                 slow_path: false,
-                deferred_only: true,
+                deferred_only,
             };
-            // Locks, which free under the write lock, cannot run so.
+            // Locks, which free under the write lock, cannot run deferred-only.
             let Ok(primitive) = (imp.make)(&options) else {
                 continue;
             };
-            let primitive = &*primitive;
-            let returned = std::thread::scope(|s| {
-                let reader = s.spawn(|| {
-                    let mut returned = false;
-                    primitive.read_with(&mut |_| {
-                        let writer = s.spawn(|| {
-                            for seq in 1..=6 {
-                                primitive.replace(TortureObject::new(&ledger, seq));
-                            }
-                        });
-                        // Bounded: a replacement that waits for this section
-                        // would wait until it ends.
-                        let deadline = Instant::now() + Duration::from_secs(10);
-                        while !writer.is_finished() && Instant::now() < deadline {
-                            std::thread::sleep(Duration::from_millis(1));
-                        }
-                        returned = writer.is_finished();
-                    });
-                    returned
-                });
-                // The reader's thread exits (a qsbr reader goes offline) and
-                // a waiting writer is then let go.
-                reader.join().unwrap()
-            });
-            assert!(
-                returned,
-                "{}: a deferred-only replacement waited for a reader inside its section",
-                imp.name
-            );
-            tried.push(imp.name);
+            check(imp.name, &*primitive, &ledger);
+            built.push(imp.name);
         }
+        built
+    }
+
+    /// With `deferred_only`, no replacement waits for a reader. The bound is
+    /// far above what they take (microseconds).
+    #[test]
+    fn deferred_only_replacements_never_wait_for_a_reader() {
+        let built = each_implementation(true, |name, primitive, ledger| {
+            assert!(
+                replacements_return_during_a_section(primitive, ledger, Duration::from_secs(10)),
+                "{name}: a deferred-only replacement waited for a reader inside its section"
+            );
+        });
         assert!(
-            tried.contains(&"hazptr") && tried.contains(&"rcu-lite-memb"),
-            "{tried:?}"
+            built.contains(&"hazptr") && built.contains(&"rcu-lite-memb"),
+            "{built:?}"
         );
+    }
+
+    /// Without `deferred_only`, the implementations that synchronize (or
+    /// take a write lock) wait for a reader inside its section in one of
+    /// six replacements: their writers do not only defer. A replacement
+    /// that returned while the section was still held did not wait.
+    #[test]
+    fn synchronizing_implementations_wait_for_a_reader() {
+        const SYNCHRONIZING: [&str; 4] = ["hazptr", "rcu-lite-memb", "rcu-lite-qsbr", "qrwlock"];
+        each_implementation(false, |name, primitive, ledger| {
+            if SYNCHRONIZING.contains(&name) {
+                assert!(
+                    !replacements_return_during_a_section(
+                        primitive,
+                        ledger,
+                        Duration::from_millis(100)
+                    ),
+                    "{name}: six replacements returned while a reader held a section on the first one's object: none synchronized"
+                );
+            }
+        });
     }
 
     #[test]
