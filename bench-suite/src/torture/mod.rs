@@ -1259,6 +1259,33 @@ mod tests {
         assert!(began.elapsed() < Duration::from_secs(10), "{out:?}");
     }
 
+    /// A hang is reported when a counter stalls for the stall limit, not only
+    /// when the run ends: a soak of ten minutes must not run on for all of
+    /// them behind a writer that stopped in its first second. The run here
+    /// would last 20 s; its writer hangs at once.
+    #[test]
+    fn a_stalled_counter_stops_the_run_before_its_end() {
+        let imp = bug("never-returns", |o| {
+            Ok(Box::new(NeverReturns(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        });
+        let long = Config {
+            stall_limit: Duration::from_secs(1),
+            ..config(20_000, false)
+        };
+        let out = torture(&imp, long, &mut Progress::new(1, "test"));
+        // Not "hang: writer 0 still running 1.0 s after the run stopped",
+        // which the wind-down at the end of the run would report.
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("hang: writer 0 made no progress for "),
+            "{out:?}"
+        );
+    }
+
     /// A read section that panics with a real (not injected) panic.
     struct PanicsForReal(AtomicPtr<TortureObject>);
 
