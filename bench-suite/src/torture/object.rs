@@ -399,14 +399,18 @@ mod tests {
         )
     }
 
-    /// The checksum is the second word a reader checks: an object whose magic
-    /// reads live but whose sequence number and checksum disagree (memory
-    /// reused by something else) is not live either.
+    /// An object is live only with the magic word [`LIVE`] (not merely
+    /// without the poison: memory reused by something else holds any value)
+    /// and with its checksum agreeing with its sequence number, the second
+    /// word a reader checks.
     #[test]
-    fn an_object_whose_checksum_disagrees_is_not_live() {
+    fn an_object_with_any_word_wrong_is_not_live() {
         let ledger = Ledger::new();
         let mut object = TortureObject::new(&ledger, 7);
         assert!(object.is_live());
+        object.magic.store(0, Relaxed);
+        assert!(!object.is_live(), "a magic word of 0 read as live");
+        object.magic.store(LIVE, Relaxed);
         object.check ^= 1;
         assert!(!object.is_live(), "a wrong checksum read as live");
         object.check ^= 1;
