@@ -82,3 +82,23 @@ impl Drop for Hazptr {
         // Dropping `domain` (next) reclaims every retired object.
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--slow-path` reaches the domain the readers protect in.
+    #[test]
+    fn slow_path_forces_the_domains_slow_path() {
+        for slow_path in [false, true] {
+            let hazptr = Hazptr::new(&Options {
+                slow_path,
+                ..Options::default()
+            });
+            assert_eq!(hazptr.domain.forces_slow_path(), slow_path);
+            let mut guard = hazptr.domain.guard();
+            guard.protect_ptr(&hazptr.current);
+            assert_eq!(guard.is_backup(), slow_path, "slow_path: {slow_path}");
+        }
+    }
+}

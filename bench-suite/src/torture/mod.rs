@@ -21,7 +21,10 @@
 //! stops and reports it ([`Outcome::failure`], one more error) instead of
 //! waiting forever; threads that cannot be stopped are left behind with the
 //! primitive they use (never freed under them). A panic that was not injected
-//! is a failure too. Any error or failure exits with 1.
+//! is a failure too, and so is an object left unreclaimed once the primitive
+//! has been dropped ([`Torture::reclaims_all_when_dropped`]): a leak, and a
+//! writer that never hands what it replaces to reclamation checks nothing.
+//! Any error or failure exits with 1.
 //!
 //! # The timed window
 //!
@@ -88,6 +91,14 @@ pub trait Torture: Send + Sync {
     /// Publishes `fresh` in place of the current object and hands the old one
     /// to the primitive's reclamation, which must end in [`object::reclaim`].
     fn replace(&self, fresh: Box<TortureObject>);
+    /// Whether dropping the primitive reclaims every object it was handed
+    /// (what it retired and the one it publishes): then any object left
+    /// unreclaimed once a run's primitive is dropped is a leak, and the run
+    /// fails ([`Run::finish`]). False for a primitive whose deferred
+    /// reclamations may outlive it (a global collector's).
+    fn reclaims_all_when_dropped(&self) -> bool {
+        true
+    }
 }
 
 /// What every torture implementation is built with.
@@ -589,6 +600,7 @@ impl Run {
             .clone();
         let ledger = Arc::clone(&shared.ledger);
         let config = shared.config;
+        let reclaims_all = shared.primitive.reclaims_all_when_dropped();
         let mut outcome = Outcome {
             name: name.to_owned(),
             readers: config.readers,
@@ -610,6 +622,13 @@ impl Run {
                 failure.get_or_insert(format!(
                     "hang: dropping the primitive took more than {:.1} s",
                     limit.as_secs_f64()
+                ));
+            } else if reclaims_all && ledger.unreclaimed() > 0 {
+                failure.get_or_insert(format!(
+                    "leaked: {} of {} objects were never reclaimed, even once the primitive \
+                     was dropped (a replaced object never handed to reclamation checks nothing)",
+                    ledger.unreclaimed(),
+                    ledger.allocated()
                 ));
             }
         } else {
@@ -970,6 +989,146 @@ mod tests {
         // Every replacement in the window reclaimed twice (readers may add
         // a few errors of their own: the first reclamation is at once).
         assert!(out.errors >= out.replaced, "{out:?}");
+        // Errors alone, with no failure, fail the run (and exit with 1).
+        assert!(
+            out.failed(),
+            "errors without a failure did not fail the run: {out:?}"
+        );
+        let mut text = Vec::new();
+        write_text(&mut text, std::slice::from_ref(&out)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(&format!(" errors: {} !!!\n", out.errors)),
+            "the text does not mark the errors: {text}"
+        );
+    }
+
+    /// Plain sections that always pass, and held sections that always reach
+    /// an object already reclaimed: the readers' loop must hold a section
+    /// now and then (what catches an object freed microseconds too early)
+    /// and count what it finds.
+    #[test]
+    fn readers_hold_some_sections_and_count_their_errors() {
+        /// A plain read that passes; `read_with` reaches an object reclaimed
+        /// in a ledger of its own, whose quarantine holds it until `self`
+        /// drops.
+        struct HeldSectionsFail {
+            reclaimed: *mut TortureObject,
+            _ledger: Arc<Ledger>,
+        }
+        // SAFETY: the object is only read, through `&TortureObject`.
+        unsafe impl Send for HeldSectionsFail {}
+        // SAFETY: as above.
+        unsafe impl Sync for HeldSectionsFail {}
+        impl Torture for HeldSectionsFail {
+            fn read(&self) -> bool {
+                true
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                // SAFETY: reclaimed in `make`, and nothing else is ever
+                // reclaimed in its ledger, whose quarantine keeps it until
+                // `self` drops.
+                inside(unsafe { &*self.reclaimed })
+            }
+            fn replace(&self, fresh: Box<TortureObject>) {
+                // SAFETY: never published, so no reader holds it.
+                unsafe { object::reclaim(Box::into_raw(fresh)) };
+            }
+        }
+        let imp = bug("held-sections-fail", |_| {
+            let own = Ledger::new();
+            let reclaimed = Box::into_raw(TortureObject::new(&own, 0));
+            // SAFETY: a `TortureObject::new` box, reclaimed once.
+            unsafe { object::reclaim(reclaimed) };
+            Ok(Box::new(HeldSectionsFail {
+                reclaimed,
+                _ledger: own,
+            }))
+        });
+        let out = torture(&imp, config(200, false), &mut Progress::new(1, "test"));
+        assert!(out.failure.is_none(), "{out:?}");
+        // One held section per HELD_READ_EVERY_BATCHES batches.
+        let batch = READS_PER_BATCH * HELD_READ_EVERY_BATCHES + 1;
+        assert!(
+            out.reads >= 2 * batch && out.errors > 0,
+            "the readers held no section, or did not count what it found: {out:?}"
+        );
+    }
+
+    /// Merged rounds fail if any round did: its errors are summed, not the
+    /// median round's taken.
+    #[test]
+    fn merged_rounds_keep_every_rounds_errors() {
+        let round = |replaced: u64, errors: u64, failure: Option<&str>| Outcome {
+            name: "merged".into(),
+            readers: 1,
+            writers: 1,
+            duration_s: 1.0,
+            reads: 10,
+            replaced,
+            errors,
+            unreclaimed_max: 1,
+            unreclaimed_halves: [1, 1],
+            write_max_ms: 1.0,
+            rss_max_kib: None,
+            faults: None,
+            failure: failure.map(String::from),
+            replaced_per_s_rounds: Vec::new(),
+        };
+        // The median round (200 per second) is clean; the others are not.
+        let merged = merge_rounds(vec![
+            round(100, 3, None),
+            round(200, 0, None),
+            round(300, 1, Some("hang: writer 0 made no progress for 20.0 s")),
+        ]);
+        assert_eq!(merged.replaced, 200, "{merged:?}");
+        assert_eq!(merged.errors, 3 + 1, "{merged:?}");
+        assert!(merged.failed(), "{merged:?}");
+        assert!(
+            merged
+                .failure
+                .as_deref()
+                .unwrap_or_default()
+                .contains("hang: writer 0"),
+            "{merged:?}"
+        );
+    }
+
+    /// A writer that drops what it replaces instead of handing it to
+    /// reclamation: nothing is ever reclaimed, so no read can find a
+    /// premature reclamation, and the run must fail rather than pass.
+    #[test]
+    fn a_primitive_that_never_reclaims_fails() {
+        struct NeverReclaims(FreesTooEarly);
+        impl Torture for NeverReclaims {
+            fn read(&self) -> bool {
+                self.0.read()
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                self.0.read_with(inside)
+            }
+            fn replace(&self, fresh: Box<TortureObject>) {
+                let old = self.0.current.swap(Box::into_raw(fresh), AcqRel);
+                // The planted bug: leaked, never reclaimed.
+                let _ = old;
+            }
+        }
+        let imp = bug("never-reclaims", |o| {
+            Ok(Box::new(NeverReclaims(FreesTooEarly {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                after: Duration::ZERO,
+            })))
+        });
+        let out = torture(&imp, config(100, false), &mut Progress::new(1, "test"));
+        assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("leaked: ")
+                && out.errors == 1,
+            "{out:?}"
+        );
     }
 
     /// A "read section" that is a plain counter, ended by code after `inside`
@@ -1100,6 +1259,33 @@ mod tests {
         assert!(began.elapsed() < Duration::from_secs(10), "{out:?}");
     }
 
+    /// A hang is reported when a counter stalls for the stall limit, not only
+    /// when the run ends: a soak of ten minutes must not run on for all of
+    /// them behind a writer that stopped in its first second. The run here
+    /// would last 20 s; its writer hangs at once.
+    #[test]
+    fn a_stalled_counter_stops_the_run_before_its_end() {
+        let imp = bug("never-returns", |o| {
+            Ok(Box::new(NeverReturns(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        });
+        let long = Config {
+            stall_limit: Duration::from_secs(1),
+            ..config(20_000, false)
+        };
+        let out = torture(&imp, long, &mut Progress::new(1, "test"));
+        // Not "hang: writer 0 still running 1.0 s after the run stopped",
+        // which the wind-down at the end of the run would report.
+        assert!(
+            out.failure
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("hang: writer 0 made no progress for "),
+            "{out:?}"
+        );
+    }
+
     /// A read section that panics with a real (not injected) panic.
     struct PanicsForReal(AtomicPtr<TortureObject>);
 
@@ -1126,11 +1312,16 @@ mod tests {
 
     #[test]
     fn a_real_panic_is_a_failure() {
-        let out = planted(bug("panics-for-real", |o| {
+        let imp = bug("panics-for-real", |o| {
             Ok(Box::new(PanicsForReal(AtomicPtr::new(Box::into_raw(
                 TortureObject::new(&o.ledger, 0),
             )))))
-        }));
+        });
+        // The default stall limit, not `planted`'s 2 s: nothing hangs here,
+        // but the panicking threads print backtraces (with RUST_BACKTRACE=1),
+        // which on a loaded machine took more than 2 s in 3 of about 40 runs,
+        // and the wind-down then reported them as a hang first.
+        let out = torture(&imp, config(300, true), &mut Progress::new(1, "test"));
         assert!(
             out.failure
                 .as_deref()
@@ -1181,6 +1372,243 @@ mod tests {
             );
             assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
         }
+    }
+
+    /// What fault threads did with a [`Recorder`]: (thread, operation).
+    static RECORDED: Mutex<Vec<(std::thread::ThreadId, &'static str)>> = Mutex::new(Vec::new());
+
+    /// Reaches one object that is never replaced, and records every read,
+    /// held read and replacement that a fault thread (named `fault: ...`)
+    /// makes; the writers' replacements are not recorded.
+    struct Recorder(AtomicPtr<TortureObject>);
+
+    impl Recorder {
+        fn record(op: &'static str) {
+            let me = std::thread::current();
+            if me.name().is_some_and(|n| n.starts_with("fault: ")) {
+                RECORDED.lock().unwrap().push((me.id(), op));
+            }
+        }
+    }
+
+    impl Torture for Recorder {
+        fn read(&self) -> bool {
+            Recorder::record("read");
+            // SAFETY: reclaimed only when `self` drops.
+            unsafe { &*self.0.load(Acquire) }.is_live()
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            Recorder::record("read_with");
+            // SAFETY: as in `read`.
+            inside(unsafe { &*self.0.load(Acquire) })
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            Recorder::record("replace");
+            // SAFETY: never published, so no reader holds it.
+            unsafe { object::reclaim(Box::into_raw(fresh)) };
+        }
+    }
+
+    impl Drop for Recorder {
+        fn drop(&mut self) {
+            // SAFETY: the one object, owned by `self`.
+            unsafe { object::reclaim(*self.0.get_mut()) };
+        }
+    }
+
+    /// Each fault really reaches the primitive, on threads of its own: a
+    /// fault thread that counted its fault without entering a section would
+    /// leave the thread-exit and unwind paths it exists for untested.
+    #[test]
+    fn every_fault_reaches_the_primitive_on_threads_of_its_own() {
+        fault::quiet_injected_panics();
+        let imp = bug("recorder", |o| {
+            Ok(Box::new(Recorder(AtomicPtr::new(Box::into_raw(
+                TortureObject::new(&o.ledger, 0),
+            )))))
+        });
+        let no_readers = Config {
+            readers: 0,
+            ..config(0, false)
+        };
+        let run = Run::start(&imp, no_readers);
+        // Per fault: (threads, reads, held reads, replacements).
+        let mut seen = Vec::new();
+        for n in 0..faults::KINDS {
+            assert!(faults::step(&run.shared, n), "fault {n}");
+            let recorded = std::mem::take(&mut *RECORDED.lock().unwrap());
+            let threads: std::collections::HashSet<_> = recorded.iter().map(|r| r.0).collect();
+            let count = |op| recorded.iter().filter(|r| r.1 == op).count() as u64;
+            seen.push((
+                threads.len() as u64,
+                count("read"),
+                count("read_with"),
+                count("replace"),
+            ));
+        }
+        let storm = run.shared.faults.snapshot().storm_objects;
+        run.finish();
+        assert!(storm >= 1, "{seen:?}");
+        let churn = faults::CHURN_THREADS;
+        assert_eq!(
+            seen,
+            [
+                (1, 1, 1, 0),         // panic in read, caught; then a read
+                (1, 0, 1, 0),         // death in read
+                (1, 1, 0, 0),         // exit registered
+                (churn, churn, 0, 0), // churn: one read per thread
+                (1, 0, 1, 0),         // stall
+                (1, 0, 0, storm),     // retire storm
+            ],
+            "(threads, reads, held reads, replacements) of each fault's threads"
+        );
+    }
+
+    /// A reader stalled inside a section, whose object the writers unpublish
+    /// and (wrongly) reclaim during the stall, finds it poisoned when it
+    /// resumes: the stall checks its object again, not only on reaching it.
+    #[test]
+    fn a_stalled_reader_checks_its_object_again_when_it_resumes() {
+        // An object stays published for a millisecond and is reclaimed a
+        // millisecond after its unpublish: a section that is not descheduled
+        // for that long finds it live when it reaches it, so only the check
+        // after the stall sees the reclamation.
+        let imp = bug("frees-too-early", |o| {
+            Ok(Box::new(FreesTooEarly {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                after: Duration::from_millis(1),
+            }))
+        });
+        let no_readers = Config {
+            readers: 0,
+            ..config(0, false)
+        };
+        let run = Run::start(&imp, no_readers);
+        // The fifth fault of the cycle is the stall. Its object counts as
+        // unpublished when the writers replaced it meanwhile, as they almost
+        // always do; a stall during which they did not says nothing, and is
+        // taken again (up to five times).
+        let mut stalls = Vec::new();
+        for _ in 0..5 {
+            let (before, errors) = (
+                run.shared.faults.snapshot(),
+                run.shared.errors.load(Relaxed),
+            );
+            assert!(faults::step(&run.shared, 4));
+            let after = run.shared.faults.snapshot();
+            assert_eq!(
+                after.stalls,
+                before.stalls + 1,
+                "the fifth fault is a stall"
+            );
+            let unpublished = after.stalls_unpublished > before.stalls_unpublished;
+            stalls.push((unpublished, run.shared.errors.load(Relaxed) - errors));
+            if unpublished {
+                break;
+            }
+        }
+        run.finish();
+        assert!(
+            stalls
+                .iter()
+                .any(|&(unpublished, errors)| unpublished && errors > 0),
+            "a stalled reader's object, reclaimed during the stall, was not found \
+             poisoned: (unpublished, errors) of each stall {stalls:?}"
+        );
+    }
+
+    /// Whether six replacements, made on another thread while a reader
+    /// holds a section on the object the first of them unpublishes, all
+    /// returned within `patience`. Six take every path of each
+    /// implementation's rotation (rcu-lite's by sequence number, hazptr's by
+    /// a hash of the count, whose first is a synchronize). The section then
+    /// ends, and the reader's thread exits (a qsbr reader goes offline), so a
+    /// replacement that waits for it is let go.
+    fn replacements_return_during_a_section(
+        primitive: &dyn Torture,
+        ledger: &Arc<Ledger>,
+        patience: Duration,
+    ) -> bool {
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut returned = false;
+                primitive.read_with(&mut |_| {
+                    let writer = s.spawn(|| {
+                        for seq in 1..=6 {
+                            primitive.replace(TortureObject::new(ledger, seq));
+                        }
+                    });
+                    let deadline = Instant::now() + patience;
+                    while !writer.is_finished() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    returned = writer.is_finished();
+                });
+                returned
+            });
+            reader.join().unwrap()
+        })
+    }
+
+    /// Builds each implementation with `deferred_only` and hands it to
+    /// `check` with its ledger; returns the names it could build.
+    fn each_implementation(
+        deferred_only: bool,
+        mut check: impl FnMut(&str, &dyn Torture, &Arc<Ledger>),
+    ) -> Vec<&'static str> {
+        let mut built = Vec::new();
+        for imp in implementations() {
+            let ledger = Ledger::new();
+            let options = Options {
+                ledger: Arc::clone(&ledger),
+                slow_path: false,
+                deferred_only,
+            };
+            // Locks, which free under the write lock, cannot run deferred-only.
+            let Ok(primitive) = (imp.make)(&options) else {
+                continue;
+            };
+            check(imp.name, &*primitive, &ledger);
+            built.push(imp.name);
+        }
+        built
+    }
+
+    /// With `deferred_only`, no replacement waits for a reader. The bound is
+    /// far above what they take (microseconds).
+    #[test]
+    fn deferred_only_replacements_never_wait_for_a_reader() {
+        let built = each_implementation(true, |name, primitive, ledger| {
+            assert!(
+                replacements_return_during_a_section(primitive, ledger, Duration::from_secs(10)),
+                "{name}: a deferred-only replacement waited for a reader inside its section"
+            );
+        });
+        assert!(
+            built.contains(&"hazptr") && built.contains(&"rcu-lite-memb"),
+            "{built:?}"
+        );
+    }
+
+    /// Without `deferred_only`, the implementations that synchronize (or
+    /// take a write lock) wait for a reader inside its section in one of
+    /// six replacements: their writers do not only defer. A replacement
+    /// that returned while the section was still held did not wait.
+    #[test]
+    fn synchronizing_implementations_wait_for_a_reader() {
+        const SYNCHRONIZING: [&str; 4] = ["hazptr", "rcu-lite-memb", "rcu-lite-qsbr", "qrwlock"];
+        each_implementation(false, |name, primitive, ledger| {
+            if SYNCHRONIZING.contains(&name) {
+                assert!(
+                    !replacements_return_during_a_section(
+                        primitive,
+                        ledger,
+                        Duration::from_millis(100)
+                    ),
+                    "{name}: six replacements returned while a reader held a section on the first one's object: none synchronized"
+                );
+            }
+        });
     }
 
     #[test]
