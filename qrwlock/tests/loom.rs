@@ -369,3 +369,34 @@ fn three_readers_queued_behind_a_writer_are_admitted() {
     // Without the spurious-wake-up run: it would add about 50 s.
     loom::model(|| readers_queued_behind_a_writer(3));
 }
+
+/// A try-reader whose first look misses the waiting bit adds its bias after
+/// the writer at the front went to sleep, and the last reader inside leaves
+/// while that bias is still counted, so its unlock does not wake the writer.
+/// The try-reader's undo is then what leaves the count at zero: it must wake
+/// the writer, or the writer sleeps for good.
+#[test]
+fn a_failed_try_read_wakes_the_writer_its_bias_held_up() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        locked.lock.read_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let try_reader = {
+            let locked = locked.clone();
+            thread::spawn(move || {
+                if locked.lock.try_read_lock() {
+                    // SAFETY: taken just above.
+                    unsafe { locked.lock.read_unlock() };
+                }
+            })
+        };
+        // SAFETY: taken above.
+        unsafe { locked.lock.read_unlock() };
+        try_reader.join().unwrap();
+        writer.join().unwrap();
+        assert_eq!(locked.value_after_join(), 1);
+    });
+}
