@@ -42,6 +42,34 @@ fn downgrade_keeps_writers_out_and_lets_readers_in() {
     assert!(lock.try_write().is_some());
 }
 
+/// A writer queued at the front while the lock is write-held must not get in
+/// between the exclusive hold and the shared one `downgrade` turns it into:
+/// the downgraded guard still sees the value written under the write guard.
+#[test]
+fn downgrade_keeps_a_queued_writer_out() {
+    test_support::within_a_deadline(
+        "downgrade_keeps_a_queued_writer_out (the queued writer or the downgraded reader never got in)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let mut w = lock.write();
+            *w = 1;
+            let writer = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.write() = 2)
+            };
+            while !writer_waiting(&lock) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let r = RwLockWriteGuard::downgrade(w);
+            assert_eq!(*r, 1, "the queued writer entered during the downgrade");
+            drop(r);
+            writer.join().unwrap();
+            assert_eq!(*lock.read(), 2);
+        },
+    );
+}
+
 #[test]
 fn static_lock_from_const_init() {
     static LOCK: RwLock<u32> = RwLock::new(1);
