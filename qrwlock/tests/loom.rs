@@ -400,3 +400,50 @@ fn a_failed_try_read_wakes_the_writer_its_bias_held_up() {
         assert_eq!(locked.value_after_join(), 1);
     });
 }
+
+/// A try-reader that gets in after a writer left must see the writer's
+/// value: its add is an acquire, like the fast path's.
+#[test]
+fn a_try_reader_sees_the_last_writers_value() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let seen = loop {
+            if locked.lock.try_read_lock() {
+                // SAFETY: read-locked.
+                let v = locked.value.with(|v| unsafe { *v });
+                // SAFETY: we hold it shared.
+                unsafe { locked.lock.read_unlock() };
+                break v;
+            }
+            thread::yield_now();
+        };
+        writer.join().unwrap();
+        assert!(seen == 0 || seen == 1, "try-reader saw {seen}");
+    });
+}
+
+/// A try-writer that gets in after a reader left must not overlap the
+/// reader's read: its CAS is an acquire, like the fast path's.
+#[test]
+fn a_try_writer_follows_the_last_readers_read() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let reader = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        while !locked.lock.try_write_lock() {
+            thread::yield_now();
+        }
+        // SAFETY: write-locked.
+        locked.value.with_mut(|v| unsafe { *v = 1 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.write_unlock() };
+        let seen = reader.join().unwrap();
+        assert!(seen == 0 || seen == 1, "reader saw {seen}");
+    });
+}
