@@ -94,6 +94,10 @@ fn readers_queue_behind_a_waiting_writer() {
         lock.try_read().is_none(),
         "try_read passed a waiting writer"
     );
+    assert!(
+        lock.is_locked() && !lock.is_locked_exclusive(),
+        "a reader holds the lock; the writer only waits"
+    );
     let readers: Vec<_> = (0..3)
         .map(|_| {
             let lock = lock.clone();
