@@ -81,39 +81,45 @@ fn static_lock_from_const_init() {
 /// though the lock is only read-locked when they arrive.
 #[test]
 fn readers_queue_behind_a_waiting_writer() {
-    let lock = Arc::new(RwLock::new(0u32));
-    let first = lock.read();
-    let writer = {
-        let lock = lock.clone();
-        std::thread::spawn(move || *lock.write() = 1)
-    };
-    while !writer_waiting(&lock) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert!(
-        lock.try_read().is_none(),
-        "try_read passed a waiting writer"
+    test_support::within_a_deadline(
+        "readers_queue_behind_a_waiting_writer (the writer or a reader never got in)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let first = lock.read();
+            let writer = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.write() = 1)
+            };
+            while !writer_waiting(&lock) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(
+                lock.try_read().is_none(),
+                "try_read passed a waiting writer"
+            );
+            assert!(
+                lock.is_locked() && !lock.is_locked_exclusive(),
+                "a reader holds the lock; the writer only waits"
+            );
+            let readers: Vec<_> = (0..3)
+                .map(|_| {
+                    let lock = lock.clone();
+                    std::thread::spawn(move || *lock.read())
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(20));
+            drop(first);
+            for r in readers {
+                assert_eq!(
+                    r.join().unwrap(),
+                    1,
+                    "a late reader entered before the writer"
+                );
+            }
+            writer.join().unwrap();
+        },
     );
-    assert!(
-        lock.is_locked() && !lock.is_locked_exclusive(),
-        "a reader holds the lock; the writer only waits"
-    );
-    let readers: Vec<_> = (0..3)
-        .map(|_| {
-            let lock = lock.clone();
-            std::thread::spawn(move || *lock.read())
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(20));
-    drop(first);
-    for r in readers {
-        assert_eq!(
-            r.join().unwrap(),
-            1,
-            "a late reader entered before the writer"
-        );
-    }
-    writer.join().unwrap();
 }
 
 fn writer_waiting(lock: &RwLock<u32>) -> bool {
@@ -127,95 +133,107 @@ fn writer_waiting(lock: &RwLock<u32>) -> bool {
 /// data written before that RMW visible.
 #[test]
 fn cond_load_acquire_sleeps_and_is_woken() {
-    const SLEEPER: u32 = 1 << 31;
-    let word = Arc::new(AtomicU32::new(0));
-    let data = Arc::new(AtomicU32::new(0));
-    let waiter = {
-        let (word, data) = (word.clone(), data.clone());
-        std::thread::spawn(move || {
-            let seen = cond_load_acquire(&word, SLEEPER, |v| v == 1);
-            (seen & !SLEEPER, data.load(Relaxed))
-        })
-    };
-    while word.load(Relaxed) & SLEEPER == 0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    data.store(42, Relaxed);
-    let previous = word.fetch_add(1, Release);
-    assert_ne!(previous & SLEEPER, 0);
-    wake_sleepers(&word, previous, SLEEPER);
-    assert_eq!(waiter.join().unwrap(), (1, 42));
-    assert_eq!(word.load(Relaxed), 1, "the waker cleared the sleeper bit");
+    test_support::within_a_deadline(
+        "cond_load_acquire_sleeps_and_is_woken (the waiter asleep on the word, never woken)",
+        Duration::from_secs(10),
+        || {
+            const SLEEPER: u32 = 1 << 31;
+            let word = Arc::new(AtomicU32::new(0));
+            let data = Arc::new(AtomicU32::new(0));
+            let waiter = {
+                let (word, data) = (word.clone(), data.clone());
+                std::thread::spawn(move || {
+                    let seen = cond_load_acquire(&word, SLEEPER, |v| v == 1);
+                    (seen & !SLEEPER, data.load(Relaxed))
+                })
+            };
+            while word.load(Relaxed) & SLEEPER == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            data.store(42, Relaxed);
+            let previous = word.fetch_add(1, Release);
+            assert_ne!(previous & SLEEPER, 0);
+            wake_sleepers(&word, previous, SLEEPER);
+            assert_eq!(waiter.join().unwrap(), (1, 42));
+            assert_eq!(word.load(Relaxed), 1, "the waker cleared the sleeper bit");
+        },
+    );
 }
 
 /// Many more threads than cores, mixing every operation: the protected pair
 /// must never be seen torn, and every thread must finish.
 #[test]
 fn oversubscribed_stress_keeps_exclusion() {
-    const THREADS: usize = 12;
-    // Fewer rounds under miri (a minute for 2,000); still oversubscribed.
-    const ROUNDS: usize = if cfg!(miri) { 200 } else { 2_000 };
-    let lock = Arc::new(RwLock::new((0u64, 0u64)));
-    let torn = Arc::new(AtomicBool::new(false));
-    let writes = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(THREADS));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (lock, torn, writes, start) =
-                (lock.clone(), torn.clone(), writes.clone(), start.clone());
-            std::thread::spawn(move || {
-                start.wait();
-                for i in 0..ROUNDS {
-                    match (t + i) % 7 {
-                        0 => {
-                            let mut w = lock.write();
-                            w.0 += 1;
-                            std::hint::spin_loop();
-                            w.1 += 1;
-                            writes.fetch_add(1, Relaxed);
-                        }
-                        1 => {
-                            if let Some(mut w) = lock.try_write() {
-                                w.0 += 1;
-                                w.1 += 1;
-                                writes.fetch_add(1, Relaxed);
+    test_support::within_a_deadline(
+        "oversubscribed_stress_keeps_exclusion (a thread that never got the lock)",
+        Duration::from_secs(60),
+        || {
+            const THREADS: usize = 12;
+            // Fewer rounds under miri (a minute for 2,000); still oversubscribed.
+            const ROUNDS: usize = if cfg!(miri) { 200 } else { 2_000 };
+            let lock = Arc::new(RwLock::new((0u64, 0u64)));
+            let torn = Arc::new(AtomicBool::new(false));
+            let writes = Arc::new(AtomicUsize::new(0));
+            let start = Arc::new(Barrier::new(THREADS));
+            let threads: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (lock, torn, writes, start) =
+                        (lock.clone(), torn.clone(), writes.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        for i in 0..ROUNDS {
+                            match (t + i) % 7 {
+                                0 => {
+                                    let mut w = lock.write();
+                                    w.0 += 1;
+                                    std::hint::spin_loop();
+                                    w.1 += 1;
+                                    writes.fetch_add(1, Relaxed);
+                                }
+                                1 => {
+                                    if let Some(mut w) = lock.try_write() {
+                                        w.0 += 1;
+                                        w.1 += 1;
+                                        writes.fetch_add(1, Relaxed);
+                                    }
+                                }
+                                2 => {
+                                    let mut w = lock.write();
+                                    w.0 += 1;
+                                    w.1 += 1;
+                                    writes.fetch_add(1, Relaxed);
+                                    let r = RwLockWriteGuard::downgrade(w);
+                                    if r.0 != r.1 {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
+                                3 => {
+                                    if let Some(r) = lock.try_read()
+                                        && r.0 != r.1
+                                    {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
+                                _ => {
+                                    let r = lock.read();
+                                    if r.0 != r.1 {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
                             }
                         }
-                        2 => {
-                            let mut w = lock.write();
-                            w.0 += 1;
-                            w.1 += 1;
-                            writes.fetch_add(1, Relaxed);
-                            let r = RwLockWriteGuard::downgrade(w);
-                            if r.0 != r.1 {
-                                torn.store(true, Relaxed);
-                            }
-                        }
-                        3 => {
-                            if let Some(r) = lock.try_read()
-                                && r.0 != r.1
-                            {
-                                torn.store(true, Relaxed);
-                            }
-                        }
-                        _ => {
-                            let r = lock.read();
-                            if r.0 != r.1 {
-                                torn.store(true, Relaxed);
-                            }
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    assert!(!torn.load(Relaxed), "a reader saw a half-done write");
-    let (a, b) = *lock.read();
-    assert_eq!(
-        (a, b),
-        (writes.load(Relaxed) as u64, writes.load(Relaxed) as u64)
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert!(!torn.load(Relaxed), "a reader saw a half-done write");
+            let (a, b) = *lock.read();
+            assert_eq!(
+                (a, b),
+                (writes.load(Relaxed) as u64, writes.load(Relaxed) as u64)
+            );
+        },
     );
 }
