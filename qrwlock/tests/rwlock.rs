@@ -122,6 +122,42 @@ fn readers_queue_behind_a_waiting_writer() {
     );
 }
 
+/// Threads queued behind the front sleep on their own queue nodes, and each
+/// is woken when the thread ahead hands it the queue or admits it. The
+/// pauses let each queue in turn and fall asleep there (if one has not, the
+/// test only checks less).
+#[test]
+fn queued_threads_asleep_on_their_nodes_are_woken() {
+    test_support::within_a_deadline(
+        "queued_threads_asleep_on_their_nodes_are_woken (a queued thread, never woken)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let w = lock.write();
+            let threads: Vec<_> = [false, false, true, false]
+                .into_iter()
+                .map(|writes| {
+                    let lock = lock.clone();
+                    let thread = std::thread::spawn(move || {
+                        if writes {
+                            *lock.write() += 1;
+                        } else {
+                            let _ = *lock.read();
+                        }
+                    });
+                    std::thread::sleep(Duration::from_millis(20));
+                    thread
+                })
+                .collect();
+            drop(w);
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(*lock.read(), 1);
+        },
+    );
+}
+
 fn writer_waiting(lock: &RwLock<u32>) -> bool {
     // SAFETY: `raw()` is unsafe only because the raw lock could be unlocked
     // through it; this only inspects it.
