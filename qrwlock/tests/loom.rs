@@ -447,3 +447,28 @@ fn a_try_writer_follows_the_last_readers_read() {
         assert!(seen == 0 || seen == 1, "reader saw {seen}");
     });
 }
+
+/// The front reader counts each reader it admits in before it grants it: an
+/// admitted reader may leave at once, and if its unlock took the front's own
+/// count, a writer's fast-path CAS from zero would succeed beside the front.
+#[test]
+fn an_admitted_reader_is_counted_in_before_it_enters() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let locked = locked.clone();
+                thread::spawn(move || locked.read())
+            })
+            .collect();
+        // SAFETY: write-locked above.
+        unsafe { locked.lock.write_unlock() };
+        locked.add(1);
+        for r in readers {
+            let seen = r.join().unwrap();
+            assert!(seen <= 1, "reader saw {seen}");
+        }
+        assert_eq!(locked.value_after_join(), 1);
+    });
+}
