@@ -448,6 +448,27 @@ fn a_try_writer_follows_the_last_readers_read() {
     });
 }
 
+/// Two waiters asleep on one word: the RMW that satisfies both must wake
+/// both (`wake_sleepers` wakes every sleeper, not one).
+#[test]
+fn wake_sleepers_wakes_every_sleeper() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let word = word.clone();
+                thread::spawn(move || cond_load_acquire(&word, SLEEPER, |v| v == 1))
+            })
+            .collect();
+        let previous = word.fetch_add(1, Release);
+        wake_sleepers(&word, previous, SLEEPER);
+        for w in waiters {
+            assert_eq!(w.join().unwrap() & !SLEEPER, 1);
+        }
+    });
+}
+
 /// The front reader counts each reader it admits in before it grants it: an
 /// admitted reader may leave at once, and if its unlock took the front's own
 /// count, a writer's fast-path CAS from zero would succeed beside the front.

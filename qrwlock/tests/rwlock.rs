@@ -196,6 +196,36 @@ fn cond_load_acquire_sleeps_and_is_woken() {
     );
 }
 
+/// Two threads wait on one word and one RMW satisfies both: `wake_sleepers`
+/// must wake both. The pause lets both fall asleep first (the second sleeps
+/// on the bit the first set); if one has not, the test only checks less.
+#[test]
+fn wake_sleepers_wakes_every_sleeper() {
+    test_support::within_a_deadline(
+        "wake_sleepers_wakes_every_sleeper (a waiter asleep on the word, never woken)",
+        Duration::from_secs(10),
+        || {
+            const SLEEPER: u32 = 1 << 31;
+            let word = Arc::new(AtomicU32::new(0));
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    let word = word.clone();
+                    std::thread::spawn(move || cond_load_acquire(&word, SLEEPER, |v| v == 1))
+                })
+                .collect();
+            while word.load(Relaxed) & SLEEPER == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let previous = word.fetch_add(1, Release);
+            wake_sleepers(&word, previous, SLEEPER);
+            for w in waiters {
+                assert_eq!(w.join().unwrap() & !SLEEPER, 1);
+            }
+        },
+    );
+}
+
 /// Many more threads than cores, mixing every operation: the protected pair
 /// must never be seen torn, and every thread must finish.
 #[test]
