@@ -469,6 +469,56 @@ fn wake_sleepers_wakes_every_sleeper() {
     });
 }
 
+/// `cond_load_acquire` is an acquire: what the waker wrote before its
+/// Release RMW is visible to the waiter it satisfied.
+#[test]
+fn cond_load_acquire_sees_what_the_waker_wrote() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let data = Arc::new(UnsafeCell::new(0u32));
+        let waker = {
+            let (word, data) = (word.clone(), data.clone());
+            thread::spawn(move || {
+                // SAFETY: the waiter reads it only after the RMW below.
+                data.with_mut(|d| unsafe { *d = 7 });
+                let previous = word.fetch_add(1, Release);
+                wake_sleepers(&word, previous, SLEEPER);
+            })
+        };
+        cond_load_acquire(&word, SLEEPER, |v| v == 1);
+        // SAFETY: written before the RMW the wait saw.
+        assert_eq!(data.with(|d| unsafe { *d }), 7);
+        waker.join().unwrap();
+    });
+}
+
+/// Two waiters on one word wait for different values. The one whose value
+/// comes must get out even if the other has set the sleeper bit again by
+/// then: the condition is tested with the sleeper bit masked off.
+#[test]
+fn cond_load_masks_a_sleeper_bit_another_waiter_set() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let waiters: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|target| {
+                let word = word.clone();
+                thread::spawn(move || cond_load_acquire(&word, SLEEPER, move |v| v == target))
+            })
+            .collect();
+        let mut waiters = waiters.into_iter();
+        let (first, second) = (waiters.next().unwrap(), waiters.next().unwrap());
+        let previous = word.fetch_add(1, Release);
+        wake_sleepers(&word, previous, SLEEPER);
+        assert_eq!(first.join().unwrap() & !SLEEPER, 1);
+        let previous = word.fetch_add(1, Release);
+        wake_sleepers(&word, previous, SLEEPER);
+        assert_eq!(second.join().unwrap() & !SLEEPER, 2);
+    });
+}
+
 /// The front reader counts each reader it admits in before it grants it: an
 /// admitted reader may leave at once, and if its unlock took the front's own
 /// count, a writer's fast-path CAS from zero would succeed beside the front.
