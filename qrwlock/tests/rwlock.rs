@@ -10,23 +10,29 @@ use std::time::Duration;
 
 #[test]
 fn guards_share_and_exclude() {
-    let lock = RwLock::new(5);
-    {
-        let a = lock.read();
-        let b = lock.try_read().expect("readers share");
-        assert_eq!(*a + *b, 10);
-        assert!(lock.try_write().is_none());
-        assert!(lock.is_locked() && !lock.is_locked_exclusive());
-    }
-    {
-        let mut w = lock.try_write().expect("free");
-        *w += 1;
-        assert!(lock.try_read().is_none());
-        assert!(lock.try_write().is_none());
-        assert!(lock.is_locked_exclusive());
-    }
-    assert!(!lock.is_locked());
-    assert_eq!(lock.into_inner(), 6);
+    test_support::within_a_deadline(
+        "guards_share_and_exclude (a try_read or try_write that waited)",
+        Duration::from_secs(10),
+        || {
+            let lock = RwLock::new(5);
+            {
+                let a = lock.read();
+                let b = lock.try_read().expect("readers share");
+                assert_eq!(*a + *b, 10);
+                assert!(lock.try_write().is_none());
+                assert!(lock.is_locked() && !lock.is_locked_exclusive());
+            }
+            {
+                let mut w = lock.try_write().expect("free");
+                *w += 1;
+                assert!(lock.try_read().is_none());
+                assert!(lock.try_write().is_none());
+                assert!(lock.is_locked_exclusive());
+            }
+            assert!(!lock.is_locked());
+            assert_eq!(lock.into_inner(), 6);
+        },
+    );
 }
 
 #[test]
