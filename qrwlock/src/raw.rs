@@ -668,6 +668,74 @@ mod tests {
         );
     }
 
+    /// A stray `write_unlock` (`downgrade`) on a read-locked lock borrows
+    /// from the count (carries into it), which sets the byte, WAITING and the
+    /// sleeper bit. A reader that comes to the front meanwhile waits for the
+    /// byte to clear and sleeps on the sleeper bit already there. The repair
+    /// clears the byte and the bit: it must wake that reader. As in the test
+    /// above, the misuse is replayed in its two halves; the pause lets the
+    /// reader fall asleep (if it has not, the test only checks less).
+    fn repair_wakes_a_head_asleep_on_the_misuse_bit(
+        what: &'static str,
+        misuse_rmw: fn(&RawQRwLock) -> u32,
+        rest_of_misuse: fn(&RawQRwLock, u32),
+        message: &'static str,
+    ) {
+        test_support::within_a_deadline(what, Duration::from_secs(10), move || {
+            let lock = Arc::new(RawQRwLock::new());
+            lock.read_lock();
+            let cnts = misuse_rmw(&lock);
+            let bad = lock.cnts.load(Ordering::Relaxed);
+            assert_eq!(
+                bad & (HEAD_SLEEPING | WRITER_LOCKED),
+                HEAD_SLEEPING | 1,
+                "the misuse sets the sleeper bit and one bit of the byte"
+            );
+            let reader = {
+                let lock = lock.clone();
+                std::thread::spawn(move || {
+                    lock.read_lock();
+                    // SAFETY: taken just above.
+                    unsafe { lock.read_unlock() };
+                })
+            };
+            until(&lock, |c| c == bad + READER_BIAS);
+            std::thread::sleep(Duration::from_millis(50));
+            let caught = std::panic::catch_unwind(|| rest_of_misuse(&lock, cnts));
+            let panic = *caught.unwrap_err().downcast::<&str>().unwrap();
+            assert!(panic.contains(message), "{panic}");
+            reader.join().unwrap();
+            // SAFETY: the shared hold taken above.
+            unsafe { lock.read_unlock() };
+            assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+        });
+    }
+
+    #[test]
+    fn a_write_unlock_repair_wakes_a_head_asleep_on_the_borrowed_bit() {
+        repair_wakes_a_head_asleep_on_the_misuse_bit(
+            "a_write_unlock_repair_wakes_a_head_asleep_on_the_borrowed_bit (the reader at the front, never woken)",
+            // The misuse's RMW, exactly as `write_unlock` does it.
+            |lock| lock.cnts.fetch_sub(WRITER_LOCKED, Ordering::Release),
+            RawQRwLock::write_unlock_slow,
+            "write_unlock of a RawQRwLock that is not write-locked",
+        );
+    }
+
+    #[test]
+    fn a_downgrade_repair_wakes_a_head_asleep_on_the_carried_bit() {
+        repair_wakes_a_head_asleep_on_the_misuse_bit(
+            "a_downgrade_repair_wakes_a_head_asleep_on_the_carried_bit (the reader at the front, never woken)",
+            // The misuse's RMW, exactly as `downgrade` does it.
+            |lock| {
+                lock.cnts
+                    .fetch_add(READER_BIAS.wrapping_sub(WRITER_LOCKED), Ordering::Release)
+            },
+            RawQRwLock::downgrade_slow,
+            "downgrade of a RawQRwLock that is not write-locked",
+        );
+    }
+
     /// A writer at the front sets WAITING, sleeps until the last reader
     /// leaves, and is woken by that read unlock.
     #[test]

@@ -369,3 +369,177 @@ fn three_readers_queued_behind_a_writer_are_admitted() {
     // Without the spurious-wake-up run: it would add about 50 s.
     loom::model(|| readers_queued_behind_a_writer(3));
 }
+
+/// A try-reader whose first look misses the waiting bit adds its bias after
+/// the writer at the front went to sleep, and the last reader inside leaves
+/// while that bias is still counted, so its unlock does not wake the writer.
+/// The try-reader's undo is then what leaves the count at zero: it must wake
+/// the writer, or the writer sleeps for good.
+#[test]
+fn a_failed_try_read_wakes_the_writer_its_bias_held_up() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        locked.lock.read_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let try_reader = {
+            let locked = locked.clone();
+            thread::spawn(move || {
+                if locked.lock.try_read_lock() {
+                    // SAFETY: taken just above.
+                    unsafe { locked.lock.read_unlock() };
+                }
+            })
+        };
+        // SAFETY: taken above.
+        unsafe { locked.lock.read_unlock() };
+        try_reader.join().unwrap();
+        writer.join().unwrap();
+        assert_eq!(locked.value_after_join(), 1);
+    });
+}
+
+/// A try-reader that gets in after a writer left must see the writer's
+/// value: its add is an acquire, like the fast path's.
+#[test]
+fn a_try_reader_sees_the_last_writers_value() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        let seen = loop {
+            if locked.lock.try_read_lock() {
+                // SAFETY: read-locked.
+                let v = locked.value.with(|v| unsafe { *v });
+                // SAFETY: we hold it shared.
+                unsafe { locked.lock.read_unlock() };
+                break v;
+            }
+            thread::yield_now();
+        };
+        writer.join().unwrap();
+        assert!(seen == 0 || seen == 1, "try-reader saw {seen}");
+    });
+}
+
+/// A try-writer that gets in after a reader left must not overlap the
+/// reader's read: its CAS is an acquire, like the fast path's.
+#[test]
+fn a_try_writer_follows_the_last_readers_read() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let reader = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.read())
+        };
+        while !locked.lock.try_write_lock() {
+            thread::yield_now();
+        }
+        // SAFETY: write-locked.
+        locked.value.with_mut(|v| unsafe { *v = 1 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.write_unlock() };
+        let seen = reader.join().unwrap();
+        assert!(seen == 0 || seen == 1, "reader saw {seen}");
+    });
+}
+
+/// Two waiters asleep on one word: the RMW that satisfies both must wake
+/// both (`wake_sleepers` wakes every sleeper, not one).
+#[test]
+fn wake_sleepers_wakes_every_sleeper() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let word = word.clone();
+                thread::spawn(move || cond_load_acquire(&word, SLEEPER, |v| v == 1))
+            })
+            .collect();
+        let previous = word.fetch_add(1, Release);
+        wake_sleepers(&word, previous, SLEEPER);
+        for w in waiters {
+            assert_eq!(w.join().unwrap() & !SLEEPER, 1);
+        }
+    });
+}
+
+/// `cond_load_acquire` is an acquire: what the waker wrote before its
+/// Release RMW is visible to the waiter it satisfied.
+#[test]
+fn cond_load_acquire_sees_what_the_waker_wrote() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let data = Arc::new(UnsafeCell::new(0u32));
+        let waker = {
+            let (word, data) = (word.clone(), data.clone());
+            thread::spawn(move || {
+                // SAFETY: the waiter reads it only after the RMW below.
+                data.with_mut(|d| unsafe { *d = 7 });
+                let previous = word.fetch_add(1, Release);
+                wake_sleepers(&word, previous, SLEEPER);
+            })
+        };
+        cond_load_acquire(&word, SLEEPER, |v| v == 1);
+        // SAFETY: written before the RMW the wait saw.
+        assert_eq!(data.with(|d| unsafe { *d }), 7);
+        waker.join().unwrap();
+    });
+}
+
+/// Two waiters on one word wait for different values. The one whose value
+/// comes must get out even if the other has set the sleeper bit again by
+/// then: the condition is tested with the sleeper bit masked off.
+#[test]
+fn cond_load_masks_a_sleeper_bit_another_waiter_set() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(0));
+        let waiters: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|target| {
+                let word = word.clone();
+                thread::spawn(move || cond_load_acquire(&word, SLEEPER, move |v| v == target))
+            })
+            .collect();
+        let mut waiters = waiters.into_iter();
+        let (first, second) = (waiters.next().unwrap(), waiters.next().unwrap());
+        let previous = word.fetch_add(1, Release);
+        wake_sleepers(&word, previous, SLEEPER);
+        assert_eq!(first.join().unwrap() & !SLEEPER, 1);
+        let previous = word.fetch_add(1, Release);
+        wake_sleepers(&word, previous, SLEEPER);
+        assert_eq!(second.join().unwrap() & !SLEEPER, 2);
+    });
+}
+
+/// The front reader counts each reader it admits in before it grants it: an
+/// admitted reader may leave at once, and if its unlock took the front's own
+/// count, a writer's fast-path CAS from zero would succeed beside the front.
+#[test]
+fn an_admitted_reader_is_counted_in_before_it_enters() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let locked = locked.clone();
+                thread::spawn(move || locked.read())
+            })
+            .collect();
+        // SAFETY: write-locked above.
+        unsafe { locked.lock.write_unlock() };
+        locked.add(1);
+        for r in readers {
+            let seen = r.join().unwrap();
+            assert!(seen <= 1, "reader saw {seen}");
+        }
+        assert_eq!(locked.value_after_join(), 1);
+    });
+}

@@ -10,23 +10,29 @@ use std::time::Duration;
 
 #[test]
 fn guards_share_and_exclude() {
-    let lock = RwLock::new(5);
-    {
-        let a = lock.read();
-        let b = lock.try_read().expect("readers share");
-        assert_eq!(*a + *b, 10);
-        assert!(lock.try_write().is_none());
-        assert!(lock.is_locked() && !lock.is_locked_exclusive());
-    }
-    {
-        let mut w = lock.try_write().expect("free");
-        *w += 1;
-        assert!(lock.try_read().is_none());
-        assert!(lock.try_write().is_none());
-        assert!(lock.is_locked_exclusive());
-    }
-    assert!(!lock.is_locked());
-    assert_eq!(lock.into_inner(), 6);
+    test_support::within_a_deadline(
+        "guards_share_and_exclude (a try_read or try_write that waited)",
+        Duration::from_secs(10),
+        || {
+            let lock = RwLock::new(5);
+            {
+                let a = lock.read();
+                let b = lock.try_read().expect("readers share");
+                assert_eq!(*a + *b, 10);
+                assert!(lock.try_write().is_none());
+                assert!(lock.is_locked() && !lock.is_locked_exclusive());
+            }
+            {
+                let mut w = lock.try_write().expect("free");
+                *w += 1;
+                assert!(lock.try_read().is_none());
+                assert!(lock.try_write().is_none());
+                assert!(lock.is_locked_exclusive());
+            }
+            assert!(!lock.is_locked());
+            assert_eq!(lock.into_inner(), 6);
+        },
+    );
 }
 
 #[test]
@@ -42,6 +48,34 @@ fn downgrade_keeps_writers_out_and_lets_readers_in() {
     assert!(lock.try_write().is_some());
 }
 
+/// A writer queued at the front while the lock is write-held must not get in
+/// between the exclusive hold and the shared one `downgrade` turns it into:
+/// the downgraded guard still sees the value written under the write guard.
+#[test]
+fn downgrade_keeps_a_queued_writer_out() {
+    test_support::within_a_deadline(
+        "downgrade_keeps_a_queued_writer_out (the queued writer or the downgraded reader never got in)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let mut w = lock.write();
+            *w = 1;
+            let writer = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.write() = 2)
+            };
+            while !writer_waiting(&lock) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let r = RwLockWriteGuard::downgrade(w);
+            assert_eq!(*r, 1, "the queued writer entered during the downgrade");
+            drop(r);
+            writer.join().unwrap();
+            assert_eq!(*lock.read(), 2);
+        },
+    );
+}
+
 #[test]
 fn static_lock_from_const_init() {
     static LOCK: RwLock<u32> = RwLock::new(1);
@@ -53,35 +87,81 @@ fn static_lock_from_const_init() {
 /// though the lock is only read-locked when they arrive.
 #[test]
 fn readers_queue_behind_a_waiting_writer() {
-    let lock = Arc::new(RwLock::new(0u32));
-    let first = lock.read();
-    let writer = {
-        let lock = lock.clone();
-        std::thread::spawn(move || *lock.write() = 1)
-    };
-    while !writer_waiting(&lock) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert!(
-        lock.try_read().is_none(),
-        "try_read passed a waiting writer"
+    test_support::within_a_deadline(
+        "readers_queue_behind_a_waiting_writer (the writer or a reader never got in)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let first = lock.read();
+            let writer = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.write() = 1)
+            };
+            while !writer_waiting(&lock) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(
+                lock.try_read().is_none(),
+                "try_read passed a waiting writer"
+            );
+            assert!(
+                lock.is_locked() && !lock.is_locked_exclusive(),
+                "a reader holds the lock; the writer only waits"
+            );
+            let readers: Vec<_> = (0..3)
+                .map(|_| {
+                    let lock = lock.clone();
+                    std::thread::spawn(move || *lock.read())
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(20));
+            drop(first);
+            for r in readers {
+                assert_eq!(
+                    r.join().unwrap(),
+                    1,
+                    "a late reader entered before the writer"
+                );
+            }
+            writer.join().unwrap();
+        },
     );
-    let readers: Vec<_> = (0..3)
-        .map(|_| {
-            let lock = lock.clone();
-            std::thread::spawn(move || *lock.read())
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(20));
-    drop(first);
-    for r in readers {
-        assert_eq!(
-            r.join().unwrap(),
-            1,
-            "a late reader entered before the writer"
-        );
-    }
-    writer.join().unwrap();
+}
+
+/// Threads queued behind the front sleep on their own queue nodes, and each
+/// is woken when the thread ahead hands it the queue or admits it. The
+/// pauses let each queue in turn and fall asleep there (if one has not, the
+/// test only checks less).
+#[test]
+fn queued_threads_asleep_on_their_nodes_are_woken() {
+    test_support::within_a_deadline(
+        "queued_threads_asleep_on_their_nodes_are_woken (a queued thread, never woken)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let w = lock.write();
+            let threads: Vec<_> = [false, false, true, false]
+                .into_iter()
+                .map(|writes| {
+                    let lock = lock.clone();
+                    let thread = std::thread::spawn(move || {
+                        if writes {
+                            *lock.write() += 1;
+                        } else {
+                            let _ = *lock.read();
+                        }
+                    });
+                    std::thread::sleep(Duration::from_millis(20));
+                    thread
+                })
+                .collect();
+            drop(w);
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(*lock.read(), 1);
+        },
+    );
 }
 
 fn writer_waiting(lock: &RwLock<u32>) -> bool {
@@ -95,95 +175,137 @@ fn writer_waiting(lock: &RwLock<u32>) -> bool {
 /// data written before that RMW visible.
 #[test]
 fn cond_load_acquire_sleeps_and_is_woken() {
-    const SLEEPER: u32 = 1 << 31;
-    let word = Arc::new(AtomicU32::new(0));
-    let data = Arc::new(AtomicU32::new(0));
-    let waiter = {
-        let (word, data) = (word.clone(), data.clone());
-        std::thread::spawn(move || {
-            let seen = cond_load_acquire(&word, SLEEPER, |v| v == 1);
-            (seen & !SLEEPER, data.load(Relaxed))
-        })
-    };
-    while word.load(Relaxed) & SLEEPER == 0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    data.store(42, Relaxed);
-    let previous = word.fetch_add(1, Release);
-    assert_ne!(previous & SLEEPER, 0);
-    wake_sleepers(&word, previous, SLEEPER);
-    assert_eq!(waiter.join().unwrap(), (1, 42));
-    assert_eq!(word.load(Relaxed), 1, "the waker cleared the sleeper bit");
+    test_support::within_a_deadline(
+        "cond_load_acquire_sleeps_and_is_woken (the waiter asleep on the word, never woken)",
+        Duration::from_secs(10),
+        || {
+            const SLEEPER: u32 = 1 << 31;
+            let word = Arc::new(AtomicU32::new(0));
+            let data = Arc::new(AtomicU32::new(0));
+            let waiter = {
+                let (word, data) = (word.clone(), data.clone());
+                std::thread::spawn(move || {
+                    let seen = cond_load_acquire(&word, SLEEPER, |v| v == 1);
+                    (seen & !SLEEPER, data.load(Relaxed))
+                })
+            };
+            while word.load(Relaxed) & SLEEPER == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            data.store(42, Relaxed);
+            let previous = word.fetch_add(1, Release);
+            assert_ne!(previous & SLEEPER, 0);
+            wake_sleepers(&word, previous, SLEEPER);
+            assert_eq!(waiter.join().unwrap(), (1, 42));
+            assert_eq!(word.load(Relaxed), 1, "the waker cleared the sleeper bit");
+        },
+    );
+}
+
+/// Two threads wait on one word and one RMW satisfies both: `wake_sleepers`
+/// must wake both. The pause lets both fall asleep first (the second sleeps
+/// on the bit the first set); if one has not, the test only checks less.
+#[test]
+fn wake_sleepers_wakes_every_sleeper() {
+    test_support::within_a_deadline(
+        "wake_sleepers_wakes_every_sleeper (a waiter asleep on the word, never woken)",
+        Duration::from_secs(10),
+        || {
+            const SLEEPER: u32 = 1 << 31;
+            let word = Arc::new(AtomicU32::new(0));
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    let word = word.clone();
+                    std::thread::spawn(move || cond_load_acquire(&word, SLEEPER, |v| v == 1))
+                })
+                .collect();
+            while word.load(Relaxed) & SLEEPER == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let previous = word.fetch_add(1, Release);
+            wake_sleepers(&word, previous, SLEEPER);
+            for w in waiters {
+                assert_eq!(w.join().unwrap() & !SLEEPER, 1);
+            }
+        },
+    );
 }
 
 /// Many more threads than cores, mixing every operation: the protected pair
 /// must never be seen torn, and every thread must finish.
 #[test]
 fn oversubscribed_stress_keeps_exclusion() {
-    const THREADS: usize = 12;
-    // Fewer rounds under miri (a minute for 2,000); still oversubscribed.
-    const ROUNDS: usize = if cfg!(miri) { 200 } else { 2_000 };
-    let lock = Arc::new(RwLock::new((0u64, 0u64)));
-    let torn = Arc::new(AtomicBool::new(false));
-    let writes = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(THREADS));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (lock, torn, writes, start) =
-                (lock.clone(), torn.clone(), writes.clone(), start.clone());
-            std::thread::spawn(move || {
-                start.wait();
-                for i in 0..ROUNDS {
-                    match (t + i) % 7 {
-                        0 => {
-                            let mut w = lock.write();
-                            w.0 += 1;
-                            std::hint::spin_loop();
-                            w.1 += 1;
-                            writes.fetch_add(1, Relaxed);
-                        }
-                        1 => {
-                            if let Some(mut w) = lock.try_write() {
-                                w.0 += 1;
-                                w.1 += 1;
-                                writes.fetch_add(1, Relaxed);
+    test_support::within_a_deadline(
+        "oversubscribed_stress_keeps_exclusion (a thread that never got the lock)",
+        Duration::from_secs(60),
+        || {
+            const THREADS: usize = 12;
+            // Fewer rounds under miri (a minute for 2,000); still oversubscribed.
+            const ROUNDS: usize = if cfg!(miri) { 200 } else { 2_000 };
+            let lock = Arc::new(RwLock::new((0u64, 0u64)));
+            let torn = Arc::new(AtomicBool::new(false));
+            let writes = Arc::new(AtomicUsize::new(0));
+            let start = Arc::new(Barrier::new(THREADS));
+            let threads: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (lock, torn, writes, start) =
+                        (lock.clone(), torn.clone(), writes.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        for i in 0..ROUNDS {
+                            match (t + i) % 7 {
+                                0 => {
+                                    let mut w = lock.write();
+                                    w.0 += 1;
+                                    std::hint::spin_loop();
+                                    w.1 += 1;
+                                    writes.fetch_add(1, Relaxed);
+                                }
+                                1 => {
+                                    if let Some(mut w) = lock.try_write() {
+                                        w.0 += 1;
+                                        w.1 += 1;
+                                        writes.fetch_add(1, Relaxed);
+                                    }
+                                }
+                                2 => {
+                                    let mut w = lock.write();
+                                    w.0 += 1;
+                                    w.1 += 1;
+                                    writes.fetch_add(1, Relaxed);
+                                    let r = RwLockWriteGuard::downgrade(w);
+                                    if r.0 != r.1 {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
+                                3 => {
+                                    if let Some(r) = lock.try_read()
+                                        && r.0 != r.1
+                                    {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
+                                _ => {
+                                    let r = lock.read();
+                                    if r.0 != r.1 {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
                             }
                         }
-                        2 => {
-                            let mut w = lock.write();
-                            w.0 += 1;
-                            w.1 += 1;
-                            writes.fetch_add(1, Relaxed);
-                            let r = RwLockWriteGuard::downgrade(w);
-                            if r.0 != r.1 {
-                                torn.store(true, Relaxed);
-                            }
-                        }
-                        3 => {
-                            if let Some(r) = lock.try_read()
-                                && r.0 != r.1
-                            {
-                                torn.store(true, Relaxed);
-                            }
-                        }
-                        _ => {
-                            let r = lock.read();
-                            if r.0 != r.1 {
-                                torn.store(true, Relaxed);
-                            }
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    assert!(!torn.load(Relaxed), "a reader saw a half-done write");
-    let (a, b) = *lock.read();
-    assert_eq!(
-        (a, b),
-        (writes.load(Relaxed) as u64, writes.load(Relaxed) as u64)
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert!(!torn.load(Relaxed), "a reader saw a half-done write");
+            let (a, b) = *lock.read();
+            assert_eq!(
+                (a, b),
+                (writes.load(Relaxed) as u64, writes.load(Relaxed) as u64)
+            );
+        },
     );
 }
