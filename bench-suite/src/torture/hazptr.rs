@@ -7,10 +7,11 @@ use hazptr::Domain;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::{AtomicPtr, AtomicU64};
 
-/// `hazptr`; with `--slow-path` every acquire uses a backup slot.
+/// `hazptr`; with `--slow-path` every acquire uses a backup slot, and
+/// without it one read in [`OVERFLOW_EVERY`] does.
 pub(super) const HAZPTR: Implementation<dyn Torture, Options> = Implementation {
     name: "hazptr",
-    summary: "hazptr: readers protect; writers swap, then (half each, by a hash) synchronize+reclaim or retire (--slow-path: backup slots only)",
+    summary: "hazptr: readers protect (1 read in 8 nested past the thread's slots, in a backup slot); writers swap, then (half each, by a hash) synchronize+reclaim or retire (--slow-path: backup slots only)",
     origin: Origin::Workspace,
     make: |o| Ok(Box::new(Hazptr::new(o))),
 };
@@ -41,8 +42,41 @@ impl Hazptr {
     }
 }
 
+/// One read in this many, per thread, protects from a backup slot: it first
+/// reserves every slot of the thread's block, as a reader nested that deep
+/// would. Without it a run never reaches the overflow path unless
+/// `--slow-path` forces it, and a scan that skipped backup slots went
+/// unnoticed (0 errors in 2 s; a helper's mutation run of 2026-12-02).
+const OVERFLOW_EVERY: u32 = 8;
+
+std::thread_local! {
+    /// This thread's reads in this process, for [`OVERFLOW_EVERY`].
+    static READS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+impl Hazptr {
+    /// Guards that hold every slot of the thread's block when this read is
+    /// one to nest past them, so that the reader's own guard, taken next,
+    /// gets a backup slot; none otherwise. Dropped after the read's guard.
+    fn nesting(&self) -> Vec<hazptr::Guard<'_>> {
+        let n = READS.with(|reads| {
+            let n = reads.get();
+            reads.set(n.wrapping_add(1));
+            n
+        });
+        if n % OVERFLOW_EVERY == OVERFLOW_EVERY - 1 {
+            (0..hazptr::SLOTS_PER_THREAD)
+                .map(|_| self.domain.guard())
+                .collect()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
 impl Torture for Hazptr {
     fn read(&self) -> bool {
+        let _outer = self.nesting();
         let mut guard = self.domain.guard();
         let p = guard.protect_ptr(&self.current);
         // SAFETY: never null; protected by `guard`, so not reclaimed before
@@ -51,6 +85,7 @@ impl Torture for Hazptr {
     }
 
     fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+        let _outer = self.nesting();
         let mut guard = self.domain.guard();
         let p = guard.protect_ptr(&self.current);
         // SAFETY: as in `read`; the guard lives until `inside` returns or
@@ -99,6 +134,29 @@ mod tests {
             let mut guard = hazptr.domain.guard();
             guard.protect_ptr(&hazptr.current);
             assert_eq!(guard.is_backup(), slow_path, "slow_path: {slow_path}");
+        }
+    }
+
+    /// Without `--slow-path`, one read in [`OVERFLOW_EVERY`] nests past the
+    /// thread's slots, so its guard takes a backup slot: a domain that only
+    /// these reads used has one (and none before).
+    #[test]
+    fn one_read_in_eight_protects_from_a_backup_slot() {
+        type Read = fn(&Hazptr);
+        let reads: [(&str, Read); 2] = [
+            ("read", |h| assert!(h.read())),
+            ("read_with", |h| h.read_with(&mut |o| assert!(o.is_live()))),
+        ];
+        for (name, read) in reads {
+            let hazptr = Hazptr::new(&Options::default());
+            assert_eq!(hazptr.domain.backup_slots(), 0);
+            for _ in 0..OVERFLOW_EVERY {
+                read(&hazptr);
+            }
+            assert!(
+                hazptr.domain.backup_slots() > 0,
+                "{OVERFLOW_EVERY} {name}s never protected from a backup slot"
+            );
         }
     }
 }
