@@ -211,7 +211,8 @@ pub struct TortureArgs {
     #[arg(long, default_value_t = torture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
     /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",
-    /// "faults":{...},"failure",...}.
+    /// "faults":{...},"failure",...}; "slow_path" and "deferred_only" appear
+    /// (true) when the run had them.
     #[arg(long)]
     pub json: bool,
 }

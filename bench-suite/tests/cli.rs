@@ -701,6 +701,12 @@ fn hazptr_torture_passes_on_both_paths_and_slow_path_is_hazptr_only() {
         assert_eq!(row["impl"], "hazptr");
         assert_eq!(row["errors"], 0, "{row}");
         assert!(row["reads"].as_u64().unwrap() > 0 && row["replaced"].as_u64().unwrap() > 0);
+        // The option reached the run (and only with the flag).
+        assert_eq!(
+            row["slow_path"].as_bool().unwrap_or(false),
+            !extra.is_empty(),
+            "{row}"
+        );
     }
     let out = syncbench(&["torture", "--impl", "crossbeam-epoch", "--slow-path"]);
     assert_eq!(out.status.code(), Some(2));
@@ -1497,6 +1503,10 @@ fn torture_deferred_only_runs_the_deferred_paths_and_refuses_locks() {
     for row in rows.as_array().unwrap() {
         assert_eq!(row["errors"], 0, "{row}");
         assert!(row["replaced"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(
+            row["deferred_only"], true,
+            "the option reached the run: {row}"
+        );
     }
     let out = syncbench(&[
         "torture",

@@ -97,6 +97,8 @@ fn sample_results() -> Results {
             name: "crossbeam-epoch".into(),
             readers: 4,
             writers: 2,
+            slow_path: false,
+            deferred_only: false,
             duration_s: 1.0,
             reads: 10,
             replaced: 5,

@@ -847,6 +847,8 @@ mod tests {
             name: name.into(),
             readers: 4,
             writers: 2,
+            slow_path: false,
+            deferred_only: false,
             duration_s: 2.0,
             reads: 1,
             replaced,

@@ -1455,6 +1455,8 @@ pub(crate) mod tests {
                 name: "tortured".into(),
                 readers: 4,
                 writers: 2,
+                slow_path: false,
+                deferred_only: false,
                 duration_s: 2.0,
                 reads: 100,
                 replaced: 50,

@@ -205,6 +205,14 @@ pub struct Outcome {
     pub readers: usize,
     /// Writer threads.
     pub writers: usize,
+    /// Whether every acquire took the slow path (`--slow-path`); in the JSON
+    /// only when it did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slow_path: bool,
+    /// Whether every replacement went to deferred reclamation
+    /// (`--deferred-only`); in the JSON only when it did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deferred_only: bool,
     /// Seconds tortured.
     pub duration_s: f64,
     /// Read-side sections that reached and checked an object.
@@ -605,6 +613,8 @@ impl Run {
             name: name.to_owned(),
             readers: config.readers,
             writers: config.writers,
+            slow_path: config.slow_path,
+            deferred_only: config.deferred_only,
             duration_s: elapsed.as_secs_f64(),
             reads: counted.reads,
             replaced: counted.replaced,
@@ -1063,6 +1073,8 @@ mod tests {
             name: "merged".into(),
             readers: 1,
             writers: 1,
+            slow_path: false,
+            deferred_only: false,
             duration_s: 1.0,
             reads: 10,
             replaced,
