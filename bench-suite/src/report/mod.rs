@@ -1685,4 +1685,23 @@ pub(crate) mod tests {
         assert_eq!(sweep_rows, 2, "{md}");
         assert!(!results.any_failure());
     }
+
+    /// The quick-QS figures over three runs (two would make every median
+    /// a mean): the mean of the run means, the median of the run p99s and
+    /// of the run maxima, and the largest wait of all.
+    #[test]
+    fn quick_qs_takes_the_mean_of_means_and_the_median_of_maxima() {
+        let runs = [
+            quick_qs_run("rcu-lite", 1.0, 5.0, 10.0),
+            quick_qs_run("rcu-lite", 2.0, 6.0, 20.0),
+            quick_qs_run("rcu-lite", 9.0, 60.0, 90.0),
+            quick_qs_run("other", 100.0, 100.0, 100.0),
+        ];
+        let side = QuickQsSide::of("rcu-lite", &runs).expect("three runs");
+        assert_eq!((side.runs, side.waits), (3, 300));
+        assert_eq!(side.mean, 4.0);
+        assert_eq!(side.p99, 6.0);
+        assert_eq!(side.run_max, 20.0);
+        assert_eq!(side.max, 90.0);
+    }
 }
