@@ -1636,6 +1636,10 @@ mod tests {
         assert!(!margin(11.0 / 10.0).tie(false), "1.10x called a tie");
         assert!(!margin(11.0 / 10.0).tie(true), "1.10x called a tie");
         assert!(margin(1.0999).tie(false));
+        assert_eq!(
+            describe(&Candidate::new("b", 10.0), &margin(1.07), "ns/read", false),
+            "b (10.00 ns/read; a tie: winner 1.07x better, within the spread of repeated runs)"
+        );
         let equal = describe(&Candidate::new("b", 10.0), &margin(1.0), "ns/read", false);
         assert_eq!(
             equal,
@@ -1726,5 +1730,26 @@ mod tests {
         let small = row_of(&rows, "small Copy data");
         assert_eq!(small.winner, "arc-swap");
         assert_eq!(small.costs_elsewhere, "1-thread read 3.00 ns");
+    }
+
+    /// rcuscale's `rcu-lite` is the memb flavor's writer: a failed
+    /// `rcu-lite-memb` torture run leaves it out of the waiting row.
+    #[test]
+    fn a_failed_memb_torture_leaves_rcuscales_rcu_lite_out() {
+        let mut r = sample();
+        r.rcuscale = vec![wait("rcu-lite", 1, 5.0), wait("hazptr", 1, 50.0)];
+        r.torture = vec![torture::Outcome {
+            errors: 3,
+            ..tortured("rcu-lite-memb", 100, 10)
+        }];
+        let rows = table(&r);
+        let waiting = waiter_row(&rows);
+        assert_eq!(waiting.winner, "hazptr", "{waiting:?}");
+        assert!(
+            waiting
+                .measured_by
+                .contains("left out for failing their checks: rcu-lite (torture: 3 errors"),
+            "{waiting:?}"
+        );
     }
 }
