@@ -123,9 +123,10 @@ struct Margin {
 impl Margin {
     /// Whether the contender ties with the leader: a margin within the
     /// spread of repeated runs, or pairs that put it ahead; with
-    /// `every_turn`, also any turn that put it ahead.
+    /// `every_turn`, also any turn that did not put the leader ahead (one
+    /// that put the contender ahead, or one the two tied: a ratio of 1).
     fn tie(&self, every_turn: bool) -> bool {
-        self.ratio < TIE_MARGIN || (every_turn && self.turns.is_some_and(|(lo, _)| lo < 1.0))
+        self.ratio < TIE_MARGIN || (every_turn && self.turns.is_some_and(|(lo, _)| lo <= 1.0))
     }
 }
 
@@ -1749,6 +1750,33 @@ mod tests {
             waiting
                 .measured_by
                 .contains("left out for failing their checks: rcu-lite (torture: 3 errors"),
+            "{waiting:?}"
+        );
+    }
+
+    /// "A tie unless every round puts the winner ahead": a round the two
+    /// tie puts no one ahead, so a contender with one such round ties
+    /// with the leader however far behind its median round is.
+    #[test]
+    fn a_round_of_equal_figures_does_not_put_the_winner_ahead() {
+        let mut r = sample();
+        let rounds = |name: &str, rounds: Vec<f64>| rcuscale::Outcome {
+            per_gp_us: crate::stats::median(&rounds),
+            per_gp_rounds_us: rounds,
+            ..wait(name, 1, 10.0)
+        };
+        r.rcuscale = vec![
+            rounds("hazptr", vec![10.0, 10.0, 10.0]),
+            rounds("rcu-lite", vec![20.0, 10.0, 30.0]),
+        ];
+        let rows = table(&r);
+        let waiting = waiter_row(&rows);
+        assert_eq!(waiting.winner, "hazptr");
+        assert_eq!(waiting.tied_with, ["rcu-lite"], "{waiting:?}");
+        assert!(
+            waiting
+                .runner_up
+                .contains("winner 2.00x better by the median round, 1.00-3.00x round by round, but not in every round"),
             "{waiting:?}"
         );
     }
