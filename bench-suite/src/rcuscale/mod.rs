@@ -740,6 +740,15 @@ mod tests {
             "rcuscale: x writers=2 readers=1 gps=6 per-GP 20.00 us (median of 3 rounds, \
              10.00-90.00); latency us: mean 26.67 p50 15.00 p99 86.50 max 90.00; reads 7\n"
         );
+        // One round has no median of rounds to give.
+        let one = summarize("x", runs[0].config, &runs[..1]).unwrap();
+        let mut text = Vec::new();
+        write_text(&mut text, &[one]).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "rcuscale: x writers=2 readers=1 gps=3 per-GP 10.00 us; latency us: mean 10.00 \
+             p50 10.00 p99 10.00 max 10.00; reads 1\n"
+        );
     }
 
     /// A writer side that waits for nothing.

@@ -1704,4 +1704,21 @@ pub(crate) mod tests {
         assert_eq!(side.run_max, 20.0);
         assert_eq!(side.max, 90.0);
     }
+
+    /// Single runs (a report read back from before rounds) are not said
+    /// to have run in rounds; merged rounds are.
+    #[test]
+    fn the_bulk_freeing_table_mentions_rounds_only_where_there_were_several() {
+        let mut results = sample();
+        let run = |replaced: u64| torture::Outcome {
+            replaced,
+            ..results.torture[0].clone()
+        };
+        results.deferred_free = vec![run(100)];
+        let md = document(&results).to_markdown();
+        assert!(!md.contains("Each implementation ran in"), "{md}");
+        results.deferred_free = vec![torture::merge_rounds(vec![run(100), run(300), run(200)])];
+        let md = document(&results).to_markdown();
+        assert!(md.contains("Each implementation ran in 3 rounds"), "{md}");
+    }
 }
