@@ -128,6 +128,9 @@ mod tests {
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.0), 1.0);
         assert!((percentile(&[0.0, 10.0], 99.0) - 9.9).abs() < 1e-9);
         assert!(median(&[]).is_nan());
+        // Out of range, the nearest end.
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 150.0), 3.0);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], -5.0), 1.0);
         assert_eq!(mean(&[1.0, 2.0, 6.0]), 3.0);
     }
 }

@@ -288,7 +288,12 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
         progress.inc(1);
         outcome
     });
-    let mut outcomes: Vec<Outcome> = runs.into_iter().map(combine).collect();
+    recommend(config, runs.into_iter().map(combine).collect())
+}
+
+/// The advice from each contender's combined outcome: the outcomes fastest
+/// first, and the fastest contender that saw no errors.
+fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
     outcomes.sort_by(|a, b| b.ops_per_s.total_cmp(&a.ops_per_s));
     let eligible: Vec<&Outcome> = outcomes
         .iter()
@@ -658,5 +663,63 @@ mod tests {
     fn torn_payloads_are_detected() {
         assert!(check_payload(&[3, 3, 3]));
         assert!(!check_payload(&[3, 4, 3]));
+    }
+
+    /// An even count of runs gives the lower middle one; errors add up over
+    /// every run.
+    #[test]
+    fn an_even_count_of_runs_gives_the_lower_middle_run_and_errors_add_up() {
+        let run = |ops: f64, errors: u64| outcome("x", ops, errors);
+        let o = combine(vec![run(4.0, 1), run(1.0, 2), run(3.0, 0), run(2.0, 0)]);
+        assert_eq!(o.ops_per_s, 2.0);
+        assert_eq!(o.errors, 3);
+    }
+
+    fn workload() -> Config {
+        Config {
+            reads_per_write: 10,
+            threads: 2,
+            payload_bytes: 64,
+            duration: Duration::from_millis(500),
+            rounds: 3,
+        }
+    }
+
+    /// The advice names the fastest contender that saw no errors, lists
+    /// the outcomes fastest first, and calls a lead of exactly
+    /// [`TIE_MARGIN`] no tie.
+    #[test]
+    fn the_advice_is_the_fastest_clean_contender() {
+        let advice = recommend(
+            workload(),
+            vec![
+                outcome("slow", 1.0e6, 0),
+                outcome("torn", 3.0e6, 1),
+                outcome("fast", 2.2e6, 0),
+                outcome("middle", 2.0e6, 0),
+            ],
+        );
+        let names: Vec<_> = advice.outcomes.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["torn", "fast", "middle", "slow"]);
+        assert_eq!(advice.recommended.as_deref(), Some("fast"));
+        assert!(
+            advice.reason.starts_with("use fast: ")
+                && advice.reason.contains("1.10x the next best (middle, ")
+                && !advice.reason.contains("a tie"),
+            "{}",
+            advice.reason
+        );
+        let tie = recommend(
+            workload(),
+            vec![outcome("a", 2.1e6, 0), outcome("b", 2.0e6, 0)],
+        );
+        assert!(
+            tie.reason
+                .contains("a tie within the spread of repeated runs, so b serves as well"),
+            "{}",
+            tie.reason
+        );
+        let none = recommend(workload(), vec![outcome("torn", 1.0, 2)]);
+        assert_eq!(none.recommended, None);
     }
 }

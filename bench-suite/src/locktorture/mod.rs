@@ -1089,4 +1089,61 @@ mod tests {
             assert!(o.writes.total + o.reads.total > 0, "{}: {o:?}", imp.name);
         }
     }
+
+    /// The kernel's starvation test, `max / 2 > min`, is strict: exactly
+    /// half the busiest thread's share is no starvation, for counts and
+    /// for rates alike; and a count's Max/Min are each thread's count over
+    /// the window.
+    #[test]
+    fn starvation_is_under_half_the_busiest_share_and_counts_are_per_thread() {
+        let c = |max, min| Counts { total: 0, max, min };
+        assert!(!c(10, 5).starved());
+        assert!(c(10, 4).starved());
+        let r = |max, min| ServedRate { max, min };
+        assert!(!r(10.0, 6.0).starved());
+        assert!(!r(10.0, 5.0).starved());
+        assert!(r(10.0, 4.9).starved());
+        let window = Counts::between(&[5, 0, 10], &[25, 7, 40]);
+        assert_eq!((window.total, window.max, window.min), (20 + 7 + 30, 30, 7));
+    }
+
+    fn round(writes: u64, write_fail: u64, read_fail: u64) -> Outcome {
+        Outcome {
+            lock: "l".into(),
+            writers: 1,
+            readers: 1,
+            duration_s: 2.0,
+            writes: Counts {
+                total: writes,
+                max: writes,
+                min: writes,
+            },
+            reads: Counts {
+                total: 1,
+                max: 1,
+                min: 1,
+            },
+            writes_served_per_ms: None,
+            reads_served_per_ms: None,
+            fail: write_fail + read_fail,
+            write_fail,
+            read_fail,
+            faults: None,
+            failure: None,
+            writes_per_s_rounds: Vec::new(),
+        }
+    }
+
+    /// Merged rounds are the median round by writer rate (whichever round
+    /// ran it), with every round's rate and every round's failures.
+    #[test]
+    fn merged_rounds_are_the_median_round_with_every_rounds_failures() {
+        let merged = merge_rounds(vec![round(2400, 1, 0), round(800, 2, 0), round(1600, 0, 4)]);
+        assert_eq!(merged.writes.total, 1600, "{merged:?}");
+        assert_eq!(merged.writes_per_s_rounds, [1200.0, 400.0, 800.0]);
+        assert_eq!(
+            (merged.fail, merged.write_fail, merged.read_fail),
+            (7, 3, 4)
+        );
+    }
 }

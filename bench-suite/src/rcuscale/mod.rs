@@ -702,4 +702,93 @@ mod tests {
             },
         );
     }
+
+    /// Rounds merge as the module says: per-GP time is the median round's
+    /// (each round's run time over all its waits), the latency figures and
+    /// the counts cover every wait and read of every round.
+    #[test]
+    fn rounds_merge_into_the_median_per_gp_and_latency_over_every_wait() {
+        let run = |elapsed_us: u64, samples: Vec<f64>, reads: u64| Run {
+            name: "x",
+            config: config(2, Duration::ZERO),
+            elapsed: Duration::from_micros(elapsed_us),
+            samples,
+            reads,
+        };
+        let runs = [
+            run(30, vec![10.0, 10.0, 10.0], 1),
+            run(40, vec![20.0, 20.0], 2),
+            run(90, vec![90.0], 4),
+        ];
+        let o = summarize("x", runs[0].config, &runs).unwrap();
+        assert_eq!(o.per_gp_rounds_us, [10.0, 20.0, 90.0]);
+        assert_eq!(o.per_gp_us, 20.0);
+        assert_eq!(o.per_gp_range(), (10.0, 90.0));
+        assert_eq!(o.gps, 6);
+        assert_eq!(o.reads, 7);
+        assert!((o.duration_s - 160e-6).abs() < 1e-12, "{o:?}");
+        let l = o.latency_us;
+        assert!((l.mean - 160.0 / 6.0).abs() < 1e-9, "{l:?}");
+        // Sorted 10 10 10 20 20 90: p50 at rank 2.5, p99 at rank 4.95.
+        assert!((l.p50 - 15.0).abs() < 1e-9, "{l:?}");
+        assert!((l.p99 - 86.5).abs() < 1e-9, "{l:?}");
+        assert_eq!(l.max, 90.0);
+        let mut text = Vec::new();
+        write_text(&mut text, &[o]).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "rcuscale: x writers=2 readers=1 gps=6 per-GP 20.00 us (median of 3 rounds, \
+             10.00-90.00); latency us: mean 26.67 p50 15.00 p99 86.50 max 90.00; reads 7\n"
+        );
+        // One round has no median of rounds to give.
+        let one = summarize("x", runs[0].config, &runs[..1]).unwrap();
+        let mut text = Vec::new();
+        write_text(&mut text, &[one]).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "rcuscale: x writers=2 readers=1 gps=3 per-GP 10.00 us; latency us: mean 10.00 \
+             p50 10.00 p99 10.00 max 10.00; reads 1\n"
+        );
+    }
+
+    /// A writer side that waits for nothing.
+    struct NoWait;
+
+    impl GracePeriod for NoWait {
+        fn update_and_wait(&self, _writer: usize) {}
+        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+            ready.wait();
+            while !stop.load(Relaxed) {
+                std::thread::yield_now();
+            }
+            1
+        }
+        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+            idle_wait(ready, stop)
+        }
+    }
+
+    /// Every writer count is a contender of its own, run with its own
+    /// writer count every round: outcomes grouped by count, then by
+    /// implementation.
+    #[test]
+    fn measure_all_runs_each_writer_count_with_its_own_writers() {
+        const NO_WAIT: Implementation<dyn GracePeriod, Options> = Implementation {
+            name: "no-wait",
+            summary: "",
+            origin: crate::registry::Origin::Workspace,
+            make: |_| Ok(Box::new(NoWait)),
+        };
+        let config = Config {
+            waits_per_writer: Some(2),
+            ..config(7, Duration::from_millis(1))
+        };
+        let out = measure_all(&[&NO_WAIT], config, &[1, 3], &Options::default(), 2).unwrap();
+        let got: Vec<_> = out
+            .iter()
+            .map(|o| (o.writers, o.gps, o.per_gp_rounds_us.len()))
+            .collect();
+        // 2 waits per writer, 2 rounds.
+        assert_eq!(got, [(1, 4, 2), (3, 12, 2)]);
+    }
 }

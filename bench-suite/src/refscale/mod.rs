@@ -227,4 +227,63 @@ mod tests {
         assert_eq!(names, ["a", "b"]);
         assert!(outcomes.iter().all(|o| o.runs_ns.len() == 3));
     }
+
+    /// Per-section times handed out to timed runs, in order: a reader's
+    /// timed run takes the next one.
+    static SCRIPT_MEDIAN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    static SCRIPT_MEAN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+    /// A reader whose timed runs report the scripted ns per section.
+    struct Scripted(&'static Mutex<Vec<u64>>);
+
+    impl ReadSide for Scripted {
+        fn read_sections(&self, iterations: u64) -> Duration {
+            if iterations != TIMED_ITERATIONS {
+                return Duration::ZERO;
+            }
+            let ns = self.0.lock().unwrap().remove(0);
+            Duration::from_nanos(ns * iterations)
+        }
+    }
+
+    /// A run's figure is the mean over readers of each reader's time per
+    /// section; the outcome's is the median of the runs.
+    #[test]
+    fn a_run_is_the_mean_over_readers_and_the_figure_the_median_run() {
+        const MEDIAN: Implementation<dyn ReadSide> = Implementation {
+            name: "scripted",
+            summary: "",
+            origin: Origin::Workspace,
+            make: |_| Ok(Box::new(Scripted(&SCRIPT_MEDIAN))),
+        };
+        const MEAN: Implementation<dyn ReadSide> = Implementation {
+            name: "scripted",
+            summary: "",
+            origin: Origin::Workspace,
+            make: |_| Ok(Box::new(Scripted(&SCRIPT_MEAN))),
+        };
+        *SCRIPT_MEDIAN.lock().unwrap() = vec![1, 2, 9];
+        let config = Config {
+            threads: 1,
+            iterations: TIMED_ITERATIONS,
+            runs: 3,
+        };
+        let out = measure_all(&[&MEDIAN], config);
+        assert_eq!(out[0].runs_ns, [1.0, 2.0, 9.0]);
+        assert_eq!(out[0].ns_per_op, 2.0);
+        *SCRIPT_MEAN.lock().unwrap() = vec![1, 3];
+        let config = Config {
+            threads: 2,
+            runs: 1,
+            ..config
+        };
+        let out = measure_all(&[&MEAN], config);
+        assert_eq!(out[0].runs_ns, [2.0]);
+        let mut text = Vec::new();
+        write_text(&mut text, &out).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "refscale: scripted threads=2 iterations=100\nRuns\tTime(ns)\n1\t2.000\nmedian\t2.000\n"
+        );
+    }
 }

@@ -123,9 +123,10 @@ struct Margin {
 impl Margin {
     /// Whether the contender ties with the leader: a margin within the
     /// spread of repeated runs, or pairs that put it ahead; with
-    /// `every_turn`, also any turn that put it ahead.
+    /// `every_turn`, also any turn that did not put the leader ahead (one
+    /// that put the contender ahead, or one the two tied: a ratio of 1).
     fn tie(&self, every_turn: bool) -> bool {
-        self.ratio < TIE_MARGIN || (every_turn && self.turns.is_some_and(|(lo, _)| lo < 1.0))
+        self.ratio < TIE_MARGIN || (every_turn && self.turns.is_some_and(|(lo, _)| lo <= 1.0))
     }
 }
 
@@ -1589,5 +1590,196 @@ mod tests {
         assert_eq!(fmt_value(2_500_000.0, "reads/s"), "2.50 Mreads/s");
         // Only rates take the M prefix.
         assert_eq!(fmt_value(2_500_000.0, "ns"), "2500000 ns");
+    }
+
+    /// Figures without runs taken in turns are compared by their ratio,
+    /// the leader's way up, whichever way wins; a contender with no finite
+    /// figure is left out rather than ranked (it would lead a
+    /// higher-wins row, since NaN sorts above every number).
+    #[test]
+    fn unpaired_margins_are_the_ratio_of_the_figures_and_nan_is_not_ranked() {
+        let lower = rank(
+            vec![
+                Candidate::new("nan", f64::NAN),
+                Candidate::new("slow", 30.0),
+                Candidate::new("fast", 10.0),
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(lower.leader.name, "fast");
+        assert_eq!(lower.others.len(), 1, "a NaN figure was ranked");
+        let (c, m) = &lower.others[0];
+        assert_eq!(c.name, "slow");
+        assert_eq!((m.ratio, m.turns, m.paired), (3.0, None, 0));
+        let higher = rank(
+            vec![
+                Candidate::new("few", 10.0),
+                Candidate::new("nan", f64::NAN),
+                Candidate::new("many", 40.0),
+            ],
+            false,
+        )
+        .unwrap();
+        assert_eq!(higher.leader.name, "many");
+        assert_eq!(higher.others.len(), 1, "a NaN figure was ranked");
+        assert_eq!(higher.others[0].1.ratio, 4.0);
+    }
+
+    /// [`TIE_MARGIN`] itself is no tie: a margin *under* it is. And a
+    /// margin of exactly 1 (equal figures) is a tie within the spread, not
+    /// one where the pairs put the contender ahead.
+    #[test]
+    fn the_tie_margin_is_exclusive_and_an_equal_figure_is_within_the_spread() {
+        let margin = |ratio: f64| Margin {
+            ratio,
+            turns: None,
+            paired: 0,
+        };
+        assert!(!margin(11.0 / 10.0).tie(false), "1.10x called a tie");
+        assert!(!margin(11.0 / 10.0).tie(true), "1.10x called a tie");
+        assert!(margin(1.0999).tie(false));
+        assert_eq!(
+            describe(&Candidate::new("b", 10.0), &margin(1.07), "ns/read", false),
+            "b (10.00 ns/read; a tie: winner 1.07x better, within the spread of repeated runs)"
+        );
+        let equal = describe(&Candidate::new("b", 10.0), &margin(1.0), "ns/read", false);
+        assert_eq!(
+            equal,
+            "b (10.00 ns/read; a tie: winner 1.00x better, within the spread of repeated runs)"
+        );
+    }
+
+    /// The bounded-memory row ranks figures without rounds: its margin is
+    /// the ratio of the two, and its cost names the unbounded contender
+    /// that held back the most.
+    #[test]
+    fn the_bounded_memory_row_gives_the_ratio_and_the_largest_unbounded_hold() {
+        let mut r = sample();
+        r.deferred_free = vec![
+            tortured("hazptr", 100, 10),
+            tortured("haphazard", 100, 30),
+            tortured("crossbeam-epoch", 100, 500),
+            tortured("rcu-lite-memb", 100, 9000),
+            tortured("seize", 100, 700),
+        ];
+        let rows = table(&r);
+        let bounded = row_of(&rows, "per-object protection with bounded memory");
+        assert_eq!(bounded.winner, "hazptr");
+        assert!(bounded.tied_with.is_empty(), "{bounded:?}");
+        assert_eq!(
+            bounded.runner_up,
+            "haphazard (30.00 objects; winner 3.00x better)"
+        );
+        assert!(
+            bounded
+                .costs_elsewhere
+                .ends_with("for comparison rcu-lite-memb held back up to 9000 objects"),
+            "{bounded:?}"
+        );
+    }
+
+    /// The waiting-writer row and its costs go by the lone writer with the
+    /// fewest readers (at least one) and no idle threads.
+    #[test]
+    fn the_lone_writer_has_the_fewest_readers_and_no_idle_threads() {
+        let mut r = sample();
+        let with = |readers: usize, idle_threads: usize, mean: f64| rcuscale::Outcome {
+            readers,
+            idle_threads,
+            ..wait("w", 1, mean)
+        };
+        r.rcuscale = vec![with(1, 8, 900.0), with(4, 0, 400.0), with(1, 0, 20.0)];
+        let lone = lone_writer(&r, "w").expect("a lone writer");
+        assert_eq!((lone.readers, lone.idle_threads), (1, 0));
+        assert_eq!(lone.per_gp_us, 20.0);
+    }
+
+    /// The write-heavy row is the mix with the most writers per reader
+    /// (2w/0r over 3w/1r), and the winner's readers are given per thread
+    /// per second.
+    #[test]
+    fn the_write_heavy_row_takes_the_most_writers_per_reader() {
+        let mut r = sample();
+        r.locktorture = vec![
+            lock("qrwlock", 3, 1, 900),
+            lock("qrwlock", 2, 0, 800),
+            lock("parking_lot", 3, 1, 600),
+            lock("parking_lot", 2, 0, 400),
+        ];
+        let rows = table(&r);
+        let heavy = row_of(&rows, "write-heavy lock");
+        assert!(
+            heavy.measured_by.starts_with("locktorture 2w/0r:"),
+            "{heavy:?}"
+        );
+        r.locktorture = vec![lock("qrwlock", 3, 2, 900), lock("parking_lot", 3, 2, 400)];
+        let rows = table(&r);
+        let heavy = row_of(&rows, "write-heavy lock");
+        // 100 reads over 2 readers and 2 s: 25 per thread per second.
+        assert_eq!(
+            heavy.costs_elsewhere,
+            "its readers got 25 acquisitions/s per thread"
+        );
+    }
+
+    /// The small-Copy row's cost is the winner's 1-thread read, whatever
+    /// thread count decided the row.
+    #[test]
+    fn the_small_copy_cost_is_the_one_thread_read() {
+        let mut r = sample();
+        r.refscale = vec![read("arc-swap", 1, 3.0), read("arc-swap", 2, 5.0)];
+        let rows = table(&r);
+        let small = row_of(&rows, "small Copy data");
+        assert_eq!(small.winner, "arc-swap");
+        assert_eq!(small.costs_elsewhere, "1-thread read 3.00 ns");
+    }
+
+    /// rcuscale's `rcu-lite` is the memb flavor's writer: a failed
+    /// `rcu-lite-memb` torture run leaves it out of the waiting row.
+    #[test]
+    fn a_failed_memb_torture_leaves_rcuscales_rcu_lite_out() {
+        let mut r = sample();
+        r.rcuscale = vec![wait("rcu-lite", 1, 5.0), wait("hazptr", 1, 50.0)];
+        r.torture = vec![torture::Outcome {
+            errors: 3,
+            ..tortured("rcu-lite-memb", 100, 10)
+        }];
+        let rows = table(&r);
+        let waiting = waiter_row(&rows);
+        assert_eq!(waiting.winner, "hazptr", "{waiting:?}");
+        assert!(
+            waiting
+                .measured_by
+                .contains("left out for failing their checks: rcu-lite (torture: 3 errors"),
+            "{waiting:?}"
+        );
+    }
+
+    /// "A tie unless every round puts the winner ahead": a round the two
+    /// tie puts no one ahead, so a contender with one such round ties
+    /// with the leader however far behind its median round is.
+    #[test]
+    fn a_round_of_equal_figures_does_not_put_the_winner_ahead() {
+        let mut r = sample();
+        let rounds = |name: &str, rounds: Vec<f64>| rcuscale::Outcome {
+            per_gp_us: crate::stats::median(&rounds),
+            per_gp_rounds_us: rounds,
+            ..wait(name, 1, 10.0)
+        };
+        r.rcuscale = vec![
+            rounds("hazptr", vec![10.0, 10.0, 10.0]),
+            rounds("rcu-lite", vec![20.0, 10.0, 30.0]),
+        ];
+        let rows = table(&r);
+        let waiting = waiter_row(&rows);
+        assert_eq!(waiting.winner, "hazptr");
+        assert_eq!(waiting.tied_with, ["rcu-lite"], "{waiting:?}");
+        assert!(
+            waiting
+                .runner_up
+                .contains("winner 2.00x better by the median round, 1.00-3.00x round by round, but not in every round"),
+            "{waiting:?}"
+        );
     }
 }

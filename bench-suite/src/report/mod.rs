@@ -1687,4 +1687,40 @@ pub(crate) mod tests {
         assert_eq!(sweep_rows, 2, "{md}");
         assert!(!results.any_failure());
     }
+
+    /// The quick-QS figures over three runs (two would make every median
+    /// a mean): the mean of the run means, the median of the run p99s and
+    /// of the run maxima, and the largest wait of all.
+    #[test]
+    fn quick_qs_takes_the_mean_of_means_and_the_median_of_maxima() {
+        let runs = [
+            quick_qs_run("rcu-lite", 1.0, 5.0, 10.0),
+            quick_qs_run("rcu-lite", 2.0, 6.0, 20.0),
+            quick_qs_run("rcu-lite", 9.0, 60.0, 90.0),
+            quick_qs_run("other", 100.0, 100.0, 100.0),
+        ];
+        let side = QuickQsSide::of("rcu-lite", &runs).expect("three runs");
+        assert_eq!((side.runs, side.waits), (3, 300));
+        assert_eq!(side.mean, 4.0);
+        assert_eq!(side.p99, 6.0);
+        assert_eq!(side.run_max, 20.0);
+        assert_eq!(side.max, 90.0);
+    }
+
+    /// Single runs (a report read back from before rounds) are not said
+    /// to have run in rounds; merged rounds are.
+    #[test]
+    fn the_bulk_freeing_table_mentions_rounds_only_where_there_were_several() {
+        let mut results = sample();
+        let run = |replaced: u64| torture::Outcome {
+            replaced,
+            ..results.torture[0].clone()
+        };
+        results.deferred_free = vec![run(100)];
+        let md = document(&results).to_markdown();
+        assert!(!md.contains("Each implementation ran in"), "{md}");
+        results.deferred_free = vec![torture::merge_rounds(vec![run(100), run(300), run(200)])];
+        let md = document(&results).to_markdown();
+        assert!(md.contains("Each implementation ran in 3 rounds"), "{md}");
+    }
 }
