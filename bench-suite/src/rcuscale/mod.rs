@@ -646,6 +646,16 @@ mod tests {
         assert_eq!(FEWEST_AT_A_WAIT.load(Relaxed), 2, "{out:?}");
     }
 
+    /// A test double's reader: one "section" in all, then yields until the
+    /// run sets `stop`.
+    fn one_read_until_stop(ready: &Barrier, stop: &AtomicBool) -> u64 {
+        ready.wait();
+        while !stop.load(Relaxed) {
+            std::thread::yield_now();
+        }
+        1
+    }
+
     /// A writer that panics at its first wait, beside readers and idle
     /// threads that wait for the end of the run.
     struct PanickingWriter;
@@ -655,11 +665,7 @@ mod tests {
             panic!("a planted writer panic");
         }
         fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
-            ready.wait();
-            while !stop.load(Relaxed) {
-                std::thread::yield_now();
-            }
-            1
+            one_read_until_stop(ready, stop)
         }
         fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
             idle_wait(ready, stop)
@@ -757,11 +763,7 @@ mod tests {
     impl GracePeriod for NoWait {
         fn update_and_wait(&self, _writer: usize) {}
         fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
-            ready.wait();
-            while !stop.load(Relaxed) {
-                std::thread::yield_now();
-            }
-            1
+            one_read_until_stop(ready, stop)
         }
         fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
             idle_wait(ready, stop)
