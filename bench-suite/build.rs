@@ -94,10 +94,15 @@ fn liburcu() {
     // `__tls_get_addr` per access); a C program built as usual (PIE or not)
     // gets the initial-exec model. Ask for that, so liburcu's fast path is
     // measured as its users run it. The optimization level is cargo's, as
-    // for the Rust contenders (3 in release and bench builds).
+    // for the Rust contenders (3 in release and bench builds). The timed
+    // loops are aligned to a 64-byte line: otherwise a loop of a few bytes
+    // may straddle two lines, depending on the size of unrelated Rust code,
+    // which made `liburcu-qsbr` up to twice as slow from one build to the
+    // next (docs/measuring.md).
     build
         .warnings(true)
-        .flag_if_supported("-ftls-model=initial-exec");
+        .flag_if_supported("-ftls-model=initial-exec")
+        .flag_if_supported("-falign-loops=64");
     for library in &libraries {
         build.includes(&library.include_paths);
     }
