@@ -13,8 +13,11 @@
 //! it to announce a quiescent state ([`QsbrThread::quiescent_state`]) or go
 //! offline ([`QsbrThread::offline`]). Both take `&mut self`, so the borrow
 //! checker proves that no guard (which borrows the registration) is alive across
-//! them. The read side's only run-time work is a test of the registration's
-//! online flag, which a forgotten [`Offline`] leaves clear (see *Misuse*).
+//! them. A registration is online whenever code outside this module can reach
+//! it: it goes offline only for the closure passed to `offline` (and the waits
+//! of its own `synchronize_rcu` and `rcu_barrier`), and comes back online when
+//! that closure returns or unwinds, through a drop guard that no caller can
+//! forget. So the read side does no run-time work at all.
 //!
 //! Each registration has its own record (see `record.rs`): online, its word is
 //! the engine's `gp_word` as of the last quiescent state (nesting 1); offline,
@@ -29,11 +32,11 @@
 //! which is the caller (deadlock). [`QsbrThread::synchronize_rcu`] takes the
 //! registration offline for the wait instead, as liburcu does.
 //!
-//! `mem::forget` of an [`Offline`] leaves the registration offline: no grace
-//! period waits for it any more. [`QsbrThread::read_lock`] on it panics (the
-//! section would protect nothing), [`QsbrThread::quiescent_state`] does
-//! nothing, and the thread's online count, which the panics above test,
-//! stays right. `registration.offline().online()` brings it back.
+//! `mem::forget` of a [`QsbrThread`] leaves its record online for good, and
+//! every later grace period waits for it forever (as a liburcu thread that
+//! never unregisters and never goes offline). That is a hang, not a
+//! use-after-free; there is no other way to leave a registration in a state
+//! its guards cannot see.
 
 use crate::config::GpConfig;
 use crate::engine::GpCounts;
@@ -72,13 +75,8 @@ fn add_online(delta: i32) {
 /// A thread's registration with the qsbr flavor; online while it exists,
 /// except inside [`QsbrThread::offline`]. `!Send` and `!Sync`.
 pub struct QsbrThread {
+    /// Online (nesting 1) whenever a method other than `offline` can see it.
     record: &'static Record,
-    /// Whether the registration is online. False inside
-    /// [`QsbrThread::offline`], and after an [`Offline`] was forgotten
-    /// (`mem::forget` is safe), which leaves it offline: the record's word
-    /// and the thread's online count follow this flag, so neither a guard
-    /// nor a second drop can act on an online state that is not there.
-    online: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -96,12 +94,11 @@ pub struct Guard<'t> {
     _thread: PhantomData<&'t QsbrThread>,
 }
 
-/// A registration taken offline; it comes back online when this is dropped
-/// (or by [`Offline::online`]).
-#[must_use = "the registration goes back online when this is dropped"]
-#[derive(Debug)]
-pub struct Offline<'t> {
-    thread: &'t mut QsbrThread,
+/// Brings a registration that [`QsbrThread::offline`] took offline back
+/// online when dropped, also when the closure unwinds. Private, so nothing can
+/// forget it.
+struct BackOnline<'t> {
+    record: &'t Record,
 }
 
 impl QsbrThread {
@@ -113,61 +110,57 @@ impl QsbrThread {
         add_online(1);
         QsbrThread {
             record,
-            online: true,
             _not_send: PhantomData,
         }
     }
 
-    /// Enters a read-side section (`rcu_read_lock()`): one test of a flag
-    /// that the borrow checker keeps constant while `self` is borrowed, so
-    /// a loop of sections tests it once.
-    ///
-    /// # Panics
-    ///
-    /// If the registration is offline because an [`Offline`] was forgotten:
-    /// no grace period waits for an offline registration, so the section
-    /// would protect nothing. `registration.offline().online()` brings it
-    /// back.
+    /// Enters a read-side section (`rcu_read_lock()`). It costs nothing: a
+    /// registration that callers can borrow is online, and the guard's
+    /// borrow keeps every quiescent state out until it is dropped.
     #[inline(always)]
     pub fn read_lock(&self) -> Guard<'_> {
-        if !self.online {
-            read_lock_offline();
-        }
         Guard {
             _thread: PhantomData,
         }
     }
 
     /// Announces a quiescent state (`rcu_quiescent_state()`): the thread holds
-    /// no reference obtained before this call. On a registration left offline
-    /// by a forgotten [`Offline`] it does nothing: an offline registration
-    /// holds up no grace period, so there is nothing to announce.
+    /// no reference obtained before this call.
     #[inline]
     pub fn quiescent_state(&mut self) {
         // Acquire pairs with the Release store of `gp_word` in
         // `Engine::grace_period`: what this thread reads from now on includes
         // every update published before that grace period.
         let current = engine().reader.gp_word.load(Acquire);
-        // Relaxed: only this thread writes its word. An offline record's word
-        // (0) never equals `current` (nesting 1), so the flag is tested only
-        // here, off the common path.
-        if self.record.word.load(Relaxed) != current && self.online {
+        // Relaxed: only this thread writes its word.
+        if self.record.word.load(Relaxed) != current {
             report(self.record, current);
         }
     }
 
-    /// Takes the registration offline (`rcu_thread_offline()`) until the
-    /// returned value is dropped: while offline it holds up no grace period,
-    /// so the thread may block for long. On a registration already offline
-    /// (a forgotten [`Offline`]) it takes nothing offline, and the new
-    /// `Offline` still brings the registration online when dropped.
-    pub fn offline(&mut self) -> Offline<'_> {
-        if self.online {
-            go_offline(self.record);
-            add_online(-1);
-            self.online = false;
-        }
-        Offline { thread: self }
+    /// Runs `blocking` with the registration offline (`rcu_thread_offline()`
+    /// before it, `rcu_thread_online()` after it): meanwhile it holds up no
+    /// grace period, so `blocking` may wait for long, or wait for a grace
+    /// period itself. The registration is back online when `blocking`
+    /// returns or unwinds.
+    ///
+    /// ```
+    /// use rcu_lite::qsbr::{self, QsbrThread};
+    ///
+    /// let mut registration = QsbrThread::register();
+    /// // A blocking wait, here for a grace period: with the registration
+    /// // online, qsbr::synchronize_rcu() would panic (it would wait for
+    /// // this very thread).
+    /// registration.offline(qsbr::synchronize_rcu);
+    /// let _guard = registration.read_lock();
+    /// ```
+    pub fn offline<R>(&mut self, blocking: impl FnOnce() -> R) -> R {
+        go_offline(self.record);
+        add_online(-1);
+        let _back_online = BackOnline {
+            record: self.record,
+        };
+        blocking()
     }
 
     /// Waits for a grace period, taking this registration offline meanwhile
@@ -179,8 +172,7 @@ impl QsbrThread {
     /// wait for it, that is, for the caller (deadlock). Between the fork
     /// hooks, as [`synchronize_rcu`].
     pub fn synchronize_rcu(&mut self) {
-        let _offline = self.offline();
-        synchronize(false, "QsbrThread::synchronize_rcu");
+        self.offline(|| synchronize(false, "QsbrThread::synchronize_rcu"));
     }
 
     /// [`QsbrThread::synchronize_rcu`], expedited (see
@@ -190,8 +182,7 @@ impl QsbrThread {
     ///
     /// As [`QsbrThread::synchronize_rcu`].
     pub fn synchronize_rcu_expedited(&mut self) {
-        let _offline = self.offline();
-        synchronize(true, "QsbrThread::synchronize_rcu_expedited");
+        self.offline(|| synchronize(true, "QsbrThread::synchronize_rcu_expedited"));
     }
 
     /// Waits until every qsbr callback queued before this call has run (see
@@ -203,43 +194,25 @@ impl QsbrThread {
     /// If the thread has another online registration (the callbacks' grace
     /// period would wait for the caller), and otherwise as [`rcu_barrier`].
     pub fn rcu_barrier(&mut self) {
-        let _offline = self.offline();
-        barrier("QsbrThread::rcu_barrier");
+        self.offline(|| barrier("QsbrThread::rcu_barrier"));
     }
 }
 
 impl Drop for QsbrThread {
     fn drop(&mut self) {
-        if self.online {
-            go_offline(self.record);
-            add_online(-1);
-        }
+        go_offline(self.record);
+        add_online(-1);
         engine().registry().release(self.record);
     }
 }
 
-impl Offline<'_> {
-    /// Brings the registration back online (`rcu_thread_online()`).
-    pub fn online(self) {}
-}
-
-impl Drop for Offline<'_> {
+impl Drop for BackOnline<'_> {
     fn drop(&mut self) {
-        // `offline` left it offline, and the borrow kept it so.
-        go_online(self.thread.record);
+        // `offline` took it offline, and its `&mut` borrow kept every other
+        // use of the registration out since.
+        go_online(self.record);
         add_online(1);
-        self.thread.online = true;
     }
-}
-
-#[cold]
-#[inline(never)]
-fn read_lock_offline() -> ! {
-    panic!(
-        "rcu_lite::qsbr::QsbrThread::read_lock() on an offline registration (an Offline was \
-         forgotten with mem::forget): no grace period waits for it, so the section would \
-         protect nothing; `registration.offline().online()` brings it back online"
-    )
 }
 
 /// Stores quiescent-state word `word` into `record`.

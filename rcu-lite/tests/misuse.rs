@@ -229,44 +229,44 @@ fn qsbr_synchronize_with_an_online_registration() {
     });
 }
 
+/// The thread's count of online registrations, which the misuse panics
+/// test, follows `QsbrThread::offline`: down inside its closure, up again
+/// after it, also when the closure unwinds, and down once when the
+/// registration is dropped.
 #[test]
-fn qsbr_forgotten_offline_leaves_the_registration_offline() {
-    // A section on it would protect nothing: no grace period waits for it.
+fn qsbr_offline_is_counted_in_and_out() {
     assert_misuse(
-        "QsbrThread::read_lock after a forgotten Offline",
-        &["read_lock()", "offline registration", "mem::forget"],
+        "qsbr::synchronize_rcu after QsbrThread::offline returned",
+        &["synchronize_rcu()", ONLINE],
         || {
             let mut me = QsbrThread::register();
-            std::mem::forget(me.offline());
-            let _guard = me.read_lock();
+            // Offline, the thread may wait for a grace period.
+            me.offline(qsbr::synchronize_rcu);
+            qsbr::synchronize_rcu();
         },
     );
-    // Dropping the forgotten registration does not count a second going
-    // offline: the other registration is still seen online (without that, the
-    // grace period would wait for this very thread).
     assert_misuse(
-        "qsbr::synchronize_rcu, one registration online, one dropped after a forgotten Offline",
+        "qsbr::synchronize_rcu after QsbrThread::offline's closure unwound",
+        &["synchronize_rcu()", ONLINE],
+        || {
+            let mut me = QsbrThread::register();
+            let unwound = catch_unwind(std::panic::AssertUnwindSafe(|| {
+                me.offline(|| panic!("a panic inside QsbrThread::offline"))
+            }));
+            assert!(unwound.is_err());
+            qsbr::synchronize_rcu();
+        },
+    );
+    // Another registration stays online while one goes offline and back and
+    // is dropped: counted once offline, not twice.
+    assert_misuse(
+        "qsbr::synchronize_rcu, one registration online, another gone offline and dropped",
         &["synchronize_rcu()", ONLINE],
         || {
             let _online = QsbrThread::register();
             let mut gone = QsbrThread::register();
-            std::mem::forget(gone.offline());
+            gone.offline(|| ());
             drop(gone);
-            qsbr::synchronize_rcu();
-        },
-    );
-    // A quiescent state leaves it offline (the thread may still synchronize),
-    // and `offline().online()` brings it back, counted.
-    assert_misuse(
-        "qsbr::synchronize_rcu after a forgotten Offline was brought back online",
-        &["synchronize_rcu()", ONLINE],
-        || {
-            let mut me = QsbrThread::register();
-            std::mem::forget(me.offline());
-            me.quiescent_state();
-            qsbr::synchronize_rcu();
-            me.offline().online();
-            drop(me.read_lock());
             qsbr::synchronize_rcu();
         },
     );

@@ -2,6 +2,7 @@
 
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Qsbr, Rcu};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
@@ -32,27 +33,51 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
     );
 }
 
-/// A registration brought back online takes a fresh snapshot: a grace period
-/// that starts afterwards waits for it, as for any online registration.
+/// A registration comes back online, with a fresh snapshot, whenever a wait
+/// that took it offline ends: `offline`'s closure returning or unwinding, and
+/// its own `synchronize_rcu`, `synchronize_rcu_expedited` and `rcu_barrier`.
+/// A grace period that starts afterwards waits for it, as for any online
+/// registration.
 #[test]
 fn synchronize_waits_for_a_registration_back_online() {
-    test_support::assert_waits_for_reader(
-        "qsbr::synchronize_rcu",
-        Duration::from_millis(50),
-        || {
-            let mut me = QsbrThread::register();
-            me.offline().online();
-            me
-        },
-        drop,
-        || {
-            test_support::within_a_deadline(
-                "qsbr::synchronize_rcu behind a registration back online",
-                LIMIT,
-                qsbr::synchronize_rcu,
-            )
-        },
-    );
+    type OfflineWait = fn(&mut QsbrThread);
+    let waits: [(&str, OfflineWait); 5] = [
+        ("QsbrThread::offline", |me| assert_eq!(me.offline(|| 7), 7)),
+        ("QsbrThread::offline, its closure unwinding", |me| {
+            let unwound = catch_unwind(AssertUnwindSafe(|| {
+                me.offline(|| panic!("a panic inside QsbrThread::offline"))
+            }));
+            assert!(
+                unwound.is_err(),
+                "the closure's panic did not reach the caller"
+            );
+        }),
+        ("QsbrThread::synchronize_rcu", QsbrThread::synchronize_rcu),
+        (
+            "QsbrThread::synchronize_rcu_expedited",
+            QsbrThread::synchronize_rcu_expedited,
+        ),
+        ("QsbrThread::rcu_barrier", QsbrThread::rcu_barrier),
+    ];
+    for (name, offline_wait) in waits {
+        test_support::assert_waits_for_reader(
+            &format!("qsbr::synchronize_rcu after {name}"),
+            Duration::from_millis(50),
+            move || {
+                let mut me = QsbrThread::register();
+                offline_wait(&mut me);
+                me
+            },
+            drop,
+            || {
+                test_support::within_a_deadline(
+                    "qsbr::synchronize_rcu behind a registration back online",
+                    LIMIT,
+                    qsbr::synchronize_rcu,
+                )
+            },
+        );
+    }
 }
 
 /// A thread that stays online and keeps announcing quiescent states lets
@@ -93,10 +118,10 @@ fn an_offline_thread_holds_up_no_grace_period() {
         let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
         thread::spawn(move || {
             let mut me = QsbrThread::register();
-            let offline = me.offline();
-            ready.wait();
-            release.wait();
-            offline.online();
+            me.offline(|| {
+                ready.wait();
+                release.wait();
+            });
             me.quiescent_state();
         })
     };
@@ -131,9 +156,7 @@ fn a_registration_can_synchronize_and_read_afterwards() {
             let guard = me.read_lock();
             assert_eq!(*cell.read(&guard), 2);
             drop(guard);
-            let offline = me.offline();
-            qsbr::rcu_barrier();
-            drop(offline);
+            me.offline(qsbr::rcu_barrier);
         },
     );
 }
@@ -154,8 +177,8 @@ fn a_registration_can_wait_for_callbacks_and_read_afterwards() {
             ran.load(SeqCst),
             "QsbrThread::rcu_barrier returned before the callback ran"
         );
-        // Online again: a read section may begin (an offline registration's
-        // `read_lock` panics).
+        // Online again (`synchronize_waits_for_a_registration_back_online`
+        // checks that grace periods wait for it).
         let guard = me.read_lock();
         assert_eq!(*cell.read(&guard), 2);
     });
