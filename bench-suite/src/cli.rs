@@ -748,6 +748,7 @@ fn write_list(out: &mut impl Write, kinds: &[KindListing]) -> std::io::Result<()
             let origin = match imp.origin {
                 Origin::Workspace => "ours",
                 Origin::Peer => "peer",
+                Origin::SelfCheck => "self-check",
             };
             write!(out, "  {:width$}  {origin}  {}", imp.name, imp.summary)?;
             if let Some(why) = &imp.unavailable {

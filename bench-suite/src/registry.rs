@@ -16,6 +16,9 @@ pub enum Origin {
     Workspace,
     /// A crate or library we measure against.
     Peer,
+    /// Broken on purpose, to check the harness (torture's `busted`): chosen
+    /// only by name, never by `all`, and never a contender of the report.
+    SelfCheck,
 }
 
 /// Why an implementation cannot run here.
@@ -76,7 +79,8 @@ pub fn names_with_all<T: ?Sized, O>(list: &[Implementation<T, O>]) -> Vec<&'stat
 }
 
 /// Expands the names given on the command line (`all` means every available
-/// one) into implementations, in the order given, without duplicates.
+/// one, self-checks excepted) into implementations, in the order given,
+/// without duplicates.
 pub fn select<'a, T: ?Sized, O: Default>(
     list: &'a [Implementation<T, O>],
     names: &[String],
@@ -85,7 +89,10 @@ pub fn select<'a, T: ?Sized, O: Default>(
     for name in names {
         if name == "all" {
             for imp in list {
-                if imp.availability().is_ok() && !chosen.iter().any(|c| c.name == imp.name) {
+                if imp.origin != Origin::SelfCheck
+                    && imp.availability().is_ok()
+                    && !chosen.iter().any(|c| c.name == imp.name)
+                {
                     chosen.push(imp);
                 }
             }

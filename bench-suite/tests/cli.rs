@@ -233,6 +233,64 @@ fn torture_json_counts_reads_replacements_and_errors() {
     );
 }
 
+/// The self-check `busted` frees without waiting for readers: its run
+/// counts errors, marks them, and makes the command exit with 1 even beside
+/// an implementation that passes; `list` names it a self-check.
+#[test]
+fn torture_of_busted_counts_errors_and_exits_1() {
+    // Up to five runs, for a machine that seldom interrupts a section (one
+    // error is enough; a run of 0.3 s here finds tens to thousands).
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let out = syncbench(&[
+            "torture",
+            "--impl",
+            "busted,hazptr",
+            "--duration-s",
+            "0.3",
+            "--json",
+        ]);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (busted, hazptr) = (&rows[0], &rows[1]);
+        assert!(
+            busted["impl"] == "busted" && hazptr["impl"] == "hazptr",
+            "{rows}"
+        );
+        assert_eq!(hazptr["errors"], 0, "{rows}");
+        let failed = busted["errors"].as_u64().unwrap() > 0;
+        assert_eq!(
+            out.status.code(),
+            Some(if failed { 1 } else { 0 }),
+            "{rows}\n{}",
+            stderr(&out)
+        );
+        runs.push(busted["errors"].clone());
+        if failed {
+            break;
+        }
+    }
+    assert!(
+        runs.last().is_some_and(|e| e != 0),
+        "busted found no error in five runs: {runs:?}"
+    );
+    let text = syncbench(&["torture", "--impl", "busted", "--duration-s", "0.3"]);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    if text.status.code() == Some(1) {
+        assert!(stdout.contains("!!!"), "{stdout}");
+    }
+    let list = syncbench(&["list", "--json"]);
+    let kinds: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let busted: Vec<_> = kinds
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|k| k["implementations"].as_array().unwrap())
+        .filter(|i| i["name"] == "busted")
+        .collect();
+    assert_eq!(busted.len(), 1, "{kinds}");
+    assert_eq!(busted[0]["origin"], "self-check", "{kinds}");
+}
+
 #[test]
 fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
     let cases: &[(&[&str], &str)] = &[

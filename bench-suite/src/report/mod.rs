@@ -420,7 +420,7 @@ pub fn measure(profile: Profile) -> Results {
         .collect();
     let tortured: Vec<_> = torture::implementations()
         .iter()
-        .filter(|i| i.availability().is_ok())
+        .filter(|i| i.origin != crate::registry::Origin::SelfCheck && i.availability().is_ok())
         .collect();
     let mixes = profile.locktorture_mixes();
     let quick_qs: Vec<_> = QUICK_QS_PAIR

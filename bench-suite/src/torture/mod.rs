@@ -47,6 +47,7 @@
 //! every primitive competes for the CPUs with all the others), or one after the
 //! other ([`Schedule::Sequential`]).
 
+mod busted;
 mod faults;
 mod hazptr;
 pub mod object;
@@ -130,6 +131,7 @@ static IMPLEMENTATIONS: &[Implementation<dyn Torture, Options>] = &[
     peers::CROSSBEAM_EPOCH,
     peers::HAPHAZARD,
     peers::SEIZE,
+    busted::BUSTED,
 ];
 
 /// The implementations that have an acquire slow path `--slow-path` can force.
@@ -800,6 +802,7 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
 
 #[cfg(test)]
 mod tests {
+    use super::busted::Busted;
     use super::*;
     use crate::registry::Origin;
     use std::sync::atomic::{AtomicPtr, AtomicUsize};
@@ -838,54 +841,13 @@ mod tests {
         }
     }
 
-    /// Frees the old object `after` its unpublish, without waiting for
-    /// readers that may hold it: a grace period that ends early. Torture must
-    /// count errors (the quarantine keeps the memory valid for the check).
-    struct FreesTooEarly {
-        current: AtomicPtr<TortureObject>,
-        after: Duration,
-    }
-
-    impl FreesTooEarly {
-        fn reach(&self) -> &TortureObject {
-            // SAFETY: objects are only freed from the quarantine, which holds
-            // each for 600 ms and at least 16384 of them: far longer than any
-            // section of a torture reader.
-            unsafe { &*self.current.load(Acquire) }
-        }
-    }
-
-    impl Torture for FreesTooEarly {
-        fn read(&self) -> bool {
-            self.reach().is_live()
-        }
-        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
-            inside(self.reach())
-        }
-        fn replace(&self, fresh: Box<TortureObject>) {
-            let old = self.current.swap(Box::into_raw(fresh), AcqRel);
-            crate::delay::spin_for(self.after);
-            // SAFETY: `old` came from `Box::into_raw`; freeing it while readers
-            // may hold it is the bug this test plants (the quarantine keeps it
-            // allocated).
-            unsafe { object::reclaim(old) };
-        }
-    }
-
-    impl Drop for FreesTooEarly {
-        fn drop(&mut self) {
-            // SAFETY: the last published object, owned by `self`.
-            unsafe { object::reclaim(*self.current.get_mut()) };
-        }
-    }
-
     /// Through the readers' own path, with nothing widening the window.
     fn frees_too_early(after_us: u64) -> Outcome {
         let imp = bug("frees-too-early", |o| {
-            Ok(Box::new(FreesTooEarly {
-                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
-                after: Duration::from_micros(FREE_AFTER_US.load(Relaxed)),
-            }))
+            Ok(Box::new(Busted::new(
+                &o.ledger,
+                Duration::from_micros(FREE_AFTER_US.load(Relaxed)),
+            )))
         });
         // Relaxed: `torture` calls `make` on this thread, after this store.
         FREE_AFTER_US.store(after_us, Relaxed);
@@ -968,7 +930,7 @@ mod tests {
     /// rather than a double free that kills the run without a report.
     #[test]
     fn a_double_reclamation_is_counted() {
-        struct ReclaimsTwice(FreesTooEarly);
+        struct ReclaimsTwice(Busted);
         impl Torture for ReclaimsTwice {
             fn read(&self) -> bool {
                 self.0.read()
@@ -988,10 +950,10 @@ mod tests {
             }
         }
         let imp = bug("reclaims-twice", |o| {
-            Ok(Box::new(ReclaimsTwice(FreesTooEarly {
-                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
-                after: Duration::ZERO,
-            })))
+            Ok(Box::new(ReclaimsTwice(Busted::new(
+                &o.ledger,
+                Duration::ZERO,
+            ))))
         });
         let out = torture(&imp, config(200, false), &mut Progress::new(1, "test"));
         assert!(out.failure.is_none(), "{out:?}");
@@ -1111,7 +1073,7 @@ mod tests {
     /// premature reclamation, and the run must fail rather than pass.
     #[test]
     fn a_primitive_that_never_reclaims_fails() {
-        struct NeverReclaims(FreesTooEarly);
+        struct NeverReclaims(Busted);
         impl Torture for NeverReclaims {
             fn read(&self) -> bool {
                 self.0.read()
@@ -1126,10 +1088,10 @@ mod tests {
             }
         }
         let imp = bug("never-reclaims", |o| {
-            Ok(Box::new(NeverReclaims(FreesTooEarly {
-                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
-                after: Duration::ZERO,
-            })))
+            Ok(Box::new(NeverReclaims(Busted::new(
+                &o.ledger,
+                Duration::ZERO,
+            ))))
         });
         let out = torture(&imp, config(100, false), &mut Progress::new(1, "test"));
         assert!(out.reads > 0 && out.replaced > 0, "{out:?}");
@@ -1348,7 +1310,7 @@ mod tests {
     #[test]
     fn every_implementation_survives_one_cycle_of_every_fault() {
         fault::quiet_injected_panics();
-        for imp in implementations() {
+        for imp in contenders() {
             let mut run = Run::start(imp, config(0, false));
             for n in 0..faults::KINDS {
                 assert!(
@@ -1486,10 +1448,7 @@ mod tests {
         // for that long finds it live when it reaches it, so only the check
         // after the stall sees the reclamation.
         let imp = bug("frees-too-early", |o| {
-            Ok(Box::new(FreesTooEarly {
-                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
-                after: Duration::from_millis(1),
-            }))
+            Ok(Box::new(Busted::new(&o.ledger, Duration::from_millis(1))))
         });
         let no_readers = Config {
             readers: 0,
@@ -1569,7 +1528,7 @@ mod tests {
         mut check: impl FnMut(&str, &dyn Torture, &Arc<Ledger>),
     ) -> Vec<&'static str> {
         let mut built = Vec::new();
-        for imp in implementations() {
+        for imp in contenders() {
             let ledger = Ledger::new();
             let options = Options {
                 ledger: Arc::clone(&ledger),
@@ -1644,9 +1603,41 @@ mod tests {
         );
     }
 
+    /// Every implementation but the self-check `busted`.
+    fn contenders() -> impl Iterator<Item = &'static Implementation<dyn Torture, Options>> {
+        implementations()
+            .iter()
+            .filter(|imp| imp.origin != Origin::SelfCheck)
+    }
+
+    /// `busted` is chosen by its name only, never by `all`, and its run
+    /// fails: the harness finds a free that did not wait for readers.
+    #[test]
+    fn busted_is_chosen_only_by_name_and_fails_its_run() {
+        let all = crate::registry::select(implementations(), &["all".to_owned()]).unwrap();
+        assert!(all.iter().all(|imp| imp.name != "busted"));
+        assert_eq!(all.len(), contenders().count());
+        let chosen = crate::registry::select(implementations(), &["busted".to_owned()]).unwrap();
+        assert_eq!(chosen.len(), 1);
+        // As in `premature_reclamation_is_detected`: up to five short runs,
+        // for a machine that seldom interrupts a plain section.
+        let one_each = Config {
+            readers: 1,
+            ..config(300, false)
+        };
+        let outcomes: Vec<_> = (0..5)
+            .map(|_| torture(chosen[0], one_each, &mut Progress::new(1, "test")))
+            .take_while(|out| !out.failed())
+            .collect();
+        assert!(
+            outcomes.len() < 5,
+            "busted passed five torture runs: {outcomes:?}"
+        );
+    }
+
     #[test]
     fn peers_survive_a_short_torture() {
-        for imp in implementations() {
+        for imp in contenders() {
             let out = torture(imp, config(300, false), &mut Progress::new(1, "test"));
             assert_checked_without_error(&out);
         }
