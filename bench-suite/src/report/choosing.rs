@@ -232,7 +232,7 @@ fn lone_writer<'a>(results: &'a Results, name: &str) -> Option<&'a crate::rcusca
 /// kind is: the lock of a read-side lock (`qrwlock-read` is `qrwlock`),
 /// the memb flavor for rcuscale's `rcu-lite` (its writer calls
 /// `memb::synchronize_rcu`), hazptr for `hazptr-unshared`.
-fn tortured_as(name: &str) -> &str {
+pub(super) fn tortured_as(name: &str) -> &str {
     match name {
         "rcu-lite" | "rcu-lite-noqs" => "rcu-lite-memb",
         "hazptr-unshared" => "hazptr",

@@ -990,13 +990,22 @@ fn refscale_section(results: &Results) -> Section {
             .iter()
             .find(|o| o.threads == t && o.name == name)
     };
+    // A contender whose torture or locktorture run failed is no baseline,
+    // as in the Choosing rows: its reads may be fast because they protect
+    // nothing.
+    let failed = results.failed_runs();
+    let unfit = |name: &str| {
+        failed
+            .iter()
+            .any(|f| choosing::tortured_as(&f.name) == choosing::tortured_as(name))
+    };
     for name in &names {
         let mut row = vec![(*name).to_owned()];
         for &t in &threads {
             let best = results
                 .refscale
                 .iter()
-                .filter(|o| o.threads == t)
+                .filter(|o| o.threads == t && !unfit(&o.name))
                 .min_by(|a, b| a.ns_per_op.total_cmp(&b.ns_per_op));
             match (find(name, t), best) {
                 (Some(o), Some(best)) => {
@@ -1015,6 +1024,14 @@ fn refscale_section(results: &Results) -> Section {
          contender's run of the same turn: a slow stretch that hits one turn cancels out of it, where it \
          can move a median alone.",
     );
+    let unfit_names: Vec<&str> = names.iter().copied().filter(|n| unfit(n)).collect();
+    if !unfit_names.is_empty() {
+        section.paragraph(format!(
+            "Not a baseline, since a torture or locktorture run of theirs failed its checks (see \
+             below): {}.",
+            unfit_names.join(", ")
+        ));
+    }
     section.paragraph(format!(
         "With more threads than cores ({} here) a thread's time includes time descheduled, so compare \
          rows within a column, not across columns.",
@@ -1614,6 +1631,25 @@ pub(crate) mod tests {
             ]
         );
         assert!(results.any_failure());
+    }
+
+    /// The read side's *vs best* leaves out a contender whose torture run
+    /// failed, as the Choosing rows do, and says so; its own row still shows
+    /// its figures.
+    #[test]
+    fn a_read_side_with_a_failed_torture_run_sets_no_baseline() {
+        let mut results = sample();
+        results.torture[0].name = "fast".into();
+        results.torture[0].errors = 3;
+        let md = document(&results).to_markdown();
+        assert!(md.contains("| fast | 2.00 | 0.40x |"), "{md}");
+        assert!(md.contains("| slow | 5.00 | 1.00x |"), "{md}");
+        assert!(md.contains("checks (see below): fast."), "{md}");
+        // Without the failure, `fast` is the baseline again.
+        results.torture[0].errors = 0;
+        let md = document(&results).to_markdown();
+        assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");
+        assert!(!md.contains("checks (see below)"), "{md}");
     }
 
     /// What a report run records as not measured: the liburcu peers, with
