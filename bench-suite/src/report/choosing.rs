@@ -405,7 +405,8 @@ fn fmt_value(v: f64, unit: &str) -> String {
     };
     if unit.ends_with("/s") && shown(0) >= 1e6 {
         format!("{:.2} M{unit}", v / 1e6)
-    } else if shown(2) >= 100.0 {
+    } else if unit == "objects" || shown(2) >= 100.0 {
+        // A count of objects is whole: "30 objects", not "30.00 objects".
         format!("{v:.0} {unit}")
     } else {
         format!("{v:.2} {unit}")
@@ -1590,6 +1591,9 @@ mod tests {
         assert_eq!(fmt_value(2_500_000.0, "reads/s"), "2.50 Mreads/s");
         // Only rates take the M prefix.
         assert_eq!(fmt_value(2_500_000.0, "ns"), "2500000 ns");
+        // A count of objects is whole under 100 too ("30.00 objects" before).
+        assert_eq!(fmt_value(30.0, "objects"), "30 objects");
+        assert_eq!(fmt_value(2003.0, "objects"), "2003 objects");
     }
 
     /// Figures without runs taken in turns are compared by their ratio,
@@ -1669,7 +1673,7 @@ mod tests {
         assert!(bounded.tied_with.is_empty(), "{bounded:?}");
         assert_eq!(
             bounded.runner_up,
-            "haphazard (30.00 objects; winner 3.00x better)"
+            "haphazard (30 objects; winner 3.00x better)"
         );
         assert!(
             bounded
