@@ -82,11 +82,17 @@ impl Candidate {
 }
 
 /// A contender measured in rounds taken in turns with the others': its
-/// figure is the median round's, and the margins pair its rounds.
+/// figure is the median round's, the lower middle one of an even count, as
+/// in the locktorture and torture tables (`stats::median_index`), and the
+/// margins pair its rounds.
 fn in_rounds(name: &str, rounds: Vec<f64>) -> Candidate {
     Candidate {
         name: name.to_owned(),
-        value: crate::stats::median(&rounds),
+        value: if rounds.is_empty() {
+            f64::NAN
+        } else {
+            rounds[crate::stats::median_index(&rounds)]
+        },
         runs: rounds,
     }
 }
@@ -1380,6 +1386,24 @@ mod tests {
         rows.iter()
             .find(|c| c.use_case.starts_with(use_case))
             .unwrap_or_else(|| panic!("the {use_case} row"))
+    }
+
+    /// With an even count of rounds the row's figure is the median round
+    /// the lock table shows (the lower middle one), not the mean of the two
+    /// middle rounds, which no table shows.
+    #[test]
+    fn an_even_count_of_rounds_gives_the_tables_median_round() {
+        let mut r = sample();
+        r.locktorture = vec![
+            lock_in_rounds("qrwlock", vec![400e3, 300e3, 360e3, 340e3]),
+            lock_in_rounds("std", vec![90e3, 95e3, 93e3, 91e3]),
+        ];
+        let median_round = r.locktorture[0].writes.total as f64 / r.locktorture[0].duration_s;
+        assert_eq!(median_round, 340e3);
+        let rows = table(&r);
+        let lock = row_of(&rows, "write-heavy lock");
+        assert_eq!(lock.winner, "qrwlock", "{lock:?}");
+        assert_eq!(lock.figure, "340000 writes/s", "{lock:?}");
     }
 
     #[test]
