@@ -3,10 +3,12 @@
 //!
 //! Each iteration enters, reads the protected `u64` through `black_box` and
 //! exits: hazptr acquires (free slot, protect) and releases in the kernel's
-//! fused form, and separately as guard + protect + drop (one more store, the
-//! slot reservation); haphazard protects and resets a hazard pointer held across
-//! iterations (its cheapest form); seize enters and protects; crossbeam-epoch
-//! pins and loads.
+//! fused form, separately as guard + protect + drop (one more store, the
+//! slot reservation), and through the safe layer, a guard, `AtomicBox::load`
+//! and a drop (the load also checks that the guard is of the box's domain:
+//! three dependent loads and a compare); haphazard protects and resets a
+//! hazard pointer held across iterations (its cheapest form); seize enters
+//! and protects; crossbeam-epoch pins and loads.
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::sync::atomic::AtomicPtr;
@@ -36,6 +38,16 @@ fn hazptr_read(c: &mut Criterion) {
             black_box(unsafe { *p });
         })
     });
+    let atomic_box = hazptr::AtomicBox::new(42u64);
+    group.bench_function(
+        BenchmarkId::new("hazptr", "guard+AtomicBox::load+release"),
+        |b| {
+            b.iter(|| {
+                let mut guard = hazptr::Guard::new();
+                black_box(atomic_box.load(&mut guard).copied());
+            })
+        },
+    );
 
     let hap = haphazard::AtomicPtr::from(Box::new(42u64));
     let mut hp = haphazard::HazardPointer::new();
