@@ -182,7 +182,7 @@ pub fn run(config: &Config) -> Result<Report, Error> {
                 // Relaxed: the flag only ends the loop; the join orders the rest.
                 while !stop.load(Ordering::Relaxed) {
                     let t0 = Instant::now();
-                    if let Err(e) = sys::private_expedited_rseq_on(target) {
+                    if let Err(e) = hammer(target) {
                         first_error
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -237,10 +237,57 @@ pub fn run(config: &Config) -> Result<Report, Error> {
     Ok(report)
 }
 
+/// One hammer call: `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` on `target`.
+/// Unit tests can make every hammer call fail (`tests::FAIL_HAMMER_CALLS`),
+/// as a seccomp filter installed mid-run would; the up-front call in `run`
+/// does not go through here.
+#[inline]
+fn hammer(target: OnlineCpu) -> Result<(), sys::Error> {
+    #[cfg(test)]
+    // Relaxed: the test sets the flag before `run` starts the threads.
+    if tests::FAIL_HAMMER_CALLS.load(Ordering::Relaxed) {
+        return Err(sys::Error::Os {
+            command: Command::PrivateExpeditedRseq,
+            source: std::io::Error::other("injected: hammer call refused"),
+        });
+    }
+    sys::private_expedited_rseq_on(target)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::spawn::{self, Injected};
+
+    /// Makes every hammer call fail (see `hammer`). Only
+    /// `a_failing_hammer_call_is_reported_not_a_short_report` sets it; the
+    /// other test here starts no hammer call (its gate never opens).
+    pub(super) static FAIL_HAMMER_CALLS: AtomicBool = AtomicBool::new(false);
+
+    /// A call that fails once the threads hammer stops its thread, and the
+    /// run reports that error rather than a report of the calls before it
+    /// (the module's promise: never a zero-calls "result").
+    #[test]
+    #[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+    fn a_failing_hammer_call_is_reported_not_a_short_report() {
+        let config = Config {
+            threads: 2,
+            targets: vec![sys::online_cpus().iter().next().unwrap()],
+            duration: Duration::from_millis(50),
+            watchdog: Duration::from_secs(1),
+        };
+        FAIL_HAMMER_CALLS.store(true, Ordering::Relaxed);
+        let result = run(&config);
+        FAIL_HAMMER_CALLS.store(false, Ordering::Relaxed);
+        match result {
+            Err(Error::Sys(sys::Error::Os { source, .. })) => {
+                assert!(source.to_string().contains("injected"), "{source}");
+            }
+            // A kernel without the command refuses before any thread starts.
+            Err(Error::Sys(sys::Error::Unsupported { .. })) => {}
+            other => panic!("a failing hammer call gave {other:?}"),
+        }
+    }
 
     /// A hammer thread the OS refuses ends the run with `Error::Spawn` (a
     /// panic in the spawning thread, with that panic) at once, the threads

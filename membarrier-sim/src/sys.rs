@@ -679,6 +679,18 @@ mod tests {
             e.to_string().contains("although the process registered"),
             "{e}"
         );
+        // EINVAL means "unknown command" only where the kernel does not
+        // list it; for a command it supports it is some other misuse
+        // (flags, a CPU), which must not read as "upgrade your kernel".
+        let e = map_errno(cmd, Errno::INVAL, Call::Issue { registered: true });
+        if query().contains(cmd) {
+            assert!(
+                matches!(&e, Error::Os { source, .. } if source.kind() == io::ErrorKind::InvalidInput),
+                "{e}"
+            );
+        } else {
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        }
         // Other errors keep their meaning, whatever the call.
         for call in [Call::Register, Call::Issue { registered: true }] {
             let e = map_errno(cmd, Errno::NOSYS, call);
@@ -689,6 +701,45 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// The bits `MEMBARRIER_CMD_QUERY` reports are the command numbers of
+    /// `enum membarrier_cmd` (`uapi/linux/membarrier.h`), and the commands
+    /// this module issues and registers with are those same numbers: a
+    /// slip in either table would report a command the kernel lacks as
+    /// supported, or issue a different command than the one named.
+    #[test]
+    fn command_bits_are_the_kernels_command_numbers() {
+        let uapi = [
+            (Command::Global, 1 << 0, None),
+            (Command::GlobalExpedited, 1 << 1, Some(1 << 2)),
+            (Command::PrivateExpedited, 1 << 3, Some(1 << 4)),
+            (Command::PrivateExpeditedSyncCore, 1 << 5, Some(1 << 6)),
+            (Command::PrivateExpeditedRseq, 1 << 7, Some(1 << 8)),
+        ];
+        for (command, bit, register_bit) in uapi {
+            assert_eq!(command.bit(), bit, "{command}");
+            assert_eq!(command.register_bit(), register_bit, "{command}");
+            #[cfg(target_os = "linux")]
+            {
+                assert_eq!(
+                    command.to_rustix() as u32,
+                    bit,
+                    "{command} issues another command"
+                );
+                assert_eq!(
+                    command.register_rustix().map(|r| r as u32),
+                    register_bit,
+                    "{command} registers for another command"
+                );
+            }
+        }
+        // A 5.4 kernel has every command but the rseq pair (0x7f).
+        let before_rseq = Supported { bits: 0x7f };
+        assert_eq!(
+            before_rseq.commands().collect::<Vec<_>>(),
+            Command::ALL[..4].to_vec()
+        );
     }
 
     #[test]

@@ -374,12 +374,7 @@ impl Machine {
             let mut token = Some(lock(home_token));
             self.wait_irq_on(home, &mut home_cursor, start);
             let issued = elapsed_ns(start);
-            let mutex = match config.policy {
-                Policy::None => None,
-                Policy::Global => Some(&self.mutexes[0]),
-                Policy::PerCpu if broadcast => Some(&self.mutexes[0]),
-                Policy::PerCpu => Some(&self.mutexes[1 + target as usize]),
-            };
+            let mutex = mutex_index(config.policy, broadcast, target).map(|i| &self.mutexes[i]);
             let guard: Option<MutexGuard<'_, ()>> = mutex.map(|m| match m.try_lock() {
                 Ok(g) => g,
                 Err(_) => {
@@ -447,6 +442,19 @@ impl Machine {
         // Release pairs with the Acquire load in `cpu_loop`.
         doorbell.fetch_add(1, Ordering::Release);
         ring(doorbell);
+    }
+}
+
+/// Which of `Machine::mutexes` a call takes under `policy`, if any
+/// (`SERIALIZE_IPI()` or `SERIALIZE_IPI_CPU()` in the kernel, `mutex_of` in
+/// the simulator): per-CPU mutexes serialize targeted calls only, and leave
+/// broadcasts on the global mutex, as the seed's series does.
+fn mutex_index(policy: Policy, broadcast: bool, target: u32) -> Option<usize> {
+    match policy {
+        Policy::None => None,
+        Policy::Global => Some(0),
+        Policy::PerCpu if broadcast => Some(0),
+        Policy::PerCpu => Some(1 + target as usize),
     }
 }
 
@@ -529,7 +537,7 @@ pub(crate) fn ring(word: &AtomicU32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::NS_PER_S;
+    use crate::sim::{NS_PER_S, Window};
     use crate::spawn::Injected;
 
     /// A thread the OS refuses, with CPU threads or callers already waiting
@@ -580,6 +588,71 @@ mod tests {
                 },
             );
         }
+    }
+
+    /// A targeted call takes its target's mutex under the per-CPU policy,
+    /// but a broadcast stays on the global one, as the seed's series leaves
+    /// it (and as the simulator's `mutex_of` does).
+    #[test]
+    fn each_policy_takes_the_mutex_the_kernel_takes() {
+        for target in [0, 3] {
+            assert_eq!(mutex_index(Policy::None, false, target), None);
+            assert_eq!(mutex_index(Policy::None, true, target), None);
+            assert_eq!(mutex_index(Policy::Global, false, target), Some(0));
+            assert_eq!(mutex_index(Policy::Global, true, target), Some(0));
+            assert_eq!(
+                mutex_index(Policy::PerCpu, false, target),
+                Some(1 + target as usize)
+            );
+            assert_eq!(
+                mutex_index(Policy::PerCpu, true, target),
+                Some(0),
+                "a broadcast under per-CPU mutexes takes the global mutex"
+            );
+        }
+    }
+
+    /// A CPU thread runs no IPI handler inside one of its interrupts-off
+    /// windows: an IPI posted at its start is handled only once it ends.
+    /// (A lower bound on when the handler ran, not a speed: `sleep` never
+    /// returns early.)
+    #[test]
+    fn an_ipi_waits_for_the_end_of_the_targets_interrupts_off_window() {
+        const WINDOW_END_NS: u64 = 50_000_000;
+        test_support::within_a_deadline(
+            "an IPI to a CPU with interrupts off",
+            Duration::from_secs(20),
+            || {
+                let mut c = Config::selftest(2);
+                c.throttle = None;
+                c.callers = 1;
+                let windows = vec![
+                    Vec::new(),
+                    vec![Window {
+                        start: 0,
+                        end: WINDOW_END_NS,
+                    }],
+                ];
+                let machine = Machine::new(&c, windows);
+                let start = Instant::now();
+                let handled_at = std::thread::scope(|s| {
+                    let cpu = s.spawn(|| machine.cpu_loop(1, start));
+                    machine.post(1, 0);
+                    wait_handled(&machine.handled[0], 1, &machine.cpus_stop);
+                    let handled_at = elapsed_ns(start);
+                    // Relaxed, then a ring: as `run` stops the CPU threads.
+                    machine.cpus_stop.store(true, Ordering::Relaxed);
+                    ring(&machine.doorbells[1]);
+                    cpu.join().unwrap();
+                    handled_at
+                });
+                assert!(
+                    handled_at >= WINDOW_END_NS,
+                    "the handler ran {handled_at} ns in, inside CPU 1's interrupts-off \
+                     window [0, {WINDOW_END_NS}) ns"
+                );
+            },
+        );
     }
 
     #[test]

@@ -59,3 +59,30 @@ fn stress_refuses_what_cannot_run() {
     ));
     assert!(Error::NoThreads.to_string().contains("at least one"));
 }
+
+/// Every successful call is one latency sample, and a call counts as a
+/// stall exactly when it took longer than the watchdog: with a watchdog of
+/// zero every call is one, with an hour none is.
+#[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+fn stress_counts_each_call_once_and_stalls_against_the_watchdog() {
+    let target: Vec<u32> = sys::online_cpus().iter().take(1).collect();
+    for (watchdog, all_stall) in [(Duration::ZERO, true), (Duration::from_secs(3600), false)] {
+        let mut c = config(2, target.clone());
+        c.duration = Duration::from_millis(50);
+        c.watchdog = watchdog;
+        let r = match stress::run(&c) {
+            Ok(r) => r,
+            Err(Error::Sys(sys::Error::Unsupported { .. })) => return,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(r.calls > 0, "no calls in {:?}", r.elapsed);
+        assert_eq!(r.latency.count(), r.calls, "one latency sample per call");
+        let expected = if all_stall { r.calls } else { 0 };
+        assert_eq!(
+            r.stalls, expected,
+            "watchdog {watchdog:?}: {} stalls in {} calls",
+            r.stalls, r.calls
+        );
+    }
+}

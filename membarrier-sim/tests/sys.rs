@@ -58,3 +58,25 @@ fn a_cpu_that_does_not_exist_is_a_clear_error() {
     let err = sys::issue_on_cpu(Command::PrivateExpedited, Some(0)).unwrap_err();
     assert!(matches!(err, Error::CpuNotAccepted { .. }), "{err}");
 }
+
+/// `MEMBARRIER_CMD_GLOBAL` has no `REGISTER_*` command: `register` succeeds
+/// exactly where the kernel offers it, and it always counts as registered.
+#[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+fn global_needs_no_registration() {
+    let supported = sys::query().contains(Command::Global);
+    match sys::register(Command::Global) {
+        Ok(()) => assert!(
+            supported,
+            "register(Global) succeeded on a kernel without it"
+        ),
+        Err(e) => {
+            assert!(
+                !supported,
+                "register(Global) failed on a kernel that has it: {e}"
+            );
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        }
+    }
+    assert!(sys::is_registered(Command::Global));
+}

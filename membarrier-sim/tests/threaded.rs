@@ -4,6 +4,7 @@
 
 use membarrier_sim::sim::{self, Config, ConfigError, NS_PER_S, Policy};
 use membarrier_sim::threaded;
+use std::time::Duration;
 
 #[test]
 #[cfg_attr(miri, ignore = "timing: real threads' calls/s against the simulator")]
@@ -41,32 +42,64 @@ fn threaded_mode_agrees_with_the_simulator_on_the_ratio_at_8_cpus() {
     );
 }
 
+/// How long a threaded run of a fraction of a second may take before the
+/// test calls it a hang (a lost wake-up: a caller or CPU thread sleeping on a
+/// futex nobody rings) and fails with a message instead of stalling.
+const RUN_DEADLINE: Duration = Duration::from_secs(30);
+
 #[test]
 fn threaded_mode_without_windows_completes_calls_under_every_policy() {
-    for policy in Policy::ALL {
-        let mut c = Config::selftest(4);
-        c.throttle = None;
-        c.callers = 4;
-        c.policy = policy;
-        c.sim_time_ns = NS_PER_S / 5;
-        let r = threaded::run(&c).unwrap();
-        assert!(r.calls > 0, "{r}");
-        assert_eq!(r.irq_off_fraction, 0.0);
-        let l = r.latency();
-        assert!(l.p50_ns <= l.p99_ns && l.p99_ns <= l.max_ns, "{r}");
-    }
+    test_support::within_a_deadline("threaded::run without windows", RUN_DEADLINE, || {
+        for policy in Policy::ALL {
+            let mut c = Config::selftest(4);
+            c.throttle = None;
+            c.callers = 4;
+            c.policy = policy;
+            c.sim_time_ns = NS_PER_S / 5;
+            let r = threaded::run(&c).unwrap();
+            assert!(r.calls > 0, "{r}");
+            assert_eq!(r.irq_off_fraction, 0.0);
+            let l = r.latency();
+            assert!(l.p50_ns <= l.p99_ns && l.p99_ns <= l.max_ns, "{r}");
+        }
+    });
 }
 
 #[test]
 fn threaded_mode_runs_broadcasts() {
-    let mut c = Config::selftest(4);
-    c.throttle = None;
-    c.callers = 4;
-    c.policy = Policy::PerCpu;
-    c.broadcast_every = 2;
-    c.sim_time_ns = NS_PER_S / 5;
-    let r = threaded::run(&c).unwrap();
-    assert!(r.calls > 0, "{r}");
+    test_support::within_a_deadline("threaded::run with broadcasts", RUN_DEADLINE, || {
+        let mut c = Config::selftest(4);
+        c.throttle = None;
+        c.callers = 4;
+        c.policy = Policy::PerCpu;
+        c.broadcast_every = 2;
+        c.sim_time_ns = NS_PER_S / 5;
+        let r = threaded::run(&c).unwrap();
+        assert!(r.calls > 0, "{r}");
+    });
+}
+
+/// The report's mutex-wait maximum and stalled-caller count are the
+/// callers' own figures, combined: callers queueing for the global mutex
+/// behind holders that wait out interrupts-off windows waited for it, and
+/// no call of a 0.3 s run can pass a 1 s watchdog, so no caller stalled.
+#[test]
+fn threaded_mode_reports_mutex_waits_and_only_the_callers_that_stalled() {
+    test_support::within_a_deadline("threaded::run with windows", RUN_DEADLINE, || {
+        let mut c = Config::selftest(2);
+        c.callers = 4;
+        c.policy = Policy::Global;
+        c.sim_time_ns = 3 * NS_PER_S / 10;
+        c.watchdog_ns = NS_PER_S;
+        let r = threaded::run(&c).unwrap();
+        assert!(r.calls > 0, "{r}");
+        assert!(
+            r.mutex_wait_max_ns > 0,
+            "4 callers on one global mutex never waited for it: {r}"
+        );
+        assert_eq!(r.stalls, 0, "{r}");
+        assert_eq!(r.stalled_callers, 0, "no call stalled, yet: {r}");
+    });
 }
 
 #[test]

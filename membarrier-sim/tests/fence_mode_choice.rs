@@ -1,0 +1,224 @@
+//! How a fresh process chooses the fence mode, and what registration does:
+//! each test runs again in a child process of its own (through
+//! `test_support::in_a_child_process`), because the mode is decided once per
+//! process and a registration or a seccomp filter cannot be undone.
+#![cfg(all(target_os = "linux", not(miri)))]
+
+use membarrier_sim::fence::{self, Mode};
+use membarrier_sim::sys::{self, Command, Error};
+
+/// Set in the child: run the case instead of starting a child.
+const CHILD: &str = "MEMBARRIER_SIM_MODE_CHILD";
+
+fn in_the_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// `heavy()` calls that issued `MEMBARRIER_CMD_PRIVATE_EXPEDITED` so far
+/// (0 without debug assertions, which do not count).
+fn private_expedited_issued() -> u64 {
+    sys::issued(Command::PrivateExpedited).unwrap_or(0)
+}
+
+/// The kernel refuses `PRIVATE_EXPEDITED` from a process that has not
+/// registered for it: the wrapper must issue that command (not, say,
+/// `MEMBARRIER_CMD_GLOBAL`, which needs no registration and would succeed
+/// here) and report `NotRegistered` until `register` has run.
+#[test]
+fn private_expedited_is_refused_until_the_process_registers() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "private_expedited_is_refused_until_the_process_registers",
+            CHILD,
+            "1",
+        );
+    }
+    if !sys::query().contains(Command::PrivateExpedited) {
+        eprintln!("no PRIVATE_EXPEDITED on this kernel: nothing to register for");
+        return;
+    }
+    assert!(!sys::is_registered(Command::PrivateExpedited));
+    let err = sys::private_expedited().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotRegistered {
+                command: Command::PrivateExpedited
+            }
+        ),
+        "{err}"
+    );
+    sys::register(Command::PrivateExpedited).unwrap();
+    assert!(sys::is_registered(Command::PrivateExpedited));
+    sys::private_expedited().unwrap();
+}
+
+/// `force(Mode::Membarrier)` registers the process before it settles on
+/// membarrier mode: a `heavy()` after it must issue the command, not abort
+/// with "not registered".
+#[test]
+fn forcing_membarrier_mode_registers_the_process() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "forcing_membarrier_mode_registers_the_process",
+            CHILD,
+            "1",
+        );
+    }
+    if !sys::query().contains(Command::PrivateExpedited) {
+        assert_eq!(fence::force(Mode::Membarrier), Err(Mode::SeqCst));
+        return;
+    }
+    assert_eq!(fence::force(Mode::Membarrier), Ok(()));
+    assert!(
+        sys::is_registered(Command::PrivateExpedited),
+        "force(Membarrier) chose membarrier mode without registering"
+    );
+    let before = private_expedited_issued();
+    fence::light();
+    fence::heavy();
+    if sys::issued(Command::PrivateExpedited).is_some() {
+        assert_eq!(private_expedited_issued(), before + 1);
+    }
+}
+
+/// `SYNCPRIMS_FENCE=seqcst` picks the fallback without asking the kernel:
+/// no registration, and `heavy()` issues no membarrier.
+#[test]
+fn the_environment_variable_selects_the_seqcst_fallback() {
+    if std::env::var(fence::MODE_ENV).as_deref() != Ok("seqcst") {
+        return test_support::in_a_child_process(
+            "the_environment_variable_selects_the_seqcst_fallback",
+            fence::MODE_ENV,
+            "seqcst",
+        );
+    }
+    assert_eq!(fence::mode(), Mode::SeqCst);
+    let before = private_expedited_issued();
+    fence::light();
+    fence::heavy();
+    assert_eq!(
+        private_expedited_issued(),
+        before,
+        "heavy() in SeqCst mode issued membarrier"
+    );
+}
+
+/// A seccomp filter (a container runtime's, say) that answers `EPERM` to
+/// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`: registering reports that it
+/// was refused, not that the process should register, and the fences fall
+/// back to SeqCst instead of choosing a membarrier mode whose `heavy()`
+/// would abort.
+#[test]
+fn refused_registration_falls_back_to_seqcst_fences() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "refused_registration_falls_back_to_seqcst_fences",
+            CHILD,
+            "1",
+        );
+    }
+    if !sys::query().contains(Command::PrivateExpedited) {
+        assert_eq!(fence::mode(), Mode::SeqCst);
+        return;
+    }
+    if let Err(e) = refuse_registration() {
+        eprintln!("cannot install a seccomp filter here ({e}): case not run");
+        return;
+    }
+    let err = sys::register(Command::PrivateExpedited).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Refused {
+                command: Command::PrivateExpedited,
+                registering: true
+            }
+        ),
+        "{err}"
+    );
+    assert!(!sys::is_registered(Command::PrivateExpedited));
+    assert_eq!(
+        fence::mode(),
+        Mode::SeqCst,
+        "a refused registration must leave the fences in SeqCst mode"
+    );
+    let before = private_expedited_issued();
+    fence::light();
+    fence::heavy();
+    assert_eq!(private_expedited_issued(), before);
+}
+
+/// Installs, on the calling thread (which runs the whole case), a seccomp
+/// filter answering `EPERM` to `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, ..)`
+/// and allowing everything else.
+fn refuse_registration() -> std::io::Result<()> {
+    // `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
+    const REGISTER_PRIVATE_EXPEDITED: u32 = 1 << 4;
+    // `struct seccomp_data`: `nr` at 0, `args[0]` at 16 (its low half on a
+    // little-endian machine; `cmd` is an `int`).
+    const NR: u32 = 0;
+    const ARG0: u32 = if cfg!(target_endian = "little") {
+        16
+    } else {
+        20
+    };
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let mut filter = [
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, NR),
+        // Not membarrier: jump to ALLOW.
+        jump(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::SYS_membarrier as u32,
+            0,
+            3,
+        ),
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, ARG0),
+        // Not the registration: jump to ALLOW.
+        jump(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            REGISTER_PRIVATE_EXPEDITED,
+            0,
+            1,
+        ),
+        stmt(
+            libc::BPF_RET | libc::BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        ),
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+    ];
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_mut_ptr(),
+    };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes plain integers; it only restricts
+    // this thread (and is what lets an unprivileged thread install a filter).
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `program` points at `filter`, both alive for the call (the
+    // kernel copies the program); the filter only ever answers EPERM to one
+    // membarrier command, in this child process.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+            &program as *const libc::sock_fprog,
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
