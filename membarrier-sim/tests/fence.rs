@@ -107,11 +107,41 @@ fn light_against_heavy_forbids_store_buffering() {
     ignore = "miri's weak-memory emulation need not show store buffering in 200 rounds"
 )]
 fn without_fences_the_harness_sees_store_buffering() {
-    const BATCHES: usize = 10;
     let _serial = serial();
     fn none() {
         compiler_fence(SeqCst);
     }
+    assert_reorders("unfenced", none);
+}
+
+/// In membarrier mode `light()` alone is no barrier (a compiler fence): with
+/// it on both sides, the harness must see store buffering, so that the
+/// light/heavy pair's `forbidden == 0` is the heavy side's doing. This runs
+/// `light()` as users build it, inlined: unoptimized, its call and mode
+/// match kept 60,000 light/light rounds from reordering at all (31,081
+/// optimized, 2026-12-02), which is why the workspace's dev profile
+/// optimizes this crate. In SeqCst mode `light()` is a full fence, and the
+/// pair must forbid the outcome.
+#[test]
+#[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+fn light_against_light_reorders_in_membarrier_mode() {
+    let _serial = serial();
+    match fence::mode() {
+        Mode::Membarrier => assert_reorders("light/light", fence::light),
+        Mode::SeqCst => {
+            let seen = common::store_buffering(common::ROUNDS, fence::light, fence::light);
+            assert_eq!(
+                seen.forbidden, 0,
+                "SeqCst light/light let both loads read 0"
+            );
+        }
+    }
+}
+
+/// Runs up to `BATCHES` batches of the litmus with `fence` on both sides and
+/// panics unless some round ends with both loads 0; prints what it saw.
+fn assert_reorders(what: &str, fence: fn()) {
+    const BATCHES: usize = 10;
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         eprintln!("one CPU: the two threads never run at once, so no reordering to see");
         return;
@@ -119,13 +149,13 @@ fn without_fences_the_harness_sees_store_buffering() {
     let mut total = common::Litmus::default();
     let mut skews = Vec::new();
     for _ in 0..BATCHES {
-        let seen = common::store_buffering(common::ROUNDS, none, none);
+        let seen = common::store_buffering(common::ROUNDS, fence, fence);
         total.forbidden += seen.forbidden;
         total.overlapped += seen.overlapped;
         skews.push(seen.skew);
         if total.forbidden > 0 {
             eprintln!(
-                "unfenced: {} of {} rounds reordered ({} overlapped, counter skew {} cycles)",
+                "{what}: {} of {} rounds reordered ({} overlapped, counter skew {} cycles)",
                 seen.forbidden,
                 common::ROUNDS,
                 seen.overlapped,
@@ -135,9 +165,9 @@ fn without_fences_the_harness_sees_store_buffering() {
         }
     }
     panic!(
-        "no round of {} showed store buffering without fences ({} of them overlapped; \
-         counter skews measured {skews:?} cycles): the harness cannot tell a working fence \
-         pair from a missing one",
+        "{what}: no round of {} showed store buffering ({} of them overlapped; counter skews \
+         measured {skews:?} cycles): the harness cannot tell a working fence pair from a \
+         missing one",
         BATCHES * common::ROUNDS,
         total.overlapped
     );
