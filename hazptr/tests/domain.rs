@@ -1061,3 +1061,63 @@ fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
     assert!(left < 16, "{left} of {retired} still on the list");
     assert_eq!(freed + left, retired);
 }
+
+/// Guards taken one after another, before either protects anything, hold
+/// separate slots: a fresh guard keeps its slot at `RESERVED`, not free, so
+/// the thread's next guard cannot take the same slot and have its
+/// protection overwritten by the first guard's.
+#[test]
+fn guards_taken_before_either_protects_hold_separate_slots() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let first_src = AtomicPtr::new(tracked(&drops, 1));
+        let second_src = AtomicPtr::new(tracked(&drops, 2));
+        let mut first = domain.guard();
+        let mut second = domain.guard();
+        let protected = second.protect_ptr(&second_src);
+        first.protect_ptr(&first_src);
+        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: unpublished by the swap, retired once, Box-allocated.
+        unsafe { domain.retire_box(old) };
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "an object a guard protects was freed: two fresh guards shared one slot ({domain:?})"
+        );
+        // SAFETY: still protected by `second`.
+        assert_eq!(unsafe { (*protected).value }, 2);
+        drop(second);
+        drop(first);
+        assert_eq!(domain.reclaim(), 1);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(first_src.into_inner()) });
+    }
+    // The same with `Guard::new` in the global domain, whose fast path is
+    // separate.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let first_src = AtomicPtr::new(tracked(&drops, 1));
+    let second_src = AtomicPtr::new(tracked(&drops, 2));
+    let mut first = Guard::new();
+    let mut second = Guard::new();
+    let protected = second.protect_ptr(&second_src);
+    first.protect_ptr(&first_src);
+    let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+    // SAFETY: unpublished by the swap, retired once, Box-allocated (`Tracked`
+    // is `Send`).
+    unsafe { Domain::global().retire_box(old) };
+    hazptr::reclaim();
+    assert_eq!(
+        drops.load(SeqCst),
+        0,
+        "an object a guard protects was freed: two fresh global guards shared one slot"
+    );
+    // SAFETY: still protected by `second`.
+    assert_eq!(unsafe { (*protected).value }, 2);
+    drop(second);
+    drop(first);
+    hazptr::reclaim();
+    assert_eq!(drops.load(SeqCst), 1);
+    // SAFETY: the last object, never retired.
+    drop(unsafe { Box::from_raw(first_src.into_inner()) });
+}
