@@ -3,7 +3,7 @@
 
 use hazptr::{AtomicBox, Domain, Guard, SLOTS_PER_THREAD};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -1120,4 +1120,43 @@ fn guards_taken_before_either_protects_hold_separate_slots() {
     assert_eq!(drops.load(SeqCst), 1);
     // SAFETY: the last object, never retired.
     drop(unsafe { Box::from_raw(first_src.into_inner()) });
+}
+
+/// `Domain::retire` of a marked pointer (low bit set, as a link may carry):
+/// the pass compares the object's address with the mark cleared, as guards
+/// store it, so a guard that protects the object keeps it; the deleter gets
+/// the pointer as passed.
+#[test]
+fn a_retired_marked_pointer_is_kept_while_a_guard_protects_its_object() {
+    /// Frees a `Tracked` box reached through a marked pointer.
+    ///
+    /// # Safety
+    ///
+    /// `marked` is a `Box<Tracked>` pointer with its low bit set, freed once.
+    unsafe fn drop_marked(marked: *mut Tracked) {
+        // SAFETY: per the contract, the box's pointer once the mark is cleared.
+        drop(unsafe { Box::from_raw(marked.map_addr(|a| a & !1)) });
+    }
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let object = tracked(&drops, 1);
+        let link = AtomicPtr::new(object);
+        let mut guard = domain.guard();
+        let protected = guard.protect_ptr(&link);
+        link.store(std::ptr::null_mut(), Release);
+        // SAFETY: unpublished by the store above, retired once; the deleter
+        // clears the mark and frees the box.
+        unsafe { domain.retire(object.map_addr(|a| a | 1), drop_marked) };
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "a retired marked pointer's object was freed while a guard protected it ({domain:?})"
+        );
+        // SAFETY: still protected by `guard`.
+        assert_eq!(unsafe { (*protected).value }, 1);
+        drop(guard);
+        assert_eq!(domain.reclaim(), 1);
+        assert_eq!(drops.load(SeqCst), 1);
+    }
 }
