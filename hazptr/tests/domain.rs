@@ -1160,3 +1160,26 @@ fn a_retired_marked_pointer_is_kept_while_a_guard_protects_its_object() {
         assert_eq!(drops.load(SeqCst), 1);
     }
 }
+
+/// `AtomicBox::take` moves the value out: the box is empty afterwards, and
+/// dropping it does not free the value again.
+#[test]
+fn take_moves_the_value_out_and_leaves_the_box_empty() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    let mut boxed = AtomicBox::from_box_in(boxed(&drops, 1), &domain);
+    // Kept from being dropped if an assertion below fails, so that a box
+    // still owning it fails the test instead of freeing it twice.
+    let taken = std::mem::ManuallyDrop::new(boxed.take().expect("was set"));
+    assert_eq!(taken.value, 1);
+    assert!(
+        boxed.load_ptr().is_null(),
+        "take left the value it moved out in the box"
+    );
+    assert!(boxed.take().is_none());
+    assert_eq!(hazptr::scoped(&boxed, |v| v.map(|t| t.value)), None);
+    drop(boxed);
+    assert_eq!(drops.load(SeqCst), 0);
+    drop(std::mem::ManuallyDrop::into_inner(taken));
+    assert_eq!(drops.load(SeqCst), 1);
+}
