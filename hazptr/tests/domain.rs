@@ -1183,3 +1183,44 @@ fn take_moves_the_value_out_and_leaves_the_box_empty() {
     drop(std::mem::ManuallyDrop::into_inner(taken));
     assert_eq!(drops.load(SeqCst), 1);
 }
+
+/// `synchronize` of a null pointer or of the sentinel value 2 protects
+/// nothing and returns at once, also while this thread and others have
+/// slots in the domain: free slots hold 0 and a guard that protects nothing
+/// holds 2, values that must not read as a protection of "address" 0 or 2
+/// (the calling thread's own would make the call panic as if it held the
+/// address; another thread's would make an unshared scan wait for a slot
+/// that may never change).
+#[test]
+fn synchronize_of_null_or_the_reserved_value_returns_while_slots_exist() {
+    for domain in domains() {
+        let domain = Arc::new(domain);
+        let kind = format!("{domain:?}");
+        let registered = Barrier::new(2);
+        // Dropped when this iteration ends, also by a failure's unwind:
+        // the other thread then lets go of its guard.
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            // Another thread with free block slots and one fresh guard.
+            let (other, registered) = (&domain, &registered);
+            s.spawn(move || {
+                let _fresh = other.guard();
+                registered.wait();
+                let _ = held.recv();
+            });
+            registered.wait();
+            let domain = Arc::clone(&domain);
+            test_support::within_a_deadline(
+                &format!("synchronize(null) and synchronize(2) with slots held ({kind})"),
+                Duration::from_secs(20),
+                move || {
+                    // This thread too: free slots, and a guard protecting nothing.
+                    let _fresh = domain.guard();
+                    domain.synchronize(std::ptr::null::<u64>());
+                    domain.synchronize(std::ptr::without_provenance::<u64>(2));
+                },
+            );
+            drop(hold);
+        });
+    }
+}
