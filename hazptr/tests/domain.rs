@@ -1224,3 +1224,44 @@ fn synchronize_of_null_or_the_reserved_value_returns_while_slots_exist() {
         });
     }
 }
+
+/// A backup slot this thread gave back, now another thread's, is not taken
+/// for one of this thread's own: a `synchronize` here of the address the
+/// other thread's guard protects in it waits for that guard instead of
+/// panicking as if this thread held the address (the thread's record of
+/// its backup slots forgets the slot when its guard drops).
+#[test]
+fn a_backup_slot_given_back_and_reused_by_another_thread_is_not_this_threads() {
+    let domain = Domain::builder().force_slow_path(true).build();
+    let object = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+    // This thread holds a backup slot, then gives it back.
+    drop(domain.guard());
+    assert_eq!(domain.backup_slots(), 1);
+    let protected = Barrier::new(2);
+    let releasing = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Reuses the backup slot this thread gave back.
+            let mut guard = domain.guard();
+            guard.protect_ptr(&object);
+            protected.wait();
+            std::thread::sleep(Duration::from_millis(50));
+            releasing.store(true, SeqCst);
+        });
+        protected.wait();
+        assert_eq!(domain.backup_slots(), 1, "the backup slot was reused");
+        let old = object.swap(std::ptr::null_mut(), AcqRel);
+        let waited = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)));
+        assert!(
+            waited.is_ok(),
+            "synchronize panicked as if this thread held the address another thread's guard \
+             protects in a backup slot this thread had given back"
+        );
+        assert!(
+            releasing.load(SeqCst),
+            "synchronize returned under protection"
+        );
+        // SAFETY: unpublished and synchronized.
+        drop(unsafe { Box::from_raw(old) });
+    });
+}
