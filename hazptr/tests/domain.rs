@@ -424,15 +424,25 @@ fn retire_frees_each_object_exactly_once_and_never_a_protected_one() {
 
 #[test]
 fn retire_reclaims_by_count_without_explicit_reclaim() {
-    let domain = Domain::builder().retire_threshold(100).build();
-    let drops = Arc::new(AtomicUsize::new(0));
-    let retired = if cfg!(miri) { 1_000 } else { 10_000 };
-    for i in 0..retired {
-        // SAFETY: never published; retired once.
-        unsafe { domain.retire_box(tracked(&drops, i)) };
+    // With a forced slow path too, where a retire goes straight to the
+    // domain's list (no thread batch).
+    for force_slow_path in [false, true] {
+        let domain = Domain::builder()
+            .retire_threshold(100)
+            .force_slow_path(force_slow_path)
+            .build();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let retired = if cfg!(miri) { 1_000 } else { 10_000 };
+        for i in 0..retired {
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(tracked(&drops, i)) };
+        }
+        let drops = drops.load(SeqCst) as u64;
+        assert!(
+            drops >= retired * 9 / 10,
+            "{drops} of {retired} ({domain:?})"
+        );
     }
-    let drops = drops.load(SeqCst) as u64;
-    assert!(drops >= retired * 9 / 10, "{drops} of {retired}");
 }
 
 #[test]
@@ -1264,4 +1274,35 @@ fn a_backup_slot_given_back_and_reused_by_another_thread_is_not_this_threads() {
         // SAFETY: unpublished and synchronized.
         drop(unsafe { Box::from_raw(old) });
     });
+}
+
+/// Objects a thread hands over at its exit (no pass runs there) are
+/// counted in `retired_len` until a pass frees them: the count that decides
+/// when a hand-over starts a pass.
+#[test]
+fn objects_handed_over_at_thread_exit_count_in_retired_len_until_reclaimed() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Fewer than a batch and than the clock check's period: all
+            // stay in the thread's batch until it exits.
+            for i in 0..5 {
+                // SAFETY: never published; retired once.
+                unsafe { domain.retire_box(tracked(&drops, i)) };
+            }
+        })
+        // Joined: the exit's hand-over is done.
+        .join()
+        .unwrap();
+    });
+    assert_eq!(drops.load(SeqCst), 0);
+    assert_eq!(
+        domain.retired_len(),
+        5,
+        "objects handed over at a thread's exit are not counted"
+    );
+    assert_eq!(domain.reclaim(), 5);
+    assert_eq!(domain.retired_len(), 0);
+    assert_eq!(drops.load(SeqCst), 5);
 }
