@@ -345,26 +345,40 @@ fn synchronize_of_an_unprotected_address_returns() {
     }
 }
 
+/// Under a deadline: without the check, the call would wait for itself
+/// forever.
 #[test]
 fn synchronize_while_holding_the_address_panics() {
-    for domain in domains() {
-        let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
-        let mut guard = domain.guard();
-        let p = guard.protect_ptr(&shared);
-        let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
-            .expect_err("must panic instead of waiting for itself");
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-        assert!(msg.contains("holds a guard protecting"), "{msg}");
-        // Another address is fine while holding this one.
-        let other = Box::into_raw(Box::new(2u64));
-        domain.synchronize(other);
-        drop(guard);
-        domain.synchronize(p);
-        // SAFETY: never shared with other threads; no guards remain.
-        unsafe {
-            drop(Box::from_raw(other));
-            drop(Box::from_raw(shared.into_inner()));
-        }
+    let builders: [fn() -> Domain; 3] = [
+        Domain::new,
+        || Domain::builder().shared_scan(false).build(),
+        || Domain::builder().force_slow_path(true).build(),
+    ];
+    for build in builders {
+        test_support::within_a_deadline(
+            "synchronize while holding the address",
+            Duration::from_secs(20),
+            move || {
+                let domain = build();
+                let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(&shared);
+                let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
+                    .expect_err("must panic instead of waiting for itself");
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(msg.contains("holds a guard protecting"), "{msg}");
+                // Another address is fine while holding this one.
+                let other = Box::into_raw(Box::new(2u64));
+                domain.synchronize(other);
+                drop(guard);
+                domain.synchronize(p);
+                // SAFETY: never shared with other threads; no guards remain.
+                unsafe {
+                    drop(Box::from_raw(other));
+                    drop(Box::from_raw(shared.into_inner()));
+                }
+            },
+        );
     }
 }
 
@@ -814,41 +828,47 @@ fn marked_pointers_and_sentinels_in_a_slot() {
 fn synchronize_of_a_marked_pointer_waits_for_its_object() {
     for domain in domains() {
         let domain = Arc::new(domain);
-        let object = Box::into_raw(Box::new(3u64));
-        let link = AtomicPtr::new(object.map_addr(|a| a | 1));
-        let mut guard = domain.guard();
-        guard.protect_ptr(&link);
-        let old = link.swap(std::ptr::null_mut(), AcqRel);
-        // The same thread: the misuse check sees its own protection.
-        let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)))
-            .expect_err("synchronize of a marked pointer this thread protects");
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-        assert!(
-            msg.contains("holds a guard protecting that address"),
-            "{msg}"
+        test_support::within_a_deadline(
+            "synchronize of a marked pointer",
+            Duration::from_secs(20),
+            move || {
+                let object = Box::into_raw(Box::new(3u64));
+                let link = AtomicPtr::new(object.map_addr(|a| a | 1));
+                let mut guard = domain.guard();
+                guard.protect_ptr(&link);
+                let old = link.swap(std::ptr::null_mut(), AcqRel);
+                // The same thread: the misuse check sees its own protection.
+                let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)))
+                    .expect_err("synchronize of a marked pointer this thread protects");
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(
+                    msg.contains("holds a guard protecting that address"),
+                    "{msg}"
+                );
+                // Another thread: waits until the guard drops.
+                let returned = Arc::new(AtomicBool::new(false));
+                let waiter = {
+                    let (domain, returned) = (Arc::clone(&domain), Arc::clone(&returned));
+                    let old = old.addr();
+                    std::thread::spawn(move || {
+                        domain.synchronize(std::ptr::without_provenance::<u64>(old));
+                        returned.store(true, SeqCst);
+                    })
+                };
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(
+                    !returned.load(SeqCst),
+                    "synchronize(marked) returned while a guard protects its object"
+                );
+                drop(guard);
+                waiter
+                    .join()
+                    .expect("the waiter returns once the guard drops");
+                assert!(returned.load(SeqCst));
+                // SAFETY: unpublished, and no guard protects it any more.
+                drop(unsafe { Box::from_raw(object) });
+            },
         );
-        // Another thread: waits until the guard drops.
-        let returned = Arc::new(AtomicBool::new(false));
-        let waiter = {
-            let (domain, returned) = (Arc::clone(&domain), Arc::clone(&returned));
-            let old = old.addr();
-            std::thread::spawn(move || {
-                domain.synchronize(std::ptr::without_provenance::<u64>(old));
-                returned.store(true, SeqCst);
-            })
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !returned.load(SeqCst),
-            "synchronize(marked) returned while a guard protects its object"
-        );
-        drop(guard);
-        waiter
-            .join()
-            .expect("the waiter returns once the guard drops");
-        assert!(returned.load(SeqCst));
-        // SAFETY: unpublished, and no guard protects it any more.
-        drop(unsafe { Box::from_raw(object) });
     }
 }
 
@@ -1305,4 +1325,33 @@ fn objects_handed_over_at_thread_exit_count_in_retired_len_until_reclaimed() {
     assert_eq!(domain.reclaim(), 5);
     assert_eq!(domain.retired_len(), 0);
     assert_eq!(drops.load(SeqCst), 5);
+}
+
+/// A thread that fills every slot of its block and protects an object in
+/// the last one is refused a `synchronize` of that object, as for any slot
+/// (without the check it would wait for itself forever).
+#[test]
+fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
+    test_support::within_a_deadline(
+        "synchronize while holding the address in the last block slot",
+        Duration::from_secs(20),
+        || {
+            let domain = Domain::new();
+            let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+            let mut guards: Vec<Guard<'_>> =
+                (1..SLOTS_PER_THREAD).map(|_| domain.guard()).collect();
+            let mut last = domain.guard();
+            assert!(!last.is_backup(), "the last block slot");
+            let p = last.protect_ptr(&shared);
+            let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
+                .expect_err("must panic instead of waiting for itself");
+            let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(msg.contains("holds a guard protecting"), "{msg}");
+            drop(last);
+            guards.clear();
+            domain.synchronize(p);
+            // SAFETY: never shared with another thread; no guard remains.
+            drop(unsafe { Box::from_raw(shared.into_inner()) });
+        },
+    );
 }
