@@ -293,3 +293,22 @@ fn a_promotion_into_a_reused_backup_slot_orders_its_last_read_before_the_scan() 
         replace_and_synchronize,
     );
 }
+
+/// A reader that protects and reads the object, then resets its guard
+/// (keeping the slot) before dropping it. A scan that reads the reset's
+/// `RESERVED` must be ordered after the read: `reset` stores with Release,
+/// as `drop` does.
+fn protect_read_and_reset(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    let p = guard.protect_ptr(src);
+    // SAFETY: protected by `guard`.
+    unsafe { check(p) };
+    guard.reset();
+    // Still held: the slot reads `RESERVED` until this drop.
+    drop(guard);
+}
+
+#[test]
+fn a_reset_orders_the_read_before_the_scan() {
+    reader_against_writer(false, protect_read_and_reset, replace_and_synchronize);
+}
