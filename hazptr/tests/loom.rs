@@ -370,3 +370,40 @@ fn an_atomic_box_hands_over_an_object_another_thread_published() {
         drop(unsafe { Box::from_raw(domain) });
     });
 }
+
+/// A reader that protects the published object and does not read it.
+fn protect_only(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    guard.protect_ptr(src);
+}
+
+/// A reader that reads the object under a guard in a backup slot and drops
+/// it, racing another reader that then protects in the same backup slot
+/// (taken over when the first gives it back). A scan that reads the second
+/// reader's value there (not the writer's address) must be ordered after the
+/// first reader's read: the slot's next holder takes it with an Acquire CAS,
+/// pairing with the Release store that gives it back.
+#[test]
+fn a_backup_slot_taken_over_by_another_thread_orders_the_last_read_before_the_scan() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        let domain = Arc::new(
+            Domain::builder()
+                .shared_scan(false)
+                .force_slow_path(true)
+                .build(),
+        );
+        let src = Arc::new(AtomicPtr::new(obj()));
+        let readers: Vec<_> = [protect_and_read, protect_only]
+            .into_iter()
+            .map(|reader| {
+                let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
+                thread::spawn(move || reader(&domain, &src))
+            })
+            .collect();
+        replace_and_synchronize(&domain, &src);
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        free_last(&src);
+    });
+}
