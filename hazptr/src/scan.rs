@@ -713,3 +713,54 @@ pub(crate) fn stop_scanner(shared: &Shared) {
         let _ = handle.join();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{begin, read_slot};
+    use crate::Domain;
+    use crate::slot::is_older_wildcard;
+    use crate::sync::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A scan flips the domain's wildcard generation before it reads a slot:
+    /// a reader that loads the wildcard after the scan began stores one of
+    /// the scan's own generation, which the scan skips instead of waiting
+    /// for it to change (so that a stream of new readers cannot starve it).
+    #[test]
+    fn a_scan_skips_wildcards_stored_after_it_began() {
+        let domain = Domain::new();
+        let mine = begin(&domain.shared);
+        // What a reader arriving now stores (its Acquire load, as in
+        // `Guard::protect_ptr`).
+        let arriving = domain.shared.wildcard().load(Ordering::Acquire);
+        assert!(
+            !is_older_wildcard(arriving, mine),
+            "a reader arriving after the scan began stores a wildcard ({arriving:#x}) older \
+             than the scan's ({mine:#x}): the scan did not flip the generation"
+        );
+        // And the scan takes it as no protection, without waiting (were it
+        // waited out, nothing would ever change this slot).
+        let slot = AtomicUsize::new(arriving);
+        assert_eq!(read_slot(&slot, mine), arriving);
+    }
+
+    /// Dropping a domain stops and joins its scanner thread, which then
+    /// lets go of the domain's shared part: nothing of the domain is left
+    /// behind, neither the thread nor its memory.
+    #[test]
+    fn dropping_a_domain_stops_its_scanner_thread() {
+        let domain = Domain::new();
+        let object = Box::into_raw(Box::new(1u64));
+        // Starts the scanner thread (this thread registers nowhere).
+        domain.synchronize(object);
+        assert!(domain.shared.scan.started.load(Ordering::Acquire));
+        let shared = Arc::downgrade(&domain.shared);
+        drop(domain);
+        assert!(
+            shared.upgrade().is_none(),
+            "the domain's shared part outlived its drop: its scanner thread still runs"
+        );
+        // SAFETY: never published.
+        drop(unsafe { Box::from_raw(object) });
+    }
+}

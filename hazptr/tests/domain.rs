@@ -3,7 +3,7 @@
 
 use hazptr::{AtomicBox, Domain, Guard, SLOTS_PER_THREAD};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -345,26 +345,40 @@ fn synchronize_of_an_unprotected_address_returns() {
     }
 }
 
+/// Under a deadline: without the check, the call would wait for itself
+/// forever.
 #[test]
 fn synchronize_while_holding_the_address_panics() {
-    for domain in domains() {
-        let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
-        let mut guard = domain.guard();
-        let p = guard.protect_ptr(&shared);
-        let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
-            .expect_err("must panic instead of waiting for itself");
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-        assert!(msg.contains("holds a guard protecting"), "{msg}");
-        // Another address is fine while holding this one.
-        let other = Box::into_raw(Box::new(2u64));
-        domain.synchronize(other);
-        drop(guard);
-        domain.synchronize(p);
-        // SAFETY: never shared with other threads; no guards remain.
-        unsafe {
-            drop(Box::from_raw(other));
-            drop(Box::from_raw(shared.into_inner()));
-        }
+    let builders: [fn() -> Domain; 3] = [
+        Domain::new,
+        || Domain::builder().shared_scan(false).build(),
+        || Domain::builder().force_slow_path(true).build(),
+    ];
+    for build in builders {
+        test_support::within_a_deadline(
+            "synchronize while holding the address",
+            Duration::from_secs(20),
+            move || {
+                let domain = build();
+                let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(&shared);
+                let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
+                    .expect_err("must panic instead of waiting for itself");
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(msg.contains("holds a guard protecting"), "{msg}");
+                // Another address is fine while holding this one.
+                let other = Box::into_raw(Box::new(2u64));
+                domain.synchronize(other);
+                drop(guard);
+                domain.synchronize(p);
+                // SAFETY: never shared with other threads; no guards remain.
+                unsafe {
+                    drop(Box::from_raw(other));
+                    drop(Box::from_raw(shared.into_inner()));
+                }
+            },
+        );
     }
 }
 
@@ -424,15 +438,25 @@ fn retire_frees_each_object_exactly_once_and_never_a_protected_one() {
 
 #[test]
 fn retire_reclaims_by_count_without_explicit_reclaim() {
-    let domain = Domain::builder().retire_threshold(100).build();
-    let drops = Arc::new(AtomicUsize::new(0));
-    let retired = if cfg!(miri) { 1_000 } else { 10_000 };
-    for i in 0..retired {
-        // SAFETY: never published; retired once.
-        unsafe { domain.retire_box(tracked(&drops, i)) };
+    // With a forced slow path too, where a retire goes straight to the
+    // domain's list (no thread batch).
+    for force_slow_path in [false, true] {
+        let domain = Domain::builder()
+            .retire_threshold(100)
+            .force_slow_path(force_slow_path)
+            .build();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let retired = if cfg!(miri) { 1_000 } else { 10_000 };
+        for i in 0..retired {
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(tracked(&drops, i)) };
+        }
+        let drops = drops.load(SeqCst) as u64;
+        assert!(
+            drops >= retired * 9 / 10,
+            "{drops} of {retired} ({domain:?})"
+        );
     }
-    let drops = drops.load(SeqCst) as u64;
-    assert!(drops >= retired * 9 / 10, "{drops} of {retired}");
 }
 
 #[test]
@@ -804,41 +828,47 @@ fn marked_pointers_and_sentinels_in_a_slot() {
 fn synchronize_of_a_marked_pointer_waits_for_its_object() {
     for domain in domains() {
         let domain = Arc::new(domain);
-        let object = Box::into_raw(Box::new(3u64));
-        let link = AtomicPtr::new(object.map_addr(|a| a | 1));
-        let mut guard = domain.guard();
-        guard.protect_ptr(&link);
-        let old = link.swap(std::ptr::null_mut(), AcqRel);
-        // The same thread: the misuse check sees its own protection.
-        let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)))
-            .expect_err("synchronize of a marked pointer this thread protects");
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-        assert!(
-            msg.contains("holds a guard protecting that address"),
-            "{msg}"
+        test_support::within_a_deadline(
+            "synchronize of a marked pointer",
+            Duration::from_secs(20),
+            move || {
+                let object = Box::into_raw(Box::new(3u64));
+                let link = AtomicPtr::new(object.map_addr(|a| a | 1));
+                let mut guard = domain.guard();
+                guard.protect_ptr(&link);
+                let old = link.swap(std::ptr::null_mut(), AcqRel);
+                // The same thread: the misuse check sees its own protection.
+                let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)))
+                    .expect_err("synchronize of a marked pointer this thread protects");
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(
+                    msg.contains("holds a guard protecting that address"),
+                    "{msg}"
+                );
+                // Another thread: waits until the guard drops.
+                let returned = Arc::new(AtomicBool::new(false));
+                let waiter = {
+                    let (domain, returned) = (Arc::clone(&domain), Arc::clone(&returned));
+                    let old = old.addr();
+                    std::thread::spawn(move || {
+                        domain.synchronize(std::ptr::without_provenance::<u64>(old));
+                        returned.store(true, SeqCst);
+                    })
+                };
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(
+                    !returned.load(SeqCst),
+                    "synchronize(marked) returned while a guard protects its object"
+                );
+                drop(guard);
+                waiter
+                    .join()
+                    .expect("the waiter returns once the guard drops");
+                assert!(returned.load(SeqCst));
+                // SAFETY: unpublished, and no guard protects it any more.
+                drop(unsafe { Box::from_raw(object) });
+            },
         );
-        // Another thread: waits until the guard drops.
-        let returned = Arc::new(AtomicBool::new(false));
-        let waiter = {
-            let (domain, returned) = (Arc::clone(&domain), Arc::clone(&returned));
-            let old = old.addr();
-            std::thread::spawn(move || {
-                domain.synchronize(std::ptr::without_provenance::<u64>(old));
-                returned.store(true, SeqCst);
-            })
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !returned.load(SeqCst),
-            "synchronize(marked) returned while a guard protects its object"
-        );
-        drop(guard);
-        waiter
-            .join()
-            .expect("the waiter returns once the guard drops");
-        assert!(returned.load(SeqCst));
-        // SAFETY: unpublished, and no guard protects it any more.
-        drop(unsafe { Box::from_raw(object) });
     }
 }
 
@@ -1060,4 +1090,268 @@ fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
     // A pass at least every 8 retires: what came after the last one is left.
     assert!(left < 16, "{left} of {retired} still on the list");
     assert_eq!(freed + left, retired);
+}
+
+/// Guards taken one after another, before either protects anything, hold
+/// separate slots: a fresh guard keeps its slot at `RESERVED`, not free, so
+/// the thread's next guard cannot take the same slot and have its
+/// protection overwritten by the first guard's.
+#[test]
+fn guards_taken_before_either_protects_hold_separate_slots() {
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let first_src = AtomicPtr::new(tracked(&drops, 1));
+        let second_src = AtomicPtr::new(tracked(&drops, 2));
+        let mut first = domain.guard();
+        let mut second = domain.guard();
+        let protected = second.protect_ptr(&second_src);
+        first.protect_ptr(&first_src);
+        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: unpublished by the swap, retired once, Box-allocated.
+        unsafe { domain.retire_box(old) };
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "an object a guard protects was freed: two fresh guards shared one slot ({domain:?})"
+        );
+        // SAFETY: still protected by `second`.
+        assert_eq!(unsafe { (*protected).value }, 2);
+        drop(second);
+        drop(first);
+        assert_eq!(domain.reclaim(), 1);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(first_src.into_inner()) });
+    }
+    // The same with `Guard::new` in the global domain, whose fast path is
+    // separate.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let first_src = AtomicPtr::new(tracked(&drops, 1));
+    let second_src = AtomicPtr::new(tracked(&drops, 2));
+    let mut first = Guard::new();
+    let mut second = Guard::new();
+    let protected = second.protect_ptr(&second_src);
+    first.protect_ptr(&first_src);
+    let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+    // SAFETY: unpublished by the swap, retired once, Box-allocated (`Tracked`
+    // is `Send`).
+    unsafe { Domain::global().retire_box(old) };
+    hazptr::reclaim();
+    assert_eq!(
+        drops.load(SeqCst),
+        0,
+        "an object a guard protects was freed: two fresh global guards shared one slot"
+    );
+    // SAFETY: still protected by `second`.
+    assert_eq!(unsafe { (*protected).value }, 2);
+    drop(second);
+    drop(first);
+    hazptr::reclaim();
+    assert_eq!(drops.load(SeqCst), 1);
+    // SAFETY: the last object, never retired.
+    drop(unsafe { Box::from_raw(first_src.into_inner()) });
+}
+
+/// `Domain::retire` of a marked pointer (low bit set, as a link may carry):
+/// the pass compares the object's address with the mark cleared, as guards
+/// store it, so a guard that protects the object keeps it; the deleter gets
+/// the pointer as passed.
+#[test]
+fn a_retired_marked_pointer_is_kept_while_a_guard_protects_its_object() {
+    /// Frees a `Tracked` box reached through a marked pointer.
+    ///
+    /// # Safety
+    ///
+    /// `marked` is a `Box<Tracked>` pointer with its low bit set, freed once.
+    unsafe fn drop_marked(marked: *mut Tracked) {
+        // SAFETY: per the contract, the box's pointer once the mark is cleared.
+        drop(unsafe { Box::from_raw(marked.map_addr(|a| a & !1)) });
+    }
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let object = tracked(&drops, 1);
+        let link = AtomicPtr::new(object);
+        let mut guard = domain.guard();
+        let protected = guard.protect_ptr(&link);
+        link.store(std::ptr::null_mut(), Release);
+        // SAFETY: unpublished by the store above, retired once; the deleter
+        // clears the mark and frees the box.
+        unsafe { domain.retire(object.map_addr(|a| a | 1), drop_marked) };
+        domain.reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "a retired marked pointer's object was freed while a guard protected it ({domain:?})"
+        );
+        // SAFETY: still protected by `guard`.
+        assert_eq!(unsafe { (*protected).value }, 1);
+        drop(guard);
+        assert_eq!(domain.reclaim(), 1);
+        assert_eq!(drops.load(SeqCst), 1);
+    }
+}
+
+/// `AtomicBox::take` moves the value out: the box is empty afterwards, and
+/// dropping it does not free the value again.
+#[test]
+fn take_moves_the_value_out_and_leaves_the_box_empty() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    let mut boxed = AtomicBox::from_box_in(boxed(&drops, 1), &domain);
+    // Kept from being dropped if an assertion below fails, so that a box
+    // still owning it fails the test instead of freeing it twice.
+    let taken = std::mem::ManuallyDrop::new(boxed.take().expect("was set"));
+    assert_eq!(taken.value, 1);
+    assert!(
+        boxed.load_ptr().is_null(),
+        "take left the value it moved out in the box"
+    );
+    assert!(boxed.take().is_none());
+    assert_eq!(hazptr::scoped(&boxed, |v| v.map(|t| t.value)), None);
+    drop(boxed);
+    assert_eq!(drops.load(SeqCst), 0);
+    drop(std::mem::ManuallyDrop::into_inner(taken));
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+/// `synchronize` of a null pointer or of the sentinel value 2 protects
+/// nothing and returns at once, also while this thread and others have
+/// slots in the domain: free slots hold 0 and a guard that protects nothing
+/// holds 2, values that must not read as a protection of "address" 0 or 2
+/// (the calling thread's own would make the call panic as if it held the
+/// address; another thread's would make an unshared scan wait for a slot
+/// that may never change).
+#[test]
+fn synchronize_of_null_or_the_reserved_value_returns_while_slots_exist() {
+    for domain in domains() {
+        let domain = Arc::new(domain);
+        let kind = format!("{domain:?}");
+        let registered = Barrier::new(2);
+        // Dropped when this iteration ends, also by a failure's unwind:
+        // the other thread then lets go of its guard.
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            // Another thread with free block slots and one fresh guard.
+            let (other, registered) = (&domain, &registered);
+            s.spawn(move || {
+                let _fresh = other.guard();
+                registered.wait();
+                let _ = held.recv();
+            });
+            registered.wait();
+            let domain = Arc::clone(&domain);
+            test_support::within_a_deadline(
+                &format!("synchronize(null) and synchronize(2) with slots held ({kind})"),
+                Duration::from_secs(20),
+                move || {
+                    // This thread too: free slots, and a guard protecting nothing.
+                    let _fresh = domain.guard();
+                    domain.synchronize(std::ptr::null::<u64>());
+                    domain.synchronize(std::ptr::without_provenance::<u64>(2));
+                },
+            );
+            drop(hold);
+        });
+    }
+}
+
+/// A backup slot this thread gave back, now another thread's, is not taken
+/// for one of this thread's own: a `synchronize` here of the address the
+/// other thread's guard protects in it waits for that guard instead of
+/// panicking as if this thread held the address (the thread's record of
+/// its backup slots forgets the slot when its guard drops).
+#[test]
+fn a_backup_slot_given_back_and_reused_by_another_thread_is_not_this_threads() {
+    let domain = Domain::builder().force_slow_path(true).build();
+    let object = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+    // This thread holds a backup slot, then gives it back.
+    drop(domain.guard());
+    assert_eq!(domain.backup_slots(), 1);
+    let protected = Barrier::new(2);
+    let releasing = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Reuses the backup slot this thread gave back.
+            let mut guard = domain.guard();
+            guard.protect_ptr(&object);
+            protected.wait();
+            std::thread::sleep(Duration::from_millis(50));
+            releasing.store(true, SeqCst);
+        });
+        protected.wait();
+        assert_eq!(domain.backup_slots(), 1, "the backup slot was reused");
+        let old = object.swap(std::ptr::null_mut(), AcqRel);
+        let waited = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)));
+        assert!(
+            waited.is_ok(),
+            "synchronize panicked as if this thread held the address another thread's guard \
+             protects in a backup slot this thread had given back"
+        );
+        assert!(
+            releasing.load(SeqCst),
+            "synchronize returned under protection"
+        );
+        // SAFETY: unpublished and synchronized.
+        drop(unsafe { Box::from_raw(old) });
+    });
+}
+
+/// Objects a thread hands over at its exit (no pass runs there) are
+/// counted in `retired_len` until a pass frees them: the count that decides
+/// when a hand-over starts a pass.
+#[test]
+fn objects_handed_over_at_thread_exit_count_in_retired_len_until_reclaimed() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Fewer than a batch and than the clock check's period: all
+            // stay in the thread's batch until it exits.
+            for i in 0..5 {
+                // SAFETY: never published; retired once.
+                unsafe { domain.retire_box(tracked(&drops, i)) };
+            }
+        })
+        // Joined: the exit's hand-over is done.
+        .join()
+        .unwrap();
+    });
+    assert_eq!(drops.load(SeqCst), 0);
+    assert_eq!(
+        domain.retired_len(),
+        5,
+        "objects handed over at a thread's exit are not counted"
+    );
+    assert_eq!(domain.reclaim(), 5);
+    assert_eq!(domain.retired_len(), 0);
+    assert_eq!(drops.load(SeqCst), 5);
+}
+
+/// A thread that fills every slot of its block and protects an object in
+/// the last one is refused a `synchronize` of that object, as for any slot
+/// (without the check it would wait for itself forever).
+#[test]
+fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
+    test_support::within_a_deadline(
+        "synchronize while holding the address in the last block slot",
+        Duration::from_secs(20),
+        || {
+            let domain = Domain::new();
+            let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+            let mut guards: Vec<Guard<'_>> =
+                (1..SLOTS_PER_THREAD).map(|_| domain.guard()).collect();
+            let mut last = domain.guard();
+            assert!(!last.is_backup(), "the last block slot");
+            let p = last.protect_ptr(&shared);
+            let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(p)))
+                .expect_err("must panic instead of waiting for itself");
+            let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(msg.contains("holds a guard protecting"), "{msg}");
+            drop(last);
+            guards.clear();
+            domain.synchronize(p);
+            // SAFETY: never shared with another thread; no guard remains.
+            drop(unsafe { Box::from_raw(shared.into_inner()) });
+        },
+    );
 }

@@ -9,7 +9,7 @@
 //! it was reclaimed.
 #![cfg(loom)]
 
-use hazptr::Domain;
+use hazptr::{AtomicBox, Domain};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicPtr;
 use loom::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -292,4 +292,118 @@ fn a_promotion_into_a_reused_backup_slot_orders_its_last_read_before_the_scan() 
         read_in_a_backup_slot_then_promote_into_it,
         replace_and_synchronize,
     );
+}
+
+/// A reader that protects and reads the object, then resets its guard
+/// (keeping the slot) before dropping it. A scan that reads the reset's
+/// `RESERVED` must be ordered after the read: `reset` stores with Release,
+/// as `drop` does.
+fn protect_read_and_reset(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    let p = guard.protect_ptr(src);
+    // SAFETY: protected by `guard`.
+    unsafe { check(p) };
+    guard.reset();
+    // Still held: the slot reads `RESERVED` until this drop.
+    drop(guard);
+}
+
+#[test]
+fn a_reset_orders_the_read_before_the_scan() {
+    reader_against_writer(false, protect_read_and_reset, replace_and_synchronize);
+}
+
+/// An object in an `AtomicBox`, shared with readers: the loom cell is only
+/// read through `&`, and written only by the one owner of a taken-back box.
+struct BoxedObj(Obj);
+
+// SAFETY: readers only read the cell (`check`); the one write is through the
+// `Box` that `Replaced::synchronize` hands back, once no reader holds it.
+unsafe impl Sync for BoxedObj {}
+// SAFETY: the cell holds a `u64`; the box moves between threads only through
+// the `AtomicBox`.
+unsafe impl Send for BoxedObj {}
+
+fn boxed_obj() -> Option<Box<BoxedObj>> {
+    Some(Box::new(BoxedObj(Obj {
+        value: UnsafeCell::new(LIVE),
+    })))
+}
+
+/// Two writers of one `AtomicBox`: one replaces the value with
+/// `compare_exchange` and then reads the current value under a guard, the
+/// other replaces it with `swap`, takes back what it replaced with
+/// `Replaced::synchronize` and writes to it. Each may get an object the
+/// other published, so the exchanges publish with Release and take back
+/// with Acquire: otherwise the read or the write races with the object's
+/// initialization (loom reports the causality violation).
+#[test]
+fn an_atomic_box_hands_over_an_object_another_thread_published() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        // Freed below, once the box and every thread using it are gone.
+        let domain = Box::into_raw(Box::new(Domain::builder().shared_scan(false).build()));
+        // SAFETY: alive until the `Box::from_raw` at the end.
+        let domain_ref: &'static Domain = unsafe { &*domain };
+        let boxed = Arc::new(AtomicBox::from_box_in(boxed_obj(), domain_ref));
+        let other = {
+            let boxed = Arc::clone(&boxed);
+            thread::spawn(move || {
+                let taken = boxed.swap(boxed_obj()).expect("never empty").synchronize();
+                // SAFETY: taken back after `synchronize`: this thread owns it.
+                taken.0.value.with_mut(|v| unsafe { *v = POISON });
+            })
+        };
+        let current = boxed.load_ptr();
+        // Succeeds unless the other writer swapped first; what it replaced is
+        // retired to the domain (freed with it).
+        let _ = boxed.compare_exchange(current, boxed_obj());
+        // Reads what is published now, maybe the other writer's object.
+        let mut guard = domain_ref.guard();
+        let now = boxed.load(&mut guard).map_or(std::ptr::null(), |o| &o.0);
+        // SAFETY: protected by `guard` in the box's domain.
+        unsafe { check(now.cast_mut()) };
+        drop(guard);
+        other.join().unwrap();
+        drop(boxed);
+        // SAFETY: the box is dropped and the other thread joined; nothing
+        // refers to the domain any more.
+        drop(unsafe { Box::from_raw(domain) });
+    });
+}
+
+/// A reader that protects the published object and does not read it.
+fn protect_only(domain: &Domain, src: &AtomicPtr<Obj>) {
+    let mut guard = domain.guard();
+    guard.protect_ptr(src);
+}
+
+/// A reader that reads the object under a guard in a backup slot and drops
+/// it, racing another reader that then protects in the same backup slot
+/// (taken over when the first gives it back). A scan that reads the second
+/// reader's value there (not the writer's address) must be ordered after the
+/// first reader's read: the slot's next holder takes it with an Acquire CAS,
+/// pairing with the Release store that gives it back.
+#[test]
+fn a_backup_slot_taken_over_by_another_thread_orders_the_last_read_before_the_scan() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        let domain = Arc::new(
+            Domain::builder()
+                .shared_scan(false)
+                .force_slow_path(true)
+                .build(),
+        );
+        let src = Arc::new(AtomicPtr::new(obj()));
+        let readers: Vec<_> = [protect_and_read, protect_only]
+            .into_iter()
+            .map(|reader| {
+                let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
+                thread::spawn(move || reader(&domain, &src))
+            })
+            .collect();
+        replace_and_synchronize(&domain, &src);
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        free_last(&src);
+    });
 }

@@ -350,6 +350,41 @@ fn dropping_a_domain_between_the_fork_hooks() {
     );
 }
 
+/// A domain whose drop was refused between the fork hooks is not shut down,
+/// but once its last user lets go of it (here the thread's registration, at
+/// thread exit) its shared part frees what was retired to it.
+#[test]
+fn a_domain_dropped_between_the_fork_hooks_frees_its_retired_objects_once_let_go() {
+    /// Counts its drop.
+    struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let drops = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&drops);
+    assert_misuse(
+        "dropping a domain with retired objects between the fork hooks",
+        &[BETWEEN_HOOKS, &["dropping a Domain"]].concat(),
+        move || {
+            let domain = Domain::new();
+            let object = Box::into_raw(Box::new(Counted(counter)));
+            // SAFETY: never published; retired once; Box-allocated. It stays
+            // in this thread's batch (fewer than a batch, no pass).
+            unsafe { domain.retire_box(object) };
+            fork::before_fork();
+            refused_then(|| drop(domain), fork::after_fork_parent);
+        },
+    );
+    // The misuse thread has exited (joined): its registration let go.
+    assert_eq!(
+        drops.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "an object retired to a domain dropped between the fork hooks was never freed"
+    );
+}
+
 /// A refused call's panic that unwinds through a domain, or through a
 /// replaced value of a forced-slow-path domain, must not turn into a second
 /// panic in their drops: that aborts the process.
