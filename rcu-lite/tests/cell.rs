@@ -102,7 +102,10 @@ fn replace_and_synchronize_waits_for_a_reader_that_began_before_it() {
             test_support::within_a_deadline(
                 "Rcu::replace_and_synchronize behind a reader",
                 LIMIT,
-                move || back.send(cell.replace_and_synchronize("new".into())).unwrap(),
+                move || {
+                    back.send(cell.replace_and_synchronize("new".into()))
+                        .unwrap()
+                },
             );
         },
     );
