@@ -45,15 +45,25 @@ fn replace_defers_the_drop_until_readers_have_left() {
     assert_eq!(drops.load(SeqCst), 2);
 }
 
+/// Concurrent updates are serialized: each update function sees the value
+/// the previous update stored. The threads start together and yield inside
+/// the update function, so that unserialized updates would overlap (and lose
+/// increments) on any machine.
 #[test]
 fn update_sees_every_previous_update() {
     let cell = Arc::new(Rcu::<u64>::new(0));
+    let start = Arc::new(std::sync::Barrier::new(4));
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let cell = Arc::clone(&cell);
+            let start = Arc::clone(&start);
             thread::spawn(move || {
+                start.wait();
                 for _ in 0..500 {
-                    cell.update(|v| v + 1);
+                    cell.update(|v| {
+                        thread::yield_now();
+                        v + 1
+                    });
                 }
             })
         })
@@ -76,4 +86,28 @@ fn replace_and_synchronize_hands_back_the_old_value() {
     let mut cell = cell_back.recv().unwrap();
     cell.get_mut().push('c');
     assert_eq!(cell.into_inner(), "bc");
+}
+
+#[test]
+fn replace_and_synchronize_waits_for_a_reader_that_began_before_it() {
+    let cell = Arc::new(Rcu::<String>::new("old".into()));
+    let (back, old_back) = std::sync::mpsc::channel();
+    test_support::assert_waits_for_reader(
+        "Rcu::replace_and_synchronize",
+        Duration::from_millis(50),
+        memb::read_lock,
+        drop,
+        || {
+            let cell = Arc::clone(&cell);
+            test_support::within_a_deadline(
+                "Rcu::replace_and_synchronize behind a reader",
+                LIMIT,
+                move || {
+                    back.send(cell.replace_and_synchronize("new".into()))
+                        .unwrap()
+                },
+            );
+        },
+    );
+    assert_eq!(old_back.recv().unwrap(), "old");
 }

@@ -113,7 +113,15 @@ fn expedited_callers_cut_an_hour_long_fqs_wait_short() {
             memb::synchronize_rcu();
             normal_tx.send("normal").unwrap();
         });
+        // Bounded: a grace period that skipped its hour-long first FQS wait
+        // would be over before this loop saw it in progress.
+        let deadline = Instant::now() + Duration::from_secs(20);
         while memb::grace_periods().started == memb::grace_periods().completed {
+            assert!(
+                Instant::now() < deadline,
+                "the normal caller's grace period was never seen in progress: it ended without \
+                 its hour-long first FQS wait"
+            );
             thread::yield_now();
         }
         thread::spawn(move || {

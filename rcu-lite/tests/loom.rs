@@ -510,3 +510,35 @@ fn a_caller_arriving_while_the_worker_leaves_is_served() {
         three_callers();
     });
 }
+
+/// A record given back at thread exit and taken over by a thread that never
+/// synchronized with its previous owner (no join, no shared lock): a scan
+/// that reads only the new owner's first store credits the record, and what
+/// the old owner read in its last section must still happen before the
+/// free. Only the claim of the record (`Registry::acquire`, an Acquire CAS
+/// of `in_use` against the Release store in `release`) orders the old
+/// owner's word stores and section before the new owner's. (Models that
+/// claim: made Relaxed, the old owner's word stores may follow the new
+/// owner's in the word's modification order, and loom finds the new owner
+/// reading one of them back: its unlock panics with "unbalanced unlock", at
+/// 2 preemptions. The model above cannot see it: its heir joins the old
+/// owner. Capped at 2 like the other three-thread models.)
+#[test]
+fn a_record_claimed_by_an_unrelated_thread_carries_its_previous_owners_section() {
+    model_with_preemptions(2, 2, || {
+        configure(true);
+        let slot = Slot::new();
+        let old_owner = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || memb_reader(&slot))
+        };
+        // Registers, possibly taking over the record the old owner gave back.
+        let heir = thread::spawn(|| drop(memb::read_lock()));
+        let old = slot.unpublish();
+        memb::synchronize_rcu();
+        // SAFETY: unpublished, and a grace period has elapsed.
+        unsafe { retire_now(old) };
+        old_owner.join().unwrap();
+        heir.join().unwrap();
+    });
+}
