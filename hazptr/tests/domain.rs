@@ -752,32 +752,52 @@ fn a_guard_that_loaded_null_keeps_its_slot() {
 #[test]
 fn a_reset_guard_keeps_its_slot() {
     for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let first_src = AtomicPtr::new(tracked(&drops, 1));
-        let second_src = AtomicPtr::new(tracked(&drops, 2));
-        let mut first = domain.guard();
-        first.protect_ptr(&first_src);
-        first.reset();
-        let mut second = domain.guard();
-        let protected = second.protect_ptr(&second_src);
-        first.protect_ptr(&first_src);
-        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
-        // SAFETY: unpublished by the swap, retired once, Box-allocated.
-        unsafe { domain.retire_box(old) };
-        domain.reclaim();
-        assert_eq!(
-            drops.load(SeqCst),
-            0,
-            "an object a guard protects was freed: a reset guard gave up its slot ({domain:?})"
+        assert_a_second_guard_keeps_its_own_slot(
+            &domain,
+            "a reset guard gave up its slot",
+            |first, src| {
+                first.protect_ptr(src);
+                first.reset();
+            },
         );
-        // SAFETY: still protected by `second`.
-        assert_eq!(unsafe { (*protected).value }, 2);
-        drop(second);
-        drop(first);
-        assert_eq!(domain.reclaim(), 1);
-        // SAFETY: the last object, never retired.
-        drop(unsafe { Box::from_raw(first_src.into_inner()) });
     }
+}
+
+/// Takes a first guard of `domain` and readies it with `ready` (a
+/// protection and a reset, or nothing), then a second guard that protects
+/// an object, which is then unpublished and retired, and the first guard
+/// protects another object. The second's object must not be freed while
+/// the second protects it: the two guards hold separate slots. `what` says
+/// what a free would mean.
+fn assert_a_second_guard_keeps_its_own_slot(
+    domain: &Domain,
+    what: &str,
+    ready: impl FnOnce(&mut Guard<'_>, &AtomicPtr<Tracked>),
+) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let first_src = AtomicPtr::new(tracked(&drops, 1));
+    let second_src = AtomicPtr::new(tracked(&drops, 2));
+    let mut first = domain.guard();
+    ready(&mut first, &first_src);
+    let mut second = domain.guard();
+    let protected = second.protect_ptr(&second_src);
+    first.protect_ptr(&first_src);
+    let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+    // SAFETY: unpublished by the swap, retired once, Box-allocated.
+    unsafe { domain.retire_box(old) };
+    domain.reclaim();
+    assert_eq!(
+        drops.load(SeqCst),
+        0,
+        "an object a guard protects was freed: {what} ({domain:?})"
+    );
+    // SAFETY: still protected by `second`.
+    assert_eq!(unsafe { (*protected).value }, 2);
+    drop(second);
+    drop(first);
+    assert_eq!(domain.reclaim(), 1);
+    // SAFETY: the last object, never retired.
+    drop(unsafe { Box::from_raw(first_src.into_inner()) });
 }
 
 /// A pointer with its low (mark) bit set protects the object it marks, and
@@ -1099,29 +1119,11 @@ fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
 #[test]
 fn guards_taken_before_either_protects_hold_separate_slots() {
     for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let first_src = AtomicPtr::new(tracked(&drops, 1));
-        let second_src = AtomicPtr::new(tracked(&drops, 2));
-        let mut first = domain.guard();
-        let mut second = domain.guard();
-        let protected = second.protect_ptr(&second_src);
-        first.protect_ptr(&first_src);
-        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
-        // SAFETY: unpublished by the swap, retired once, Box-allocated.
-        unsafe { domain.retire_box(old) };
-        domain.reclaim();
-        assert_eq!(
-            drops.load(SeqCst),
-            0,
-            "an object a guard protects was freed: two fresh guards shared one slot ({domain:?})"
+        assert_a_second_guard_keeps_its_own_slot(
+            &domain,
+            "two fresh guards shared one slot",
+            |_, _| {},
         );
-        // SAFETY: still protected by `second`.
-        assert_eq!(unsafe { (*protected).value }, 2);
-        drop(second);
-        drop(first);
-        assert_eq!(domain.reclaim(), 1);
-        // SAFETY: the last object, never retired.
-        drop(unsafe { Box::from_raw(first_src.into_inner()) });
     }
     // The same with `Guard::new` in the global domain, whose fast path is
     // separate.
