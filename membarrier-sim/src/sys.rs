@@ -596,17 +596,22 @@ impl fmt::Display for CpuList {
 }
 
 /// The online CPUs, from `/sys/devices/system/cpu/online`; where that file is
-/// missing, `0..available_parallelism`.
+/// missing or unreadable, `0..available_parallelism`.
 pub fn online_cpus() -> CpuList {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|text| CpuList::parse(&text))
-        .unwrap_or_else(|| {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-            CpuList {
-                ranges: vec![(0, n - 1)],
-            }
-        })
+    let listed = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
+    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    online_cpus_from(listed.as_deref(), parallelism)
+}
+
+/// [`online_cpus`] on given inputs: the kernel's list when it parses, else
+/// CPUs `0..parallelism` (at least CPU 0, at most `u32::MAX + 1` CPUs).
+fn online_cpus_from(listed: Option<&str>, parallelism: usize) -> CpuList {
+    listed.and_then(CpuList::parse).unwrap_or_else(|| {
+        let last = u32::try_from(parallelism.saturating_sub(1)).unwrap_or(u32::MAX);
+        CpuList {
+            ranges: vec![(0, last)],
+        }
+    })
 }
 
 #[cfg(test)]
@@ -633,6 +638,24 @@ mod tests {
             CpuList::parse("0-4294967295").unwrap().len(),
             u32::MAX as usize + 1
         );
+    }
+
+    #[test]
+    fn online_cpus_falls_back_to_the_parallelism_when_the_list_is_missing() {
+        let fallback = online_cpus_from(None, 4);
+        assert_eq!(fallback.len(), 4);
+        assert_eq!(fallback.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(fallback.to_string(), "0-3");
+        // An unparsable file falls back the same way.
+        assert_eq!(online_cpus_from(Some("garbage\n"), 2).to_string(), "0-1");
+        // A single CPU, and no parallelism reported at all, both mean CPU 0.
+        assert_eq!(online_cpus_from(None, 1).to_string(), "0");
+        assert_eq!(online_cpus_from(None, 0).to_string(), "0");
+        // The kernel's list wins over the parallelism (a CPU set may be
+        // smaller than the online CPUs, and hold holes).
+        assert_eq!(online_cpus_from(Some("0-1,4\n"), 1).to_string(), "0-1,4");
+        // What this machine reports is a non-empty list.
+        assert!(!online_cpus().is_empty());
     }
 
     #[test]
