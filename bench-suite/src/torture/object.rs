@@ -55,6 +55,17 @@ pub struct TortureObject {
     ledger: Weak<Ledger>,
 }
 
+/// A reclaimed object that was never allocated: what a reader gets in place
+/// of an object it could not reach safely (the pointer to it was itself in
+/// memory reclaimed too early), so that it counts the premature reclamation
+/// like any other.
+pub static RECLAIMED: TortureObject = TortureObject {
+    magic: AtomicU64::new(POISON),
+    seq: 0,
+    check: 0,
+    ledger: Weak::new(),
+};
+
 fn checksum(seq: u64) -> u64 {
     seq.rotate_left(17) ^ LIVE
 }
