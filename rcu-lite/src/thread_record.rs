@@ -34,7 +34,10 @@
 //! Both go back in a second chance: a POSIX thread-specific key per flavor
 //! whose destructor gives the record back. glibc runs those destructors after
 //! every thread-local destructor (`__call_tls_dtors`, which Rust's use, then
-//! `__nptl_deallocate_tsd`), when no Rust code of the thread runs any more.
+//! `__nptl_deallocate_tsd`). Other keys' destructors may still run code
+//! afterwards (glibc takes keys in index order, pass after pass), and one that
+//! reads registers again through the placeholder, since the second chance too
+//! points `RECORD` back at it first (`tests/teardown_read_second_chance.rs`).
 //! A record still inside a section then (a guard leaked with `mem::forget`)
 //! stays registered for good. Without the second chance a stream of threads
 //! with such destructors leaked one record each, and every scan walked them
