@@ -864,40 +864,53 @@ pub const SLOTS_PER_THREAD: usize = SLOTS_PER_BLOCK;
 mod tests {
     use super::*;
     use std::sync::Barrier;
+    use std::time::Duration;
+
+    /// How long a test that waits on other threads may run before it counts
+    /// as a hang and fails with a message instead of stalling the binary; it
+    /// takes milliseconds alone, the margin is for CI's 2 busy cores (and
+    /// for miri, whose clock counts 5 µs per interpreted basic block).
+    const TEST_DEADLINE: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
 
     /// Threads that each hold a backup slot at once get new ones spread over
     /// more than one overflow list (tokens are addresses of a thread-local,
     /// which sit at the same offset in every thread's TLS block).
     #[test]
     fn backup_slots_of_different_threads_spread_over_the_overflow_lists() {
-        const THREADS: usize = 12;
-        let domain = Domain::builder().force_slow_path(true).build();
-        let barrier = Barrier::new(THREADS + 1);
-        std::thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    let guard = domain.guard();
-                    assert!(guard.is_backup());
-                    // Hold it until the main thread has counted.
+        test_support::within_a_deadline(
+            "threads holding backup slots across barriers",
+            TEST_DEADLINE,
+            || {
+                const THREADS: usize = 12;
+                let domain = Domain::builder().force_slow_path(true).build();
+                let barrier = Barrier::new(THREADS + 1);
+                std::thread::scope(|s| {
+                    for _ in 0..THREADS {
+                        s.spawn(|| {
+                            let guard = domain.guard();
+                            assert!(guard.is_backup());
+                            // Hold it until the main thread has counted.
+                            barrier.wait();
+                            barrier.wait();
+                            drop(guard);
+                        });
+                    }
                     barrier.wait();
+                    let used = domain
+                        .shared
+                        .overflow
+                        .iter()
+                        // Relaxed: the barrier orders the pushes before this load.
+                        .filter(|head| !head.load(Ordering::Relaxed).is_null())
+                        .count();
                     barrier.wait();
-                    drop(guard);
+                    assert!(
+                        used > 1,
+                        "{THREADS} threads' backup slots all went onto {used} of {OVERFLOW_LISTS} lists"
+                    );
                 });
-            }
-            barrier.wait();
-            let used = domain
-                .shared
-                .overflow
-                .iter()
-                // Relaxed: the barrier orders the pushes before this load.
-                .filter(|head| !head.load(Ordering::Relaxed).is_null())
-                .count();
-            barrier.wait();
-            assert!(
-                used > 1,
-                "{THREADS} threads' backup slots all went onto {used} of {OVERFLOW_LISTS} lists"
-            );
-        });
-        assert_eq!(domain.backup_slots(), THREADS);
+                assert_eq!(domain.backup_slots(), THREADS);
+            },
+        );
     }
 }

@@ -766,11 +766,19 @@ pub(crate) fn stop_scanner(shared: &Shared) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{begin, read_slot};
+    use super::{SLEEPING, begin, read_slot};
     use crate::Domain;
     use crate::slot::is_older_wildcard;
     use crate::sync::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// How long a test that waits on another thread (the scanner's) may run
+    /// before it counts as a hang and fails with a message instead of
+    /// stalling the binary; it takes milliseconds alone, the margin is for
+    /// CI's 2 busy cores (and for miri, whose clock counts 5 µs per
+    /// interpreted basic block).
+    const TEST_DEADLINE: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
 
     /// A scan flips the domain's wildcard generation before it reads a slot:
     /// a reader that loads the wildcard after the scan began stores one of
@@ -794,23 +802,43 @@ mod tests {
         assert_eq!(read_slot(&slot, mine), arriving);
     }
 
-    /// Dropping a domain stops and joins its scanner thread, which then
+    /// Dropping a domain stops and joins its scanner thread, also one asleep
+    /// (which only a wake gets out of its futex wait), and the thread then
     /// lets go of the domain's shared part: nothing of the domain is left
     /// behind, neither the thread nor its memory.
     #[test]
     fn dropping_a_domain_stops_its_scanner_thread() {
-        let domain = Domain::new();
-        let object = Box::into_raw(Box::new(1u64));
-        // Starts the scanner thread (this thread registers nowhere).
-        domain.synchronize(object);
-        assert!(domain.shared.scan.started.load(Ordering::Acquire));
-        let shared = Arc::downgrade(&domain.shared);
-        drop(domain);
-        assert!(
-            shared.upgrade().is_none(),
-            "the domain's shared part outlived its drop: its scanner thread still runs"
+        // Under a deadline: a drop whose scanner thread never wakes to stop
+        // would wait in the join forever.
+        test_support::within_a_deadline(
+            "dropping a domain with a scanner thread",
+            TEST_DEADLINE,
+            || {
+                let domain = Domain::new();
+                let object = Box::into_raw(Box::new(1u64));
+                // Starts the scanner thread (this thread registers nowhere).
+                domain.synchronize(object);
+                assert!(domain.shared.scan.started.load(Ordering::Acquire));
+                // Dropped once the scanner is asleep, as it is in a domain
+                // idle for a while: the drop must wake it to stop (a scanner
+                // still running would see the shutdown flag unwoken). Bounded,
+                // so that a scanner that never sleeps fails here, not below.
+                let asleep = Instant::now() + TEST_DEADLINE / 2;
+                while domain.shared.scan.scanner_state.load(Ordering::SeqCst) != SLEEPING {
+                    assert!(Instant::now() < asleep, "the idle scanner never slept");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                // From its SLEEPING store into the futex wait.
+                std::thread::sleep(Duration::from_millis(20));
+                let shared = Arc::downgrade(&domain.shared);
+                drop(domain);
+                assert!(
+                    shared.upgrade().is_none(),
+                    "the domain's shared part outlived its drop: its scanner thread still runs"
+                );
+                // SAFETY: never published.
+                drop(unsafe { Box::from_raw(object) });
+            },
         );
-        // SAFETY: never published.
-        drop(unsafe { Box::from_raw(object) });
     }
 }

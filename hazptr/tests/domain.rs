@@ -8,6 +8,16 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+/// How long a test that waits on other threads (a `synchronize`, a
+/// reclamation pass, a domain's drop, which stops its scanner thread) may run
+/// before it counts as a hang: a waiter of the shared scan or the scanner
+/// thread asleep on a futex nobody wakes, or a scanner that never stops. The
+/// test then fails with a message instead of stalling the binary. Each test
+/// takes well under a second alone; the margin is for CI, which runs the
+/// tests in parallel on 2 cores. Under miri, whose clock counts 5 µs per
+/// interpreted basic block of any thread, a busy test reads as minutes.
+const TEST_DEADLINE: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
+
 /// An object whose drop is counted.
 #[derive(Debug)]
 struct Tracked {
@@ -61,138 +71,157 @@ fn protect_reads_the_current_object() {
 
 #[test]
 fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
-    let domain = Domain::new();
-    let values: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 3)
-        .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
-        .collect();
-    let mut guards: Vec<Guard<'_>> = Vec::new();
-    for (i, v) in values.iter().enumerate() {
-        let mut g = domain.guard();
-        let p = g.protect_ptr(v);
-        // SAFETY: protected by `g`.
-        assert_eq!(unsafe { *p }, i as u64);
-        assert_eq!(g.is_backup(), i >= SLOTS_PER_THREAD, "guard {i}");
-        guards.push(g);
-    }
-    assert_eq!(domain.backup_slots(), 3);
-    // Every nested protection holds: a synchronize of any of them from
-    // another thread must wait until the guards go.
-    let released = AtomicBool::new(false);
-    let last = values.last().unwrap().load(Relaxed) as usize;
-    std::thread::scope(|s| {
-        let waiter = s.spawn(|| {
-            domain.synchronize(last as *const u64);
-            assert!(
-                released.load(SeqCst),
-                "synchronize returned while a backup slot held the address"
-            );
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        released.store(true, SeqCst);
-        guards.clear();
-        waiter.join().unwrap();
-    });
-    // Freed backup slots are reused, not reallocated.
-    let mut again: Vec<Guard<'_>> = (0..SLOTS_PER_THREAD + 3).map(|_| domain.guard()).collect();
-    assert_eq!(domain.backup_slots(), 3);
-    again.clear();
-    for v in values {
-        // SAFETY: no guard remains.
-        drop(unsafe { Box::from_raw(v.into_inner()) });
-    }
+    test_support::within_a_deadline(
+        "synchronize of an address held in a backup slot",
+        TEST_DEADLINE,
+        || {
+            let domain = Domain::new();
+            let values: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 3)
+                .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+                .collect();
+            let mut guards: Vec<Guard<'_>> = Vec::new();
+            for (i, v) in values.iter().enumerate() {
+                let mut g = domain.guard();
+                let p = g.protect_ptr(v);
+                // SAFETY: protected by `g`.
+                assert_eq!(unsafe { *p }, i as u64);
+                assert_eq!(g.is_backup(), i >= SLOTS_PER_THREAD, "guard {i}");
+                guards.push(g);
+            }
+            assert_eq!(domain.backup_slots(), 3);
+            // Every nested protection holds: a synchronize of any of them from
+            // another thread must wait until the guards go.
+            let released = AtomicBool::new(false);
+            let last = values.last().unwrap().load(Relaxed) as usize;
+            std::thread::scope(|s| {
+                let waiter = s.spawn(|| {
+                    domain.synchronize(last as *const u64);
+                    assert!(
+                        released.load(SeqCst),
+                        "synchronize returned while a backup slot held the address"
+                    );
+                });
+                std::thread::sleep(Duration::from_millis(50));
+                released.store(true, SeqCst);
+                guards.clear();
+                waiter.join().unwrap();
+            });
+            // Freed backup slots are reused, not reallocated.
+            let mut again: Vec<Guard<'_>> =
+                (0..SLOTS_PER_THREAD + 3).map(|_| domain.guard()).collect();
+            assert_eq!(domain.backup_slots(), 3);
+            again.clear();
+            for v in values {
+                // SAFETY: no guard remains.
+                drop(unsafe { Box::from_raw(v.into_inner()) });
+            }
+        },
+    );
 }
 
 #[test]
 fn synchronize_waits_for_a_guard_held_in_another_thread() {
-    for domain in domains() {
-        let shared = AtomicPtr::new(Box::into_raw(Box::new(11u64)));
-        let protected = Barrier::new(2);
-        let releasing = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&shared);
-                protected.wait();
-                std::thread::sleep(Duration::from_millis(60));
-                // SAFETY: still protected: the writer cannot have freed it.
-                assert_eq!(unsafe { *p }, 11);
-                releasing.store(true, SeqCst);
-                drop(guard);
-            });
-            protected.wait();
-            let old = shared.swap(std::ptr::null_mut(), AcqRel);
-            domain.synchronize(old);
-            assert!(
-                releasing.load(SeqCst),
-                "synchronize returned under protection ({domain:?})"
-            );
-            // SAFETY: unpublished and synchronized.
-            drop(unsafe { Box::from_raw(old) });
-        });
-    }
+    test_support::within_a_deadline(
+        "synchronize of an address another thread's guard holds",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let shared = AtomicPtr::new(Box::into_raw(Box::new(11u64)));
+                let protected = Barrier::new(2);
+                let releasing = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mut guard = domain.guard();
+                        let p = guard.protect_ptr(&shared);
+                        protected.wait();
+                        std::thread::sleep(Duration::from_millis(60));
+                        // SAFETY: still protected: the writer cannot have freed it.
+                        assert_eq!(unsafe { *p }, 11);
+                        releasing.store(true, SeqCst);
+                        drop(guard);
+                    });
+                    protected.wait();
+                    let old = shared.swap(std::ptr::null_mut(), AcqRel);
+                    domain.synchronize(old);
+                    assert!(
+                        releasing.load(SeqCst),
+                        "synchronize returned under protection ({domain:?})"
+                    );
+                    // SAFETY: unpublished and synchronized.
+                    drop(unsafe { Box::from_raw(old) });
+                });
+            }
+        },
+    );
 }
 
 #[test]
 fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
-    // Eight callers wait for an address a reader holds for longer than a
-    // waiter spins (so they sleep, and the scanner thread drives for them),
-    // while eight others synchronize unprotected addresses in a loop: those
-    // must keep finishing while the guard is held, the held ones must not.
-    for domain in domains() {
-        let shared = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
-        let protected = Barrier::new(2);
-        let releasing = AtomicBool::new(false);
-        let passes = AtomicUsize::new(0);
-        let passes_while_held = AtomicUsize::new(0);
-        let old = std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut guard = domain.guard();
-                let p = guard.protect_ptr(&shared);
-                protected.wait();
-                // Hold the guard until the free callers got through 8 calls
-                // (bounded, so a stuck run fails below instead of hanging).
-                let deadline = std::time::Instant::now() + Duration::from_secs(20);
-                std::thread::sleep(Duration::from_millis(20));
-                while passes.load(Relaxed) < 8 && std::time::Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                passes_while_held.store(passes.load(Relaxed), Relaxed);
-                // SAFETY: still protected: no caller can have returned.
-                assert_eq!(unsafe { *p }, 5);
-                releasing.store(true, SeqCst);
-                drop(guard);
-            });
-            protected.wait();
-            let old = shared.swap(std::ptr::null_mut(), AcqRel);
-            let held = old as usize;
-            for _ in 0..8 {
-                let (domain, releasing) = (&domain, &releasing);
-                s.spawn(move || {
-                    domain.synchronize(held as *const u64);
-                    assert!(
-                        releasing.load(SeqCst),
-                        "a concurrent caller returned under protection ({domain:?})"
-                    );
-                });
-                s.spawn(|| {
-                    let free = Box::into_raw(Box::new(0u64));
-                    while !releasing.load(SeqCst) {
-                        domain.synchronize(free);
-                        passes.fetch_add(1, Relaxed);
+    test_support::within_a_deadline(
+        "concurrent synchronize callers, one address held",
+        TEST_DEADLINE,
+        || {
+            // Eight callers wait for an address a reader holds for longer than a
+            // waiter spins (so they sleep, and the scanner thread drives for them),
+            // while eight others synchronize unprotected addresses in a loop: those
+            // must keep finishing while the guard is held, the held ones must not.
+            for domain in domains() {
+                let shared = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+                let protected = Barrier::new(2);
+                let releasing = AtomicBool::new(false);
+                let passes = AtomicUsize::new(0);
+                let passes_while_held = AtomicUsize::new(0);
+                let old = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mut guard = domain.guard();
+                        let p = guard.protect_ptr(&shared);
+                        protected.wait();
+                        // Hold the guard until the free callers got through 8 calls
+                        // (bounded, so a stuck run fails below instead of hanging).
+                        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                        std::thread::sleep(Duration::from_millis(20));
+                        while passes.load(Relaxed) < 8 && std::time::Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        passes_while_held.store(passes.load(Relaxed), Relaxed);
+                        // SAFETY: still protected: no caller can have returned.
+                        assert_eq!(unsafe { *p }, 5);
+                        releasing.store(true, SeqCst);
+                        drop(guard);
+                    });
+                    protected.wait();
+                    let old = shared.swap(std::ptr::null_mut(), AcqRel);
+                    let held = old as usize;
+                    for _ in 0..8 {
+                        let (domain, releasing) = (&domain, &releasing);
+                        s.spawn(move || {
+                            domain.synchronize(held as *const u64);
+                            assert!(
+                                releasing.load(SeqCst),
+                                "a concurrent caller returned under protection ({domain:?})"
+                            );
+                        });
+                        s.spawn(|| {
+                            let free = Box::into_raw(Box::new(0u64));
+                            while !releasing.load(SeqCst) {
+                                domain.synchronize(free);
+                                passes.fetch_add(1, Relaxed);
+                            }
+                            // SAFETY: never published.
+                            drop(unsafe { Box::from_raw(free) });
+                        });
                     }
-                    // SAFETY: never published.
-                    drop(unsafe { Box::from_raw(free) });
+                    old
                 });
+                assert!(
+                    passes_while_held.load(Relaxed) >= 8,
+                    "callers of unprotected addresses were held up by a protected one ({domain:?})"
+                );
+                // SAFETY: unpublished and synchronized by all the callers above.
+                drop(unsafe { Box::from_raw(old) });
             }
-            old
-        });
-        assert!(
-            passes_while_held.load(Relaxed) >= 8,
-            "callers of unprotected addresses were held up by a protected one ({domain:?})"
-        );
-        // SAFETY: unpublished and synchronized by all the callers above.
-        drop(unsafe { Box::from_raw(old) });
-    }
+        },
+    );
 }
 
 /// Several slots holding one address, in a block and in a backup slot:
@@ -200,45 +229,51 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
 /// the first does (the shared scan counts a hit per slot).
 #[test]
 fn synchronize_waits_for_every_slot_holding_the_address() {
-    for domain in domains() {
-        let shared = AtomicPtr::new(Box::into_raw(Box::new(13u64)));
-        let mut guards: Vec<Guard<'_>> = (0..3)
-            .map(|_| {
-                let mut g = domain.guard();
-                g.protect_ptr(&shared);
-                g
-            })
-            .collect();
-        // One of them in a backup slot (all three are there with a forced
-        // slow path).
-        guards[2].promote();
-        let old = shared.swap(std::ptr::null_mut(), AcqRel);
-        let addr = old as usize;
-        let returned = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| {
-                domain.synchronize(addr as *const u64);
-                returned.store(true, SeqCst);
-            });
-            // Let the scan find all three, then drop the first slot the walk
-            // reaches and the last (the backup slot), keeping the middle one.
-            std::thread::sleep(Duration::from_millis(50));
-            let middle = guards.remove(1);
-            for guard in guards.drain(..) {
-                drop(guard);
-                std::thread::sleep(Duration::from_millis(50));
-                assert!(
-                    !returned.load(SeqCst),
-                    "synchronize returned while another slot still held the address ({domain:?})"
-                );
+    test_support::within_a_deadline(
+        "synchronize of an address three slots hold",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let shared = AtomicPtr::new(Box::into_raw(Box::new(13u64)));
+                let mut guards: Vec<Guard<'_>> = (0..3)
+                    .map(|_| {
+                        let mut g = domain.guard();
+                        g.protect_ptr(&shared);
+                        g
+                    })
+                    .collect();
+                // One of them in a backup slot (all three are there with a forced
+                // slow path).
+                guards[2].promote();
+                let old = shared.swap(std::ptr::null_mut(), AcqRel);
+                let addr = old as usize;
+                let returned = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    let waiter = s.spawn(|| {
+                        domain.synchronize(addr as *const u64);
+                        returned.store(true, SeqCst);
+                    });
+                    // Let the scan find all three, then drop the first slot the walk
+                    // reaches and the last (the backup slot), keeping the middle one.
+                    std::thread::sleep(Duration::from_millis(50));
+                    let middle = guards.remove(1);
+                    for guard in guards.drain(..) {
+                        drop(guard);
+                        std::thread::sleep(Duration::from_millis(50));
+                        assert!(
+                            !returned.load(SeqCst),
+                            "synchronize returned while another slot still held the address ({domain:?})"
+                        );
+                    }
+                    drop(middle);
+                    waiter.join().unwrap();
+                });
+                assert!(returned.load(SeqCst));
+                // SAFETY: unpublished and synchronized.
+                drop(unsafe { Box::from_raw(old) });
             }
-            drop(middle);
-            waiter.join().unwrap();
-        });
-        assert!(returned.load(SeqCst));
-        // SAFETY: unpublished and synchronized.
-        drop(unsafe { Box::from_raw(old) });
-    }
+        },
+    );
 }
 
 /// A guard in each of a thread's block slots and one in a backup slot, each
@@ -246,47 +281,53 @@ fn synchronize_waits_for_every_slot_holding_the_address() {
 /// slot it sits in (a scan that skipped one slot would return at once).
 #[test]
 fn synchronize_waits_for_a_guard_in_any_slot() {
-    for domain in domains() {
-        let objects: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 1)
-            .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
-            .collect();
-        let mut guards: Vec<Guard<'_>> = objects
-            .iter()
-            .map(|o| {
-                let mut g = domain.guard();
-                g.protect_ptr(o);
-                g
-            })
-            .collect();
-        let addrs: Vec<usize> = objects
-            .iter()
-            .map(|o| o.swap(std::ptr::null_mut(), AcqRel) as usize)
-            .collect();
-        let returned = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for &addr in &addrs {
-                let (domain, returned) = (&domain, &returned);
-                s.spawn(move || {
-                    domain.synchronize(addr as *const u64);
-                    returned.fetch_add(1, SeqCst);
+    test_support::within_a_deadline(
+        "synchronize of an address held in each slot",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let objects: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 1)
+                    .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+                    .collect();
+                let mut guards: Vec<Guard<'_>> = objects
+                    .iter()
+                    .map(|o| {
+                        let mut g = domain.guard();
+                        g.protect_ptr(o);
+                        g
+                    })
+                    .collect();
+                let addrs: Vec<usize> = objects
+                    .iter()
+                    .map(|o| o.swap(std::ptr::null_mut(), AcqRel) as usize)
+                    .collect();
+                let returned = AtomicUsize::new(0);
+                std::thread::scope(|s| {
+                    for &addr in &addrs {
+                        let (domain, returned) = (&domain, &returned);
+                        s.spawn(move || {
+                            domain.synchronize(addr as *const u64);
+                            returned.fetch_add(1, SeqCst);
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                    let early = returned.load(SeqCst);
+                    // Dropped before the assertion, so that a failure does not leave
+                    // the callers waiting.
+                    guards.clear();
+                    assert_eq!(
+                        early, 0,
+                        "synchronize returned while a guard protected its object ({domain:?})"
+                    );
                 });
+                assert_eq!(returned.load(SeqCst), addrs.len());
+                for addr in addrs {
+                    // SAFETY: unpublished and synchronized.
+                    drop(unsafe { Box::from_raw(addr as *mut u64) });
+                }
             }
-            std::thread::sleep(Duration::from_millis(100));
-            let early = returned.load(SeqCst);
-            // Dropped before the assertion, so that a failure does not leave
-            // the callers waiting.
-            guards.clear();
-            assert_eq!(
-                early, 0,
-                "synchronize returned while a guard protected its object ({domain:?})"
-            );
-        });
-        assert_eq!(returned.load(SeqCst), addrs.len());
-        for addr in addrs {
-            // SAFETY: unpublished and synchronized.
-            drop(unsafe { Box::from_raw(addr as *mut u64) });
-        }
-    }
+        },
+    );
 }
 
 /// A reclamation pass keeps every object some slot protects, however many
@@ -294,55 +335,63 @@ fn synchronize_waits_for_a_guard_in_any_slot() {
 /// (here the reverse of allocation order, over block and backup slots).
 #[test]
 fn reclaim_keeps_every_protected_object_among_many() {
-    const PROTECTED: usize = SLOTS_PER_THREAD + 5;
-    for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let objects: Vec<AtomicPtr<Tracked>> = (0..PROTECTED as u64 * 3)
-            .map(|i| AtomicPtr::new(tracked(&drops, i)))
-            .collect();
-        // Every third object, protected in the reverse of allocation order.
-        let guards: Vec<(Guard<'_>, *mut Tracked)> = objects
-            .iter()
-            .step_by(3)
-            .rev()
-            .map(|o| {
-                let mut g = domain.guard();
-                let p = g.protect_ptr(o);
-                (g, p)
-            })
-            .collect();
-        assert_eq!(guards.len(), PROTECTED);
-        for o in &objects {
-            let old = o.swap(std::ptr::null_mut(), AcqRel);
-            // SAFETY: unpublished by the swap, retired once, Box-allocated.
-            unsafe { domain.retire_box(old) };
+    test_support::within_a_deadline("reclaim with many protected objects", TEST_DEADLINE, || {
+        const PROTECTED: usize = SLOTS_PER_THREAD + 5;
+        for domain in domains() {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let objects: Vec<AtomicPtr<Tracked>> = (0..PROTECTED as u64 * 3)
+                .map(|i| AtomicPtr::new(tracked(&drops, i)))
+                .collect();
+            // Every third object, protected in the reverse of allocation order.
+            let guards: Vec<(Guard<'_>, *mut Tracked)> = objects
+                .iter()
+                .step_by(3)
+                .rev()
+                .map(|o| {
+                    let mut g = domain.guard();
+                    let p = g.protect_ptr(o);
+                    (g, p)
+                })
+                .collect();
+            assert_eq!(guards.len(), PROTECTED);
+            for o in &objects {
+                let old = o.swap(std::ptr::null_mut(), AcqRel);
+                // SAFETY: unpublished by the swap, retired once, Box-allocated.
+                unsafe { domain.retire_box(old) };
+            }
+            domain.reclaim();
+            assert_eq!(
+                drops.load(SeqCst),
+                objects.len() - PROTECTED,
+                "a protected object was freed, or an unprotected one kept ({domain:?})"
+            );
+            for (_, p) in &guards {
+                // SAFETY: still protected by its guard.
+                assert_eq!(unsafe { (**p).value } % 3, 0);
+            }
+            drop(guards);
+            assert_eq!(domain.reclaim(), PROTECTED);
         }
-        domain.reclaim();
-        assert_eq!(
-            drops.load(SeqCst),
-            objects.len() - PROTECTED,
-            "a protected object was freed, or an unprotected one kept ({domain:?})"
-        );
-        for (_, p) in &guards {
-            // SAFETY: still protected by its guard.
-            assert_eq!(unsafe { (**p).value } % 3, 0);
-        }
-        drop(guards);
-        assert_eq!(domain.reclaim(), PROTECTED);
-    }
+    });
 }
 
 #[test]
 fn synchronize_of_an_unprotected_address_returns() {
-    for domain in domains() {
-        let x = Box::into_raw(Box::new(3u64));
-        for _ in 0..100 {
-            domain.synchronize(x);
-        }
-        domain.synchronize(std::ptr::null::<u64>());
-        // SAFETY: never published.
-        drop(unsafe { Box::from_raw(x) });
-    }
+    test_support::within_a_deadline(
+        "synchronize of an unprotected address",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let x = Box::into_raw(Box::new(3u64));
+                for _ in 0..100 {
+                    domain.synchronize(x);
+                }
+                domain.synchronize(std::ptr::null::<u64>());
+                // SAFETY: never published.
+                drop(unsafe { Box::from_raw(x) });
+            }
+        },
+    );
 }
 
 /// Under a deadline: without the check, the call would wait for itself
@@ -357,7 +406,7 @@ fn synchronize_while_holding_the_address_panics() {
     for build in builders {
         test_support::within_a_deadline(
             "synchronize while holding the address",
-            Duration::from_secs(20),
+            TEST_DEADLINE,
             move || {
                 let domain = build();
                 let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
@@ -384,145 +433,167 @@ fn synchronize_while_holding_the_address_panics() {
 
 #[test]
 fn promoted_guard_still_protects() {
-    let domain = Domain::new();
-    let shared = AtomicPtr::new(Box::into_raw(Box::new(9u64)));
-    let mut guard = domain.guard();
-    let p = guard.protect_ptr(&shared);
-    assert!(!guard.is_backup());
-    guard.promote();
-    assert!(guard.is_backup());
-    // The block slot is free again: a new guard takes block slot 0.
-    assert!(!domain.guard().is_backup());
-    let released = AtomicBool::new(false);
-    let addr = p as usize;
-    std::thread::scope(|s| {
-        let waiter = s.spawn(|| {
-            domain.synchronize(addr as *const u64);
-            assert!(released.load(SeqCst));
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        released.store(true, SeqCst);
-        drop(guard);
-        waiter.join().unwrap();
-    });
-    // SAFETY: no guard remains.
-    drop(unsafe { Box::from_raw(shared.into_inner()) });
+    test_support::within_a_deadline(
+        "synchronize of an address a promoted guard holds",
+        TEST_DEADLINE,
+        || {
+            let domain = Domain::new();
+            let shared = AtomicPtr::new(Box::into_raw(Box::new(9u64)));
+            let mut guard = domain.guard();
+            let p = guard.protect_ptr(&shared);
+            assert!(!guard.is_backup());
+            guard.promote();
+            assert!(guard.is_backup());
+            // The block slot is free again: a new guard takes block slot 0.
+            assert!(!domain.guard().is_backup());
+            let released = AtomicBool::new(false);
+            let addr = p as usize;
+            std::thread::scope(|s| {
+                let waiter = s.spawn(|| {
+                    domain.synchronize(addr as *const u64);
+                    assert!(released.load(SeqCst));
+                });
+                std::thread::sleep(Duration::from_millis(50));
+                released.store(true, SeqCst);
+                drop(guard);
+                waiter.join().unwrap();
+            });
+            // SAFETY: no guard remains.
+            drop(unsafe { Box::from_raw(shared.into_inner()) });
+        },
+    );
 }
 
 #[test]
 fn retire_frees_each_object_exactly_once_and_never_a_protected_one() {
-    for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let shared = AtomicPtr::new(tracked(&drops, 0));
-        let mut guard = domain.guard();
-        let protected = guard.protect_ptr(&shared);
-        // Replace it 500 times, retiring each old object.
-        for i in 1..=500 {
-            let old = shared.swap(tracked(&drops, i), AcqRel);
-            // SAFETY: unpublished by the swap, retired once, Box-allocated.
-            unsafe { domain.retire_box(old) };
-        }
-        domain.reclaim();
-        assert_eq!(drops.load(SeqCst), 499, "all but the protected object");
-        // SAFETY: still protected by `guard`.
-        assert_eq!(unsafe { (*protected).value }, 0);
-        drop(guard);
-        assert_eq!(domain.reclaim(), 1);
-        assert_eq!(drops.load(SeqCst), 500);
-        assert_eq!(domain.reclaim(), 0);
-        // SAFETY: the last object, never retired.
-        drop(unsafe { Box::from_raw(shared.into_inner()) });
-        assert_eq!(drops.load(SeqCst), 501);
-    }
+    test_support::within_a_deadline(
+        "retire and reclaim with one protected object",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let drops = Arc::new(AtomicUsize::new(0));
+                let shared = AtomicPtr::new(tracked(&drops, 0));
+                let mut guard = domain.guard();
+                let protected = guard.protect_ptr(&shared);
+                // Replace it 500 times, retiring each old object.
+                for i in 1..=500 {
+                    let old = shared.swap(tracked(&drops, i), AcqRel);
+                    // SAFETY: unpublished by the swap, retired once, Box-allocated.
+                    unsafe { domain.retire_box(old) };
+                }
+                domain.reclaim();
+                assert_eq!(drops.load(SeqCst), 499, "all but the protected object");
+                // SAFETY: still protected by `guard`.
+                assert_eq!(unsafe { (*protected).value }, 0);
+                drop(guard);
+                assert_eq!(domain.reclaim(), 1);
+                assert_eq!(drops.load(SeqCst), 500);
+                assert_eq!(domain.reclaim(), 0);
+                // SAFETY: the last object, never retired.
+                drop(unsafe { Box::from_raw(shared.into_inner()) });
+                assert_eq!(drops.load(SeqCst), 501);
+            }
+        },
+    );
 }
 
 #[test]
 fn retire_reclaims_by_count_without_explicit_reclaim() {
-    // With a forced slow path too, where a retire goes straight to the
-    // domain's list (no thread batch).
-    for force_slow_path in [false, true] {
-        let domain = Domain::builder()
-            .retire_threshold(100)
-            .force_slow_path(force_slow_path)
-            .build();
-        let drops = Arc::new(AtomicUsize::new(0));
-        let retired = if cfg!(miri) { 1_000 } else { 10_000 };
-        for i in 0..retired {
-            // SAFETY: never published; retired once.
-            unsafe { domain.retire_box(tracked(&drops, i)) };
+    test_support::within_a_deadline("count-triggered reclamation", TEST_DEADLINE, || {
+        // With a forced slow path too, where a retire goes straight to the
+        // domain's list (no thread batch).
+        for force_slow_path in [false, true] {
+            let domain = Domain::builder()
+                .retire_threshold(100)
+                .force_slow_path(force_slow_path)
+                .build();
+            let drops = Arc::new(AtomicUsize::new(0));
+            let retired = if cfg!(miri) { 1_000 } else { 10_000 };
+            for i in 0..retired {
+                // SAFETY: never published; retired once.
+                unsafe { domain.retire_box(tracked(&drops, i)) };
+            }
+            let drops = drops.load(SeqCst) as u64;
+            assert!(
+                drops >= retired * 9 / 10,
+                "{drops} of {retired} ({domain:?})"
+            );
         }
-        let drops = drops.load(SeqCst) as u64;
-        assert!(
-            drops >= retired * 9 / 10,
-            "{drops} of {retired} ({domain:?})"
-        );
-    }
+    });
 }
 
 #[test]
 fn dropping_a_domain_frees_everything_retired_to_it() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let domain = Domain::new();
-    // A thread that retires and exits (its batch is handed over at exit) and
-    // a thread that retires and is still alive when the domain is dropped.
-    let parked = Barrier::new(2);
-    let dropped = Barrier::new(2);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for i in 0..10 {
+    test_support::within_a_deadline(
+        "dropping a domain with retired objects",
+        TEST_DEADLINE,
+        || {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            // A thread that retires and exits (its batch is handed over at exit) and
+            // a thread that retires and is still alive when the domain is dropped.
+            let parked = Barrier::new(2);
+            let dropped = Barrier::new(2);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    for i in 0..10 {
+                        // SAFETY: never published; retired once.
+                        unsafe { domain.retire_box(tracked(&drops, i)) };
+                    }
+                })
+                .join()
+                .unwrap();
+                let domain_ref = &domain;
+                let drops_ref = &drops;
+                let (parked, dropped) = (&parked, &dropped);
+                s.spawn(move || {
+                    for i in 0..10 {
+                        // SAFETY: never published; retired once.
+                        unsafe { domain_ref.retire_box(tracked(drops_ref, i)) };
+                    }
+                    parked.wait();
+                    dropped.wait();
+                });
+                parked.wait();
                 // SAFETY: never published; retired once.
-                unsafe { domain.retire_box(tracked(&drops, i)) };
-            }
-        })
-        .join()
-        .unwrap();
-        let domain_ref = &domain;
-        let drops_ref = &drops;
-        let (parked, dropped) = (&parked, &dropped);
-        s.spawn(move || {
-            for i in 0..10 {
-                // SAFETY: never published; retired once.
-                unsafe { domain_ref.retire_box(tracked(drops_ref, i)) };
-            }
-            parked.wait();
-            dropped.wait();
-        });
-        parked.wait();
-        // SAFETY: never published; retired once.
-        unsafe { domain.retire_box(tracked(&drops, 99)) };
-        assert!(drops.load(SeqCst) < 21);
-        dropped.wait();
-    });
-    drop(domain);
-    assert_eq!(drops.load(SeqCst), 21);
+                unsafe { domain.retire_box(tracked(&drops, 99)) };
+                assert!(drops.load(SeqCst) < 21);
+                dropped.wait();
+            });
+            drop(domain);
+            assert_eq!(drops.load(SeqCst), 21);
+        },
+    );
 }
 
 #[test]
 fn exited_threads_blocks_are_recycled() {
-    let domain = Domain::new();
-    for _ in 0..20 {
-        std::thread::scope(|s| {
-            // An explicit join waits for the thread's TLS destructors (which
-            // recycle its block); the scope's implicit join does not.
-            s.spawn(|| {
-                let _g = domain.guard();
-            })
-            .join()
-            .unwrap();
-        });
-    }
-    assert_eq!(domain.thread_blocks(), 1);
-    let barrier = &Barrier::new(4);
-    let domain = &domain;
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(move || {
-                let _g = domain.guard();
-                barrier.wait();
+    test_support::within_a_deadline("threads that register and exit", TEST_DEADLINE, || {
+        let domain = Domain::new();
+        for _ in 0..20 {
+            std::thread::scope(|s| {
+                // An explicit join waits for the thread's TLS destructors (which
+                // recycle its block); the scope's implicit join does not.
+                s.spawn(|| {
+                    let _g = domain.guard();
+                })
+                .join()
+                .unwrap();
             });
         }
+        assert_eq!(domain.thread_blocks(), 1);
+        let barrier = &Barrier::new(4);
+        let domain = &domain;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(move || {
+                    let _g = domain.guard();
+                    barrier.wait();
+                });
+            }
+        });
+        assert_eq!(domain.thread_blocks(), 4);
     });
-    assert_eq!(domain.thread_blocks(), 4);
 }
 
 #[test]
@@ -553,129 +624,143 @@ fn an_empty_box_loads_nothing_until_a_value_is_stored() {
 
 #[test]
 fn atomic_box_store_swap_compare_exchange() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let domain = Domain::new();
-    let mk = |v| boxed(&drops, v);
-    let boxed = AtomicBox::from_box_in(mk(1), &domain);
-    boxed.store(mk(2));
-    let mut guard = domain.guard();
-    assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(2));
-    drop(guard);
-    let current = boxed.load_ptr();
-    let stale = std::ptr::null();
-    let lost = boxed
-        .compare_exchange(stale, mk(3))
-        .expect_err("stale comparand");
-    assert_eq!(
-        lost.current, current,
-        "the failure reports the pointer it found"
+    test_support::within_a_deadline(
+        "AtomicBox store, swap and compare_exchange",
+        TEST_DEADLINE,
+        || {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            let mk = |v| boxed(&drops, v);
+            let boxed = AtomicBox::from_box_in(mk(1), &domain);
+            boxed.store(mk(2));
+            let mut guard = domain.guard();
+            assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(2));
+            drop(guard);
+            let current = boxed.load_ptr();
+            let stale = std::ptr::null();
+            let lost = boxed
+                .compare_exchange(stale, mk(3))
+                .expect_err("stale comparand");
+            assert_eq!(
+                lost.current, current,
+                "the failure reports the pointer it found"
+            );
+            assert_eq!(lost.new.map(|t| t.value), Some(3));
+            let old = boxed
+                .compare_exchange(current, mk(4))
+                .expect("current comparand");
+            let old = old.expect("was set").synchronize();
+            assert_eq!(old.value, 2);
+            drop(old);
+            assert_eq!(boxed.swap(None).map(|r| r.synchronize().value), Some(4));
+            domain.reclaim();
+            // 1 (retired by store), 3 (handed back), 2 and 4 (taken back): all dropped.
+            assert_eq!(drops.load(SeqCst), 4);
+        },
     );
-    assert_eq!(lost.new.map(|t| t.value), Some(3));
-    let old = boxed
-        .compare_exchange(current, mk(4))
-        .expect("current comparand");
-    let old = old.expect("was set").synchronize();
-    assert_eq!(old.value, 2);
-    drop(old);
-    assert_eq!(boxed.swap(None).map(|r| r.synchronize().value), Some(4));
-    domain.reclaim();
-    // 1 (retired by store), 3 (handed back), 2 and 4 (taken back): all dropped.
-    assert_eq!(drops.load(SeqCst), 4);
 }
 
 /// A `Replaced` reads as the old value and can be handed to another thread,
 /// which waits out the readers there (or retires it by dropping it).
 #[test]
 fn a_replaced_value_reads_as_the_old_one_and_moves_to_another_thread() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let domain = Domain::new();
-    let mk = |v| boxed(&drops, v);
-    let boxed = AtomicBox::from_box_in(mk(1), &domain);
-    let mut guard = domain.guard();
-    assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(1));
-    let first = boxed.swap(mk(2)).expect("was set");
-    assert_eq!(first.value, 1);
-    let second = boxed.swap(mk(3)).expect("was set");
-    assert_eq!(second.value, 2);
-    std::thread::scope(|s| {
-        let taken = s.spawn(move || first.synchronize().value);
-        // The guard that protected 1 goes once the other thread waits on it.
-        std::thread::sleep(Duration::from_millis(20));
-        drop(guard);
-        assert_eq!(taken.join().expect("no panic"), 1);
-        s.spawn(move || second.retire()).join().expect("no panic");
-    });
-    domain.reclaim();
-    // 1 handed back and dropped on the other thread; 2 retired there, freed
-    // by the pass (nothing protects it).
-    assert_eq!(drops.load(SeqCst), 2);
-    drop(boxed);
-    assert_eq!(drops.load(SeqCst), 3);
+    test_support::within_a_deadline(
+        "Replaced::synchronize on another thread",
+        TEST_DEADLINE,
+        || {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            let mk = |v| boxed(&drops, v);
+            let boxed = AtomicBox::from_box_in(mk(1), &domain);
+            let mut guard = domain.guard();
+            assert_eq!(boxed.load(&mut guard).map(|t| t.value), Some(1));
+            let first = boxed.swap(mk(2)).expect("was set");
+            assert_eq!(first.value, 1);
+            let second = boxed.swap(mk(3)).expect("was set");
+            assert_eq!(second.value, 2);
+            std::thread::scope(|s| {
+                let taken = s.spawn(move || first.synchronize().value);
+                // The guard that protected 1 goes once the other thread waits on it.
+                std::thread::sleep(Duration::from_millis(20));
+                drop(guard);
+                assert_eq!(taken.join().expect("no panic"), 1);
+                s.spawn(move || second.retire()).join().expect("no panic");
+            });
+            domain.reclaim();
+            // 1 handed back and dropped on the other thread; 2 retired there, freed
+            // by the pass (nothing protects it).
+            assert_eq!(drops.load(SeqCst), 2);
+            drop(boxed);
+            assert_eq!(drops.load(SeqCst), 3);
+        },
+    );
 }
 
 #[test]
 fn readers_never_see_a_freed_object_under_churn() {
-    const LIVE: u64 = 0x1172_0b1e;
-    struct Obj {
-        magic: AtomicUsize,
-    }
-    impl Drop for Obj {
-        fn drop(&mut self) {
-            self.magic.store(0xdead, SeqCst);
+    test_support::within_a_deadline("readers and a replacing writer", TEST_DEADLINE, || {
+        const LIVE: u64 = 0x1172_0b1e;
+        struct Obj {
+            magic: AtomicUsize,
         }
-    }
-    for domain in domains() {
-        let boxed = AtomicBox::new_in(
-            Obj {
-                magic: AtomicUsize::new(LIVE as usize),
-            },
-            &domain,
-        );
-        let stop = AtomicBool::new(false);
-        let errors = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    while !stop.load(Relaxed) {
-                        let mut guard = domain.guard();
-                        if let Some(o) = boxed.load(&mut guard) {
-                            // Held long enough for the writer to replace and
-                            // poison it meanwhile, were the guard ignored.
-                            for _ in 0..if cfg!(miri) { 2 } else { 100 } {
-                                std::hint::spin_loop();
-                                if o.magic.load(Acquire) != LIVE as usize {
-                                    errors.fetch_add(1, Relaxed);
+        impl Drop for Obj {
+            fn drop(&mut self) {
+                self.magic.store(0xdead, SeqCst);
+            }
+        }
+        for domain in domains() {
+            let boxed = AtomicBox::new_in(
+                Obj {
+                    magic: AtomicUsize::new(LIVE as usize),
+                },
+                &domain,
+            );
+            let stop = AtomicBool::new(false);
+            let errors = AtomicUsize::new(0);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        while !stop.load(Relaxed) {
+                            let mut guard = domain.guard();
+                            if let Some(o) = boxed.load(&mut guard) {
+                                // Held long enough for the writer to replace and
+                                // poison it meanwhile, were the guard ignored.
+                                for _ in 0..if cfg!(miri) { 2 } else { 100 } {
+                                    std::hint::spin_loop();
+                                    if o.magic.load(Acquire) != LIVE as usize {
+                                        errors.fetch_add(1, Relaxed);
+                                    }
                                 }
                             }
                         }
-                    }
-                });
-            }
-            s.spawn(|| {
-                // Fewer under miri, whose race detector checks every access.
-                let replacements = if cfg!(miri) { 300 } else { 3_000 };
-                // What `synchronize` hands back, poisoned and kept until the
-                // readers stop: a freed object's memory would soon hold a new
-                // live one and hide a reader that still reaches it.
-                let mut quarantine = Vec::new();
-                for i in 0..replacements {
-                    let fresh = Some(Box::new(Obj {
-                        magic: AtomicUsize::new(LIVE as usize),
-                    }));
-                    if i % 2 == 0 {
-                        boxed.store(fresh);
-                    } else if let Some(old) = boxed.swap(fresh) {
-                        let old = old.synchronize();
-                        old.magic.store(0xdead, SeqCst);
-                        quarantine.push(old);
-                    }
+                    });
                 }
-                stop.store(true, Relaxed);
-                quarantine
+                s.spawn(|| {
+                    // Fewer under miri, whose race detector checks every access.
+                    let replacements = if cfg!(miri) { 300 } else { 3_000 };
+                    // What `synchronize` hands back, poisoned and kept until the
+                    // readers stop: a freed object's memory would soon hold a new
+                    // live one and hide a reader that still reaches it.
+                    let mut quarantine = Vec::new();
+                    for i in 0..replacements {
+                        let fresh = Some(Box::new(Obj {
+                            magic: AtomicUsize::new(LIVE as usize),
+                        }));
+                        if i % 2 == 0 {
+                            boxed.store(fresh);
+                        } else if let Some(old) = boxed.swap(fresh) {
+                            let old = old.synchronize();
+                            old.magic.store(0xdead, SeqCst);
+                            quarantine.push(old);
+                        }
+                    }
+                    stop.store(true, Relaxed);
+                    quarantine
+                });
             });
-        });
-        assert_eq!(errors.load(Relaxed), 0, "{domain:?}");
-    }
+            assert_eq!(errors.load(Relaxed), 0, "{domain:?}");
+        }
+    });
 }
 
 /// A guard promoted to a backup slot while a shared-scan waiter already found
@@ -683,19 +768,23 @@ fn readers_never_see_a_freed_object_under_churn() {
 /// released, not return when the block slot empties.
 #[test]
 fn synchronize_waits_for_a_protection_promoted_after_the_scan() {
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::time::Duration;
-    for shared_scan in [true, false] {
-        let domain = Domain::builder().shared_scan(shared_scan).build();
-        let src = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
-        let dropped = AtomicBool::new(false);
-        let mut guard = domain.guard();
-        let p = guard.protect_ptr(&src);
-        let old = src.swap(Box::into_raw(Box::new(8u64)), SeqCst);
-        assert_eq!(p, old);
-        let old_addr = old as usize;
-        std::thread::scope(|s| {
-            s.spawn(|| {
+    test_support::within_a_deadline(
+        "synchronize of an address promoted after the scan",
+        TEST_DEADLINE,
+        || {
+            use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+            use std::time::Duration;
+            for shared_scan in [true, false] {
+                let domain = Domain::builder().shared_scan(shared_scan).build();
+                let src = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
+                let dropped = AtomicBool::new(false);
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(&src);
+                let old = src.swap(Box::into_raw(Box::new(8u64)), SeqCst);
+                assert_eq!(p, old);
+                let old_addr = old as usize;
+                std::thread::scope(|s| {
+                    s.spawn(|| {
                 domain.synchronize(old_addr as *const u64);
                 assert!(
                     dropped.load(SeqCst),
@@ -703,47 +792,55 @@ fn synchronize_waits_for_a_protection_promoted_after_the_scan() {
                      (shared_scan = {shared_scan})"
                 );
             });
-            // Let the scan find the block slot, then move the protection.
-            std::thread::sleep(Duration::from_millis(50));
-            guard.promote();
-            std::thread::sleep(Duration::from_millis(100));
-            dropped.store(true, SeqCst);
-            drop(guard);
-        });
-        // SAFETY: unpublished and synchronized; both came from `Box::into_raw`.
-        unsafe {
-            drop(Box::from_raw(old));
-            drop(Box::from_raw(src.into_inner()));
-        }
-    }
+                    // Let the scan find the block slot, then move the protection.
+                    std::thread::sleep(Duration::from_millis(50));
+                    guard.promote();
+                    std::thread::sleep(Duration::from_millis(100));
+                    dropped.store(true, SeqCst);
+                    drop(guard);
+                });
+                // SAFETY: unpublished and synchronized; both came from `Box::into_raw`.
+                unsafe {
+                    drop(Box::from_raw(old));
+                    drop(Box::from_raw(src.into_inner()));
+                }
+            }
+        },
+    );
 }
 
 #[test]
 fn a_guard_that_loaded_null_keeps_its_slot() {
-    for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let empty = AtomicPtr::<Tracked>::new(std::ptr::null_mut());
-        let shared = AtomicPtr::new(tracked(&drops, 1));
-        // The first guard protects nothing: its slot must stay taken, or the
-        // second guard gets the same slot and the first one's later store
-        // (here, its drop) erases the second one's protection.
-        let mut first = domain.guard();
-        assert!(first.protect_ptr(&empty).is_null());
-        let mut second = domain.guard();
-        let protected = second.protect_ptr(&shared);
-        drop(first);
-        let old = shared.swap(tracked(&drops, 2), AcqRel);
-        // SAFETY: unpublished by the swap, retired once, Box-allocated.
-        unsafe { domain.retire_box(old) };
-        domain.reclaim();
-        assert_eq!(drops.load(SeqCst), 0, "a protected object was freed");
-        // SAFETY: still protected by `second`.
-        assert_eq!(unsafe { (*protected).value }, 1);
-        drop(second);
-        assert_eq!(domain.reclaim(), 1);
-        // SAFETY: the last object, never retired.
-        drop(unsafe { Box::from_raw(shared.into_inner()) });
-    }
+    test_support::within_a_deadline(
+        "reclaim with a guard that loaded null",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let drops = Arc::new(AtomicUsize::new(0));
+                let empty = AtomicPtr::<Tracked>::new(std::ptr::null_mut());
+                let shared = AtomicPtr::new(tracked(&drops, 1));
+                // The first guard protects nothing: its slot must stay taken, or the
+                // second guard gets the same slot and the first one's later store
+                // (here, its drop) erases the second one's protection.
+                let mut first = domain.guard();
+                assert!(first.protect_ptr(&empty).is_null());
+                let mut second = domain.guard();
+                let protected = second.protect_ptr(&shared);
+                drop(first);
+                let old = shared.swap(tracked(&drops, 2), AcqRel);
+                // SAFETY: unpublished by the swap, retired once, Box-allocated.
+                unsafe { domain.retire_box(old) };
+                domain.reclaim();
+                assert_eq!(drops.load(SeqCst), 0, "a protected object was freed");
+                // SAFETY: still protected by `second`.
+                assert_eq!(unsafe { (*protected).value }, 1);
+                drop(second);
+                assert_eq!(domain.reclaim(), 1);
+                // SAFETY: the last object, never retired.
+                drop(unsafe { Box::from_raw(shared.into_inner()) });
+            }
+        },
+    );
 }
 
 /// A guard that was reset keeps its slot, as one that loaded null does: were
@@ -751,16 +848,18 @@ fn a_guard_that_loaded_null_keeps_its_slot() {
 /// guard's next protection would erase that guard's.
 #[test]
 fn a_reset_guard_keeps_its_slot() {
-    for domain in domains() {
-        assert_a_second_guard_keeps_its_own_slot(
-            &domain,
-            "a reset guard gave up its slot",
-            |first, src| {
-                first.protect_ptr(src);
-                first.reset();
-            },
-        );
-    }
+    test_support::within_a_deadline("reclaim with a reset guard", TEST_DEADLINE, || {
+        for domain in domains() {
+            assert_a_second_guard_keeps_its_own_slot(
+                &domain,
+                "a reset guard gave up its slot",
+                |first, src| {
+                    first.protect_ptr(src);
+                    first.reset();
+                },
+            );
+        }
+    });
 }
 
 /// Takes a first guard of `domain` and readies it with `ready` (a
@@ -806,39 +905,45 @@ fn assert_a_second_guard_keeps_its_own_slot(
 /// object was freed under the guard) and wait out if older (forever).
 #[test]
 fn marked_pointers_and_sentinels_in_a_slot() {
-    for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let object = tracked(&drops, 1);
-        let marked = AtomicPtr::new(object.map_addr(|a| a | 1));
-        let mut guard = domain.guard();
-        let protected = guard.protect_ptr(&marked);
-        assert_eq!(
-            protected.addr() & 1,
-            1,
-            "the caller gets the value as loaded"
-        );
-        // SAFETY: the object is published only through `marked`, which is
-        // not read again; retired once; Box-allocated.
-        unsafe { domain.retire_box(object) };
-        domain.reclaim();
-        assert_eq!(drops.load(SeqCst), 0, "the marked object was freed");
-        drop(guard);
-        assert_eq!(domain.reclaim(), 1);
+    test_support::within_a_deadline(
+        "marked pointers and sentinels in a slot",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let drops = Arc::new(AtomicUsize::new(0));
+                let object = tracked(&drops, 1);
+                let marked = AtomicPtr::new(object.map_addr(|a| a | 1));
+                let mut guard = domain.guard();
+                let protected = guard.protect_ptr(&marked);
+                assert_eq!(
+                    protected.addr() & 1,
+                    1,
+                    "the caller gets the value as loaded"
+                );
+                // SAFETY: the object is published only through `marked`, which is
+                // not read again; retired once; Box-allocated.
+                unsafe { domain.retire_box(object) };
+                domain.reclaim();
+                assert_eq!(drops.load(SeqCst), 0, "the marked object was freed");
+                drop(guard);
+                assert_eq!(domain.reclaim(), 1);
 
-        let domain = Arc::new(domain);
-        let sentinel = AtomicPtr::new(std::ptr::without_provenance_mut::<u64>(1));
-        let mut guard = domain.guard();
-        guard.protect_ptr(&sentinel);
-        // A synchronize of another address, on another thread, must not wait
-        // for the sentinel (this thread keeps holding it meanwhile).
-        let other = Arc::clone(&domain);
-        test_support::within_a_deadline(
-            "synchronize while another thread's slot holds a sentinel",
-            Duration::from_secs(20),
-            move || other.synchronize(0x1000 as *const u64),
-        );
-        drop(guard);
-    }
+                let domain = Arc::new(domain);
+                let sentinel = AtomicPtr::new(std::ptr::without_provenance_mut::<u64>(1));
+                let mut guard = domain.guard();
+                guard.protect_ptr(&sentinel);
+                // A synchronize of another address, on another thread, must not wait
+                // for the sentinel (this thread keeps holding it meanwhile).
+                let other = Arc::clone(&domain);
+                test_support::within_a_deadline(
+                    "synchronize while another thread's slot holds a sentinel",
+                    TEST_DEADLINE,
+                    move || other.synchronize(0x1000 as *const u64),
+                );
+                drop(guard);
+            }
+        },
+    );
 }
 
 /// A writer that swaps out a marked link and synchronizes on the value it got
@@ -850,7 +955,7 @@ fn synchronize_of_a_marked_pointer_waits_for_its_object() {
         let domain = Arc::new(domain);
         test_support::within_a_deadline(
             "synchronize of a marked pointer",
-            Duration::from_secs(20),
+            TEST_DEADLINE,
             move || {
                 let object = Box::into_raw(Box::new(3u64));
                 let link = AtomicPtr::new(object.map_addr(|a| a | 1));
@@ -894,61 +999,70 @@ fn synchronize_of_a_marked_pointer_waits_for_its_object() {
 
 #[test]
 fn a_forgotten_guard_of_a_dropped_domain_is_never_read_again() {
-    // The thread's record of a backup slot held by a forgotten guard outlives
-    // the slot's domain; a later domain may get that domain's address (and
-    // its nodes' addresses). Checks made for the later domain (here the
-    // synchronize-while-holding check) must not take the stale record for
-    // one of theirs: miri reports the read of the freed node if they do (32
-    // rounds, since miri gives a freed address out again only some of the
-    // time; the test found the bug so, and passes without miri either way).
-    for _ in 0..32 {
-        let gone = Domain::builder().force_slow_path(true).build();
-        std::mem::forget(gone.guard());
-        drop(gone);
-        let _pruned = Domain::new();
-        let later = Domain::builder().force_slow_path(true).build();
-        later.synchronize(0x1000 as *const u64);
-        assert!(later.guard().is_backup());
-    }
+    test_support::within_a_deadline(
+        "synchronize after a forgotten guard's domain dropped",
+        TEST_DEADLINE,
+        || {
+            // The thread's record of a backup slot held by a forgotten guard outlives
+            // the slot's domain; a later domain may get that domain's address (and
+            // its nodes' addresses). Checks made for the later domain (here the
+            // synchronize-while-holding check) must not take the stale record for
+            // one of theirs: miri reports the read of the freed node if they do (32
+            // rounds, since miri gives a freed address out again only some of the
+            // time; the test found the bug so, and passes without miri either way).
+            for _ in 0..32 {
+                let gone = Domain::builder().force_slow_path(true).build();
+                std::mem::forget(gone.guard());
+                drop(gone);
+                let _pruned = Domain::new();
+                let later = Domain::builder().force_slow_path(true).build();
+                later.synchronize(0x1000 as *const u64);
+                assert!(later.guard().is_backup());
+            }
+        },
+    );
 }
 
 #[test]
 fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
-    // A guard kept in a thread-local that is first used before the thread's
-    // first guard (so destroyed after the thread's registration): the
-    // registration gives the block back with a slot still held. Once that
-    // guard drops, a later thread must get the block, not a new one.
-    thread_local! {
-        static KEPT: std::cell::RefCell<Option<Guard<'static>>> = const { std::cell::RefCell::new(None) };
-    }
-    let domain_box = Box::into_raw(Box::new(Domain::new()));
-    let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
-    // SAFETY: freed below, after every thread that uses them has exited.
-    let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
-        unsafe { (&*domain_box, &*object_box) };
-    for _ in 0..20 {
-        std::thread::spawn(move || {
-            KEPT.with(|kept| assert!(kept.borrow().is_none()));
-            let mut guard = domain.guard();
-            assert!(!guard.is_backup());
-            assert!(!guard.protect_ptr(object).is_null());
-            KEPT.with(|kept| *kept.borrow_mut() = Some(guard));
-        })
-        .join()
-        .unwrap();
-    }
-    let blocks = domain.thread_blocks();
-    // SAFETY: every thread that used them has exited and dropped its guard;
-    // nothing refers to either any more.
-    unsafe {
-        drop(Box::from_raw(object.load(Relaxed)));
-        drop(Box::from_raw(object_box));
-        drop(Box::from_raw(domain_box));
-    }
-    assert!(
-        blocks <= 2,
-        "{blocks} blocks for 20 threads that ran one after another"
-    );
+    test_support::within_a_deadline("threads that exit with a guard kept", TEST_DEADLINE, || {
+        // A guard kept in a thread-local that is first used before the thread's
+        // first guard (so destroyed after the thread's registration): the
+        // registration gives the block back with a slot still held. Once that
+        // guard drops, a later thread must get the block, not a new one.
+        thread_local! {
+            static KEPT: std::cell::RefCell<Option<Guard<'static>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let domain_box = Box::into_raw(Box::new(Domain::new()));
+        let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
+        // SAFETY: freed below, after every thread that uses them has exited.
+        let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
+            unsafe { (&*domain_box, &*object_box) };
+        for _ in 0..20 {
+            std::thread::spawn(move || {
+                KEPT.with(|kept| assert!(kept.borrow().is_none()));
+                let mut guard = domain.guard();
+                assert!(!guard.is_backup());
+                assert!(!guard.protect_ptr(object).is_null());
+                KEPT.with(|kept| *kept.borrow_mut() = Some(guard));
+            })
+            .join()
+            .unwrap();
+        }
+        let blocks = domain.thread_blocks();
+        // SAFETY: every thread that used them has exited and dropped its guard;
+        // nothing refers to either any more.
+        unsafe {
+            drop(Box::from_raw(object.load(Relaxed)));
+            drop(Box::from_raw(object_box));
+            drop(Box::from_raw(domain_box));
+        }
+        assert!(
+            blocks <= 2,
+            "{blocks} blocks for 20 threads that ran one after another"
+        );
+    });
 }
 
 /// While a guard kept past its thread's registration (in a thread-local
@@ -958,71 +1072,77 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
 /// and a fork child in it would keep the slot for the vanished guard.
 #[test]
 fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
-    struct HeldUntilReleased {
-        guard: Option<Guard<'static>>,
-        entered: std::sync::mpsc::Sender<()>,
-        release: std::sync::mpsc::Receiver<()>,
-    }
-    impl Drop for HeldUntilReleased {
-        fn drop(&mut self) {
-            // The thread's registration is gone by now; hold on until told.
-            let _ = self.entered.send(());
-            let _ = self.release.recv();
-            drop(self.guard.take());
-        }
-    }
-    thread_local! {
-        static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
-            const { std::cell::RefCell::new(None) };
-    }
-    let domain_box = Box::into_raw(Box::new(Domain::new()));
-    let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
-    // SAFETY: freed below, after every thread that uses them has exited.
-    let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
-        unsafe { (&*domain_box, &*object_box) };
-    let (entered_tx, entered) = std::sync::mpsc::channel();
-    let (release, release_rx) = std::sync::mpsc::channel();
-    let holder = std::thread::spawn(move || {
-        // First used before the thread's first guard, so destroyed after
-        // the thread's registration.
-        KEPT.with(|kept| assert!(kept.borrow().is_none()));
-        let mut guard = domain.guard();
-        assert!(!guard.protect_ptr(object).is_null());
-        KEPT.with(|kept| {
-            *kept.borrow_mut() = Some(HeldUntilReleased {
-                guard: Some(guard),
-                entered: entered_tx,
-                release: release_rx,
+    test_support::within_a_deadline(
+        "synchronize of the address a kept guard holds",
+        TEST_DEADLINE,
+        || {
+            struct HeldUntilReleased {
+                guard: Option<Guard<'static>>,
+                entered: std::sync::mpsc::Sender<()>,
+                release: std::sync::mpsc::Receiver<()>,
+            }
+            impl Drop for HeldUntilReleased {
+                fn drop(&mut self) {
+                    // The thread's registration is gone by now; hold on until told.
+                    let _ = self.entered.send(());
+                    let _ = self.release.recv();
+                    drop(self.guard.take());
+                }
+            }
+            thread_local! {
+                static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
+                    const { std::cell::RefCell::new(None) };
+            }
+            let domain_box = Box::into_raw(Box::new(Domain::new()));
+            let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
+            // SAFETY: freed below, after every thread that uses them has exited.
+            let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
+                unsafe { (&*domain_box, &*object_box) };
+            let (entered_tx, entered) = std::sync::mpsc::channel();
+            let (release, release_rx) = std::sync::mpsc::channel();
+            let holder = std::thread::spawn(move || {
+                // First used before the thread's first guard, so destroyed after
+                // the thread's registration.
+                KEPT.with(|kept| assert!(kept.borrow().is_none()));
+                let mut guard = domain.guard();
+                assert!(!guard.protect_ptr(object).is_null());
+                KEPT.with(|kept| {
+                    *kept.borrow_mut() = Some(HeldUntilReleased {
+                        guard: Some(guard),
+                        entered: entered_tx,
+                        release: release_rx,
+                    });
+                });
             });
-        });
-    });
-    entered
-        .recv()
-        .expect("the holder's thread-local destructor runs");
-    let addr = object.load(Relaxed) as usize;
-    let other = std::thread::spawn(move || {
-        // Registers this thread in the domain (takes a block).
-        drop(domain.guard());
-        domain.synchronize(addr as *const u64);
-    });
-    std::thread::sleep(Duration::from_millis(50));
-    release.send(()).expect("the holder waits");
-    let synchronized = other.join();
-    holder.join().expect("the holder exits");
-    let blocks = domain.thread_blocks();
-    // SAFETY: every thread that used them has exited; nothing refers to
-    // either any more.
-    unsafe {
-        drop(Box::from_raw(object.load(Relaxed)));
-        drop(Box::from_raw(object_box));
-        drop(Box::from_raw(domain_box));
-    }
-    assert!(
-        synchronized.is_ok(),
-        "another thread's synchronize of the address a kept guard held panicked: it was \
-         given the guard's block while the guard still held its slot"
+            entered
+                .recv()
+                .expect("the holder's thread-local destructor runs");
+            let addr = object.load(Relaxed) as usize;
+            let other = std::thread::spawn(move || {
+                // Registers this thread in the domain (takes a block).
+                drop(domain.guard());
+                domain.synchronize(addr as *const u64);
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            release.send(()).expect("the holder waits");
+            let synchronized = other.join();
+            holder.join().expect("the holder exits");
+            let blocks = domain.thread_blocks();
+            // SAFETY: every thread that used them has exited; nothing refers to
+            // either any more.
+            unsafe {
+                drop(Box::from_raw(object.load(Relaxed)));
+                drop(Box::from_raw(object_box));
+                drop(Box::from_raw(domain_box));
+            }
+            assert!(
+                synchronized.is_ok(),
+                "another thread's synchronize of the address a kept guard held panicked: it was \
+                 given the guard's block while the guard still held its slot"
+            );
+            assert_eq!(blocks, 2, "the held block was handed to the other thread");
+        },
     );
-    assert_eq!(blocks, 2, "the held block was handed to the other thread");
 }
 
 /// A counted object whose drop may panic (the count is taken as its field
@@ -1042,42 +1162,50 @@ impl Drop for Bomb {
 
 #[test]
 fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
-    /// Retires ten objects, one of which panics when freed; returns how many
-    /// panics came out (a retire may run a pass: the 2 ms period check).
-    fn retire_bombs(domain: &Domain, drops: &Arc<AtomicUsize>) -> usize {
-        (0..10)
-            .filter(|&i| {
-                let bomb = Box::into_raw(Box::new(Bomb {
-                    _counted: Tracked {
-                        drops: Arc::clone(drops),
-                        value: i,
-                    },
-                    explode: i == 1,
-                }));
-                // SAFETY: never published; retired once; Box-allocated.
-                catch_unwind(AssertUnwindSafe(|| unsafe { domain.retire_box(bomb) })).is_err()
-            })
-            .count()
-    }
-    let panicked = |err: Box<dyn std::any::Any + Send>| {
-        assert_eq!(err.downcast_ref::<&str>(), Some(&"a deleter that panics"));
-        1
-    };
-    // Reclamation passes: one panic comes out, after every other object of
-    // its pass was freed.
-    let drops = Arc::new(AtomicUsize::new(0));
-    let domain = Domain::new();
-    let mut panics = retire_bombs(&domain, &drops);
-    panics += catch_unwind(AssertUnwindSafe(|| domain.reclaim())).map_or_else(panicked, |_| 0);
-    assert_eq!(panics, 1);
-    assert_eq!(drops.load(SeqCst), 10);
-    // The domain's drop: the same.
-    let drops = Arc::new(AtomicUsize::new(0));
-    let domain = Domain::new();
-    let mut panics = retire_bombs(&domain, &drops);
-    panics += catch_unwind(AssertUnwindSafe(|| drop(domain))).map_or_else(panicked, |()| 0);
-    assert_eq!(panics, 1);
-    assert_eq!(drops.load(SeqCst), 10);
+    test_support::within_a_deadline(
+        "reclaim and drop with a panicking deleter",
+        TEST_DEADLINE,
+        || {
+            /// Retires ten objects, one of which panics when freed; returns how many
+            /// panics came out (a retire may run a pass: the 2 ms period check).
+            fn retire_bombs(domain: &Domain, drops: &Arc<AtomicUsize>) -> usize {
+                (0..10)
+                    .filter(|&i| {
+                        let bomb = Box::into_raw(Box::new(Bomb {
+                            _counted: Tracked {
+                                drops: Arc::clone(drops),
+                                value: i,
+                            },
+                            explode: i == 1,
+                        }));
+                        // SAFETY: never published; retired once; Box-allocated.
+                        catch_unwind(AssertUnwindSafe(|| unsafe { domain.retire_box(bomb) }))
+                            .is_err()
+                    })
+                    .count()
+            }
+            let panicked = |err: Box<dyn std::any::Any + Send>| {
+                assert_eq!(err.downcast_ref::<&str>(), Some(&"a deleter that panics"));
+                1
+            };
+            // Reclamation passes: one panic comes out, after every other object of
+            // its pass was freed.
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            let mut panics = retire_bombs(&domain, &drops);
+            panics +=
+                catch_unwind(AssertUnwindSafe(|| domain.reclaim())).map_or_else(panicked, |_| 0);
+            assert_eq!(panics, 1);
+            assert_eq!(drops.load(SeqCst), 10);
+            // The domain's drop: the same.
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            let mut panics = retire_bombs(&domain, &drops);
+            panics += catch_unwind(AssertUnwindSafe(|| drop(domain))).map_or_else(panicked, |()| 0);
+            assert_eq!(panics, 1);
+            assert_eq!(drops.load(SeqCst), 10);
+        },
+    );
 }
 
 /// Short-lived threads that each retire a few objects (fewer than the time
@@ -1088,28 +1216,34 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
 /// so that every check finds the 2 ms period over.
 #[test]
 fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
-    let domain = Domain::new();
-    let drops = Arc::new(AtomicUsize::new(0));
-    let threads: u64 = if cfg!(miri) { 24 } else { 200 };
-    for t in 0..threads {
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(1));
-                for i in 0..3 {
-                    // SAFETY: never published; retired once.
-                    unsafe { domain.retire_box(tracked(&drops, t * 3 + i)) };
-                }
-            })
-            // Joined: its exit hands its batch over before the next starts.
-            .join()
-            .unwrap();
-        });
-    }
-    let retired = threads as usize * 3;
-    let (left, freed) = (domain.retired_len(), drops.load(SeqCst));
-    // A pass at least every 8 retires: what came after the last one is left.
-    assert!(left < 16, "{left} of {retired} still on the list");
-    assert_eq!(freed + left, retired);
+    test_support::within_a_deadline(
+        "threads that retire a few objects and exit",
+        TEST_DEADLINE,
+        || {
+            let domain = Domain::new();
+            let drops = Arc::new(AtomicUsize::new(0));
+            let threads: u64 = if cfg!(miri) { 24 } else { 200 };
+            for t in 0..threads {
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        std::thread::sleep(Duration::from_millis(1));
+                        for i in 0..3 {
+                            // SAFETY: never published; retired once.
+                            unsafe { domain.retire_box(tracked(&drops, t * 3 + i)) };
+                        }
+                    })
+                    // Joined: its exit hands its batch over before the next starts.
+                    .join()
+                    .unwrap();
+                });
+            }
+            let retired = threads as usize * 3;
+            let (left, freed) = (domain.retired_len(), drops.load(SeqCst));
+            // A pass at least every 8 retires: what came after the last one is left.
+            assert!(left < 16, "{left} of {retired} still on the list");
+            assert_eq!(freed + left, retired);
+        },
+    );
 }
 
 /// Guards taken one after another, before either protects anything, hold
@@ -1118,40 +1252,42 @@ fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
 /// protection overwritten by the first guard's.
 #[test]
 fn guards_taken_before_either_protects_hold_separate_slots() {
-    for domain in domains() {
-        assert_a_second_guard_keeps_its_own_slot(
-            &domain,
-            "two fresh guards shared one slot",
-            |_, _| {},
+    test_support::within_a_deadline("reclaim with two fresh guards", TEST_DEADLINE, || {
+        for domain in domains() {
+            assert_a_second_guard_keeps_its_own_slot(
+                &domain,
+                "two fresh guards shared one slot",
+                |_, _| {},
+            );
+        }
+        // The same with `Guard::new` in the global domain, whose fast path is
+        // separate.
+        let drops = Arc::new(AtomicUsize::new(0));
+        let first_src = AtomicPtr::new(tracked(&drops, 1));
+        let second_src = AtomicPtr::new(tracked(&drops, 2));
+        let mut first = Guard::new();
+        let mut second = Guard::new();
+        let protected = second.protect_ptr(&second_src);
+        first.protect_ptr(&first_src);
+        let old = second_src.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: unpublished by the swap, retired once, Box-allocated (`Tracked`
+        // is `Send`).
+        unsafe { Domain::global().retire_box(old) };
+        hazptr::reclaim();
+        assert_eq!(
+            drops.load(SeqCst),
+            0,
+            "an object a guard protects was freed: two fresh global guards shared one slot"
         );
-    }
-    // The same with `Guard::new` in the global domain, whose fast path is
-    // separate.
-    let drops = Arc::new(AtomicUsize::new(0));
-    let first_src = AtomicPtr::new(tracked(&drops, 1));
-    let second_src = AtomicPtr::new(tracked(&drops, 2));
-    let mut first = Guard::new();
-    let mut second = Guard::new();
-    let protected = second.protect_ptr(&second_src);
-    first.protect_ptr(&first_src);
-    let old = second_src.swap(std::ptr::null_mut(), AcqRel);
-    // SAFETY: unpublished by the swap, retired once, Box-allocated (`Tracked`
-    // is `Send`).
-    unsafe { Domain::global().retire_box(old) };
-    hazptr::reclaim();
-    assert_eq!(
-        drops.load(SeqCst),
-        0,
-        "an object a guard protects was freed: two fresh global guards shared one slot"
-    );
-    // SAFETY: still protected by `second`.
-    assert_eq!(unsafe { (*protected).value }, 2);
-    drop(second);
-    drop(first);
-    hazptr::reclaim();
-    assert_eq!(drops.load(SeqCst), 1);
-    // SAFETY: the last object, never retired.
-    drop(unsafe { Box::from_raw(first_src.into_inner()) });
+        // SAFETY: still protected by `second`.
+        assert_eq!(unsafe { (*protected).value }, 2);
+        drop(second);
+        drop(first);
+        hazptr::reclaim();
+        assert_eq!(drops.load(SeqCst), 1);
+        // SAFETY: the last object, never retired.
+        drop(unsafe { Box::from_raw(first_src.into_inner()) });
+    });
 }
 
 /// `Domain::retire` of a marked pointer (low bit set, as a link may carry):
@@ -1160,37 +1296,39 @@ fn guards_taken_before_either_protects_hold_separate_slots() {
 /// the pointer as passed.
 #[test]
 fn a_retired_marked_pointer_is_kept_while_a_guard_protects_its_object() {
-    /// Frees a `Tracked` box reached through a marked pointer.
-    ///
-    /// # Safety
-    ///
-    /// `marked` is a `Box<Tracked>` pointer with its low bit set, freed once.
-    unsafe fn drop_marked(marked: *mut Tracked) {
-        // SAFETY: per the contract, the box's pointer once the mark is cleared.
-        drop(unsafe { Box::from_raw(marked.map_addr(|a| a & !1)) });
-    }
-    for domain in domains() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let object = tracked(&drops, 1);
-        let link = AtomicPtr::new(object);
-        let mut guard = domain.guard();
-        let protected = guard.protect_ptr(&link);
-        link.store(std::ptr::null_mut(), Release);
-        // SAFETY: unpublished by the store above, retired once; the deleter
-        // clears the mark and frees the box.
-        unsafe { domain.retire(object.map_addr(|a| a | 1), drop_marked) };
-        domain.reclaim();
-        assert_eq!(
-            drops.load(SeqCst),
-            0,
-            "a retired marked pointer's object was freed while a guard protected it ({domain:?})"
-        );
-        // SAFETY: still protected by `guard`.
-        assert_eq!(unsafe { (*protected).value }, 1);
-        drop(guard);
-        assert_eq!(domain.reclaim(), 1);
-        assert_eq!(drops.load(SeqCst), 1);
-    }
+    test_support::within_a_deadline("reclaim of a retired marked pointer", TEST_DEADLINE, || {
+        /// Frees a `Tracked` box reached through a marked pointer.
+        ///
+        /// # Safety
+        ///
+        /// `marked` is a `Box<Tracked>` pointer with its low bit set, freed once.
+        unsafe fn drop_marked(marked: *mut Tracked) {
+            // SAFETY: per the contract, the box's pointer once the mark is cleared.
+            drop(unsafe { Box::from_raw(marked.map_addr(|a| a & !1)) });
+        }
+        for domain in domains() {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let object = tracked(&drops, 1);
+            let link = AtomicPtr::new(object);
+            let mut guard = domain.guard();
+            let protected = guard.protect_ptr(&link);
+            link.store(std::ptr::null_mut(), Release);
+            // SAFETY: unpublished by the store above, retired once; the deleter
+            // clears the mark and frees the box.
+            unsafe { domain.retire(object.map_addr(|a| a | 1), drop_marked) };
+            domain.reclaim();
+            assert_eq!(
+                drops.load(SeqCst),
+                0,
+                "a retired marked pointer's object was freed while a guard protected it ({domain:?})"
+            );
+            // SAFETY: still protected by `guard`.
+            assert_eq!(unsafe { (*protected).value }, 1);
+            drop(guard);
+            assert_eq!(domain.reclaim(), 1);
+            assert_eq!(drops.load(SeqCst), 1);
+        }
+    });
 }
 
 /// `AtomicBox::take` moves the value out: the box is empty afterwards, and
@@ -1225,36 +1363,42 @@ fn take_moves_the_value_out_and_leaves_the_box_empty() {
 /// that may never change).
 #[test]
 fn synchronize_of_null_or_the_reserved_value_returns_while_slots_exist() {
-    for domain in domains() {
-        let domain = Arc::new(domain);
-        let kind = format!("{domain:?}");
-        let registered = Barrier::new(2);
-        // Dropped when this iteration ends, also by a failure's unwind:
-        // the other thread then lets go of its guard.
-        let (hold, held) = std::sync::mpsc::channel::<()>();
-        std::thread::scope(|s| {
-            // Another thread with free block slots and one fresh guard.
-            let (other, registered) = (&domain, &registered);
-            s.spawn(move || {
-                let _fresh = other.guard();
-                registered.wait();
-                let _ = held.recv();
-            });
-            registered.wait();
-            let domain = Arc::clone(&domain);
-            test_support::within_a_deadline(
-                &format!("synchronize(null) and synchronize(2) with slots held ({kind})"),
-                Duration::from_secs(20),
-                move || {
-                    // This thread too: free slots, and a guard protecting nothing.
-                    let _fresh = domain.guard();
-                    domain.synchronize(std::ptr::null::<u64>());
-                    domain.synchronize(std::ptr::without_provenance::<u64>(2));
-                },
-            );
-            drop(hold);
-        });
-    }
+    test_support::within_a_deadline(
+        "synchronize(null) and synchronize(2) while another thread holds a guard",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let domain = Arc::new(domain);
+                let kind = format!("{domain:?}");
+                let registered = Barrier::new(2);
+                // Dropped when this iteration ends, also by a failure's unwind:
+                // the other thread then lets go of its guard.
+                let (hold, held) = std::sync::mpsc::channel::<()>();
+                std::thread::scope(|s| {
+                    // Another thread with free block slots and one fresh guard.
+                    let (other, registered) = (&domain, &registered);
+                    s.spawn(move || {
+                        let _fresh = other.guard();
+                        registered.wait();
+                        let _ = held.recv();
+                    });
+                    registered.wait();
+                    let domain = Arc::clone(&domain);
+                    test_support::within_a_deadline(
+                        &format!("synchronize(null) and synchronize(2) with slots held ({kind})"),
+                        TEST_DEADLINE,
+                        move || {
+                            // This thread too: free slots, and a guard protecting nothing.
+                            let _fresh = domain.guard();
+                            domain.synchronize(std::ptr::null::<u64>());
+                            domain.synchronize(std::ptr::without_provenance::<u64>(2));
+                        },
+                    );
+                    drop(hold);
+                });
+            }
+        },
+    );
 }
 
 /// A backup slot this thread gave back, now another thread's, is not taken
@@ -1264,38 +1408,44 @@ fn synchronize_of_null_or_the_reserved_value_returns_while_slots_exist() {
 /// its backup slots forgets the slot when its guard drops).
 #[test]
 fn a_backup_slot_given_back_and_reused_by_another_thread_is_not_this_threads() {
-    let domain = Domain::builder().force_slow_path(true).build();
-    let object = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
-    // This thread holds a backup slot, then gives it back.
-    drop(domain.guard());
-    assert_eq!(domain.backup_slots(), 1);
-    let protected = Barrier::new(2);
-    let releasing = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            // Reuses the backup slot this thread gave back.
-            let mut guard = domain.guard();
-            guard.protect_ptr(&object);
-            protected.wait();
-            std::thread::sleep(Duration::from_millis(50));
-            releasing.store(true, SeqCst);
-        });
-        protected.wait();
-        assert_eq!(domain.backup_slots(), 1, "the backup slot was reused");
-        let old = object.swap(std::ptr::null_mut(), AcqRel);
-        let waited = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)));
-        assert!(
-            waited.is_ok(),
-            "synchronize panicked as if this thread held the address another thread's guard \
-             protects in a backup slot this thread had given back"
-        );
-        assert!(
-            releasing.load(SeqCst),
-            "synchronize returned under protection"
-        );
-        // SAFETY: unpublished and synchronized.
-        drop(unsafe { Box::from_raw(old) });
-    });
+    test_support::within_a_deadline(
+        "synchronize of an address in a reused backup slot",
+        TEST_DEADLINE,
+        || {
+            let domain = Domain::builder().force_slow_path(true).build();
+            let object = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+            // This thread holds a backup slot, then gives it back.
+            drop(domain.guard());
+            assert_eq!(domain.backup_slots(), 1);
+            let protected = Barrier::new(2);
+            let releasing = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    // Reuses the backup slot this thread gave back.
+                    let mut guard = domain.guard();
+                    guard.protect_ptr(&object);
+                    protected.wait();
+                    std::thread::sleep(Duration::from_millis(50));
+                    releasing.store(true, SeqCst);
+                });
+                protected.wait();
+                assert_eq!(domain.backup_slots(), 1, "the backup slot was reused");
+                let old = object.swap(std::ptr::null_mut(), AcqRel);
+                let waited = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)));
+                assert!(
+                    waited.is_ok(),
+                    "synchronize panicked as if this thread held the address another thread's \
+                     guard protects in a backup slot this thread had given back"
+                );
+                assert!(
+                    releasing.load(SeqCst),
+                    "synchronize returned under protection"
+                );
+                // SAFETY: unpublished and synchronized.
+                drop(unsafe { Box::from_raw(old) });
+            });
+        },
+    );
 }
 
 /// Objects a thread hands over at its exit (no pass runs there) are
@@ -1303,30 +1453,36 @@ fn a_backup_slot_given_back_and_reused_by_another_thread_is_not_this_threads() {
 /// when a hand-over starts a pass.
 #[test]
 fn objects_handed_over_at_thread_exit_count_in_retired_len_until_reclaimed() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let domain = Domain::new();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            // Fewer than a batch and than the clock check's period: all
-            // stay in the thread's batch until it exits.
-            for i in 0..5 {
-                // SAFETY: never published; retired once.
-                unsafe { domain.retire_box(tracked(&drops, i)) };
-            }
-        })
-        // Joined: the exit's hand-over is done.
-        .join()
-        .unwrap();
-    });
-    assert_eq!(drops.load(SeqCst), 0);
-    assert_eq!(
-        domain.retired_len(),
-        5,
-        "objects handed over at a thread's exit are not counted"
+    test_support::within_a_deadline(
+        "reclaim of objects handed over at thread exit",
+        TEST_DEADLINE,
+        || {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let domain = Domain::new();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    // Fewer than a batch and than the clock check's period: all
+                    // stay in the thread's batch until it exits.
+                    for i in 0..5 {
+                        // SAFETY: never published; retired once.
+                        unsafe { domain.retire_box(tracked(&drops, i)) };
+                    }
+                })
+                // Joined: the exit's hand-over is done.
+                .join()
+                .unwrap();
+            });
+            assert_eq!(drops.load(SeqCst), 0);
+            assert_eq!(
+                domain.retired_len(),
+                5,
+                "objects handed over at a thread's exit are not counted"
+            );
+            assert_eq!(domain.reclaim(), 5);
+            assert_eq!(domain.retired_len(), 0);
+            assert_eq!(drops.load(SeqCst), 5);
+        },
     );
-    assert_eq!(domain.reclaim(), 5);
-    assert_eq!(domain.retired_len(), 0);
-    assert_eq!(drops.load(SeqCst), 5);
 }
 
 /// A thread that fills every slot of its block and protects an object in
@@ -1336,7 +1492,7 @@ fn objects_handed_over_at_thread_exit_count_in_retired_len_until_reclaimed() {
 fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
     test_support::within_a_deadline(
         "synchronize while holding the address in the last block slot",
-        Duration::from_secs(20),
+        TEST_DEADLINE,
         || {
             let domain = Domain::new();
             let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));

@@ -13,6 +13,14 @@ use std::time::Duration;
 use test_support::misuse::{assert_wrong_fork_hook_refused, message_of};
 use test_support::{Crowd, ForkHooks, Holders, assert_child_succeeded, fork_and_wait};
 
+/// How long a test's parent side may run before it counts as a hang: a
+/// caller of the shared scan or the scanner thread asleep on a futex nobody
+/// wakes (a child has its alarm). The test then fails with a message instead
+/// of stalling the binary. The crowd's waits have limits (and messages) of
+/// their own; this one covers the joins of callers, which have none. Alone a
+/// test takes well under a second; the margin is for CI's 2 busy cores.
+const TEST_DEADLINE: Duration = Duration::from_secs(60);
+
 fn leak<T>(value: T) -> &'static T {
     Box::leak(Box::new(value))
 }
@@ -159,53 +167,59 @@ fn child_work(
 
 #[test]
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
-    let domains = Domains::new();
-    let crowd = crowd(domains);
-    crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
-    // A reader in each domain holds an object across the fork.
-    let held = [object(10), object(11), object(12)];
-    let mut readers = Holders::new();
-    for (domain, obj) in domains.all().into_iter().zip(held) {
-        readers.hold(move || {
-            let mut guard = domain.guard();
-            assert!(!guard.protect_ptr(obj).is_null());
-            guard
-        });
-    }
-    // A caller in each domain waits for its reader across the fork: in the
-    // shared domains its waiter sits on the scanner's pending list.
-    let waiting: Vec<_> = domains
-        .all()
-        .into_iter()
-        .zip(held)
-        .map(|(domain, obj)| {
-            let addr = obj.load(Relaxed) as usize;
-            thread::spawn(move || domain.synchronize(addr as *const u64))
-        })
-        .collect();
-    // The forking thread keeps guards of its own across the fork.
-    let mine = [object(20), object(21)];
-    let mut in_block = domains.user.guard();
-    in_block.protect_ptr(mine[0]);
-    let mut in_backup = domains.slow.guard();
-    in_backup.protect_ptr(mine[1]);
-    assert!(in_backup.is_backup());
-    thread::sleep(Duration::from_millis(10));
-    assert!(
-        waiting.iter().all(|w| !w.is_finished()),
-        "a synchronize returned while a reader held its object"
+    test_support::within_a_deadline(
+        "a fork in the middle of scans, waits and reads",
+        TEST_DEADLINE,
+        || {
+            let domains = Domains::new();
+            let crowd = crowd(domains);
+            crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
+            // A reader in each domain holds an object across the fork.
+            let held = [object(10), object(11), object(12)];
+            let mut readers = Holders::new();
+            for (domain, obj) in domains.all().into_iter().zip(held) {
+                readers.hold(move || {
+                    let mut guard = domain.guard();
+                    assert!(!guard.protect_ptr(obj).is_null());
+                    guard
+                });
+            }
+            // A caller in each domain waits for its reader across the fork: in the
+            // shared domains its waiter sits on the scanner's pending list.
+            let waiting: Vec<_> = domains
+                .all()
+                .into_iter()
+                .zip(held)
+                .map(|(domain, obj)| {
+                    let addr = obj.load(Relaxed) as usize;
+                    thread::spawn(move || domain.synchronize(addr as *const u64))
+                })
+                .collect();
+            // The forking thread keeps guards of its own across the fork.
+            let mine = [object(20), object(21)];
+            let mut in_block = domains.user.guard();
+            in_block.protect_ptr(mine[0]);
+            let mut in_backup = domains.slow.guard();
+            in_backup.protect_ptr(mine[1]);
+            assert!(in_backup.is_backup());
+            thread::sleep(Duration::from_millis(10));
+            assert!(
+                waiting.iter().all(|w| !w.is_finished()),
+                "a synchronize returned while a reader held its object"
+            );
+            let status = fork_and_wait(HOOKS, || {
+                child_work(domains, held, (in_block, in_backup), mine)
+            });
+            assert_child_succeeded(status, "its hazptr work");
+            // The parent goes on: release the readers, and everyone completes.
+            readers.release();
+            for t in waiting {
+                t.join().unwrap();
+            }
+            crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
+            crowd.stop();
+        },
     );
-    let status = fork_and_wait(HOOKS, || {
-        child_work(domains, held, (in_block, in_backup), mine)
-    });
-    assert_child_succeeded(status, "its hazptr work");
-    // The parent goes on: release the readers, and everyone completes.
-    readers.release();
-    for t in waiting {
-        t.join().unwrap();
-    }
-    crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
-    crowd.stop();
 }
 
 /// `after_fork_child` in the process that called `before_fork` panics: it
@@ -214,41 +228,47 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
 /// still works there.
 #[test]
 fn after_fork_child_in_the_parent_panics_and_leaves_readers_protected() {
-    let domain = leak(Domain::new());
-    let obj = object(30);
-    let mut reader = Holders::new();
-    reader.hold(move || {
-        let mut guard = domain.guard();
-        assert!(!guard.protect_ptr(obj).is_null());
-        guard
-    });
-    fork::before_fork();
-    let result = catch_unwind(fork::after_fork_child);
-    if result.is_err() {
-        fork::after_fork_parent();
-    }
-    // The reader still protects `obj`: a synchronize of it waits for it.
-    let addr = obj.load(Relaxed) as usize;
-    let synchronizer = thread::spawn(move || domain.synchronize(addr as *const u64));
-    thread::sleep(Duration::from_millis(100));
-    let early = synchronizer.is_finished();
-    reader.release();
-    synchronizer.join().expect("synchronize");
-    assert!(
-        !early,
-        "a synchronize returned while a reader protected its address (after_fork_child in \
+    test_support::within_a_deadline(
+        "synchronize after after_fork_child in the parent",
+        TEST_DEADLINE,
+        || {
+            let domain = leak(Domain::new());
+            let obj = object(30);
+            let mut reader = Holders::new();
+            reader.hold(move || {
+                let mut guard = domain.guard();
+                assert!(!guard.protect_ptr(obj).is_null());
+                guard
+            });
+            fork::before_fork();
+            let result = catch_unwind(fork::after_fork_child);
+            if result.is_err() {
+                fork::after_fork_parent();
+            }
+            // The reader still protects `obj`: a synchronize of it waits for it.
+            let addr = obj.load(Relaxed) as usize;
+            let synchronizer = thread::spawn(move || domain.synchronize(addr as *const u64));
+            thread::sleep(Duration::from_millis(100));
+            let early = synchronizer.is_finished();
+            reader.release();
+            synchronizer.join().expect("synchronize");
+            assert!(
+                !early,
+                "a synchronize returned while a reader protected its address (after_fork_child in \
          the parent {})",
-        if result.is_ok() {
-            "returned"
-        } else {
-            "panicked"
-        }
-    );
-    let err = result.expect_err("after_fork_child in the parent did not panic");
-    let msg = message_of(&*err);
-    assert!(
-        msg.contains("after_fork_child() called in the process that called before_fork()"),
-        "{msg}"
+                if result.is_ok() {
+                    "returned"
+                } else {
+                    "panicked"
+                }
+            );
+            let err = result.expect_err("after_fork_child in the parent did not panic");
+            let msg = message_of(&*err);
+            assert!(
+                msg.contains("after_fork_child() called in the process that called before_fork()"),
+                "{msg}"
+            );
+        },
     );
 }
 
@@ -265,24 +285,30 @@ fn after_fork_parent_then_child() {
 
 #[test]
 fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
-    let domain = leak(Domain::new());
-    let obj = object(31);
-    let mut reader = Holders::new();
-    reader.hold(move || {
-        let mut guard = domain.guard();
-        assert!(!guard.protect_ptr(obj).is_null());
-        guard
-    });
-    let hooks = ForkHooks {
-        after_child: after_fork_parent_then_child,
-        ..HOOKS
-    };
-    let status = fork_and_wait(hooks, || {
-        // The vanished reader's protection is gone.
-        domain.synchronize(obj.load(Relaxed));
-    });
-    assert_child_succeeded(status, "its hooks and a synchronize");
-    reader.release();
+    test_support::within_a_deadline(
+        "a fork with the wrong hook first in the child",
+        TEST_DEADLINE,
+        || {
+            let domain = leak(Domain::new());
+            let obj = object(31);
+            let mut reader = Holders::new();
+            reader.hold(move || {
+                let mut guard = domain.guard();
+                assert!(!guard.protect_ptr(obj).is_null());
+                guard
+            });
+            let hooks = ForkHooks {
+                after_child: after_fork_parent_then_child,
+                ..HOOKS
+            };
+            let status = fork_and_wait(hooks, || {
+                // The vanished reader's protection is gone.
+                domain.synchronize(obj.load(Relaxed));
+            });
+            assert_child_succeeded(status, "its hooks and a synchronize");
+            reader.release();
+        },
+    );
 }
 
 /// A thread's first guard in a domain, between the hooks, when the thread
@@ -295,7 +321,7 @@ fn a_first_guard_between_the_hooks_after_a_dropped_domain() {
     let obj = object(9);
     test_support::within_a_deadline(
         "a first guard between the fork hooks",
-        Duration::from_secs(20),
+        TEST_DEADLINE,
         move || {
             let dropped = Domain::new();
             drop(dropped.guard());

@@ -38,83 +38,101 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// How long the test may run before it counts as a hang: a caller of the
+/// shared scan or the scanner thread asleep on a futex nobody wakes, or a
+/// domain's drop waiting for a scanner thread that never stops. It then fails
+/// with a message instead of stalling the binary. Alone it takes well under a
+/// second; the margin is for CI's 2 busy cores. Under miri, whose clock
+/// counts 5 µs per interpreted basic block of any thread, it reads as minutes.
+const TEST_DEADLINE: std::time::Duration =
+    std::time::Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
+
 const CALLERS: usize = 4;
 const CALLS: usize = if cfg!(miri) { 200 } else { 2_000 };
 
 #[test]
 fn synchronize_allocates_nothing_per_call() {
-    for domain in [Domain::new(), Domain::builder().shared_scan(false).build()] {
-        // Objects the callers "unpublish": fixed addresses, allocated up front.
-        let objects: Vec<AtomicPtr<u64>> = (0..CALLERS as u64)
-            .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
-            .collect();
-        let stop = AtomicBool::new(false);
-        let ready = Barrier::new(CALLERS + 2);
-        let start = Barrier::new(CALLERS + 2);
-        let counted = Barrier::new(CALLERS + 2);
-        let finished = Barrier::new(CALLERS + 2);
-        let before = AtomicUsize::new(0);
-        let done = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            // A reader protecting the objects in turn, so scans find hits.
-            s.spawn(|| {
-                let mut guard = domain.guard();
-                ready.wait();
-                start.wait();
-                let mut i = 0;
-                while !stop.load(Relaxed) {
-                    std::hint::black_box(guard.protect_ptr(&objects[i % CALLERS]));
-                    guard.reset();
-                    i += 1;
-                }
-                drop(guard);
-                counted.wait();
-                finished.wait();
-            });
-            for c in 0..CALLERS {
-                let (domain, objects, ready, start, counted, finished, done) = (
-                    &domain, &objects, &ready, &start, &counted, &finished, &done,
-                );
-                s.spawn(move || {
-                    let addr = objects[c].load(Relaxed).cast_const();
-                    // Warm-up: registration, the scanner thread, buffers.
-                    for _ in 0..200 {
-                        domain.synchronize(addr);
+    // The deadline's watcher (this thread) allocates only as it starts its
+    // wait on the body's channel, long before the warm-up ends; it then
+    // sleeps until the body is done.
+    test_support::within_a_deadline(
+        "concurrent synchronize callers, counted",
+        TEST_DEADLINE,
+        || {
+            for domain in [Domain::new(), Domain::builder().shared_scan(false).build()] {
+                // Objects the callers "unpublish": fixed addresses, allocated up front.
+                let objects: Vec<AtomicPtr<u64>> = (0..CALLERS as u64)
+                    .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
+                    .collect();
+                let stop = AtomicBool::new(false);
+                let ready = Barrier::new(CALLERS + 2);
+                let start = Barrier::new(CALLERS + 2);
+                let counted = Barrier::new(CALLERS + 2);
+                let finished = Barrier::new(CALLERS + 2);
+                let before = AtomicUsize::new(0);
+                let done = AtomicUsize::new(0);
+                std::thread::scope(|s| {
+                    // A reader protecting the objects in turn, so scans find hits.
+                    s.spawn(|| {
+                        let mut guard = domain.guard();
+                        ready.wait();
+                        start.wait();
+                        let mut i = 0;
+                        while !stop.load(Relaxed) {
+                            std::hint::black_box(guard.protect_ptr(&objects[i % CALLERS]));
+                            guard.reset();
+                            i += 1;
+                        }
+                        drop(guard);
+                        counted.wait();
+                        finished.wait();
+                    });
+                    for c in 0..CALLERS {
+                        let (domain, objects, ready, start, counted, finished, done) = (
+                            &domain, &objects, &ready, &start, &counted, &finished, &done,
+                        );
+                        s.spawn(move || {
+                            let addr = objects[c].load(Relaxed).cast_const();
+                            // Warm-up: registration, the scanner thread, buffers.
+                            for _ in 0..200 {
+                                domain.synchronize(addr);
+                            }
+                            ready.wait();
+                            start.wait();
+                            for _ in 0..CALLS {
+                                domain.synchronize(addr);
+                            }
+                            done.fetch_add(1, SeqCst);
+                            counted.wait();
+                            finished.wait();
+                        });
                     }
+                    // Counting starts once every thread is warmed up and waiting.
                     ready.wait();
+                    before.store(ALLOCATIONS.load(SeqCst), SeqCst);
                     start.wait();
-                    for _ in 0..CALLS {
-                        domain.synchronize(addr);
+                    // The reader stops after the callers are done (sleeping does not
+                    // allocate).
+                    while done.load(SeqCst) < CALLERS {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
                     }
-                    done.fetch_add(1, SeqCst);
+                    stop.store(true, SeqCst);
                     counted.wait();
+                    let during = ALLOCATIONS.load(SeqCst) - before.load(SeqCst);
                     finished.wait();
+                    assert_eq!(
+                        during,
+                        0,
+                        "{during} allocations during {} synchronize calls ({domain:?})",
+                        CALLERS * CALLS
+                    );
                 });
+                for o in objects {
+                    let p = o.swap(std::ptr::null_mut(), AcqRel);
+                    // SAFETY: every thread is gone; allocated by `Box::new` above.
+                    drop(unsafe { Box::from_raw(p) });
+                }
             }
-            // Counting starts once every thread is warmed up and waiting.
-            ready.wait();
-            before.store(ALLOCATIONS.load(SeqCst), SeqCst);
-            start.wait();
-            // The reader stops after the callers are done (sleeping does not
-            // allocate).
-            while done.load(SeqCst) < CALLERS {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            stop.store(true, SeqCst);
-            counted.wait();
-            let during = ALLOCATIONS.load(SeqCst) - before.load(SeqCst);
-            finished.wait();
-            assert_eq!(
-                during,
-                0,
-                "{during} allocations during {} synchronize calls ({domain:?})",
-                CALLERS * CALLS
-            );
-        });
-        for o in objects {
-            let p = o.swap(std::ptr::null_mut(), AcqRel);
-            // SAFETY: every thread is gone; allocated by `Box::new` above.
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
+        },
+    );
 }
