@@ -382,9 +382,17 @@ impl<T: Send> Replaced<'_, T> {
 
     /// Waits until no guard that protected the object before this call still
     /// does ([`Domain::synchronize`]), then returns it.
+    ///
+    /// # Panics
+    ///
+    /// As [`Domain::synchronize`] does, for instance if the calling thread
+    /// holds a guard protecting the object. The object is then retired (the
+    /// unwinding drops `self`), so it is freed once no guard protects it.
     pub fn synchronize(self) -> Box<T> {
+        // Before taking the object out: if this panics, unwinding drops
+        // `self`, which retires the object instead of leaking it.
+        self.domain.synchronize(self.ptr.as_ptr());
         let this = std::mem::ManuallyDrop::new(self);
-        this.domain.synchronize(this.ptr.as_ptr());
         // SAFETY: the object came from `Box::into_raw`, was unpublished by
         // the replacing operation, and after `synchronize` no guard protects
         // it; `ManuallyDrop` keeps `Drop` from retiring it as well.

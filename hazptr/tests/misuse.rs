@@ -8,7 +8,8 @@
 #![cfg(not(loom))]
 
 use hazptr::{AtomicBox, Domain, Guard, fork};
-use std::sync::atomic::AtomicPtr;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicPtr, AtomicUsize};
 
 use test_support::misuse::*;
 
@@ -103,19 +104,41 @@ fn replaced_synchronize_while_holding_the_old_value() {
         "Replaced::synchronize while this thread's guard protects the old value",
         HOLDING,
         || {
+            /// Counts the drops of the value 7.
+            static SEVENS_DROPPED: AtomicUsize = AtomicUsize::new(0);
+            struct Value(u64);
+            impl Drop for Value {
+                fn drop(&mut self) {
+                    if self.0 == 7 {
+                        SEVENS_DROPPED.fetch_add(1, SeqCst);
+                    }
+                }
+            }
             let domain = Domain::new();
-            let boxed = AtomicBox::new_in(7u64, &domain);
+            let boxed = AtomicBox::new_in(Value(7), &domain);
             let mut guard = domain.guard();
-            assert_eq!(boxed.load(&mut guard), Some(&7));
-            let old = boxed.swap(Some(Box::new(8))).expect("was set");
+            assert_eq!(boxed.load(&mut guard).map(|v| v.0), Some(7));
+            let old = boxed.swap(Some(Box::new(Value(8)))).expect("was set");
             refused_then(
-                // The refused wait leaks the old value (it is never freed
-                // while possibly protected).
+                // The refused wait retires the old value: freed once the
+                // guard is gone, never while it may still be read.
                 || drop(old.synchronize()),
                 || {
+                    domain.reclaim();
+                    assert_eq!(
+                        SEVENS_DROPPED.load(SeqCst),
+                        0,
+                        "the refused Replaced::synchronize freed a protected value"
+                    );
                     drop(guard);
-                    let again = boxed.swap(Some(Box::new(9))).expect("was set");
-                    assert_eq!(*again.synchronize(), 8);
+                    let again = boxed.swap(Some(Box::new(Value(9)))).expect("was set");
+                    assert_eq!(again.synchronize().0, 8);
+                    domain.reclaim();
+                    assert_eq!(
+                        SEVENS_DROPPED.load(SeqCst),
+                        1,
+                        "the value of a refused Replaced::synchronize was not freed once unprotected"
+                    );
                 },
             );
         },
