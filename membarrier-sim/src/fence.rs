@@ -222,17 +222,29 @@ fn heavy_slow() {
             // and after the IPIs (in `membarrier_private_expedited()`) orders
             // this thread's own accesses; the IPIs order the other threads'.
             compiler_fence(SeqCst);
-            while let Err(err) = crate::sys::private_expedited() {
-                match &err {
-                    crate::sys::Error::Os { source, .. }
-                        if source.kind() == std::io::ErrorKind::OutOfMemory =>
-                    {
-                        std::thread::yield_now();
-                    }
-                    _ => heavy_failed(err),
-                }
+            if let Err(err) = retrying_out_of_memory(crate::sys::private_expedited) {
+                heavy_failed(err);
             }
             compiler_fence(SeqCst);
+        }
+    }
+}
+
+/// Calls `membarrier` until it succeeds or fails with anything but `ENOMEM`
+/// (the kernel could not allocate its CPU mask: the barrier has not happened,
+/// and memory comes back), yielding between tries.
+#[cfg(all(not(loom), not(syncprims_tsan)))]
+fn retrying_out_of_memory(
+    mut membarrier: impl FnMut() -> Result<(), crate::sys::Error>,
+) -> Result<(), crate::sys::Error> {
+    loop {
+        match membarrier() {
+            Err(crate::sys::Error::Os { source, .. })
+                if source.kind() == std::io::ErrorKind::OutOfMemory =>
+            {
+                std::thread::yield_now();
+            }
+            done => return done,
         }
     }
 }
@@ -325,6 +337,49 @@ fn decide_from_kernel() -> Mode {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// `ENOMEM` is retried until the call succeeds; any other error ends the
+    /// retries at once (and `heavy` then aborts with it).
+    #[test]
+    #[cfg(not(syncprims_tsan))]
+    fn heavy_retries_out_of_memory_and_nothing_else() {
+        use crate::sys::{Command, Error};
+        let os = |errno| Error::Os {
+            command: Command::PrivateExpedited,
+            source: std::io::Error::from_raw_os_error(errno),
+        };
+        let mut calls = 0;
+        let outcome = retrying_out_of_memory(|| {
+            calls += 1;
+            if calls <= 3 {
+                Err(os(libc::ENOMEM))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(outcome.is_ok(), "{outcome:?}");
+        assert_eq!(calls, 4, "three ENOMEM answers, then the barrier");
+        let mut calls = 0;
+        let outcome = retrying_out_of_memory(|| {
+            calls += 1;
+            Err(os(libc::EINVAL))
+        });
+        assert!(
+            matches!(&outcome, Err(Error::Os { source, .. }) if source.raw_os_error() == Some(libc::EINVAL)),
+            "{outcome:?}"
+        );
+        assert_eq!(calls, 1, "EINVAL is not retried");
+        let mut calls = 0;
+        let outcome = retrying_out_of_memory(|| {
+            calls += 1;
+            Err(Error::Refused {
+                command: Command::PrivateExpedited,
+                registering: false,
+            })
+        });
+        assert!(matches!(outcome, Err(Error::Refused { .. })), "{outcome:?}");
+        assert_eq!(calls, 1, "a refusal is not retried");
+    }
 
     #[test]
     fn fast_mode_matches_the_decision() {
