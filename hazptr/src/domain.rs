@@ -398,8 +398,9 @@ pub struct DomainBuilder {
 impl DomainBuilder {
     /// Whether concurrent `synchronize` callers share one scan (`true`, the
     /// default: whoever finds the scan free, a caller or the domain's scanner
-    /// thread, serves every queued caller), or each caller scans alone
-    /// (`false`, for comparison).
+    /// thread, serves every queued caller, and a caller that finds nothing
+    /// queued and no scan running scans for itself at once), or each caller
+    /// scans alone (`false`, for comparison).
     pub fn shared_scan(mut self, shared: bool) -> Self {
         self.options.shared_scan = shared;
         self
