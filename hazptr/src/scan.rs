@@ -349,8 +349,11 @@ fn synchronize_shared(shared: &Shared, addr: usize) {
 fn lone_scan_protected(shared: &Shared, addr: usize) -> bool {
     let scan = &shared.scan;
     // Acquire pairs with the Release store of the previous driver (as in
-    // `drive_once`); nothing of the buffers is touched here, but a fork
-    // hook's holder expects every pass to run under the flag.
+    // `drive_once`). This walk touches no buffers, but it hands the flag on
+    // with its Release store below: the next driver's buffer accesses are
+    // ordered after the previous driver's only through this Acquire and that
+    // Release (loom's shared-scan models fail with either made Relaxed). A
+    // fork hook's holder also expects every pass to run under the flag.
     if scan
         .driver
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
