@@ -149,12 +149,80 @@ fn refused_registration_falls_back_to_seqcst_fences() {
     assert_eq!(private_expedited_issued(), before);
 }
 
+/// A seccomp filter installed after the process chose membarrier mode, that
+/// answers `EPERM` to `MEMBARRIER_CMD_PRIVATE_EXPEDITED` itself: `heavy()`
+/// cannot fall back (light fences already issued were compiler fences), so
+/// it prints why and aborts the process, naming the refused command and
+/// the filter, rather than returning without a barrier or panicking into
+/// code that could catch it.
+#[test]
+fn a_barrier_refused_after_registration_aborts_with_a_message() {
+    const TEST: &str = "a_barrier_refused_after_registration_aborts_with_a_message";
+    if in_the_child() {
+        if !sys::query().contains(Command::PrivateExpedited) {
+            eprintln!("no PRIVATE_EXPEDITED on this kernel: case not run");
+            return;
+        }
+        assert_eq!(fence::force(Mode::Membarrier), Ok(()));
+        // One barrier that the kernel carries out, before the filter.
+        fence::heavy();
+        if let Err(e) = refuse_membarrier_command(PRIVATE_EXPEDITED) {
+            eprintln!("cannot install a seccomp filter here ({e}): case not run");
+            return;
+        }
+        fence::heavy();
+        panic!("heavy() returned although the kernel refused the barrier");
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the child");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("case not run") {
+        eprintln!("{stderr}");
+        assert!(out.status.success(), "{:?}; stderr:\n{stderr}", out.status);
+        return;
+    }
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "the child was not aborted ({:?}); stderr:\n{stderr}",
+        out.status
+    );
+    for part in [
+        "fence::heavy()",
+        "MEMBARRIER_CMD_PRIVATE_EXPEDITED",
+        "seccomp",
+        "aborting",
+    ] {
+        assert!(
+            stderr.contains(part),
+            "no {part:?} in the message:\n{stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains("heavy() returned"),
+        "heavy() returned before aborting:\n{stderr}"
+    );
+}
+
+/// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
+const REGISTER_PRIVATE_EXPEDITED: u32 = 1 << 4;
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
+const PRIVATE_EXPEDITED: u32 = 1 << 3;
+
 /// Installs, on the calling thread (which runs the whole case), a seccomp
 /// filter answering `EPERM` to `membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, ..)`
 /// and allowing everything else.
 fn refuse_registration() -> std::io::Result<()> {
-    // `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
-    const REGISTER_PRIVATE_EXPEDITED: u32 = 1 << 4;
+    refuse_membarrier_command(REGISTER_PRIVATE_EXPEDITED)
+}
+
+/// Installs, on the calling thread, a seccomp filter answering `EPERM` to
+/// `membarrier(command, ..)` and allowing everything else.
+fn refuse_membarrier_command(command: u32) -> std::io::Result<()> {
     // `struct seccomp_data`: `nr` at 0, `args[0]` at 16 (its low half on a
     // little-endian machine; `cmd` is an `int`).
     const NR: u32 = 0;
@@ -185,13 +253,8 @@ fn refuse_registration() -> std::io::Result<()> {
             3,
         ),
         stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, ARG0),
-        // Not the registration: jump to ALLOW.
-        jump(
-            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
-            REGISTER_PRIVATE_EXPEDITED,
-            0,
-            1,
-        ),
+        // Not the refused command: jump to ALLOW.
+        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, command, 0, 1),
         stmt(
             libc::BPF_RET | libc::BPF_K,
             libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
@@ -209,7 +272,7 @@ fn refuse_registration() -> std::io::Result<()> {
     }
     // SAFETY: `program` points at `filter`, both alive for the call (the
     // kernel copies the program); the filter only ever answers EPERM to one
-    // membarrier command, in this child process.
+    // membarrier command, on this thread of this child process.
     if unsafe {
         libc::prctl(
             libc::PR_SET_SECCOMP,
