@@ -225,6 +225,13 @@ pub fn after_fork_parent() {
 
 /// Call in the child right after `fork()`, before anything else uses hazptr.
 ///
+/// The slots of every other thread are emptied, whatever they protect: their
+/// protections vanished with their threads. A reference that outlives its
+/// guard's thread can therefore dangle in the child: one loaded under a guard
+/// that another thread leaked (`Box::leak`, `mem::forget`) and handed, as
+/// `&'static T`, to the forking thread. Calling `fork()` is `unsafe`; the
+/// caller promises that the child uses no such reference.
+///
 /// # Panics
 ///
 /// Without a [`before_fork`] on this thread (in the parent, before the fork),

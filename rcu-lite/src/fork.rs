@@ -1,9 +1,13 @@
 //! `fork()` hooks: what lets a process that uses rcu-lite fork and keep using
 //! it in the child.
 //!
-//! liburcu counterpart: `urcu_memb_before_fork()`, `urcu_memb_after_fork_parent()`
-//! and `urcu_memb_after_fork_child()` (and the `call_rcu` ones), which its users
-//! call around `fork()` or register with `pthread_atfork()`.
+//! liburcu counterparts: `urcu_bp_before_fork()`, `urcu_bp_after_fork_parent()`
+//! and `urcu_bp_after_fork_child()` (the "bulletproof" flavor, whose child hook
+//! prunes every other thread's registration), and each flavor's
+//! `urcu_*_call_rcu_before_fork()` and friends for its `call_rcu` workers, which
+//! its users call around `fork()` or register with `pthread_atfork()`. (liburcu
+//! 0.13's memb library exports only the `call_rcu` ones, although its
+//! headers name `urcu_memb_before_fork()` and the like.)
 //!
 //! # What goes wrong without them
 //!
@@ -204,6 +208,15 @@ pub fn after_fork_parent() {
 }
 
 /// Call in the child right after `fork()`, before anything else uses rcu-lite.
+///
+/// Every other thread's record is given back, whether or not that thread was
+/// inside a section at the fork (as liburcu's `urcu_bp_after_fork_child()`
+/// unregisters them): a section that vanished with its thread ends here. A
+/// reference that outlives its section can therefore dangle in the child:
+/// one read under a guard or registration that another thread leaked
+/// (`Box::leak`, `mem::forget`) and handed, as `&'static T`, to the forking
+/// thread. Calling `fork()` is `unsafe`; the caller promises that the child
+/// uses no such reference.
 ///
 /// # Panics
 ///
