@@ -173,23 +173,17 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
         fence::heavy();
         panic!("heavy() returned although the kernel refused the barrier");
     }
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("run the child");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, stderr) = test_support::run_in_a_child_process(TEST, CHILD, "1");
     if stderr.contains("case not run") {
         eprintln!("{stderr}");
-        assert!(out.status.success(), "{:?}; stderr:\n{stderr}", out.status);
+        assert!(status.success(), "{status:?}; stderr:\n{stderr}");
         return;
     }
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
-        out.status.signal(),
+        status.signal(),
         Some(libc::SIGABRT),
-        "the child was not aborted ({:?}); stderr:\n{stderr}",
-        out.status
+        "the child was not aborted ({status:?}); stderr:\n{stderr}"
     );
     for part in [
         "fence::heavy()",

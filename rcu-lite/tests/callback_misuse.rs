@@ -10,7 +10,6 @@
 
 use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{memb, qsbr};
-use std::process::Command;
 
 /// Names the misuse a child process runs.
 const CHILD_ENV: &str = "RCU_LITE_CALLBACK_MISUSE_CHILD";
@@ -26,20 +25,7 @@ fn child_case() -> Option<String> {
 /// Runs this test binary again as a child doing `case`; returns its stderr
 /// after checking that it was killed by SIGABRT.
 fn run_child(test: &str, case: &str) -> String {
-    let out = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, case)
-        .output()
-        .expect("run the child");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGABRT),
-        "{case}: the child was not aborted ({:?}); stderr:\n{stderr}",
-        out.status
-    );
-    stderr
+    test_support::stderr_of_an_aborted_child_process(test, CHILD_ENV, case)
 }
 
 #[test]

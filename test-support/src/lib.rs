@@ -16,7 +16,9 @@
 //!   barrier) on a fresh thread, and ends the process if it does not.
 //! - [`in_a_child_process`] runs one test again in a child process, for a
 //!   case that would abort or hang the whole test binary if it went wrong
-//!   (a panic inside a thread-local destructor, a lock never given back).
+//!   (a panic inside a thread-local destructor, a lock never given back);
+//!   [`stderr_of_an_aborted_child_process`] for a case that must abort, and
+//!   [`run_in_a_child_process`] for one with an outcome of its own.
 
 pub mod misuse;
 
@@ -314,6 +316,37 @@ pub const CHILD_PROCESS_LIMIT: Duration = Duration::from_secs(60);
 /// thread-local destructor aborts the child, not the test binary, and a hang
 /// is killed. The message gives the child's stderr.
 pub fn in_a_child_process(test: &str, env: &str, case: &str) {
+    let (status, stderr) = run_in_a_child_process(test, env, case);
+    assert!(
+        status.success(),
+        "{case}: the child failed ({status:?}); stderr:\n{stderr}"
+    );
+}
+
+/// Runs `test` in a child process as [`in_a_child_process`] does, for a case
+/// that must end the process with `abort()` (a misuse no caller could go on
+/// from), and returns the child's stderr, to check the message; fails unless
+/// the child died of `SIGABRT` within [`CHILD_PROCESS_LIMIT`].
+pub fn stderr_of_an_aborted_child_process(test: &str, env: &str, case: &str) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let (status, stderr) = run_in_a_child_process(test, env, case);
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGABRT),
+        "{case}: the child was not aborted ({status:?}); stderr:\n{stderr}"
+    );
+    stderr
+}
+
+/// Runs `test` in a child process as [`in_a_child_process`] does, and returns
+/// how it exited and its stderr, for a case with an outcome of its own to
+/// check; fails if the child still runs after [`CHILD_PROCESS_LIMIT`] (it is
+/// killed).
+pub fn run_in_a_child_process(
+    test: &str,
+    env: &str,
+    case: &str,
+) -> (std::process::ExitStatus, String) {
     let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(env, case)
@@ -346,10 +379,7 @@ pub fn in_a_child_process(test: &str, env: &str, case: &str) {
         None => panic!(
             "{case}: the child still ran after {CHILD_PROCESS_LIMIT:?} (hung); stderr:\n{stderr}"
         ),
-        Some(status) => assert!(
-            status.success(),
-            "{case}: the child failed ({status:?}); stderr:\n{stderr}"
-        ),
+        Some(status) => (status, stderr),
     }
 }
 
