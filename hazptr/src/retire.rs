@@ -223,8 +223,13 @@ fn retire_shared(shared: &Shared, retired: Retired) {
         return;
     }
     crate::refuse_between_hooks("Domain::retire on a domain with a forced slow path");
-    shared.retired.lock().expect("not poisoned").push(retired);
+    let mut list = shared.retired.lock().expect("not poisoned");
+    list.push(retired);
+    // Under the mutex, with the push, as in `flush_batch`: a pass that took
+    // the list between the two would reset the count and free the object,
+    // and the late add would leave it counted.
     shared.retired_count.fetch_add(1, Ordering::Relaxed);
+    drop(list);
     maybe_reclaim(shared);
 }
 

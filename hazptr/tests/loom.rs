@@ -407,3 +407,35 @@ fn a_backup_slot_taken_over_by_another_thread_orders_the_last_read_before_the_sc
         free_last(&src);
     });
 }
+
+/// `retired_len()` counts exactly the objects on the retired list once
+/// nothing runs: a retire that goes straight onto the list (a forced slow
+/// path) races a pass, which resets the count when it takes the list. The
+/// retire must add its object to the count under the list's mutex, with the
+/// push; added after it, the count keeps an object the pass already freed.
+#[test]
+fn retired_len_counts_what_a_racing_pass_left_on_the_list() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        let domain = Arc::new(
+            Domain::builder()
+                .force_slow_path(true)
+                .retire_threshold(usize::MAX)
+                .build(),
+        );
+        let retirer = {
+            let domain = Arc::clone(&domain);
+            thread::spawn(move || {
+                // SAFETY: never published, retired once; `reclaim` frees an
+                // `obj()` box.
+                unsafe { domain.retire(obj(), reclaim) };
+            })
+        };
+        let freed = domain.reclaim();
+        retirer.join().unwrap();
+        assert_eq!(
+            domain.retired_len(),
+            1 - freed,
+            "retired_len() counts an object a concurrent pass already freed"
+        );
+    });
+}
