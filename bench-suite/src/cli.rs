@@ -250,8 +250,9 @@ pub struct AdviseArgs {
     /// Size of the shared payload in bytes.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
     pub payload_bytes: u64,
-    /// Seconds each run of a contender lasts.
-    #[arg(long, default_value_t = 0.5, value_parser = positive_seconds)]
+    /// Seconds each run of a contender lasts; at least 0.01 (an untimed
+    /// warm-up run of a tenth of it comes first).
+    #[arg(long, default_value_t = 0.5, value_parser = advise_seconds)]
     pub duration_s: f64,
     /// Runs of each contender, taken in turns with the others' (the median
     /// run is shown).
@@ -317,6 +318,17 @@ fn stat_interval_seconds(text: &str) -> Result<f64, String> {
     let least = locktorture::Config::MIN_STAT_INTERVAL.as_secs_f64();
     if v < least {
         return Err(format!("at least {least} seconds (got {text})"));
+    }
+    Ok(v)
+}
+
+/// `advise --duration-s`: [`positive_seconds`], and at least 10 ms: a
+/// shorter run times a handful of operations and one clock reading's error
+/// and ranks the contenders on that.
+fn advise_seconds(text: &str) -> Result<f64, String> {
+    let v = positive_seconds(text)?;
+    if v < 0.01 {
+        return Err(format!("at least 0.01 seconds (got {text})"));
     }
     Ok(v)
 }

@@ -659,6 +659,21 @@ fn advise_recommends_with_its_figures() {
     }
     let out = syncbench(&["advise", "--reads-per-write", "0", "--threads", "2"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = syncbench(&[
+        "advise",
+        "--reads-per-write",
+        "1",
+        "--threads",
+        "1",
+        "--duration-s",
+        "0.001",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("at least 0.01 seconds"),
+        "{}",
+        stderr(&out)
+    );
     let out = syncbench(&["advise", "--threads", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -282,13 +282,39 @@ fn combine(mut runs: Vec<Outcome>) -> Outcome {
 /// picks the fastest contender that saw no errors.
 pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advice {
     let imps = implementations();
+    // First one short untimed run of each contender, as refscale warms up:
+    // a scheme's first use in the process starts what the process keeps
+    // (rcu-lite's registration for expedited membarrier, which waits for a
+    // kernel grace period, and its callback worker), and the first timed
+    // run would pay for it: 145 ops/s against 4.8M in a 10 ms run. Its
+    // errors count; its figures do not.
+    let warm_up = Config {
+        duration: config.duration / 10,
+        ..config
+    };
+    let warm_up_errors: Vec<u64> = imps
+        .iter()
+        .map(|imp| {
+            progress.set_label(imp.name);
+            measure(imp, warm_up).errors
+        })
+        .collect();
     let runs = crate::turns::in_turns(imps.len(), config.rounds.max(1), |i| {
         progress.set_label(imps[i].name);
         let outcome = measure(&imps[i], config);
         progress.inc(1);
         outcome
     });
-    recommend(config, runs.into_iter().map(combine).collect())
+    let outcomes = runs
+        .into_iter()
+        .zip(warm_up_errors)
+        .map(|(runs, errors)| {
+            let mut outcome = combine(runs);
+            outcome.errors += errors;
+            outcome
+        })
+        .collect();
+    recommend(config, outcomes)
 }
 
 /// The advice from each contender's combined outcome: the outcomes fastest
