@@ -506,33 +506,31 @@ mod tests {
             (Policy::PerCpu, 4, 0, 8, 1),
             (Policy::PerCpu, 3, 20_000, 4, 3),
         ] {
-            {
-                let mut c = Config::selftest(cpus);
-                c.policy = policy;
-                c.callers = 4 * cpus;
-                c.sim_time_ns = NS_PER_S / 5;
-                c.broadcast_every = broadcast_every;
-                c.think_ns = think_ns;
-                c.seed = seed;
-                c.throttle = Some(Throttle::selftest());
-                let early = run_with(&c, true);
-                let late = run_with(&c, false);
-                assert_eq!(
-                    (
-                        early.to_string(),
-                        early.calls,
-                        early.stalls,
-                        early.mutex_wait_max_ns
-                    ),
-                    (
-                        late.to_string(),
-                        late.calls,
-                        late.stalls,
-                        late.mutex_wait_max_ns
-                    ),
-                    "{policy}, broadcast every {broadcast_every}"
-                );
-            }
+            let mut c = Config::selftest(cpus);
+            c.policy = policy;
+            c.callers = 4 * cpus;
+            c.sim_time_ns = NS_PER_S / 5;
+            c.broadcast_every = broadcast_every;
+            c.think_ns = think_ns;
+            c.seed = seed;
+            c.throttle = Some(Throttle::selftest());
+            let early = run_with(&c, true);
+            let late = run_with(&c, false);
+            assert_eq!(
+                (
+                    early.to_string(),
+                    early.calls,
+                    early.stalls,
+                    early.mutex_wait_max_ns
+                ),
+                (
+                    late.to_string(),
+                    late.calls,
+                    late.stalls,
+                    late.mutex_wait_max_ns
+                ),
+                "{policy}, broadcast every {broadcast_every}"
+            );
         }
     }
 }
