@@ -36,7 +36,7 @@ if [ -z "${SKIP_CRITERION:-}" ]; then
 fi
 
 python3 - "$out" "${SKIP_CRITERION:-}" "$target" <<'PY'
-import json, os, sys
+import json, os, statistics, sys
 out, skip, target = sys.argv[1], sys.argv[2], sys.argv[3]
 load = lambda name: {r["impl"]: r for r in json.load(open(f"{out}/{name}.json"))}
 ref = load("refscale")
@@ -45,13 +45,13 @@ print("protect + release, ns/op (median of 15 runs):", ", ".join(f"{k} {v:.3f}" 
 # refscale runs the contenders in turns, so run i of each is paired: the
 # median of the per-run ratios is printed too (the goal is judged, as
 # always, on the ratio of the medians).
-paired = lambda a, b: sorted(x / y for x, y in zip(ref[a]["runs_ns"], ref[b]["runs_ns"]))[len(ref[a]["runs_ns"]) // 2]
+paired = lambda a, b: statistics.median(x / y for x, y in zip(ref[a]["runs_ns"], ref[b]["runs_ns"]))
 for peer, goal in [("haphazard", 0.5), ("crossbeam-epoch", 0.6)]:
     r = ns["hazptr"] / ns[peer]
     print(f"  hazptr / {peer}: {r:.2f}x (paired runs {paired('hazptr', peer):.2f}x) goal <= {goal}x "
           f"{'ok' if r <= goal else 'NOT MET'}")
 # The four rows of an rcuscale run took turns: round i of each pairs.
-paired_rounds = lambda a, b: sorted(x / y for x, y in zip(a["per_gp_rounds_us"], b["per_gp_rounds_us"]))[len(a["per_gp_rounds_us"]) // 2]
+paired_rounds = lambda a, b: statistics.median(x / y for x, y in zip(a["per_gp_rounds_us"], b["per_gp_rounds_us"]))
 for idle in [0, 256]:
     rows = json.load(open(f"{out}/rcuscale-i{idle}.json"))
     one = {r["impl"]: r for r in rows if r["writers"] == 1}
