@@ -158,6 +158,10 @@ pub fn before_fork() {
     // thread deciding it at the fork would leave the child a `OnceLock` that
     // blocks its first fence forever.
     let _ = membarrier_sim::fence::mode();
+    // The same for each flavor's second-chance key (`thread_record.rs`),
+    // created by the first thread that needs it during its exit.
+    memb::settle_teardown_key();
+    qsbr::settle_teardown_key();
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
     let (memb_batches, qsbr_batches) = hold_both_batches();
@@ -321,4 +325,21 @@ fn wrong_process(name: &str, is_child: bool) -> ! {
 #[inline(never)]
 fn misuse(what: &str) -> ! {
     panic!("rcu_lite::fork::before_fork() called {what}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `before_fork` leaves no `OnceLock` of the thread records for a
+    /// thread to be caught initialising at the fork: the child would block
+    /// forever in it (every thread that later exits with a guard kept in a
+    /// later thread-local, or registers during its teardown, needs it).
+    #[test]
+    fn before_fork_settles_the_second_chance_keys() {
+        before_fork();
+        after_fork_parent();
+        assert!(memb::teardown_key_settled(), "memb's key not created");
+        assert!(qsbr::teardown_key_settled(), "qsbr's key not created");
+    }
 }

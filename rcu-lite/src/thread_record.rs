@@ -132,18 +132,30 @@ pub(crate) fn release_after_teardown(
     give_back: unsafe extern "C" fn(*mut libc::c_void),
     record: &'static Record,
 ) {
-    let key = key.get_or_init(|| {
+    if let Some(key) = teardown_key(key, give_back) {
+        // SAFETY: a key this process created and never deletes. A non-null
+        // value is what makes glibc call the destructor at thread exit.
+        let _ = unsafe { libc::pthread_setspecific(key, ptr::from_ref(record).cast()) };
+    }
+}
+
+/// The flavor's second-chance key, created on first use (`None` if the
+/// process ran out of keys). Also called by `fork::before_fork`: a thread
+/// creating it at the fork would leave the child a `OnceLock` that blocks
+/// forever every thread that later needs the key (one exiting with a guard
+/// kept in a later thread-local, or registering during its teardown).
+#[cfg(not(loom))]
+pub(crate) fn teardown_key(
+    key: &'static std::sync::OnceLock<Option<libc::pthread_key_t>>,
+    give_back: unsafe extern "C" fn(*mut libc::c_void),
+) -> Option<libc::pthread_key_t> {
+    *key.get_or_init(|| {
         let mut key: libc::pthread_key_t = 0;
         // SAFETY: `key` is a valid place for the new key; `give_back` is a
         // function for the whole process's life.
         let rc = unsafe { libc::pthread_key_create(&mut key, Some(give_back)) };
         (rc == 0).then_some(key)
-    });
-    if let Some(key) = *key {
-        // SAFETY: a key this process created and never deletes. A non-null
-        // value is what makes glibc call the destructor at thread exit.
-        let _ = unsafe { libc::pthread_setspecific(key, ptr::from_ref(record).cast()) };
-    }
+    })
 }
 
 /// The second chance's destructor body: gives `record` back to `engine` if
@@ -286,6 +298,19 @@ macro_rules! thread_record {
         #[cfg(not(loom))]
         static TEARDOWN_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> =
             std::sync::OnceLock::new();
+
+        /// Creates this flavor's second-chance key now if no thread has yet
+        /// (`fork::before_fork`; see `thread_record::teardown_key`).
+        #[cfg(not(loom))]
+        pub(crate) fn settle_teardown_key() {
+            let _ = $crate::thread_record::teardown_key(&TEARDOWN_KEY, give_back);
+        }
+
+        /// Whether this flavor's second-chance key was created (tests).
+        #[cfg(all(test, not(loom)))]
+        pub(crate) fn teardown_key_settled() -> bool {
+            TEARDOWN_KEY.get().is_some()
+        }
 
         #[cfg(not(loom))]
         fn release_after_teardown(record: &'static $crate::record::Record) {
