@@ -37,6 +37,12 @@
 //!   flavor starts a worker, after a grace period (and in the parent too: each
 //!   process has its copy). Then it releases the locks.
 //!
+//! They cover rcu-lite's own state, not an [`Rcu`](crate::Rcu) cell's: a
+//! cell whose update lock another thread held at the fork (inside `replace`
+//! or an `update` function) stays locked in the child, as any
+//! `std::sync::Mutex` would, and the child's updates of that cell wait
+//! forever (its reads still work).
+//!
 //! Grace periods keep running in the parent while the locks are held: only
 //! `call_rcu()` and `rcu_barrier()` wait for `after_fork_parent`.
 //! hazptr has hooks of its own (`hazptr::fork`); a program that uses both
