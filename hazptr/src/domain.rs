@@ -816,7 +816,10 @@ impl Shared {
     /// running thread-local destructors, and the backup slots its guards
     /// hold; see `Owner` for why not by thread-locals). Their holders are
     /// threads that did not come along (or exited leaving a guard
-    /// forgotten), whose guards will never be dropped. A freed block's retire
+    /// forgotten), whose guards will never be dropped. A slot a forgotten
+    /// guard of an exited thread holds stays taken if the forking thread
+    /// got that thread's token (the address of a thread-local, reused), as
+    /// it stays taken in the parent. A freed block's retire
     /// batch is forgotten, not read: its owner may have been in the middle of
     /// pushing to it.
     ///
