@@ -11,6 +11,9 @@
 //! (`writes.total`, `gps`, `replaced`, ...) are compared per second of the
 //! run (`writes.total_per_s`): two runs of different length (a quick and a
 //! full profile) would otherwise show the longer one as an improvement.
+//! The same holds for a membarrier outcome's `calls`, `stalls` and `events`,
+//! counted over its own `seconds` (`membarrier_sweep`'s `global.stalls` is
+//! compared as `global.stalls_per_s`).
 //!
 //! # The gate
 //!
@@ -91,6 +94,10 @@ const RUN_COUNTS: &[&str] = &[
     "reads",
     "replaced",
 ];
+
+/// Figures of a membarrier outcome that count what happened over its
+/// `seconds` (a sibling field): compared as rates, as [`RUN_COUNTS`] are.
+const SECONDS_COUNTS: &[&str] = &["calls", "stalls", "events"];
 
 /// Whether lower or higher is better for a figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -289,6 +296,25 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                 for k in counts {
                     let count = figures.remove(&k).expect("listed above");
                     figures.insert(format!("{k}_per_s"), count / d);
+                }
+            }
+            // Counts of a membarrier run over its own `seconds` (simulated
+            // or wall-clock; nested per policy in the report's sweep), as
+            // rates: the quick and full profiles simulate 5 and 20 s.
+            let timed: Vec<(String, f64)> = figures
+                .iter()
+                .filter(|(k, s)| (k.as_str() == "seconds" || k.ends_with(".seconds")) && **s > 0.0)
+                .map(|(k, s)| (k[..k.len() - "seconds".len()].to_owned(), *s))
+                .collect();
+            for (prefix, seconds) in timed {
+                for count in SECONDS_COUNTS {
+                    let Some(n) = figures.remove(&format!("{prefix}{count}")) else {
+                        continue;
+                    };
+                    // `calls_per_s` is recorded beside `calls`: keep that one.
+                    figures
+                        .entry(format!("{prefix}{count}_per_s"))
+                        .or_insert(n / seconds);
                 }
             }
             // Torture and locktorture outcomes (they count failed checks)
@@ -569,6 +595,44 @@ mod tests {
             Some("\"quick\" -> \"full\"")
         );
         assert!(c.machine_differences.is_empty());
+    }
+
+    #[test]
+    fn membarrier_counts_of_runs_of_different_lengths_compare_as_rates() {
+        // The quick profile simulates 5 s per sweep run, the full one 20 s:
+        // the same rates, four times the counts.
+        let sweep = |seconds: f64| {
+            let outcome = |calls: f64, stalls: f64| {
+                json!({"mode": "sim", "cpus": 64, "callers": 1600, "seconds": seconds,
+                       "calls": calls * seconds, "calls_per_s": calls, "stalls": stalls * seconds,
+                       "events": 3.0 * calls * seconds, "latency_us": {"max": 5.0}})
+            };
+            json!({"profile": "quick", "machine": {},
+                   "membarrier_sweep": [{"cpus": 64, "callers": 1600, "ratio": 34.6,
+                                         "global": outcome(1600.0, 785.0),
+                                         "per_cpu": outcome(55000.0, 0.0)}]})
+        };
+        for (old, new) in [(5.0, 20.0), (20.0, 5.0)] {
+            let c = compare(&sweep(old), &sweep(new), 10.0);
+            assert_eq!(
+                (c.regressions(), c.improvements()),
+                (0, 0),
+                "{old} s -> {new} s: {:?}",
+                c.changes
+                    .iter()
+                    .filter(|ch| ch.regression || ch.improvement)
+                    .collect::<Vec<_>>()
+            );
+            let get = |f: &str| c.changes.iter().find(|ch| ch.figure == f);
+            assert_eq!(get("global.stalls_per_s").map(|ch| ch.new), Some(785.0));
+            assert_eq!(get("global.calls_per_s").map(|ch| ch.new), Some(1600.0));
+            assert!(get("global.calls").is_none() && get("global.stalls").is_none());
+        }
+        // More stalls per second is still a regression.
+        let mut worse = sweep(5.0);
+        worse["membarrier_sweep"][0]["global"]["stalls"] = json!(2.0 * 785.0 * 5.0);
+        let c = compare(&sweep(5.0), &worse, 10.0);
+        assert_eq!(c.regressions(), 1, "{:?}", c.changes);
     }
 
     #[test]
