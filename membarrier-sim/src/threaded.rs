@@ -117,9 +117,11 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         config.seed,
         duration,
     );
+    // The run's figures first: the windows below reach past its end, and
+    // the timer passes generated for them are not the run's.
+    let summary = schedule.summary();
     // A little past the end, for callers finishing their last call.
     let windows = schedule.all_windows(duration + duration / 4 + 100_000_000);
-    let summary = schedule.summary();
     let machine = Machine::new(config, windows);
     let outcome = machine.run(config).map_err(|e| Error::Spawn {
         threads: config.cpus + config.callers,

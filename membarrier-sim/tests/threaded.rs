@@ -125,3 +125,36 @@ fn threaded_mode_refuses_bad_parameters() {
         threaded::Error::Config(ConfigError::NoSuchTarget { target: 4, cpus: 4 })
     ));
 }
+
+/// The threaded run's timer figures cover its run, as the simulator's do:
+/// the windows it replays reach past the end (for calls finishing late),
+/// and the passes generated for them are not passes of the run.
+#[test]
+fn threaded_mode_counts_the_timer_passes_of_its_run_only() {
+    test_support::within_a_deadline("threaded::run, timer passes", RUN_DEADLINE, || {
+        let mut c = Config::selftest(2);
+        c.callers = 2;
+        c.think_ns = 1_000_000;
+        c.sim_time_ns = NS_PER_S / 5;
+        let t = c.throttle.as_mut().expect("the selftest throttles");
+        t.siblings = 20;
+        let simulated = sim::run(&c).unwrap();
+        let threaded = threaded::run(&c).unwrap();
+        // One pass per 5 ms period of the 200 ms run, and the one at its end.
+        assert_eq!(simulated.timer_passes, 41, "{simulated}");
+        assert_eq!(
+            (
+                threaded.timer_passes,
+                threaded.chained_passes,
+                threaded.period_scalings
+            ),
+            (
+                simulated.timer_passes,
+                simulated.chained_passes,
+                simulated.period_scalings
+            )
+        );
+        assert_eq!(threaded.irq_off_fraction, simulated.irq_off_fraction);
+        assert_eq!(threaded.irq_off_longest_ns, simulated.irq_off_longest_ns);
+    });
+}
