@@ -341,7 +341,9 @@ pub fn stderr_of_an_aborted_child_process(test: &str, env: &str, case: &str) -> 
 /// Runs `test` in a child process as [`in_a_child_process`] does, and returns
 /// how it exited and its stderr, for a case with an outcome of its own to
 /// check; fails if the child still runs after [`CHILD_PROCESS_LIMIT`] (it is
-/// killed).
+/// killed), or if its test harness did not start exactly that one test: a
+/// name that matches no test (a test renamed, a unit test named without its
+/// module path) or an ignored one makes the child exit 0 having run nothing.
 pub fn run_in_a_child_process(
     test: &str,
     env: &str,
@@ -350,18 +352,22 @@ pub fn run_in_a_child_process(
     let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(env, case)
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("run the child");
-    // Read stderr on a thread of its own, so that a child writing much to
-    // it cannot block on a full pipe while this thread waits for its exit.
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let stderr = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-        text
-    });
+    // Read stdout and stderr on threads of their own, so that a child
+    // writing much to either cannot block on a full pipe while this thread
+    // waits for its exit.
+    fn read_all(mut pipe: impl std::io::Read + Send + 'static) -> thread::JoinHandle<String> {
+        thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    }
+    let stdout = read_all(child.stdout.take().expect("piped stdout"));
+    let stderr = read_all(child.stderr.take().expect("piped stderr"));
     let deadline = Instant::now() + CHILD_PROCESS_LIMIT;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for the child") {
@@ -374,13 +380,25 @@ pub fn run_in_a_child_process(
         }
         thread::sleep(Duration::from_millis(10));
     };
+    let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
-    match status {
-        None => panic!(
+    let Some(status) = status else {
+        panic!(
             "{case}: the child still ran after {CHILD_PROCESS_LIMIT:?} (hung); stderr:\n{stderr}"
-        ),
-        Some(status) => (status, stderr),
-    }
+        )
+    };
+    // libtest prints "running N tests" (flushed: stdout is line-buffered)
+    // before it runs any, so the line is there even when the test aborted
+    // the child; an ignored test is listed as "test NAME ... ignored".
+    let ran_one = stdout.lines().any(|line| line == "running 1 test")
+        && !stdout.contains(&format!("test {test} ... ignored"));
+    assert!(
+        ran_one,
+        "{case}: the child ran no test: {test:?} names no test of this binary that runs \
+         (give the full path, with the module, of a test that is not ignored); \
+         stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (status, stderr)
 }
 
 #[cfg(test)]
@@ -388,6 +406,16 @@ mod tests {
     use super::*;
 
     fn nothing() {}
+
+    /// Held by the tests here that panic and by the one that forks: a
+    /// panic printing its backtrace (`RUST_BACKTRACE=1`) holds std's
+    /// backtrace lock, and a child forked meanwhile that panics waits for
+    /// that lock for ever (its `CHILD_ALARM_S` alarm then ends it).
+    static PANIC_OR_FORK: Mutex<()> = Mutex::new(());
+
+    fn panic_or_fork() -> std::sync::MutexGuard<'static, ()> {
+        PANIC_OR_FORK.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     fn panicking_child_hook() {
         panic!("the child hook failed");
@@ -397,6 +425,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "fork(2), which miri does not implement")]
     fn a_panicking_child_hook_fails_the_child() {
+        let _serial = panic_or_fork();
         let hooks = ForkHooks {
             before: nothing,
             after_parent: nothing,
@@ -413,5 +442,41 @@ mod tests {
             ..hooks
         };
         assert_child_succeeded(fork_and_wait(fine, || {}), "nothing");
+    }
+
+    /// Set in the child processes of the tests below.
+    const CHILD_ENV: &str = "TEST_SUPPORT_CHILD_CASE";
+
+    /// A child that runs its test passes.
+    #[test]
+    #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+    fn a_child_process_that_runs_its_test_passes() {
+        if std::env::var_os(CHILD_ENV).is_some() {
+            return;
+        }
+        in_a_child_process(
+            "tests::a_child_process_that_runs_its_test_passes",
+            CHILD_ENV,
+            "1",
+        );
+    }
+
+    /// A name that matches no test of the binary (a test renamed, a unit
+    /// test named without its module path) runs nothing in the child, which
+    /// libtest reports as a success: that must fail, not pass unchecked.
+    #[test]
+    #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+    fn a_child_process_that_runs_no_test_fails() {
+        let _serial = panic_or_fork();
+        for name in [
+            "no_such_test_in_this_binary",
+            // The test above, without its module path.
+            "a_child_process_that_runs_its_test_passes",
+        ] {
+            let outcome = catch_unwind(|| in_a_child_process(name, CHILD_ENV, "1"));
+            let payload = outcome.expect_err("a child that ran no test passed");
+            let message = crate::misuse::message_of(&*payload);
+            assert!(message.contains("ran no test"), "{message}");
+        }
     }
 }
