@@ -7,15 +7,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The crates with loom models. A listed crate without tests/loom.rs, or a
+# tests/loom.rs of an unlisted crate, fails here, before anything runs: a
+# model file renamed or added must not drop out of the run unnoticed.
+loom_crates=(hazptr qrwlock rcu-lite)
+for crate in "${loom_crates[@]}"; do
+    [ -f "$crate/tests/loom.rs" ] || { echo "test.sh: $crate/tests/loom.rs is missing" >&2; exit 1; }
+done
+for model in */tests/loom.rs; do
+    [ -f "$model" ] || continue
+    [[ " ${loom_crates[*]} " == *" ${model%%/*} "* ]] ||
+        { echo "test.sh: $model is not in loom_crates" >&2; exit 1; }
+done
+
 cargo test --workspace
 
 # Loom builds every crate with `--cfg loom`; a separate target directory keeps
 # that from invalidating the normal build.
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
-for crate in hazptr qrwlock rcu-lite membarrier-sim; do
-    if [ -f "$crate/tests/loom.rs" ]; then
-        echo "== loom models: $crate (LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS)"
-        RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-            cargo test -p "$crate" --test loom --release
-    fi
+for crate in "${loom_crates[@]}"; do
+    echo "== loom models: $crate (LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS)"
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+        cargo test -p "$crate" --test loom --release
 done
