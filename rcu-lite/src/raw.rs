@@ -13,6 +13,14 @@ use crate::memb;
 
 /// Enters a memb read-side section without a guard (`rcu_read_lock()`). End it
 /// with [`memb_read_unlock`] on the same thread.
+///
+/// A section left open is not detected: like a guard leaked with
+/// `mem::forget`, it holds up every later grace period of the flavor (and so
+/// every `call_rcu()` callback and `rcu_barrier()`) forever, also after the
+/// thread exits, since its record is kept, still inside (at exit it cannot be
+/// told from a guard that a later thread-local or thread-specific destructor
+/// still holds). On the thread itself, `synchronize_rcu()` and
+/// `rcu_barrier()` panic as inside any section.
 #[inline]
 pub fn memb_read_lock() {
     memb::lock();

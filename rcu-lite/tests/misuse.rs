@@ -175,6 +175,43 @@ fn rcu_barrier_inside_a_callback() {
     test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
 }
 
+/// `fork::before_fork()` from inside a callback of either flavor: it would
+/// wait for the batch lock that the worker running it holds.
+#[test]
+fn before_fork_inside_a_callback() {
+    for flavor in ["memb", "qsbr"] {
+        let (tx, rx) = mpsc::channel();
+        let callback = move || {
+            let message = catch_unwind(|| {
+                rcu_lite::fork::before_fork();
+                // Not reached unless the check is gone: give the locks back.
+                rcu_lite::fork::after_fork_parent();
+            })
+            .err()
+            .map(|e| message_of(&*e));
+            let _ = tx.send(message);
+        };
+        if flavor == "memb" {
+            memb::call_rcu(callback);
+        } else {
+            qsbr::call_rcu(callback);
+        }
+        let what = format!("fork::before_fork inside a {flavor} callback");
+        let message = panic_message_of(&what, move || match rx.recv_timeout(HANG_LIMIT / 2) {
+            Ok(Some(message)) => panic!("{message}"),
+            Ok(None) => {}
+            Err(_) => panic!("the callback did not report within {:?}", HANG_LIMIT / 2),
+        });
+        assert!(
+            message.contains("rcu_lite::fork::before_fork()") && message.contains(IN_CALLBACK),
+            "{what}: {message}"
+        );
+    }
+    // The workers survived, and nothing was left held.
+    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+    test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
+}
+
 #[test]
 fn qsbr_synchronize_with_an_online_registration() {
     assert_misuse(
