@@ -30,23 +30,37 @@ pub(super) const RCU_LITE_QSBR: Implementation<dyn Torture, Options> = Implement
 
 /// An owned torture object whose drop is the ledger's reclamation.
 ///
-/// The cell keeps each value in a box of its own and frees that box right
-/// after dropping the value, with no quarantine. A reader that reaches a box
-/// freed too early reads whatever the allocator wrote there (glibc's tcache
-/// stores its list link and a key in the first two words): following a plain
-/// pointer from it would crash the run instead of counting the error. So the
-/// pointer sits between two magic words that `drop` poisons before it clears
-/// the pointer, and a reader follows it only when both words read
-/// [`TRACKED_LIVE`]; otherwise it gets [`object::RECLAIMED`], a poisoned
-/// object, and counts a premature reclamation. A box the allocator has
-/// already handed to a writer's next value reads as that value: a miss, not
-/// a crash.
+/// The cell keeps each value in a box of its own and frees that box with no
+/// quarantine. A reader that reaches a box freed too early reads whatever the
+/// allocator wrote there (glibc's tcache stores its list link and a key in
+/// the first two words): following a plain pointer from it would crash the
+/// run instead of counting the error. So the pointer sits between a magic
+/// word and a check word, [`check_of`] the pointer, and a reader follows it
+/// only when the magic word reads [`TRACKED_LIVE`] and the check word matches
+/// the pointer it loaded; otherwise it gets [`object::RECLAIMED`], a poisoned
+/// object, and counts a premature reclamation.
+///
+/// The check word is bound to the pointer, not a second magic word, because
+/// a box is not always freed after its value's drop: `Rcu::update`'s and
+/// `Rcu::replace`'s callbacks drop the value in its box (poisoning both words
+/// first), but `Rcu::replace_and_synchronize` moves the value out and frees
+/// the box before the value is dropped, so that box is freed with both words
+/// still live. A reader that loaded the magic word before that free and the
+/// pointer after it would see a live word on each side of the allocator's
+/// key, and follow it. A box the allocator has already handed to a writer's
+/// next value reads as that value: a miss, not a crash.
 // repr(C): the words stay in this order, the pointer between them.
 #[repr(C)]
 struct Tracked {
     magic: AtomicU64,
     object: AtomicPtr<TortureObject>,
-    magic_after: AtomicU64,
+    /// [`check_of`] `object`, until the drop poisons it.
+    check: AtomicU64,
+}
+
+/// The check word of a [`Tracked`] holding `object`.
+fn check_of(object: *mut TortureObject) -> u64 {
+    TRACKED_LIVE ^ object.addr() as u64
 }
 
 /// The magic words of a [`Tracked`] no drop has reached.
@@ -60,10 +74,11 @@ unsafe impl Sync for Tracked {}
 
 impl Tracked {
     fn new(object: Box<TortureObject>) -> Tracked {
+        let object = Box::into_raw(object);
         Tracked {
             magic: AtomicU64::new(TRACKED_LIVE),
-            object: AtomicPtr::new(Box::into_raw(object)),
-            magic_after: AtomicU64::new(TRACKED_LIVE),
+            object: AtomicPtr::new(object),
+            check: AtomicU64::new(check_of(object)),
         }
     }
 
@@ -72,17 +87,20 @@ impl Tracked {
     #[inline]
     fn object(&self) -> &TortureObject {
         // Acquire, all three: each load stays after the one before it. The
-        // drop poisons `magic_after` before it clears `object` (Release), so
-        // a reader whose `object` load sees the clearing, or a later write,
-        // sees the poison in `magic_after`.
+        // drop poisons `check` before it clears `object` (Release), so a
+        // reader whose `object` load sees the clearing sees the poison; and
+        // whatever else an `object` load finds in a freed box (the
+        // allocator's key, a torn write of the next value), the check word
+        // loaded after it does not match it.
         let before = self.magic.load(Acquire);
         let object = self.object.load(Acquire);
-        let after = self.magic_after.load(Acquire);
-        if before != TRACKED_LIVE || after != TRACKED_LIVE || !object.is_aligned() {
+        let check = self.check.load(Acquire);
+        if before != TRACKED_LIVE || check != check_of(object) || !object.is_aligned() {
             return &object::RECLAIMED;
         }
-        // SAFETY: both magic words were live around the pointer's load, so
-        // it is this value's object, which `drop` hands to the ledger's
+        // SAFETY: the magic word was live before the pointer's load and the
+        // check word matched it after, so it is this value's object, which
+        // `drop` hands to the ledger's
         // quarantine: it stays allocated (poisoned once reclaimed) for as
         // long as any reader can still be inside.
         match unsafe { object.as_ref() } {
@@ -100,7 +118,7 @@ impl Drop for Tracked {
     fn drop(&mut self) {
         // Relaxed for the words, Release for the clearing: see `object`.
         self.magic.store(POISON, Relaxed);
-        self.magic_after.store(POISON, Relaxed);
+        self.check.store(POISON, Relaxed);
         let object = self.object.swap(std::ptr::null_mut(), Release);
         // SAFETY: the pointer came from `Box::into_raw` of a
         // `TortureObject::new` box in `new`, and this drop runs once; the
@@ -243,25 +261,65 @@ mod tests {
                 0x5555_0000_1234_5678,
             ),
             ("poison in the first word", &tracked.magic, POISON),
-            ("poison in the last word", &tracked.magic_after, POISON),
-            ("a live word's neighbour", &tracked.magic_after, 0),
+            ("poison in the last word", &tracked.check, POISON),
+            ("a live word's neighbour", &tracked.check, 0),
         ];
         for (what, word, value) in cases {
+            let was = word.load(Relaxed);
             tracked.object.store(garbage, Relaxed);
             word.store(value, Relaxed);
             assert!(
                 std::ptr::eq(tracked.object(), &object::RECLAIMED),
                 "{what}: not read as reclaimed"
             );
-            word.store(TRACKED_LIVE, Relaxed);
+            word.store(was, Relaxed);
         }
-        // Live words around a null or misaligned pointer: not followed either.
+        // Words that match a null or misaligned pointer: not followed either.
         for bad in [std::ptr::null_mut(), real.wrapping_byte_add(1)] {
             tracked.object.store(bad, Relaxed);
+            tracked.check.store(check_of(bad), Relaxed);
             assert!(std::ptr::eq(tracked.object(), &object::RECLAIMED));
         }
         tracked.object.store(real, Relaxed);
+        tracked.check.store(check_of(real), Relaxed);
         assert!(tracked.object().is_live());
+    }
+
+    /// `Rcu::replace_and_synchronize` moves the value out of its box and
+    /// frees the box before the value's drop, so the box is freed with its
+    /// words unpoisoned. A reader that loaded the magic word before that
+    /// free and the pointer after it (glibc's tcache key, over the second
+    /// word) must not follow it: here the first and last words are as the
+    /// value left them, live, around an aligned address mapped by nothing.
+    /// (With a second magic word in place of the check, it was followed.)
+    #[test]
+    fn a_box_freed_before_its_values_drop_is_never_followed() {
+        let ledger = Ledger::new();
+        let boxed = Box::into_raw(Box::new(Tracked::new(TortureObject::new(&ledger, 3))));
+        // The move out of the box, as `*Box::from_raw(old)` makes it.
+        // SAFETY: `boxed` is a live box; its value is owned by `moved` from
+        // here on and never dropped through `boxed`.
+        let moved = unsafe { std::ptr::read(boxed) };
+        // SAFETY: the box's memory stays allocated (freed below); the test
+        // writes what the allocator's free would write over the pointer.
+        let left = unsafe { &*boxed };
+        left.object.store(
+            std::ptr::without_provenance_mut::<TortureObject>(0x10),
+            Relaxed,
+        );
+        assert_eq!(
+            left.magic.load(Relaxed),
+            TRACKED_LIVE,
+            "the first word, unpoisoned"
+        );
+        assert!(
+            std::ptr::eq(left.object(), &object::RECLAIMED),
+            "garbage between two unpoisoned words was followed"
+        );
+        // SAFETY: the box's allocation, whose value `moved` owns.
+        drop(unsafe { Box::from_raw(boxed.cast::<std::mem::MaybeUninit<Tracked>>()) });
+        drop(moved);
+        assert_eq!(ledger.reclaimed(), 1);
     }
 
     /// Dropping the torture cell waits for its pending `call_rcu`
