@@ -176,7 +176,9 @@ fn rcu_barrier_inside_a_callback() {
 }
 
 /// `fork::before_fork()` from inside a callback of either flavor: it would
-/// wait for the batch lock that the worker running it holds.
+/// wait for the batch lock that the worker running it holds. (No fork hooks
+/// under loom.)
+#[cfg(not(loom))]
 #[test]
 fn before_fork_inside_a_callback() {
     for flavor in ["memb", "qsbr"] {
