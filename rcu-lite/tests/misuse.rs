@@ -139,32 +139,41 @@ fn memb_nesting_overflow() {
     test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
 }
 
+/// Runs `call` inside a callback of `flavor` and returns the message of the
+/// panic it raised there (the test fails if it returned, or if the callback
+/// did not report in time: a hang).
+fn panic_message_inside_a_callback(
+    flavor: &str,
+    what: &str,
+    call: impl FnOnce() + std::panic::UnwindSafe + Send + 'static,
+) -> String {
+    let (tx, rx) = mpsc::channel();
+    let callback = move || {
+        let message = catch_unwind(call).err().map(|e| message_of(&*e));
+        let _ = tx.send(message);
+    };
+    if flavor == "memb" {
+        memb::call_rcu(callback);
+    } else {
+        qsbr::call_rcu(callback);
+    }
+    panic_message_of(what, move || match rx.recv_timeout(HANG_LIMIT / 2) {
+        Ok(Some(message)) => panic!("{message}"),
+        Ok(None) => {}
+        Err(_) => panic!("the callback did not report within {:?}", HANG_LIMIT / 2),
+    })
+}
+
 #[test]
 fn rcu_barrier_inside_a_callback() {
     for flavor in ["memb", "qsbr"] {
-        let (tx, rx) = mpsc::channel();
         let barrier: fn() = if flavor == "memb" {
             memb::rcu_barrier
         } else {
             qsbr::rcu_barrier
         };
-        let callback = move || {
-            let message = catch_unwind(barrier)
-                .err()
-                .and_then(|e| e.downcast_ref::<String>().cloned());
-            let _ = tx.send(message);
-        };
-        if flavor == "memb" {
-            memb::call_rcu(callback);
-        } else {
-            qsbr::call_rcu(callback);
-        }
         let what = format!("{flavor}::rcu_barrier inside a callback");
-        let message = panic_message_of(&what, move || match rx.recv_timeout(HANG_LIMIT / 2) {
-            Ok(Some(message)) => panic!("{message}"),
-            Ok(None) => {}
-            Err(_) => panic!("the callback did not report within {:?}", HANG_LIMIT / 2),
-        });
+        let message = panic_message_inside_a_callback(flavor, &what, barrier);
         assert!(
             message.contains(&format!("{flavor}::rcu_barrier()")) && message.contains(IN_CALLBACK),
             "{what}: {message}"
@@ -182,27 +191,11 @@ fn rcu_barrier_inside_a_callback() {
 #[test]
 fn before_fork_inside_a_callback() {
     for flavor in ["memb", "qsbr"] {
-        let (tx, rx) = mpsc::channel();
-        let callback = move || {
-            let message = catch_unwind(|| {
-                rcu_lite::fork::before_fork();
-                // Not reached unless the check is gone: give the locks back.
-                rcu_lite::fork::after_fork_parent();
-            })
-            .err()
-            .map(|e| message_of(&*e));
-            let _ = tx.send(message);
-        };
-        if flavor == "memb" {
-            memb::call_rcu(callback);
-        } else {
-            qsbr::call_rcu(callback);
-        }
         let what = format!("fork::before_fork inside a {flavor} callback");
-        let message = panic_message_of(&what, move || match rx.recv_timeout(HANG_LIMIT / 2) {
-            Ok(Some(message)) => panic!("{message}"),
-            Ok(None) => {}
-            Err(_) => panic!("the callback did not report within {:?}", HANG_LIMIT / 2),
+        let message = panic_message_inside_a_callback(flavor, &what, || {
+            rcu_lite::fork::before_fork();
+            // Not reached unless the check is gone: give the locks back.
+            rcu_lite::fork::after_fork_parent();
         });
         assert!(
             message.contains("rcu_lite::fork::before_fork()") && message.contains(IN_CALLBACK),
