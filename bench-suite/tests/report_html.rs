@@ -60,6 +60,7 @@ fn sample_results() -> Results {
             faults: None,
             failure: None,
             writes_per_s_rounds: vec![1800.0, 2000.0, 2400.0],
+            starved_rounds: vec![locktorture::Starved::default(); 3],
         })
         .collect();
     let rcuscale = [1usize, 4, 16]

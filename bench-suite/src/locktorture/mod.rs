@@ -257,9 +257,62 @@ pub struct Outcome {
     /// [`Outcome::writes_per_s_by_round`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes_per_s_rounds: Vec<f64>,
+    /// The starvation verdicts of each round, in the order the rounds ran,
+    /// for an outcome merged from rounds ([`merge_rounds`]); empty for a
+    /// single run (see [`Outcome::starved_by_round`]). The other fields
+    /// hold the median round's counts only, and one round of a quick
+    /// profile is short enough (under a second, 20 threads on 2 CPUs) that
+    /// whether it flags a side moves from round to round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub starved_rounds: Vec<Starved>,
+}
+
+/// Which sides of one run failed the kernel's starvation test (`max / 2 >
+/// min`), on the raw counts ([`Counts::starved`]) and on the rates off the
+/// runqueue ([`ServedRate::starved`], `None` where not measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Starved {
+    /// Some writer got less than half the busiest writer's count.
+    pub writers: bool,
+    /// Some reader got less than half the busiest reader's count.
+    pub readers: bool,
+    /// The writers' test on acquisitions per millisecond off the runqueue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writers_off_runqueue: Option<bool>,
+    /// The readers' test on acquisitions per millisecond off the runqueue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers_off_runqueue: Option<bool>,
+}
+
+impl Starved {
+    /// Whether either side starved on the raw counts.
+    pub fn any(&self) -> bool {
+        self.writers || self.readers
+    }
 }
 
 impl Outcome {
+    /// This run's own starvation verdicts (for a merged outcome, the median
+    /// round's).
+    pub fn starved(&self) -> Starved {
+        Starved {
+            writers: self.writes.starved(),
+            readers: self.reads.starved(),
+            writers_off_runqueue: self.writes_served_per_ms.map(|r| r.starved()),
+            readers_off_runqueue: self.reads_served_per_ms.map(|r| r.starved()),
+        }
+    }
+
+    /// The starvation verdicts round by round: a single run's are its one
+    /// round.
+    pub fn starved_by_round(&self) -> Vec<Starved> {
+        if self.starved_rounds.is_empty() {
+            vec![self.starved()]
+        } else {
+            self.starved_rounds.clone()
+        }
+    }
+
     /// Writer acquisitions per second, round by round: a single run's rate
     /// is its one round.
     pub fn writes_per_s_by_round(&self) -> Vec<f64> {
@@ -636,6 +689,7 @@ pub fn torture<'w>(
         faults: fault_counts,
         failure,
         writes_per_s_rounds: Vec::new(),
+        starved_rounds: Vec::new(),
     })
 }
 
@@ -663,6 +717,7 @@ pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
     let (fail, write_fail, read_fail) = runs.iter().fold((0, 0, 0), |(f, w, r), o| {
         (f + o.fail, w + o.write_fail, r + o.read_fail)
     });
+    let starved_rounds = runs.iter().map(Outcome::starved).collect();
     let median = crate::stats::median_index(&rates);
     Outcome {
         fail,
@@ -670,6 +725,7 @@ pub fn merge_rounds(mut runs: Vec<Outcome>) -> Outcome {
         read_fail,
         failure,
         writes_per_s_rounds: rates,
+        starved_rounds,
         ..runs.swap_remove(median)
     }
 }
@@ -1131,6 +1187,7 @@ mod tests {
             faults: None,
             failure: None,
             writes_per_s_rounds: Vec::new(),
+            starved_rounds: Vec::new(),
         }
     }
 

@@ -371,10 +371,29 @@ fn row(
     costs: impl Fn(&str) -> String,
 ) -> Option<Choice> {
     let Ranking { leader, others } = ranked?;
-    let (tied, behind): (Vec<_>, Vec<_>) = others.iter().partition(|(_, m)| m.tie(every_turn));
+    // The tied contenders are a prefix of the order of figures: one whose
+    // figure is better than a tied contender's ties too, even where its own
+    // margin alone would not (the pairs decide the margins, the figures
+    // the order, and the two can disagree near the threshold).
+    let last_tie = others.iter().rposition(|(_, m)| m.tie(every_turn));
+    let (tied, behind) = others.split_at(last_tie.map_or(0, |i| i + 1));
     let mut parts: Vec<String> = tied
         .iter()
-        .map(|(c, m)| describe(c, m, unit, every_turn))
+        .map(|(c, m)| {
+            let described = describe(c, m, unit, every_turn);
+            match last_tie {
+                Some(i) if !m.tie(every_turn) => {
+                    let (through, _) = &others[i];
+                    format!(
+                        "{}; a tie all the same: its figure is better than that of {}, which \
+                         ties)",
+                        described.strip_suffix(')').unwrap_or(&described),
+                        through.name
+                    )
+                }
+                _ => described,
+            }
+        })
         .collect();
     if let Some((c, m)) = behind.first() {
         let next = describe(c, m, unit, every_turn);
@@ -563,17 +582,23 @@ pub fn table(results: &Results) -> Vec<Choice> {
                 .filter(|o| o.lock == lock)
                 .max_by_key(|o| o.writers + o.readers)
             {
-                Some(o) => format!(
-                    "under contention ({}w/{}r) writers get {:.3} of a reader's share{}",
-                    o.writers,
-                    o.readers,
-                    o.writer_share(),
-                    if o.writes.starved() || o.reads.starved() {
-                        ", some threads starved"
-                    } else {
-                        ""
-                    }
-                ),
+                Some(o) => {
+                    // Every round's verdict, not the median round's alone:
+                    // a short round flags a side or not by chance.
+                    let rounds = o.starved_by_round();
+                    let starving = rounds.iter().filter(|s| s.any()).count();
+                    format!(
+                        "under contention ({}w/{}r) writers get {:.3} of a reader's share{}",
+                        o.writers,
+                        o.readers,
+                        o.writer_share(),
+                        match (starving, rounds.len()) {
+                            (0, _) => String::new(),
+                            (_, 1) => ", some threads starved".to_owned(),
+                            (k, n) => format!(", some threads starved in {k} of {n} rounds"),
+                        }
+                    )
+                }
                 None => "contention not measured".into(),
             }
         },
@@ -887,7 +912,53 @@ mod tests {
             faults: None,
             failure: None,
             writes_per_s_rounds: Vec::new(),
+            starved_rounds: Vec::new(),
         }
+    }
+
+    /// The read-lock row's note on starvation counts the rounds that
+    /// flagged it: the median round alone says "starved" or not by chance
+    /// when a round lasts well under a second.
+    #[test]
+    fn the_read_lock_row_counts_the_rounds_that_starved() {
+        let mut r = sample();
+        r.refscale = vec![
+            read("qrwlock-read", 2, 4.0),
+            read("parking_lot-read", 2, 5.0),
+        ];
+        let starving = |writes: u64| locktorture::Outcome {
+            reads: counts(100, 50, 20),
+            ..lock("qrwlock", 4, 16, writes)
+        };
+        // Rounds of 900, 1000 and 1100 writes: the median one (the second)
+        // starved no side, the third starved readers.
+        let merged = locktorture::merge_rounds(vec![
+            lock("qrwlock", 4, 16, 900),
+            lock("qrwlock", 4, 16, 1000),
+            starving(1100),
+        ]);
+        r.locktorture = vec![merged];
+        let note = |r: &Results| {
+            table(r)
+                .into_iter()
+                .find(|c| c.use_case.starts_with("read-mostly lock"))
+                .unwrap()
+                .costs_elsewhere
+        };
+        assert!(
+            note(&r).ends_with("of a reader's share, some threads starved in 1 of 3 rounds"),
+            "{}",
+            note(&r)
+        );
+        // A run from before the report took rounds is its own one round.
+        r.locktorture = vec![starving(1000)];
+        assert!(
+            note(&r).ends_with("share, some threads starved"),
+            "{}",
+            note(&r)
+        );
+        r.locktorture = vec![lock("qrwlock", 4, 16, 1000)];
+        assert!(note(&r).ends_with("of a reader's share"), "{}", note(&r));
     }
 
     #[test]
@@ -1084,7 +1155,9 @@ mod tests {
         let mut r = sample();
         // Medians: rcu-lite-memb 1.0, hazptr 1.15, crossbeam-epoch 1.2. Paired
         // with the leader, hazptr is 1.15x behind, but crossbeam-epoch is
-        // ahead (0.90x): it ties with the leader, hazptr comes next.
+        // ahead (0.90x): it ties with the leader, and hazptr, whose figure
+        // is better than crossbeam-epoch's, ties too (the tied contenders
+        // are a prefix of the order of figures).
         r.refscale = vec![
             read_in_turns("rcu-lite-memb", vec![1.0, 2.0, 1.0]),
             read_in_turns("hazptr", vec![1.15, 1.15, 1.15]),
@@ -1094,12 +1167,17 @@ mod tests {
         let pointer = pointer_row(&rows);
         assert_eq!(pointer.winner, "rcu-lite-memb", "{pointer:?}");
         assert_eq!(pointer.figure, "1.00 ns/read", "{pointer:?}");
-        assert_eq!(pointer.tied_with, ["crossbeam-epoch"], "{pointer:?}");
+        assert_eq!(
+            pointer.tied_with,
+            ["hazptr", "crossbeam-epoch"],
+            "{pointer:?}"
+        );
         assert_eq!(
             pointer.runner_up,
-            "crossbeam-epoch (1.20 ns/read; a tie: the winner's figure is better, but paired \
-             turn by turn crossbeam-epoch is 1.11x better); next hazptr (1.15 ns/read; winner \
-             1.15x better)"
+            "hazptr (1.15 ns/read; winner 1.15x better; a tie all the same: its figure is better \
+             than that of crossbeam-epoch, which ties); crossbeam-epoch (1.20 ns/read; a tie: \
+             the winner's figure is better, but paired turn by turn crossbeam-epoch is 1.11x \
+             better)"
         );
         // Every contender behind the winner is behind by its figure too:
         // no "winner" with a worse figure, no margin under 1 outside a tie.
@@ -1478,6 +1556,39 @@ mod tests {
         assert_eq!(
             bulk.runner_up,
             "seize (1.50 Mobjects/s; winner 2.00x better, 1.81-2.00x round by round)"
+        );
+    }
+
+    /// The pairs give the margins and the figures the order, and near the
+    /// threshold the two disagree: a contender whose figure is better than
+    /// a tied one's must tie too, not come "next" after it.
+    #[test]
+    fn a_contender_ahead_of_a_tied_one_ties_too() {
+        let mut r = sample();
+        r.deferred_free = vec![
+            deferred_in_rounds("haphazard", vec![1.67e6, 1.51e6, 1.68e6]),
+            // Median 1.50M; paired 1.39x, 1.01x and 1.11x: a margin of 1.11x
+            // that every round puts the leader ahead by.
+            deferred_in_rounds("rcu-lite-memb", vec![1.20e6, 1.50e6, 1.52e6]),
+            // Median 1.39M; paired 1.08x, 1.09x and 1.27x: a margin of 1.09x.
+            deferred_in_rounds("hazptr", vec![1.54e6, 1.39e6, 1.32e6]),
+            deferred_in_rounds("seize", vec![0.8e6, 0.8e6, 0.8e6]),
+        ];
+        let rows = table(&r);
+        let bulk = row_of(&rows, "freeing in bulk");
+        assert_eq!(
+            bulk.winners(),
+            "haphazard, rcu-lite-memb, hazptr (a tie)",
+            "{bulk:?}"
+        );
+        assert_eq!(
+            bulk.runner_up,
+            "rcu-lite-memb (1.50 Mobjects/s; winner 1.11x better, 1.01-1.39x round by round; \
+             a tie all the same: its figure is better than that of hazptr, which ties); hazptr \
+             (1.39 Mobjects/s; a tie: winner 1.09x better, 1.08-1.27x round by round, within \
+             the spread of repeated runs); next seize (800000 objects/s; winner 2.09x better, \
+             1.89-2.10x round by round)",
+            "{bulk:?}"
         );
     }
 

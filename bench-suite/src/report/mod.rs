@@ -1074,6 +1074,46 @@ fn ordered_numbers(values: impl Iterator<Item = usize>) -> Vec<usize> {
     out
 }
 
+/// A *starved* cell of the locktorture table: which sides failed the
+/// starvation test (`side` picks the writers' and readers' verdicts of a
+/// round, `None` where the round did not measure it). One round names the
+/// sides; several count, per side, the rounds that flagged it.
+fn starved_cell(
+    rounds: &[locktorture::Starved],
+    side: impl Fn(&locktorture::Starved) -> (Option<bool>, Option<bool>),
+) -> String {
+    let verdicts: Vec<(Option<bool>, Option<bool>)> = rounds.iter().map(side).collect();
+    if verdicts.iter().all(|(w, r)| w.is_none() && r.is_none()) {
+        return "n/a".to_owned();
+    }
+    let sides = [
+        (
+            "writers",
+            verdicts.iter().filter(|v| v.0 == Some(true)).count(),
+        ),
+        (
+            "readers",
+            verdicts.iter().filter(|v| v.1 == Some(true)).count(),
+        ),
+    ];
+    let named: Vec<String> = sides
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| {
+            if verdicts.len() == 1 {
+                (*name).to_owned()
+            } else {
+                format!("{name} {n}/{}", verdicts.len())
+            }
+        })
+        .collect();
+    if named.is_empty() {
+        "no".to_owned()
+    } else {
+        named.join(", ")
+    }
+}
+
 fn locktorture_section(results: &Results) -> Section {
     let mut section = Section::new("Reader-writer locks under contention (locktorture)");
     section.paragraph(format!(
@@ -1113,21 +1153,11 @@ fn locktorture_section(results: &Results) -> Section {
             .max()
             .unwrap_or(1)
             .max(1);
-        let which = |writers: bool, readers: bool| match (writers, readers) {
-            (true, true) => "writers, readers",
-            (true, false) => "writers",
-            (false, true) => "readers",
-            (false, false) => "no",
-        };
-        let starved = which(o.writes.starved(), o.reads.starved());
-        let served = |r: Option<locktorture::ServedRate>| r.map(|r| r.starved());
-        let starved_served = match (
-            served(o.writes_served_per_ms),
-            served(o.reads_served_per_ms),
-        ) {
-            (None, None) => "n/a",
-            (w, r) => which(w.unwrap_or(false), r.unwrap_or(false)),
-        };
+        let rounds = o.starved_by_round();
+        let starved = starved_cell(&rounds, |s| (Some(s.writers), Some(s.readers)));
+        let starved_served = starved_cell(&rounds, |s| {
+            (s.writers_off_runqueue, s.readers_off_runqueue)
+        });
         table.row(vec![
             o.lock.clone(),
             o.writers.to_string(),
@@ -1140,8 +1170,8 @@ fn locktorture_section(results: &Results) -> Section {
                 (o.writes.total + o.reads.total) as f64 / best as f64
             ),
             format!("{:.3}", o.writer_share()),
-            starved.to_owned(),
-            starved_served.to_owned(),
+            starved,
+            starved_served,
             checks_cell(o.fail, o.failure.as_deref()),
         ]);
     }
@@ -1156,8 +1186,10 @@ fn locktorture_section(results: &Results) -> Section {
         format!(
             "Each mix ran in {rounds} rounds, the locks taking turns in an order rotated from round \
              to round. A row is the lock's median round by writer acquisitions per second (its \
-             counts, share and starvation), *writes/s by round* gives every round's rate in the \
-             order they ran, and *fail* counts the exclusion failures of every round."
+             counts and share), *writes/s by round* gives every round's rate in the order they \
+             ran, the *starved* columns count the rounds in which a side failed the test \
+             (*writers 1/{rounds}*: in one round of {rounds}), and *fail* counts the exclusion \
+             failures of every round."
         )
     } else {
         "Each lock ran once per mix, one after the other: *writes/s by round* is that one run's \
@@ -1354,9 +1386,14 @@ pub(crate) mod tests {
             write_fail: fail,
             ..results.locktorture[0].clone()
         };
-        // Rounds of 800, 400 and 1200 writes in 2 s; the second failed once.
+        // Rounds of 800, 400 and 1200 writes in 2 s; the second failed once,
+        // and starved a reader, where the median round (the first) did not.
+        let starving = locktorture::Outcome {
+            reads: counts(1600, 110, 40),
+            ..lock(400, 1)
+        };
         results.locktorture = vec![
-            locktorture::merge_rounds(vec![lock(800, 0), lock(400, 1), lock(1200, 0)]),
+            locktorture::merge_rounds(vec![lock(800, 0), starving, lock(1200, 0)]),
             locktorture::Outcome {
                 lock: "lock-b".into(),
                 ..lock(1200, 0)
@@ -1375,13 +1412,14 @@ pub(crate) mod tests {
         let md = document(&results).to_markdown();
         assert!(
             md.contains(
-                "| lock-a | 4 | 16 | 800 | 1600 | 400, 200, 600 | 0.86x | 2.000 | no | writers \
-                 | 1 !!! |"
+                "| lock-a | 4 | 16 | 800 | 1600 | 400, 200, 600 | 0.86x | 2.000 | readers 1/3 \
+                 | writers 3/3 | 1 !!! |"
             ),
             "{md}"
         );
+        // A single run names the sides it flagged, with no count.
         assert!(
-            md.contains("| lock-b | 4 | 16 | 1200 | 1600 | 600 | 1.00x |"),
+            md.contains("| lock-b | 4 | 16 | 1200 | 1600 | 600 | 1.00x | 3.000 | no | writers |"),
             "{md}"
         );
         assert!(md.contains("Each mix ran in 3 rounds"), "{md}");
@@ -1450,6 +1488,7 @@ pub(crate) mod tests {
                 faults: None,
                 failure: None,
                 writes_per_s_rounds: Vec::new(),
+                starved_rounds: Vec::new(),
             }],
             rcuscale: vec![rcuscale::Outcome {
                 name: "waiter".into(),
