@@ -544,12 +544,13 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
     }
     buffers.cleared = cleared;
     // 2. Every queued waiter, one scan. Acquire pairs with the callers'
-    //    SeqCst push: their waiters and unpublishes are visible. SeqCst, not
-    //    just Acquire: `scanner_sleep`'s SeqCst load of `queue` may otherwise
-    //    return this swap's null even after a caller's SeqCst push that saw
-    //    the scanner awake (an SC load may read a non-SC write that does not
-    //    happen before the last SC one), and caller and scanner both sleep:
-    //    miri found that lost wake-up.
+    //    SeqCst push: their waiters and unpublishes are visible. The Release
+    //    half (SeqCst includes it) is the scanner's side of the wake-up
+    //    handshake in `wake_scanner`: a caller's push that reads from this
+    //    swap synchronizes with it, so that caller's load of
+    //    `scanner_state` sees the SLEEPING store `scanner_sleep` made before
+    //    this pass, and it wakes the scanner that this swap left with
+    //    nothing to do.
     let batch = scan.queue.swap(ptr::null_mut(), Ordering::SeqCst);
     let had_batch = !batch.is_null();
     if had_batch {
