@@ -93,7 +93,8 @@ pub use guard::{Guard, acquire, scoped, scoped_ptr};
 ///
 /// # Panics
 ///
-/// If the calling thread holds a guard protecting `addr`.
+/// If the calling thread holds a guard protecting `addr` (with the
+/// exceptions that [`Domain::synchronize`] lists).
 pub fn synchronize<T>(addr: *const T) {
     Domain::global().synchronize(addr)
 }

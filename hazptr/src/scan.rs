@@ -244,6 +244,12 @@ impl Domain {
     /// would wait for itself forever. Also between the calling thread's
     /// [`before_fork`](crate::fork::before_fork) and `after_fork_*`: a guard
     /// of another thread may then be waiting for a lock the hooks hold.
+    ///
+    /// One self-wait is not caught and hangs: a call from a thread-local
+    /// destructor that runs after hazptr's own per-thread state is gone, for
+    /// an address that a guard kept in another thread-local of the same
+    /// thread still protects (the check finds the thread's slots through
+    /// that state; see `docs/hazptr.md`, *Misuse that panics*).
     pub fn synchronize<T>(&self, addr: *const T) {
         // As a guard stores it: a marked pointer's object is what its guards
         // protect, and a null or a sentinel (`RESERVED` included) is no
