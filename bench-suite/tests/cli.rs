@@ -483,10 +483,11 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
     let markdown = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     // The committed run's figures, said to be read back, in every section.
     assert!(
-        markdown.contains("Run wall time: 102 s.")
+        markdown.contains("Run wall time: 105 s.")
             && markdown.contains("Written again by `syncbench report --from`")
             && markdown.contains("## Choosing a primitive on this machine")
-            && markdown.contains("| hazptr | 1.21 |"),
+            && markdown.contains("| hazptr | 1.24 |")
+            && markdown.contains("| 80.3k, 77.5k, 76.9k |"),
         "{markdown}"
     );
     assert!(out_dir.join("report.html").exists() && out_dir.join("results.json").exists());

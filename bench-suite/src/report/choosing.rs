@@ -1657,10 +1657,10 @@ mod tests {
 
     #[test]
     fn a_report_read_back_from_single_runs_still_decides_the_rows() {
-        // The reference run's results.json, written before the report took
-        // rounds: one run per lock and per deferred-only implementation,
-        // each its own one round.
-        let json = include_str!("../../../docs/reference-report/results.json");
+        // An earlier reference run's results.json (kept in tests/data),
+        // written before the report took rounds: one run per lock and per
+        // deferred-only implementation, each its own one round.
+        let json = include_str!("../../tests/data/results-before-rounds.json");
         let r = crate::report::read_back(json).unwrap();
         assert!(
             r.locktorture
