@@ -193,6 +193,11 @@ pub struct Advice {
     pub recommended: Option<String>,
     /// The recommendation in words, with its figures.
     pub reason: String,
+    /// Contenders whose median run completed no write: they measured reads
+    /// only, not the mix asked for (a run stops at `--duration-s`, even
+    /// inside a write's batch of reads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Measures one contender on `config`.
@@ -357,11 +362,33 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
             ),
         ),
     };
+    let writeless: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.skipped.is_none() && o.writes_per_s == 0.0)
+        .map(|o| o.name.as_str())
+        .collect();
+    let warning = (!writeless.is_empty() && config.reads_per_write > 0).then(|| {
+        format!(
+            "the median run of {} completed no write in {} s, so it measured reads only, not \
+             {} reads per write: raise --duration-s until every run holds many batches of reads \
+             and their write",
+            writeless.join(", "),
+            config.duration.as_secs_f64(),
+            config.reads_per_write
+        )
+    });
+    let reason = match &recommended {
+        Some(name) if writeless.contains(&name.as_str()) => {
+            format!("{reason} (reads only: see the warning)")
+        }
+        _ => reason,
+    };
     Advice {
         workload: config,
         outcomes,
         recommended,
         reason,
+        warning,
     }
 }
 
@@ -377,7 +404,7 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
     let w = advice.workload;
     writeln!(
         out,
-        "advise: {} reads per write, {} threads, {}-byte payload, {} run(s) of {:.1} s per contender \
+        "advise: {} reads per write, {} threads, {}-byte payload, {} run(s) of {} s per contender \
          in turns (median run shown)",
         w.reads_per_write,
         w.threads,
@@ -417,6 +444,9 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
                 if o.errors > 0 { " !!!" } else { "" }
             )?,
         }
+    }
+    if let Some(warning) = &advice.warning {
+        writeln!(out, "warning: {warning}")?;
     }
     writeln!(out, "recommendation: {}", advice.reason)
 }
@@ -589,9 +619,10 @@ mod tests {
         Outcome {
             name: name.into(),
             origin: Origin::Peer,
+            // The mix of `workload()`: 10 reads per write.
             ops_per_s: ops,
-            reads_per_s: ops,
-            writes_per_s: 0.0,
+            reads_per_s: ops * 10.0 / 11.0,
+            writes_per_s: ops / 11.0,
             errors,
             runs_ops_per_s: vec![ops],
             skipped: None,
@@ -668,6 +699,7 @@ mod tests {
             ],
             recommended: Some("clean".into()),
             reason: "use clean".into(),
+            warning: None,
         };
         let mut out = Vec::new();
         write_text(&mut out, &advice).unwrap();
@@ -747,5 +779,56 @@ mod tests {
         );
         let none = recommend(workload(), vec![outcome("torn", 1.0, 2)]);
         assert_eq!(none.recommended, None);
+        assert_eq!(advice.warning, None);
+    }
+
+    /// A median run that completed no write measured reads only: the advice
+    /// says which contenders and what to change, and a recommendation
+    /// decided on such a run says so.
+    #[test]
+    fn a_median_run_without_a_write_is_named() {
+        let reads_only = |name: &str, ops: f64| Outcome {
+            reads_per_s: ops,
+            writes_per_s: 0.0,
+            ..outcome(name, ops, 0)
+        };
+        let advice = recommend(
+            workload(),
+            vec![
+                reads_only("fast", 3.0e6),
+                outcome("mixed", 1.0e6, 0),
+                reads_only("slow", 0.5e6),
+            ],
+        );
+        assert_eq!(
+            advice.warning.as_deref(),
+            Some(
+                "the median run of fast, slow completed no write in 0.5 s, so it measured reads \
+                 only, not 10 reads per write: raise --duration-s until every run holds many \
+                 batches of reads and their write"
+            )
+        );
+        assert!(
+            advice.reason.starts_with("use fast: ")
+                && advice.reason.ends_with(" (reads only: see the warning)"),
+            "{}",
+            advice.reason
+        );
+        let mut out = Vec::new();
+        write_text(&mut out, &advice).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("3 run(s) of 0.5 s per contender")
+                && text.contains("\nwarning: the median run of fast, slow completed no write"),
+            "{text}"
+        );
+        // A recommended contender that wrote is not marked, though another
+        // one's run is named.
+        let advice = recommend(
+            workload(),
+            vec![outcome("mixed", 3.0e6, 0), reads_only("slow", 0.5e6)],
+        );
+        assert!(advice.warning.is_some());
+        assert!(!advice.reason.contains("reads only"), "{}", advice.reason);
     }
 }
