@@ -36,7 +36,7 @@ if [ -z "${SKIP_CRITERION:-}" ]; then
 fi
 
 python3 - "$out" "${SKIP_CRITERION:-}" "$target" <<'PY'
-import json, os, statistics, sys
+import json, os, re, statistics, sys
 out, skip, target = sys.argv[1], sys.argv[2], sys.argv[3]
 load = lambda name: {r["impl"]: r for r in json.load(open(f"{out}/{name}.json"))}
 ref = load("refscale")
@@ -71,7 +71,10 @@ for idle in [0, 256]:
 if not skip:
     base = os.path.join(target, "criterion", "treiber")
     est = lambda imp, t: json.load(open(os.path.join(base, imp, t, "new", "estimates.json")))["median"]["point_estimate"]
-    threads = sorted(d for d in os.listdir(os.path.join(base, "hazptr")) if d.isdigit())
+    # The thread counts this run benchmarked, from its own log: criterion's
+    # folder also keeps the results of ids an earlier build ran.
+    log = open(os.path.join(out, "treiber.txt")).read()
+    threads = sorted(set(re.findall(r"treiber/hazptr/(\d+)\b", log)), key=int)
     for t in threads:
         h, p = est("hazptr", t), est("haphazard", t)
         print(f"treiber, {t} thread(s): hazptr {h:.1f} ns, haphazard {p:.1f} ns per push+pop: hazptr throughput "
