@@ -7,19 +7,25 @@
 # ratios within a block.
 #
 # usage: scripts/bench-manycore.sh [SYNCBENCH] [OUT]
-#   SYNCBENCH  a release syncbench binary (default: target/release/syncbench,
-#              built if missing). One built with liburcu is dynamically
+#   SYNCBENCH  a release syncbench binary (default: this checkout's, built
+#              or brought up to date first, in cargo's target directory,
+#              CARGO_TARGET_DIR included). One built with liburcu is dynamically
 #              linked to liburcu-memb.so and liburcu-qsbr.so: a binary copied
 #              from another host starts only where liburcu's runtime library
 #              is installed (liburcu8 on Debian and Ubuntu); or build it with
 #              SYNCBENCH_NO_LIBURCU=1, without the liburcu peers.
 #   OUT        output folder (default: target/bench-manycore)
 set -u
-sb=${1:-target/release/syncbench}
 out=${2:-target/bench-manycore}
 mkdir -p "$out"
-if [ ! -x "$sb" ]; then
+if [ -n "${1:-}" ]; then
+    sb=$1
+else
+    # The build's own binary: a syncbench an earlier build left in
+    # ./target (or none there, with CARGO_TARGET_DIR set) is not this one.
     cargo build --release -p bench-suite --bin syncbench || exit 1
+    sb=$(cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/syncbench || exit 1
 fi
 if ! "$sb" --version > /dev/null; then
     echo "bench-manycore: $sb does not start here (built with liburcu? see ldd $sb)" >&2
