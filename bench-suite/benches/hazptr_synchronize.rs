@@ -1,7 +1,7 @@
 //! `hazptr_synchronize`: effective time per `synchronize` with 1..16
 //! concurrent callers, the shared scan against every caller scanning alone
 //! (the shared-scan series' question). One reader protects the current
-//! object meanwhile. Time per iteration = wall time / total calls.
+//! object meanwhile, from before the clock starts. Time per iteration = wall time / total calls.
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hazptr::Domain;
 use std::hint::black_box;
@@ -13,11 +13,15 @@ use std::time::{Duration, Instant};
 fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
     let current = AtomicPtr::new(Box::into_raw(Box::new(0u64)));
     let per_caller = iters.div_ceil(callers as u64);
-    let start = Barrier::new(callers + 1);
+    // The reader passes the start barrier too, so that it is reading before
+    // the clock starts, not only some time into the sample.
+    let start = Barrier::new(callers + 2);
     let end = Barrier::new(callers + 1);
     let stop = AtomicBool::new(false);
     let elapsed = std::thread::scope(|s| {
         s.spawn(|| {
+            let _ = domain.guard();
+            start.wait();
             while !stop.load(Relaxed) {
                 let mut guard = domain.guard();
                 // SAFETY: protected; never null.
