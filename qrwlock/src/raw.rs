@@ -93,6 +93,28 @@ mod spin_ns {
 /// Use it through [`crate::RwLock`] (`lock_api`), or directly as below. The
 /// raw methods hold no data; the caller pairs every lock with one unlock.
 ///
+/// ```
+/// use qrwlock::RawQRwLock;
+///
+/// let lock = RawQRwLock::new();
+/// lock.read_lock();
+/// assert!(lock.try_read_lock(), "readers share");
+/// assert!(!lock.try_write_lock(), "readers exclude writers");
+/// // SAFETY: the two shared holds taken above, each released once.
+/// unsafe {
+///     lock.read_unlock();
+///     lock.read_unlock();
+/// }
+/// lock.write_lock();
+/// assert!(lock.is_locked_exclusive());
+/// // SAFETY: write-locked just above; afterwards the hold is shared.
+/// unsafe { lock.downgrade() };
+/// assert!(lock.is_locked() && !lock.is_locked_exclusive());
+/// // SAFETY: the shared hold `downgrade` turned the write lock into.
+/// unsafe { lock.read_unlock() };
+/// assert!(!lock.is_locked());
+/// ```
+///
 /// # Fairness
 ///
 /// See the crate documentation's *Fairness* section: a writer that reaches the
