@@ -211,9 +211,9 @@ impl RawQRwLock {
     ///
     /// # Safety
     ///
-    /// The caller holds the lock shared (a [`RawQRwLock::read_lock`] or
-    /// successful [`RawQRwLock::try_read_lock`] not yet released), and gives
-    /// that hold up. The lock stays alive until this call returns, even once
+    /// The caller holds the lock shared (a [`RawQRwLock::read_lock`],
+    /// successful [`RawQRwLock::try_read_lock`] or [`RawQRwLock::downgrade`]
+    /// not yet released), and gives that hold up. The lock stays alive until this call returns, even once
     /// another thread has taken it (this call may still write the word after
     /// the release, to wake a sleeper).
     ///
