@@ -118,7 +118,8 @@ mod spin_ns {
 /// # Fairness
 ///
 /// See the crate documentation's *Fairness* section: a writer that reaches the
-/// front of the FIFO queue is blocked only by readers already inside, and
+/// front of the FIFO queue is blocked only by the holders already inside
+/// (readers, or a writer that took the lock on its fast path), and
 /// queued threads are served in arrival order; the fast paths let a thread
 /// that finds the lock free (readers: free of writers) enter without queueing.
 pub struct RawQRwLock {
