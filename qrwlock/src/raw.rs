@@ -62,16 +62,24 @@ pub const WRITER_MASK: u32 = WRITER_LOCKED | WRITER_WAITING;
 /// The queue head's sleeper bit. Invariant: set only by the thread at the
 /// front of the wait queue (the only thread that waits on the word), with a
 /// CAS from a value that does not satisfy its wait, just before it sleeps on
-/// the futex; cleared by the next RMW-er that sees it (which then wakes it),
-/// or by the head's own acquiring CAS. Ignored by every lock decision.
+/// the futex (or, transiently, by a misuse's borrow or carry: see the crate's
+/// *Misuse*); cleared by the first RMW-er that sees it and leaves a word on
+/// which the head may go on (`wake_head`, which then wakes it: a read unlock
+/// that leaves other readers inside while a writer waits leaves the bit set),
+/// by a misuse repair that sees it (which wakes it too), or by the head
+/// itself: a writer's acquiring CAS, a reader's `fetch_and` once inside.
+/// Ignored by every lock decision.
 pub const HEAD_SLEEPING: u32 = 0x200;
 
 /// Where the reader count starts (`_QR_SHIFT`).
 pub const READER_SHIFT: u32 = 10;
 
 /// One reader (`_QR_BIAS`). Invariant: the count is the number of readers
-/// holding the lock plus those transiently counted between a fast-path add
-/// and its undo.
+/// holding the lock (a reader admitted from the queue is counted in by the
+/// front just before its grant), plus the reader at the front of the queue
+/// that has counted itself in and waits for the writer byte to clear, plus
+/// those transiently counted between a fast-path or `try_read_lock` add and
+/// its undo.
 pub const READER_BIAS: u32 = 1 << READER_SHIFT;
 
 /// The reader count field.
