@@ -65,11 +65,12 @@
 //!
 //! # Misuse
 //!
-//! Unlocking a lock that is not held through the raw layer
-//! ([`RawQRwLock::write_unlock`] without the writer byte set,
-//! [`RawQRwLock::read_unlock`] with no reader counted or with the writer byte
-//! set) panics with a message
-//! naming the misuse, after restoring the word. The check follows the
+//! Giving up a hold that does not exist through the raw layer
+//! ([`RawQRwLock::write_unlock`] or [`RawQRwLock::downgrade`] without the
+//! writer byte set, [`RawQRwLock::read_unlock`] with no reader counted or with
+//! the writer byte set; `lock_api`'s `force_unlock_read`/`force_unlock_write`
+//! and the `RawRwLock`/`RawRwLockDowngrade` methods call these) panics with a
+//! message naming the misuse, after restoring the word. The check follows the
 //! unlock's one read-modify-write, so threads using the lock at that moment
 //! can see the bad word before the repair: they may panic in turn or be left
 //! waiting. The panic reports a bug; it does not make a racing misuse safe.

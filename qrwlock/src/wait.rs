@@ -69,6 +69,11 @@ pub fn cond_load_acquire(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u3
 /// [`cond_load_acquire`] without the final acquire: the user-space
 /// `atomic_cond_read_relaxed()`, for callers that follow the wait with an
 /// acquire RMW of their own.
+///
+/// # Panics
+///
+/// As [`cond_load_acquire`]: if `sleeper_bit` is not exactly one bit (checked
+/// when the wait does not end at the first read).
 #[inline]
 pub fn cond_load_relaxed(word: &AtomicU32, sleeper_bit: u32, cond: impl FnMut(u32) -> bool) -> u32 {
     cond_load(word, sleeper_bit, budget::DEFAULT_NS, cond)

@@ -10,7 +10,9 @@
 //! process with a message.
 #![cfg(not(loom))]
 
-use qrwlock::{READER_OVERFLOW, READER_SHIFT, RawQRwLock, RwLock, cond_load_acquire};
+use qrwlock::{
+    READER_OVERFLOW, READER_SHIFT, RawQRwLock, RwLock, cond_load_acquire, cond_load_relaxed,
+};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 use std::thread;
@@ -234,6 +236,20 @@ fn cond_load_acquire_with_a_sleeper_bit_that_is_not_one_bit() {
         || {
             let word = AtomicU32::new(0);
             cond_load_acquire(&word, 0b11, |v| v == 1);
+        },
+    );
+}
+
+/// `cond_load_relaxed` runs the same check (its message names
+/// `cond_load_acquire` all the same).
+#[test]
+fn cond_load_relaxed_with_a_sleeper_bit_that_is_not_one_bit() {
+    assert_misuse(
+        "cond_load_relaxed with sleeper bit 0b11",
+        &["exactly one bit"],
+        || {
+            let word = AtomicU32::new(0);
+            cond_load_relaxed(&word, 0b11, |v| v == 1);
         },
     );
 }
