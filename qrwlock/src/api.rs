@@ -8,8 +8,10 @@ use crate::raw::RawQRwLock;
 use lock_api::GuardSend;
 
 // SAFETY: `lock_shared`/`try_lock_shared` succeed only with the reader count
-// raised and no writer holding (`read_lock`'s Acquire add, or the queue
-// head's `cond_load_acquire` after the writer byte cleared);
+// raised and no writer holding (`read_lock`'s Acquire add, the queue head's
+// acquiring wait after the writer byte cleared, or, for a reader admitted from
+// the queue, the Release grant of a front reader that is inside and counted it
+// in first, read with Acquire);
 // `lock_exclusive`/`try_lock_exclusive` succeed only with an Acquire CAS that
 // set the writer byte from a word with no reader and no writer. Unlocks are
 // Release RMWs. So either many shared holds or one exclusive hold exist, with

@@ -11,9 +11,12 @@
 //! - `tail` is null, or points at the node of the last thread to join. The
 //!   thread whose node is at the front (it joined an empty queue, or was
 //!   granted by its predecessor) *holds* the queue until [`WaitQueue::unlock`].
-//! - A node is alive until its owner returns from `unlock`; the owner does not
-//!   return while a successor may still link to it, and a predecessor touches
-//!   the node for the last time with the read-modify-write that grants it.
+//! - A node is alive until its owner returns from `unlock` (an admitted
+//!   reader's, until its owner returns from `lock`); the owner does not return
+//!   while a successor may still link to it (an admitted reader's node: the
+//!   front reads its `next` before the grant), and a predecessor (or the front)
+//!   touches the node for the last time with the read-modify-write that grants
+//!   it.
 //! - `QNode::next` is null, a successor, or [`awaiting_link()`]: the holder
 //!   found the tail moved but no link yet, and waits on its state word for
 //!   [`LINKED`].
@@ -111,8 +114,10 @@ mod spin_ns {
 /// One waiter's queue entry. Lives in the slow path's stack frame.
 #[repr(align(128))]
 pub(crate) struct QNode {
-    /// [`GRANTED`] | [`LINKED`] | [`SLEEPING`]; written by the owner (the
-    /// sleeper bit) and by its neighbours (one RMW each).
+    /// [`GRANTED`] | [`ADMITTED`] | [`LINKED`] | [`SLEEPING`]; written by the
+    /// owner (the sleeper bit), by its successor ([`LINKED`]), and by whoever
+    /// grants it (its predecessor, or the front that admits it; the front may
+    /// also set the sleeper bit, waiting here for [`LINKED`]).
     state: AtomicU32,
     /// The successor, null, or [`awaiting_link()`].
     next: AtomicPtr<QNode>,
@@ -175,15 +180,18 @@ impl WaitQueue {
         // SAFETY: `prev` was the tail, so its owner is in the queue and cannot
         // return from `unlock` before it has seen our link: the tail is no
         // longer its node, so its CAS there fails and it waits for `next`
-        // (directly, or via AWAITING_LINK + LINKED). The node stays alive until
-        // then.
+        // (directly, or via `awaiting_link()` + LINKED). If `prev` is a reader
+        // the front admits, the front reads its `next` the same way before the
+        // grant that lets its owner return from `lock`. The node stays alive
+        // until then.
         let prev_next = unsafe { &(*prev).next };
         // Release: publishes our node to the predecessor, which reads `next`
         // with Acquire in `unlock`.
         let old = prev_next.swap(me, Ordering::Release);
         if old == awaiting_link() {
             // The predecessor is waiting for this link on its state word.
-            // SAFETY: it waits for LINKED in `unlock`, so its node is alive
+            // SAFETY: it (or the front, admitting it) waits for LINKED in
+            // `successor` before it grants anything, so the node is alive
             // until the RMW below, our last access (the wake takes an address).
             let prev_state = unsafe { &(*prev).state };
             let prev_state_at = ptr::from_ref(prev_state);
