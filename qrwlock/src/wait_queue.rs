@@ -300,7 +300,11 @@ impl WaitQueue {
     #[cold]
     #[inline(never)]
     fn wait_for_link(&self, node: &QNode) -> *mut QNode {
-        // Acquire on both outcomes: pairs with the successor's Release swap.
+        // Acquire on failure: the value read is the successor's link, and the
+        // Acquire pairs with its Release swap of `next`. On success the value
+        // read is the node's initial null, which no one released, so that
+        // Acquire pairs with nothing; the link is then acquired by the wait
+        // for LINKED below.
         match node.next.compare_exchange(
             ptr::null_mut(),
             awaiting_link(),
