@@ -92,8 +92,9 @@ pub fn wake_all_at(word: *const AtomicU32) {
     // SAFETY: FUTEX_WAKE | FUTEX_PRIVATE_FLAG takes the address as a key only
     // (`get_futex_key()` for a private futex reads no memory), so a dangling
     // `word` is not dereferenced by anyone: the call then wakes nobody, or
-    // spuriously wakes a thread that now waits at that address, or fails with
-    // EFAULT if the page is gone; all three are harmless.
+    // spuriously wakes a thread that now waits at that address; both are
+    // harmless. Not even an unmapped page makes it fail: a private key checks
+    // only that the address is aligned and in user space (`access_ok()`).
     unsafe {
         libc::syscall(
             libc::SYS_futex,
