@@ -50,8 +50,11 @@
 //!   once. So the order is FIFO among queued threads, not among all callers: a
 //!   queued thread waits for the threads queued before it plus the fast-path
 //!   entries that happen while the thread at the front is not yet waiting.
-//!   Under contention every thread joins the queue, and the lock becomes
-//!   task-fair.
+//!   Under contention most callers find a writer inside or waiting and
+//!   queue, but the lock is not task-fair: from a front reader's entry until
+//!   the writer it hands the queue to has set the waiting bit (a futex
+//!   wake-up, if that writer slept on its node), new readers enter on the
+//!   fast path ahead of that writer.
 //! - **No priority, no timeouts, no fair unlock**: unlocking never hands the
 //!   lock to a particular waiter, it wakes the front of the queue.
 //! - **Read locks are not recursive.** A thread that holds a read lock and asks
