@@ -180,7 +180,12 @@ fn cond_load_slow<const FENCED: bool>(
 ) -> u32 {
     assert!(
         sleeper_bit.is_power_of_two(),
-        "qrwlock::cond_load_acquire: the sleeper bit must be exactly one bit (got {sleeper_bit:#x})"
+        "qrwlock::{}: the sleeper bit must be exactly one bit (got {sleeper_bit:#x})",
+        if FENCED {
+            "cond_load_acquire"
+        } else {
+            "cond_load_relaxed"
+        }
     );
     let mut spin = Spin::new(spin_ns);
     loop {

@@ -246,7 +246,7 @@ fn cond_load_acquire_with_a_sleeper_bit_that_is_not_one_bit() {
 fn cond_load_relaxed_with_a_sleeper_bit_that_is_not_one_bit() {
     assert_misuse(
         "cond_load_relaxed with sleeper bit 0b11",
-        &["exactly one bit"],
+        &["qrwlock::cond_load_relaxed:", "exactly one bit"],
         || {
             let word = AtomicU32::new(0);
             cond_load_relaxed(&word, 0b11, |v| v == 1);
