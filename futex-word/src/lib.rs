@@ -30,7 +30,7 @@
 //! yields.
 //!
 //! A real futex also returns without a wake (a signal, a stale wake by
-//! address). [`loom_spurious_wakeups`] makes a model do so too: every other
+//! address). `loom_spurious_wakeups` (built under `--cfg loom` only) makes a model do so too: every other
 //! untimed wait of each thread returns at once, so a caller that does not
 //! recheck its condition fails the model instead of passing it.
 //!
