@@ -220,14 +220,14 @@ impl CallbackQueue {
     }
 
     /// `rcu_barrier()`: returns once every callback queued before the call has
-    /// run.
-    pub(crate) fn barrier(&'static self, synchronize: fn(), flavor: &str) {
+    /// run. `name` is the function the caller called (`rcu_barrier`,
+    /// `QsbrThread::rcu_barrier`), for the misuse panics.
+    pub(crate) fn barrier(&'static self, synchronize: fn(), flavor: &str, name: &str) {
         let running = IN_CALLBACK.with(Cell::get);
         if std::ptr::eq(running, self) {
             panic!(
-                "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback of the \
-                 same flavor: the callback worker would wait for its own batch forever \
-                 (deadlock)"
+                "rcu_lite::{flavor}::{name}() called from inside an RCU callback of the same \
+                 flavor: the callback worker would wait for its own batch forever (deadlock)"
             );
         }
         #[cfg(not(loom))]
@@ -237,8 +237,8 @@ impl CallbackQueue {
         }
         // SAFETY: `IN_CALLBACK` holds null or a queue whose `run_batch` is
         // running on this thread; every queue is a `'static` engine field.
-        let cross =
-            unsafe { running.as_ref() }.map(|running| enter_cross_barrier(running, self, flavor));
+        let cross = unsafe { running.as_ref() }
+            .map(|running| enter_cross_barrier(running, self, flavor, name));
         let done = Arc::new(AtomicU32::new(0));
         let signal = Arc::clone(&done);
         self.enqueue(
@@ -399,6 +399,7 @@ fn enter_cross_barrier(
     running: &'static CallbackQueue,
     target: &CallbackQueue,
     flavor: &str,
+    name: &str,
 ) -> CrossBarrier {
     // SeqCst RMW, then SeqCst load of the other queue's count: two callbacks
     // entering at once are a store-buffering pair, and SeqCst makes at least
@@ -407,7 +408,7 @@ fn enter_cross_barrier(
     let counted = CrossBarrier { running };
     if target.cross_barriers.load(SeqCst) > 0 {
         // Unwinding drops `counted`: no barrier callback was queued.
-        cross_barriers_both_ways(flavor);
+        cross_barriers_both_ways(flavor, name);
     }
     counted
 }
@@ -426,9 +427,9 @@ impl Drop for CrossBarrier {
 
 #[cold]
 #[inline(never)]
-fn cross_barriers_both_ways(flavor: &str) -> ! {
+fn cross_barriers_both_ways(flavor: &str, name: &str) -> ! {
     panic!(
-        "rcu_lite::{flavor}::rcu_barrier() called from inside an RCU callback of the other \
+        "rcu_lite::{flavor}::{name}() called from inside an RCU callback of the other \
          flavor while a {flavor} callback waits in that flavor's rcu_barrier(): each callback \
          worker would wait for the other forever (deadlock)"
     )

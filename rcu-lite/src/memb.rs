@@ -315,7 +315,9 @@ pub fn rcu_barrier() {
     if read_ongoing() {
         barrier_inside_a_section();
     }
-    engine().callbacks.barrier(synchronize_rcu, "memb");
+    engine()
+        .callbacks
+        .barrier(synchronize_rcu, "memb", "rcu_barrier");
 }
 
 #[cold]

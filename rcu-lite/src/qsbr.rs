@@ -340,7 +340,7 @@ fn barrier(name: &'static str) {
              QsbrThread::rcu_barrier() or take the registration offline first"
         );
     }
-    engine().callbacks.barrier(synchronize_rcu, "qsbr");
+    engine().callbacks.barrier(synchronize_rcu, "qsbr", name);
 }
 
 /// Sets how this flavor's grace periods are driven, returning the previous

@@ -184,6 +184,21 @@ fn rcu_barrier_inside_a_callback() {
     test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
 }
 
+/// `QsbrThread::rcu_barrier()` inside a qsbr callback: the panic names the
+/// function the caller called, not the free `qsbr::rcu_barrier()` it runs.
+#[test]
+fn qsbr_thread_rcu_barrier_inside_a_callback() {
+    let what = "QsbrThread::rcu_barrier inside a qsbr callback";
+    let message = panic_message_inside_a_callback("qsbr", what, || {
+        QsbrThread::register().rcu_barrier();
+    });
+    assert!(
+        message.contains("qsbr::QsbrThread::rcu_barrier()") && message.contains(IN_CALLBACK),
+        "{what}: {message}"
+    );
+    test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
+}
+
 /// `fork::before_fork()` from inside a callback of either flavor: it would
 /// wait for the batch lock that the worker running it holds. (No fork hooks
 /// under loom.)
