@@ -90,6 +90,11 @@ impl fmt::Debug for Guard {
 
 /// Enters a read-side critical section (`rcu_read_lock()`); it lasts until the
 /// guard is dropped. Registers the thread on its first call.
+///
+/// # Panics
+///
+/// If the thread's sections would nest more than 32767 deep (the record's
+/// nesting field has 15 bits).
 #[inline]
 pub fn read_lock() -> Guard {
     Guard {

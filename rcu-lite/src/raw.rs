@@ -21,6 +21,11 @@ use crate::memb;
 /// told from a guard that a later thread-local or thread-specific destructor
 /// still holds). On the thread itself, `synchronize_rcu()` and
 /// `rcu_barrier()` panic as inside any section.
+///
+/// # Panics
+///
+/// As [`memb::read_lock`]: if the thread's sections would nest more than
+/// 32767 deep.
 #[inline]
 pub fn memb_read_lock() {
     memb::lock();
@@ -58,6 +63,13 @@ pub unsafe fn memb_read_unlock() {
 ///    or by one this thread synchronized with since, not merely seen through
 ///    a Relaxed load); readers that reached it earlier are inside read-side
 ///    sections of flavor `F`.
+///
+/// # Panics
+///
+/// As flavor `F`'s `call_rcu()`: between the calling thread's
+/// [`fork::before_fork`](crate::fork::before_fork) and `after_fork_*`, and if
+/// the callback thread cannot be started (the drop is queued all the same,
+/// and runs once a later `call_rcu()` or `rcu_barrier()` of `F` starts it).
 pub unsafe fn defer_drop_box<T: Send + 'static, F: Flavor>(ptr: *mut T) {
     struct Owned<T>(*mut T);
     // SAFETY: the pointer is an owned `Box<T>` (contract 1); sending it sends
