@@ -698,8 +698,11 @@ impl Engine {
     /// Publishes `WAITS_FOR_HOLDOUTS`, rechecks, and sleeps until a holdout
     /// wakes the driver, unless the recheck emptied `holdouts`.
     fn sleep_for_holdouts(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
-        // SeqCst for the expedite handshake (`request_expedited`); the pairing
-        // with the readers is the heavy fence.
+        // The pairing with the readers is the heavy fence. SeqCst pairs with
+        // nothing here: unlike `fqs_wait`, this sleep loads no `expedite`
+        // (its grace period already runs adaptively), so it takes no part in
+        // `request_expedited`'s handshake; a request that finds this state
+        // only wakes the driver, which rechecks and sleeps again.
         self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
         // Pairs with fence::light() between a reader's word store and its load
         // of `driver_wait` (`wake_driver_if_waiting`).
