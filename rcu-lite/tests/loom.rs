@@ -81,10 +81,11 @@ unsafe fn retire_now(object: *mut Object) {
     drop(unsafe { Box::from_raw(object) });
 }
 
-/// `loom::model` with `LOOM_MAX_PREEMPTIONS` (or loom's default) brought
-/// into `min..=max`: at least `min` for a model that needs that many to catch
-/// the weakened ordering it stands for, at most `max` for one whose state
-/// space a deeper search cannot finish in reasonable time.
+/// `loom::model` with `LOOM_MAX_PREEMPTIONS` brought into `min..=max` (unset,
+/// `min`: loom's own default would be no bound at all): at least `min` for a
+/// model that needs that many to catch the weakened ordering it stands for,
+/// at most `max` for one whose state space a deeper search cannot finish in
+/// reasonable time.
 fn model_with_preemptions(min: usize, max: usize, model: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(builder.preemption_bound.map_or(min, |b| b.clamp(min, max)));
@@ -454,11 +455,12 @@ fn three_callers() {
 /// Three concurrent callers and no reader: two of them may sleep for the
 /// same grace period, and its completion wakes both. (Models the
 /// `wake_all` of `announce_completion`: a `wake_one` there leaves a sleeper
-/// blocked, which loom reports as a deadlock, at 2 preemptions. Capped at 2:
-/// at 3 the search ran for over 15 minutes without finishing.)
+/// blocked, which loom reports as a deadlock, at 2 preemptions; at 0 the
+/// mutant passes. So it runs at exactly 2: at 3 the search ran for over 15
+/// minutes without finishing.)
 #[test]
 fn three_callers_sleeping_for_one_grace_period_all_return() {
-    model_with_preemptions(0, 2, || {
+    model_with_preemptions(2, 2, || {
         configure(true);
         three_callers();
     });
