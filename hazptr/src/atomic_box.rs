@@ -260,7 +260,11 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
         current: *mut T,
         new: *mut T,
     ) -> Result<*mut T, *mut T> {
-        // As in `compare_exchange`.
+        // AcqRel on success, as in `compare_exchange`. Relaxed on failure,
+        // unlike `compare_exchange`'s Acquire: the pointer handed back is a
+        // comparand only, and a caller that reads through it protects it and
+        // validates it with an Acquire load first (`load_ptr`), which orders
+        // the object's contents.
         self.ptr
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
     }
