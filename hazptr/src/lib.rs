@@ -94,7 +94,9 @@ pub use guard::{Guard, acquire, scoped, scoped_ptr};
 /// # Panics
 ///
 /// If the calling thread holds a guard protecting `addr` (with the
-/// exceptions that [`Domain::synchronize`] lists).
+/// exceptions that [`Domain::synchronize`] lists), or is between its
+/// [`fork::before_fork`] and `after_fork_*` (as [`Domain::synchronize`]; the
+/// message names that function).
 pub fn synchronize<T>(addr: *const T) {
     Domain::global().synchronize(addr)
 }
@@ -110,6 +112,12 @@ pub unsafe fn retire<T>(ptr: *mut T, deleter: unsafe fn(*mut T)) {
 }
 
 /// [`Domain::reclaim`] in the global domain.
+///
+/// # Panics
+///
+/// As [`Domain::reclaim`]: between the calling thread's
+/// [`fork::before_fork`] and `after_fork_*`, or with the panic of a deleter
+/// that the pass ran.
 pub fn reclaim() -> usize {
     Domain::global().reclaim()
 }

@@ -164,7 +164,9 @@ impl Domain {
     ///
     /// Between the calling thread's
     /// [`before_fork`](crate::fork::before_fork) and `after_fork_*` (it would
-    /// wait for itself).
+    /// wait for itself). And if a deleter the pass runs panics: the pass
+    /// still frees the rest of what it took, then the first such panic comes
+    /// out of this call.
     pub fn reclaim(&self) -> usize {
         crate::refuse_between_hooks("Domain::reclaim");
         if let Some(block) = self.block() {
