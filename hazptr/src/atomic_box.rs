@@ -391,7 +391,10 @@ impl<T: Send> Replaced<'_, T> {
     ///
     /// As [`Domain::synchronize`] does, for instance if the calling thread
     /// holds a guard protecting the object. The object is then retired (the
-    /// unwinding drops `self`), so it is freed once no guard protects it.
+    /// unwinding drops `self`), so it is freed once no guard protects it;
+    /// except between the fork hooks with no batch to retire it to (see
+    /// [`Domain::retire`]'s *Panics*), where it is leaked: that retire is
+    /// refused too, and a second panic would abort the process.
     pub fn synchronize(self) -> Box<T> {
         // Before taking the object out: if this panics, unwinding drops
         // `self`, which retires the object instead of leaking it.

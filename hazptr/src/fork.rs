@@ -166,9 +166,9 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// alone goes on), as do hand-overs of retired objects, reclamation passes,
 /// and the creation and drop of domains. In the forking thread those would
 /// wait for the locks it holds itself, so they panic instead (see below),
-/// except a `retire` (or [`AtomicBox`](crate::AtomicBox) update), whose
-/// objects stay in the thread's own batch until its first retire after the
-/// hooks. Its guards may stay alive across the fork: they keep protecting in
+/// except a `retire` (or [`AtomicBox`](crate::AtomicBox) update) that has a
+/// batch to go to, whose objects stay in the thread's own batch until its
+/// first retire after the hooks. Its guards may stay alive across the fork: they keep protecting in
 /// both processes, and taking new ones works.
 ///
 /// # Panics
@@ -176,8 +176,10 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// If the calling thread already called `before_fork` without an
 /// `after_fork_*`. Between the two, in the calling thread: `synchronize`
 /// (shared or not: another thread's guard may be held by a thread that waits
-/// for these locks), `reclaim`, a `retire` on a domain with a forced slow
-/// path (it has no batch to keep it in), and creating or dropping a domain.
+/// for these locks), `reclaim`, a `retire` (an `AtomicBox` update included)
+/// with no batch to keep its object in (on a domain with a forced slow path,
+/// or in a thread-local destructor that runs after hazptr's per-thread state
+/// is gone), and creating or dropping a domain.
 pub fn before_fork() {
     if between_hooks() {
         panic!(

@@ -119,6 +119,17 @@ impl Domain {
     /// `retire`, [`Domain::reclaim`], the domain's drop), on that thread. If
     /// it panics, the rest of the pass is still freed and the panic then
     /// comes out of that call.
+    ///
+    /// # Panics
+    ///
+    /// If this retire runs a pass and one of the pass's deleters panics (see
+    /// above). And between the calling thread's
+    /// [`before_fork`](crate::fork::before_fork) and `after_fork_*` when the
+    /// object has no batch to wait in (a domain with a forced slow path, or a
+    /// thread-local destructor that runs after hazptr's per-thread state is
+    /// gone): it would wait for the retired-list lock the thread holds. While
+    /// the thread is already unwinding, such a retire leaks the object
+    /// instead of panicking again.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
@@ -218,13 +229,18 @@ fn hand_over(shared: &Shared, block: &SlotBlock) {
 #[cold]
 #[inline(never)]
 fn retire_shared(shared: &Shared, retired: Retired) {
-    // No batch to keep it in (a forced slow path): refused, or leaked while
-    // unwinding (a `Replaced` dropped by a refused call's unwind: a second
-    // panic would abort the process).
+    // No batch to keep it in (a forced slow path, or a thread-local
+    // destructor that runs after the thread's registrations are gone):
+    // refused, or leaked while unwinding (a `Replaced` dropped by a refused
+    // call's unwind: a second panic would abort the process).
     if crate::between_fork_hooks() && std::thread::panicking() {
         return;
     }
-    crate::refuse_between_hooks("Domain::retire on a domain with a forced slow path");
+    crate::refuse_between_hooks(if shared.options.force_slow_path {
+        "Domain::retire on a domain with a forced slow path"
+    } else {
+        "Domain::retire after this thread's hazptr state was destroyed (thread exit)"
+    });
     let mut list = shared.retired.lock().expect("not poisoned");
     list.push(retired);
     // Under the mutex, with the push, as in `flush_batch`: a pass that took

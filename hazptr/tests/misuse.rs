@@ -432,3 +432,59 @@ fn a_refused_call_unwinding_through_a_domain_panics_once() {
         },
     );
 }
+
+/// A retire between the fork hooks from a thread-local destructor that runs
+/// after hazptr's per-thread state is gone has no batch to keep its object
+/// in, as on a domain with a forced slow path, and is refused the same way;
+/// its message says why, not that the domain forces the slow path (it does
+/// not).
+#[test]
+fn a_retire_between_the_fork_hooks_after_the_threads_hazptr_state_is_gone() {
+    use std::sync::Mutex;
+    /// The refusal's message, from the destructor below.
+    static MESSAGE: Mutex<Option<String>> = Mutex::new(None);
+    /// Retires between the hooks when the thread ends.
+    struct RetireWhenDropped;
+    impl Drop for RetireWhenDropped {
+        fn drop(&mut self) {
+            let domain = Domain::new();
+            fork::before_fork();
+            let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: never published; retired once; Box-allocated.
+                unsafe { domain.retire_box(Box::into_raw(Box::new(3u64))) }
+            }));
+            fork::after_fork_parent();
+            *MESSAGE.lock().unwrap() = refused.err().map(|p| message_of(&*p));
+        }
+    }
+    std::thread_local! {
+        static RETIRE_WHEN_DROPPED: RetireWhenDropped = const { RetireWhenDropped };
+    }
+    // Under the watchdog: were the retire not refused, it would wait for the
+    // retired-list lock that its own thread holds.
+    test_support::within_a_deadline(
+        "a retire at thread exit between the hooks",
+        HANG_LIMIT,
+        || {
+            std::thread::spawn(|| {
+                // Registered before hazptr's per-thread state, so destroyed after it.
+                RETIRE_WHEN_DROPPED.with(|_| ());
+                drop(Domain::new().guard());
+            })
+            .join()
+            .expect("the thread ran");
+        },
+    );
+    let message = MESSAGE
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the retire was refused");
+    for name in BETWEEN_HOOKS.iter().chain(&["Domain::retire"]) {
+        assert!(message.contains(name), "{message:?} does not name {name:?}");
+    }
+    assert!(
+        !message.contains("forced slow path"),
+        "the domain does not force the slow path: {message:?}"
+    );
+}
