@@ -89,8 +89,11 @@ struct DomainHeld {
 
 impl DomainHeld {
     /// Takes `shared`'s scanner-thread lock, retired-list lock and driver
-    /// flag, in that order (`Domain::drop` takes the first and then waits for
-    /// the scanner thread, which may be waiting for the flag).
+    /// flag, in that order. Only this waits for the flag while holding the
+    /// locks, and no holder of the flag takes either lock (a scan pass takes
+    /// none; `Domain::drop` holds the scanner-thread lock only to take the
+    /// thread's handle, and joins the thread, which may be spinning for the
+    /// flag, after letting go), so this order cannot deadlock with them.
     fn hold(shared: Arc<Shared>) -> DomainHeld {
         // SAFETY: the guards borrow from the `Arc`'s pointee, which the `Arc`
         // stored next to them keeps alive (and in place) until after they
