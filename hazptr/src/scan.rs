@@ -235,8 +235,9 @@ impl Domain {
     /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A marked
     /// `addr` (low bit set) stands for the object it marks, as in a guard. A
     /// call allocates nothing (the scanner thread is started on first use,
-    /// and the scan's list of pending hits grows, once, if more than 64 slot
-    /// hits are pending at once).
+    /// and the driver's lists of slot hits, with room for 64 to start, grow
+    /// only when more hits are pending at once than ever before, and keep
+    /// that room).
     ///
     /// # Panics
     ///
