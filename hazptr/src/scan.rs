@@ -69,7 +69,8 @@
 //! membarrier) between its store and its load. The accesses are SeqCst too, but
 //! loom checks SeqCst accesses only as Acquire/Release, and SeqCst fences
 //! exactly: with the fences, the models run the real scanner thread and a
-//! blocking model of the futex (`sync.rs`), so they cover the wake-up
+//! blocking model of the futex (the `futex-word` crate's, which `sync.rs`
+//! re-exports), so they cover the wake-up
 //! handshakes as well as the scan. (The scanner's own wake-up needs no fence:
 //! the queue's RMWs order it, see `wake_scanner`.)
 
