@@ -237,7 +237,8 @@ impl<'d> Guard<'d> {
     pub fn protect_ptr<T>(&mut self, src: &AtomicPtr<T>) -> *mut T {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
         let slot = self.slot_ref();
-        // SAFETY: the wildcard word is boxed in the domain, alive for `'d`.
+        // SAFETY: the wildcard word is the domain's (boxed in a user domain,
+        // a static for the global one), alive for `'d`.
         let wildcard = unsafe { self.wildcard.as_ref() };
         // Acquire pairs with the AcqRel flip in `scan::begin`: a reader that
         // sees a scan's generation also sees every unpublish that preceded

@@ -199,9 +199,10 @@ pub(crate) fn begin(shared: &Shared) -> usize {
 /// wildcard, or an address.
 #[inline]
 pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
-    // Acquire pairs with the Release store in `Guard::reset`/`promote`: what
-    // the reader did under protection happens before what the scan's caller
-    // does next (free the object).
+    // Acquire pairs with the Release store that ended the protection
+    // (`Drop for Guard`, `Guard::reset`, `promote`), or a later one into the
+    // slot (see `guard.rs`): what the reader did under protection happens
+    // before what the scan's caller does next (free the object).
     let mut value = slot.load(Ordering::Acquire);
     if is_wildcard(value) && is_older_wildcard(value, mine) {
         let mut backoff = Backoff::new();
