@@ -15,7 +15,10 @@
 //! No reload-and-validate loop: while the slot holds the wildcard, a scan
 //! treats it as protecting every address, so whatever step 4 returns is
 //! protected from the moment it was loaded. No RMW, no SeqCst fence, no
-//! syscall and no allocation. [`acquire`] / [`Domain::acquire`] do exactly
+//! syscall and no allocation, in membarrier mode once the mode is decided
+//! (in `fence`'s SeqCst mode `light()` is a `fence(SeqCst)`, and the
+//! process's first fence decides the mode, with system calls). [`acquire`] /
+//! [`Domain::acquire`] do exactly
 //! these steps; [`Guard::new`] + [`Guard::protect_ptr`] split them, the
 //! guard keeping its slot at `RESERVED` in between.
 //!
