@@ -32,10 +32,13 @@
 //! # Mode choice
 //!
 //! The mode is decided once per process, at the first call of any function here:
-//! the `SYNCPRIMS_FENCE` environment variable (`membarrier` or `seqcst`) if set,
-//! else membarrier when the kernel supports and accepts registration for
-//! `PRIVATE_EXPEDITED`, else SeqCst. It never changes afterwards, because a
-//! light fence issued under one mode only pairs with heavy fences of that mode.
+//! SeqCst if the `SYNCPRIMS_FENCE` environment variable is `seqcst`, else
+//! membarrier when the kernel supports and accepts registration for
+//! `PRIVATE_EXPEDITED`, else SeqCst. Any other value of the variable,
+//! `membarrier` included, leaves the automatic choice: it cannot force
+//! membarrier mode where registration fails. The mode never changes
+//! afterwards, because a light fence issued under one mode only pairs with
+//! heavy fences of that mode.
 //! [`force`] picks the mode before the first use (tests use it for the fallback).
 //! Under `cfg(loom)` and `cfg(miri)` the mode is always SeqCst.
 //!
@@ -89,7 +92,8 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// A short lower-case name (`membarrier`, `seqcst`), as `SYNCPRIMS_FENCE` takes it.
+    /// A short lower-case name (`membarrier`, `seqcst`); `SYNCPRIMS_FENCE`
+    /// acts only on `seqcst`.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Membarrier => "membarrier",
@@ -104,7 +108,8 @@ impl fmt::Display for Mode {
     }
 }
 
-/// The environment variable that overrides the mode choice.
+/// The environment variable that overrides the mode choice: `seqcst` forces
+/// SeqCst; any other value is ignored (the automatic choice).
 pub const MODE_ENV: &str = "SYNCPRIMS_FENCE";
 
 /// The decision, made once (see the module docs).
