@@ -116,9 +116,11 @@ pub const MODE_ENV: &str = "SYNCPRIMS_FENCE";
 static DECISION: OnceLock<Mode> = OnceLock::new();
 
 /// A copy of the decision for the fast paths: 0 until decided, then
-/// `MODE_MEMBARRIER` or `MODE_SEQCST`. Written once, after `DECISION` is set;
-/// read with `Relaxed` because any value but 0 equals `DECISION`, and a reader
-/// that sees 0 goes through `DECISION` itself.
+/// `MODE_MEMBARRIER` or `MODE_SEQCST`. Written once, by `DECISION`'s
+/// initializer (in [`mode`] or [`force`]) just before `get_or_init` stores
+/// the same mode; read with `Relaxed` because any value but 0 is the mode
+/// `DECISION` holds or is about to hold (membarrier only once registration
+/// succeeded), and a reader that sees 0 goes through `DECISION` itself.
 #[cfg(not(loom))]
 static FAST_MODE: AtomicU8 = AtomicU8::new(MODE_UNDECIDED);
 #[cfg(not(loom))]
