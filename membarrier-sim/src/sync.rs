@@ -1,8 +1,10 @@
-//! The one place that chooses between `std` and `loom` atomics.
-//!
-//! Under `cfg(loom)` the fences are a loom RMW (see `fence.rs`, *Loom*);
-//! everything else in this crate (the fence-mode word, the
-//! syscall wrappers) is process-global state that loom never observes.
+//! The `std` fences and atomics the fences and the threaded and stress
+//! modes use. Nothing here comes from `loom`: under `cfg(loom)` the fences
+//! are a loom RMW that `fence.rs` builds itself (see `fence.rs`, *Loom*),
+//! and everything else in this crate (the fence-mode word in `fence.rs`, the
+//! syscall wrappers' registration bits and call counts in `sys.rs`) is
+//! process-global state that loom never observes, on `std` atomics those
+//! files import directly.
 
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence};
