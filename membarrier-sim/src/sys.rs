@@ -459,10 +459,11 @@ fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
     let cpu = cpu.get();
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: `Cpuid::from_raw` is unsafe only because some raw values have a
-        // special meaning to some OSes; the kernel range-checks `cpu_id` in
-        // `membarrier_private_expedited()`, and `OnlineCpu::new` checked that
-        // the CPU was online.
+        // SAFETY: `Cpuid::from_raw` requires "the value of a valid Linux CPU
+        // ID" (rustix's contract). `OnlineCpu::new` found `cpu` in the online
+        // list (or, without `/sys`, below the available parallelism); a CPU
+        // gone offline since is still a CPU ID, and the kernel range-checks
+        // `cpu_id` in `membarrier_private_expedited()` anyway.
         let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
         rustix::thread::membarrier_cpu(command.to_rustix(), id)
             .map_err(|e| map_errno(command, e, Call::issue(command)))?;
