@@ -27,11 +27,17 @@
 //! Invariants: a caller holds at most its policy mutex and its home CPU's
 //! run token, always taking the mutex first when it has to sleep for it and
 //! never blocking on anything but its IPI while holding the token, so no
-//! cycle of waits can form. Every wait spins briefly, then sleeps on a futex
-//! and is woken by the party that ends it. Threads start at a gate that
-//! opens once all exist; if one cannot be started, or the spawning thread
-//! panics, the gate aborts and every stop flag is set (see `crate::spawn`),
-//! so a run ends with [`Error::Spawn`] or the panic, never a hang.
+//! cycle of waits can form. A caller's wait for its handlers spins briefly,
+//! then sleeps on a futex the handling CPU thread rings. The waits at the
+//! start gate and a CPU thread's wait on its doorbell sleep on a futex at
+//! once, woken by whoever ends the wait (the doorbell wait also ends at the
+//! CPU's next window or after 10 ms); the policy mutex and the run token
+//! are `std::sync::Mutex` locks; interrupts-off time, on a CPU thread or
+//! for a caller waiting for its home CPU's interrupts, is a timed sleep
+//! that nothing cuts short. Threads start at a gate that opens once all
+//! exist; if one cannot be started, or the spawning thread panics, the gate
+//! aborts and every stop flag is set (see `crate::spawn`), so a run ends
+//! with [`Error::Spawn`] or the panic, never a hang.
 
 use crate::sim::{Config, ConfigError, Histogram, Policy, Report, Schedule, Window};
 use crate::spawn::{self, Gate, OnDrop};
