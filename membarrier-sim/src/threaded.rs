@@ -311,7 +311,10 @@ impl Machine {
             // pairs with the Acquire load in `wait_handled` and the caller's
             // reset of `handled`: whoever sees the bump sees the stop flags.
             // `cpu_loop` reads its flag before its doorbell, so it may run
-            // one more pass and see the flag after its wait (10 ms at most).
+            // one more pass and see the flag after its wait: 10 ms at most
+            // on the doorbell, but a CPU thread sleeping through an
+            // interrupts-off window (a plain sleep, which no ring cuts
+            // short) sees it only when that window ends.
             word.fetch_add(1, Ordering::Release);
             ring(word);
         }
