@@ -286,7 +286,10 @@ pub struct Config {
     pub cpus: u32,
     /// Caller tasks. Caller `i` aims at `targets[i % targets.len()]` (every
     /// CPU in turn when `targets` is `None`); callers are spread evenly over
-    /// home CPUs so that one target's callers sit on different CPUs.
+    /// home CPUs (see [`Config::placement`]). With `targets` `None`, one
+    /// target's first `cpus` callers sit on different CPUs; with a target
+    /// list they may share a home CPU (targets `[0, 1, 2]` on 8 CPUs put two
+    /// of CPU 0's first 6 callers on CPU 1).
     pub callers: u32,
     /// The CPUs the callers aim at; `None` for all of them.
     pub targets: Option<Vec<u32>>,
