@@ -91,6 +91,8 @@
 //!   scheduler runs on each CPU every few microseconds. With 1 ms of quota
 //!   that lets 250 CPUs unthrottle per pass: every CPU every period up to
 //!   250 CPUs (the selftest's own "~200 unthrottles/sec/CPU"), fewer above.
+//!   That is a ceiling: the departure from the kernel below leaves a CPU
+//!   out of about one period in three.
 //! - `window_spread_pct` 25: walk times vary with cache state and with how
 //!   many CPUs walk at once; the figure only keeps CPUs from moving in lock
 //!   step.
@@ -111,10 +113,13 @@
 //! - The kernel puts a cfs_rq on the throttled list *before* its throttle
 //!   walk, so `distribute_cfs_runtime()` may spin in `rq_lock_irqsave()`
 //!   until the walk ends. Here a CPU still walking is left for the next pass
-//!   instead. Modelling the spin makes the timer CPU's interrupts-off time
-//!   run on for seconds, and since callers here stay on their home CPU (the
-//!   load balancer that would move the real, unpinned hammers away is not
-//!   modelled) it would starve that CPU's callers as no real machine would.
+//!   instead; with the default walks (two of 2.4 ms ±25% per cycle in a 5 ms
+//!   period) that is often, so a CPU is unthrottled in about two periods of
+//!   three (seed 1: 68% of periods at 8 CPUs, 72% at 64). Modelling the spin
+//!   makes the timer CPU's interrupts-off time run on for seconds, and since
+//!   callers here stay on their home CPU (the load balancer that would move
+//!   the real, unpinned hammers away is not modelled) it would starve that
+//!   CPU's callers as no real machine would.
 //! - Mutex waiters are served FIFO. Real kernel mutexes let optimistic
 //!   spinners barge ahead of sleeping waiters, so the simulated wait tail
 //!   under `global` is, if anything, shorter than the kernel's.
