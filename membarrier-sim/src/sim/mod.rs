@@ -456,6 +456,12 @@ impl Config {
     }
 
     /// Where each caller runs and what it aims at: `(home CPU, target CPU)`.
+    ///
+    /// # Panics
+    ///
+    /// If there are callers but `cpus` is 0 or `targets` is an empty list
+    /// (a division by zero), configurations that [`Config::validate`]
+    /// refuses.
     pub fn placement(&self) -> Vec<(u32, u32)> {
         let n = u64::from(self.cpus);
         (0..u64::from(self.callers))
