@@ -17,8 +17,9 @@
 //!   but can be aborted, which a `Barrier` cannot (its waiters wait for
 //!   threads that will never exist).
 //!
-//! Unit tests make the n-th spawn of their own thread fail ([`fail_after`]),
-//! with an error or with a panic as `Scope::spawn`'s.
+//! Unit tests make the n-th spawn of their own thread fail (`fail_after`,
+//! built only under `cfg(test)`), with an error or with a panic as
+//! `Scope::spawn`'s.
 
 use crate::sync::{AtomicU32, Ordering};
 use crate::threaded::{ring, sleep_while};
