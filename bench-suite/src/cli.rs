@@ -115,8 +115,10 @@ pub struct LocktortureArgs {
     /// stall 100-300 ms. Each is counted; exclusion must still hold.
     #[arg(long)]
     pub faults: bool,
-    /// Seconds a thread may make no progress before the run counts a hang
-    /// and fails; at least 1 (injected stalls last up to 0.3 s).
+    /// Seconds the writers (all together), the readers (all together) or
+    /// the fault driver may make no progress before the run counts a hang
+    /// and fails; at least 1 (injected stalls last up to 0.3 s). One thread
+    /// the lock starves while the others of its side get in is no hang.
     #[arg(long, default_value_t = locktorture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
     /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail",
