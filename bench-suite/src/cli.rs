@@ -110,9 +110,10 @@ pub struct LocktortureArgs {
     /// at least 0.01.
     #[arg(long, value_parser = stat_interval_seconds)]
     pub stat_interval_s: Option<f64>,
-    /// Inject faults: panics inside write and read sections (caught, and
-    /// fatal to their thread), churn of short-lived threads, holders that
-    /// stall 100-300 ms. Each is counted; exclusion must still hold.
+    /// Inject faults: panics inside write and read sections, some caught
+    /// (the thread then takes the lock again) and some fatal to their
+    /// thread, churn of short-lived threads, holders that stall 100-300 ms.
+    /// Each is counted; exclusion must still hold.
     #[arg(long)]
     pub faults: bool,
     /// Seconds the writers (all together), the readers (all together) or
@@ -193,9 +194,10 @@ pub struct TortureArgs {
     /// duration/N seconds, instead of all at the same time.
     #[arg(long)]
     pub sequential: bool,
-    /// Inject faults: panics inside read sections (caught, and fatal to their
-    /// thread), threads that exit while registered, churn of short-lived
-    /// threads, readers that stall 100-300 ms inside a section, retire storms.
+    /// Inject faults: panics inside read sections, some caught (the thread
+    /// then reads again) and some fatal to their thread, threads that exit
+    /// while registered, churn of short-lived threads, readers that stall
+    /// 100-300 ms inside a section, retire storms.
     /// Each is counted; the run must still end with 0 errors.
     #[arg(long)]
     pub faults: bool,
