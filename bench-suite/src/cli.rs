@@ -122,8 +122,10 @@ pub struct LocktortureArgs {
     /// the lock starves while the others of its side get in is no hang.
     #[arg(long, default_value_t = locktorture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
-    /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads","fail",
-    /// "faults":{...},"failure"}.
+    /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads",
+    /// "writes_served_per_ms","reads_served_per_ms","fail","write_fail","read_fail",
+    /// "faults":{...},"failure"}; the rates off the runqueue, "faults" and "failure"
+    /// appear only where measured, injected or failed.
     #[arg(long)]
     pub json: bool,
 }
@@ -167,7 +169,8 @@ pub struct RcuscaleArgs {
     /// scan adaptively. Other implementations ignore it.
     #[arg(long, value_parser = positive_milliseconds)]
     pub fqs_interval_ms: Option<f64>,
-    /// Print a JSON array of {"impl","writers","readers","gps","per_gp_us","latency_us":{...},"per_gp_rounds_us":[...]}.
+    /// Print a JSON array of {"impl","writers","readers","idle_threads","gps","per_gp_us",
+    /// "latency_us":{...},"reads","duration_s","per_gp_rounds_us":[...]}.
     #[arg(long)]
     pub json: bool,
 }
@@ -234,7 +237,7 @@ pub struct ReportArgs {
     /// again, with this build's tables and Choosing picks.
     #[arg(long, value_name = "RESULTS_JSON")]
     pub from: Option<PathBuf>,
-    /// Directory for report.md and results.json.
+    /// Directory for report.md, report.html, plots/*.svg and results.json.
     #[arg(long, default_value = "target/syncbench-report")]
     pub out: PathBuf,
     /// Also print results.json to standard output.

@@ -1,5 +1,5 @@
 //! `syncbench report`: run a profile of every measurement and write
-//! `report.md` and `results.json`.
+//! `report.md`, `report.html`, `plots/*.svg` and `results.json`.
 //!
 //! Every figure in the markdown comes from the same [`Results`] value that is
 //! written to `results.json`, and every table compares contenders measured in
