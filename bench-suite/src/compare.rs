@@ -3,9 +3,12 @@
 //!
 //! Works on any `results.json` without knowing its schema in detail: every
 //! top-level array is a section, every object in it a measurement whose
-//! *identity* is its string fields plus its configuration numbers (threads,
-//! writers, readers, cpus, ...), and whose *figures* are its other numeric
-//! leaves (nested objects flatten to `latency_us.p99`). A figure's direction
+//! *identity* is its string and boolean fields (not `failure`, an outcome)
+//! plus its configuration numbers (threads, writers, readers, cpus, ...),
+//! and whose *figures* are its other numeric leaves (nested objects flatten
+//! to `latency_us.p99`; arrays, such as each run's or round's figures, are
+//! left out), with `failed` (0 or 1) added to a torture or locktorture
+//! outcome. A figure's direction
 //! (lower or higher is better) comes from its name; figures of unknown
 //! direction are shown but never flagged. Counts of work done in a timed run
 //! (`writes.total`, `gps`, `replaced`, ...) are compared per second of the
