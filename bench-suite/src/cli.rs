@@ -4,9 +4,12 @@
 //! unknown flag, a file that is not what the command reads) is refused with a
 //! message naming the valid choices, the file or the key, and exit status 2:
 //! nothing was measured. A run that fails exits with 1: a torture run that
-//! sees an exclusion failure, a use-after-free or a hang, and a measurement
+//! sees an exclusion failure, a use-after-free or a hang, a measurement
 //! that measured nothing (an rcuscale implementation that completed no wait,
-//! a torture run with nothing checked), whose message says so.
+//! a torture run with nothing checked), whose message says so, an `advise`
+//! in which no contender ran without a torn read (nothing to recommend), a
+//! `report` with a failed torture or locktorture run, and a `compare
+//! --fail-on-regression` whose gate fails.
 
 use crate::registry::{self, Implementation, Origin};
 use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
