@@ -552,8 +552,9 @@ pub fn table(results: &Results) -> Vec<Choice> {
         },
     ));
 
-    // 3. A read-mostly lock over a large struct: uncontended read lock cost, at
-    //    the largest thread count measured (readers sharing the lock word).
+    // 3. A read-mostly lock over a large struct: read lock cost at `threads`
+    //    readers (2, or 1 where only 1 was measured: readers sharing the
+    //    lock word), as the other read-side rows.
     let locks = ["qrwlock-read", "parking_lot-read", "std-read"];
     let read_locks = screen(
         locks
