@@ -18,7 +18,9 @@
 //! ratio of the figures. A contender whose margin is under [`TIE_MARGIN`]
 //! ties with the leader, and so does one the pairs put ahead where the
 //! figures put it behind (a margin under 1): the row then names them all as
-//! winners. Where the rounds are few and long (the waiting-writer row's
+//! winners. The tied contenders are a prefix of the order of figures: one
+//! whose figure is better than a tied contender's ties too, whatever its own
+//! margin (see `row`). Where the rounds are few and long (the waiting-writer row's
 //! rcuscale rounds, the write-heavy lock row's locktorture rounds and the
 //! bulk-freeing row's deferred-only torture rounds), a contender also ties
 //! unless every paired round puts the leader ahead. Those rows rank on a
