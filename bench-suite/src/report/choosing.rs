@@ -654,15 +654,20 @@ pub fn table(results: &Results) -> Vec<Choice> {
                 .iter()
                 .find(|o| o.lock == winner && (o.writers, o.readers) == mix)
             {
-                Some(o) if o.readers > 0 => format!(
-                    "its readers got {:.0} acquisitions/s per thread{}",
-                    o.reads.per_thread(o.readers) / o.duration_s,
-                    if o.reads.starved() {
-                        " (some starved)"
-                    } else {
-                        ""
-                    }
-                ),
+                Some(o) if o.readers > 0 => {
+                    // Every round's verdict, as the read-lock row gives it.
+                    let rounds = o.starved_by_round();
+                    let starving = rounds.iter().filter(|s| s.readers).count();
+                    format!(
+                        "its readers got {:.0} acquisitions/s per thread{}",
+                        o.reads.per_thread(o.readers) / o.duration_s,
+                        match (starving, rounds.len()) {
+                            (0, _) => String::new(),
+                            (_, 1) => " (some starved)".to_owned(),
+                            (k, n) => format!(" (some starved in {k} of {n} rounds)"),
+                        }
+                    )
+                }
                 _ => "readers not measured".into(),
             },
         ));
@@ -962,6 +967,35 @@ mod tests {
         );
         r.locktorture = vec![lock("qrwlock", 4, 16, 1000)];
         assert!(note(&r).ends_with("of a reader's share"), "{}", note(&r));
+    }
+
+    /// The write-heavy row's note on starved readers counts the rounds
+    /// that flagged them, not the median round's verdict alone.
+    #[test]
+    fn the_write_heavy_row_counts_the_rounds_whose_readers_starved() {
+        let mut r = sample();
+        let with_readers = |writes: u64, min_reads: u64| locktorture::Outcome {
+            reads: counts(100, 50, min_reads),
+            ..lock("qrwlock", 4, 2, writes)
+        };
+        // The median round (1000 writes) starved no reader; the last did.
+        r.locktorture = vec![locktorture::merge_rounds(vec![
+            with_readers(900, 50),
+            with_readers(1000, 50),
+            with_readers(1100, 20),
+        ])];
+        let costs = row_of(&table(&r), "write-heavy lock")
+            .costs_elsewhere
+            .clone();
+        assert!(
+            costs.ends_with("per thread (some starved in 1 of 3 rounds)"),
+            "{costs}"
+        );
+        r.locktorture = vec![with_readers(1000, 20)];
+        let costs = row_of(&table(&r), "write-heavy lock")
+            .costs_elsewhere
+            .clone();
+        assert!(costs.ends_with("per thread (some starved)"), "{costs}");
     }
 
     #[test]
