@@ -20,9 +20,9 @@
 #   TSAN_DURATION_S=10 VALGRIND_DURATION_S=5 ./scripts/sanitize.sh   # longer runs
 #
 # Prints one summary line per crate or run and exits 1 on any finding.
-# Logs go to target/sanitize/. About 8-14 minutes on a quiet 2-core machine
-# (more while others build), most of it building under miri and TSan: not
-# part of scripts/test.sh or .ci/run.
+# Logs go to target/sanitize/. About 45 minutes on a 2-core machine (44 on
+# 2026-12-02), 23 of them miri over bench-suite's torture tests: not part of
+# scripts/test.sh or .ci/run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
