@@ -678,10 +678,20 @@ fn a_replaced_value_reads_as_the_old_one_and_moves_to_another_thread() {
             assert_eq!(first.value, 1);
             let second = boxed.swap(mk(3)).expect("was set");
             assert_eq!(second.value, 2);
+            let released = AtomicBool::new(false);
             std::thread::scope(|s| {
-                let taken = s.spawn(move || first.synchronize().value);
+                let released = &released;
+                let taken = s.spawn(move || {
+                    let value = first.synchronize().value;
+                    assert!(
+                        released.load(SeqCst),
+                        "Replaced::synchronize returned while a guard protected the old value"
+                    );
+                    value
+                });
                 // The guard that protected 1 goes once the other thread waits on it.
                 std::thread::sleep(Duration::from_millis(20));
+                released.store(true, SeqCst);
                 drop(guard);
                 assert_eq!(taken.join().expect("no panic"), 1);
                 s.spawn(move || second.retire()).join().expect("no panic");
