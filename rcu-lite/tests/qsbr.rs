@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a grace period or barrier may take before the test counts it as
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
@@ -14,22 +14,43 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
+    let synchronized = Arc::new(AtomicBool::new(false));
+    let (online_tx, online_at_return) = mpsc::channel();
+    let seen = Arc::clone(&synchronized);
+    let set = Arc::clone(&synchronized);
     test_support::assert_waits_for_reader(
         "qsbr::synchronize_rcu",
         Duration::from_millis(50),
         QsbrThread::register,
-        |mut me| {
-            me.quiescent_state();
-            // Stay online a little: the grace period must not need more.
-            thread::sleep(Duration::from_millis(20));
+        move |mut me| {
+            // Stay online until the grace period has ended (bounded): it must
+            // not need more than a quiescent state. Announced again and again,
+            // since the grace period may not have started by the first (the
+            // process's first one registers it for membarrier, which can
+            // outlast the hold; another test's may be the one in progress).
+            let deadline = Instant::now() + LIMIT / 2;
+            while !seen.load(SeqCst) && Instant::now() < deadline {
+                me.quiescent_state();
+                thread::sleep(Duration::from_millis(1));
+            }
+            online_tx.send(seen.load(SeqCst)).unwrap();
+            drop(me);
         },
         || {
             test_support::within_a_deadline(
                 "qsbr::synchronize_rcu behind an online thread",
                 LIMIT,
-                qsbr::synchronize_rcu,
+                move || {
+                    qsbr::synchronize_rcu();
+                    set.store(true, SeqCst);
+                },
             )
         },
+    );
+    assert!(
+        online_at_return.recv().unwrap(),
+        "qsbr::synchronize_rcu did not end at the online thread's quiescent state: it waited \
+         until the thread went offline"
     );
 }
 
