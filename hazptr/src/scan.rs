@@ -800,7 +800,15 @@ mod tests {
     #[test]
     fn a_scan_skips_wildcards_stored_after_it_began() {
         let domain = Domain::new();
+        // What a reader that arrived before the scan began stores: the scan
+        // must wait that one out, so it must be older than the scan's own.
+        let earlier = domain.shared.wildcard().load(Ordering::Acquire);
         let mine = begin(&domain.shared);
+        assert!(
+            is_older_wildcard(earlier, mine),
+            "a reader that arrived before the scan began stores a wildcard ({earlier:#x}) not \
+             older than the scan's ({mine:#x}): the scan did not flip the generation"
+        );
         // What a reader arriving now stores (its Acquire load, as in
         // `Guard::protect_ptr`).
         let arriving = domain.shared.wildcard().load(Ordering::Acquire);
