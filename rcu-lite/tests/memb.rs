@@ -200,16 +200,30 @@ fn readers_and_immediate_frees_never_race() {
                     let guard = memb::read_lock();
                     // SAFETY: an object is freed only after a grace period
                     // that began after it was unpublished.
-                    if unsafe { &*current.load(Acquire) }.0.load(Relaxed) != LIVE {
+                    let object = unsafe { &*current.load(Acquire) };
+                    // Read again over a section long enough for the writer to
+                    // replace and free the object meanwhile, were it not
+                    // waited for: a single read right after the load almost
+                    // never overlapped a free. Each object holds a value of
+                    // its own, so memory freed and handed straight to the
+                    // next object does not read as still live either.
+                    let value = object.0.load(Relaxed);
+                    if !(LIVE..=LIVE + replacements).contains(&value) {
                         bad.fetch_add(1, Relaxed);
+                    }
+                    for _ in 0..SECTION_CHECKS {
+                        std::hint::spin_loop();
+                        if object.0.load(Relaxed) != value {
+                            bad.fetch_add(1, Relaxed);
+                        }
                     }
                     drop(guard);
                 }
             });
         }
         s.spawn(|| {
-            for _ in 0..replacements {
-                let fresh = Box::into_raw(Box::new(Object(AtomicUsize::new(LIVE))));
+            for i in 1..=replacements {
+                let fresh = Box::into_raw(Box::new(Object(AtomicUsize::new(LIVE + i))));
                 let old = current.swap(fresh, AcqRel);
                 within_a_deadline(
                     "memb::synchronize_rcu before a free",
