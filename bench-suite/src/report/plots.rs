@@ -294,8 +294,24 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains("2 threads"));
-        // Three bars drawn (one value is missing), plus the legend swatches.
-        assert!(svg.matches("<rect").count() >= 3);
+        // Three bars drawn (one value is missing): three rects more than the
+        // same chart with no value at all, which draws the background, the
+        // legend's box and its swatches.
+        let no_values = bar_chart(
+            "ns/op",
+            "ns",
+            &cats,
+            &[
+                Series::bars("1 thread", vec![None, None]),
+                Series::bars("2 threads", vec![None, None]),
+            ],
+            false,
+        );
+        assert_eq!(
+            svg.matches("<rect").count(),
+            no_values.matches("<rect").count() + 3,
+            "{svg}"
+        );
         let log = bar_chart(
             "acq",
             "per thread",
