@@ -73,6 +73,9 @@ fn threaded_mode_without_windows_completes_calls_under_every_policy() {
     });
 }
 
+/// Under per-CPU mutexes the four callers target four different CPUs, so
+/// their targeted calls never wait for a mutex; broadcasts all take the one
+/// global mutex, so with every second call a broadcast some call waits.
 #[test]
 fn threaded_mode_runs_broadcasts() {
     test_support::within_a_deadline("threaded::run with broadcasts", RUN_DEADLINE, || {
@@ -80,10 +83,17 @@ fn threaded_mode_runs_broadcasts() {
         c.throttle = None;
         c.callers = 4;
         c.policy = Policy::PerCpu;
-        c.broadcast_every = 2;
         c.sim_time_ns = NS_PER_S / 5;
+        let targeted = threaded::run(&c).unwrap();
+        assert!(targeted.calls > 0, "{targeted}");
+        assert_eq!(targeted.mutex_wait_max_ns, 0, "{targeted}");
+        c.broadcast_every = 2;
         let r = threaded::run(&c).unwrap();
         assert!(r.calls > 0, "{r}");
+        assert!(
+            r.mutex_wait_max_ns > 0,
+            "4 callers broadcasting on the one global mutex never waited for it: {r}"
+        );
     });
 }
 
