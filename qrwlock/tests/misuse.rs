@@ -240,8 +240,7 @@ fn cond_load_acquire_with_a_sleeper_bit_that_is_not_one_bit() {
     );
 }
 
-/// `cond_load_relaxed` runs the same check (its message names
-/// `cond_load_acquire` all the same).
+/// `cond_load_relaxed` runs the same check, and its message names it.
 #[test]
 fn cond_load_relaxed_with_a_sleeper_bit_that_is_not_one_bit() {
     assert_misuse(
