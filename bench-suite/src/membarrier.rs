@@ -35,6 +35,15 @@ use std::time::Duration;
 /// CPU counts of `--sweep`.
 pub const SWEEP_CPUS: [u32; 6] = [8, 16, 64, 128, 256, 384];
 
+/// Most threads a run starts: `--mode threaded` one per CPU and per caller,
+/// `--mode real` one per caller. The selftest's scenario fits (384 CPUs and
+/// 25 callers each: 9984). Far more, and the OS runs out of mappings for
+/// their stacks (`vm.max_map_count`, 65530 by default, about 4 a thread)
+/// partway through the start, which std reports as a panic inside the new
+/// thread, where the run cannot stop the others: `--mode real` aborted and
+/// `--mode threaded` hung.
+pub const MAX_THREADS: u32 = 10_000;
+
 /// Where the measurement comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -409,6 +418,13 @@ pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
     let outcome = match args.mode {
         Mode::Sim | Mode::Threaded => {
             let config = config(args, args.mode, args.cpus)?;
+            if args.mode == Mode::Threaded && config.cpus + config.callers > MAX_THREADS {
+                return Err(Failure::Usage(format!(
+                    "--mode threaded starts a thread per CPU and per caller: at most \
+                     {MAX_THREADS} in all (got {} CPUs + {} callers); lower --cpus or --callers",
+                    config.cpus, config.callers
+                )));
+            }
             let report = if args.mode == Mode::Sim {
                 sim::run(&config).map_err(|e| Failure::Usage(e.to_string()))?
             } else {
@@ -579,6 +595,12 @@ fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
         .unwrap_or((targets.len() as u32).saturating_mul(Config::SELFTEST_CALLERS_PER_CPU));
     if threads == 0 {
         return Err(Failure::Usage("at least 1 caller is needed (got 0)".into()));
+    }
+    if threads > MAX_THREADS {
+        return Err(Failure::Usage(format!(
+            "--mode real starts a thread per caller: at most {MAX_THREADS} (got {threads}); \
+             lower --callers, --cpus or --targets"
+        )));
     }
     let watchdog = Duration::from_millis(args.watchdog_ms);
     let seconds = args.duration_s.unwrap_or(2.0);

@@ -1,6 +1,7 @@
 //! The `syncbench` binary, run as a user would run it.
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 fn syncbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_syncbench"))
@@ -24,6 +25,31 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Runs syncbench as [`syncbench`] does, but kills it and fails the test if
+/// it is still running after `limit`: for refusals that must come before a
+/// long or unbounded run.
+fn syncbench_within(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_syncbench"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("syncbench runs");
+    let began = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if began.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{args:?} still running after {limit:?}; stderr:\n{}",
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }
 
 #[test]
@@ -1688,4 +1714,41 @@ fn real_mode_refuses_flags_it_would_ignore() {
     assert!(out.status.success(), "{}", stderr(&out));
     let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(row["seed"], 7, "{row}");
+}
+
+/// More threads than the OS can map stacks for (vm.max_map_count) made std
+/// panic inside a new thread: `--mode real` aborted, `--mode threaded` hung.
+/// Such runs are refused before any thread starts.
+#[test]
+fn membarrier_runs_of_too_many_threads_are_refused_before_starting_them() {
+    let cases: &[&[&str]] = &[
+        &[
+            "membarrier",
+            "--mode",
+            "real",
+            "--duration-s",
+            "0.01",
+            "--callers",
+            "20000",
+        ],
+        &[
+            "membarrier",
+            "--mode",
+            "threaded",
+            "--duration-s",
+            "0.01",
+            "--cpus",
+            "20000",
+            "--callers",
+            "1",
+        ],
+    ];
+    for args in cases {
+        let out = syncbench_within(args, Duration::from_secs(20));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("at most 10000"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
 }
