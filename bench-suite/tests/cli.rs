@@ -1752,3 +1752,29 @@ fn membarrier_runs_of_too_many_threads_are_refused_before_starting_them() {
         assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
     }
 }
+
+/// A report whose --out cannot be created is refused before it measures
+/// anything: the quick profile takes minutes, and ended with this error
+/// only after them, its figures lost.
+#[test]
+fn report_refuses_an_out_it_cannot_create_before_measuring() {
+    let dir = scratch_dir("syncbench-report-out-first");
+    let a_file = dir.join("a-file");
+    std::fs::write(&a_file, "mine").unwrap();
+    let out = syncbench_within(
+        &["report", "--out", a_file.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "cannot create the folder {}/plots",
+            a_file.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&a_file).unwrap(), "mine");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -361,10 +361,23 @@ pub struct Written {
 }
 
 /// Runs `profile` and writes `report.md`, `report.html`, `plots/*.svg` and
-/// `results.json` into `out`.
+/// `results.json` into `out`. An `out` that cannot hold them is refused
+/// before the minutes of measuring.
 pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
+    create_folders(out)?;
     let results = measure(profile);
     write(results, out)
+}
+
+/// Creates `out` and `out/plots`; the error names the folder.
+fn create_folders(out: &Path) -> std::io::Result<()> {
+    let plots = out.join("plots");
+    std::fs::create_dir_all(&plots).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot create the folder {}: {e}", plots.display()),
+        )
+    })
 }
 
 /// Writes the files of a report of `results` into `out`.
@@ -376,8 +389,7 @@ pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
         let path = path.display().to_string();
         move |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot {what} {path}: {e}"))
     };
-    let plots = out.join("plots");
-    std::fs::create_dir_all(&plots).map_err(named("create the folder", &plots))?;
+    create_folders(out)?;
     let write =
         |path: &Path, contents: &[u8]| std::fs::write(path, contents).map_err(named("write", path));
     for (file, svg) in doc.plots() {
