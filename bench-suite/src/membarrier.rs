@@ -155,6 +155,13 @@ fn seconds(text: &str) -> Result<f64, String> {
     if !(v.is_finite() && v > 0.0) {
         return Err(format!("must be more than 0 seconds (got {text})"));
     }
+    // Past u64 nanoseconds the conversion saturates, and a later message
+    // would name the saturated figure rather than the one given.
+    if v * NS_PER_S as f64 >= u64::MAX as f64 {
+        return Err(format!(
+            "too long: more nanoseconds than a u64 holds (got {text})"
+        ));
+    }
     Ok(v)
 }
 

@@ -1336,6 +1336,16 @@ fn membarrier_bad_parameters_exit_2_with_the_reason() {
             &["membarrier", "--mode", "real", "--duration-s", "1e20"],
             "too long",
         ),
+        // Past u64 nanoseconds: named as given, not as the saturated
+        // 18446744073.710 seconds.
+        (
+            &["membarrier", "--sim-seconds", "1e300"],
+            "too long: more nanoseconds than a u64 holds (got 1e300)",
+        ),
+        (
+            &["membarrier", "--mode", "threaded", "--duration-s", "1e300"],
+            "(got 1e300)",
+        ),
         // Past the run: the throttle timer's arithmetic would overflow.
         (
             &[
