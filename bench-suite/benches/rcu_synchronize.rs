@@ -17,8 +17,8 @@
 
 use bench_suite::rcuscale::{self, GracePeriod, Options};
 use bench_suite::registry;
+use bench_suite::start_gate::StartGate;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -41,14 +41,14 @@ fn rcu_synchronize(c: &mut Criterion) {
         let primitive: Box<dyn GracePeriod> = imp.build(&Options::default());
         for readers in [0usize, 1] {
             let stop = AtomicBool::new(false);
-            let ready = Barrier::new(readers + 1);
+            let ready = StartGate::new(readers + 1);
             primitive.prepare_writer();
             std::thread::scope(|s| {
                 for _ in 0..readers {
                     s.spawn(|| primitive.read_until(&ready, &stop));
                 }
                 // Every reader registered and reading before the first wait.
-                ready.wait();
+                assert!(ready.wait(), "nothing calls this gate off");
                 group.bench_function(BenchmarkId::new(name, format!("readers={readers}")), |b| {
                     b.iter_custom(|iters| {
                         let start = Instant::now();

@@ -424,7 +424,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 iterations: args.iterations,
                 runs: args.runs as usize,
             };
-            let outcomes = refscale::measure_all(&chosen, config);
+            let outcomes = refscale::measure_all(&chosen, config)?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;
@@ -581,7 +581,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 "advise",
             );
             let advice = advise::advise(config, &mut progress);
+            // The bar is gone before the advice, or the error, is printed.
             drop(progress);
+            let advice = advice?;
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &advice)?;
                 writeln!(out)?;

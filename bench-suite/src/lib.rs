@@ -33,6 +33,7 @@ pub mod rcuscale;
 pub mod refscale;
 pub mod registry;
 pub mod report;
+pub mod start_gate;
 pub mod stats;
 pub mod torture;
 pub mod turns;

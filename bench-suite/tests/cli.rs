@@ -31,8 +31,14 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
 /// it is still running after `limit`: for refusals that must come before a
 /// long or unbounded run.
 fn syncbench_within(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_syncbench"))
-        .args(args)
+    let mut command = Command::new(env!("CARGO_BIN_EXE_syncbench"));
+    command.args(args);
+    run_within(command, args, limit)
+}
+
+/// Runs `command` (syncbench with `args`) as [`syncbench_within`] does.
+fn run_within(mut command: Command, args: &[&str], limit: Duration) -> Output {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1760,6 +1766,117 @@ fn membarrier_runs_of_too_many_threads_are_refused_before_starting_them() {
         assert!(err.contains("at most 10000"), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+/// A thread the OS refused (here under `ulimit -v`, which leaves no room
+/// for more thread stacks; `ulimit -u` or a cgroup's pids.max refuse the
+/// same way) made std panic in the main thread, and the threads already
+/// started waited at the run's start barrier for ever: rcuscale, refscale
+/// and advise hung. Every command now exits 1 naming the thread, without a
+/// panic, within seconds.
+#[test]
+fn a_thread_the_os_refuses_ends_the_command_with_its_name() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "rcuscale",
+                "--impl",
+                "hazptr",
+                "--idle-threads",
+                "4000",
+                "--duration-s",
+                "0.1",
+            ],
+            "idle thread ",
+        ),
+        (
+            &[
+                "rcuscale",
+                "--impl",
+                "rcu-lite",
+                "--writers",
+                "4000",
+                "--duration-s",
+                "0.1",
+            ],
+            "writer thread ",
+        ),
+        (
+            &[
+                "refscale",
+                "--impl",
+                "hazptr",
+                "--threads",
+                "4000",
+                "--iterations",
+                "100",
+                "--runs",
+                "1",
+            ],
+            "reader thread ",
+        ),
+        (
+            &[
+                "advise",
+                "--reads-per-write",
+                "10",
+                "--threads",
+                "4000",
+                "--duration-s",
+                "0.1",
+                "--rounds",
+                "1",
+            ],
+            "thread ",
+        ),
+        (
+            &[
+                "locktorture",
+                "--lock",
+                "qrwlock",
+                "--writers",
+                "2000",
+                "--readers",
+                "2000",
+                "--duration-s",
+                "0.1",
+            ],
+            "writer ",
+        ),
+        (
+            &[
+                "torture",
+                "--impl",
+                "hazptr",
+                "--readers",
+                "4000",
+                "--writers",
+                "1",
+                "--duration-s",
+                "0.5",
+            ],
+            "reader ",
+        ),
+    ];
+    for &(args, thread) in cases {
+        // 1.5 GiB of address space: room for the program, not for 4000
+        // stacks of 2 MiB.
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_syncbench"))
+            .args(args);
+        let out = run_within(command, args, Duration::from_secs(60));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains(&format!("the OS refused to start {thread}")),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("ulimit -u"), "{args:?}: {text}");
+        assert!(!text.contains("panicked"), "{args:?}: {text}");
     }
 }
 

@@ -20,9 +20,9 @@ mod ours;
 mod peers;
 
 use crate::registry::{Implementation, Origin};
+use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
 use serde::Serialize;
 use std::io::Write;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -201,14 +201,17 @@ pub struct Advice {
 }
 
 /// Measures one contender on `config`.
-pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> Outcome {
+pub fn measure(
+    imp: &Implementation<dyn Workload, Options>,
+    config: Config,
+) -> Result<Outcome, ThreadRefused> {
     let options = Options {
         payload_words: config.payload_bytes.div_ceil(8).max(1),
     };
     let primitive = match (imp.make)(&options) {
         Ok(p) => p,
         Err(why) => {
-            return Outcome {
+            return Ok(Outcome {
                 name: imp.name.into(),
                 origin: imp.origin,
                 ops_per_s: 0.0,
@@ -217,46 +220,58 @@ pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> O
                 errors: 0,
                 runs_ops_per_s: Vec::new(),
                 skipped: Some(why.to_string()),
-            };
+            });
         }
     };
     let primitive = &*primitive;
     let stop = AtomicBool::new(false);
-    let start = Barrier::new(config.threads + 1);
+    let start = StartGate::new(config.threads + 1);
     let (elapsed, totals) = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..config.threads)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    let began = Instant::now();
-                    let counts = primitive.run(config.reads_per_write, &stop);
-                    (counts, began, Instant::now())
-                })
-            })
-            .collect();
-        start.wait();
+        let mut handles = Vec::with_capacity(config.threads);
+        for i in 0..config.threads {
+            let what = || format!("thread {} of {} for {}", i + 1, config.threads, imp.name);
+            let worker = spawn_scoped(s, "advise", what, || {
+                if !start.wait() {
+                    return None; // Called off.
+                }
+                let began = Instant::now();
+                let counts = primitive.run(config.reads_per_write, &stop);
+                Some((counts, began, Instant::now()))
+            });
+            match worker {
+                Ok(worker) => handles.push(worker),
+                Err(refused) => {
+                    start.cancel();
+                    return Err(refused);
+                }
+            }
+        }
+        assert!(
+            start.wait(),
+            "only a refused thread calls an advise run off"
+        );
         std::thread::sleep(config.duration);
         stop.store(true, Relaxed);
         // The clock runs from the first thread's start to the last one's
         // return from its loop, as the threads saw them (as rcuscale's
         // writers time themselves): not from when this thread got a CPU
-        // after the barrier (the others may have been counting since), nor
+        // after the gate (the others may have been counting since), nor
         // to the joins, which also wait out each thread's exit (its
         // per-thread state torn down, dearer for some contenders).
         let mut counts = Vec::with_capacity(config.threads);
         let mut span: Option<(Instant, Instant)> = None;
         for h in handles {
-            let (c, began, ended) = h.join().expect("worker panicked");
+            let (c, began, ended) = h.join().expect("worker panicked").expect("the gate opened");
             counts.push(c);
             span = Some(span.map_or((began, ended), |(a, b)| (a.min(began), b.max(ended))));
         }
-        (span.map_or(Duration::ZERO, |(a, b)| b - a), counts)
-    });
+        Ok((span.map_or(Duration::ZERO, |(a, b)| b - a), counts))
+    })?;
     primitive.settle();
     let secs = elapsed.as_secs_f64();
     let reads: u64 = totals.iter().map(|c| c.reads).sum();
     let writes: u64 = totals.iter().map(|c| c.writes).sum();
-    Outcome {
+    Ok(Outcome {
         name: imp.name.into(),
         origin: imp.origin,
         ops_per_s: (reads + writes) as f64 / secs,
@@ -265,7 +280,7 @@ pub fn measure(imp: &Implementation<dyn Workload, Options>, config: Config) -> O
         errors: totals.iter().map(|c| c.torn).sum(),
         runs_ops_per_s: vec![(reads + writes) as f64 / secs],
         skipped: None,
-    }
+    })
 }
 
 /// One contender's runs as one outcome: the median run's figures (the lower
@@ -284,8 +299,12 @@ fn combine(mut runs: Vec<Outcome>) -> Outcome {
 }
 
 /// Runs the matrix, `config.rounds` runs of each contender in turns, and
-/// picks the fastest contender that saw no errors.
-pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advice {
+/// picks the fastest contender that saw no errors. A thread the OS refuses
+/// ends the runs with the error, naming it.
+pub fn advise(
+    config: Config,
+    progress: &mut crate::progress::Progress,
+) -> Result<Advice, ThreadRefused> {
     let imps = implementations();
     // First one short untimed run of each contender, as refscale warms up:
     // a scheme's first use in the process starts what the process keeps
@@ -301,15 +320,15 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
         .iter()
         .map(|imp| {
             progress.set_label(imp.name);
-            measure(imp, warm_up).errors
+            Ok(measure(imp, warm_up)?.errors)
         })
-        .collect();
-    let runs = crate::turns::in_turns(imps.len(), config.rounds.max(1), |i| {
+        .collect::<Result<_, ThreadRefused>>()?;
+    let runs = crate::turns::try_in_turns(imps.len(), config.rounds.max(1), |i| {
         progress.set_label(imps[i].name);
-        let outcome = measure(&imps[i], config);
+        let outcome = measure(&imps[i], config)?;
         progress.inc(1);
-        outcome
-    });
+        Ok(outcome)
+    })?;
     let outcomes = runs
         .into_iter()
         .zip(warm_up_errors)
@@ -319,7 +338,7 @@ pub fn advise(config: Config, progress: &mut crate::progress::Progress) -> Advic
             outcome
         })
         .collect();
-    recommend(config, outcomes)
+    Ok(recommend(config, outcomes))
 }
 
 /// The advice from each contender's combined outcome: the outcomes fastest
@@ -508,7 +527,7 @@ mod tests {
             duration: Duration::from_millis(20),
             rounds: 1,
         };
-        let outcome = measure(&SETTLING, config);
+        let outcome = measure(&SETTLING, config).unwrap();
         assert!(
             outcome.skipped.is_none() && outcome.writes_per_s > 0.0,
             "{outcome:?}"
@@ -574,7 +593,7 @@ mod tests {
             duration: Duration::from_millis(100),
             rounds: 1,
         };
-        let outcome = measure(&SLOW_EXIT_IMP, config);
+        let outcome = measure(&SLOW_EXIT_IMP, config).unwrap();
         let (ops, span) = *SLOW_EXIT.lock().unwrap();
         let (first, last) = span.expect("the threads ran");
         let loops_rate = ops as f64 / (last - first).as_secs_f64();
@@ -595,7 +614,7 @@ mod tests {
             duration: Duration::from_millis(50),
             rounds: 2,
         };
-        let advice = advise(config, &mut crate::progress::Progress::new(1, "test"));
+        let advice = advise(config, &mut crate::progress::Progress::new(1, "test")).unwrap();
         assert_eq!(advice.outcomes.len(), implementations().len());
         for o in &advice.outcomes {
             assert_eq!(o.errors, 0, "{o:?}");

@@ -44,10 +44,11 @@ use crate::delay::{Padded, spin_for, thread_runqueue_wait};
 use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
+use crate::start_gate::{StartGate, ThreadRefused};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -568,30 +569,53 @@ pub fn torture<'w>(
     }
     progress.set_label(imp.name);
     let arena = Arc::new(Arena::new(imp.build(&()), config));
-    let start = Arc::new(Barrier::new(config.writers + config.readers + 1));
+    let start = Arc::new(StartGate::new(config.writers + config.readers + 1));
     let mut threads: Vec<(String, JoinHandle<()>)> = Vec::new();
     let mut spawn = |label: String, body: Box<dyn FnOnce(&Arena) + Send>, wait: bool| {
         let (arena, start) = (Arc::clone(&arena), Arc::clone(&start));
         let handle = std::thread::Builder::new()
             .name(format!("locktorture {}", imp.name))
             .spawn(move || {
-                if wait {
-                    start.wait();
+                // A thread that finds the run called off leaves untouched.
+                if !wait || start.wait() {
+                    body(&arena)
                 }
-                body(&arena)
             })
-            .expect("spawn a locktorture thread");
+            .map_err(|source| ThreadRefused {
+                thread: format!(
+                    "{label} (thread {} of {}) for {}",
+                    threads.len() + 1,
+                    config.writers + config.readers + usize::from(config.faults),
+                    imp.name
+                ),
+                source,
+            })?;
         threads.push((label, handle));
+        Ok(())
     };
-    for w in 0..config.writers {
-        spawn(format!("writer {w}"), Box::new(move |a| a.writer(w)), true);
-    }
-    for r in 0..config.readers {
-        spawn(format!("reader {r}"), Box::new(move |a| a.reader(r)), true);
-    }
-    start.wait();
-    if config.faults {
-        spawn("fault driver".into(), Box::new(faults::drive), false);
+    let mut spawn_all = || -> Result<(), ThreadRefused> {
+        for w in 0..config.writers {
+            spawn(format!("writer {w}"), Box::new(move |a| a.writer(w)), true)?;
+        }
+        for r in 0..config.readers {
+            spawn(format!("reader {r}"), Box::new(move |a| a.reader(r)), true)?;
+        }
+        assert!(
+            start.wait(),
+            "only a refused thread calls a locktorture run off"
+        );
+        if config.faults {
+            spawn("fault driver".into(), Box::new(faults::drive), false)?;
+        }
+        Ok(())
+    };
+    if let Err(refused) = spawn_all() {
+        // Called off: the threads at the gate leave, and any past it (the
+        // fault driver came last) see `stop`. None holds the lock for long.
+        arena.stop.store(true, Relaxed);
+        start.cancel();
+        fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
+        return Err(refused.into());
     }
     let base = progress.position();
     let began = Instant::now();

@@ -2,9 +2,9 @@
 
 use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
+use crate::start_gate::StartGate;
 use hazptr::Domain;
 use std::hint::black_box;
-use std::sync::Barrier;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::{AtomicBool, AtomicPtr};
 
@@ -59,14 +59,16 @@ impl GracePeriod for Hazptr {
         self.domain.synchronize(&raw const unprotected);
     }
 
-    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+    fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
         // The first guard gives the thread its slot block, before the run.
         let mut guard = self.domain.guard();
         let p = guard.protect_ptr(&self.current);
         // SAFETY: protected by `guard`; never null.
         black_box(unsafe { *p });
         drop(guard);
-        ready.wait();
+        if !ready.wait() {
+            return 0; // The run was called off.
+        }
         let mut n = 0;
         // Relaxed: a stop request; it publishes nothing.
         while !stop.load(Relaxed) {
@@ -81,7 +83,7 @@ impl GracePeriod for Hazptr {
         n
     }
 
-    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
         // The first guard gives the thread a slot block, which every scan
         // walks until the thread exits.
         let mut guard = self.domain.guard();

@@ -27,7 +27,7 @@ mod linked {
     use super::GracePeriod;
     use crate::liburcu::{MembReader, memb_synchronize_rcu};
     use crate::rcuscale::idle_wait;
-    use std::sync::Barrier;
+    use crate::start_gate::StartGate;
     use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::AcqRel};
 
     pub(super) struct LiburcuMemb {
@@ -55,20 +55,22 @@ mod linked {
             drop(unsafe { Box::from_raw(old) });
         }
 
-        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             // Registered, with one section run, before the run starts.
             MembReader::with(|reader| {
                 // SAFETY: writers free a value only after unpublishing it and
                 // waiting for a memb grace period (`update_and_wait`), and
                 // the last one lives until `drop`, which `&self` outlives.
                 unsafe { reader.read_sections(&self.slot, 1) };
-                ready.wait();
+                if !ready.wait() {
+                    return 0; // The run was called off.
+                }
                 // SAFETY: as above.
                 unsafe { reader.read_until(&self.slot, stop) }
             })
         }
 
-        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             // Registered (on liburcu's reader list, which every grace period
             // walks) until `with` returns.
             MembReader::with(|reader| {

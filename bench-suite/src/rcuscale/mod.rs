@@ -19,7 +19,10 @@
 //! Every writer completes at least one wait, however short the run: a run
 //! with no wait has no per-GP time and no latency (they would be NaN, which
 //! JSON writes as null). A set of runs with none at all, possible only
-//! without writers, is refused with [`NoWaits`].
+//! without writers, is refused with [`NoWaits`]. A run the OS refuses a
+//! thread is called off before it measures anything: the threads already
+//! started leave the start gate, and the set of runs ends with
+//! [`Failure::ThreadRefused`] naming the thread (see [`crate::start_gate`]).
 
 mod hazptr;
 mod liburcu;
@@ -28,10 +31,10 @@ mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
+use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
 use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -41,29 +44,31 @@ pub trait GracePeriod: Send + Sync {
     /// wait until no reader that could have reached it still holds it
     /// (`synchronize_rcu()`, `hazptr_synchronize()`, or the peer's equivalent).
     fn update_and_wait(&self, writer: usize);
-    /// Runs on each writer thread before the run's start barrier: whatever
+    /// Runs on each writer thread before the run's start gate: whatever
     /// the first wait would otherwise do once, untimed (rcu-lite registers
     /// the thread, crossbeam-epoch gives it a handle, hazptr starts its
     /// domain's scanner thread). Nothing by default.
     fn prepare_writer(&self) {}
     /// Registers the calling thread as a reader (where the flavor registers)
     /// and runs one read-side section, then waits at `ready` (the run's start
-    /// barrier), so every reader is in before any writer waits; then runs
+    /// gate), so every reader is in before any writer waits; then runs
     /// read-side sections until `stop` is set. Returns how many it ran after
-    /// `ready`.
-    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64;
+    /// `ready`: 0 at once if the gate was cancelled (the run is off).
+    fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64;
     /// Registers the calling thread as a reader and runs one read-side
     /// section, then calls [`idle_wait`]`(ready, stop)` while still registered:
     /// a thread the waiting side must account for on every scan although it
     /// never reads again, as the kernel accounts for idle CPUs.
-    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool);
+    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool);
 }
 
 /// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (the run's
-/// start barrier), then stays parked until the run sets `stop` and unparks
-/// it ([`EndOfRun`]).
-pub fn idle_wait(ready: &Barrier, stop: &AtomicBool) {
-    ready.wait();
+/// start gate), then stays parked until the run sets `stop` and unparks
+/// it ([`EndOfRun`]). Returns at once if the gate was cancelled.
+pub fn idle_wait(ready: &StartGate, stop: &AtomicBool) {
+    if !ready.wait() {
+        return; // The run was called off.
+    }
     // Parked, as an idle CPU does not wake in the kernel's runs. (Naps of
     // 50 ms woke 256 idle threads 5,000 times a second, about 4% of a CPU
     // taken from the writers.) Relaxed: `EndOfRun` sets `stop` before its
@@ -228,12 +233,51 @@ impl std::fmt::Display for NoWaits {
 
 impl std::error::Error for NoWaits {}
 
+/// Why a set of rcuscale runs has no outcome.
+#[derive(Debug)]
+pub enum Failure {
+    /// An implementation completed no wait.
+    NoWaits(NoWaits),
+    /// The OS refused a thread; no run of the set measured past it.
+    ThreadRefused(ThreadRefused),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoWaits(e) => e.fmt(f),
+            Self::ThreadRefused(e) => write!(f, "rcuscale: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::NoWaits(_) => None,
+            Self::ThreadRefused(e) => Some(e),
+        }
+    }
+}
+
+impl From<NoWaits> for Failure {
+    fn from(e: NoWaits) -> Self {
+        Self::NoWaits(e)
+    }
+}
+
+impl From<ThreadRefused> for Failure {
+    fn from(e: ThreadRefused) -> Self {
+        Self::ThreadRefused(e)
+    }
+}
+
 /// Runs one implementation with default [`Options`].
 pub fn measure(
     imp: &Implementation<dyn GracePeriod, Options>,
     config: Config,
     progress: &mut Progress,
-) -> Result<Outcome, NoWaits> {
+) -> Result<Outcome, Failure> {
     measure_with(imp, config, &Options::default(), progress)
 }
 
@@ -243,8 +287,8 @@ pub fn measure_with(
     config: Config,
     options: &Options,
     progress: &mut Progress,
-) -> Result<Outcome, NoWaits> {
-    run_once(imp, config, options, progress).summary()
+) -> Result<Outcome, Failure> {
+    Ok(run_once(imp, config, options, progress)?.summary()?)
 }
 
 /// One run of one implementation: its totals and every wait's latency.
@@ -306,67 +350,104 @@ fn run_once(
     config: Config,
     options: &Options,
     progress: &mut Progress,
-) -> Run {
+) -> Result<Run, ThreadRefused> {
     let boxed = imp.build(options);
     let primitive = &*boxed;
     progress.set_label(imp.name);
     let stop = AtomicBool::new(false);
-    let start = Barrier::new(config.writers + config.readers + config.idle_threads + 1);
+    let start = StartGate::new(config.writers + config.readers + config.idle_threads + 1);
     let base = progress.position();
+    // A thread the OS refused, in words.
+    let thread = |role: &'static str, i: usize, of: usize| {
+        move || format!("{role} thread {} of {of} for {}", i + 1, imp.name)
+    };
+    // After a refusal the run is off: the threads already waiting at the
+    // gate return without measuring (and `EndOfRun`'s drop sets `stop`).
+    let call_off = |refused| {
+        start.cancel();
+        refused
+    };
     let (elapsed, samples, reads) = std::thread::scope(|s| {
-        let end_of_run = EndOfRun {
+        let mut end_of_run = EndOfRun {
             stop: &stop,
-            // Registered before the clock starts; idle throughout.
-            idle: (0..config.idle_threads)
-                .map(|_| {
-                    s.spawn(|| primitive.idle_until(&start, &stop))
-                        .thread()
-                        .clone()
-                })
-                .collect(),
+            idle: Vec::with_capacity(config.idle_threads),
         };
+        // Registered before the clock starts; idle throughout.
+        for i in 0..config.idle_threads {
+            let idle = spawn_scoped(
+                s,
+                "rcuscale idle",
+                thread("idle", i, config.idle_threads),
+                || primitive.idle_until(&start, &stop),
+            )
+            .map_err(call_off)?;
+            end_of_run.idle.push(idle.thread().clone());
+        }
         // Each reader is registered and has run a section before the
-        // barrier lets the writers go: a short run must not measure waits
+        // gate lets the writers go: a short run must not measure waits
         // with no reader running (see `GracePeriod::read_until`).
-        let readers: Vec<_> = (0..config.readers)
-            .map(|_| s.spawn(|| primitive.read_until(&start, &stop)))
-            .collect();
-        let writers: Vec<_> = (0..config.writers)
-            .map(|w| {
-                let (start, stop) = (&start, &stop);
-                s.spawn(move || {
-                    // With `--waits`, room for every sample up front: the
-                    // push falls inside the next sample, and a reallocation
-                    // there must not become the maximum the flag is for.
-                    let limit = config.waits_per_writer.unwrap_or(u64::MAX);
-                    let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
-                    let mut samples = Vec::with_capacity(room as usize);
-                    primitive.prepare_writer();
-                    start.wait();
-                    let first = Instant::now();
-                    let mut last = first;
-                    // One clock read per wait: each return's reading starts
-                    // the next wait, so the loop's own work (the push and
-                    // the stop check, a few ns) is not added to per-GP time
-                    // twice, and per-GP time and mean latency stay close.
-                    // The check follows the wait, so every writer completes
-                    // one even if the run is over before it starts (`limit`
-                    // is at least 1). Relaxed: `stop` publishes nothing; it
-                    // pairs with no other access (the join orders the rest).
-                    loop {
-                        primitive.update_and_wait(w);
-                        let now = Instant::now();
-                        samples.push((now - last).as_nanos() as f64 / 1000.0);
-                        last = now;
-                        if samples.len() as u64 >= limit || stop.load(Relaxed) {
-                            break;
-                        }
+        let mut readers = Vec::with_capacity(config.readers);
+        for i in 0..config.readers {
+            readers.push(
+                spawn_scoped(
+                    s,
+                    "rcuscale reader",
+                    thread("reader", i, config.readers),
+                    || primitive.read_until(&start, &stop),
+                )
+                .map_err(call_off)?,
+            );
+        }
+        let mut writers = Vec::with_capacity(config.writers);
+        for w in 0..config.writers {
+            let (start, stop) = (&start, &stop);
+            let body = move || {
+                // With `--waits`, room for every sample up front: the
+                // push falls inside the next sample, and a reallocation
+                // there must not become the maximum the flag is for.
+                let limit = config.waits_per_writer.unwrap_or(u64::MAX);
+                let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
+                let mut samples = Vec::with_capacity(room as usize);
+                primitive.prepare_writer();
+                let first = Instant::now();
+                if !start.wait() {
+                    return (samples, first, first); // Called off.
+                }
+                let first = Instant::now();
+                let mut last = first;
+                // One clock read per wait: each return's reading starts
+                // the next wait, so the loop's own work (the push and
+                // the stop check, a few ns) is not added to per-GP time
+                // twice, and per-GP time and mean latency stay close.
+                // The check follows the wait, so every writer completes
+                // one even if the run is over before it starts (`limit`
+                // is at least 1). Relaxed: `stop` publishes nothing; it
+                // pairs with no other access (the join orders the rest).
+                loop {
+                    primitive.update_and_wait(w);
+                    let now = Instant::now();
+                    samples.push((now - last).as_nanos() as f64 / 1000.0);
+                    last = now;
+                    if samples.len() as u64 >= limit || stop.load(Relaxed) {
+                        break;
                     }
-                    (samples, first, last)
-                })
-            })
-            .collect();
-        start.wait();
+                }
+                (samples, first, last)
+            };
+            writers.push(
+                spawn_scoped(
+                    s,
+                    "rcuscale writer",
+                    thread("writer", w, config.writers),
+                    body,
+                )
+                .map_err(call_off)?,
+            );
+        }
+        assert!(
+            start.wait(),
+            "only a refused thread calls an rcuscale run off"
+        );
         let began = Instant::now();
         if config.waits_per_writer.is_none() {
             while began.elapsed() < config.duration {
@@ -397,23 +478,24 @@ fn run_once(
             .into_iter()
             .map(|h| h.join().expect("reader panicked"))
             .sum();
-        (elapsed, samples, reads)
-    });
-    Run {
+        Ok((elapsed, samples, reads))
+    })?;
+    Ok(Run {
         name: imp.name,
         config,
         elapsed,
         samples,
         reads,
-    }
+    })
 }
 
 /// Runs every implementation in `chosen` once per round, taking turns within
 /// each round in an order rotated from round to round
 /// ([`crate::turns::in_turns`]), each built with `options`; one outcome per implementation, in
 /// `chosen`'s order. `progress` advances by `config.duration` per run.
-/// [`NoWaits`] names the first implementation with a run of no wait (only
-/// possible with no writers).
+/// [`Failure::NoWaits`] names the first implementation with a run of no wait (only
+/// possible with no writers); [`Failure::ThreadRefused`] the first thread
+/// the OS refused, which ends the rounds.
 ///
 /// # Panics
 ///
@@ -424,7 +506,7 @@ pub fn measure_rounds(
     options: &Options,
     rounds: usize,
     progress: &mut Progress,
-) -> Result<Vec<Outcome>, NoWaits> {
+) -> Result<Vec<Outcome>, Failure> {
     let entries: Vec<_> = chosen.iter().map(|imp| (*imp, config)).collect();
     measure_entries(&entries, options, rounds, progress)
 }
@@ -436,17 +518,18 @@ fn measure_entries(
     options: &Options,
     rounds: usize,
     progress: &mut Progress,
-) -> Result<Vec<Outcome>, NoWaits> {
+) -> Result<Vec<Outcome>, Failure> {
     assert!(rounds > 0, "rcuscale needs at least one round");
     // In turns, the order rotated from round to round.
-    let runs = crate::turns::in_turns(entries.len(), rounds, |i| {
+    let runs = crate::turns::try_in_turns(entries.len(), rounds, |i| {
         run_once(entries[i].0, entries[i].1, options, progress)
-    });
-    entries
+    })?;
+    let outcomes = entries
         .iter()
         .zip(runs)
         .map(|((imp, config), runs)| summarize(imp.name, *config, &runs))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(outcomes)
 }
 
 /// [`measure_rounds`] over several writer counts in the same run, with a
@@ -466,7 +549,7 @@ pub fn measure_all(
     writer_counts: &[usize],
     options: &Options,
     rounds: usize,
-) -> Result<Vec<Outcome>, NoWaits> {
+) -> Result<Vec<Outcome>, Failure> {
     let entries: Vec<_> = writer_counts
         .iter()
         .flat_map(|&writers| {
@@ -573,7 +656,10 @@ mod tests {
             &mut progress,
         )
         .unwrap_err();
-        assert_eq!(err.name, "hazptr");
+        let Failure::NoWaits(ref no_waits) = err else {
+            panic!("{err}")
+        };
+        assert_eq!(no_waits.name, "hazptr");
         assert!(
             err.to_string()
                 .contains("hazptr completed no wait: the run was too short")
@@ -614,17 +700,19 @@ mod tests {
         fn prepare_writer(&self) {
             PREPARED.with(|p| p.set(true));
         }
-        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             // A reader slow to register: the writers must wait for it.
             std::thread::sleep(Duration::from_millis(20));
             READERS_IN.fetch_add(1, Relaxed);
-            ready.wait();
+            if !ready.wait() {
+                return 0;
+            }
             while !stop.load(Relaxed) {
                 std::hint::spin_loop();
             }
             1
         }
-        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -648,8 +736,10 @@ mod tests {
 
     /// A test double's reader: one "section" in all, then yields until the
     /// run sets `stop`.
-    fn one_read_until_stop(ready: &Barrier, stop: &AtomicBool) -> u64 {
-        ready.wait();
+    fn one_read_until_stop(ready: &StartGate, stop: &AtomicBool) -> u64 {
+        if !ready.wait() {
+            return 0;
+        }
         while !stop.load(Relaxed) {
             std::thread::yield_now();
         }
@@ -664,10 +754,10 @@ mod tests {
         fn update_and_wait(&self, _writer: usize) {
             panic!("a planted writer panic");
         }
-        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             one_read_until_stop(ready, stop)
         }
-        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -762,10 +852,10 @@ mod tests {
 
     impl GracePeriod for NoWait {
         fn update_and_wait(&self, _writer: usize) {}
-        fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             one_read_until_stop(ready, stop)
         }
-        fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }

@@ -2,9 +2,9 @@
 
 use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
+use crate::start_gate::StartGate;
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 use std::hint::black_box;
-use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
@@ -85,13 +85,15 @@ impl GracePeriod for CrossbeamEpoch {
         drop(epoch::pin());
     }
 
-    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+    fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
         // The first pin registers the thread, before the run.
         let guard = epoch::pin();
         // SAFETY: never null; `guard` keeps it alive.
         black_box(*unsafe { self.current.load(Acquire, &guard).deref() });
         drop(guard);
-        ready.wait();
+        if !ready.wait() {
+            return 0; // The run was called off.
+        }
         let mut n = 0;
         // Relaxed: a stop request; it publishes nothing.
         while !stop.load(Relaxed) {
@@ -107,7 +109,7 @@ impl GracePeriod for CrossbeamEpoch {
         n
     }
 
-    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
         // Pinning once registers the thread with the default collector, whose
         // epoch advance walks every registered participant.
         let guard = epoch::pin();

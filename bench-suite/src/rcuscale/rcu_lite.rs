@@ -4,9 +4,9 @@
 
 use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
+use crate::start_gate::StartGate;
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::hint::black_box;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 
 /// `rcu-lite`.
@@ -67,13 +67,15 @@ impl GracePeriod for RcuLite {
         drop(memb::read_lock());
     }
 
-    fn read_until(&self, ready: &Barrier, stop: &AtomicBool) -> u64 {
+    fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
         // The first read lock registers the thread, before the run.
         let guard = memb::read_lock();
         // SAFETY: never null; the guard keeps the pointee alive.
         black_box(unsafe { *self.current.load(Acquire) });
         drop(guard);
-        ready.wait();
+        if !ready.wait() {
+            return 0; // The run was called off.
+        }
         let mut n = 0;
         // Relaxed: a stop request; it publishes nothing.
         while !stop.load(Relaxed) {
@@ -88,7 +90,7 @@ impl GracePeriod for RcuLite {
         n
     }
 
-    fn idle_until(&self, ready: &Barrier, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
         // The first read lock registers the thread; it stays registered (and
         // scanned) until it exits.
         let guard = memb::read_lock();

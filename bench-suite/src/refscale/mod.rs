@@ -14,10 +14,10 @@ mod rcu_lite;
 
 use crate::progress::Progress;
 use crate::registry::Implementation;
+use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
 use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// A read-side primitive measured by `refscale`.
@@ -89,30 +89,47 @@ pub struct Outcome {
 }
 
 /// Runs one timed pass: every reader starts together and runs `iterations`
-/// sections; returns the mean ns per section over readers.
-fn one_run(imp: &dyn ReadSide, threads: usize, iterations: u64) -> f64 {
-    let start = Barrier::new(threads);
+/// sections; returns the mean ns per section over readers. A reader the OS
+/// refuses calls the pass off (the readers already started return without
+/// timing) and is named in the error.
+fn one_run(
+    imp: &dyn ReadSide,
+    name: &str,
+    threads: usize,
+    iterations: u64,
+) -> Result<f64, ThreadRefused> {
+    let start = StartGate::new(threads);
     let per_thread: Vec<Duration> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    // Let every reader do its set-up before any starts timing.
-                    imp.read_sections(1);
-                    start.wait();
-                    imp.read_sections(iterations)
-                })
-            })
-            .collect();
-        handles
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let what = || format!("reader thread {} of {threads} for {name}", i + 1);
+            let reader = spawn_scoped(s, "refscale reader", what, || {
+                // Let every reader do its set-up before any starts timing.
+                imp.read_sections(1);
+                start.wait().then(|| imp.read_sections(iterations))
+            });
+            match reader {
+                Ok(reader) => handles.push(reader),
+                Err(refused) => {
+                    start.cancel();
+                    return Err(refused);
+                }
+            }
+        }
+        Ok(handles
             .into_iter()
-            .map(|h| h.join().expect("reader thread panicked"))
-            .collect()
-    });
+            .map(|h| {
+                h.join()
+                    .expect("reader thread panicked")
+                    .expect("only a refused thread calls a refscale pass off")
+            })
+            .collect())
+    })?;
     let ns: Vec<f64> = per_thread
         .iter()
         .map(|d| d.as_nanos() as f64 / iterations as f64)
         .collect();
-    stats::mean(&ns)
+    Ok(stats::mean(&ns))
 }
 
 /// Measures every implementation in `chosen`, taking turns: each does its
@@ -121,8 +138,12 @@ fn one_run(imp: &dyn ReadSide, threads: usize, iterations: u64) -> f64 {
 /// A slow stretch of the machine (a host hiccup, another process) then lands
 /// on one run of several contenders, which their medians discard, rather
 /// than on every run of whichever contender ran then, and no contender
-/// always runs first or after the same one.
-pub fn measure_all(chosen: &[&Implementation<dyn ReadSide>], config: Config) -> Vec<Outcome> {
+/// always runs first or after the same one. A reader thread the OS refuses
+/// ends the runs with the error, naming it.
+pub fn measure_all(
+    chosen: &[&Implementation<dyn ReadSide>],
+    config: Config,
+) -> Result<Vec<Outcome>, ThreadRefused> {
     let mut progress = Progress::new((chosen.len() * config.runs) as u64, "refscale");
     measure_in_turns(chosen, config, &mut progress)
 }
@@ -132,21 +153,31 @@ pub fn measure_in_turns(
     chosen: &[&Implementation<dyn ReadSide>],
     config: Config,
     progress: &mut Progress,
-) -> Vec<Outcome> {
+) -> Result<Vec<Outcome>, ThreadRefused> {
     let instances: Vec<_> = chosen.iter().map(|imp| imp.build(&())).collect();
     for (imp, instance) in chosen.iter().zip(&instances) {
         progress.set_label(imp.name);
-        one_run(&**instance, config.threads, (config.iterations / 10).max(1));
+        one_run(
+            &**instance,
+            imp.name,
+            config.threads,
+            (config.iterations / 10).max(1),
+        )?;
     }
     // In turns, the order rotated from run to run, so that no contender
     // always runs first (or right after the same one).
-    let runs_ns = crate::turns::in_turns(chosen.len(), config.runs, |i| {
+    let runs_ns = crate::turns::try_in_turns(chosen.len(), config.runs, |i| {
         progress.set_label(chosen[i].name);
-        let ns = one_run(&*instances[i], config.threads, config.iterations);
+        let ns = one_run(
+            &*instances[i],
+            chosen[i].name,
+            config.threads,
+            config.iterations,
+        )?;
         progress.inc(1);
-        ns
-    });
-    chosen
+        Ok(ns)
+    })?;
+    Ok(chosen
         .iter()
         .zip(runs_ns)
         .map(|(imp, runs_ns)| Outcome {
@@ -156,7 +187,7 @@ pub fn measure_in_turns(
             iterations: config.iterations,
             runs_ns,
         })
-        .collect()
+        .collect())
 }
 
 /// Writes the kernel-style text output: a header per implementation, then
@@ -221,7 +252,7 @@ mod tests {
             iterations: TIMED_ITERATIONS,
             runs: 3,
         };
-        let outcomes = measure_all(&[&A, &B], config);
+        let outcomes = measure_all(&[&A, &B], config).unwrap();
         assert_eq!(*TIMED.lock().unwrap(), ["a", "b", "b", "a", "a", "b"]);
         let names: Vec<_> = outcomes.iter().map(|o| o.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
@@ -268,7 +299,7 @@ mod tests {
             iterations: TIMED_ITERATIONS,
             runs: 3,
         };
-        let out = measure_all(&[&MEDIAN], config);
+        let out = measure_all(&[&MEDIAN], config).unwrap();
         assert_eq!(out[0].runs_ns, [1.0, 2.0, 9.0]);
         assert_eq!(out[0].ns_per_op, 2.0);
         *SCRIPT_MEAN.lock().unwrap() = vec![1, 3];
@@ -277,7 +308,7 @@ mod tests {
             runs: 1,
             ..config
         };
-        let out = measure_all(&[&MEAN], config);
+        let out = measure_all(&[&MEAN], config).unwrap();
         assert_eq!(out[0].runs_ns, [2.0]);
         let mut text = Vec::new();
         write_text(&mut text, &out).unwrap();

@@ -365,7 +365,7 @@ pub struct Written {
 /// before the minutes of measuring.
 pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     create_folders(out)?;
-    let results = measure(profile);
+    let results = measure(profile)?;
     write(results, out)
 }
 
@@ -414,8 +414,10 @@ pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
     })
 }
 
-/// Runs every measurement of `profile`.
-pub fn measure(profile: Profile) -> Results {
+/// Runs every measurement of `profile`. A thread the OS refuses ends it
+/// with an error naming the thread, except in the torture runs, whose
+/// outcome records it as the run's failure.
+pub fn measure(profile: Profile) -> std::io::Result<Results> {
     let began = Instant::now();
     let machine = Machine::current();
     let readers: Vec<_> = refscale::implementations()
@@ -458,7 +460,7 @@ pub fn measure(profile: Profile) -> Results {
     let mut refscale_out = Vec::new();
     for &threads in profile.refscale_threads() {
         let config = profile.refscale_config(threads);
-        refscale_out.extend(refscale::measure_in_turns(&readers, config, &mut progress));
+        refscale_out.extend(refscale::measure_in_turns(&readers, config, &mut progress)?);
     }
 
     let mut torture_out = Vec::new();
@@ -473,15 +475,15 @@ pub fn measure(profile: Profile) -> Results {
             faults: false,
             stall_limit: locktorture::Config::STALL_LIMIT,
         };
-        let runs = crate::turns::in_turns(locks.len(), rounds, |i| {
+        // No output is written during the run: only a refused thread fails it.
+        let runs = crate::turns::try_in_turns(locks.len(), rounds, |i| {
             let imp = locks[i];
             let mut quiet = Progress::new(config.duration.as_millis() as u64, imp.name);
-            let outcome = locktorture::torture(imp, config, &mut quiet, None)
-                .expect("no output is written during the run");
+            let outcome = locktorture::torture(imp, config, &mut quiet, None)?;
             progress.set_label(imp.name);
             progress.inc(1);
-            outcome
-        });
+            Ok::<_, std::io::Error>(outcome)
+        })?;
         torture_out.extend(runs.into_iter().map(locktorture::merge_rounds));
     }
 
@@ -508,7 +510,7 @@ pub fn measure(profile: Profile) -> Results {
                 rounds,
                 &mut quiet,
             )
-            .expect("every writer completes a wait"),
+            .map_err(refused_only)?,
         );
         progress.inc((waiters.len() * rounds) as u64);
     }
@@ -532,7 +534,7 @@ pub fn measure(profile: Profile) -> Results {
             let mut quiet = Progress::new(qs_config.duration.as_millis() as u64, imp.name);
             quick_qs_out.push(
                 rcuscale::measure_with(imp, qs_config, &qs_options, &mut quiet)
-                    .expect("every writer completes a wait"),
+                    .map_err(refused_only)?,
             );
             progress.set_label(imp.name);
             progress.inc(1);
@@ -580,7 +582,7 @@ pub fn measure(profile: Profile) -> Results {
         .map(torture::merge_rounds)
         .collect();
 
-    Results {
+    Ok(Results {
         profile,
         machine,
         wall_s: began.elapsed().as_secs_f64(),
@@ -593,6 +595,15 @@ pub fn measure(profile: Profile) -> Results {
         membarrier_sweep,
         unavailable: not_measured(),
         read_back: false,
+    })
+}
+
+/// The error of one of the report's rcuscale runs: every mix has writers,
+/// each of which completes a wait, so only a thread the OS refused.
+fn refused_only(failure: rcuscale::Failure) -> std::io::Error {
+    match failure {
+        rcuscale::Failure::ThreadRefused(refused) => refused.into(),
+        rcuscale::Failure::NoWaits(e) => panic!("every writer completes a wait: {e}"),
     }
 }
 

@@ -59,6 +59,7 @@ use crate::delay::Padded;
 use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
 use crate::registry::Implementation;
+use crate::start_gate::ThreadRefused;
 use object::{Ledger, TortureObject};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -499,13 +500,32 @@ impl Run {
             failure: Mutex::new(None),
         });
         let mut threads = Vec::new();
+        // A thread the OS refuses fails the run, naming it, and stops it:
+        // no later thread is started, and those started see `stop` (the
+        // run then ends as any failed one does, wound down in `finish`).
         let mut spawn = |label: String, body: Box<dyn FnOnce(&Shared) + Send>| {
+            if shared.stop.load(Relaxed) {
+                return;
+            }
             let s = Arc::clone(&shared);
-            let handle = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("torture {}", imp.name))
-                .spawn(move || body(&s))
-                .expect("spawn a torture thread");
-            threads.push((label, handle));
+                .spawn(move || body(&s));
+            match spawned {
+                Ok(handle) => threads.push((label, handle)),
+                Err(source) => shared.fail(
+                    ThreadRefused {
+                        thread: format!(
+                            "{label} (thread {} of {}) for {}",
+                            threads.len() + 1,
+                            config.readers + config.writers + usize::from(config.faults),
+                            imp.name
+                        ),
+                        source,
+                    }
+                    .to_string(),
+                ),
+            }
         };
         for r in 0..config.readers {
             spawn(format!("reader {r}"), Box::new(move |s| s.reader(r)));

@@ -1,0 +1,214 @@
+//! Starting a run's threads together, and calling the start off when the OS
+//! refuses one of them.
+//!
+//! A measured run spawns its threads, each waits at a start gate, and the
+//! run begins when all have arrived, as with `std::sync::Barrier`. If the OS
+//! refuses a thread (`EAGAIN` from `clone()` under `ulimit -u` or a cgroup's
+//! `pids.max`, or no room to map its stack under `ulimit -v`),
+//! `Scope::spawn` panics, a `Barrier` waits for that thread for ever, and
+//! the thread scope, which joins the threads already started, never
+//! returns: the command hung instead of saying what went wrong.
+//!
+//! Invariants:
+//! - [`StartGate::wait`] returns `true` in every party only once all
+//!   `parties` have arrived, and `false` in every party once the gate was
+//!   [cancelled](StartGate::cancel) first; a gate opens or is cancelled once,
+//!   and a later call of either changes nothing.
+//! - Every thread that waits at a gate obeys its answer: on `false` it
+//!   returns at once, measuring nothing, so the scope's joins end.
+//! - [`spawn_scoped`] never panics on a refusal: it returns [`ThreadRefused`],
+//!   naming the thread, for the run to cancel its gate and pass the error up
+//!   (`syncbench` then exits 1 with the message).
+//!
+//! Used by refscale, rcuscale, advise and locktorture; torture, whose
+//! threads start without a gate, records a refusal as its run's failure.
+//! `membarrier-sim`'s runners have their own gate (private to that crate).
+
+use std::fmt;
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::thread::{Scope, ScopedJoinHandle};
+
+/// Where a gate stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// `arrived` parties are waiting.
+    Waiting { arrived: usize },
+    /// Every party arrived.
+    Open,
+    /// Called off before every party arrived.
+    Cancelled,
+}
+
+/// A start barrier for `parties` threads that can be called off.
+#[derive(Debug)]
+pub struct StartGate {
+    parties: usize,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl StartGate {
+    /// A gate that opens when `parties` threads have called [`wait`](Self::wait).
+    /// A gate of 0 or 1 parties opens at the first `wait`.
+    pub fn new(parties: usize) -> Self {
+        Self {
+            parties,
+            state: Mutex::new(State::Waiting { arrived: 0 }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Waits until every party has arrived (`true`: start) or the gate is
+    /// cancelled (`false`: the run is off; return without measuring).
+    #[must_use = "a cancelled gate means the run is off: return without measuring"]
+    pub fn wait(&self) -> bool {
+        // A party that panicked while holding the lock (it holds it only for
+        // a few assignments, none of which panics) would leave `state` whole:
+        // go on with it.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let State::Waiting { arrived } = *state {
+            if arrived + 1 >= self.parties {
+                *state = State::Open;
+                self.changed.notify_all();
+            } else {
+                *state = State::Waiting {
+                    arrived: arrived + 1,
+                };
+            }
+        }
+        let state = self
+            .changed
+            .wait_while(state, |s| matches!(s, State::Waiting { .. }))
+            .unwrap_or_else(PoisonError::into_inner);
+        *state == State::Open
+    }
+
+    /// Calls the start off: every party waiting, and every later one, gets
+    /// `false`. Does nothing to a gate that already opened.
+    pub fn cancel(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let State::Waiting { .. } = *state {
+            *state = State::Cancelled;
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// The OS refused to start a thread a run asked for.
+#[derive(Debug)]
+pub struct ThreadRefused {
+    /// Which thread, in words (`"idle thread 37 of 1000 for hazptr"`).
+    pub thread: String,
+    /// What `clone()` (or the stack's `mmap`) said.
+    pub source: std::io::Error,
+}
+
+impl fmt::Display for ThreadRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the OS refused to start {}: {}; run fewer threads (threads are limited by \
+             /proc/sys/kernel/pid_max, /proc/sys/kernel/threads-max, RLIMIT_NPROC (ulimit -u), \
+             a cgroup's pids.max, memory for their stacks (ulimit -v), and \
+             /proc/sys/vm/max_map_count, about 4 mappings a thread)",
+            self.thread, self.source
+        )
+    }
+}
+
+impl std::error::Error for ThreadRefused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl From<ThreadRefused> for std::io::Error {
+    fn from(refused: ThreadRefused) -> Self {
+        std::io::Error::new(refused.source.kind(), refused)
+    }
+}
+
+/// Spawns `body` on a thread of `scope` named `name`; a refusal is returned
+/// as [`ThreadRefused`] naming it as `thread()` says, where
+/// `std::thread::Scope::spawn` would panic.
+pub fn spawn_scoped<'scope, T: Send + 'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    name: &str,
+    thread: impl FnOnce() -> String,
+    body: impl FnOnce() -> T + Send + 'scope,
+) -> Result<ScopedJoinHandle<'scope, T>, ThreadRefused> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn_scoped(scope, body)
+        .map_err(|source| ThreadRefused {
+            thread: thread(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    #[test]
+    fn the_gate_opens_when_every_party_has_arrived() {
+        let gate = StartGate::new(4);
+        let passed = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    assert!(gate.wait());
+                    passed.fetch_add(1, Relaxed);
+                });
+            }
+            // Three of four arrived: nobody is through yet.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert_eq!(passed.load(Relaxed), 0);
+            assert!(gate.wait());
+        });
+        assert_eq!(passed.load(Relaxed), 3);
+        // Open for good: cancelling afterwards changes nothing.
+        gate.cancel();
+        assert!(gate.wait());
+    }
+
+    #[test]
+    fn a_cancel_releases_the_parties_waiting_and_turns_away_later_ones() {
+        let gate = StartGate::new(5);
+        std::thread::scope(|s| {
+            let waiting: Vec<_> = (0..3).map(|_| s.spawn(|| gate.wait())).collect();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            gate.cancel();
+            for h in waiting {
+                assert!(
+                    !h.join().unwrap(),
+                    "a waiting party started after the cancel"
+                );
+            }
+        });
+        // The fourth and fifth parties arriving do not open it.
+        assert!(!gate.wait());
+        assert!(!gate.wait());
+    }
+
+    #[test]
+    fn a_gate_of_one_party_opens_at_once() {
+        assert!(StartGate::new(1).wait());
+        assert!(StartGate::new(0).wait());
+    }
+
+    #[test]
+    fn a_refusal_names_the_thread_and_the_limits() {
+        let refused = ThreadRefused {
+            thread: "idle thread 37 of 1000 for hazptr".into(),
+            source: std::io::Error::from_raw_os_error(11),
+        };
+        let text = refused.to_string();
+        assert!(text.starts_with("the OS refused to start idle thread 37 of 1000 for hazptr: "));
+        assert!(text.contains("ulimit -u"), "{text}");
+        let io: std::io::Error = refused.into();
+        assert_eq!(io.kind(), std::io::ErrorKind::WouldBlock);
+        assert!(io.to_string().contains("idle thread 37"), "{io}");
+    }
+}
