@@ -380,38 +380,169 @@ fn create_folders(out: &Path) -> std::io::Result<()> {
     })
 }
 
-/// Writes the files of a report of `results` into `out`.
+/// The report's markdown, in `out`.
+const MARKDOWN: &str = "report.md";
+/// The report's page, in `out`.
+const HTML: &str = "report.html";
+/// The measured figures, in `out`: what `report --from` reads back.
+const JSON: &str = "results.json";
+
+/// Writes the files of a report of `results` into `out`, all or nothing.
 /// Every error names the path it is about.
+///
+/// Every file is first written to a temporary file beside it
+/// ([`temporary_path`]), and only once all of them are written are they
+/// renamed onto the report's files. So a write that fails (a full disk, a
+/// directory in the way) leaves the previous report as it was, and no
+/// temporary file behind. (A process killed while writing leaves it as it
+/// was too, but may leave hidden temporaries named after its process id.)
+///
+/// A rename can still fail part-way, though rarely: every temporary was
+/// just written into its destination's own folder, and a destination that
+/// is a directory is refused before anything is renamed. The files renamed
+/// before the failure are then new and the rest old, and the remaining
+/// temporaries are removed. `results.json` is renamed first, so it is then
+/// always the new one, and `syncbench report --from out/results.json --out
+/// out` rewrites the rest from it.
 pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
-    let doc = document(&results);
-    let named = |what: &str, path: &Path| {
-        let what = what.to_owned();
-        let path = path.display().to_string();
-        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot {what} {path}: {e}"))
-    };
     create_folders(out)?;
-    let write =
-        |path: &Path, contents: &[u8]| std::fs::write(path, contents).map_err(named("write", path));
-    for (file, svg) in doc.plots() {
-        write(&out.join(file), svg.as_bytes())?;
-    }
-    let markdown = out.join("report.md");
-    let html = out.join("report.html");
-    let json = out.join("results.json");
-    write(&markdown, doc.to_markdown().as_bytes())?;
-    write(&html, doc.to_html().as_bytes())?;
-    write(
-        &json,
-        serde_json::to_string_pretty(&results)
-            .map_err(std::io::Error::other)?
-            .as_bytes(),
-    )?;
+    let files = rendered(&results, out)?;
+    let staged = stage(&files)?;
+    rename_all(&staged)?;
     Ok(Written {
         results,
-        markdown,
-        html,
-        json,
+        markdown: out.join(MARKDOWN),
+        html: out.join(HTML),
+        json: out.join(JSON),
     })
+}
+
+/// Every file of the report of `results` in `out`, with its contents, in
+/// the order they are renamed into place.
+///
+/// `results.json` comes first: it holds the measurements (minutes of them),
+/// and every other file is rendered from it, so a rename failing part-way
+/// loses nothing that `report --from` cannot rewrite. Renamed last, it
+/// would stay the old one next to new renderings, and `report --from` of
+/// it would bring back the old report and drop the new measurements. The
+/// plots come before the pages that show them.
+fn rendered(results: &Results, out: &Path) -> std::io::Result<Vec<(PathBuf, Vec<u8>)>> {
+    let doc = document(results);
+    let json = serde_json::to_string_pretty(results).map_err(std::io::Error::other)?;
+    let mut files = vec![(out.join(JSON), json.into_bytes())];
+    files.extend(
+        doc.plots()
+            .map(|(file, svg)| (out.join(file), svg.as_bytes().to_vec())),
+    );
+    files.push((out.join(MARKDOWN), doc.to_markdown().into_bytes()));
+    files.push((out.join(HTML), doc.to_html().into_bytes()));
+    Ok(files)
+}
+
+/// A report file written to its temporary, not yet renamed into place.
+struct Staged {
+    /// The temporary file holding the contents.
+    temporary: PathBuf,
+    /// The report file it becomes.
+    destination: PathBuf,
+}
+
+/// Where the contents of `destination` wait to be renamed onto it: in the
+/// same folder, so that the rename stays on one filesystem and is atomic.
+/// The name starts with a dot and ends with this process's id, which no
+/// report file does, so it cannot overwrite one.
+fn temporary_path(destination: &Path) -> PathBuf {
+    let name = destination
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    destination.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Writes every file's contents to its temporary. If one cannot be written,
+/// the temporaries already written are removed, and no report file has
+/// been touched.
+fn stage(files: &[(PathBuf, Vec<u8>)]) -> std::io::Result<Vec<Staged>> {
+    let mut staged = Vec::with_capacity(files.len());
+    for (destination, contents) in files {
+        match stage_one(destination, contents) {
+            Ok(file) => staged.push(file),
+            Err(e) => {
+                remove_temporaries(&staged);
+                return Err(e);
+            }
+        }
+    }
+    Ok(staged)
+}
+
+/// Writes `contents` to the temporary of `destination`; the error names
+/// `destination`, and no partial temporary is left.
+fn stage_one(destination: &Path, contents: &[u8]) -> std::io::Result<Staged> {
+    refuse_a_directory(destination)?;
+    let temporary = temporary_path(destination);
+    if let Err(e) = std::fs::write(&temporary, contents) {
+        // A write that failed part-way (a full disk) leaves a partial file.
+        // If something else was in the way (a directory), this fails and
+        // leaves it alone.
+        let _ = std::fs::remove_file(&temporary);
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot write {} (to its temporary {}): {e}",
+                destination.display(),
+                temporary.display()
+            ),
+        ));
+    }
+    Ok(Staged {
+        temporary,
+        destination: destination.to_owned(),
+    })
+}
+
+/// Refuses a `destination` that is a directory: a file cannot be renamed
+/// onto it, and that would only show after the files before it had been
+/// renamed, so it is caught while nothing has been.
+fn refuse_a_directory(destination: &Path) -> std::io::Result<()> {
+    // `symlink_metadata`: a rename replaces a symbolic link to a directory
+    // rather than following it, so that is no obstacle.
+    match std::fs::symlink_metadata(destination) {
+        Ok(meta) if meta.is_dir() => Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            format!("cannot write {}: it is a directory", destination.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Renames every temporary onto its report file, in order. If one rename
+/// fails, it and the temporaries after it are removed; the files renamed
+/// before it stay renamed (see [`write`]).
+fn rename_all(staged: &[Staged]) -> std::io::Result<()> {
+    for (i, file) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(&file.temporary, &file.destination) {
+            remove_temporaries(&staged[i..]);
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot write {} (renaming {} onto it): {e}",
+                    file.destination.display(),
+                    file.temporary.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes the temporaries of `staged` after a failure. A removal that
+/// fails too is not reported: the first failure is the one to fix, and
+/// a temporary's name says which process left it.
+fn remove_temporaries(staged: &[Staged]) {
+    for file in staged {
+        let _ = std::fs::remove_file(&file.temporary);
+    }
 }
 
 /// Runs every measurement of `profile`. A thread the OS refuses ends it
@@ -1820,5 +1951,119 @@ pub(crate) mod tests {
         results.deferred_free = vec![torture::merge_rounds(vec![run(100), run(300), run(200)])];
         let md = document(&results).to_markdown();
         assert!(md.contains("Each implementation ran in 3 rounds"), "{md}");
+    }
+
+    /// A folder for one test's reports, empty and not yet created.
+    fn empty_folder(test: &str) -> PathBuf {
+        let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        out
+    }
+
+    /// The temporary files left in `out` and `out/plots`.
+    fn temporaries(out: &Path) -> Vec<PathBuf> {
+        [out.to_owned(), out.join("plots")]
+            .iter()
+            .flat_map(|folder| std::fs::read_dir(folder).unwrap())
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.to_string_lossy().contains(".tmp-"))
+            .collect()
+    }
+
+    /// Results whose `report.md` and `results.json` differ from [`sample`]'s.
+    fn another_sample() -> Results {
+        let mut results = sample();
+        results.machine.cpu = "Another CPU".into();
+        results.wall_s = 34.0;
+        results
+    }
+
+    /// The bytes of `report.md` and `results.json` in `out`.
+    fn markdown_and_json(out: &Path) -> (Vec<u8>, Vec<u8>) {
+        let read = |file: &str| std::fs::read(out.join(file)).unwrap();
+        (read(MARKDOWN), read(JSON))
+    }
+
+    /// A report file that cannot be written (a directory in its place)
+    /// fails the write naming it before any file of the previous report is
+    /// replaced, and leaves no temporaries.
+    #[test]
+    fn a_write_that_fails_leaves_the_previous_report_and_no_temporaries() {
+        let out = empty_folder("failed-write");
+        write(sample(), &out).unwrap();
+        let before = markdown_and_json(&out);
+        let html = out.join(HTML);
+        std::fs::remove_file(&html).unwrap();
+        std::fs::create_dir(&html).unwrap();
+        let error = write(another_sample(), &out)
+            .err()
+            .expect("report.html is a directory");
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("cannot write {}:", html.display())),
+            "{message}"
+        );
+        assert!(
+            markdown_and_json(&out) == before,
+            "the previous report was changed"
+        );
+        assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A temporary that cannot be written (a directory in its place) fails
+    /// the write naming its report file; the temporaries written before it
+    /// are removed and the previous report is left as it was.
+    #[test]
+    fn a_temporary_that_cannot_be_written_removes_the_others() {
+        let out = empty_folder("failed-temporary");
+        write(sample(), &out).unwrap();
+        let before = markdown_and_json(&out);
+        let html = out.join(HTML);
+        // report.html is staged last, so every other temporary was written.
+        let blocked = temporary_path(&html);
+        std::fs::create_dir(&blocked).unwrap();
+        let error = write(another_sample(), &out)
+            .err()
+            .expect("the temporary of report.html is a directory");
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("cannot write {} (", html.display())),
+            "{message}"
+        );
+        std::fs::remove_dir(&blocked).unwrap();
+        assert!(
+            markdown_and_json(&out) == before,
+            "the previous report was changed"
+        );
+        assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A write over a previous report replaces each file whole rather than
+    /// rewriting it in place: a reader that opened the previous report.md
+    /// still reads all of it. No temporaries are left.
+    #[test]
+    fn a_write_replaces_each_file_whole_and_leaves_no_temporaries() {
+        use std::io::Read;
+        let out = empty_folder("replacing-write");
+        write(sample(), &out).unwrap();
+        let (markdown, _) = markdown_and_json(&out);
+        let mut reader = std::fs::File::open(out.join(MARKDOWN)).unwrap();
+        let written = write(another_sample(), &out).unwrap();
+        let mut read = Vec::new();
+        reader.read_to_end(&mut read).unwrap();
+        assert!(read == markdown, "report.md was rewritten in place");
+        let (markdown, json) = markdown_and_json(&out);
+        assert_eq!(
+            String::from_utf8(markdown).unwrap(),
+            document(&written.results).to_markdown()
+        );
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            serde_json::to_string_pretty(&written.results).unwrap()
+        );
+        assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&out).unwrap();
     }
 }
