@@ -458,10 +458,16 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;
+                // The text output says what failed; with --json, stderr does.
+                for o in &outcomes {
+                    if let Some(why) = o.why_failed() {
+                        eprintln!("syncbench: FAILURE: locktorture {}: {why}", o.lock);
+                    }
+                }
             } else {
                 locktorture::write_text(&mut out, &outcomes)?;
             }
-            let failed = outcomes.iter().any(|o| o.fail > 0 || o.failure.is_some());
+            let failed = outcomes.iter().any(|o| o.why_failed().is_some());
             Ok(if failed {
                 ExitCode::FAILURE
             } else {
@@ -558,6 +564,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
                 writeln!(out)?;
+                // The text output says what failed; with --json, stderr does.
+                for o in &outcomes {
+                    if let Some(why) = o.why_failed() {
+                        eprintln!("syncbench: FAILURE: torture {}: {why}", o.name);
+                    }
+                }
             } else {
                 torture::write_text(&mut out, &outcomes)?;
             }

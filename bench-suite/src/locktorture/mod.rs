@@ -293,6 +293,20 @@ impl Starved {
 }
 
 impl Outcome {
+    /// What the run's failure was, in words; `None` if it passed.
+    pub fn why_failed(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if self.fail > 0 {
+            why.push(format!(
+                "{} exclusion failure{}",
+                self.fail,
+                if self.fail == 1 { "" } else { "s" }
+            ));
+        }
+        why.extend(self.failure.clone());
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
     /// This run's own starvation verdicts (for a merged outcome, the median
     /// round's).
     pub fn starved(&self) -> Starved {

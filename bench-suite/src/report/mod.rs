@@ -265,35 +265,6 @@ impl std::fmt::Display for FailedRun {
     }
 }
 
-/// What a torture run's failure was, in words; `None` if it passed.
-fn torture_failure(o: &torture::Outcome) -> Option<String> {
-    // A failure (hang, panic) counts one error of its own.
-    let errors = o.errors.saturating_sub(u64::from(o.failure.is_some()));
-    let mut why = Vec::new();
-    if errors > 0 {
-        why.push(format!(
-            "{errors} error{} (an object read after reclamation)",
-            if errors == 1 { "" } else { "s" }
-        ));
-    }
-    why.extend(o.failure.clone());
-    (!why.is_empty()).then(|| why.join(", "))
-}
-
-/// What a locktorture run's failure was, in words; `None` if it passed.
-fn locktorture_failure(o: &locktorture::Outcome) -> Option<String> {
-    let mut why = Vec::new();
-    if o.fail > 0 {
-        why.push(format!(
-            "{} exclusion failure{}",
-            o.fail,
-            if o.fail == 1 { "" } else { "s" }
-        ));
-    }
-    why.extend(o.failure.clone());
-    (!why.is_empty()).then(|| why.join(", "))
-}
-
 /// A table cell for a count of failed checks and a run's failure: `!!!`
 /// marks either, and the failure (a hang, a panic) is spelled out, since
 /// it leaves the count at 0 or 1.
@@ -328,7 +299,7 @@ impl Results {
                 Some(FailedRun {
                     run: run.to_owned(),
                     name: o.name.clone(),
-                    why: torture_failure(o)?,
+                    why: o.why_failed()?,
                 })
             }));
         }
@@ -336,7 +307,7 @@ impl Results {
             Some(FailedRun {
                 run: format!("locktorture {}w/{}r", o.writers, o.readers),
                 name: o.lock.clone(),
-                why: locktorture_failure(o)?,
+                why: o.why_failed()?,
             })
         }));
         out
@@ -1301,7 +1272,7 @@ fn locktorture_section(results: &Results) -> Section {
             .iter()
             // A run that failed its checks is no baseline.
             .filter(|p| {
-                p.writers == o.writers && p.readers == o.readers && locktorture_failure(p).is_none()
+                p.writers == o.writers && p.readers == o.readers && p.why_failed().is_none()
             })
             .map(|p| p.writes.total + p.reads.total)
             .max()

@@ -261,6 +261,23 @@ impl Outcome {
         self.errors > 0 || self.failure.is_some()
     }
 
+    /// What the run's failure was, in words; `None` if it passed.
+    pub fn why_failed(&self) -> Option<String> {
+        // A failure (hang, panic) counts one error of its own.
+        let errors = self
+            .errors
+            .saturating_sub(u64::from(self.failure.is_some()));
+        let mut why = Vec::new();
+        if errors > 0 {
+            why.push(format!(
+                "{errors} error{} (an object read after reclamation)",
+                if errors == 1 { "" } else { "s" }
+            ));
+        }
+        why.extend(self.failure.clone());
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
     /// Objects replaced per second, round by round: a single run's rate is
     /// its one round.
     pub fn replaced_per_s_by_round(&self) -> Vec<f64> {
