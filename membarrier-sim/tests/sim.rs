@@ -281,6 +281,12 @@ fn bad_parameters_are_refused_with_the_reason() {
         .unwrap_err(),
         ConfigError::NoCpus
     );
+    // Built by hand (`validate` reports NoCpus first): its message
+    // underflowed `cpus - 1`.
+    assert_eq!(
+        ConfigError::NoSuchTarget { target: 3, cpus: 0 }.to_string(),
+        "callers target CPU 3, but the simulated machine has no CPUs"
+    );
     assert_eq!("per-cpu".parse::<Policy>(), Ok(Policy::PerCpu));
     assert!(
         "fast"

@@ -580,6 +580,12 @@ impl fmt::Display for ConfigError {
                 write!(f, "at most {MAX_CALLERS} callers (got {callers})")
             }
             ConfigError::NoTargets => f.write_str("the list of target CPUs is empty"),
+            // `validate` checks `cpus` first, so it is at least 1 here; a
+            // hand-built error with none says so rather than underflowing.
+            ConfigError::NoSuchTarget { target, cpus: 0 } => write!(
+                f,
+                "callers target CPU {target}, but the simulated machine has no CPUs"
+            ),
             ConfigError::NoSuchTarget { target, cpus } => write!(
                 f,
                 "callers target CPU {target}, but the simulated machine has CPUs 0-{} only",
