@@ -71,9 +71,13 @@ fn hazptr_read(c: &mut Criterion) {
     });
 
     let epoch_value = crossbeam_epoch::Atomic::new(42u64);
+    // A handle held by the thread, as in `syncbench refscale`: the pin of
+    // `crossbeam_epoch::pin()` without its thread-local lookup, whose
+    // inlining varies from build to build.
+    let handle = crossbeam_epoch::default_collector().register();
     group.bench_function(BenchmarkId::new("crossbeam-epoch", "pin+load"), |b| {
         b.iter(|| {
-            let guard = crossbeam_epoch::pin();
+            let guard = handle.pin();
             let shared = epoch_value.load(Acquire, &guard);
             // SAFETY: never freed while the benchmark runs; `guard` pins.
             black_box(*unsafe { shared.deref() });

@@ -165,16 +165,20 @@ struct CrossbeamPayload {
 
 impl Workload for CrossbeamPayload {
     fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+        // A handle held by the thread: `epoch::pin()` at its best, whichever
+        // way the compiler inlines its thread-local lookup into this loop
+        // (see refscale's crossbeam-epoch reader).
+        let handle = epoch::default_collector().register();
         mixed_loop(
             reads_per_write,
             stop,
             || {
-                let guard = epoch::pin();
+                let guard = handle.pin();
                 // SAFETY: never null; `guard` keeps it from being destroyed.
                 check_payload(unsafe { self.current.load(Acquire, &guard).deref() })
             },
             || {
-                let guard = epoch::pin();
+                let guard = handle.pin();
                 let mut old = self.current.load(Acquire, &guard);
                 loop {
                     // SAFETY: as above.
