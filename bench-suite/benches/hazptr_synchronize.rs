@@ -2,6 +2,7 @@
 //! concurrent callers, the shared scan against every caller scanning alone
 //! (the shared-scan series' question). One reader protects the current
 //! object meanwhile, from before the clock starts. Time per iteration = wall time / total calls.
+use bench_suite::start_gate::StopOnDrop;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hazptr::Domain;
 use std::hint::black_box;
@@ -16,9 +17,11 @@ fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
     // The reader passes the start barrier too, so that it is reading before
     // the clock starts, not only some time into the sample.
     let start = Barrier::new(callers + 2);
-    let end = Barrier::new(callers + 1);
     let stop = AtomicBool::new(false);
     let elapsed = std::thread::scope(|s| {
+        // Set however the scope ends: a caller's panic comes out of its
+        // join below, and the reader must stop for the scope to return it.
+        let _stop = StopOnDrop(&stop);
         s.spawn(|| {
             let _ = domain.guard();
             start.wait();
@@ -28,25 +31,35 @@ fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
                 black_box(unsafe { *guard.protect_ptr(&current) });
             }
         });
-        for c in 0..callers {
-            let (start, end, current) = (&start, &end, &current);
-            s.spawn(move || {
-                start.wait();
-                for _ in 0..per_caller {
-                    let old = current.swap(Box::into_raw(Box::new(c as u64)), AcqRel);
-                    domain.synchronize(old);
-                    // SAFETY: unpublished and synchronized.
-                    drop(unsafe { Box::from_raw(old) });
-                }
-                end.wait();
-            });
-        }
+        let callers: Vec<_> = (0..callers)
+            .map(|c| {
+                let (start, current) = (&start, &current);
+                s.spawn(move || {
+                    start.wait();
+                    for _ in 0..per_caller {
+                        let old = current.swap(Box::into_raw(Box::new(c as u64)), AcqRel);
+                        domain.synchronize(old);
+                        // SAFETY: unpublished and synchronized.
+                        drop(unsafe { Box::from_raw(old) });
+                    }
+                    // The caller's own end: the last one ends the sample.
+                    Instant::now()
+                })
+            })
+            .collect();
         start.wait();
         let began = Instant::now();
-        end.wait();
-        let elapsed = began.elapsed();
-        stop.store(true, Relaxed);
-        elapsed
+        // Joined, not met at an end barrier: a caller that panics would
+        // leave the others waiting there for ever.
+        let ended = callers
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .max()
+            .expect("at least one caller");
+        ended.saturating_duration_since(began)
     });
     // SAFETY: every thread is done.
     drop(unsafe { Box::from_raw(current.into_inner()) });

@@ -17,9 +17,9 @@
 
 use bench_suite::rcuscale::{self, GracePeriod, Options};
 use bench_suite::registry;
-use bench_suite::start_gate::StartGate;
+use bench_suite::start_gate::{StartGate, StopOnDrop};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 const CONTENDERS: [&str; 4] = [
@@ -44,6 +44,9 @@ fn rcu_synchronize(c: &mut Criterion) {
             let ready = StartGate::new(readers + 1);
             primitive.prepare_writer();
             std::thread::scope(|s| {
+                // Set however the scope ends: a wait that panics inside the
+                // benchmark must not leave the readers reading for ever.
+                let _stop = StopOnDrop(&stop);
                 for _ in 0..readers {
                     s.spawn(|| primitive.read_until(&ready, &stop));
                 }
@@ -58,7 +61,6 @@ fn rcu_synchronize(c: &mut Criterion) {
                         start.elapsed()
                     });
                 });
-                stop.store(true, Relaxed);
             });
         }
     }

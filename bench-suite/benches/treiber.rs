@@ -91,21 +91,32 @@ fn pairs<S: Sync>(
     pair: impl Fn(&S, u64) + Sync,
 ) -> Duration {
     let start = Barrier::new(threads + 1);
-    let end = Barrier::new(threads + 1);
     std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                start.wait();
-                for i in 0..iters {
-                    pair(stack, i);
-                }
-                end.wait();
-            });
-        }
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    for i in 0..iters {
+                        pair(stack, i);
+                    }
+                    // The thread's own end: the last one ends the sample.
+                    Instant::now()
+                })
+            })
+            .collect();
         start.wait();
         let began = Instant::now();
-        end.wait();
-        began.elapsed()
+        // Joined, not met at an end barrier: a thread that panics would
+        // leave the others waiting there for ever.
+        let ended = workers
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .max()
+            .expect("at least one thread");
+        ended.saturating_duration_since(began)
     })
 }
 

@@ -23,8 +23,11 @@
 //! Used by refscale, rcuscale, advise and locktorture; torture, whose
 //! threads start without a gate, records a refusal as its run's failure.
 //! `membarrier-sim`'s runners have their own gate (private to that crate).
+//! [`StopOnDrop`] ends the threads that loop until a stop flag when the
+//! scope around them unwinds (the criterion benches' readers).
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -94,6 +97,20 @@ impl StartGate {
     }
 }
 
+/// Sets a run's stop flag when dropped: at the end of the scope that holds
+/// it, or while that scope unwinds from a panic, so that threads looping
+/// until the flag is set end, and the thread scope joining them returns
+/// (and passes the panic on) instead of waiting for them for ever.
+#[derive(Debug)]
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        // Relaxed: the flag publishes nothing; the joins order the rest.
+        self.0.store(true, Relaxed);
+    }
+}
+
 /// The OS refused to start a thread a run asked for.
 #[derive(Debug)]
 pub struct ThreadRefused {
@@ -149,7 +166,7 @@ pub fn spawn_scoped<'scope, T: Send + 'scope>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn the_gate_opens_when_every_party_has_arrived() {
@@ -190,6 +207,24 @@ mod tests {
         // The fourth and fifth parties arriving do not open it.
         assert!(!gate.wait());
         assert!(!gate.wait());
+    }
+
+    #[test]
+    fn a_panic_in_the_scope_stops_the_threads_looping_until_stop() {
+        let stop = AtomicBool::new(false);
+        let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::thread::scope(|s| {
+                let _stop = StopOnDrop(&stop);
+                s.spawn(|| {
+                    while !stop.load(Relaxed) {
+                        std::thread::yield_now();
+                    }
+                });
+                panic!("a planted panic in the run");
+            })
+        }));
+        assert!(joined.is_err(), "the panic came out of the scope");
+        assert!(stop.load(Relaxed));
     }
 
     #[test]
