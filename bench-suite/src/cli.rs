@@ -599,6 +599,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &advice)?;
                 writeln!(out)?;
+                // The text output says these; with --json, stderr does.
+                if let Some(warning) = &advice.warning {
+                    eprintln!("syncbench: warning: {warning}");
+                }
+                if advice.recommended.is_none() {
+                    eprintln!("syncbench: no recommendation: {}", advice.reason);
+                }
             } else {
                 advise::write_text(&mut out, &advice)?;
             }

@@ -664,6 +664,31 @@ fn report_errors_name_the_null_figure_and_the_path() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// With --json, the warning of a run that measured reads only was in the
+/// JSON alone; stderr says it too, as the text output does.
+#[test]
+fn advise_json_says_its_warning_on_stderr() {
+    let out = syncbench(&[
+        "advise",
+        "--reads-per-write",
+        "10000000",
+        "--threads",
+        "2",
+        "--duration-s",
+        "0.01",
+        "--rounds",
+        "1",
+        "--json",
+    ]);
+    let err = stderr(&out);
+    let advice: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warning = advice["warning"].as_str().expect("a warning in the JSON");
+    assert!(
+        err.contains(&format!("syncbench: warning: {warning}")),
+        "{err}"
+    );
+}
+
 #[test]
 fn advise_recommends_with_its_figures() {
     let out = syncbench(&[
