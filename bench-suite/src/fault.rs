@@ -21,6 +21,7 @@
 //! - [`spawn_fault_thread`] and [`join_normal`]: the short-lived threads that
 //!   carry one fault each.
 
+use crate::start_gate::{ThreadRefused, spawn_scoped};
 use std::any::Any;
 use std::fmt::Display;
 use std::sync::Once;
@@ -148,15 +149,20 @@ pub fn wind_down(
 }
 
 /// Spawns the thread that carries one fault of kind `kind`, named after it.
+/// A thread the OS refuses is returned as [`ThreadRefused`] (naming it "a
+/// `kind` fault thread"), for the driver to fail its run with and stop,
+/// where `Scope::spawn` would panic in the driver.
 pub fn spawn_fault_thread<'scope, 'env, T: Send + 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     kind: impl Display,
     body: impl FnOnce() -> T + Send + 'scope,
-) -> ScopedJoinHandle<'scope, T> {
-    std::thread::Builder::new()
-        .name(format!("fault: {kind}"))
-        .spawn_scoped(scope, body)
-        .expect("spawn a fault thread")
+) -> Result<ScopedJoinHandle<'scope, T>, ThreadRefused> {
+    spawn_scoped(
+        scope,
+        &format!("fault: {kind}"),
+        || format!("a {kind} fault thread"),
+        body,
+    )
 }
 
 /// Joins a fault thread that must end normally: a panic is reported through

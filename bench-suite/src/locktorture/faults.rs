@@ -220,7 +220,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
     match kind {
         Kind::PanicInWrite | Kind::PanicInRead => {
             let write = kind == Kind::PanicInWrite;
-            let thread = fault::spawn_fault_thread(scope, kind, move || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, move || {
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
                     section(arena, write, &mut || {
                         fault::inject("panic while holding the lock")
@@ -233,7 +233,10 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                 }
                 // The unwind released the lock: this thread takes it again.
                 section(arena, write, &mut || {});
-            });
+            })
+            .map_err(|refused| arena.fail(refused.to_string())) else {
+                return;
+            };
             if fault::join_normal(kind, thread, |why| arena.fail(why)) {
                 let counter = if write {
                     &faults.panic_in_write
@@ -245,11 +248,14 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
         }
         Kind::DeathInWrite | Kind::DeathInRead => {
             let write = kind == Kind::DeathInWrite;
-            let thread = fault::spawn_fault_thread(scope, kind, move || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, move || {
                 section(arena, write, &mut || {
                     fault::inject("thread dies holding the lock")
                 });
-            });
+            })
+            .map_err(|refused| arena.fail(refused.to_string())) else {
+                return;
+            };
             match thread.join() {
                 Err(payload) if fault::is_injected(&*payload) => {
                     let counter = if write {
@@ -271,7 +277,9 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                 if arena.stop.load(Relaxed) {
                     break;
                 }
-                let threads: Vec<_> = (0..CHURN_WAVE)
+                // The first refusal ends the wave, and the driver: the
+                // threads already started are joined by the scope.
+                let threads: Result<Vec<_>, _> = (0..CHURN_WAVE)
                     .map(|i| {
                         let write = (wave + i) % 2 == 1;
                         fault::spawn_fault_thread(scope, kind, move || {
@@ -279,6 +287,9 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                         })
                     })
                     .collect();
+                let Ok(threads) = threads.map_err(|refused| arena.fail(refused.to_string())) else {
+                    return;
+                };
                 for thread in threads {
                     if fault::join_normal(kind, thread, |why| arena.fail(why)) {
                         faults.churn_threads.fetch_add(1, Relaxed);
@@ -290,7 +301,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
         Kind::WriteStall | Kind::ReadStall => {
             let write = kind == Kind::WriteStall;
             let length = fault::stall_length(n);
-            let thread = fault::spawn_fault_thread(scope, kind, move || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, move || {
                 section(arena, write, &mut || {
                     let began = Instant::now();
                     std::thread::sleep(length);
@@ -298,7 +309,10 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
                         .stall_max_us
                         .fetch_max(began.elapsed().as_micros() as u64, Relaxed);
                 });
-            });
+            })
+            .map_err(|refused| arena.fail(refused.to_string())) else {
+                return;
+            };
             if fault::join_normal(kind, thread, |why| arena.fail(why)) {
                 let counter = if write {
                     &faults.write_stalls

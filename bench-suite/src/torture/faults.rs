@@ -146,7 +146,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
     let faults = &shared.faults;
     match kind {
         Kind::PanicInRead => {
-            let thread = fault::spawn_fault_thread(scope, kind, || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, || {
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
                     shared.primitive.read_with(&mut |object| {
                         if !object.is_live() {
@@ -164,20 +164,26 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                 }
                 // The unwind ended the section: this thread reads on.
                 read_once(shared);
-            });
+            })
+            .map_err(|refused| shared.fail(refused.to_string())) else {
+                return;
+            };
             if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                 faults.panic_in_read.fetch_add(1, Relaxed);
             }
         }
         Kind::DeathInRead => {
-            let thread = fault::spawn_fault_thread(scope, kind, || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, || {
                 shared.primitive.read_with(&mut |object| {
                     if !object.is_live() {
                         shared.error();
                     }
                     fault::inject("thread dies inside a read section")
                 });
-            });
+            })
+            .map_err(|refused| shared.fail(refused.to_string())) else {
+                return;
+            };
             match thread.join() {
                 Err(payload) if fault::is_injected(&*payload) => {
                     faults.death_in_read.fetch_add(1, Relaxed);
@@ -190,7 +196,11 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
             }
         }
         Kind::ExitRegistered => {
-            let thread = fault::spawn_fault_thread(scope, kind, || read_once(shared));
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, || read_once(shared))
+                .map_err(|refused| shared.fail(refused.to_string()))
+            else {
+                return;
+            };
             if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                 faults.exit_registered.fetch_add(1, Relaxed);
             }
@@ -200,9 +210,14 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                 if shared.stop.load(Relaxed) {
                     break;
                 }
-                let wave: Vec<_> = (0..CHURN_WAVE)
+                // The first refusal ends the wave, and the driver: the
+                // threads already started are joined by the scope.
+                let wave: Result<Vec<_>, _> = (0..CHURN_WAVE)
                     .map(|_| fault::spawn_fault_thread(scope, kind, || read_once(shared)))
                     .collect();
+                let Ok(wave) = wave.map_err(|refused| shared.fail(refused.to_string())) else {
+                    return;
+                };
                 for thread in wave {
                     if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                         faults.churn_threads.fetch_add(1, Relaxed);
@@ -214,7 +229,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
         Kind::Stall => {
             let length = fault::stall_length(n);
             let writers = shared.config.writers as u64;
-            let thread = fault::spawn_fault_thread(scope, kind, move || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, move || {
                 shared.primitive.read_with(&mut |object| {
                     if !object.is_live() {
                         shared.error();
@@ -237,13 +252,16 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                         .stall_max_us
                         .fetch_max(stalled.as_micros() as u64, Relaxed);
                 });
-            });
+            })
+            .map_err(|refused| shared.fail(refused.to_string())) else {
+                return;
+            };
             if fault::join_normal(kind, thread, |why| shared.fail(why)) {
                 faults.stalls.fetch_add(1, Relaxed);
             }
         }
         Kind::RetireStorm => {
-            let thread = fault::spawn_fault_thread(scope, kind, move || {
+            let Ok(thread) = fault::spawn_fault_thread(scope, kind, move || {
                 let began = Instant::now();
                 let mut done = 0;
                 for i in 0..STORM_OBJECTS {
@@ -259,7 +277,10 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                 }
                 faults.storm_objects.fetch_add(done, Relaxed);
                 done
-            });
+            })
+            .map_err(|refused| shared.fail(refused.to_string())) else {
+                return;
+            };
             match thread.join() {
                 // A storm cut short by the end of the run still counts.
                 Ok(done) => {
