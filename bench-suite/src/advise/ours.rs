@@ -19,6 +19,15 @@ pub(super) const RCU_LITE: Implementation<dyn Workload, Options> = Implementatio
     summary: "rcu_lite::Rcu<Vec<u64>> (memb): read guard and sum; update() copies, publishes, frees after a grace period",
     origin: Origin::Workspace,
     make: |o| {
+        // memb's callback worker, which frees the replaced payloads, is
+        // started here, on the measuring thread before the run's threads,
+        // and lives as long as the process. Left to the first update, it
+        // was started by one of the run's threads, when they may have
+        // taken every thread the OS allows: rcu-lite panics when call_rcu()
+        // cannot start it, and advise ended in that panic instead of the
+        // refusal naming the thread that the run's own threads get.
+        rcu_lite::memb::call_rcu(|| {});
+        rcu_lite::memb::rcu_barrier();
         Ok(Box::new(rcu_lite::Rcu::<Vec<u64>>::new(
             vec![0u64; o.payload_words],
         )))
