@@ -1901,13 +1901,25 @@ fn a_thread_the_os_refuses_ends_the_command_with_its_name() {
     ];
     for &(args, thread) in cases {
         // 1.5 GiB of address space: room for the program, not for 4000
-        // stacks of 2 MiB.
+        // thread stacks. Under `ulimit -v` a refusal is only clean if the
+        // room a refused stack leaves is enough for what the threads
+        // already started still map: std maps each thread's signal stack
+        // (a page and some KiB) from the thread itself, and aborts the
+        // process if it cannot ("failed to allocate an alternative stack");
+        // glibc maps a 64 MiB arena for each new thread's first malloc, up
+        // to 8 per CPU. With stacks of 2 MiB that room was a few hundred
+        // KiB at best, and the command aborted in most runs on a 2-CPU
+        // machine. Stacks of 256 MiB (a handful fit) leave room that is
+        // rarely that small, and one arena makes the room left the same
+        // however many CPUs the machine has.
         let mut command = Command::new("sh");
         command
             .arg("-c")
             .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
             .arg(env!("CARGO_BIN_EXE_syncbench"))
-            .args(args);
+            .args(args)
+            .env("RUST_MIN_STACK", (256 << 20).to_string())
+            .env("MALLOC_ARENA_MAX", "1");
         let out = run_within(command, args, Duration::from_secs(60));
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
         assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
@@ -1924,7 +1936,24 @@ fn a_thread_the_os_refuses_ends_the_command_with_its_name() {
         );
         assert!(text.contains("ulimit -u"), "{args:?}: {text}");
         assert!(!text.contains("panicked"), "{args:?}: {text}");
+        // "thread N of M": counted from 1, and among the threads asked for.
+        let (n, m) = thread_n_of_m(&said).unwrap_or_else(|| panic!("{args:?}: {said}"));
+        assert!(1 <= n && n <= m && m >= 4000, "{args:?}: {said}");
     }
+}
+
+/// N and M of the first "thread N of M" in `text`.
+fn thread_n_of_m(text: &str) -> Option<(usize, usize)> {
+    let number = |s: &str| -> Option<(usize, usize)> {
+        let digits = s.chars().take_while(char::is_ascii_digit).count();
+        Some((s[..digits].parse().ok()?, digits))
+    };
+    text.match_indices("thread ").find_map(|(at, word)| {
+        let rest = &text[at + word.len()..];
+        let (n, len) = number(rest)?;
+        let (m, _) = number(rest[len..].strip_prefix(" of ")?)?;
+        Some((n, m))
+    })
 }
 
 /// A report whose --out cannot be created is refused before it measures
