@@ -9,6 +9,15 @@
 //! the thread scope, which joins the threads already started, never
 //! returns: the command hung instead of saying what went wrong.
 //!
+//! Under `ulimit -v` this covers the refusal of a stack, not what a thread
+//! maps for itself once started: std maps each thread's signal stack from
+//! the new thread, and aborts the whole process if it cannot ("failed to
+//! allocate an alternative stack"), and a failed allocation aborts too.
+//! When the stack that was refused leaves too little room for the threads
+//! started just before it, the command aborts rather than naming it; no
+//! caller can catch that. `ulimit -u` and `pids.max` refuse at `clone()`,
+//! before the thread exists.
+//!
 //! Invariants:
 //! - [`StartGate::wait`] returns `true` in every party only once all
 //!   `parties` have arrived, and `false` in every party once the gate was
