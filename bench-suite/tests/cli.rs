@@ -1942,6 +1942,61 @@ fn a_thread_the_os_refuses_ends_the_command_with_its_name() {
     }
 }
 
+/// A fault thread the OS refuses (the churn fault starts 64 at a time, far
+/// more than fit here) fails the run naming it, as the run's own threads
+/// do: it made the fault driver panic ("fault driver panicked: spawn a
+/// fault thread: Os { code: 11, .. }", with a backtrace on stderr).
+#[test]
+fn a_fault_thread_the_os_refuses_fails_the_run_with_its_name() {
+    let cases: &[&[&str]] = &[
+        &[
+            "torture",
+            "--impl",
+            "hazptr",
+            "--readers",
+            "1",
+            "--writers",
+            "1",
+            "--faults",
+            "--duration-s",
+            "2",
+        ],
+        &[
+            "locktorture",
+            "--lock",
+            "qrwlock",
+            "--writers",
+            "1",
+            "--readers",
+            "1",
+            "--faults",
+            "--duration-s",
+            "2",
+        ],
+    ];
+    for &args in cases {
+        // About 2.4 GiB of address space and stacks of 256 MiB (see
+        // `a_thread_the_os_refuses_ends_the_command_with_its_name`): room
+        // for the run's three threads and a few more, not for a churn wave.
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("ulimit -v 2500000 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_syncbench"))
+            .args(args)
+            .env("RUST_MIN_STACK", (256 << 20).to_string())
+            .env("MALLOC_ARENA_MAX", "1");
+        let out = run_within(command, args, Duration::from_secs(60));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains("FAILURE: the OS refused to start a churn fault thread: "),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains("panicked"), "{args:?}: {text}");
+    }
+}
+
 /// N and M of the first "thread N of M" in `text`.
 fn thread_n_of_m(text: &str) -> Option<(usize, usize)> {
     let number = |s: &str| -> Option<(usize, usize)> {
