@@ -1997,6 +1997,55 @@ fn a_fault_thread_the_os_refuses_fails_the_run_with_its_name() {
     }
 }
 
+/// advise with as many threads as the OS allows: rcu-lite's contender
+/// started its call_rcu() worker from one of them, one thread too many,
+/// and rcu-lite's panic at the refusal ended advise with "worker panicked"
+/// (exit 101). The worker now starts before the run's threads, and their
+/// refusal ends advise naming the thread.
+#[test]
+fn advise_with_every_thread_the_os_allows_ends_naming_a_refused_thread() {
+    let advise = |threads: &str| {
+        let args = [
+            "advise",
+            "--reads-per-write",
+            "10",
+            "--threads",
+            threads,
+            "--duration-s",
+            "0.1",
+            "--rounds",
+            "1",
+        ];
+        // As in `a_thread_the_os_refuses_ends_the_command_with_its_name`.
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_syncbench"))
+            .args(args)
+            .env("RUST_MIN_STACK", (256 << 20).to_string())
+            .env("MALLOC_ARENA_MAX", "1");
+        let out = run_within(command, &args, Duration::from_secs(60));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        (out.status.code(), text)
+    };
+    // How many threads the first contender (qrwlock, which starts no
+    // thread of its own) gets: all but the one refused.
+    let (code, text) = advise("4000");
+    assert_eq!(code, Some(1), "{text}");
+    let (refused, _) = thread_n_of_m(&text).unwrap_or_else(|| panic!("{text}"));
+    let allowed = (refused - 1).to_string();
+    let (code, text) = advise(&allowed);
+    assert!(!text.contains("panicked"), "--threads {allowed}: {text}");
+    assert_eq!(code, Some(1), "--threads {allowed}: {text}");
+    assert!(
+        text.contains(&format!(
+            "the OS refused to start thread {allowed} of {allowed} for rcu-lite"
+        )),
+        "--threads {allowed}: {text}"
+    );
+}
+
 /// N and M of the first "thread N of M" in `text`.
 fn thread_n_of_m(text: &str) -> Option<(usize, usize)> {
     let number = |s: &str| -> Option<(usize, usize)> {
