@@ -699,6 +699,34 @@ mod tests {
         );
     }
 
+    /// A writer's stray `read_unlock` while a reader at the front of the
+    /// queue has counted itself in and is still spinning for the byte (so
+    /// the head's sleeper bit is clear): only the writer byte in the value
+    /// the RMW returned tells this misuse from a correct unlock, so the fast
+    /// check must send it to the slow path for the byte alone. (The
+    /// real-thread test in `tests/misuse.rs` waits until the reader has
+    /// slept, and its sleeper bit takes the unlock to the slow path anyway.)
+    #[test]
+    fn read_unlock_of_a_write_locked_lock_with_a_spinning_front_reader() {
+        let lock = RawQRwLock::new();
+        lock.write_lock();
+        // What a reader at the front does before it waits for the byte.
+        lock.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+        // SAFETY: deliberately violated: held exclusive, not shared; the
+        // check must panic after restoring the front reader's count.
+        let caught = std::panic::catch_unwind(|| unsafe { lock.read_unlock() });
+        let message = *caught
+            .expect_err("a read_unlock of a write-locked lock returned normally")
+            .downcast::<&str>()
+            .unwrap();
+        assert!(message.contains("write-locked"), "{message}");
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            WRITER_LOCKED | READER_BIAS,
+            "the writer still holds it and the front reader is still counted"
+        );
+    }
+
     /// A stray `write_unlock` (`downgrade`) on a read-locked lock borrows
     /// from the count (carries into it), which sets the byte, WAITING and the
     /// sleeper bit. A reader that comes to the front meanwhile waits for the
