@@ -25,6 +25,10 @@
 //!   and a later call of either changes nothing.
 //! - Every thread that waits at a gate obeys its answer: on `false` it
 //!   returns at once, measuring nothing, so the scope's joins end.
+//! - A party that panics before the gate opens cancels it, through the
+//!   [`CancelOnPanic`] guard its thread holds: the others return, and the
+//!   coordinator, which gets `false` with no refusal of its own, panics
+//!   saying so (the thread's own message is printed above it).
 //! - [`spawn_scoped`] never panics on a refusal: it returns [`ThreadRefused`],
 //!   naming the thread, for the run to cancel its gate and pass the error up
 //!   (`syncbench` then exits 1 with the message).
@@ -95,6 +99,15 @@ impl StartGate {
         *state == State::Open
     }
 
+    /// A guard for a party's thread to hold from its first line: if the
+    /// thread unwinds from a panic before the gate opened (in its set-up,
+    /// before it reached [`wait`](Self::wait)), the guard cancels the gate,
+    /// so that the other parties, and the coordinator, do not wait for it
+    /// for ever. The coordinator's `false` then means a thread panicked.
+    pub fn cancel_on_panic(&self) -> CancelOnPanic<'_> {
+        CancelOnPanic(self)
+    }
+
     /// Calls the start off: every party waiting, and every later one, gets
     /// `false`. Does nothing to a gate that already opened.
     pub fn cancel(&self) {
@@ -102,6 +115,20 @@ impl StartGate {
         if let State::Waiting { .. } = *state {
             *state = State::Cancelled;
             self.changed.notify_all();
+        }
+    }
+}
+
+/// Cancels its gate if dropped while its thread panics: see
+/// [`StartGate::cancel_on_panic`].
+#[derive(Debug)]
+#[must_use = "the guard cancels the gate only while it is held"]
+pub struct CancelOnPanic<'a>(&'a StartGate);
+
+impl Drop for CancelOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.cancel();
         }
     }
 }
@@ -234,6 +261,29 @@ mod tests {
         }));
         assert!(joined.is_err(), "the panic came out of the scope");
         assert!(stop.load(Relaxed));
+    }
+
+    #[test]
+    fn a_party_that_panics_before_the_gate_cancels_it() {
+        let gate = StartGate::new(3);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| gate.wait());
+            let panicking = s.spawn(|| {
+                let _cancel = gate.cancel_on_panic();
+                panic!("a planted panic in a party's set-up");
+            });
+            assert!(panicking.join().is_err());
+            assert!(!gate.wait(), "the coordinator was let start");
+            assert!(!other.join().unwrap(), "a party was let start");
+        });
+        // After the gate opened, a panic changes nothing.
+        let gate = StartGate::new(1);
+        assert!(gate.wait());
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _cancel = gate.cancel_on_panic();
+            panic!("a planted panic after the start");
+        }));
+        assert!(gate.wait());
     }
 
     #[test]

@@ -231,6 +231,7 @@ pub fn measure(
         for i in 0..config.threads {
             let what = || format!("thread {} of {} for {}", i + 1, config.threads, imp.name);
             let worker = spawn_scoped(s, "advise", what, || {
+                let _cancel = start.cancel_on_panic();
                 if !start.wait() {
                     return None; // Called off.
                 }
@@ -246,9 +247,12 @@ pub fn measure(
                 }
             }
         }
+        // Cancelled with no refusal of ours: a worker panicked before the
+        // start (its message is above); the others return.
         assert!(
             start.wait(),
-            "only a refused thread calls an advise run off"
+            "advise: a thread of {} panicked before the run started",
+            imp.name
         );
         std::thread::sleep(config.duration);
         stop.store(true, Relaxed);

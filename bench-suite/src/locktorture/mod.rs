@@ -590,6 +590,7 @@ pub fn torture<'w>(
         let handle = std::thread::Builder::new()
             .name(format!("locktorture {}", imp.name))
             .spawn(move || {
+                let _cancel = start.cancel_on_panic();
                 // A thread that finds the run called off leaves untouched.
                 if !wait || start.wait() {
                     body(&arena)
@@ -614,9 +615,12 @@ pub fn torture<'w>(
         for r in 0..config.readers {
             spawn(format!("reader {r}"), Box::new(move |a| a.reader(r)), true)?;
         }
+        // Cancelled with no refusal of ours: a thread panicked before the
+        // start (its message is above); the others return.
         assert!(
             start.wait(),
-            "only a refused thread calls a locktorture run off"
+            "locktorture: a thread of {} panicked before the run started",
+            imp.name
         );
         if config.faults {
             spawn("fault driver".into(), Box::new(faults::drive), false)?;

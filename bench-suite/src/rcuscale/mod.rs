@@ -378,7 +378,10 @@ fn run_once(
                 s,
                 "rcuscale idle",
                 thread("idle", i, config.idle_threads),
-                || primitive.idle_until(&start, &stop),
+                || {
+                    let _cancel = start.cancel_on_panic();
+                    primitive.idle_until(&start, &stop)
+                },
             )
             .map_err(call_off)?;
             end_of_run.idle.push(idle.thread().clone());
@@ -393,7 +396,10 @@ fn run_once(
                     s,
                     "rcuscale reader",
                     thread("reader", i, config.readers),
-                    || primitive.read_until(&start, &stop),
+                    || {
+                        let _cancel = start.cancel_on_panic();
+                        primitive.read_until(&start, &stop)
+                    },
                 )
                 .map_err(call_off)?,
             );
@@ -402,6 +408,7 @@ fn run_once(
         for w in 0..config.writers {
             let (start, stop) = (&start, &stop);
             let body = move || {
+                let _cancel = start.cancel_on_panic();
                 // With `--waits`, room for every sample up front: the
                 // push falls inside the next sample, and a reallocation
                 // there must not become the maximum the flag is for.
@@ -444,9 +451,12 @@ fn run_once(
                 .map_err(call_off)?,
             );
         }
+        // Cancelled with no refusal of ours: a thread panicked in its set-up
+        // (its message is above); the others return, and the scope joins them.
         assert!(
             start.wait(),
-            "only a refused thread calls an rcuscale run off"
+            "rcuscale: a thread of {} panicked before the run started",
+            imp.name
         );
         let began = Instant::now();
         if config.waits_per_writer.is_none() {
@@ -760,6 +770,59 @@ mod tests {
         fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
+    }
+
+    /// A reader that panics while it registers, before the start gate.
+    struct PanickingReaderSetUp;
+
+    impl GracePeriod for PanickingReaderSetUp {
+        fn update_and_wait(&self, _writer: usize) {}
+        fn read_until(&self, _ready: &StartGate, _stop: &AtomicBool) -> u64 {
+            panic!("a planted panic in a reader's registration");
+        }
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+            idle_wait(ready, stop)
+        }
+    }
+
+    /// A reader's panic before the start gate comes out of the run: the
+    /// writers, the idle threads and the run itself waited at the gate for
+    /// that reader for ever.
+    #[test]
+    fn a_panic_before_the_start_ends_the_run_with_the_panic() {
+        const PANICKING: Implementation<dyn GracePeriod, Options> = Implementation {
+            name: "panicking-reader-set-up",
+            summary: "",
+            origin: crate::registry::Origin::Workspace,
+            make: |_| Ok(Box::new(PanickingReaderSetUp)),
+        };
+        test_support::within_a_deadline(
+            "a run whose reader panicked before the start",
+            Duration::from_secs(20),
+            || {
+                let config = Config {
+                    readers: 1,
+                    idle_threads: 3,
+                    ..config(2, Duration::from_millis(1))
+                };
+                let ran = std::panic::catch_unwind(|| {
+                    run_once(
+                        &PANICKING,
+                        config,
+                        &Options::default(),
+                        &mut Progress::new(1, "test"),
+                    )
+                });
+                let Err(panic) = ran else {
+                    panic!("the run did not panic")
+                };
+                let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(
+                    message.contains("panicked before the run started"),
+                    "{message}"
+                );
+            },
+        );
     }
 
     /// A writer's panic comes out of the run: the readers and the parked

@@ -104,6 +104,7 @@ fn one_run(
         for i in 0..threads {
             let what = || format!("reader thread {} of {threads} for {name}", i + 1);
             let reader = spawn_scoped(s, "refscale reader", what, || {
+                let _cancel = start.cancel_on_panic();
                 // Let every reader do its set-up before any starts timing.
                 imp.read_sections(1);
                 start.wait().then(|| imp.read_sections(iterations))
@@ -116,13 +117,19 @@ fn one_run(
                 }
             }
         }
-        Ok(handles
+        // A reader's panic first: one that panicked in its set-up cancelled
+        // the gate, and the others came back without timing anything.
+        let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        let mut timed = Vec::with_capacity(threads);
+        for reader in joined {
+            match reader {
+                Ok(time) => timed.push(time),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        Ok(timed
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .expect("reader thread panicked")
-                    .expect("only a refused thread calls a refscale pass off")
-            })
+            .map(|time| time.expect("no reader panicked, so the gate opened"))
             .collect())
     })?;
     let ns: Vec<f64> = per_thread
