@@ -125,15 +125,26 @@ fn memb_unbalanced_raw_unlock() {
 
 #[test]
 fn memb_nesting_overflow() {
+    // How deep the sections went before the panic: 32767 is allowed, the
+    // 32768th lock is the one refused (not one earlier).
+    let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let depth = std::sync::Arc::clone(&reached);
     assert_misuse(
         "memb::read_lock nested 32768 deep",
         &["nested more than 32767 deep"],
-        || {
+        move || {
             let mut guards = Vec::with_capacity(1 << 15);
             for _ in 0..(1 << 15) {
                 guards.push(memb::read_lock());
+                // Relaxed: read after the misuse thread is joined.
+                depth.store(guards.len(), std::sync::atomic::Ordering::Relaxed);
             }
         },
+    );
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::Relaxed),
+        32767,
+        "read sections nested 32767 deep are allowed; only the 32768th read_lock panics"
     );
     // The guards were dropped by the unwind: grace periods go on.
     test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
