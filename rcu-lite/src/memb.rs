@@ -388,3 +388,55 @@ pub fn grace_periods() -> GpCounts {
 pub fn callbacks_pending() -> usize {
     engine().callbacks.pending()
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Set in the child process of
+    /// `seqcst_fallback_fences_send_every_section_to_the_slow_path`.
+    const CHILD_ENV: &str = "RCU_LITE_MEMB_SEQCST_SLOW_PATH_CHILD";
+
+    /// With the fences in their `fence(SeqCst)` fallback, a thread's record
+    /// carries `SLOW_PATH` from registration on, inside its sections and
+    /// between them, so that no section takes the inline fast path: that
+    /// path's fences are compiler fences (the membarrier mode's light
+    /// fence), which in this mode no heavy fence pairs with, and a section's
+    /// entry store could pass its loads unseen by a scan. The behaviour
+    /// under that mode is `tests/memb_seqcst.rs`; a missing fence there
+    /// shows only as a rare race, so this checks the word. In a child
+    /// process: the fence mode is decided once per process.
+    #[test]
+    fn seqcst_fallback_fences_send_every_section_to_the_slow_path() {
+        if std::env::var_os(CHILD_ENV).is_none() {
+            test_support::in_a_child_process(
+                "memb::tests::seqcst_fallback_fences_send_every_section_to_the_slow_path",
+                CHILD_ENV,
+                "1",
+            );
+            return;
+        }
+        assert_eq!(
+            fence::force(fence::Mode::SeqCst),
+            Ok(()),
+            "no fence may run before this"
+        );
+        let guard = read_lock();
+        let record = registered_record().expect("read_lock registers the thread");
+        // Relaxed: this thread's own stores.
+        let inside = record.word.load(Relaxed);
+        drop(guard);
+        let outside = record.word.load(Relaxed);
+        assert_eq!(nesting(inside), 1, "inside one section");
+        assert_ne!(
+            inside & SLOW_PATH,
+            0,
+            "a section under SeqCst fallback fences took the fast path's word"
+        );
+        assert_eq!(
+            outside, SLOW_PATH,
+            "between sections under SeqCst fallback fences the word must send the next \
+             read_lock to the slow path"
+        );
+    }
+}
