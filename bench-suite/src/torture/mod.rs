@@ -1187,7 +1187,11 @@ mod tests {
             inside(unsafe { &*self.0.load(Acquire) })
         }
         fn replace(&self, fresh: Box<TortureObject>) {
-            std::thread::sleep(Duration::from_millis(50));
+            // Far longer than the 1 ms run, and than any delay between the
+            // stop's clock read and its count: under miri, whose clock
+            // advances with the spinning readers' steps, a 50 ms sleep
+            // ended between the two, and one replacement was counted.
+            std::thread::sleep(Duration::from_secs(1));
             // SAFETY: never published, so no reader can hold it.
             unsafe { object::reclaim(Box::into_raw(fresh)) };
         }
