@@ -1912,16 +1912,7 @@ fn a_thread_the_os_refuses_ends_the_command_with_its_name() {
         // machine. Stacks of 256 MiB (a handful fit) leave room that is
         // rarely that small, and one arena makes the room left the same
         // however many CPUs the machine has.
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
-            .arg(env!("CARGO_BIN_EXE_syncbench"))
-            .args(args)
-            .env("RUST_MIN_STACK", (256 << 20).to_string())
-            .env("MALLOC_ARENA_MAX", "1");
-        let out = run_within(command, args, Duration::from_secs(60));
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        let (out, text) = syncbench_in_address_space(1_500_000, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
         // On stderr, but for torture's text output, whose failure line
         // says it; with --json, stderr says it too.
@@ -1978,16 +1969,7 @@ fn a_fault_thread_the_os_refuses_fails_the_run_with_its_name() {
         // About 2.4 GiB of address space and stacks of 256 MiB (see
         // `a_thread_the_os_refuses_ends_the_command_with_its_name`): room
         // for the run's three threads and a few more, not for a churn wave.
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg("ulimit -v 2500000 && exec \"$0\" \"$@\"")
-            .arg(env!("CARGO_BIN_EXE_syncbench"))
-            .args(args)
-            .env("RUST_MIN_STACK", (256 << 20).to_string())
-            .env("MALLOC_ARENA_MAX", "1");
-        let out = run_within(command, args, Duration::from_secs(60));
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        let (out, text) = syncbench_in_address_space(2_500_000, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
         assert!(
             text.contains("FAILURE: the OS refused to start a churn fault thread: "),
@@ -2017,16 +1999,7 @@ fn advise_with_every_thread_the_os_allows_ends_naming_a_refused_thread() {
             "1",
         ];
         // As in `a_thread_the_os_refuses_ends_the_command_with_its_name`.
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg("ulimit -v 1500000 && exec \"$0\" \"$@\"")
-            .arg(env!("CARGO_BIN_EXE_syncbench"))
-            .args(args)
-            .env("RUST_MIN_STACK", (256 << 20).to_string())
-            .env("MALLOC_ARENA_MAX", "1");
-        let out = run_within(command, &args, Duration::from_secs(60));
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        let (out, text) = syncbench_in_address_space(1_500_000, &args);
         (out.status.code(), text)
     };
     // How many threads the first contender (qrwlock, which starts no
@@ -2058,6 +2031,25 @@ fn thread_n_of_m(text: &str) -> Option<(usize, usize)> {
         let (m, _) = number(rest[len..].strip_prefix(" of ")?)?;
         Some((n, m))
     })
+}
+
+/// Runs syncbench with `args` under `ulimit -v KIB`, with stacks of 256
+/// MiB and one malloc arena (see
+/// `a_thread_the_os_refuses_ends_the_command_with_its_name` for why), as
+/// [`run_within`] with a minute's limit; its output, and its stdout and
+/// stderr together.
+fn syncbench_in_address_space(kib: u64, args: &[&str]) -> (Output, String) {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_syncbench"))
+        .args(args)
+        .env("RUST_MIN_STACK", (256 << 20).to_string())
+        .env("MALLOC_ARENA_MAX", "1");
+    let out = run_within(command, args, Duration::from_secs(60));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    (out, text)
 }
 
 /// A report whose --out cannot be created is refused before it measures
