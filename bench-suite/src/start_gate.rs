@@ -156,6 +156,18 @@ pub struct ThreadRefused {
     pub source: std::io::Error,
 }
 
+impl ThreadRefused {
+    /// The refusal of the thread labelled `label` (`"writer 5"`, as the
+    /// run's output names its threads), the `n`th of the run's `of`
+    /// (1-based), for the implementation `name`.
+    pub fn labelled(label: &str, n: usize, of: usize, name: &str, source: std::io::Error) -> Self {
+        Self {
+            thread: format!("{label} (thread {n} of {of}) for {name}"),
+            source,
+        }
+    }
+}
+
 impl fmt::Display for ThreadRefused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

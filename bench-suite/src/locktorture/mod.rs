@@ -596,14 +596,9 @@ pub fn torture<'w>(
                     body(&arena)
                 }
             })
-            .map_err(|source| ThreadRefused {
-                thread: format!(
-                    "{label} (thread {} of {}) for {}",
-                    threads.len() + 1,
-                    config.writers + config.readers + usize::from(config.faults),
-                    imp.name
-                ),
-                source,
+            .map_err(|source| {
+                let of = config.writers + config.readers + usize::from(config.faults);
+                ThreadRefused::labelled(&label, threads.len() + 1, of, imp.name, source)
             })?;
         threads.push((label, handle));
         Ok(())

@@ -796,31 +796,20 @@ mod tests {
             origin: crate::registry::Origin::Workspace,
             make: |_| Ok(Box::new(PanickingReaderSetUp)),
         };
-        test_support::within_a_deadline(
+        let config = Config {
+            readers: 1,
+            idle_threads: 3,
+            ..config(2, Duration::from_millis(1))
+        };
+        run_must_panic(
             "a run whose reader panicked before the start",
-            Duration::from_secs(20),
-            || {
-                let config = Config {
-                    readers: 1,
-                    idle_threads: 3,
-                    ..config(2, Duration::from_millis(1))
-                };
-                let ran = std::panic::catch_unwind(|| {
-                    run_once(
-                        &PANICKING,
-                        config,
-                        &Options::default(),
-                        &mut Progress::new(1, "test"),
-                    )
-                });
-                let Err(panic) = ran else {
-                    panic!("the run did not panic")
-                };
-                let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+            &PANICKING,
+            config,
+            |message| {
                 assert!(
                     message.contains("panicked before the run started"),
                     "{message}"
-                );
+                )
             },
         );
     }
@@ -837,29 +826,47 @@ mod tests {
             origin: crate::registry::Origin::Workspace,
             make: |_| Ok(Box::new(PanickingWriter)),
         };
-        test_support::within_a_deadline(
+        let config = Config {
+            idle_threads: 3,
+            waits_per_writer: Some(10),
+            ..config(1, Duration::from_millis(1))
+        };
+        run_must_panic(
             "a run whose writer panicked",
-            Duration::from_secs(20),
-            || {
-                let config = Config {
-                    idle_threads: 3,
-                    waits_per_writer: Some(10),
-                    ..config(1, Duration::from_millis(1))
-                };
-                let ran = std::panic::catch_unwind(|| {
-                    run_once(
-                        &PANICKING,
-                        config,
-                        &Options::default(),
-                        &mut Progress::new(1, "test"),
-                    )
-                });
-                assert!(
-                    ran.is_err(),
-                    "the writer's panic did not come out of the run"
-                );
-            },
+            &PANICKING,
+            config,
+            |message| assert!(message.contains("writer panicked"), "{message}"),
         );
+    }
+
+    /// Runs `imp` once with `config`, which must panic within 20 s (a run
+    /// that waits for ever fails the test there), and hands the panic's
+    /// message to `check`.
+    fn run_must_panic(
+        what: &'static str,
+        imp: &'static Implementation<dyn GracePeriod, Options>,
+        config: Config,
+        check: impl FnOnce(&str) + Send + 'static,
+    ) {
+        test_support::within_a_deadline(what, Duration::from_secs(20), move || {
+            let ran = std::panic::catch_unwind(|| {
+                run_once(
+                    imp,
+                    config,
+                    &Options::default(),
+                    &mut Progress::new(1, "test"),
+                )
+            });
+            let Err(panic) = ran else {
+                panic!("{what}: the panic did not come out of the run")
+            };
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|m| m.to_string()))
+                .unwrap_or_default();
+            check(&message);
+        });
     }
 
     /// Rounds merge as the module says: per-GP time is the median round's

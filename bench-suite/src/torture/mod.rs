@@ -530,18 +530,12 @@ impl Run {
                 .spawn(move || body(&s));
             match spawned {
                 Ok(handle) => threads.push((label, handle)),
-                Err(source) => shared.fail(
-                    ThreadRefused {
-                        thread: format!(
-                            "{label} (thread {} of {}) for {}",
-                            threads.len() + 1,
-                            config.readers + config.writers + usize::from(config.faults),
-                            imp.name
-                        ),
-                        source,
-                    }
-                    .to_string(),
-                ),
+                Err(source) => {
+                    let of = config.readers + config.writers + usize::from(config.faults);
+                    let refused =
+                        ThreadRefused::labelled(&label, threads.len() + 1, of, imp.name, source);
+                    shared.fail(refused.to_string());
+                }
             }
         };
         for r in 0..config.readers {
