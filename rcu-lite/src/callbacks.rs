@@ -36,7 +36,9 @@
 //!   unrun, so that every later callback and `rcu_barrier()` hung.
 //!
 //! Under loom there is no worker thread: `rcu_barrier()` runs the batches
-//! itself while it waits, which is how the models exercise this module.
+//! itself while it waits, which is how most models exercise this module, and
+//! one model runs the worker's own loop (`worker_rounds`) on a loom thread
+//! against a racing `call_rcu()`.
 
 use crate::futex;
 use crate::sync::{Arc, AtomicU32, AtomicUsize, Mutex, spin_loop};
@@ -358,26 +360,41 @@ impl CallbackQueue {
     /// The worker: run batches; sleep while the queue is empty.
     #[cfg(not(loom))]
     fn worker_loop(&'static self, synchronize: fn()) {
-        loop {
+        self.worker_rounds(synchronize, || true);
+    }
+
+    /// The worker's loop, for as long as `keep_going` says (always, for the
+    /// worker thread; until a model's callback has run, under loom): run
+    /// batches; when one finds the queue empty, sleep until a `call_rcu()`
+    /// wakes it.
+    pub(crate) fn worker_rounds(&self, synchronize: fn(), keep_going: impl Fn() -> bool) {
+        while keep_going() {
             if self.run_batch(synchronize) > 0 {
                 continue;
             }
-            let seq = {
-                let mut pending = self
-                    .pending
-                    .lock()
-                    .expect("never poisoned: no user code runs under it");
-                if !pending.callbacks.is_empty() {
-                    continue;
-                }
-                pending.worker_asleep = true;
-                // Read under the lock: an enqueue that finds `worker_asleep`
-                // bumps the word after we release the lock, so the wait below
-                // either sees the bump or is woken by it.
-                self.wake_seq.load(Relaxed)
-            };
-            futex::wait(&self.wake_seq, seq, None);
+            if let Some(seq) = self.prepare_to_sleep() {
+                futex::wait(&self.wake_seq, seq, None);
+            }
         }
+    }
+
+    /// Marks the worker asleep and returns the `wake_seq` value to sleep on,
+    /// or `None` if a callback was queued since the last batch was taken
+    /// (the worker then runs another batch instead of sleeping: the
+    /// `call_rcu()` that queued it found the worker awake and woke nobody).
+    fn prepare_to_sleep(&self) -> Option<u32> {
+        let mut pending = self
+            .pending
+            .lock()
+            .expect("never poisoned: no user code runs under it");
+        if !pending.callbacks.is_empty() {
+            return None;
+        }
+        pending.worker_asleep = true;
+        // Read under the lock: an enqueue that finds `worker_asleep` bumps
+        // the word after we release the lock, so the wait on it either sees
+        // the bump or is woken by it.
+        Some(self.wake_seq.load(Relaxed))
     }
 }
 

@@ -301,6 +301,17 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
         .enqueue(Box::new(callback), synchronize_rcu, "memb");
 }
 
+/// Under loom: runs the memb callback worker's loop on the calling thread
+/// until `done()` says so, for a model of a `call_rcu()` racing the worker's
+/// sleep. `done` is checked before each batch.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_run_callback_worker_until(done: impl Fn() -> bool) {
+    engine()
+        .callbacks
+        .worker_rounds(synchronize_rcu, || !done());
+}
+
 /// Waits until every callback queued by [`call_rcu`] before this call has run
 /// (`rcu_barrier()`). With none queued and no batch running, returns at once.
 ///

@@ -367,6 +367,31 @@ fn call_rcu_callbacks_run_only_after_their_grace_period() {
     });
 }
 
+/// The callback worker never sleeps with a callback queued: a `call_rcu()`
+/// racing the worker's decision to sleep either finds it marked asleep and
+/// wakes it, or queues before the worker takes the queue lock to sleep, and
+/// the worker then finds the callback there and runs it. The worker's own
+/// loop runs on a loom thread until the callback has run. (Models the queue
+/// check in `prepare_to_sleep`: without it a worker whose batch came up
+/// empty sleeps even though the callback was queued just after, by a
+/// `call_rcu()` that found it awake and woke nobody, and loom reports the
+/// join of the worker as a deadlock.)
+#[test]
+fn the_callback_worker_never_sleeps_with_a_callback_queued() {
+    rcu_lite::loom_model_with_spurious_wakeups_too(|| {
+        configure(true);
+        let ran = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let ran = Arc::clone(&ran);
+            // Acquire pairs with the callback's Release store.
+            thread::spawn(move || memb::loom_run_callback_worker_until(|| ran.load(Acquire)))
+        };
+        let signal = Arc::clone(&ran);
+        memb::call_rcu(move || signal.store(true, Release));
+        worker.join().unwrap();
+    });
+}
+
 /// A barrier that finds nothing queued and no batch in flight returns at
 /// once, and still after the effects of every callback queued before it:
 /// here the other thread's barrier may have run the batch with the callback
