@@ -661,18 +661,34 @@ impl Run {
             replaced_per_s_rounds: Vec::new(),
         };
         if unfinished.is_empty() {
-            if !tear_down(shared, limit) {
-                failure.get_or_insert(format!(
-                    "hang: dropping the primitive took more than {:.1} s",
-                    limit.as_secs_f64()
-                ));
-            } else if reclaims_all && ledger.unreclaimed() > 0 {
-                failure.get_or_insert(format!(
-                    "leaked: {} of {} objects were never reclaimed, even once the primitive \
-                     was dropped (a replaced object never handed to reclamation checks nothing)",
-                    ledger.unreclaimed(),
-                    ledger.allocated()
-                ));
+            match tear_down(shared, limit) {
+                TearDown::Finished => {
+                    if reclaims_all && ledger.unreclaimed() > 0 {
+                        failure.get_or_insert(format!(
+                            "leaked: {} of {} objects were never reclaimed, even once the \
+                             primitive was dropped (a replaced object never handed to \
+                             reclamation checks nothing)",
+                            ledger.unreclaimed(),
+                            ledger.allocated()
+                        ));
+                    }
+                }
+                TearDown::Hung => {
+                    failure.get_or_insert(format!(
+                        "hang: dropping the primitive took more than {:.1} s",
+                        limit.as_secs_f64()
+                    ));
+                }
+                TearDown::Refused(source) => {
+                    let refused = ThreadRefused {
+                        thread: format!("the teardown thread for {name}"),
+                        source,
+                    };
+                    failure.get_or_insert(format!(
+                        "{refused} (the primitive was left undropped: what its drop \
+                         reclaims was not checked)"
+                    ));
+                }
             }
         } else {
             // Threads still use the primitive: leave it (and them) alive.
@@ -701,24 +717,75 @@ impl Run {
     }
 }
 
+/// How a run's teardown went.
+#[derive(Debug)]
+enum TearDown {
+    /// Within the time limit.
+    Finished,
+    /// Still running at the time limit.
+    Hung,
+    /// The OS refused the teardown thread; nothing was torn down.
+    Refused(std::io::Error),
+}
+
 /// Drops the last reference to the run's shared state (so the primitive,
 /// which reclaims what it still holds) and closes the ledger, on a helper
 /// thread, so that a teardown that blocks forever is reported rather than
-/// waited for. Returns whether it finished within `limit`.
-fn tear_down(shared: Arc<Shared>, limit: Duration) -> bool {
-    let helper = std::thread::Builder::new()
-        .name("torture teardown".into())
-        .spawn(move || {
+/// waited for.
+fn tear_down(shared: Arc<Shared>, limit: Duration) -> TearDown {
+    off_thread(
+        shared,
+        |shared| {
             let ledger = Arc::clone(&shared.ledger);
             drop(shared);
             ledger.close();
-        })
-        .expect("spawn the teardown thread");
+        },
+        limit,
+        |body| {
+            std::thread::Builder::new()
+                .name("torture teardown".into())
+                .spawn(body)
+        },
+    )
+}
+
+/// Runs `finish(value)` on a thread that `spawn` starts and waits at most
+/// `limit` for it. `value` reaches the thread once it runs: if the OS
+/// refuses the thread, `value` is leaked, not finished here, since finishing
+/// may block for ever (which is what the thread is for).
+fn off_thread<T: Send + 'static>(
+    value: T,
+    finish: impl FnOnce(T) + Send + 'static,
+    limit: Duration,
+    spawn: impl FnOnce(Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>,
+) -> TearDown {
+    let (hand_over, receive) = std::sync::mpsc::channel::<T>();
+    let helper = match spawn(Box::new(move || {
+        if let Ok(value) = receive.recv() {
+            finish(value);
+        }
+    })) {
+        Ok(helper) => helper,
+        Err(source) => {
+            std::mem::forget(value);
+            return TearDown::Refused(source);
+        }
+    };
+    if let Err(returned) = hand_over.send(value) {
+        // The helper receives before it does anything else, so it cannot
+        // be gone; were it gone, dropping here could block for ever.
+        std::mem::forget(returned.0);
+        return TearDown::Hung;
+    }
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline && !helper.is_finished() {
         std::thread::sleep(Duration::from_millis(2));
     }
-    helper.is_finished()
+    if helper.is_finished() {
+        TearDown::Finished
+    } else {
+        TearDown::Hung
+    }
 }
 
 /// Tortures one implementation for `config.duration`.
@@ -837,6 +904,69 @@ mod tests {
     use super::*;
     use crate::registry::Origin;
     use std::sync::atomic::{AtomicPtr, AtomicUsize};
+
+    /// Says when it is dropped.
+    struct DropFlag(Arc<AtomicBool>);
+
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+
+    fn spawn_helper(body: Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new().spawn(body)
+    }
+
+    #[test]
+    fn a_refused_teardown_thread_leaves_the_state_undropped() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let outcome = off_thread(
+            DropFlag(Arc::clone(&dropped)),
+            drop,
+            Duration::from_secs(5),
+            |_body| Err(std::io::Error::other("refused by the test")),
+        );
+        assert!(
+            matches!(&outcome, TearDown::Refused(e) if e.to_string() == "refused by the test"),
+            "{outcome:?}"
+        );
+        // Dropped here, a teardown that blocks would hang the command.
+        assert!(!dropped.load(SeqCst), "the caller's thread tore down");
+    }
+
+    #[test]
+    fn a_teardown_within_the_limit_finishes_on_its_thread() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let caller = std::thread::current().id();
+        let outcome = off_thread(
+            DropFlag(Arc::clone(&dropped)),
+            move |flag| {
+                assert_ne!(std::thread::current().id(), caller);
+                drop(flag);
+            },
+            Duration::from_secs(60),
+            spawn_helper,
+        );
+        assert!(matches!(outcome, TearDown::Finished), "{outcome:?}");
+        assert!(dropped.load(SeqCst));
+    }
+
+    #[test]
+    fn a_teardown_still_running_at_the_limit_is_a_hang() {
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let outcome = off_thread(
+            blocked,
+            |blocked| {
+                // Blocks until the test lets it go.
+                let _ = blocked.recv();
+            },
+            Duration::from_millis(20),
+            spawn_helper,
+        );
+        assert!(matches!(outcome, TearDown::Hung), "{outcome:?}");
+        drop(release);
+    }
 
     fn config(duration_ms: u64, faults: bool) -> Config {
         Config {
