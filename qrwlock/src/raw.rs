@@ -342,6 +342,17 @@ impl RawQRwLock {
         self.cnts.load(Ordering::Relaxed) & WRITER_WAITING != 0
     }
 
+    /// Under loom, for the models' final checks: the lock word and whether
+    /// the wait queue is empty (a snapshot). Not part of the API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_word_and_queue_empty(&self) -> (u32, bool) {
+        (
+            self.cnts.load(Ordering::Relaxed),
+            self.wait_queue.is_empty(),
+        )
+    }
+
     /// `queued_read_lock_slowpath()`: `cnts` is what our fast-path add
     /// returned (our bias is in the word).
     #[cold]

@@ -160,6 +160,13 @@ impl WaitQueue {
         }
     }
 
+    /// Whether nobody holds or waits in the queue (a snapshot), for the
+    /// loom models' final checks.
+    #[cfg(loom)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tail.load(Ordering::Relaxed).is_null()
+    }
+
     /// Joins the queue with `node` and returns when `node` holds it (the
     /// user-space `arch_spin_lock(&lock->wait_lock)`), or when the front
     /// admitted it (readers only).
