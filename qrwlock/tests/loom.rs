@@ -69,6 +69,25 @@ impl Locked {
         // SAFETY: no other thread runs any more.
         self.value.with(|v| unsafe { *v })
     }
+
+    /// Once every other thread has been joined: the lock is as a fresh one,
+    /// its word zero (no reader count, no writer byte, no `WRITER_WAITING`, no
+    /// sleeper bit) and its wait queue empty. A count or writer bit left over
+    /// keeps the next locker out for good; a stale `WRITER_WAITING` sends
+    /// every later reader through the queue; a queue tail left behind makes
+    /// the next slow-path locker link to a node that is gone and wait for a
+    /// grant that never comes.
+    fn assert_back_to_fresh(&self) {
+        let (word, queue_empty) = self.lock.loom_word_and_queue_empty();
+        assert_eq!(
+            word, 0,
+            "the lock word once every thread has left: {word:#x}, not 0"
+        );
+        assert!(
+            queue_empty,
+            "the wait queue once every thread has left: not empty"
+        );
+    }
 }
 
 #[test]
@@ -82,6 +101,7 @@ fn two_writers_exclude_each_other() {
         locked.add(2);
         other.join().unwrap();
         assert_eq!(locked.value_after_join(), 3);
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -96,7 +116,7 @@ fn reader_and_writer_exclude_each_other() {
         locked.add(1);
         let seen = reader.join().unwrap();
         assert!(seen == 0 || seen == 1, "reader saw {seen}");
-        assert!(!locked.lock.is_locked());
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -117,6 +137,7 @@ fn two_writers_and_a_reader() {
         let seen = r.join().unwrap();
         assert!([0, 1, 2, 3].contains(&seen), "reader saw {seen}");
         assert_eq!(locked.value_after_join(), 3);
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -135,7 +156,7 @@ fn two_readers_and_a_writer() {
             let seen = r.join().unwrap();
             assert!(seen <= 1, "reader saw {seen}");
         }
-        assert!(!locked.lock.is_locked());
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -167,7 +188,7 @@ fn readers_queued_behind_a_writer(readers: usize) {
     for r in readers {
         assert_eq!(r.join().unwrap(), 7);
     }
-    assert!(!locked.lock.is_locked());
+    locked.assert_back_to_fresh();
     assert!(locked.lock.try_write_lock(), "nothing left in the word");
 }
 
@@ -195,7 +216,7 @@ fn a_front_reader_admits_readers_only() {
         let seen = r.join().unwrap();
         assert!(seen == 10 || seen == 11, "reader saw {seen}");
         assert_eq!(locked.value_after_join(), 11);
-        assert!(!locked.lock.is_locked());
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -214,6 +235,7 @@ fn three_writers_queue() {
             w.join().unwrap();
         }
         assert_eq!(locked.value_after_join(), 7);
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -247,6 +269,7 @@ fn waiting_writer_blocks_new_fast_path_readers() {
             "a reader that arrived after the writer waited entered first"
         );
         writer.join().unwrap();
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -293,6 +316,7 @@ fn try_read_lock_checks_the_word_its_add_returned() {
         unsafe { locked.lock.read_unlock() };
         writer.join().unwrap();
         assert_eq!(locked.value_after_join(), 1);
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -327,7 +351,7 @@ fn downgrade_admits_readers_not_writers() {
         assert_eq!(reader.join().unwrap(), 5);
         // SAFETY: the shared hold downgrade gave us.
         unsafe { locked.lock.read_unlock() };
-        assert!(!locked.lock.is_locked());
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -398,6 +422,7 @@ fn a_failed_try_read_wakes_the_writer_its_bias_held_up() {
         try_reader.join().unwrap();
         writer.join().unwrap();
         assert_eq!(locked.value_after_join(), 1);
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -423,6 +448,7 @@ fn a_try_reader_sees_the_last_writers_value() {
         };
         writer.join().unwrap();
         assert!(seen == 0 || seen == 1, "try-reader saw {seen}");
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -445,6 +471,7 @@ fn a_try_writer_follows_the_last_readers_read() {
         unsafe { locked.lock.write_unlock() };
         let seen = reader.join().unwrap();
         assert!(seen == 0 || seen == 1, "reader saw {seen}");
+        locked.assert_back_to_fresh();
     });
 }
 
@@ -541,5 +568,6 @@ fn an_admitted_reader_is_counted_in_before_it_enters() {
             assert!(seen <= 1, "reader saw {seen}");
         }
         assert_eq!(locked.value_after_join(), 1);
+        locked.assert_back_to_fresh();
     });
 }
