@@ -77,6 +77,27 @@ impl Locked {
     /// every later reader through the queue; a queue tail left behind makes
     /// the next slow-path locker link to a node that is gone and wait for a
     /// grant that never comes.
+    ///
+    /// Mutants it kills at `LOOM_MAX_PREEMPTIONS=2` (applied by hand):
+    /// - A slow-path writer whose acquiring CAS keeps its waiting bit (`cnts`
+    ///   -> `WRITER_LOCKED | WRITER_WAITING`): every model passed it (the stale
+    ///   bit only sends readers through the queue, and a writer at the front
+    ///   waits for exactly that bit); now 11 models fail with "the lock word
+    ///   once every thread has left: 0x100, not 0".
+    /// - A writer at the front that finds the lock free and takes it without
+    ///   handing the queue on (no `wait_queue.unlock` before its early
+    ///   return), or a front reader that skips `unlock_admitting_readers` when
+    ///   nobody is linked behind it: 7 and 10 models fail with "the wait queue
+    ///   once every thread has left: not empty". Before, only
+    ///   `a_front_reader_admits_readers_only` caught them, as a deadlock that
+    ///   aborted the test binary (a later locker linked to the dead node).
+    /// - A `downgrade` that counts its owner in twice: "0x400, not 0" (the
+    ///   `!is_locked()` this replaced caught that one too). One that leaves
+    ///   the writer byte deadlocks `downgrade_admits_readers_not_writers`'s
+    ///   reader first.
+    ///
+    /// A sleeper bit the queue head leaves behind (its acquiring CAS keeping
+    /// `HEAD_SLEEPING`) passes: the next RMW that sees the bit clears it.
     fn assert_back_to_fresh(&self) {
         let (word, queue_empty) = self.lock.loom_word_and_queue_empty();
         assert_eq!(
