@@ -376,6 +376,42 @@ fn downgrade_admits_readers_not_writers() {
     });
 }
 
+/// A writer that queued behind a write lock which is then downgraded gets in
+/// once the downgraded hold ends, and not before: the downgrade keeps the
+/// waiting writer's `WRITER_WAITING`, and the `read_unlock` that ends the
+/// last shared hold wakes the writer if it sleeps. (A downgrade that also
+/// clears `WRITER_WAITING` leaves the writer asleep for good: this model
+/// fails with it as a deadlock at 2 preemptions, while every other model,
+/// with no writer behind a downgrade, passes it; checked by hand,
+/// 2026-12-02.)
+#[test]
+fn a_writer_queued_behind_a_downgrade_gets_in_after_it() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        locked.lock.write_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        // Schedule points, so that the writer can queue and sleep first.
+        for _ in 0..3 {
+            let _ = locked.lock.is_locked();
+        }
+        // SAFETY: write-locked.
+        locked.value.with_mut(|v| unsafe { *v = 5 });
+        // SAFETY: we hold it exclusively.
+        unsafe { locked.lock.downgrade() };
+        // SAFETY: read-locked now; a writer inside would race this read.
+        let mine = locked.value.with(|v| unsafe { *v });
+        assert_eq!(mine, 5);
+        // SAFETY: the shared hold downgrade gave us.
+        unsafe { locked.lock.read_unlock() };
+        writer.join().unwrap();
+        assert_eq!(locked.value_after_join(), 6);
+        locked.assert_back_to_fresh();
+    });
+}
+
 /// The bare sleep/wake protocol: a waiter that sleeps is always woken by the
 /// RMW that satisfies it (a lost wake-up is a loom deadlock).
 #[test]
