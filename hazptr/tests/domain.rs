@@ -522,6 +522,33 @@ fn retire_reclaims_by_count_without_explicit_reclaim() {
     });
 }
 
+/// A retire that brings the domain's list to its threshold runs a pass at
+/// once: with a forced slow path (each retire goes straight to the domain's
+/// list) and a threshold of 1, every unprotected object is freed inside its
+/// own retire, and nothing stays on the list. Deterministic: the time-based
+/// trigger can only add passes. (Catches `maybe_reclaim` testing the count
+/// the wrong way round, `>=` as `<`: a list at its threshold then waits for
+/// the period to pass and for the next retire, so a burst of retires
+/// followed by none keeps its objects until the domain is dropped.)
+#[test]
+fn a_retire_that_reaches_the_threshold_reclaims_at_once() {
+    let domain = Domain::builder()
+        .retire_threshold(1)
+        .force_slow_path(true)
+        .build();
+    let drops = Arc::new(AtomicUsize::new(0));
+    for i in 0..100 {
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(tracked(&drops, i)) };
+        assert_eq!(
+            drops.load(SeqCst),
+            i as usize + 1,
+            "retire {i} left its object on the list ({domain:?})"
+        );
+        assert_eq!(domain.retired_len(), 0);
+    }
+}
+
 #[test]
 fn dropping_a_domain_frees_everything_retired_to_it() {
     test_support::within_a_deadline(
