@@ -782,7 +782,7 @@ mod tests {
     use super::{SLEEPING, begin, read_slot};
     use crate::Domain;
     use crate::slot::is_older_wildcard;
-    use crate::sync::{AtomicUsize, Ordering};
+    use crate::sync::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -859,6 +859,54 @@ mod tests {
                 );
                 // SAFETY: never published.
                 drop(unsafe { Box::from_raw(object) });
+            },
+        );
+    }
+
+    /// `before_fork` waits for a scan pass in progress (the domain's driver
+    /// flag held) to finish before it returns, so that no pass is half done
+    /// when the memory is copied, and `after_fork_parent` gives the flag
+    /// back. Deterministic: the hooks can only take the flag after the store
+    /// that says the pass is over; the sleep only gives hooks that do not
+    /// wait the time to return early. (Catches `hold_driver` doing nothing:
+    /// the hooks then return at once, and `after_fork_parent`'s release
+    /// clears a flag that a running pass holds, so that a second driver can
+    /// share that pass's buffers.)
+    #[test]
+    fn before_fork_waits_for_a_pass_in_progress() {
+        test_support::within_a_deadline(
+            "before_fork while a pass holds the driver flag",
+            TEST_DEADLINE,
+            || {
+                let domain = Domain::new();
+                let scan = &domain.shared.scan;
+                // A pass in progress: taken as `drive_once` takes it.
+                assert!(
+                    scan.driver
+                        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                );
+                let pass_over = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    let forker = s.spawn(|| {
+                        crate::fork::before_fork();
+                        let waited = pass_over.load(Ordering::SeqCst);
+                        crate::fork::after_fork_parent();
+                        waited
+                    });
+                    std::thread::sleep(Duration::from_millis(50));
+                    pass_over.store(true, Ordering::SeqCst);
+                    // The pass ends (Release, as in `drive_once`).
+                    scan.driver.store(false, Ordering::Release);
+                    assert!(
+                        forker.join().expect("the hooks return"),
+                        "before_fork returned while a scan pass held the driver flag"
+                    );
+                });
+                assert!(
+                    !scan.driver.load(Ordering::Acquire),
+                    "after_fork_parent kept the driver flag"
+                );
             },
         );
     }
