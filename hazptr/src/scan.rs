@@ -779,10 +779,10 @@ pub(crate) fn stop_scanner(shared: &Shared) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{SLEEPING, begin, read_slot};
+    use super::{SLEEPING, begin, drive_once, read_slot, scanner_sleep};
     use crate::Domain;
     use crate::slot::is_older_wildcard;
-    use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+    use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -907,6 +907,57 @@ mod tests {
                     !scan.driver.load(Ordering::Acquire),
                     "after_fork_parent kept the driver flag"
                 );
+            },
+        );
+    }
+
+    /// The scanner goes to sleep (without a timeout, where only a caller's
+    /// wake gets it out) only if its last pass finds no queued and no
+    /// pending waiter: a caller asleep while its waiter is pending (its
+    /// address still protected) relies on the scanner to see the protection
+    /// end. Here the test thread plays the scanner (no scanner thread runs).
+    /// Deterministic: the caller is asleep with its waiter pending before the
+    /// test's `scanner_sleep`. (Catches `scanner_sleep` sleeping after a pass
+    /// that found work, `sleep && !shutdown` as `sleep || !shutdown`: the
+    /// scanner then sleeps with the waiter pending, and the caller, asleep
+    /// too, is never released.)
+    #[test]
+    fn the_scanner_does_not_sleep_while_a_waiter_is_pending() {
+        test_support::within_a_deadline(
+            "the scanner's sleep with a waiter pending",
+            TEST_DEADLINE,
+            || {
+                let domain = Domain::new();
+                let scan = &domain.shared.scan;
+                // No scanner thread: `synchronize` queues for one that the
+                // test thread plays.
+                scan.started.store(true, Ordering::Release);
+                let object = Box::into_raw(Box::new(3u64));
+                let published = AtomicPtr::new(object);
+                let mut guard = domain.guard();
+                assert_eq!(guard.protect_ptr(&published), object);
+                published.store(std::ptr::null_mut(), Ordering::Release);
+                let addr = object as usize;
+                std::thread::scope(|s| {
+                    let caller = s.spawn(|| domain.synchronize(addr as *const u64));
+                    // The caller counts itself a sleeper after its own passes
+                    // found the hit (its waiter is pending).
+                    while scan.sleepers.load(Ordering::SeqCst) == 0 {
+                        std::thread::yield_now();
+                    }
+                    // Returns at once: the pass finds the waiter pending.
+                    scanner_sleep(&domain.shared, None);
+                    drop(guard);
+                    // The scanner's next passes see the protection end and
+                    // release the caller.
+                    while !caller.is_finished() {
+                        drive_once(&domain.shared);
+                        std::thread::yield_now();
+                    }
+                    caller.join().expect("synchronize returns");
+                });
+                // SAFETY: unpublished and synchronized.
+                drop(unsafe { Box::from_raw(object) });
             },
         );
     }
