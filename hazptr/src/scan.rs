@@ -961,4 +961,54 @@ mod tests {
             },
         );
     }
+
+    /// An idle domain's scanner thread blocks in its futex wait instead of
+    /// spinning: Linux reports it asleep (state `S` in `/proc`) on several
+    /// reads in a row. (Catches `scanner_sleep` waiting only during
+    /// shutdown, `!shutdown` as `shutdown`: the idle scanner then runs pass
+    /// after pass forever, a CPU spent on nothing, though its state word
+    /// reads SLEEPING now and then.)
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
+    #[test]
+    fn an_idle_scanner_thread_blocks_instead_of_spinning() {
+        /// The kernel's state letter of this process's thread named `name`.
+        fn thread_state(name: &str) -> Option<char> {
+            // The kernel keeps the first 15 bytes of a thread's name.
+            let name = &name[..name.len().min(15)];
+            std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
+                let dir = task.ok()?.path();
+                let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+                if comm.trim_end() != name {
+                    return None;
+                }
+                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+                // `pid (comm) state ...`: the state follows the last ')'.
+                stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+            })
+        }
+        let domain = Domain::new();
+        let object = Box::into_raw(Box::new(1u64));
+        // Starts the scanner thread; nothing is left for it to do.
+        domain.synchronize(object);
+        let name = format!("hazptr-scan-{}", domain.shared.id);
+        let deadline = Instant::now() + TEST_DEADLINE / 2;
+        let mut asleep_in_a_row = 0;
+        while asleep_in_a_row < 5 {
+            let state = thread_state(&name);
+            asleep_in_a_row = if state == Some('S') {
+                asleep_in_a_row + 1
+            } else {
+                0
+            };
+            assert!(
+                Instant::now() < deadline,
+                "the idle scanner thread never blocked (state {state:?})"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        drop(domain);
+        // SAFETY: never published.
+        drop(unsafe { Box::from_raw(object) });
+    }
 }
