@@ -1182,6 +1182,90 @@ fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
     );
 }
 
+/// As above, with every slot of the block held by guards kept past their
+/// thread's registration: the block is still not handed to another thread.
+/// Deterministic: the holder's thread-local destructor waits, guards held,
+/// until the other thread has registered. (Catches `HotLine::all_free`
+/// testing `!=` for `==`: it then reads a block whose slots are all taken
+/// as free, and gives it back for the next thread to take while every
+/// guard still holds its slot.)
+#[test]
+fn a_block_whose_slots_all_outlive_its_thread_is_not_handed_over_while_held() {
+    test_support::within_a_deadline(
+        "a thread that exits with every slot of its block kept",
+        TEST_DEADLINE,
+        || {
+            struct HeldUntilReleased {
+                guards: Vec<Guard<'static>>,
+                entered: std::sync::mpsc::Sender<()>,
+                release: std::sync::mpsc::Receiver<()>,
+            }
+            impl Drop for HeldUntilReleased {
+                fn drop(&mut self) {
+                    // The thread's registration is gone by now; hold on until told.
+                    let _ = self.entered.send(());
+                    let _ = self.release.recv();
+                    self.guards.clear();
+                }
+            }
+            thread_local! {
+                static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
+                    const { std::cell::RefCell::new(None) };
+            }
+            let domain_box = Box::into_raw(Box::new(Domain::new()));
+            let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
+            // SAFETY: freed below, after every thread that uses them has exited.
+            let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
+                unsafe { (&*domain_box, &*object_box) };
+            let (entered_tx, entered) = std::sync::mpsc::channel();
+            let (release, release_rx) = std::sync::mpsc::channel();
+            let holder = std::thread::spawn(move || {
+                // First used before the thread's first guard, so destroyed after
+                // the thread's registration.
+                KEPT.with(|kept| assert!(kept.borrow().is_none()));
+                let guards: Vec<Guard<'static>> = (0..SLOTS_PER_THREAD)
+                    .map(|_| {
+                        let mut guard = domain.guard();
+                        assert!(!guard.is_backup());
+                        assert!(!guard.protect_ptr(object).is_null());
+                        guard
+                    })
+                    .collect();
+                KEPT.with(|kept| {
+                    *kept.borrow_mut() = Some(HeldUntilReleased {
+                        guards,
+                        entered: entered_tx,
+                        release: release_rx,
+                    });
+                });
+            });
+            entered
+                .recv()
+                .expect("the holder's thread-local destructor runs");
+            std::thread::spawn(move || {
+                // Registers this thread in the domain (takes a block).
+                drop(domain.guard());
+            })
+            .join()
+            .expect("the other thread registers");
+            let blocks = domain.thread_blocks();
+            release.send(()).expect("the holder waits");
+            holder.join().expect("the holder exits");
+            // SAFETY: every thread that used them has exited; nothing refers to
+            // either any more.
+            unsafe {
+                drop(Box::from_raw(object.load(Relaxed)));
+                drop(Box::from_raw(object_box));
+                drop(Box::from_raw(domain_box));
+            }
+            assert_eq!(
+                blocks, 2,
+                "the block whose slots were all held went to another thread"
+            );
+        },
+    );
+}
+
 /// A counted object whose drop may panic (the count is taken as its field
 /// drops, during the unwind).
 struct Bomb {
