@@ -54,6 +54,25 @@ fn domains() -> [Domain; 3] {
     ]
 }
 
+/// A domain reports the options it was built with: shared scan on by
+/// default and off when asked, and the forced slow path likewise.
+/// (Catches `Domain::shared_scan` returning a constant, `true` or `false`:
+/// no other test reads it.)
+#[test]
+fn a_domain_reports_the_options_it_was_built_with() {
+    let default = Domain::new();
+    assert!(default.shared_scan());
+    assert_eq!(
+        default.forces_slow_path(),
+        cfg!(feature = "force-slow-path")
+    );
+    let unshared = Domain::builder().shared_scan(false).build();
+    assert!(!unshared.shared_scan());
+    let slow = Domain::builder().force_slow_path(true).build();
+    assert!(slow.shared_scan());
+    assert!(slow.forces_slow_path());
+}
+
 #[test]
 fn protect_reads_the_current_object() {
     for domain in domains() {
