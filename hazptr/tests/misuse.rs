@@ -77,6 +77,43 @@ fn synchronize_while_holding_a_promoted_guard() {
     );
 }
 
+/// Two guards in backup slots of one domain: dropping the first leaves
+/// the thread's record of the second, so a synchronize of the second's
+/// address is still refused. (Catches `forget_backup` matching the domain
+/// or the slot, `&&` as `||`: dropping the first guard then forgets the
+/// second's record, the later one of the same domain, and the synchronize
+/// waits for its own caller forever.)
+#[test]
+fn synchronize_while_holding_a_backup_guard_after_dropping_an_earlier_one() {
+    assert_misuse(
+        "Domain::synchronize while holding a backup guard taken after one since dropped",
+        HOLDING,
+        || {
+            let domain = Domain::builder().force_slow_path(true).build();
+            let first = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+            let second = AtomicPtr::new(Box::into_raw(Box::new(2u64)));
+            let mut earlier = domain.guard();
+            earlier.protect_ptr(&first);
+            let mut guard = domain.guard();
+            let p = guard.protect_ptr(&second);
+            assert!(earlier.is_backup() && guard.is_backup());
+            drop(earlier);
+            refused_then(
+                || domain.synchronize(p),
+                || {
+                    drop(guard);
+                    domain.synchronize(p);
+                    // SAFETY: never shared; no guard protects them any more.
+                    unsafe {
+                        drop(Box::from_raw(first.into_inner()));
+                        drop(Box::from_raw(second.into_inner()));
+                    }
+                },
+            );
+        },
+    );
+}
+
 #[test]
 fn global_synchronize_while_holding_the_address() {
     assert_misuse(
