@@ -73,6 +73,31 @@ fn a_domain_reports_the_options_it_was_built_with() {
     assert!(slow.forces_slow_path());
 }
 
+/// A global-domain guard on a live thread takes a slot of the thread's
+/// block (the fast path), as a user domain's does; only a forced slow path
+/// sends it to a backup slot. (Catches `global_block` or
+/// `register_global` returning `None`: every `Guard::new` and
+/// `hazptr::acquire` then takes the slow path, an RMW on an overflow list,
+/// and no other test looks.)
+#[test]
+fn a_global_guard_takes_a_block_slot() {
+    let shared = AtomicPtr::new(Box::into_raw(Box::new(5u64)));
+    // On a fresh thread: its first global guard registers it.
+    std::thread::spawn(move || {
+        let guard = Guard::new();
+        assert_eq!(guard.is_backup(), cfg!(feature = "force-slow-path"));
+        let (acquired, p) = hazptr::acquire(&shared);
+        assert_eq!(acquired.is_backup(), cfg!(feature = "force-slow-path"));
+        // SAFETY: protected; published by `Box::into_raw`.
+        assert_eq!(unsafe { *p }, 5);
+        drop((guard, acquired));
+        // SAFETY: never shared with another thread; no guard remains.
+        drop(unsafe { Box::from_raw(shared.into_inner()) });
+    })
+    .join()
+    .expect("the guards take block slots");
+}
+
 #[test]
 fn protect_reads_the_current_object() {
     for domain in domains() {
