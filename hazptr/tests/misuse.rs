@@ -114,6 +114,40 @@ fn synchronize_while_holding_a_backup_guard_after_dropping_an_earlier_one() {
     );
 }
 
+/// A guard in one domain's block slot, then a guard in a second user
+/// domain (which takes over the thread's one-domain cache of user blocks):
+/// a synchronize of the first guard's address in the first domain is still
+/// refused, the check finding the first domain's block through the
+/// thread's registrations. (Catches that look-up matching the wrong
+/// registration, `r.shared.id == id` as `!=` in `thread_holds`: the check
+/// then reads the second domain's block, and the synchronize waits for its
+/// own caller forever.)
+#[test]
+fn synchronize_while_holding_the_address_after_using_another_domain() {
+    assert_misuse(
+        "Domain::synchronize while holding the address, after a guard of another domain",
+        HOLDING,
+        || {
+            let domain = Domain::new();
+            let other = Domain::new();
+            let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+            let mut guard = domain.guard();
+            let p = guard.protect_ptr(&shared);
+            assert!(!guard.is_backup());
+            drop(other.guard());
+            refused_then(
+                || domain.synchronize(p),
+                || {
+                    drop(guard);
+                    domain.synchronize(p);
+                    // SAFETY: never shared; no guard protects it any more.
+                    drop(unsafe { Box::from_raw(shared.into_inner()) });
+                },
+            );
+        },
+    );
+}
+
 #[test]
 fn global_synchronize_while_holding_the_address() {
     assert_misuse(
