@@ -943,6 +943,34 @@ fn a_reset_guard_keeps_its_slot() {
     });
 }
 
+/// A reset ends the guard's protection: the object it protected, retired,
+/// is freed by the next pass while the guard lives on. (Catches
+/// `Guard::reset` doing nothing: the object then stays protected until the
+/// guard protects something else or drops, and a `synchronize` of it waits
+/// that long.)
+#[test]
+fn a_reset_guard_protects_nothing() {
+    test_support::within_a_deadline("reclaim after a reset", TEST_DEADLINE, || {
+        for domain in domains() {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let shared = AtomicPtr::new(tracked(&drops, 1));
+            let mut guard = domain.guard();
+            guard.protect_ptr(&shared);
+            guard.reset();
+            let old = shared.swap(std::ptr::null_mut(), AcqRel);
+            // SAFETY: unpublished by the swap, retired once, Box-allocated.
+            unsafe { domain.retire_box(old) };
+            domain.reclaim();
+            assert_eq!(
+                drops.load(SeqCst),
+                1,
+                "a reset guard still protected its object ({domain:?})"
+            );
+            drop(guard);
+        }
+    });
+}
+
 /// Takes a first guard of `domain` and readies it with `ready` (a
 /// protection and a reset, or nothing), then a second guard that protects
 /// an object, which is then unpublished and retired, and the first guard
