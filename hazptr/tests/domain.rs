@@ -114,6 +114,10 @@ fn protect_reads_the_current_object() {
 }
 
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
     test_support::within_a_deadline(
         "synchronize of an address held in a backup slot",
@@ -476,6 +480,10 @@ fn synchronize_while_holding_the_address_panics() {
 }
 
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn promoted_guard_still_protects() {
     test_support::within_a_deadline(
         "synchronize of an address a promoted guard holds",
@@ -638,6 +646,10 @@ fn dropping_a_domain_frees_everything_retired_to_it() {
 }
 
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn exited_threads_blocks_are_recycled() {
     test_support::within_a_deadline("threads that register and exit", TEST_DEADLINE, || {
         let domain = Domain::new();
@@ -1133,6 +1145,10 @@ fn a_forgotten_guard_of_a_dropped_domain_is_never_read_again() {
 }
 
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
     test_support::within_a_deadline("threads that exit with a guard kept", TEST_DEADLINE, || {
         // A guard kept in a thread-local that is first used before the thread's
@@ -1180,6 +1196,10 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
 /// `synchronize` of that address would panic as if it held the address),
 /// and a fork child in it would keep the slot for the vanished guard.
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
     test_support::within_a_deadline(
         "synchronize of the address a kept guard holds",
@@ -1262,6 +1282,10 @@ fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
 /// as free, and gives it back for the next thread to take while every
 /// guard still holds its slot.)
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn a_block_whose_slots_all_outlive_its_thread_is_not_handed_over_while_held() {
     test_support::within_a_deadline(
         "a thread that exits with every slot of its block kept",
@@ -1682,6 +1706,10 @@ fn objects_handed_over_at_thread_exit_count_in_retired_len_until_reclaimed() {
 /// the last one is refused a `synchronize` of that object, as for any slot
 /// (without the check it would wait for itself forever).
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+)]
 fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
     test_support::within_a_deadline(
         "synchronize while holding the address in the last block slot",

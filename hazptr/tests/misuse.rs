@@ -123,6 +123,10 @@ fn synchronize_while_holding_a_backup_guard_after_dropping_an_earlier_one() {
 /// then reads the second domain's block, and the synchronize waits for its
 /// own caller forever.)
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the look-up of a block slot, which the force-slow-path feature leaves unused"
+)]
 fn synchronize_while_holding_the_address_after_using_another_domain() {
     assert_misuse(
         "Domain::synchronize while holding the address, after a guard of another domain",
@@ -388,6 +392,11 @@ fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
 /// Retires between the hooks are kept in the thread's batch, which the
 /// hooks do not lock, and handed over at the first retire after them.
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the thread's own retire list, which the force-slow-path feature bypasses \
+              (a retire between the hooks is then refused)"
+)]
 fn retires_between_the_fork_hooks_wait_for_the_next_retire() {
     test_support::within_a_deadline(
         "retires between the fork hooks",
@@ -510,6 +519,11 @@ fn a_refused_call_unwinding_through_a_domain_panics_once() {
 /// its message says why, not that the domain forces the slow path (it does
 /// not).
 #[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the thread's own retire list, which the force-slow-path feature bypasses \
+              (a retire between the hooks is then refused)"
+)]
 fn a_retire_between_the_fork_hooks_after_the_threads_hazptr_state_is_gone() {
     use std::sync::Mutex;
     /// The refusal's message, from the destructor below.
