@@ -388,6 +388,17 @@ mod tests {
         assert_eq!(calls, 1, "a refusal is not retried");
     }
 
+    /// The names are what `SYNCPRIMS_FENCE` and the benchmark reports
+    /// (`fence_mode` in the machine record) use: a wrong or empty name, or
+    /// a `Display` that writes nothing, would record the wrong mode.
+    #[test]
+    fn modes_display_their_documented_names() {
+        assert_eq!(Mode::Membarrier.name(), "membarrier");
+        assert_eq!(Mode::SeqCst.name(), "seqcst");
+        assert_eq!(Mode::Membarrier.to_string(), "membarrier");
+        assert_eq!(Mode::SeqCst.to_string(), "seqcst");
+    }
+
     #[test]
     fn fast_mode_matches_the_decision() {
         let decided = mode();
