@@ -82,6 +82,42 @@ fn forcing_membarrier_mode_registers_the_process() {
     }
 }
 
+/// A `light()` that runs before any other fence function decides the mode
+/// (and then fences in it): afterwards the mode is fixed, and forcing the
+/// other one is refused. A `light()` that skipped the undecided path would
+/// issue no fence at all, and leave the mode to whatever ran next.
+#[test]
+fn the_first_light_fence_decides_the_mode() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "the_first_light_fence_decides_the_mode",
+            CHILD,
+            "1",
+        );
+    }
+    let expected = if std::env::var(fence::MODE_ENV).as_deref() == Ok("seqcst")
+        || !sys::query().contains(Command::PrivateExpedited)
+    {
+        Mode::SeqCst
+    } else {
+        Mode::Membarrier
+    };
+    let other = match expected {
+        Mode::Membarrier => Mode::SeqCst,
+        Mode::SeqCst => Mode::Membarrier,
+    };
+    fence::light();
+    assert_eq!(
+        fence::force(other),
+        Err(expected),
+        "the first light() left the mode undecided"
+    );
+    assert_eq!(
+        sys::is_registered(Command::PrivateExpedited),
+        expected == Mode::Membarrier
+    );
+}
+
 /// `SYNCPRIMS_FENCE=seqcst` picks the fallback without asking the kernel:
 /// no registration, and `heavy()` issues no membarrier.
 #[test]
