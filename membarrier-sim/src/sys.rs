@@ -774,6 +774,24 @@ mod tests {
         );
     }
 
+    /// `is_empty` and `bits` report the raw `MEMBARRIER_CMD_QUERY` answer:
+    /// an inverted `is_empty` would call a kernel with every command one
+    /// without membarrier (and the reverse), and a constant `bits` would
+    /// print a made-up mask in every diagnostic that shows it.
+    #[test]
+    fn supported_reports_its_raw_bits_and_emptiness() {
+        let none = Supported { bits: 0 };
+        assert!(none.is_empty());
+        assert_eq!(none.bits(), 0);
+        assert_eq!(none.commands().count(), 0);
+        let before_rseq = Supported { bits: 0x7f };
+        assert!(!before_rseq.is_empty());
+        assert_eq!(before_rseq.bits(), 0x7f);
+        let rseq_only = Supported { bits: 0x180 };
+        assert!(!rseq_only.is_empty());
+        assert_eq!(rseq_only.bits(), 0x180);
+    }
+
     #[test]
     fn supported_needs_the_register_bit_too() {
         let only_command = Supported {
