@@ -774,6 +774,18 @@ mod tests {
         );
     }
 
+    /// `issued` counts each command in its own slot: an `index` that
+    /// sent two commands to one slot would let a fence test count, say,
+    /// `MEMBARRIER_CMD_GLOBAL` calls as the `PRIVATE_EXPEDITED` ones it
+    /// checks `heavy()` for.
+    #[test]
+    #[cfg(debug_assertions)]
+    fn each_command_is_counted_in_its_own_slot() {
+        for (place, command) in Command::ALL.into_iter().enumerate() {
+            assert_eq!(command.index(), place, "{command}");
+        }
+    }
+
     /// `is_empty` and `bits` report the raw `MEMBARRIER_CMD_QUERY` answer:
     /// an inverted `is_empty` would call a kernel with every command one
     /// without membarrier (and the reverse), and a constant `bits` would
