@@ -676,6 +676,27 @@ mod tests {
         assert!(e.to_string().contains("CPU 9") && e.to_string().contains("0-1"));
     }
 
+    /// An OS failure keeps the kernel's error as its `source()`, so that an
+    /// error chain (`anyhow`, a `Report`) still shows the errno; the typed
+    /// errors, whose message says it all, have none.
+    #[test]
+    fn os_errors_keep_the_kernels_error_as_their_source() {
+        use std::error::Error as _;
+        let e = Error::Os {
+            command: Command::PrivateExpedited,
+            source: io::Error::from_raw_os_error(12),
+        };
+        let source = e.source().expect("Error::Os has a source");
+        let io = source
+            .downcast_ref::<io::Error>()
+            .expect("the source is the io::Error");
+        assert_eq!(io.raw_os_error(), Some(12));
+        let e = Error::NotRegistered {
+            command: Command::PrivateExpedited,
+        };
+        assert!(e.source().is_none());
+    }
+
     #[test]
     #[cfg(target_os = "linux")]
     fn eperm_means_not_registered_only_where_the_process_has_not_registered() {
