@@ -676,6 +676,32 @@ mod tests {
         assert!(e.to_string().contains("CPU 9") && e.to_string().contains("0-1"));
     }
 
+    /// With debug assertions, a successful call shows in `issued` (the fence
+    /// tests rely on it to see that `heavy()` issued the command, and skip
+    /// that check when it answers `None`); without them it is `None`.
+    #[test]
+    #[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+    fn issued_counts_each_successful_call_in_debug_builds() {
+        let command = Command::PrivateExpedited;
+        if !cfg!(debug_assertions) {
+            assert_eq!(issued(command), None);
+            return;
+        }
+        if register(command).is_err() {
+            eprintln!("no {command} here: nothing to count");
+            return;
+        }
+        let before = issued(command).expect("debug builds count calls");
+        issue(command).unwrap();
+        private_expedited().unwrap();
+        let after = issued(command).expect("debug builds count calls");
+        // Other tests may issue it meanwhile; none take calls back.
+        assert!(
+            after >= before + 2,
+            "two calls, counted {before} -> {after}"
+        );
+    }
+
     /// An OS failure keeps the kernel's error as its `source()`, so that an
     /// error chain (`anyhow`, a `Report`) still shows the errno; the typed
     /// errors, whose message says it all, have none.
