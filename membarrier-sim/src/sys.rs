@@ -833,6 +833,21 @@ mod tests {
         }
     }
 
+    /// An `OnlineCpu` hands back the CPU it checked: the targeted
+    /// commands pass `get()` to the kernel, which silently accepts any
+    /// online CPU, so a wrong number would aim every targeted barrier at
+    /// another CPU than the one asked for.
+    #[test]
+    fn an_online_cpu_is_the_cpu_it_checked() {
+        for cpu in online_cpus().iter() {
+            assert_eq!(OnlineCpu::new(cpu).unwrap().get(), cpu);
+        }
+        assert!(matches!(
+            OnlineCpu::new(100_000),
+            Err(Error::BadCpu { cpu: 100_000, .. })
+        ));
+    }
+
     /// `is_empty` and `bits` report the raw `MEMBARRIER_CMD_QUERY` answer:
     /// an inverted `is_empty` would call a kernel with every command one
     /// without membarrier (and the reverse), and a constant `bits` would
