@@ -53,6 +53,48 @@ fn private_expedited_is_refused_until_the_process_registers() {
     sys::private_expedited().unwrap();
 }
 
+/// The targeted form (`MEMBARRIER_CMD_FLAG_CPU`) really makes the call:
+/// before registration the kernel refuses it, after it the call succeeds
+/// and is counted. A targeted call that returned `Ok` without the syscall
+/// would pass for a barrier on that CPU.
+#[test]
+fn a_targeted_rseq_barrier_is_refused_until_the_process_registers() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "a_targeted_rseq_barrier_is_refused_until_the_process_registers",
+            CHILD,
+            "1",
+        );
+    }
+    if !sys::query().contains(Command::PrivateExpeditedRseq) {
+        eprintln!("no PRIVATE_EXPEDITED_RSEQ on this kernel: nothing to register for");
+        return;
+    }
+    let cpu = sys::online_cpus().iter().next().unwrap();
+    let online = sys::OnlineCpu::new(cpu).unwrap();
+    for err in [
+        sys::private_expedited_rseq(Some(cpu)).unwrap_err(),
+        sys::private_expedited_rseq_on(online).unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                err,
+                Error::NotRegistered {
+                    command: Command::PrivateExpeditedRseq
+                }
+            ),
+            "{err}"
+        );
+    }
+    sys::register(Command::PrivateExpeditedRseq).unwrap();
+    let before = sys::issued(Command::PrivateExpeditedRseq);
+    sys::private_expedited_rseq(Some(cpu)).unwrap();
+    sys::private_expedited_rseq_on(online).unwrap();
+    if let Some(before) = before {
+        assert_eq!(sys::issued(Command::PrivateExpeditedRseq), Some(before + 2));
+    }
+}
+
 /// `force(Mode::Membarrier)` registers the process before it settles on
 /// membarrier mode: a `heavy()` after it must issue the command, not abort
 /// with "not registered".
