@@ -280,6 +280,44 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
     );
 }
 
+/// A kernel that does not know a command answers `EINVAL` to it and leaves
+/// it out of `MEMBARRIER_CMD_QUERY`: that is [`Error::Unsupported`] (the
+/// documented outcome before Linux 5.10 for the RSEQ pair), not an opaque
+/// OS error. Emulated with seccomp: `QUERY` fails (rustix then reports an
+/// empty set) and `MEMBARRIER_CMD_GLOBAL`, which needs no registration,
+/// answers `EINVAL`.
+#[test]
+fn einval_to_a_command_the_kernel_does_not_list_is_unsupported() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "einval_to_a_command_the_kernel_does_not_list_is_unsupported",
+            CHILD,
+            "1",
+        );
+    }
+    if let Err(e) = answer_membarrier_command(QUERY, libc::EPERM)
+        .and_then(|()| answer_membarrier_command(GLOBAL, libc::EINVAL))
+    {
+        eprintln!("cannot install a seccomp filter here ({e}): case not run");
+        return;
+    }
+    assert!(sys::query().is_empty());
+    let err = sys::issue(Command::Global).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported {
+                command: Command::Global
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// `MEMBARRIER_CMD_QUERY` in `uapi/linux/membarrier.h`.
+const QUERY: u32 = 0;
+/// `MEMBARRIER_CMD_GLOBAL` in `uapi/linux/membarrier.h`.
+const GLOBAL: u32 = 1 << 0;
 /// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
 const REGISTER_PRIVATE_EXPEDITED: u32 = 1 << 4;
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
@@ -295,6 +333,13 @@ fn refuse_registration() -> std::io::Result<()> {
 /// Installs, on the calling thread, a seccomp filter answering `EPERM` to
 /// `membarrier(command, ..)` and allowing everything else.
 fn refuse_membarrier_command(command: u32) -> std::io::Result<()> {
+    answer_membarrier_command(command, libc::EPERM)
+}
+
+/// Installs, on the calling thread, a seccomp filter answering `errno` to
+/// `membarrier(command, ..)` and allowing everything else. Filters stack:
+/// each call adds one.
+fn answer_membarrier_command(command: u32, errno: i32) -> std::io::Result<()> {
     // `struct seccomp_data`: `nr` at 0, `args[0]` at 16 (its low half on a
     // little-endian machine; `cmd` is an `int`).
     const NR: u32 = 0;
@@ -329,7 +374,7 @@ fn refuse_membarrier_command(command: u32) -> std::io::Result<()> {
         jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, command, 0, 1),
         stmt(
             libc::BPF_RET | libc::BPF_K,
-            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            libc::SECCOMP_RET_ERRNO | errno as u32,
         ),
         stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
     ];
