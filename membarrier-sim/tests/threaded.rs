@@ -136,6 +136,22 @@ fn threaded_mode_refuses_bad_parameters() {
     ));
 }
 
+/// A parameter error keeps the simulator's `ConfigError` as its `source()`,
+/// so that an error chain shows which parameter was refused.
+#[test]
+fn threaded_mode_errors_keep_the_config_error_as_their_source() {
+    use std::error::Error as _;
+    let mut c = Config::selftest(4);
+    c.cpus = 0;
+    let err = threaded::run(&c).unwrap_err();
+    let source = err.source().expect("a parameter error has a source");
+    assert_eq!(
+        source.downcast_ref::<ConfigError>(),
+        Some(&ConfigError::NoCpus),
+        "{source}"
+    );
+}
+
 /// The threaded run's timer figures cover its run, as the simulator's do:
 /// the windows it replays reach past the end (for calls finishing late),
 /// and the passes generated for them are not passes of the run.
