@@ -126,8 +126,7 @@ pub fn run(config: &Config) -> Result<Report, Error> {
     // The run's figures first: the windows below reach past its end, and
     // the timer passes generated for them are not the run's.
     let summary = schedule.summary();
-    // A little past the end, for callers finishing their last call.
-    let windows = schedule.all_windows(duration + duration / 4 + 100_000_000);
+    let windows = schedule.all_windows(replay_horizon_ns(duration));
     let machine = Machine::new(config, windows);
     let outcome = machine.run(config).map_err(|e| Error::Spawn {
         threads: config.cpus + config.callers,
@@ -153,6 +152,13 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         period_scalings: summary.period_scalings,
         events: 0,
     })
+}
+
+/// How far the CPU threads' interrupts-off windows are drawn for a run of
+/// `duration`: a little past its end, for callers finishing their last
+/// call.
+fn replay_horizon_ns(duration: u64) -> u64 {
+    duration + duration / 4 + 100_000_000
 }
 
 /// The shared state of one run.
@@ -664,6 +670,23 @@ mod tests {
                 );
             },
         );
+    }
+
+    /// The CPU threads replay windows over the whole run and past its end.
+    /// A horizon short of the end (the 100 ms margin subtracted instead of
+    /// added: 150 ms for a 200 ms run, an overflow below 80 ms) would leave
+    /// the run's tail without interrupts-off windows, so its late calls
+    /// would never wait for one and the report would understate latency
+    /// and stalls.
+    #[test]
+    fn windows_are_replayed_past_the_end_of_the_run() {
+        for duration in [1, NS_PER_S / 5, NS_PER_S, crate::sim::MAX_SIM_TIME_NS] {
+            let horizon = replay_horizon_ns(duration);
+            assert!(
+                horizon > duration,
+                "windows until {horizon} ns for a run of {duration} ns"
+            );
+        }
     }
 
     #[test]
