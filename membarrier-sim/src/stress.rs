@@ -264,6 +264,22 @@ mod tests {
     /// other test here starts no hammer call (its gate never opens).
     pub(super) static FAIL_HAMMER_CALLS: AtomicBool = AtomicBool::new(false);
 
+    /// Throughput is the calls divided by the time they took; the tests
+    /// that run the kernel only check that it is positive, which a constant
+    /// or a product would pass.
+    #[test]
+    fn calls_per_s_divides_the_calls_by_the_elapsed_time() {
+        let report = Report {
+            threads: 1,
+            targets: vec![0],
+            elapsed: Duration::from_secs(2),
+            calls: 500,
+            latency: Histogram::new(),
+            stalls: 0,
+        };
+        assert_eq!(report.calls_per_s(), 250.0);
+    }
+
     /// A call that fails once the threads hammer stops its thread, and the
     /// run reports that error rather than a report of the calls before it
     /// (the module's promise: never a zero-calls "result").
