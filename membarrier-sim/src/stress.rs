@@ -280,6 +280,36 @@ mod tests {
         assert_eq!(report.calls_per_s(), 250.0);
     }
 
+    /// A run that stopped on the kernel's answer, or on a refused thread,
+    /// keeps that answer as its `source()`, so an error chain shows it.
+    #[test]
+    fn errors_keep_the_kernels_or_the_oss_answer_as_their_source() {
+        use std::error::Error as _;
+        let e = Error::Sys(sys::Error::BadCpu {
+            cpu: 9,
+            online: "0-1".into(),
+        });
+        let source = e.source().expect("Error::Sys has a source");
+        assert!(
+            matches!(
+                source.downcast_ref::<sys::Error>(),
+                Some(sys::Error::BadCpu { cpu: 9, .. })
+            ),
+            "{source}"
+        );
+        let e = Error::Spawn {
+            threads: 4,
+            started: 2,
+            source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
+        };
+        let source = e.source().expect("Error::Spawn has a source");
+        assert_eq!(
+            source.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+            Some(std::io::ErrorKind::WouldBlock)
+        );
+        assert!(Error::NoThreads.source().is_none());
+    }
+
     /// A call that fails once the threads hammer stops its thread, and the
     /// run reports that error rather than a report of the calls before it
     /// (the module's promise: never a zero-calls "result").
