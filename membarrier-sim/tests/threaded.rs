@@ -120,6 +120,28 @@ fn threaded_mode_reports_mutex_waits_and_only_the_callers_that_stalled() {
     });
 }
 
+/// The other side of the test above: with a 1 ns watchdog every call, each
+/// a round trip to another CPU thread, waits past it, so the report counts
+/// at least one stall per completed call, and both callers as stalled. A
+/// report that dropped or zeroed the callers' stall counts while combining
+/// them passed every other test, which only ever saw zero stalls.
+#[test]
+fn threaded_mode_reports_the_stalls_of_every_caller() {
+    test_support::within_a_deadline("threaded::run, all calls stall", RUN_DEADLINE, || {
+        let mut c = Config::selftest(2);
+        c.throttle = None;
+        // Caller 0 lives on CPU 1 and targets CPU 0, caller 1 the reverse.
+        c.callers = 2;
+        c.policy = Policy::PerCpu;
+        c.sim_time_ns = NS_PER_S / 5;
+        c.watchdog_ns = 1;
+        let r = threaded::run(&c).unwrap();
+        assert!(r.calls > 0, "{r}");
+        assert!(r.stalls >= r.calls, "{r}");
+        assert_eq!(r.stalled_callers, 2, "{r}");
+    });
+}
+
 #[test]
 fn threaded_mode_refuses_bad_parameters() {
     let mut c = Config::selftest(4);
