@@ -672,6 +672,34 @@ mod tests {
         );
     }
 
+    /// A caller runs on its home CPU, so it waits out that CPU's
+    /// interrupts-off window before it issues a call and again before the
+    /// call completes: `wait_irq_on` returns only once the window holding
+    /// the present has ended. Emptied, callers would issue and complete
+    /// calls inside their home CPU's windows. (A lower bound, not a speed:
+    /// `sleep` never returns early.)
+    #[test]
+    fn a_caller_waits_out_its_home_cpus_interrupts_off_window() {
+        const WINDOW_END_NS: u64 = 50_000_000;
+        let mut c = Config::selftest(1);
+        c.throttle = None;
+        c.callers = 1;
+        let windows = vec![vec![Window {
+            start: 0,
+            end: WINDOW_END_NS,
+        }]];
+        let machine = Machine::new(&c, windows);
+        let start = Instant::now();
+        let mut cursor = 0;
+        machine.wait_irq_on(0, &mut cursor, start);
+        let returned_at = elapsed_ns(start);
+        assert!(
+            returned_at >= WINDOW_END_NS,
+            "returned {returned_at} ns in, inside CPU 0's interrupts-off window \
+             [0, {WINDOW_END_NS}) ns"
+        );
+    }
+
     /// The CPU threads replay windows over the whole run and past its end.
     /// A horizon short of the end (the 100 ms margin subtracted instead of
     /// added: 150 ms for a 200 ms run, an overflow below 80 ms) would leave
