@@ -97,6 +97,28 @@ fn threaded_mode_runs_broadcasts() {
     });
 }
 
+/// `broadcast_every` makes every n-th call a broadcast, no more: with n
+/// past any call count the run reaches, the callers' targeted calls on
+/// four distinct per-CPU mutexes never wait for one. (Making every call a
+/// broadcast once n > 0 would put them all on the global mutex.) Every
+/// latency recorded is of a call that ended within the run, so none is
+/// longer than the run.
+#[test]
+fn threaded_mode_broadcasts_only_every_nth_call() {
+    test_support::within_a_deadline("threaded::run, rare broadcasts", RUN_DEADLINE, || {
+        let mut c = Config::selftest(4);
+        c.throttle = None;
+        c.callers = 4;
+        c.policy = Policy::PerCpu;
+        c.sim_time_ns = NS_PER_S / 5;
+        c.broadcast_every = u32::MAX;
+        let r = threaded::run(&c).unwrap();
+        assert!(r.calls > 0, "{r}");
+        assert_eq!(r.mutex_wait_max_ns, 0, "{r}");
+        assert!(r.latency().max_ns <= c.sim_time_ns, "{r}");
+    });
+}
+
 /// The report's mutex-wait maximum and stalled-caller count are the
 /// callers' own figures, combined: callers queueing for the global mutex
 /// behind holders that wait out interrupts-off windows waited for it, and
