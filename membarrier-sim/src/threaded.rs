@@ -672,6 +672,48 @@ mod tests {
         );
     }
 
+    /// A call still waiting for the global mutex when the run ends counts
+    /// as a stall if it had waited past the watchdog by then, as the
+    /// simulator counts it. CPU 0's interrupts stay off past the end, so
+    /// caller 0 (on CPU 1, aiming at CPU 0) holds the mutex past it, and
+    /// caller 1 (on CPU 2, aiming at CPU 1) waits for the mutex past it:
+    /// one stall each, both callers stalled, and a mutex wait of most of
+    /// the run. Caller 1's earlier calls (a round trip to CPU 1, whose
+    /// interrupts are on) take far less than the 30 ms watchdog.
+    #[test]
+    fn a_call_waiting_for_the_mutex_at_the_end_is_a_stall() {
+        const RUN_NS: u64 = 100_000_000;
+        test_support::within_a_deadline(
+            "a caller waiting for the mutex at the end",
+            Duration::from_secs(20),
+            || {
+                let mut c = Config::selftest(3);
+                c.throttle = None;
+                c.callers = 2;
+                c.policy = Policy::Global;
+                c.sim_time_ns = RUN_NS;
+                c.watchdog_ns = 30_000_000;
+                assert_eq!(c.placement(), vec![(1, 0), (2, 1)]);
+                let windows = vec![
+                    vec![Window {
+                        start: 0,
+                        end: RUN_NS + RUN_NS / 2,
+                    }],
+                    Vec::new(),
+                    Vec::new(),
+                ];
+                let outcome = Machine::new(&c, windows).run(&c).unwrap();
+                assert_eq!(outcome.stalls, 2, "one stall per caller");
+                assert_eq!(outcome.stalled_callers, 2);
+                assert!(
+                    outcome.mutex_wait_max_ns > c.watchdog_ns,
+                    "caller 1 waited {} ns for the mutex",
+                    outcome.mutex_wait_max_ns
+                );
+            },
+        );
+    }
+
     /// A caller runs on its home CPU, so it waits out that CPU's
     /// interrupts-off window before it issues a call and again before the
     /// call completes: `wait_irq_on` returns only once the window holding
