@@ -672,6 +672,38 @@ mod tests {
         );
     }
 
+    /// A broadcast interrupts every CPU but the caller's own and waits for
+    /// all of them: with CPU 2's interrupts off for the first 60 ms, the
+    /// first broadcast of a caller on CPU 1 waits past a 40 ms watchdog.
+    /// (Posting the broadcast to the caller's own CPU instead of the others
+    /// would let it return at once.)
+    #[test]
+    fn a_broadcast_waits_for_every_other_cpu() {
+        test_support::within_a_deadline(
+            "a broadcast to a CPU with interrupts off",
+            Duration::from_secs(20),
+            || {
+                let mut c = Config::selftest(3);
+                c.throttle = None;
+                c.callers = 1;
+                c.broadcast_every = 1;
+                c.sim_time_ns = 100_000_000;
+                c.watchdog_ns = 40_000_000;
+                assert_eq!(c.placement(), vec![(1, 0)]);
+                let windows = vec![
+                    Vec::new(),
+                    Vec::new(),
+                    vec![Window {
+                        start: 0,
+                        end: 60_000_000,
+                    }],
+                ];
+                let outcome = Machine::new(&c, windows).run(&c).unwrap();
+                assert!(outcome.stalls >= 1, "no broadcast waited for CPU 2");
+            },
+        );
+    }
+
     /// A call still waiting for the global mutex when the run ends counts
     /// as a stall if it had waited past the watchdog by then, as the
     /// simulator counts it. CPU 0's interrupts stay off past the end, so
