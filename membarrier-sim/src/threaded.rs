@@ -801,6 +801,13 @@ mod tests {
             !stalled_by_the_end(0, 50, &c),
             "finished in the run, in time"
         );
+        // Exactly the watchdog is not past it (the simulator's `latency >
+        // watchdog_ns`), at the end of the run or in it.
+        assert!(
+            !stalled_by_the_end(0, 100, &c),
+            "waited exactly the watchdog"
+        );
+        assert!(!stalled_by_the_end(900, 5_000, &c));
         // Finished after the end, having waited only 50 ns by then.
         assert!(!stalled_by_the_end(950, 5_000, &c));
         // Still waiting at the end, for 150 ns by then.
