@@ -700,6 +700,12 @@ mod tests {
                 ];
                 let outcome = Machine::new(&c, windows).run(&c).unwrap();
                 assert!(outcome.stalls >= 1, "no broadcast waited for CPU 2");
+                // It ended within the run, so its latency was recorded.
+                assert!(
+                    outcome.latency.max() > c.watchdog_ns,
+                    "longest latency {} ns",
+                    outcome.latency.max()
+                );
             },
         );
     }
