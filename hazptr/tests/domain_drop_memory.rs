@@ -7,43 +7,10 @@
 #![cfg(not(loom))]
 
 use hazptr::Domain;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::Relaxed;
-
-struct Counting;
-
-/// Bytes allocated and freed so far.
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-static FREED: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size(), Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        FREED.fetch_add(layout.size(), Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        FREED.fetch_add(layout.size(), Relaxed);
-        ALLOCATED.fetch_add(new_size, Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use test_support::CountingAllocator;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Bytes allocated and not yet freed.
-fn live_bytes() -> usize {
-    ALLOCATED.load(Relaxed) - FREED.load(Relaxed)
-}
+static GLOBAL: CountingAllocator = CountingAllocator::new();
 
 /// Creating and dropping a domain 100 times leaves no more bytes allocated
 /// than before (after a warm-up: the domain registry keeps the last dropped
@@ -57,11 +24,11 @@ fn dropping_a_domain_gives_back_all_its_memory() {
     for _ in 0..3 {
         drop(Domain::new());
     }
-    let before = live_bytes();
+    let before = GLOBAL.live_bytes();
     for _ in 0..100 {
         drop(Domain::new());
     }
-    let after = live_bytes();
+    let after = GLOBAL.live_bytes();
     assert!(
         after <= before,
         "{} bytes still allocated after creating and dropping 100 domains",

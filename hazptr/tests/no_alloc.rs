@@ -8,35 +8,13 @@
 #![cfg(not(loom))]
 
 use hazptr::Domain;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Barrier;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use test_support::CountingAllocator;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAllocator = CountingAllocator::new();
 
 /// How long the test may run before it counts as a hang: a caller of the
 /// shared scan or the scanner thread asleep on a futex nobody wakes, or a
@@ -109,7 +87,7 @@ fn synchronize_allocates_nothing_per_call() {
                     }
                     // Counting starts once every thread is warmed up and waiting.
                     ready.wait();
-                    before.store(ALLOCATIONS.load(SeqCst), SeqCst);
+                    before.store(GLOBAL.allocations(), SeqCst);
                     start.wait();
                     // The reader stops after the callers are done (sleeping does not
                     // allocate).
@@ -118,7 +96,7 @@ fn synchronize_allocates_nothing_per_call() {
                     }
                     stop.store(true, SeqCst);
                     counted.wait();
-                    let during = ALLOCATIONS.load(SeqCst) - before.load(SeqCst);
+                    let during = GLOBAL.allocations() - before.load(SeqCst);
                     finished.wait();
                     assert_eq!(
                         during,

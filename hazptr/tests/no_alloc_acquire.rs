@@ -7,34 +7,12 @@
 #![cfg(not(loom))]
 
 use hazptr::{Domain, Guard};
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicPtr, AtomicUsize};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use test_support::CountingAllocator;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAllocator = CountingAllocator::new();
 
 /// 1,000 acquires and releases of each kind, after one of each (which
 /// registers the thread), allocate nothing. Deterministic: this thread alone
@@ -56,11 +34,11 @@ fn acquiring_a_guard_allocates_nothing() {
         drop(guard);
     };
     round();
-    let before = ALLOCATIONS.load(Relaxed);
+    let before = GLOBAL.allocations();
     for _ in 0..1_000 {
         round();
     }
-    let allocations = ALLOCATIONS.load(Relaxed) - before;
+    let allocations = GLOBAL.allocations() - before;
     assert_eq!(allocations, 0, "allocations in 1,000 rounds of acquires");
     // SAFETY: never shared with another thread; no guard remains.
     drop(unsafe { Box::from_raw(shared.into_inner()) });

@@ -19,8 +19,13 @@
 //!   (a panic inside a thread-local destructor, a lock never given back);
 //!   [`stderr_of_an_aborted_child_process`] for a case that must abort, and
 //!   [`run_in_a_child_process`] for one with an outcome of its own.
+//! - [`CountingAllocator`] is a global allocator that counts allocations
+//!   and live bytes, for the tests that prove code allocates nothing.
 
+mod counting_alloc;
 pub mod misuse;
+
+pub use counting_alloc::CountingAllocator;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::Relaxed;
