@@ -1190,6 +1190,58 @@ fn a_block_left_with_a_guard_at_thread_exit_is_reused_once_the_guard_drops() {
     });
 }
 
+/// Guards kept past their thread's registration, in a thread-local that the
+/// thread's exit destroys after it: the destructor says so on `entered`,
+/// then holds the guards until `release` says to drop them.
+struct GuardsHeldPastExit {
+    guards: Vec<Guard<'static>>,
+    entered: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+}
+
+impl Drop for GuardsHeldPastExit {
+    fn drop(&mut self) {
+        // The thread's registration is gone by now; hold on until told.
+        let _ = self.entered.send(());
+        let _ = self.release.recv();
+        self.guards.clear();
+    }
+}
+
+thread_local! {
+    static KEPT_PAST_EXIT: std::cell::RefCell<Option<GuardsHeldPastExit>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Spawns a thread that takes the guards `take` returns and exits keeping
+/// them. Returns the thread, the receiver that hears once its thread-local
+/// destructor holds them (its registration gone), and the sender that lets
+/// it drop them.
+fn keep_guards_past_exit(
+    take: impl FnOnce() -> Vec<Guard<'static>> + Send + 'static,
+) -> (
+    std::thread::JoinHandle<()>,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        // First used before the thread's first guard, so destroyed after the
+        // thread's registration.
+        KEPT_PAST_EXIT.with(|kept| assert!(kept.borrow().is_none()));
+        let guards = take();
+        KEPT_PAST_EXIT.with(|kept| {
+            *kept.borrow_mut() = Some(GuardsHeldPastExit {
+                guards,
+                entered: entered_tx,
+                release: release_rx,
+            });
+        });
+    });
+    (holder, entered, release)
+}
+
 /// While a guard kept past its thread's registration (in a thread-local
 /// destroyed later) still holds a slot, its block goes to no other thread:
 /// that thread would take the guard's protection for one of its own (its
@@ -1205,43 +1257,15 @@ fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
         "synchronize of the address a kept guard holds",
         TEST_DEADLINE,
         || {
-            struct HeldUntilReleased {
-                guard: Option<Guard<'static>>,
-                entered: std::sync::mpsc::Sender<()>,
-                release: std::sync::mpsc::Receiver<()>,
-            }
-            impl Drop for HeldUntilReleased {
-                fn drop(&mut self) {
-                    // The thread's registration is gone by now; hold on until told.
-                    let _ = self.entered.send(());
-                    let _ = self.release.recv();
-                    drop(self.guard.take());
-                }
-            }
-            thread_local! {
-                static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
-                    const { std::cell::RefCell::new(None) };
-            }
             let domain_box = Box::into_raw(Box::new(Domain::new()));
             let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
             // SAFETY: freed below, after every thread that uses them has exited.
             let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
                 unsafe { (&*domain_box, &*object_box) };
-            let (entered_tx, entered) = std::sync::mpsc::channel();
-            let (release, release_rx) = std::sync::mpsc::channel();
-            let holder = std::thread::spawn(move || {
-                // First used before the thread's first guard, so destroyed after
-                // the thread's registration.
-                KEPT.with(|kept| assert!(kept.borrow().is_none()));
+            let (holder, entered, release) = keep_guards_past_exit(move || {
                 let mut guard = domain.guard();
                 assert!(!guard.protect_ptr(object).is_null());
-                KEPT.with(|kept| {
-                    *kept.borrow_mut() = Some(HeldUntilReleased {
-                        guard: Some(guard),
-                        entered: entered_tx,
-                        release: release_rx,
-                    });
-                });
+                vec![guard]
             });
             entered
                 .recv()
@@ -1291,49 +1315,20 @@ fn a_block_whose_slots_all_outlive_its_thread_is_not_handed_over_while_held() {
         "a thread that exits with every slot of its block kept",
         TEST_DEADLINE,
         || {
-            struct HeldUntilReleased {
-                guards: Vec<Guard<'static>>,
-                entered: std::sync::mpsc::Sender<()>,
-                release: std::sync::mpsc::Receiver<()>,
-            }
-            impl Drop for HeldUntilReleased {
-                fn drop(&mut self) {
-                    // The thread's registration is gone by now; hold on until told.
-                    let _ = self.entered.send(());
-                    let _ = self.release.recv();
-                    self.guards.clear();
-                }
-            }
-            thread_local! {
-                static KEPT: std::cell::RefCell<Option<HeldUntilReleased>> =
-                    const { std::cell::RefCell::new(None) };
-            }
             let domain_box = Box::into_raw(Box::new(Domain::new()));
             let object_box = Box::into_raw(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7u64)))));
             // SAFETY: freed below, after every thread that uses them has exited.
             let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
                 unsafe { (&*domain_box, &*object_box) };
-            let (entered_tx, entered) = std::sync::mpsc::channel();
-            let (release, release_rx) = std::sync::mpsc::channel();
-            let holder = std::thread::spawn(move || {
-                // First used before the thread's first guard, so destroyed after
-                // the thread's registration.
-                KEPT.with(|kept| assert!(kept.borrow().is_none()));
-                let guards: Vec<Guard<'static>> = (0..SLOTS_PER_THREAD)
+            let (holder, entered, release) = keep_guards_past_exit(move || {
+                (0..SLOTS_PER_THREAD)
                     .map(|_| {
                         let mut guard = domain.guard();
                         assert!(!guard.is_backup());
                         assert!(!guard.protect_ptr(object).is_null());
                         guard
                     })
-                    .collect();
-                KEPT.with(|kept| {
-                    *kept.borrow_mut() = Some(HeldUntilReleased {
-                        guards,
-                        entered: entered_tx,
-                        release: release_rx,
-                    });
-                });
+                    .collect()
             });
             entered
                 .recv()
