@@ -927,4 +927,22 @@ mod tests {
             );
         }
     }
+
+    /// A child forked after a driver started grace period 5 (its CAS) but
+    /// before init published it in `gp_word` publishes it and completes it:
+    /// the child's counts then agree.
+    #[test]
+    fn after_a_fork_a_started_but_unpublished_grace_period_is_published_and_completed() {
+        let engine = Engine::new();
+        engine
+            .callers
+            .gp_state
+            .store((5 << STARTED_SHIFT) | DRIVER, Relaxed);
+        engine.callers.completed.store(4, Relaxed);
+        engine.reader.gp_word.store(reader_word(4), Relaxed);
+        engine.reset_after_fork();
+        assert_eq!(snapshot(engine.reader.gp_word.load(Relaxed)), 5);
+        let counts = engine.counts();
+        assert_eq!((counts.started, counts.completed), (5, 5));
+    }
 }
