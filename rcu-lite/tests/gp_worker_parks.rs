@@ -1,0 +1,66 @@
+//! The grace-period worker parks once the crowd of callers that made it drive
+//! has left: it neither keeps driving grace periods nobody asked for nor
+//! spins holding `DRIVER`, either of which would burn a CPU for good. Its own
+//! process, so that no other test's callers keep the worker busy. Reads the
+//! worker thread's scheduler state from `/proc` (Linux).
+#![cfg(not(any(miri, loom)))]
+
+use rcu_lite::memb;
+use std::thread;
+use std::time::{Duration, Instant};
+use test_support::Crowd;
+
+/// How long the crowd may take to make the worker drive, and the worker to
+/// park once the crowd has left: generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The scheduler state (`R`, `S`, ...) of each of this process's threads
+/// named `name`.
+fn thread_states(name: &str) -> Vec<char> {
+    let mut states = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let path = task.unwrap().path();
+        // A thread that exited meanwhile has no files left: skip it.
+        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            continue;
+        };
+        if comm.trim_end() == name {
+            // "tid (comm) S ...": the state follows the last ')'.
+            let after = &stat[stat.rfind(')').unwrap() + 1..];
+            states.push(after.trim_start().chars().next().unwrap());
+        }
+    }
+    states
+}
+
+#[test]
+fn the_worker_parks_once_the_crowd_of_callers_leaves() {
+    let before = memb::grace_periods().by_worker;
+    let crowd = Crowd::start(memb::synchronize_rcu);
+    let deadline = Instant::now() + LIMIT;
+    while memb::grace_periods().by_worker == before {
+        assert!(Instant::now() < deadline, "the worker never drove");
+        thread::sleep(Duration::from_millis(1));
+    }
+    crowd.stop();
+    // Parked: asleep in two looks at its state, with no grace period started
+    // between them.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let started = memb::grace_periods().started;
+        let first = thread_states("rcu-lite-gp");
+        thread::sleep(Duration::from_millis(10));
+        let second = thread_states("rcu-lite-gp");
+        if first == ['S'] && second == ['S'] && memb::grace_periods().started == started {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "with no caller left the memb worker still runs ({first:?}, then {second:?}) \
+             or grace periods still start"
+        );
+    }
+}
