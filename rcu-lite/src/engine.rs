@@ -945,4 +945,19 @@ mod tests {
         let counts = engine.counts();
         assert_eq!((counts.started, counts.completed), (5, 5));
     }
+
+    /// A completion changes its eventcount, so that a waiter that loaded the
+    /// word before it does not go to sleep on it, and clears `SLEEPERS`, so
+    /// that the next completion wakes only waiters that sleep by then.
+    #[test]
+    fn a_completion_changes_its_eventcount_and_clears_the_sleepers_bit() {
+        let engine = Engine::new();
+        for before in [0, SLEEPERS, EVENT | SLEEPERS, u32::MAX] {
+            engine.callers.gp_done[1].store(before, Relaxed);
+            engine.announce_completion(1);
+            let after = engine.callers.gp_done[1].load(Relaxed);
+            assert_eq!(after & SLEEPERS, 0, "{before:#x} became {after:#x}");
+            assert_ne!(after, before & !SLEEPERS, "{before:#x} became {after:#x}");
+        }
+    }
 }
