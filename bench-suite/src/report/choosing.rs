@@ -1958,4 +1958,19 @@ mod tests {
             "{waiting:?}"
         );
     }
+
+    /// Whole counts of objects can be exactly [`TIE_MARGIN`] apart (11
+    /// against 10): no tie, and the row must not call it one.
+    #[test]
+    fn counts_exactly_the_tie_margin_apart_are_not_called_a_tie() {
+        let mut r = sample();
+        r.deferred_free = vec![tortured("hazptr", 100, 10), tortured("haphazard", 100, 11)];
+        let rows = table(&r);
+        let bounded = row_of(&rows, "per-object protection with bounded memory");
+        assert_eq!(bounded.winners(), "hazptr", "{bounded:?}");
+        assert_eq!(
+            bounded.runner_up,
+            "haphazard (11 objects; winner 1.10x better)"
+        );
+    }
 }
