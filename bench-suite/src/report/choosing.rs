@@ -1973,4 +1973,20 @@ mod tests {
             "haphazard (11 objects; winner 1.10x better)"
         );
     }
+
+    /// The shared-pointer row's cost is the wait of the winner's own
+    /// writer: hazptr's where hazptr wins, not another contender's.
+    #[test]
+    fn the_pointer_rows_cost_is_the_wait_of_the_winners_own_writer() {
+        let mut r = sample();
+        r.refscale = vec![read("hazptr", 2, 1.0), read("rcu-lite-memb", 2, 3.0)];
+        r.rcuscale = vec![wait("rcu-lite", 1, 8.0), wait("hazptr", 1, 20.0)];
+        let rows = table(&r);
+        let pointer = pointer_row(&rows);
+        assert_eq!(pointer.winner, "hazptr", "{pointer:?}");
+        assert_eq!(
+            pointer.costs_elsewhere,
+            "a writer waiting for readers (hazptr) takes 20.0 us mean, 40.0 us p99"
+        );
+    }
 }
