@@ -1989,4 +1989,29 @@ mod tests {
             "a writer waiting for readers (hazptr) takes 20.0 us mean, 40.0 us p99"
         );
     }
+
+    /// The bounded-memory row's comparison never quotes a contender whose
+    /// torture failed its checks, however much it held back.
+    #[test]
+    fn the_bounded_memory_comparison_leaves_out_a_failed_contender() {
+        let mut r = sample();
+        r.deferred_free = vec![
+            tortured("hazptr", 100, 10),
+            tortured("crossbeam-epoch", 100, 90000),
+            tortured("rcu-lite-memb", 100, 500),
+        ];
+        r.torture = vec![torture::Outcome {
+            errors: 3,
+            ..tortured("crossbeam-epoch", 100, 10)
+        }];
+        let rows = table(&r);
+        let bounded = row_of(&rows, "per-object protection with bounded memory");
+        assert_eq!(bounded.winner, "hazptr");
+        assert!(
+            bounded
+                .costs_elsewhere
+                .ends_with("for comparison rcu-lite-memb held back up to 500 objects"),
+            "{bounded:?}"
+        );
+    }
 }
