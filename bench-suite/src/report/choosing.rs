@@ -2014,4 +2014,28 @@ mod tests {
             "{bounded:?}"
         );
     }
+
+    /// The write-heavy row's cost quotes the winner's own readers in the
+    /// deciding mix, not another lock's nor another mix's.
+    #[test]
+    fn the_write_heavy_rows_cost_is_the_winners_readers_in_that_mix() {
+        let mut r = sample();
+        let reading = |name: &str, writers: usize, writes: u64, reads: u64| locktorture::Outcome {
+            reads: counts(reads, reads / 2, reads / 2),
+            ..lock(name, writers, 1, writes)
+        };
+        r.locktorture = vec![
+            reading("qrwlock", 4, 900, 40),
+            reading("parking_lot", 1, 5000, 80),
+            reading("parking_lot", 4, 1200, 60),
+        ];
+        let rows = table(&r);
+        let heavy = row_of(&rows, "write-heavy lock");
+        assert_eq!(heavy.winner, "parking_lot", "{heavy:?}");
+        // 60 reads by 1 reader over 2 s.
+        assert_eq!(
+            heavy.costs_elsewhere,
+            "its readers got 30 acquisitions/s per thread"
+        );
+    }
 }
