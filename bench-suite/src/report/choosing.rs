@@ -2038,4 +2038,26 @@ mod tests {
             "its readers got 30 acquisitions/s per thread"
         );
     }
+
+    /// rcuscale measures each writer in several mixes: the waiting-writer
+    /// row ranks each primitive once, never against itself.
+    #[test]
+    fn a_primitive_measured_in_several_mixes_is_one_waiting_contender() {
+        let mut r = sample();
+        r.rcuscale = vec![
+            wait("rcu-lite", 1, 8.0),
+            wait("rcu-lite", 16, 40.0),
+            wait("hazptr", 1, 20.0),
+            wait("hazptr", 16, 90.0),
+        ];
+        let rows = table(&r);
+        let waiting = waiter_row(&rows);
+        assert_eq!(waiting.winners(), "rcu-lite", "{waiting:?}");
+        assert!(
+            waiting
+                .runner_up
+                .starts_with("hazptr (20.00 us; winner 2.50x better"),
+            "{waiting:?}"
+        );
+    }
 }
