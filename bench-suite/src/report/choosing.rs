@@ -2060,4 +2060,25 @@ mod tests {
             "{waiting:?}"
         );
     }
+
+    /// The waiting-writer row's cost under concurrent writers is the
+    /// winner's own run with the most writers, not another primitive's.
+    #[test]
+    fn the_waiting_rows_cost_is_the_winners_own_run_with_the_most_writers() {
+        let mut r = sample();
+        r.rcuscale = vec![
+            wait("rcu-lite", 1, 8.0),
+            wait("rcu-lite", 4, 40.0),
+            wait("hazptr", 1, 20.0),
+            wait("hazptr", 16, 90.0),
+        ];
+        let rows = table(&r);
+        let waiting = waiter_row(&rows);
+        assert_eq!(waiting.winner, "rcu-lite", "{waiting:?}");
+        assert_eq!(
+            waiting.costs_elsewhere,
+            "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), 10.00 us \
+             per grace period"
+        );
+    }
 }
