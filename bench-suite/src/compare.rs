@@ -711,6 +711,21 @@ mod tests {
         assert_eq!(slower, vec!["1 figures regressed beyond 10%".to_owned()]);
     }
 
+    /// A time named only by its `_us` suffix, with no `latency` in its path
+    /// (rcuscale's `per_gp_us`, the membarrier run's `mutex_wait_max_us`),
+    /// is lower-is-better: a grace period that takes twice as long regresses.
+    #[test]
+    fn a_figure_in_microseconds_is_a_time_even_without_latency_in_its_name() {
+        assert_eq!(direction("per_gp_us"), Direction::LowerIsBetter);
+        assert_eq!(
+            direction("global.mutex_wait_max_us"),
+            Direction::LowerIsBetter
+        );
+        let gp = |us: f64| json!({"rcuscale": [{"impl": "rcu-lite", "writers": 1, "readers": 1, "per_gp_us": us}]});
+        let c = compare(&gp(10.0), &gp(20.0), 10.0);
+        assert_eq!(c.regressions(), 1, "{:?}", c.changes);
+    }
+
     #[test]
     fn results_documents_need_a_profile_a_machine_and_a_section() {
         assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
