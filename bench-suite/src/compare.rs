@@ -726,6 +726,32 @@ mod tests {
         assert_eq!(c.regressions(), 1, "{:?}", c.changes);
     }
 
+    /// A boolean field is part of a measurement's identity, as the report's
+    /// `deferred_only` is: a deferred-only run is not the same measurement
+    /// as a plain run of the same implementation, so a change between the
+    /// two is not compared as a change of one figure.
+    #[test]
+    fn a_boolean_field_tells_measurements_apart() {
+        let torture = |deferred_only: bool| {
+            json!({"torture": [{"impl": "hazptr", "readers": 4, "writers": 2,
+                                "deferred_only": deferred_only, "errors": 0}]})
+        };
+        assert_eq!(
+            flatten(&torture(true)).keys().collect::<Vec<_>>(),
+            ["torture deferred_only=true impl=hazptr readers=4 writers=2"]
+        );
+        let c = compare(&torture(false), &torture(true), 10.0);
+        assert!(c.changes.is_empty(), "{:?}", c.changes);
+        assert_eq!(
+            c.only_old,
+            ["torture deferred_only=false impl=hazptr readers=4 writers=2"]
+        );
+        assert_eq!(
+            c.only_new,
+            ["torture deferred_only=true impl=hazptr readers=4 writers=2"]
+        );
+    }
+
     #[test]
     fn results_documents_need_a_profile_a_machine_and_a_section() {
         assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
