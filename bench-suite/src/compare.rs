@@ -752,6 +752,34 @@ mod tests {
         );
     }
 
+    /// The threshold is the most a figure may move and still be unflagged:
+    /// a count worse or better by exactly the threshold is neither a
+    /// regression nor an improvement (`unreclaimed_max` and `reads` are
+    /// integers, so an exact 10% is a real outcome).
+    #[test]
+    fn a_change_of_exactly_the_threshold_is_not_flagged() {
+        let torture = |unreclaimed_max: u64, reads: u64| {
+            json!({"torture": [{"impl": "hazptr", "readers": 4, "writers": 2,
+                                "unreclaimed_max": unreclaimed_max, "reads": reads}]})
+        };
+        let c = compare(&torture(100, 100), &torture(110, 110), 10.0);
+        let pct: Vec<_> = c.changes.iter().map(|ch| ch.change_pct).collect();
+        assert_eq!(pct, [Some(10.0), Some(10.0)], "{:?}", c.changes);
+        assert_eq!(
+            (c.regressions(), c.improvements()),
+            (0, 0),
+            "{:?}",
+            c.changes
+        );
+        let c = compare(&torture(110, 110), &torture(99, 99), 10.0);
+        assert_eq!(
+            (c.regressions(), c.improvements()),
+            (0, 0),
+            "{:?}",
+            c.changes
+        );
+    }
+
     #[test]
     fn results_documents_need_a_profile_a_machine_and_a_section() {
         assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
