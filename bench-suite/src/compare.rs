@@ -780,6 +780,19 @@ mod tests {
         );
     }
 
+    /// Two runs of the same profile raise no profile warning: the warning
+    /// (other mixes, thread counts and run lengths) is for runs whose
+    /// profiles differ, and would be noise on every like-for-like compare.
+    #[test]
+    fn runs_of_one_profile_raise_no_profile_warning() {
+        let c = compare(&run(1.0, 1000, 0), &run(1.0, 1000, 0), 10.0);
+        assert_eq!(c.profile_difference, None);
+        let mut text = Vec::new();
+        write_text(&mut text, &c, false).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(!text.contains("profiles differ"), "{text}");
+    }
+
     #[test]
     fn results_documents_need_a_profile_a_machine_and_a_section() {
         assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
