@@ -793,6 +793,49 @@ mod tests {
         assert!(!text.contains("profiles differ"), "{text}");
     }
 
+    /// With `all`, every figure is written once: a regression and an
+    /// improvement under their tags only, and each figure that moved within
+    /// the threshold on an untagged line of its own; without `all`, those
+    /// within the threshold are left out.
+    #[test]
+    fn all_lists_each_unflagged_figure_once_and_flagged_ones_only_under_their_tag() {
+        // Reads 20% slower, writes 20% more, errors unchanged.
+        let c = compare(&run(1.0, 1000, 0), &run(1.2, 1200, 0), 10.0);
+        let text = |all: bool| {
+            let mut text = Vec::new();
+            write_text(&mut text, &c, all).unwrap();
+            String::from_utf8(text).unwrap()
+        };
+        let lines_with = |text: &str, what: &str| {
+            text.lines()
+                .filter(|l| l.contains(what))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let all = text(true);
+        assert_eq!(
+            lines_with(&all, "ns_per_op"),
+            ["REGRESSION  refscale impl=hazptr threads=1 ns_per_op: 1 -> 1.200 (+20.0%)"],
+            "{all}"
+        );
+        assert_eq!(
+            lines_with(&all, "writes.total_per_s"),
+            [
+                "improved    locktorture lock=qrwlock readers=16 writers=4 writes.total_per_s: \
+                 200 -> 240 (+20.0%)"
+            ],
+            "{all}"
+        );
+        assert_eq!(
+            lines_with(&all, "errors"),
+            ["            torture impl=hazptr readers=4 writers=2 errors: 0 -> 0 (n/a)"],
+            "{all}"
+        );
+        let flagged = text(false);
+        assert!(lines_with(&flagged, "errors").is_empty(), "{flagged}");
+        assert_eq!(lines_with(&flagged, "ns_per_op").len(), 1, "{flagged}");
+    }
+
     #[test]
     fn results_documents_need_a_profile_a_machine_and_a_section() {
         assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
