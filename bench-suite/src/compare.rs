@@ -836,6 +836,16 @@ mod tests {
         assert_eq!(lines_with(&flagged, "ns_per_op").len(), 1, "{flagged}");
     }
 
+    /// Figures print whole when they are whole and to three decimals when
+    /// not: 0.5 us is not rounded to "0" or "1".
+    #[test]
+    fn figures_print_whole_numbers_whole_and_fractions_to_three_places() {
+        assert_eq!(fmt(3.0), "3");
+        assert_eq!(fmt(-40.0), "-40");
+        assert_eq!(fmt(0.5), "0.500");
+        assert_eq!(fmt(1234.5678), "1234.568");
+    }
+
     #[test]
     fn results_documents_need_a_profile_a_machine_and_a_section() {
         assert_eq!(check_results("a.json", &run(1.0, 1000, 0)), Ok(()));
