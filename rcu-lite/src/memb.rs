@@ -450,4 +450,45 @@ mod tests {
              read_lock to the slow path"
         );
     }
+
+    /// A thread's first section, entered through the slow path that registers
+    /// the thread, snapshots the newest grace period started, as the fast
+    /// path's sections do: a scan credits such a section by its snapshot
+    /// instead of waiting for it to end, and the snapshot's Acquire load is
+    /// what makes that safe.
+    #[test]
+    fn a_threads_first_section_snapshots_the_newest_grace_period() {
+        // Past grace period 0, whose snapshot a section without one would
+        // match by accident.
+        synchronize_rcu();
+        for _ in 0..1000 {
+            // A fresh thread: its first read_lock registers it.
+            let (before, inside, after) = std::thread::spawn(|| {
+                // Acquire: as in `lock`.
+                let before = engine().reader.gp_word.load(Acquire);
+                let guard = read_lock();
+                let record = registered_record().expect("read_lock registers the thread");
+                // Relaxed: this thread's own store.
+                let inside = record.word.load(Relaxed);
+                let after = engine().reader.gp_word.load(Acquire);
+                drop(guard);
+                (before, inside, after)
+            })
+            .join()
+            .expect("the reader thread panicked");
+            if before != after {
+                // A grace period started meanwhile: the snapshot may be
+                // either. Try again.
+                continue;
+            }
+            assert_eq!(
+                inside & !SLOW_PATH,
+                before,
+                "the first section's word is not the snapshot of the newest grace period with \
+                 nesting 1"
+            );
+            return;
+        }
+        panic!("grace periods kept starting during every one of 1000 sections");
+    }
 }
