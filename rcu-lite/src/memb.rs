@@ -491,4 +491,29 @@ mod tests {
         }
         panic!("grace periods kept starting during every one of 1000 sections");
     }
+
+    /// Under membarrier fences, a thread leaves its first section (entered
+    /// through the slow path that registers it) with its word at 0, so that
+    /// every later section takes the inline fast path: only the `SeqCst`
+    /// fallback sends a thread to the slow path for good.
+    #[test]
+    fn under_membarrier_fences_a_thread_leaves_its_first_section_for_the_fast_path() {
+        std::thread::spawn(|| {
+            drop(read_lock());
+            if fence::mode() != fence::Mode::Membarrier {
+                // The fallback fences: the other test's case.
+                return;
+            }
+            let record = registered_record().expect("read_lock registers the thread");
+            // Relaxed: this thread's own store.
+            assert_eq!(
+                record.word.load(Relaxed),
+                0,
+                "under membarrier fences the first section left the word sending the next \
+                 read_lock to the slow path"
+            );
+        })
+        .join()
+        .expect("the reader thread panicked");
+    }
 }
