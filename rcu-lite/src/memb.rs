@@ -516,4 +516,15 @@ mod tests {
         .join()
         .expect("the reader thread panicked");
     }
+
+    /// A guard's `Debug` output names it and shows the thread's nesting
+    /// depth at the time of formatting.
+    #[test]
+    fn a_guards_debug_output_shows_the_nesting_depth() {
+        let outer = read_lock();
+        let inner = read_lock();
+        assert_eq!(format!("{inner:?}"), "memb::Guard { nesting: 2 }");
+        drop(inner);
+        assert_eq!(format!("{outer:?}"), "memb::Guard { nesting: 1 }");
+    }
 }
