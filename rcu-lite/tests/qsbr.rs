@@ -209,3 +209,10 @@ fn a_registration_can_wait_for_callbacks_and_read_afterwards() {
         assert_eq!(*cell.read(&guard), 2);
     });
 }
+
+/// A registration's `Debug` output names its type and nothing else.
+#[test]
+fn a_registrations_debug_output_names_it() {
+    let me = QsbrThread::register();
+    assert_eq!(format!("{me:?}"), "QsbrThread { .. }");
+}
