@@ -111,3 +111,17 @@ fn replace_and_synchronize_waits_for_a_reader_that_began_before_it() {
     );
     assert_eq!(old_back.recv().unwrap(), "old");
 }
+
+/// A cell's `Debug` output names its flavor and, since reading the value
+/// needs a read-side section, not the value.
+#[test]
+fn a_cells_debug_output_names_its_flavor() {
+    assert_eq!(
+        format!("{:?}", Rcu::<u64, Memb>::new(7)),
+        r#"Rcu { flavor: "memb", .. }"#
+    );
+    assert_eq!(
+        format!("{:?}", Rcu::<u64, rcu_lite::Qsbr>::new(7)),
+        r#"Rcu { flavor: "qsbr", .. }"#
+    );
+}
