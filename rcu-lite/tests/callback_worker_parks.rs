@@ -14,28 +14,6 @@ use std::time::{Duration, Instant};
 /// they have: generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// The scheduler state (`R`, `S`, ...) of each of this process's threads
-/// named `name` (as `/proc` shows it: cut to 15 bytes).
-fn thread_states(name: &str) -> Vec<char> {
-    let mut states = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap() {
-        let path = task.unwrap().path();
-        // A thread that exited meanwhile has no files left: skip it.
-        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
-            continue;
-        };
-        if comm.trim_end() == name {
-            // "tid (comm) S ...": the state follows the last ')'.
-            let after = &stat[stat.rfind(')').unwrap() + 1..];
-            states.push(after.trim_start().chars().next().unwrap());
-        }
-    }
-    states
-}
-
 /// Queues many callbacks of a flavor, waits for them, and checks that one
 /// worker ran them and then sleeps (asleep in two looks at its state).
 fn callbacks_then_sleep(
@@ -51,15 +29,15 @@ fn callbacks_then_sleep(
     }
     test_support::within_a_deadline("rcu_barrier", LIMIT, rcu_barrier);
     assert_eq!(
-        thread_states(name).len(),
+        test_support::thread_states(name).len(),
         1,
         "round {round}: {flavor}: not one callback worker thread"
     );
     let deadline = Instant::now() + LIMIT;
     loop {
-        let first = thread_states(name);
+        let first = test_support::thread_states(name);
         thread::sleep(Duration::from_millis(10));
-        let second = thread_states(name);
+        let second = test_support::thread_states(name);
         if first == ['S'] && second == ['S'] {
             break;
         }

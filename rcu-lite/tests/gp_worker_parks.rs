@@ -15,28 +15,6 @@ use test_support::Crowd;
 /// park once the crowd has left: generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// The scheduler state (`R`, `S`, ...) of each of this process's threads
-/// named `name`.
-fn thread_states(name: &str) -> Vec<char> {
-    let mut states = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap() {
-        let path = task.unwrap().path();
-        // A thread that exited meanwhile has no files left: skip it.
-        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
-            continue;
-        };
-        if comm.trim_end() == name {
-            // "tid (comm) S ...": the state follows the last ')'.
-            let after = &stat[stat.rfind(')').unwrap() + 1..];
-            states.push(after.trim_start().chars().next().unwrap());
-        }
-    }
-    states
-}
-
 /// Runs a crowd of memb callers until the worker has driven, stops it, and
 /// waits until the worker parks: asleep in two looks at its state, with no
 /// grace period started between them, and the only thread of its name.
@@ -55,9 +33,9 @@ fn crowd_then_park(round: u32) {
     let deadline = Instant::now() + LIMIT;
     loop {
         let started = memb::grace_periods().started;
-        let first = thread_states("rcu-lite-gp");
+        let first = test_support::thread_states("rcu-lite-gp");
         thread::sleep(Duration::from_millis(10));
-        let second = thread_states("rcu-lite-gp");
+        let second = test_support::thread_states("rcu-lite-gp");
         if first == ['S'] && second == ['S'] && memb::grace_periods().started == started {
             break;
         }

@@ -21,6 +21,9 @@
 //!   [`run_in_a_child_process`] for one with an outcome of its own.
 //! - [`CountingAllocator`] is a global allocator that counts allocations
 //!   and live bytes, for the tests that prove code allocates nothing.
+//! - [`thread_states`] reads the scheduler state of this process's threads
+//!   of one name from `/proc`, for the tests that check a worker thread
+//!   sleeps once it has nothing to do.
 
 mod counting_alloc;
 pub mod misuse;
@@ -404,6 +407,35 @@ pub fn run_in_a_child_process(
          stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     (status, stderr)
+}
+
+/// The scheduler state (`R`, `S`, ...) of each of this process's threads
+/// named `name`, as `/proc/self/task/*/stat` shows it (Linux). `/proc` cuts
+/// a thread's name to 15 bytes: pass it cut. A thread that exits while this
+/// reads is left out.
+pub fn thread_states(name: &str) -> Vec<char> {
+    let mut states = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task lists the threads") {
+        let path = task.expect("a /proc/self/task entry").path();
+        // A thread that exited meanwhile has no files left: skip it.
+        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            continue;
+        };
+        if comm.trim_end() == name {
+            // "tid (comm) S ...": the state follows the last ')'.
+            let after = &stat[stat
+                .rfind(')')
+                .expect("stat names the thread in parentheses")
+                + 1..];
+            if let Some(state) = after.trim_start().chars().next() {
+                states.push(state);
+            }
+        }
+    }
+    states
 }
 
 #[cfg(test)]
