@@ -16,51 +16,43 @@ use std::time::Duration;
 /// machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// A callback of one flavor (queued with `call_rcu`) that queues a callback
+/// of the other flavor and then waits in its `barrier`: whether the barrier
+/// returned (`false`: it was refused). Panics if the callback does not report
+/// within [`LIMIT`].
+fn callback_waits_in_the_others_barrier(
+    call_rcu: fn(Box<dyn FnOnce() + Send>),
+    others_call_rcu: fn(Box<dyn FnOnce() + Send>),
+    others_barrier: fn(),
+) -> bool {
+    let (tx, done) = channel();
+    call_rcu(Box::new(move || {
+        // Something queued, so that the barrier waits for the other worker.
+        others_call_rcu(Box::new(|| {}));
+        tx.send(catch_unwind(others_barrier).is_ok())
+            .expect("the test waits");
+    }));
+    done.recv_timeout(LIMIT)
+        .expect("the callback's barrier of the other flavor did not return")
+}
+
 /// A memb callback waits in `qsbr::rcu_barrier()` and returns; afterwards a
 /// qsbr callback's `memb::rcu_barrier()` returns too, instead of being
 /// refused as if the memb callback still waited (and the other way round).
 #[test]
 fn callbacks_waiting_in_each_others_barrier_in_turn_are_not_refused() {
-    let (memb_tx, memb_done) = channel();
-    memb::call_rcu(move || {
-        // Something queued, so that the barrier waits for the qsbr worker.
-        qsbr::call_rcu(|| {});
-        memb_tx
-            .send(catch_unwind(qsbr::rcu_barrier).is_ok())
-            .expect("the test waits");
-    });
     assert!(
-        memb_done
-            .recv_timeout(LIMIT)
-            .expect("the memb callback's qsbr::rcu_barrier() did not return"),
+        callback_waits_in_the_others_barrier(memb::call_rcu, qsbr::call_rcu, qsbr::rcu_barrier),
         "a memb callback's qsbr::rcu_barrier() was refused with no qsbr callback waiting"
     );
-    let (qsbr_tx, qsbr_done) = channel();
-    qsbr::call_rcu(move || {
-        memb::call_rcu(|| {});
-        qsbr_tx
-            .send(catch_unwind(memb::rcu_barrier).is_ok())
-            .expect("the test waits");
-    });
     assert!(
-        qsbr_done
-            .recv_timeout(LIMIT)
-            .expect("the qsbr callback's memb::rcu_barrier() did not return"),
+        callback_waits_in_the_others_barrier(qsbr::call_rcu, memb::call_rcu, memb::rcu_barrier),
         "a qsbr callback's memb::rcu_barrier() was refused after the memb callback's \
          qsbr::rcu_barrier() had returned"
     );
     // And back: the qsbr callback's count is gone too.
-    let (again_tx, again_done) = channel();
-    memb::call_rcu(move || {
-        qsbr::call_rcu(|| {});
-        again_tx
-            .send(catch_unwind(qsbr::rcu_barrier).is_ok())
-            .expect("the test waits");
-    });
     assert!(
-        again_done
-            .recv_timeout(LIMIT)
-            .expect("the memb callback's second qsbr::rcu_barrier() did not return"),
+        callback_waits_in_the_others_barrier(memb::call_rcu, qsbr::call_rcu, qsbr::rcu_barrier),
         "a memb callback's qsbr::rcu_barrier() was refused after the qsbr callback's \
          memb::rcu_barrier() had returned"
     );
