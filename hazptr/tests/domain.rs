@@ -1566,6 +1566,44 @@ fn take_moves_the_value_out_and_leaves_the_box_empty() {
     assert_eq!(drops.load(SeqCst), 1);
 }
 
+/// `AtomicBox::domain` is the domain the box was built in (the global one
+/// for `AtomicBox::new`), and `hazptr::scoped` protects what it reads there:
+/// inside the closure, a `synchronize` in the box's domain of the value the
+/// closure reads panics as one of a held address does, instead of returning
+/// while the closure still reads it. (Catches `AtomicBox::domain` answering
+/// another domain: `scoped` then protects in that one, whose slots the box's
+/// domain never scans, so a writer could free the value under the closure.)
+#[test]
+fn scoped_protects_what_it_reads_in_the_boxs_own_domain() {
+    let global = AtomicBox::new(1u64);
+    assert!(
+        std::ptr::eq(global.domain(), Domain::global()),
+        "AtomicBox::new builds a box of the global domain"
+    );
+    test_support::within_a_deadline(
+        "synchronize inside hazptr::scoped of the value it reads",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let kind = format!("{domain:?}");
+                let boxed = AtomicBox::new_in(1u64, &domain);
+                assert!(std::ptr::eq(boxed.domain(), &domain), "{kind}");
+                let refused = hazptr::scoped(&boxed, |v| {
+                    let read: *const u64 = v.expect("set");
+                    catch_unwind(AssertUnwindSafe(|| domain.synchronize(read)))
+                });
+                let err = refused.expect_err(&format!(
+                    "synchronize returned while scoped protected the value ({kind})"
+                ));
+                let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(msg.contains("holds a guard protecting"), "{kind}: {msg}");
+                // Once the closure has returned, nothing protects it.
+                domain.synchronize(boxed.load_ptr());
+            }
+        },
+    );
+}
+
 /// `synchronize` of a null pointer or of the sentinel value 2 protects
 /// nothing and returns at once, also while this thread and others have
 /// slots in the domain: free slots hold 0 and a guard that protects nothing
