@@ -1604,6 +1604,42 @@ fn scoped_protects_what_it_reads_in_the_boxs_own_domain() {
     );
 }
 
+/// The `Debug` output of `AtomicBox`, `Replaced` and `CompareExchangeError`
+/// names the type and shows the addresses it holds (not the values, whose
+/// type need not be `Debug`): what a user sees of them in an `expect` or a
+/// log. (Catches each of the three `fmt`s writing nothing.)
+#[test]
+fn atomic_box_replaced_and_a_failed_exchange_show_their_addresses_in_debug_output() {
+    /// A value without `Debug`.
+    struct Opaque(u64);
+    let domain = Domain::new();
+    let boxed = AtomicBox::new_in(Opaque(1), &domain);
+    let first = boxed.load_ptr();
+    assert_eq!(
+        format!("{boxed:?}"),
+        format!("AtomicBox {{ ptr: {first:?}, .. }}")
+    );
+    let replaced = boxed.swap(Some(Box::new(Opaque(2)))).expect("was set");
+    assert_eq!(format!("{replaced:?}"), format!("Replaced({first:?})"));
+    assert_eq!(replaced.0, 1);
+    let second = boxed.load_ptr();
+    let Err(lost) = boxed.compare_exchange(first, Some(Box::new(Opaque(3)))) else {
+        panic!("the exchange with a stale comparand succeeded");
+    };
+    assert_eq!(
+        format!("{lost:?}"),
+        format!("CompareExchangeError {{ current: {second:?}, new: Some(..) }}")
+    );
+    let Err(lost) = boxed.compare_exchange(first, None) else {
+        panic!("the exchange with a stale comparand succeeded");
+    };
+    assert_eq!(
+        format!("{lost:?}"),
+        format!("CompareExchangeError {{ current: {second:?}, new: None }}")
+    );
+    drop(replaced.synchronize());
+}
+
 /// `synchronize` of a null pointer or of the sentinel value 2 protects
 /// nothing and returns at once, also while this thread and others have
 /// slots in the domain: free slots hold 0 and a guard that protects nothing
