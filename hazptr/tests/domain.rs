@@ -1640,6 +1640,29 @@ fn atomic_box_replaced_and_a_failed_exchange_show_their_addresses_in_debug_outpu
     drop(replaced.synchronize());
 }
 
+/// `Replaced::as_ptr` is the replaced object's address: the pointer the box
+/// held before the swap or exchange, which a reader's guard loaded (what a
+/// caller compares with it). (Catches `as_ptr` answering null.)
+#[test]
+fn a_replaced_values_address_is_the_pointer_the_box_held() {
+    let domain = Domain::new();
+    let boxed = AtomicBox::new_in(1u64, &domain);
+    let mut guard = domain.guard();
+    let read: *const u64 = boxed.load(&mut guard).expect("set");
+    let swapped = boxed.swap(Some(Box::new(2))).expect("was set");
+    assert_eq!(swapped.as_ptr(), read, "swap");
+    let held = boxed.load_ptr();
+    let exchanged = boxed
+        .compare_exchange(held, None)
+        .expect("current comparand")
+        .expect("was set");
+    assert_eq!(exchanged.as_ptr(), held.cast_const(), "compare_exchange");
+    assert_eq!(*exchanged, 2);
+    drop(guard);
+    assert_eq!(*swapped.synchronize(), 1);
+    assert_eq!(*exchanged.synchronize(), 2);
+}
+
 /// `synchronize` of a null pointer or of the sentinel value 2 protects
 /// nothing and returns at once, also while this thread and others have
 /// slots in the domain: free slots hold 0 and a guard that protects nothing
