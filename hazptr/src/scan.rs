@@ -972,21 +972,6 @@ mod tests {
     #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
     #[test]
     fn an_idle_scanner_thread_blocks_instead_of_spinning() {
-        /// The kernel's state letter of this process's thread named `name`.
-        fn thread_state(name: &str) -> Option<char> {
-            // The kernel keeps the first 15 bytes of a thread's name.
-            let name = &name[..name.len().min(15)];
-            std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
-                let dir = task.ok()?.path();
-                let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-                if comm.trim_end() != name {
-                    return None;
-                }
-                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-                // `pid (comm) state ...`: the state follows the last ')'.
-                stat[stat.rfind(')')? + 1..].trim_start().chars().next()
-            })
-        }
         // Under a deadline: the first `synchronize` waits for the scanner,
         // which never runs if a domain's driver flag stays held (as after a
         // fork hook of another test that keeps it).
@@ -999,8 +984,8 @@ mod tests {
             let deadline = Instant::now() + TEST_DEADLINE / 2;
             let mut asleep_in_a_row = 0;
             while asleep_in_a_row < 5 {
-                let state = thread_state(&name);
-                asleep_in_a_row = if state == Some('S') {
+                let state = test_support::thread_states(&name);
+                asleep_in_a_row = if state == ['S'] {
                     asleep_in_a_row + 1
                 } else {
                     0

@@ -22,8 +22,7 @@ fn callbacks_then_sleep(
     rcu_barrier: fn(),
     round: u32,
 ) {
-    // "rcu-lite-memb-callbacks", cut to 15 bytes.
-    let name = &format!("rcu-lite-{flavor}-callbacks")[..15];
+    let name = &format!("rcu-lite-{flavor}-callbacks");
     for _ in 0..100 {
         call_rcu(Box::new(|| {}));
     }

@@ -410,10 +410,11 @@ pub fn run_in_a_child_process(
 }
 
 /// The scheduler state (`R`, `S`, ...) of each of this process's threads
-/// named `name`, as `/proc/self/task/*/stat` shows it (Linux). `/proc` cuts
-/// a thread's name to 15 bytes: pass it cut. A thread that exits while this
-/// reads is left out.
+/// named `name`, as `/proc/self/task/*/stat` shows it (Linux). The kernel
+/// keeps the first 15 bytes of a thread's name, and so does the match here.
+/// A thread that exits while this reads is left out.
 pub fn thread_states(name: &str) -> Vec<char> {
+    let name = &name[..name.len().min(15)];
     let mut states = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task lists the threads") {
         let path = task.expect("a /proc/self/task entry").path();
