@@ -81,13 +81,13 @@ pub struct RefscaleArgs {
     #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = refscale_names())]
     pub implementations: Vec<String>,
     /// Reader threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: u32,
     /// Read-side sections per reader per run.
-    #[arg(long, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: u64,
     /// Timed runs; the median is reported.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// Print a JSON array of {"impl","threads","ns_per_op",...} instead of text.
     #[arg(long)]
@@ -101,17 +101,17 @@ pub struct LocktortureArgs {
     #[arg(long = "lock", value_delimiter = ',', default_value = "all", value_parser = lock_names())]
     pub locks: Vec<String>,
     /// Writer threads.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub writers: u32,
     /// Reader threads.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 16, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub readers: u32,
     /// Seconds each lock is tortured.
-    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
     /// Seconds between statistics lines during the run (text output only);
     /// at least 0.01.
-    #[arg(long, value_parser = stat_interval_seconds)]
+    #[arg(long, allow_negative_numbers = true, value_parser = stat_interval_seconds)]
     pub stat_interval_s: Option<f64>,
     /// Inject faults: panics inside write and read sections, some caught
     /// (the thread then takes the lock again) and some fatal to their
@@ -123,7 +123,7 @@ pub struct LocktortureArgs {
     /// the fault driver may make no progress before the run counts a hang
     /// and fails; at least 1 (injected stalls last up to 0.3 s). One thread
     /// the lock starves while the others of its side get in is no hang.
-    #[arg(long, default_value_t = locktorture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = locktorture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
     /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads",
     /// "writes_served_per_ms","reads_served_per_ms","fail","write_fail","read_fail",
@@ -143,34 +143,34 @@ pub struct RcuscaleArgs {
     /// comma-separated list (`1,16`) measures every count in the same run:
     /// each implementation at each count takes turns with the others, round
     /// by round, so their figures share the machine's slow stretches.
-    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, allow_negative_numbers = true, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub writers: Vec<u32>,
     /// Reader threads running read-side sections meanwhile.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub readers: u32,
     /// Extra reader threads that register, read once and then stay idle: the
     /// waiting side must still account for them on every scan (like idle CPUs
     /// in the kernel), so they model a process with many registered threads.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub idle_threads: u32,
     /// Seconds each implementation runs.
-    #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2.0, value_parser = positive_seconds)]
     pub duration_s: f64,
     /// Instead of running for --duration-s, each writer waits this many times
     /// (the seed's quick-QS table: 100 synchronize_rcu() calls a run). Compare
     /// latency maxima only over equal counts.
-    #[arg(long, conflicts_with = "duration_s", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "duration_s", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub waits: Option<u64>,
     /// Runs of the whole set: each round runs every implementation once, in
     /// turn, so a slow stretch of the machine falls on all of them. Per-GP
     /// time is then the median of the rounds (each round's is in the JSON's
     /// "per_gp_rounds_us"); latency figures cover every wait of every round.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
     /// Kernel-like fixed force-quiescent-state interval in milliseconds (the
     /// kernel's is 3). Affects rcu-lite and rcu-lite-noqs only; without it they
     /// scan adaptively. Other implementations ignore it.
-    #[arg(long, value_parser = positive_milliseconds)]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_milliseconds)]
     pub fqs_interval_ms: Option<f64>,
     /// Print a JSON array of {"impl","writers","readers","idle_threads","gps","per_gp_us",
     /// "latency_us":{...},"reads","duration_s","per_gp_rounds_us":[...]}.
@@ -185,16 +185,16 @@ pub struct TortureArgs {
     #[arg(long = "impl", value_delimiter = ',', default_value = "all", value_parser = torture_names())]
     pub implementations: Vec<String>,
     /// Reader threads checking every object they reach.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub readers: u32,
     /// Writer threads replacing and reclaiming objects.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub writers: u32,
     /// Seconds the whole run lasts. The chosen implementations are tortured
     /// all at the same time, each for all of it, competing for the CPUs (the
     /// soak: `--impl all --duration-s 600 --faults`); with --sequential, one
     /// after the other, each for an equal share.
-    #[arg(long, default_value_t = 5.0, value_parser = positive_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
     /// Torture the implementations one after the other, each for
     /// duration/N seconds, instead of all at the same time.
@@ -218,7 +218,7 @@ pub struct TortureArgs {
     /// Seconds a thread may make no progress before the run counts a hang
     /// and fails; at least 1 (injected stalls last up to 0.3 s). Raise it for
     /// long soaks on a loaded machine.
-    #[arg(long, default_value_t = torture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = torture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
     /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",
     /// "faults":{...},"failure",...}; "slow_path" and "deferred_only" appear
@@ -252,21 +252,21 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 pub struct AdviseArgs {
     /// Read-side sections per update, per thread.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     pub reads_per_write: u32,
     /// Threads sharing the payload.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: u32,
     /// Size of the shared payload in bytes.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
     pub payload_bytes: u64,
     /// Seconds each run of a contender lasts; at least 0.01 (an untimed
     /// warm-up run of a tenth of it comes first).
-    #[arg(long, default_value_t = 0.5, value_parser = advise_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.5, value_parser = advise_seconds)]
     pub duration_s: f64,
     /// Runs of each contender, taken in turns with the others' (the median
     /// run is shown).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,
     /// Print the matrix and the recommendation as JSON.
     #[arg(long)]
@@ -281,7 +281,7 @@ pub struct CompareArgs {
     /// The later run's results.json.
     pub new: PathBuf,
     /// A figure changing for the worse by more than this percentage is a regression.
-    #[arg(long, default_value_t = 10.0, value_parser = positive_percent)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10.0, value_parser = positive_percent)]
     pub threshold_pct: f64,
     /// List every figure, not only regressions and improvements.
     #[arg(long)]

@@ -93,52 +93,52 @@ pub struct MembarrierArgs {
     #[arg(long, value_enum, default_value_t = Mode::Sim)]
     pub mode: Mode,
     /// CPUs: simulated (sim default 384, threaded default 8) or targeted (real default: all online; real refuses it with --targets).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub cpus: Option<u32>,
     /// Caller threads (default 25 per CPU, as the selftest's hammers; real: per target CPU).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub callers: Option<u32>,
     /// Serialization of expedited commands (sim and threaded; default global, the kernel today).
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
     /// Simulated seconds (sim; default 10).
-    #[arg(long, value_parser = seconds)]
+    #[arg(long, allow_negative_numbers = true, value_parser = seconds)]
     pub sim_seconds: Option<f64>,
     /// Wall-clock seconds (threaded default 2, real default 2).
-    #[arg(long, value_parser = seconds)]
+    #[arg(long, allow_negative_numbers = true, value_parser = seconds)]
     pub duration_s: Option<f64>,
     /// Seed of every random choice (sim and threaded; default 1; real refuses it).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// CPUs the callers aim at, comma-separated (default: every CPU in turn).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, allow_negative_numbers = true, value_delimiter = ',')]
     pub targets: Option<Vec<u32>>,
     /// Simulate without CFS throttling: no interrupts-off windows.
     #[arg(long)]
     pub no_throttle: bool,
     /// CFS period in microseconds (default 5000, the selftest's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub period_us: Option<u64>,
     /// CFS quota of the throttled group in microseconds per period (default 1000).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub quota_us: Option<u64>,
     /// Sibling cgroups under the throttled group (default 2000).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub siblings: Option<u64>,
     /// Nested cgroups below each sibling (default 5).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub depth: Option<u64>,
     /// Interrupts-off nanoseconds per task group a throttle walk visits (default 200).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub tg_visit_ns: Option<u64>,
     /// Microseconds each caller spends between calls (default 0: a tight loop).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub think_us: Option<u64>,
     /// Make every Nth call of each caller a broadcast (default 0: never).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub broadcast_every: u32,
     /// A call that waits longer than this many milliseconds is a stall (default 1000).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub watchdog_ms: u64,
     /// Print the per-cpu/global ratio (and every policy's stalls) for 8, 16, 64, 128, 256 and 384 simulated CPUs.
     #[arg(long, conflicts_with_all = ["cpus", "callers", "policy", "targets", "duration_s"])]

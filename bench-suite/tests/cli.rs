@@ -344,7 +344,19 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
             "--writers names 16 twice",
         ),
         (&["torture", "--impl", "nonesuch"], "crossbeam-epoch"),
-        (&["torture", "--duration-s", "-1"], "unexpected argument"),
+        // A negative number is a value the option refuses, not an unknown
+        // flag: the message names the option and its bound.
+        (
+            &["torture", "--duration-s", "-1"],
+            "more than 0 seconds (got -1)",
+        ),
+        (&["refscale", "--threads", "-3"], "-3 is not in 1..=4096"),
+        (&["rcuscale", "--writers", "1,-2"], "-2 is not in 1..=4096"),
+        (&["membarrier", "--cpus", "-1"], "'--cpus <CPUS>'"),
+        (
+            &["compare", "--threshold-pct", "-5", "a", "b"],
+            "must be 0 or more",
+        ),
         (
             &["locktorture", "--stat-interval-s", "0.000001"],
             "at least 0.01 seconds",
