@@ -588,6 +588,39 @@ mod tests {
         assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
     }
 
+    /// `Debug` shows the reader count and each writer field of the word.
+    #[test]
+    fn debug_shows_readers_and_writer_fields() {
+        let lock = RawQRwLock::new();
+        lock.read_lock();
+        lock.read_lock();
+        assert_eq!(
+            format!("{lock:?}"),
+            "RawQRwLock { readers: 2, writer_locked: false, writer_waiting: false, .. }"
+        );
+        // SAFETY: two shared holds taken above.
+        unsafe {
+            lock.read_unlock();
+            lock.read_unlock();
+        }
+        lock.write_lock();
+        assert_eq!(
+            format!("{lock:?}"),
+            "RawQRwLock { readers: 0, writer_locked: true, writer_waiting: false, .. }"
+        );
+        // SAFETY: write-locked above.
+        unsafe { lock.write_unlock() };
+        // One reader inside and a writer waiting at the front, asleep.
+        lock.cnts.store(
+            READER_BIAS | WRITER_WAITING | HEAD_SLEEPING,
+            Ordering::Relaxed,
+        );
+        assert_eq!(
+            format!("{lock:?}"),
+            "RawQRwLock { readers: 1, writer_locked: false, writer_waiting: true, .. }"
+        );
+    }
+
     /// A write-locked lock, and a reader thread at the front of its queue,
     /// asleep on the word (the head's sleeper bit set); the reader unlocks
     /// and ends once it gets in.
