@@ -839,6 +839,42 @@ mod tests {
         );
     }
 
+    /// A fast-path reader that found WAITING holds a writer up with its bias
+    /// until it takes it back: when the last real reader leaves first, its
+    /// unlock sees that bias and does not wake the sleeping writer, so the
+    /// undo must. Real threads cannot hit the window between the add and the
+    /// undo on demand, so the test replays the fast path's add, the unlock,
+    /// then the undo. (The loom model
+    /// `a_failed_try_read_wakes_the_writer_its_bias_held_up` checks the same
+    /// wake through `try_read_lock`.)
+    #[test]
+    fn a_fast_path_readers_undo_wakes_the_writer_its_bias_held_up() {
+        test_support::within_a_deadline(
+            "a_fast_path_readers_undo_wakes_the_writer_its_bias_held_up (the writer at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let lock = Arc::new(RawQRwLock::new());
+                lock.read_lock();
+                let writer = writer_in_and_out(&lock);
+                until(&lock, |c| c == READER_BIAS | WRITER_WAITING | HEAD_SLEEPING);
+                // A reader's fast-path add, exactly as `read_lock` does it.
+                let cnts = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+                assert_ne!(cnts & WRITER_WAITING, 0, "read_lock backs off for this");
+                // SAFETY: the shared hold taken above. It sees the bias, so
+                // the writer may not go yet: no wake.
+                unsafe { lock.read_unlock() };
+                assert_ne!(
+                    lock.cnts.load(Ordering::Relaxed) & HEAD_SLEEPING,
+                    0,
+                    "the writer still sleeps"
+                );
+                lock.undo_reader_bias();
+                writer.join().unwrap();
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+            },
+        );
+    }
+
     /// A writer at the front sets WAITING, sleeps until the last reader
     /// leaves, and is woken by that read unlock.
     #[test]
