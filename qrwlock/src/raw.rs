@@ -875,6 +875,29 @@ mod tests {
         );
     }
 
+    /// A reader at the front asleep behind a writer that wakes and finds the
+    /// byte clear while its own sleeper bit is still set (here: woken by a
+    /// write unlock replayed as its RMW, then a futex wake before the bit is
+    /// cleared) clears only that bit and keeps its count.
+    #[test]
+    fn a_woken_reader_head_clears_only_its_sleeper_bit() {
+        test_support::within_a_deadline(
+            "a_woken_reader_head_clears_only_its_sleeper_bit (the reader at the front, never woken)",
+            Duration::from_secs(10),
+            || {
+                let (lock, reader) = reader_asleep_behind_a_writer();
+                // `write_unlock`'s RMW, then the wake without the bit's clear.
+                let cnts = lock.cnts.fetch_sub(WRITER_LOCKED, Ordering::Release);
+                assert_eq!(cnts, WRITER_LOCKED | HEAD_SLEEPING | READER_BIAS);
+                crate::futex::wake_all(&lock.cnts);
+                reader
+                    .join()
+                    .expect("the reader read-unlocked what it held");
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+            },
+        );
+    }
+
     /// A writer at the front sets WAITING, sleeps until the last reader
     /// leaves, and is woken by that read unlock.
     #[test]
