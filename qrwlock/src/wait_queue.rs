@@ -330,3 +330,56 @@ impl WaitQueue {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A holder whose successor has moved the tail but not linked yet asks
+    /// for the link (`awaiting_link()`) and sleeps on its own node; the
+    /// successor's link must set LINKED and wake it, and the holder then hands
+    /// the queue to that successor. Real threads cannot stop a successor
+    /// between its tail swap and its link, so the holder asks before the
+    /// successor comes; the pause lets it fall asleep first (if it has not,
+    /// the test only checks less).
+    #[test]
+    fn a_holder_waiting_for_its_successors_link_is_woken_by_it() {
+        test_support::within_a_deadline(
+            "a_holder_waiting_for_its_successors_link_is_woken_by_it (the holder asleep on its node, never woken)",
+            Duration::from_secs(10),
+            || {
+                let queue = WaitQueue::new();
+                let (a, b) = (QNode::new(true), QNode::new(true));
+                assert_eq!(queue.lock(&a), Entry::Front);
+                std::thread::scope(|s| {
+                    let holder = s.spawn(|| {
+                        let next = queue.wait_for_link(&a);
+                        // Grants `b` whatever the wait returned, so that a
+                        // wrong answer fails the assertion below instead of
+                        // leaving the successor waiting.
+                        // SAFETY: `b` lives until the scope ends, and is
+                        // granted nothing else.
+                        unsafe { grant(ptr::from_ref(&b).cast_mut(), GRANTED) };
+                        next.addr()
+                    });
+                    while a.state.load(Ordering::Relaxed) & SLEEPING == 0 && !holder.is_finished() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                    let successor = s.spawn(|| {
+                        assert_eq!(queue.lock(&b), Entry::Front);
+                        queue.unlock(&b);
+                    });
+                    assert_eq!(
+                        holder.join().unwrap(),
+                        ptr::from_ref(&b).addr(),
+                        "the link the holder waited for is its successor's node"
+                    );
+                    successor.join().unwrap();
+                });
+                assert!(queue.tail.load(Ordering::Relaxed).is_null(), "queue empty");
+            },
+        );
+    }
+}
