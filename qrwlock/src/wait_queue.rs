@@ -382,4 +382,40 @@ mod tests {
             },
         );
     }
+
+    /// A successor that links to a holder that did not ask for the link
+    /// leaves the holder's node alone afterwards: the holder may have seen
+    /// the link, handed the queue on and returned, popping the node off its
+    /// stack, so any later write to it would be a use after free.
+    #[test]
+    fn a_successor_does_not_touch_a_holder_that_did_not_ask_for_the_link() {
+        test_support::within_a_deadline(
+            "a_successor_does_not_touch_a_holder_that_did_not_ask_for_the_link (the successor, never granted)",
+            Duration::from_secs(10),
+            || {
+                let queue = WaitQueue::new();
+                let (a, b) = (QNode::new(true), QNode::new(true));
+                assert_eq!(queue.lock(&a), Entry::Front);
+                std::thread::scope(|s| {
+                    let successor = s.spawn(|| {
+                        assert_eq!(queue.lock(&b), Entry::Front);
+                        queue.unlock(&b);
+                    });
+                    // Asleep on its node: its link is done.
+                    while b.state.load(Ordering::Relaxed) & SLEEPING == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    assert_eq!(a.next.load(Ordering::Relaxed), ptr::from_ref(&b).cast_mut());
+                    let state = a.state.load(Ordering::Relaxed);
+                    queue.unlock(&a);
+                    successor.join().unwrap();
+                    assert_eq!(
+                        state, 0,
+                        "the successor wrote to the holder's node after linking"
+                    );
+                });
+                assert!(queue.tail.load(Ordering::Relaxed).is_null(), "queue empty");
+            },
+        );
+    }
 }
