@@ -418,4 +418,52 @@ mod tests {
             },
         );
     }
+
+    /// A reader at the front admits the readers queued directly behind it,
+    /// counting each in, and hands the queue to the first writer after them;
+    /// a reader behind that writer waits for the writer's turn.
+    #[test]
+    fn a_front_reader_admits_the_readers_behind_it_up_to_the_first_writer() {
+        test_support::within_a_deadline(
+            "a_front_reader_admits_the_readers_behind_it_up_to_the_first_writer (a queued thread, never granted)",
+            Duration::from_secs(10),
+            || {
+                let queue = WaitQueue::new();
+                let front = QNode::new(false);
+                let nodes = [false, false, true, false].map(QNode::new);
+                assert_eq!(queue.lock(&front), Entry::Front);
+                std::thread::scope(|s| {
+                    let waiters: Vec<_> = nodes
+                        .iter()
+                        .map(|node| {
+                            let waiter = s.spawn(|| {
+                                let entry = queue.lock(node);
+                                if entry == Entry::Front {
+                                    queue.unlock(node);
+                                }
+                                entry
+                            });
+                            // Joined: the tail is its node (queued in order).
+                            while queue.tail.load(Ordering::Relaxed).cast_const()
+                                != ptr::from_ref(node)
+                            {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            waiter
+                        })
+                        .collect();
+                    let mut admitted = 0;
+                    queue.unlock_admitting_readers(&front, || admitted += 1);
+                    let entries: Vec<_> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+                    assert_eq!(
+                        entries,
+                        [Entry::Admitted, Entry::Admitted, Entry::Front, Entry::Front],
+                        "readers, writer, reader"
+                    );
+                    assert_eq!(admitted, 2, "each admitted reader counted in once");
+                });
+                assert!(queue.tail.load(Ordering::Relaxed).is_null(), "queue empty");
+            },
+        );
+    }
 }
