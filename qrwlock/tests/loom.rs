@@ -436,6 +436,29 @@ fn cond_load_never_loses_a_wake_up() {
     });
 }
 
+/// A waiter for the word to reach zero sleeps on the value it announced (the
+/// one with its sleeper bit), not on the value it read before: if the RMW
+/// that satisfies it, and the waker's clearing of the bit, both come between
+/// its announcing CAS and its sleep, the word is zero by then, and a sleep on
+/// zero (what the sleeper bit's `|=` turned into `&=` gives) never ends.
+#[test]
+fn cond_load_sleeps_on_the_value_with_its_sleeper_bit() {
+    const SLEEPER: u32 = 1 << 31;
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let word = Arc::new(AtomicU32::new(1));
+        let waker = {
+            let word = word.clone();
+            thread::spawn(move || {
+                let previous = word.fetch_sub(1, Release);
+                wake_sleepers(&word, previous, SLEEPER);
+            })
+        };
+        let seen = cond_load_acquire(&word, SLEEPER, |v| v == 0);
+        assert_eq!(seen & !SLEEPER, 0);
+        waker.join().unwrap();
+    });
+}
+
 /// Three readers queue behind a writer that holds the lock. The front admits
 /// the others one by one, and may find one of them not yet linked to the next:
 /// it then waits for `LINKED` on that reader's node, whose owner waits on the
