@@ -621,6 +621,28 @@ mod tests {
         );
     }
 
+    /// A reader that finds no writer bit enters on the fast path, without
+    /// queueing (the crate's *Fairness*), even while someone holds the wait
+    /// queue: here the test holds it, as a writer at the front does just
+    /// before it looks at the free word.
+    #[test]
+    fn a_reader_that_finds_no_writer_bit_enters_without_queueing() {
+        test_support::within_a_deadline(
+            "a_reader_that_finds_no_writer_bit_enters_without_queueing (the reader queued behind the queue's holder)",
+            Duration::from_secs(10),
+            || {
+                let lock = RawQRwLock::new();
+                let node = QNode::new(true);
+                assert_eq!(lock.wait_queue.lock(&node), Entry::Front);
+                lock.read_lock();
+                assert_eq!(lock.cnts.load(Ordering::Relaxed), READER_BIAS);
+                // SAFETY: taken just above.
+                unsafe { lock.read_unlock() };
+                lock.wait_queue.unlock(&node);
+            },
+        );
+    }
+
     /// A write-locked lock, and a reader thread at the front of its queue,
     /// asleep on the word (the head's sleeper bit set); the reader unlocks
     /// and ends once it gets in.
