@@ -429,6 +429,24 @@ mod tests {
         assert!(!object.is_live(), "a wrong sequence number read as live");
     }
 
+    /// The check word binds every bit of the sequence number: a sequence
+    /// number wrong in any one bit (a torn or half-written object) does not
+    /// read as live, whichever bits of [`LIVE`] its rotation lands on.
+    #[test]
+    fn a_sequence_number_wrong_in_any_one_bit_is_not_live() {
+        let ledger = Ledger::new();
+        let mut object = TortureObject::new(&ledger, 7);
+        for bit in 0..u64::BITS {
+            object.seq = 7 ^ (1 << bit);
+            assert!(
+                !object.is_live(),
+                "a sequence number wrong in bit {bit} read as live"
+            );
+        }
+        object.seq = 7;
+        assert!(object.is_live());
+    }
+
     /// Age alone frees nothing: however long they waited, objects stay until
     /// the quarantine holds more than [`QUARANTINE`].
     #[test]
