@@ -1751,6 +1751,52 @@ mod tests {
         });
     }
 
+    /// Every implementation's reads check the object they reach: with its
+    /// published object reclaimed under it (as a premature reclamation
+    /// would), a plain read returns false and a held read finds it not
+    /// live. A read that checked nothing would pass every use-after-free.
+    #[test]
+    fn every_implementations_reads_find_an_object_reclaimed_under_them() {
+        test_support::within_a_deadline(
+            "reads of a reclaimed object",
+            Duration::from_secs(60),
+            || {
+                let built = each_implementation(false, |name, primitive, _ledger| {
+                    // On a thread of its own, which exits (a qsbr reader goes
+                    // offline) before the primitive is dropped.
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            assert!(
+                                primitive.read(),
+                                "{name}: its first object read as not live"
+                            );
+                            let mut reached = std::ptr::null::<TortureObject>();
+                            primitive.read_with(&mut |object| reached = object);
+                            assert!(!reached.is_null(), "{name}: read_with reached no object");
+                            // SAFETY: the published object, a `TortureObject::new`
+                            // box. The quarantine keeps it allocated until the
+                            // ledger closes, after the primitive's drop, whose
+                            // second reclamation of it the ledger counts and
+                            // leaves alone.
+                            unsafe { object::reclaim(reached.cast_mut()) };
+                            assert!(
+                                !primitive.read(),
+                                "{name}: a read passed an object reclaimed under it"
+                            );
+                            assert!(
+                                !held_read(primitive, || {}),
+                                "{name}: a held read passed an object reclaimed under it"
+                            );
+                        })
+                        .join()
+                        .unwrap();
+                    });
+                });
+                assert_eq!(built.len(), contenders().count(), "{built:?}");
+            },
+        );
+    }
+
     #[test]
     fn implementations_run_at_once_or_in_turn() {
         let chosen: Vec<_> = implementations().iter().take(2).collect();
