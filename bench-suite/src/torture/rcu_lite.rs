@@ -322,6 +322,58 @@ mod tests {
         assert_eq!(ledger.reclaimed(), 1);
     }
 
+    /// Whether `cell.replace` of an object numbered `seq`, made on another
+    /// thread while this one holds a memb read section, returned within
+    /// `patience`. The section then ends, which lets a replacement that
+    /// waits for it go.
+    fn returns_during_a_section(
+        cell: &RcuLite<Memb>,
+        ledger: &Arc<Ledger>,
+        seq: u64,
+        patience: Duration,
+    ) -> bool {
+        std::thread::scope(|s| {
+            let section = memb::read_lock();
+            let writer = s.spawn(|| cell.replace(TortureObject::new(ledger, seq)));
+            let deadline = std::time::Instant::now() + patience;
+            while !writer.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let returned = writer.is_finished();
+            drop(section);
+            returned
+        })
+    }
+
+    /// Writers take the cell's three ways by sequence number (the module
+    /// docs): `replace` and `update` hand the old value to `call_rcu` and
+    /// return while a reader holds its section, `replace_and_synchronize`
+    /// waits for it. A rotation stuck on one way would leave the others
+    /// untortured. (The bound on a `call_rcu` replacement is far above what
+    /// it takes; a synchronizing one never returns within a section.)
+    #[test]
+    fn writers_take_the_cells_three_ways_by_sequence_number() {
+        test_support::within_a_deadline("rcu-lite's three ways", Duration::from_secs(120), || {
+            let ledger = Ledger::new();
+            let cell = RcuLite::<Memb>::new(&Options {
+                ledger: Arc::clone(&ledger),
+                ..Options::default()
+            });
+            let long = Duration::from_secs(10);
+            for (seq, way) in [(6, "replace"), (7, "update")] {
+                assert!(
+                    returns_during_a_section(&cell, &ledger, seq, long),
+                    "object {seq}: {way} (a call_rcu) waited for a reader"
+                );
+            }
+            assert!(
+                !returns_during_a_section(&cell, &ledger, 8, Duration::from_millis(100)),
+                "object 8: returned while a reader held its section, so it did not \
+                     replace_and_synchronize"
+            );
+        });
+    }
+
     /// Dropping the torture cell waits for its pending `call_rcu`
     /// reclamations (`rcu_barrier`): the run's ledger must see every object
     /// reclaimed before it closes, or a leak is reported.
