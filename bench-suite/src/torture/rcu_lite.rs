@@ -285,6 +285,34 @@ mod tests {
         assert!(tracked.object().is_live());
     }
 
+    /// The check word binds every bit of the pointer: a pointer word wrong
+    /// in any one bit that alignment leaves free (a torn write, the
+    /// allocator's key over part of it) is not followed, whichever bits of
+    /// [`TRACKED_LIVE`] that bit meets.
+    #[test]
+    fn a_pointer_wrong_in_any_one_bit_is_not_followed() {
+        let ledger = Ledger::new();
+        let tracked = Tracked::new(TortureObject::new(&ledger, 4));
+        let real = tracked.object.load(Relaxed);
+        let free_bits = std::mem::align_of::<TortureObject>().trailing_zeros()..u64::BITS;
+        // Only compared, never read; the real pointer is back before any
+        // assertion, so that the drop reclaims the real object.
+        let followed: Vec<u32> = free_bits
+            .filter(|bit| {
+                tracked
+                    .object
+                    .store(real.map_addr(|a| a ^ (1 << bit)), Relaxed);
+                !std::ptr::eq(tracked.object(), &object::RECLAIMED)
+            })
+            .collect();
+        tracked.object.store(real, Relaxed);
+        assert!(
+            followed.is_empty(),
+            "pointers wrong in bits {followed:?} were followed"
+        );
+        assert!(tracked.object().is_live());
+    }
+
     /// `Rcu::replace_and_synchronize` moves the value out of its box and
     /// frees the box before the value's drop, so the box is freed with its
     /// words unpoisoned. A reader that loaded the magic word before that
