@@ -310,6 +310,33 @@ mod tests {
         assert_eq!(ledger.unreclaimed(), 0);
     }
 
+    /// Closing a ledger frees its quarantine, and an object reclaimed after
+    /// the close is freed at once: each object holds a weak reference to
+    /// its ledger until it is freed.
+    #[test]
+    fn closing_frees_the_quarantine_and_later_reclamations_at_once() {
+        let ledger = Ledger::new();
+        for seq in 0..3 {
+            // SAFETY: a `TortureObject::new` box; the quarantine owns it now.
+            unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, seq))) };
+        }
+        assert_eq!(Arc::weak_count(&ledger), 3, "the quarantine holds three");
+        ledger.close();
+        assert_eq!(
+            Arc::weak_count(&ledger),
+            0,
+            "the close left objects quarantined"
+        );
+        // SAFETY: as above.
+        unsafe { reclaim(Box::into_raw(TortureObject::new(&ledger, 3))) };
+        assert_eq!(
+            Arc::weak_count(&ledger),
+            0,
+            "an object reclaimed after the close was kept"
+        );
+        assert_eq!(ledger.reclaimed(), 4);
+    }
+
     #[test]
     #[cfg_attr(miri, ignore = "tens of thousands of allocations: minutes under miri")]
     fn the_quarantine_keeps_young_objects_past_its_size() {
