@@ -137,6 +137,39 @@ mod tests {
         }
     }
 
+    /// Which way a replacement reclaims (synchronize then reclaim, or
+    /// retire) is not tied to the way the one before it went, which
+    /// published the object it unpublishes (see [`Hazptr::replacements`]):
+    /// an object published by a synchronizing replacement, which stays
+    /// published longest, is reclaimed either way. A synchronize shows as
+    /// the old object reclaimed before the call returns; a retire waits for
+    /// the domain's threshold, far off here.
+    #[test]
+    fn objects_published_by_a_synchronize_are_reclaimed_either_way() {
+        let ledger = object::Ledger::new();
+        let hazptr = Hazptr::new(&Options {
+            ledger: std::sync::Arc::clone(&ledger),
+            ..Options::default()
+        });
+        let mut synchronized = Vec::new();
+        for seq in 1..=16 {
+            let before = ledger.reclaimed();
+            hazptr.replace(TortureObject::new(&ledger, seq));
+            synchronized.push(ledger.reclaimed() > before);
+        }
+        // Replacement n + 1 unpublishes the object replacement n published.
+        let after_a_synchronize: std::collections::HashSet<bool> = synchronized
+            .windows(2)
+            .filter(|pair| pair[0])
+            .map(|pair| pair[1])
+            .collect();
+        assert_eq!(
+            after_a_synchronize.len(),
+            2,
+            "synchronized, replacement by replacement: {synchronized:?}"
+        );
+    }
+
     /// Without `--slow-path`, one read in [`OVERFLOW_EVERY`] nests past the
     /// thread's slots, so its guard takes a backup slot: a domain that only
     /// these reads used has one (and none before).
