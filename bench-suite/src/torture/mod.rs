@@ -1797,6 +1797,46 @@ mod tests {
         );
     }
 
+    /// Every implementation's replacement publishes the object it is given:
+    /// the next section reaches it. A writer that dropped it instead would
+    /// leave the readers checking the first object for ever, which
+    /// crossbeam-epoch, exempt from the leak check, would pass.
+    #[test]
+    fn every_implementations_replacement_publishes_its_object() {
+        test_support::within_a_deadline(
+            "replacements of every implementation",
+            Duration::from_secs(60),
+            || {
+                let built = each_implementation(false, |name, primitive, ledger| {
+                    // Each read on a thread of its own, which exits (a qsbr
+                    // reader goes offline) before the next replacement.
+                    let reached = || {
+                        std::thread::scope(|s| {
+                            s.spawn(|| {
+                                let mut seq = None;
+                                primitive.read_with(&mut |object| seq = Some(object.seq()));
+                                seq
+                            })
+                            .join()
+                            .unwrap()
+                        })
+                    };
+                    assert_eq!(reached(), Some(0), "{name}: the first object");
+                    // Three: each way of rcu-lite's rotation.
+                    for seq in 1..=3 {
+                        primitive.replace(TortureObject::new(ledger, seq));
+                        assert_eq!(
+                            reached(),
+                            Some(seq),
+                            "{name}: a section after replacement {seq} did not reach its object"
+                        );
+                    }
+                });
+                assert_eq!(built.len(), contenders().count(), "{built:?}");
+            },
+        );
+    }
+
     #[test]
     fn implementations_run_at_once_or_in_turn() {
         let chosen: Vec<_> = implementations().iter().take(2).collect();
