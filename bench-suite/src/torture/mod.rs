@@ -1229,6 +1229,48 @@ mod tests {
         );
     }
 
+    /// Merged rounds report the most memory any round held back and its
+    /// longest write, not the median round's, and every round's rate in
+    /// the order the rounds ran.
+    #[test]
+    fn merged_rounds_keep_the_largest_figures_and_every_rate() {
+        let round = |replaced: u64, unreclaimed_max: u64, write_max_ms: f64, rss: u64| Outcome {
+            name: "merged".into(),
+            readers: 1,
+            writers: 1,
+            slow_path: false,
+            deferred_only: false,
+            duration_s: 1.0,
+            reads: 10,
+            replaced,
+            errors: 0,
+            unreclaimed_max,
+            unreclaimed_halves: [1, 1],
+            write_max_ms,
+            rss_max_kib: Some(rss),
+            faults: None,
+            failure: None,
+            replaced_per_s_rounds: Vec::new(),
+        };
+        // The median round (200 per second) has the smallest figures.
+        let merged = merge_rounds(vec![
+            round(300, 7, 2.0, 900),
+            round(200, 1, 1.0, 100),
+            round(100, 5, 9.0, 500),
+        ]);
+        assert_eq!(merged.replaced, 200, "{merged:?}");
+        assert_eq!(
+            (
+                merged.unreclaimed_max,
+                merged.write_max_ms,
+                merged.rss_max_kib
+            ),
+            (7, 9.0, Some(900)),
+            "{merged:?}"
+        );
+        assert_eq!(merged.replaced_per_s_by_round(), [300.0, 200.0, 100.0]);
+    }
+
     /// A writer that drops what it replaces instead of handing it to
     /// reclamation: nothing is ever reclaimed, so no read can find a
     /// premature reclamation, and the run must fail rather than pass.
