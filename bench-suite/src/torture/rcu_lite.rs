@@ -407,37 +407,45 @@ mod tests {
     /// reclaimed before it closes, or a leak is reported.
     #[test]
     fn dropping_waits_for_pending_reclamations() {
-        let ledger = Ledger::new();
-        let cell = RcuLite::<Memb>::new(&Options {
-            ledger: Arc::clone(&ledger),
-            ..Options::default()
-        });
-        let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
-        std::thread::scope(|s| {
-            // A reader whose section holds up every grace period.
-            s.spawn(|| {
-                let _section = memb::read_lock();
-                inside.store(true, SeqCst);
-                while !release.load(SeqCst) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            });
-            while !inside.load(SeqCst) {
-                std::thread::yield_now();
-            }
-            // Sequence number 3: `Rcu::replace`, a `call_rcu`.
-            cell.replace(TortureObject::new(&ledger, 3));
-            let dropper = s.spawn(move || drop(cell));
-            // A drop that does not wait returns meanwhile.
-            std::thread::sleep(Duration::from_millis(100));
-            let (returned, pending) = (dropper.is_finished(), ledger.unreclaimed());
-            release.store(true, SeqCst);
-            dropper.join().unwrap();
-            assert!(
-                !returned || pending == 0,
-                "the cell's drop returned with {pending} reclamations pending"
-            );
-        });
-        assert_eq!(ledger.unreclaimed(), 0);
+        // A replacement that synchronized would wait for the reader below,
+        // which waits for the replacement: a hang, failed by the deadline.
+        test_support::within_a_deadline(
+            "a cell's drop with a reclamation pending",
+            Duration::from_secs(60),
+            || {
+                let ledger = Ledger::new();
+                let cell = RcuLite::<Memb>::new(&Options {
+                    ledger: Arc::clone(&ledger),
+                    ..Options::default()
+                });
+                let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
+                std::thread::scope(|s| {
+                    // A reader whose section holds up every grace period.
+                    s.spawn(|| {
+                        let _section = memb::read_lock();
+                        inside.store(true, SeqCst);
+                        while !release.load(SeqCst) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    });
+                    while !inside.load(SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    // Sequence number 3: `Rcu::replace`, a `call_rcu`.
+                    cell.replace(TortureObject::new(&ledger, 3));
+                    let dropper = s.spawn(move || drop(cell));
+                    // A drop that does not wait returns meanwhile.
+                    std::thread::sleep(Duration::from_millis(100));
+                    let (returned, pending) = (dropper.is_finished(), ledger.unreclaimed());
+                    release.store(true, SeqCst);
+                    dropper.join().unwrap();
+                    assert!(
+                        !returned || pending == 0,
+                        "the cell's drop returned with {pending} reclamations pending"
+                    );
+                });
+                assert_eq!(ledger.unreclaimed(), 0);
+            },
+        );
     }
 }
