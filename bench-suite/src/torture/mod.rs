@@ -1902,6 +1902,51 @@ mod tests {
         }
     }
 
+    /// Every implementation hands each object it replaces to reclamation:
+    /// once it is dropped, and (for crossbeam-epoch, whose global collector
+    /// may keep deferred objects past the drop, which exempts it from the
+    /// run's leak check) once that collector has caught up, every object
+    /// it was given is reclaimed. A writer that publishes without retiring
+    /// the old object would leak; torture's reads would never notice.
+    #[test]
+    fn every_implementation_reclaims_what_it_replaced() {
+        test_support::within_a_deadline(
+            "every implementation reclaims what it replaced",
+            Duration::from_secs(60),
+            || {
+                for imp in contenders() {
+                    let ledger = Ledger::new();
+                    let primitive = (imp.make)(&Options {
+                        ledger: Arc::clone(&ledger),
+                        slow_path: false,
+                        deferred_only: false,
+                    })
+                    .expect("every contender builds without deferred_only");
+                    let reclaims_all = primitive.reclaims_all_when_dropped();
+                    for seq in 1..=500 {
+                        primitive.replace(TortureObject::new(&ledger, seq));
+                    }
+                    drop(primitive);
+                    if !reclaims_all {
+                        // Pinning and flushing advances crossbeam's global
+                        // epoch and runs what it deferred; other tests' pins
+                        // only delay it, so give it a while.
+                        let until = Instant::now() + Duration::from_secs(20);
+                        while ledger.unreclaimed() > 0 && Instant::now() < until {
+                            crossbeam_epoch::pin().flush();
+                        }
+                    }
+                    assert_eq!(
+                        (ledger.allocated(), ledger.reclaimed()),
+                        (501, 501),
+                        "{}: (allocated, reclaimed) after 500 replacements and the drop",
+                        imp.name
+                    );
+                }
+            },
+        );
+    }
+
     #[test]
     fn implementations_run_at_once_or_in_turn() {
         let chosen: Vec<_> = implementations().iter().take(2).collect();
