@@ -1188,11 +1188,10 @@ mod tests {
         );
     }
 
-    /// Merged rounds fail if any round did: its errors are summed, not the
-    /// median round's taken.
-    #[test]
-    fn merged_rounds_keep_every_rounds_errors() {
-        let round = |replaced: u64, errors: u64, failure: Option<&str>| Outcome {
+    /// One 1 s round of `merged`, one reader and one writer, that replaced
+    /// `replaced` objects, without errors or failure.
+    fn a_clean_round(replaced: u64) -> Outcome {
+        Outcome {
             name: "merged".into(),
             readers: 1,
             writers: 1,
@@ -1201,14 +1200,25 @@ mod tests {
             duration_s: 1.0,
             reads: 10,
             replaced,
-            errors,
+            errors: 0,
             unreclaimed_max: 1,
             unreclaimed_halves: [1, 1],
             write_max_ms: 1.0,
             rss_max_kib: None,
             faults: None,
-            failure: failure.map(String::from),
+            failure: None,
             replaced_per_s_rounds: Vec::new(),
+        }
+    }
+
+    /// Merged rounds fail if any round did: its errors are summed, not the
+    /// median round's taken.
+    #[test]
+    fn merged_rounds_keep_every_rounds_errors() {
+        let round = |replaced: u64, errors: u64, failure: Option<&str>| Outcome {
+            errors,
+            failure: failure.map(String::from),
+            ..a_clean_round(replaced)
         };
         // The median round (200 per second) is clean; the others are not.
         let merged = merge_rounds(vec![
@@ -1235,22 +1245,10 @@ mod tests {
     #[test]
     fn merged_rounds_keep_the_largest_figures_and_every_rate() {
         let round = |replaced: u64, unreclaimed_max: u64, write_max_ms: f64, rss: u64| Outcome {
-            name: "merged".into(),
-            readers: 1,
-            writers: 1,
-            slow_path: false,
-            deferred_only: false,
-            duration_s: 1.0,
-            reads: 10,
-            replaced,
-            errors: 0,
             unreclaimed_max,
-            unreclaimed_halves: [1, 1],
             write_max_ms,
             rss_max_kib: Some(rss),
-            faults: None,
-            failure: None,
-            replaced_per_s_rounds: Vec::new(),
+            ..a_clean_round(replaced)
         };
         // The median round (200 per second) has the smallest figures.
         let merged = merge_rounds(vec![
