@@ -942,6 +942,42 @@ mod tests {
         assert!(outcome.fail > 0, "{outcome:?}");
     }
 
+    /// The exclusion check itself, entered by hand on one thread: a writer
+    /// beside a writer, a writer beside readers and a reader beside a writer
+    /// each count one failure, on the side that entered last; a writer
+    /// alone, readers beside readers, and a writer after everyone left
+    /// count none.
+    #[test]
+    fn the_exclusion_check_counts_every_overlap_with_a_writer_on_the_side_that_entered() {
+        let arena = Arena::new(Box::new(NoLock), kernel_delays(2, 2));
+        let fails = || {
+            (
+                arena.write_fail.load(Relaxed),
+                arena.read_fail.load(Relaxed),
+            )
+        };
+        {
+            let _w = arena.enter_write();
+            assert_eq!(fails(), (0, 0), "a writer alone");
+            let _w2 = arena.enter_write();
+            assert_eq!(fails(), (1, 0), "a writer beside a writer");
+        }
+        {
+            let _r = arena.enter_read();
+            let _r2 = arena.enter_read();
+            assert_eq!(fails(), (1, 0), "readers beside readers");
+            let _w = arena.enter_write();
+            assert_eq!(fails(), (2, 0), "a writer beside readers");
+        }
+        {
+            let _w = arena.enter_write();
+            let _r = arena.enter_read();
+            assert_eq!(fails(), (2, 1), "a reader beside a writer");
+        }
+        let _w = arena.enter_write();
+        assert_eq!(fails(), (2, 1), "a writer after everyone left");
+    }
+
     #[test]
     fn a_statistics_line_late_past_its_interval_sets_the_next_from_now() {
         let at = Instant::now();
