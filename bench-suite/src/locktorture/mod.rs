@@ -978,6 +978,38 @@ mod tests {
         assert_eq!(fails(), (2, 1), "a writer after everyone left");
     }
 
+    /// A run fails (`syncbench locktorture` exits 1) on any exclusion
+    /// failure or any other failure, and names each; a clean run passes.
+    #[test]
+    fn a_run_fails_on_any_exclusion_failure_or_failure_and_only_then() {
+        assert_eq!(round(100, 0, 0).why_failed(), None);
+        assert_eq!(
+            round(100, 1, 0).why_failed().as_deref(),
+            Some("1 exclusion failure")
+        );
+        assert_eq!(
+            round(100, 0, 2).why_failed().as_deref(),
+            Some("2 exclusion failures")
+        );
+        let hang = || Some("hang: writers made no progress".to_owned());
+        let hung = Outcome {
+            failure: hang(),
+            ..round(100, 0, 0)
+        };
+        assert_eq!(
+            hung.why_failed().as_deref(),
+            Some("hang: writers made no progress")
+        );
+        let both = Outcome {
+            failure: hang(),
+            ..round(100, 1, 2)
+        };
+        assert_eq!(
+            both.why_failed().as_deref(),
+            Some("3 exclusion failures, hang: writers made no progress")
+        );
+    }
+
     #[test]
     fn a_statistics_line_late_past_its_interval_sets_the_next_from_now() {
         let at = Instant::now();
