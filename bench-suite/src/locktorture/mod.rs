@@ -1308,4 +1308,36 @@ mod tests {
             (7, 3, 4)
         );
     }
+
+    /// A failure (a hang, a foreign panic) in a round other than the median
+    /// one still fails the merged outcome, named by its round, and every
+    /// round's starvation verdicts stay.
+    #[test]
+    fn merged_rounds_keep_a_failure_and_the_starvation_of_rounds_other_than_the_median() {
+        let hung = Outcome {
+            failure: Some("hang: readers made no progress".into()),
+            reads: Counts {
+                total: 11,
+                max: 10,
+                min: 1,
+            },
+            ..round(2400, 0, 0)
+        };
+        let merged = merge_rounds(vec![hung, round(800, 0, 0), round(1600, 0, 0)]);
+        assert_eq!(merged.writes.total, 1600, "{merged:?}");
+        assert_eq!(
+            merged.failure.as_deref(),
+            Some("round 1 of 3: hang: readers made no progress")
+        );
+        assert_eq!(
+            merged.why_failed().as_deref(),
+            Some("round 1 of 3: hang: readers made no progress")
+        );
+        let readers_starved: Vec<bool> = merged
+            .starved_by_round()
+            .iter()
+            .map(|s| s.readers)
+            .collect();
+        assert_eq!(readers_starved, [true, false, false], "{merged:?}");
+    }
 }
