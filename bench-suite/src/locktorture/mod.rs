@@ -1010,6 +1010,40 @@ mod tests {
         );
     }
 
+    /// A lock without exclusion fails on each side that saw a writer beside
+    /// it, and the outcome's `fail` is the sides' sum: writers alone fail as
+    /// writers only; writers with readers fail on both sides.
+    #[test]
+    fn a_lock_without_exclusion_fails_on_each_side_that_saw_it_and_fail_is_their_sum() {
+        test_support::within_a_deadline("torturing NoLock", Duration::from_secs(60), || {
+            let imp = Implementation::<dyn TortureLock> {
+                name: "none",
+                summary: "no locking at all",
+                origin: crate::registry::Origin::Peer,
+                make: |_| Ok(Box::new(NoLock)),
+            };
+            let config = |readers| Config {
+                writers: 2,
+                readers,
+                duration: Duration::from_millis(300),
+                stat_interval: None,
+                write_hold: Duration::from_micros(50),
+                read_hold: Duration::from_micros(50),
+                faults: false,
+                stall_limit: Config::STALL_LIMIT,
+            };
+            let mut progress = Progress::new(1, "test");
+            let writers_only = torture(&imp, config(0), &mut progress, None).unwrap();
+            let o = &writers_only;
+            assert!(o.write_fail > 0, "{o:?}");
+            assert_eq!((o.read_fail, o.fail), (0, o.write_fail), "{o:?}");
+            let both = torture(&imp, config(2), &mut progress, None).unwrap();
+            let o = &both;
+            assert!(o.write_fail > 0 && o.read_fail > 0, "{o:?}");
+            assert_eq!(o.fail, o.write_fail + o.read_fail, "{o:?}");
+        });
+    }
+
     #[test]
     fn a_statistics_line_late_past_its_interval_sets_the_next_from_now() {
         let at = Instant::now();
