@@ -1215,6 +1215,72 @@ mod tests {
         assert!(began.elapsed() < Duration::from_secs(10), "{outcome:?}");
     }
 
+    /// No exclusion; the first acquisition on the `writes` side waits a
+    /// second, as a side starved for that long would.
+    struct OneSideLate {
+        writes: bool,
+        waited: AtomicBool,
+    }
+
+    impl OneSideLate {
+        fn section(&self, write: bool, section: &mut dyn FnMut()) {
+            if write == self.writes && !self.waited.swap(true, Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            section();
+        }
+    }
+
+    impl TortureLock for OneSideLate {
+        fn write_section(&self, section: &mut dyn FnMut()) {
+            self.section(true, section)
+        }
+        fn read_section(&self, section: &mut dyn FnMut()) {
+            self.section(false, section)
+        }
+    }
+
+    /// Either side stalled past the stall limit while the other progresses
+    /// is a reported hang, named for that side.
+    #[test]
+    fn a_side_stalled_while_the_other_progresses_is_a_reported_hang() {
+        test_support::within_a_deadline("one side late", Duration::from_secs(60), || {
+            for (writes, label) in [(true, "writers"), (false, "readers")] {
+                let imp = Implementation::<dyn TortureLock> {
+                    name: "one-side-late",
+                    summary: "one side's first acquisition waits 1 s",
+                    origin: crate::registry::Origin::Peer,
+                    make: if writes {
+                        |_| {
+                            Ok(Box::new(OneSideLate {
+                                writes: true,
+                                waited: AtomicBool::new(false),
+                            }))
+                        }
+                    } else {
+                        |_| {
+                            Ok(Box::new(OneSideLate {
+                                writes: false,
+                                waited: AtomicBool::new(false),
+                            }))
+                        }
+                    },
+                };
+                let config = Config {
+                    stall_limit: Duration::from_millis(200),
+                    duration: Duration::from_secs(2),
+                    ..kernel_delays(1, 1)
+                };
+                let outcome = torture(&imp, config, &mut Progress::new(1, "test"), None).unwrap();
+                let failure = outcome.failure.as_deref().unwrap_or_default();
+                assert!(
+                    failure.starts_with(&format!("hang: {label} made no progress")),
+                    "{outcome:?}"
+                );
+            }
+        });
+    }
+
     /// Every lock goes through one full cycle of faults, each kind once,
     /// with exclusion intact; std's poisoned lock is recovered.
     #[test]
