@@ -1281,6 +1281,28 @@ mod tests {
         });
     }
 
+    /// A run without readers, or without writers, watches no progress of
+    /// the missing side (nor of a fault driver it does not run): a run
+    /// longer than the stall limit passes.
+    #[test]
+    fn a_missing_side_is_no_hang() {
+        test_support::within_a_deadline("one side only", Duration::from_secs(60), || {
+            let imp = implementations()
+                .iter()
+                .find(|i| i.name == "parking_lot")
+                .expect("the parking_lot peer");
+            for (writers, readers) in [(2, 0), (0, 2)] {
+                let config = Config {
+                    stall_limit: Duration::from_millis(500),
+                    duration: Duration::from_millis(1500),
+                    ..kernel_delays(writers, readers)
+                };
+                let o = torture(imp, config, &mut Progress::new(1, "test"), None).unwrap();
+                assert_eq!(o.why_failed(), None, "{writers}w/{readers}r: {o:?}");
+            }
+        });
+    }
+
     /// Every lock goes through one full cycle of faults, each kind once,
     /// with exclusion intact; std's poisoned lock is recovered.
     #[test]
