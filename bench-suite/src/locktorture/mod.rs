@@ -1418,6 +1418,36 @@ mod tests {
         }
     }
 
+    /// Exclusion between the sides went unchecked on the side that never got
+    /// in while the other did, either side; not where both got in, where
+    /// neither did (that run checked nothing at all), or where the run had
+    /// one side only.
+    #[test]
+    fn exclusion_is_unchecked_on_the_side_that_never_got_in_while_the_other_did() {
+        let none = Counts::default();
+        let readers_out = Outcome {
+            reads: none,
+            ..round(100, 0, 0)
+        };
+        assert_eq!(readers_out.exclusion_unchecked_side(), Some("read"));
+        let writers_out = Outcome {
+            writes: none,
+            ..round(100, 0, 0)
+        };
+        assert_eq!(writers_out.exclusion_unchecked_side(), Some("write"));
+        assert_eq!(round(100, 0, 0).exclusion_unchecked_side(), None);
+        let neither = Outcome {
+            writes: none,
+            ..readers_out.clone()
+        };
+        assert_eq!(neither.exclusion_unchecked_side(), None);
+        let writers_only = Outcome {
+            readers: 0,
+            ..readers_out
+        };
+        assert_eq!(writers_only.exclusion_unchecked_side(), None);
+    }
+
     /// Merged rounds are the median round by writer rate (whichever round
     /// ran it), with every round's rate and every round's failures.
     #[test]
