@@ -1461,6 +1461,19 @@ mod tests {
         );
     }
 
+    /// Each side's exclusion failures are summed over the rounds too: a
+    /// reader's failure in a round other than the median one stays a
+    /// reader's.
+    #[test]
+    fn merged_rounds_sum_each_sides_failures_over_every_round() {
+        let merged = merge_rounds(vec![round(2400, 0, 2), round(800, 0, 0), round(1600, 0, 0)]);
+        assert_eq!(merged.writes.total, 1600, "{merged:?}");
+        assert_eq!(
+            (merged.fail, merged.write_fail, merged.read_fail),
+            (2, 0, 2)
+        );
+    }
+
     /// A failure (a hang, a foreign panic) in a round other than the median
     /// one still fails the merged outcome, named by its round, and every
     /// round's starvation verdicts stay.
