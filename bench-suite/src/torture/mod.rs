@@ -1877,19 +1877,28 @@ mod tests {
         );
     }
 
+    /// `imp` built on the fast path, not deferred-only, with a ledger of
+    /// its own.
+    fn built_with_a_ledger(
+        imp: &Implementation<dyn Torture, Options>,
+    ) -> (Arc<Ledger>, Box<dyn Torture>) {
+        let ledger = Ledger::new();
+        let primitive = (imp.make)(&Options {
+            ledger: Arc::clone(&ledger),
+            slow_path: false,
+            deferred_only: false,
+        })
+        .expect("every contender builds without deferred_only");
+        (ledger, primitive)
+    }
+
     /// Dropping any implementation reclaims the object it publishes, even
     /// crossbeam-epoch, which the run's leak check exempts (its retired
     /// objects may outlive it).
     #[test]
     fn dropping_any_implementation_reclaims_its_published_object() {
         for imp in contenders() {
-            let ledger = Ledger::new();
-            let primitive = (imp.make)(&Options {
-                ledger: Arc::clone(&ledger),
-                slow_path: false,
-                deferred_only: false,
-            })
-            .expect("every contender builds without deferred_only");
+            let (ledger, primitive) = built_with_a_ledger(imp);
             drop(primitive);
             assert_eq!(
                 (ledger.allocated(), ledger.reclaimed()),
@@ -1913,13 +1922,7 @@ mod tests {
             Duration::from_secs(60),
             || {
                 for imp in contenders() {
-                    let ledger = Ledger::new();
-                    let primitive = (imp.make)(&Options {
-                        ledger: Arc::clone(&ledger),
-                        slow_path: false,
-                        deferred_only: false,
-                    })
-                    .expect("every contender builds without deferred_only");
+                    let (ledger, primitive) = built_with_a_ledger(imp);
                     let reclaims_all = primitive.reclaims_all_when_dropped();
                     for seq in 1..=500 {
                         primitive.replace(TortureObject::new(&ledger, seq));
