@@ -686,13 +686,18 @@ mod tests {
             "{c:?}"
         );
         assert_eq!((c.writes, c.torn), (0, 0));
-        // Without a stop, every write follows its reads.
+        // Without a stop, every write follows its reads; each read that saw
+        // a torn payload (here every other one) counts once.
         let stop = AtomicBool::new(false);
         let mut calls = 0;
+        let mut reads = 0;
         let c = mixed_loop(
             40,
             &stop,
-            || true,
+            || {
+                reads += 1;
+                reads % 2 == 0
+            },
             || {
                 calls += 1;
                 if calls == 2 {
@@ -700,7 +705,7 @@ mod tests {
                 }
             },
         );
-        assert_eq!((c.reads, c.writes), (80, 2));
+        assert_eq!((c.reads, c.writes, c.torn), (80, 2, 40));
     }
 
     /// A contender that tore a payload is never recommended, so it is no
