@@ -536,6 +536,13 @@ mod tests {
             outcome.skipped.is_none() && outcome.writes_per_s > 0.0,
             "{outcome:?}"
         );
+        // Reads and writes per second split the operations per second, four
+        // reads (or fewer, stopped among them) before each write.
+        let (ops, reads, writes) = (outcome.ops_per_s, outcome.reads_per_s, outcome.writes_per_s);
+        assert!(
+            (reads + writes - ops).abs() <= ops * 1e-9 && reads >= 4.0 * writes * (1.0 - 1e-9),
+            "reads/s and writes/s do not split ops/s at 4 reads per write: {outcome:?}"
+        );
         // Once, and only after all three runs returned.
         assert_eq!(*SETTLED_AFTER.lock().unwrap(), [3]);
     }
