@@ -738,10 +738,12 @@ mod tests {
             reason: "use clean".into(),
             warning: None,
         };
-        let mut out = Vec::new();
-        write_text(&mut out, &advice).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let vs_best = |name: &str| {
+        let text = |advice: &Advice| {
+            let mut out = Vec::new();
+            write_text(&mut out, advice).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let vs_best = |text: &str, name: &str| {
             let line = text
                 .lines()
                 .find(|l| l.starts_with(&format!("{name} ")))
@@ -749,9 +751,19 @@ mod tests {
             let x = line.split_whitespace().find(|t| t.ends_with('x'));
             x.unwrap().to_owned()
         };
-        assert_eq!(vs_best("clean"), "1.00x", "{text}");
-        assert_eq!(vs_best("slower"), "0.50x", "{text}");
-        assert_eq!(vs_best("torn"), "2.00x", "{text}");
+        let clean = text(&advice);
+        assert_eq!(vs_best(&clean, "clean"), "1.00x", "{clean}");
+        assert_eq!(vs_best(&clean, "slower"), "0.50x", "{clean}");
+        assert_eq!(vs_best(&clean, "torn"), "2.00x", "{clean}");
+        // Where every contender tore, the fastest of them is the baseline.
+        let all_torn = Advice {
+            outcomes: vec![outcome("torn", 2.0e6, 5), outcome("also-torn", 0.5e6, 1)],
+            recommended: None,
+            ..advice
+        };
+        let all_torn = text(&all_torn);
+        assert_eq!(vs_best(&all_torn, "torn"), "1.00x", "{all_torn}");
+        assert_eq!(vs_best(&all_torn, "also-torn"), "0.25x", "{all_torn}");
     }
 
     #[test]
