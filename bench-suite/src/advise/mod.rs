@@ -879,5 +879,13 @@ mod tests {
         );
         assert!(advice.warning.is_some());
         assert!(!advice.reason.contains("reads only"), "{}", advice.reason);
+        // With no reads asked for per write, a run without a write measured
+        // no reads instead: nothing to warn of.
+        let no_reads = Config {
+            reads_per_write: 0,
+            ..workload()
+        };
+        let advice = recommend(no_reads, vec![reads_only("idle", 0.0)]);
+        assert_eq!(advice.warning, None);
     }
 }
