@@ -782,6 +782,47 @@ mod tests {
         assert_eq!(o.errors, 3);
     }
 
+    /// A broken contender: its update adds one to the first word only, so
+    /// every read after a thread's first update sees unequal words.
+    struct FirstWordOnly;
+
+    impl Workload for FirstWordOnly {
+        fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+            let words = std::cell::RefCell::new(vec![0u64; 4]);
+            mixed_loop(
+                reads_per_write,
+                stop,
+                || check_payload(&words.borrow()),
+                || words.borrow_mut()[0] += 1,
+            )
+        }
+    }
+
+    /// A contender whose readers saw torn payloads has them counted as
+    /// errors, over all its runs, and is not recommended though fastest.
+    #[test]
+    fn a_contender_that_tears_has_errors_and_is_never_recommended() {
+        const TORN: Implementation<dyn Workload, Options> = Implementation {
+            name: "first-word-only",
+            summary: "updates the first word only",
+            origin: Origin::Workspace,
+            make: |_| Ok(Box::new(FirstWordOnly)),
+        };
+        let config = Config {
+            duration: Duration::from_millis(20),
+            ..workload()
+        };
+        let runs = (0..config.rounds).map(|_| measure(&TORN, config).unwrap());
+        let torn = combine(runs.collect());
+        assert!(
+            torn.errors > 0 && torn.ops_per_s > 0.0,
+            "torn reads uncounted: {torn:?}"
+        );
+        let advice = recommend(config, vec![outcome("clean", 1e-3, 0), torn]);
+        assert_eq!(advice.outcomes[0].name, "first-word-only");
+        assert_eq!(advice.recommended.as_deref(), Some("clean"));
+    }
+
     fn workload() -> Config {
         Config {
             reads_per_write: 10,
