@@ -823,6 +823,29 @@ mod tests {
         assert_eq!(advice.recommended.as_deref(), Some("clean"));
     }
 
+    /// Runs `workload` on two threads until its payload, as `words` reads
+    /// it, shows 100 updates (or 5 s passed), then checks every word went up
+    /// by one for each update the threads counted: an update adds one to
+    /// every word, and none is lost beside another thread's.
+    pub(super) fn check_every_update_lands(
+        workload: &dyn Workload,
+        words: &(dyn Fn() -> Vec<u64> + Sync),
+    ) {
+        let stop = AtomicBool::new(false);
+        let writes: u64 = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..2).map(|_| s.spawn(|| workload.run(3, &stop))).collect();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while words()[0] < 100 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stop.store(true, Relaxed);
+            threads.into_iter().map(|t| t.join().unwrap().writes).sum()
+        });
+        let words = words();
+        assert!(writes > 0, "no update in 5 s");
+        assert_eq!(words, vec![writes; words.len()], "after {writes} updates");
+    }
+
     fn workload() -> Config {
         Config {
             reads_per_write: 10,

@@ -104,3 +104,23 @@ impl Workload for hazptr::AtomicBox<'static, Vec<u64>> {
         hazptr::reclaim();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::check_every_update_lands;
+
+    #[test]
+    fn every_update_adds_one_to_every_word() {
+        let lock = qrwlock::RwLock::new(vec![0u64; 4]);
+        check_every_update_lands(&lock, &|| lock.read().clone());
+        let rcu = rcu_lite::Rcu::<Vec<u64>>::new(vec![0u64; 4]);
+        check_every_update_lands(&rcu, &|| {
+            let guard = rcu_lite::memb::read_lock();
+            rcu.read(&guard).clone()
+        });
+        let boxed = hazptr::AtomicBox::new(vec![0u64; 4]);
+        check_every_update_lands(&boxed, &|| {
+            hazptr::scoped(&boxed, |v| v.expect("never empty").clone())
+        });
+    }
+}

@@ -235,7 +235,28 @@ impl Drop for CrossbeamPayload {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::check_every_update_lands;
     use super::*;
+
+    #[test]
+    fn every_update_adds_one_to_every_word() {
+        let lock = parking_lot::RwLock::new(vec![0u64; 4]);
+        check_every_update_lands(&lock, &|| lock.read().clone());
+        let lock = std::sync::RwLock::new(vec![0u64; 4]);
+        check_every_update_lands(&lock, &|| lock.read().unwrap().clone());
+        let seq = seqlock::SeqLock::new([0u64; 4]);
+        check_every_update_lands(&seq, &|| seq.read().to_vec());
+        let swap = arc_swap::ArcSwap::from_pointee(vec![0u64; 4]);
+        check_every_update_lands(&swap, &|| swap.load().to_vec());
+        let payload = CrossbeamPayload {
+            current: Atomic::new(vec![0u64; 4]),
+        };
+        check_every_update_lands(&payload, &|| {
+            let guard = epoch::pin();
+            // SAFETY: never null; `guard` keeps it from being destroyed.
+            unsafe { payload.current.load(Acquire, &guard).deref() }.clone()
+        });
+    }
 
     #[test]
     fn seqlock_copies_exactly_the_payload_or_is_skipped() {
