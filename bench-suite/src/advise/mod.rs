@@ -824,7 +824,7 @@ mod tests {
     }
 
     /// Runs `workload` on two threads until its payload, as `words` reads
-    /// it, shows 100 updates (or 5 s passed), then checks every word went up
+    /// it, shows 50,000 updates (or 5 s passed), then checks every word went up
     /// by one for each update the threads counted: an update adds one to
     /// every word, and none is lost beside another thread's.
     pub(super) fn check_every_update_lands(
@@ -835,7 +835,7 @@ mod tests {
         let writes: u64 = std::thread::scope(|s| {
             let threads: Vec<_> = (0..2).map(|_| s.spawn(|| workload.run(3, &stop))).collect();
             let deadline = Instant::now() + Duration::from_secs(5);
-            while words()[0] < 100 && Instant::now() < deadline {
+            while words()[0] < 50_000 && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
             }
             stop.store(true, Relaxed);
