@@ -309,7 +309,15 @@ pub fn advise(
     config: Config,
     progress: &mut crate::progress::Progress,
 ) -> Result<Advice, ThreadRefused> {
-    let imps = implementations();
+    advise_among(implementations(), config, progress)
+}
+
+/// [`advise`] over the contenders `imps`.
+fn advise_among(
+    imps: &[Implementation<dyn Workload, Options>],
+    config: Config,
+    progress: &mut crate::progress::Progress,
+) -> Result<Advice, ThreadRefused> {
     // First one short untimed run of each contender, as refscale warms up:
     // a scheme's first use in the process starts what the process keeps
     // (rcu-lite's registration for expedited membarrier, which waits for a
@@ -796,6 +804,64 @@ mod tests {
                 || words.borrow_mut()[0] += 1,
             )
         }
+    }
+
+    /// How many [`TORN_IN_WARM_UP`] contenders were made, warm-up included.
+    static MADE_TORN_IN_WARM_UP: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    /// A contender whose first run, the warm-up, tears as [`FirstWordOnly`]
+    /// does, and whose timed runs are std's lock and clean.
+    const TORN_IN_WARM_UP: Implementation<dyn Workload, Options> = Implementation {
+        name: "torn-in-warm-up",
+        summary: "tears in its first run only",
+        origin: Origin::Workspace,
+        make: |o| {
+            // Relaxed: a count, made and read on the test's own thread.
+            let first = MADE_TORN_IN_WARM_UP.fetch_add(1, Relaxed) == 0;
+            Ok(Box::new(TornInWarmUp {
+                first,
+                clean: std::sync::RwLock::new(vec![0; o.payload_words]),
+            }))
+        },
+    };
+
+    struct TornInWarmUp {
+        first: bool,
+        clean: std::sync::RwLock<Vec<u64>>,
+    }
+
+    impl Workload for TornInWarmUp {
+        fn run(&self, reads_per_write: u32, stop: &AtomicBool) -> Counts {
+            if self.first {
+                FirstWordOnly.run(reads_per_write, stop)
+            } else {
+                self.clean.run(reads_per_write, stop)
+            }
+        }
+    }
+
+    /// The warm-up run's torn reads count among the contender's errors, so
+    /// a contender that tore only there is not recommended either.
+    #[test]
+    fn errors_of_the_warm_up_run_count() {
+        let config = Config {
+            duration: Duration::from_millis(300),
+            rounds: 2,
+            ..workload()
+        };
+        let progress = &mut crate::progress::Progress::new(1, "test");
+        let advice = advise_among(&[TORN_IN_WARM_UP], config, progress).unwrap();
+        // The warm-up, then the two timed runs.
+        assert_eq!(MADE_TORN_IN_WARM_UP.load(Relaxed), 3);
+        let [torn] = advice.outcomes.as_slice() else {
+            panic!("{:?}", advice.outcomes)
+        };
+        assert!(
+            torn.errors > 0,
+            "the warm-up's torn reads uncounted: {torn:?}"
+        );
+        assert_eq!(advice.recommended, None);
     }
 
     /// A contender whose readers saw torn payloads has them counted as
