@@ -324,3 +324,34 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fault line pairs each kind's writer and reader counts and gives
+    /// the longest stall, counted in microseconds, in milliseconds.
+    #[test]
+    fn the_fault_line_pairs_writer_and_reader_counts_and_the_longest_stall_is_in_ms() {
+        let c = Counters::default();
+        for (counter, n) in [
+            (&c.panic_in_write, 1),
+            (&c.panic_in_read, 2),
+            (&c.death_in_write, 3),
+            (&c.death_in_read, 4),
+            (&c.churn_threads, 256),
+            (&c.write_stalls, 5),
+            (&c.read_stalls, 6),
+            (&c.stall_max_us, 291_400),
+        ] {
+            counter.store(n, Relaxed);
+        }
+        let mut f = c.snapshot();
+        assert_eq!(f.stall_max_ms, 291.4, "{f:?}");
+        f.poison_recoveries = 7;
+        assert_eq!(
+            stats_line(&f),
+            "Faults:  Panics: 1/2  Deaths: 3/4  Churn: 256  Stalls: 5/6  Max stall: 291 ms  Poisoned: 7"
+        );
+    }
+}
