@@ -327,7 +327,10 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{fault_config, start_sides};
+    use super::super::Config;
     use super::*;
+    use std::sync::Arc;
 
     /// The fault line pairs each kind's writer and reader counts and gives
     /// the longest stall, counted in microseconds, in milliseconds.
@@ -353,5 +356,48 @@ mod tests {
             stats_line(&f),
             "Faults:  Panics: 1/2  Deaths: 3/4  Churn: 256  Stalls: 5/6  Max stall: 291 ms  Poisoned: 7"
         );
+    }
+
+    /// After a fault, the driver waits for every side that has threads to
+    /// get in again: it goes on once both did, and otherwise fails the run
+    /// after the stall limit with a hang naming the side and the fault.
+    #[test]
+    fn after_a_fault_each_side_must_get_in_again_within_the_stall_limit() {
+        test_support::within_a_deadline("after a fault", Duration::from_secs(60), || {
+            let lock = || Box::new(parking_lot::RwLock::new(()));
+            let short = Config {
+                stall_limit: Duration::from_millis(100),
+                ..fault_config(Duration::ZERO)
+            };
+            let failure = |arena: &Arena| arena.failure.lock().unwrap().clone().unwrap_or_default();
+            // Nobody gets in: the writers are named.
+            let arena = Arena::new(lock(), short);
+            assert!(!both_sides_progress(&arena, Kind::Churn));
+            let f = failure(&arena);
+            assert!(
+                f.starts_with("hang: writers did not get the lock in ")
+                    && f.ends_with(" s after a churn fault"),
+                "{f}"
+            );
+            // The writers get in, the readers do not.
+            let arena = Arc::new(Arena::new(lock(), short));
+            let threads = start_sides(&arena, &[true]);
+            assert!(!both_sides_progress(&arena, Kind::ReadStall));
+            let f = failure(&arena);
+            arena.stop.store(true, Relaxed);
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            assert!(
+                f.starts_with("hang: readers did not get the lock in ")
+                    && f.ends_with(" s after a read stall fault"),
+                "{f}"
+            );
+            // Both get in, well within the default stall limit.
+            let arena = Arc::new(Arena::new(lock(), fault_config(Duration::ZERO)));
+            let threads = start_sides(&arena, &[true, false]);
+            let went_on = both_sides_progress(&arena, Kind::WriteStall);
+            arena.stop.store(true, Relaxed);
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            assert!(went_on, "{:?}", arena.failure.lock().unwrap());
+        });
     }
 }

@@ -1183,7 +1183,7 @@ mod tests {
         }
     }
 
-    fn fault_config(duration: Duration) -> Config {
+    pub(super) fn fault_config(duration: Duration) -> Config {
         Config {
             writers: 1,
             readers: 1,
@@ -1303,6 +1303,24 @@ mod tests {
         });
     }
 
+    /// Starts writer 0 of `arena` for each `true` in `sides` and reader 0 for
+    /// each `false`; they run until its stop flag is set.
+    pub(super) fn start_sides(arena: &Arc<Arena>, sides: &[bool]) -> Vec<JoinHandle<()>> {
+        sides
+            .iter()
+            .map(|&write| {
+                let arena = Arc::clone(arena);
+                std::thread::spawn(move || {
+                    if write {
+                        arena.writer(0)
+                    } else {
+                        arena.reader(0)
+                    }
+                })
+            })
+            .collect()
+    }
+
     /// Every lock goes through one full cycle of faults, each kind once,
     /// with exclusion intact; std's poisoned lock is recovered.
     #[test]
@@ -1310,19 +1328,7 @@ mod tests {
         fault::quiet_injected_panics();
         for imp in implementations() {
             let arena = Arc::new(Arena::new(imp.build(&()), fault_config(Duration::ZERO)));
-            let threads: Vec<_> = [true, false]
-                .into_iter()
-                .map(|write| {
-                    let arena = Arc::clone(&arena);
-                    std::thread::spawn(move || {
-                        if write {
-                            arena.writer(0)
-                        } else {
-                            arena.reader(0)
-                        }
-                    })
-                })
-                .collect();
+            let threads = start_sides(&arena, &[true, false]);
             for n in 0..faults::KINDS {
                 assert!(
                     faults::step(&arena, n),
