@@ -328,7 +328,7 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, arena: &'scope Arena, kind: 
 #[cfg(test)]
 mod tests {
     use super::super::tests::{fault_config, start_sides};
-    use super::super::Config;
+    use super::super::{Config, TortureLock};
     use super::*;
     use std::sync::Arc;
 
@@ -399,5 +399,92 @@ mod tests {
             threads.into_iter().for_each(|t| t.join().unwrap());
             assert!(went_on, "{:?}", arena.failure.lock().unwrap());
         });
+    }
+
+    /// The sections run on each side (`[write, read]`) and those of them
+    /// left by an unwind.
+    #[derive(Default)]
+    struct Sides {
+        sections: [AtomicU64; 2],
+        unwound: [AtomicU64; 2],
+    }
+
+    /// parking_lot's lock, counting its sections in [`Sides`].
+    #[derive(Default)]
+    struct Recording {
+        lock: parking_lot::RwLock<()>,
+        sides: Arc<Sides>,
+    }
+
+    /// Counts an unwind through the section it leaves.
+    struct Left<'a>(&'a AtomicU64);
+
+    impl Drop for Left<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    impl Recording {
+        fn section(&self, write: bool, section: &mut dyn FnMut()) {
+            let side = usize::from(!write);
+            self.sides.sections[side].fetch_add(1, Relaxed);
+            let _left = Left(&self.sides.unwound[side]);
+            section();
+        }
+    }
+
+    impl TortureLock for Recording {
+        fn write_section(&self, section: &mut dyn FnMut()) {
+            let _guard = self.lock.write();
+            self.section(true, section)
+        }
+        fn read_section(&self, section: &mut dyn FnMut()) {
+            let _guard = self.lock.read();
+            self.section(false, section)
+        }
+    }
+
+    /// Each fault of the cycle goes through the side it names: a write
+    /// fault's sections are write sections, a read fault's read sections,
+    /// a panic unwinds through one section of its side (and the panic fault
+    /// takes that side once more), and half the churn threads write.
+    #[test]
+    fn each_fault_takes_the_lock_on_the_side_it_names() {
+        fault::quiet_injected_panics();
+        let recording = Recording::default();
+        let sides = Arc::clone(&recording.sides);
+        let config = Config {
+            writers: 0,
+            readers: 0,
+            ..fault_config(Duration::ZERO)
+        };
+        let arena = Arena::new(Box::new(recording), config);
+        let now = || {
+            let [ws, rs] = &sides.sections;
+            let [wu, ru] = &sides.unwound;
+            [ws, rs, wu, ru].map(|c| c.load(Relaxed))
+        };
+        let half = CHURN_THREADS / 2;
+        // Write sections, read sections, write unwinds, read unwinds.
+        let expected = [
+            (Kind::PanicInWrite, [2, 0, 1, 0]),
+            (Kind::PanicInRead, [0, 2, 0, 1]),
+            (Kind::DeathInWrite, [1, 0, 1, 0]),
+            (Kind::DeathInRead, [0, 1, 0, 1]),
+            (Kind::Churn, [half, half, 0, 0]),
+            (Kind::WriteStall, [1, 0, 0, 0]),
+            (Kind::ReadStall, [0, 1, 0, 0]),
+        ];
+        for (n, (kind, sections)) in (0..).zip(expected) {
+            let before = now();
+            assert!(step(&arena, n), "{kind}: {:?}", arena.failure.lock().unwrap());
+            let after = now();
+            let done: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+            assert_eq!(done, sections, "{kind}");
+        }
+        assert_eq!(*arena.failure.lock().unwrap(), None);
     }
 }
