@@ -331,6 +331,7 @@ mod tests {
     use super::super::{Config, TortureLock};
     use super::*;
     use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
 
     /// The fault line pairs each kind's writer and reader counts and gives
     /// the longest stall, counted in microseconds, in milliseconds.
@@ -486,5 +487,47 @@ mod tests {
             assert_eq!(done, sections, "{kind}");
         }
         assert_eq!(*arena.failure.lock().unwrap(), None);
+    }
+
+    /// Neither an exclusion check nor a lock: panics (not as an injected
+    /// fault) the first time it is entered.
+    #[derive(Default)]
+    struct PanicsFirst(AtomicBool);
+
+    impl TortureLock for PanicsFirst {
+        fn write_section(&self, section: &mut dyn FnMut()) {
+            self.read_section(section)
+        }
+        fn read_section(&self, section: &mut dyn FnMut()) {
+            assert!(self.0.swap(true, Relaxed), "the lock's own bug");
+            section();
+        }
+    }
+
+    /// A panic of the lock's own in a panic or death fault's section is no
+    /// injected fault: it fails the run, naming the fault and the panic,
+    /// and is not counted.
+    #[test]
+    fn a_panic_of_the_locks_own_in_a_fault_fails_the_run_and_is_not_counted() {
+        fault::quiet_injected_panics();
+        let config = Config {
+            writers: 0,
+            readers: 0,
+            ..fault_config(Duration::ZERO)
+        };
+        for (n, kind) in [(0, Kind::PanicInWrite), (2, Kind::DeathInWrite)] {
+            let arena = Arena::new(Box::<PanicsFirst>::default(), config);
+            step(&arena, n);
+            let counts = arena.faults.snapshot();
+            assert_eq!(
+                (counts.panic_in_write, counts.death_in_write),
+                (0, 0),
+                "{kind}"
+            );
+            assert_eq!(
+                arena.failure.lock().unwrap().as_deref(),
+                Some(format!("a {kind} fault thread panicked: the lock's own bug").as_str())
+            );
+        }
     }
 }
