@@ -402,6 +402,48 @@ mod tests {
         });
     }
 
+    /// The driver injects the cycle's faults in turn, every kind, until the
+    /// run stops, and then returns.
+    #[test]
+    fn the_driver_injects_every_kind_of_fault_in_turn_until_the_run_stops() {
+        test_support::within_a_deadline("the fault driver", Duration::from_secs(60), || {
+            fault::quiet_injected_panics();
+            let lock = Box::new(parking_lot::RwLock::new(()));
+            let arena = Arc::new(Arena::new(lock, fault_config(Duration::ZERO)));
+            let threads = start_sides(&arena, &[true, false]);
+            let driver = {
+                let arena = Arc::clone(&arena);
+                std::thread::spawn(move || drive(&arena))
+            };
+            // A read stall ends the cycle: once one is counted, every kind
+            // had its turn (a second panic in write means the cycle began
+            // again without it).
+            while !driver.is_finished() {
+                let c = arena.faults.snapshot();
+                if c.read_stalls > 0 || c.panic_in_write > 1 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            arena.stop.store(true, Relaxed);
+            let driven = driver.join();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            driven.expect("the driver panicked");
+            let c = arena.faults.snapshot();
+            let kinds = [
+                c.panic_in_write,
+                c.panic_in_read,
+                c.death_in_write,
+                c.death_in_read,
+                c.churn_threads,
+                c.write_stalls,
+                c.read_stalls,
+            ];
+            assert!(kinds.iter().all(|&k| k > 0), "{c:?}");
+            assert_eq!(*arena.failure.lock().unwrap(), None);
+        });
+    }
+
     /// The sections run on each side (`[write, read]`) and those of them
     /// left by an unwind.
     #[derive(Default)]
