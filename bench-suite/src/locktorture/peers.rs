@@ -71,3 +71,37 @@ impl TortureLock for spin::RwLock<()> {
         section();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::implementations;
+    use super::*;
+    use std::sync::{Arc, Barrier};
+    use std::time::Duration;
+
+    /// Every contender's read side is shared: two readers are inside at
+    /// once, each waiting inside for the other, which a read side that took
+    /// the lock exclusively would never let them be (the exclusion check
+    /// would pass it). `peers_exclude_and_count` checks the write side.
+    #[test]
+    fn two_readers_are_inside_every_lock_at_once() {
+        for imp in implementations() {
+            let what = format!("two readers inside {} at once", imp.name);
+            test_support::within_a_deadline(&what, Duration::from_secs(20), || {
+                let lock: Arc<dyn TortureLock> = Arc::from(imp.build(&()));
+                let both_inside = Arc::new(Barrier::new(2));
+                let readers: Vec<_> = (0..2)
+                    .map(|_| {
+                        let (lock, both_inside) = (Arc::clone(&lock), Arc::clone(&both_inside));
+                        std::thread::spawn(move || {
+                            lock.read_section(&mut || {
+                                both_inside.wait();
+                            })
+                        })
+                    })
+                    .collect();
+                readers.into_iter().for_each(|r| r.join().unwrap());
+            });
+        }
+    }
+}
