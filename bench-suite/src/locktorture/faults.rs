@@ -523,7 +523,11 @@ mod tests {
         ];
         for (n, (kind, sections)) in (0..).zip(expected) {
             let before = now();
-            assert!(step(&arena, n), "{kind}: {:?}", arena.failure.lock().unwrap());
+            assert!(
+                step(&arena, n),
+                "{kind}: {:?}",
+                arena.failure.lock().unwrap()
+            );
             let after = now();
             let done: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
             assert_eq!(done, sections, "{kind}");
