@@ -266,6 +266,39 @@ mod tests {
         assert!(outcomes.iter().all(|o| o.runs_ns.len() == 3));
     }
 
+    /// The iterations of every `read_sections` call of [`Logged`], in order.
+    static SECTIONS_ASKED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+    /// A reader that logs how many sections each call asked for.
+    struct Logged;
+
+    impl ReadSide for Logged {
+        fn read_sections(&self, iterations: u64) -> Duration {
+            SECTIONS_ASKED.lock().unwrap().push(iterations);
+            Duration::ZERO
+        }
+    }
+
+    /// Each run's reader does one untimed section of set-up, then its
+    /// sections; the warm-up run before the timed ones has a tenth of the
+    /// iterations, as `Config::runs` says.
+    #[test]
+    fn a_warm_up_of_a_tenth_of_the_iterations_comes_before_the_timed_runs() {
+        const LOGGED: Implementation<dyn ReadSide> = Implementation {
+            name: "logged",
+            summary: "",
+            origin: Origin::Workspace,
+            make: |_| Ok(Box::new(Logged)),
+        };
+        let config = Config {
+            threads: 1,
+            iterations: 200,
+            runs: 2,
+        };
+        measure_all(&[&LOGGED], config).unwrap();
+        assert_eq!(*SECTIONS_ASKED.lock().unwrap(), [1, 20, 1, 200, 1, 200]);
+    }
+
     /// Per-section times handed out to timed runs, in order: a reader's
     /// timed run takes the next one.
     static SCRIPT_MEDIAN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
