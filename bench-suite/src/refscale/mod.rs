@@ -299,6 +299,20 @@ mod tests {
         assert_eq!(*SECTIONS_ASKED.lock().unwrap(), [1, 20, 1, 200, 1, 200]);
     }
 
+    /// The loop every contender times runs the section `iterations` times,
+    /// all inside the clock: three sections of at least 1 ms each take at
+    /// least 3 ms (a bound `sleep` guarantees, whatever the machine's speed).
+    #[test]
+    fn time_sections_times_every_section() {
+        let mut sections = 0;
+        let took = time_sections(3, || {
+            sections += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        });
+        assert_eq!(sections, 3);
+        assert!(took >= Duration::from_millis(3), "{took:?}");
+    }
+
     /// Per-section times handed out to timed runs, in order: a reader's
     /// timed run takes the next one.
     static SCRIPT_MEDIAN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
