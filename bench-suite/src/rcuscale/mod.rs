@@ -640,10 +640,12 @@ mod tests {
     /// crossbeam-epoch peer's flag lives on the waiting writer's stack).
     #[test]
     fn every_implementation_completes_its_waits() {
+        let mut checked = Vec::new();
         for imp in implementations()
             .iter()
             .filter(|i| i.availability().is_ok())
         {
+            checked.push(imp.name);
             let mut progress = Progress::new(1, "test");
             let config = Config {
                 waits_per_writer: Some(3),
@@ -651,6 +653,11 @@ mod tests {
             };
             let out = measure(imp, config, &mut progress).unwrap();
             assert_eq!(out.gps, 6, "{}: {out:?}", imp.name);
+        }
+        // The workspace's own need nothing from the machine: a registry
+        // that lost them (or every member) must not pass unchecked.
+        for ours in ["hazptr", "hazptr-unshared", "rcu-lite", "rcu-lite-noqs"] {
+            assert!(checked.contains(&ours), "{ours} unchecked: {checked:?}");
         }
     }
 
