@@ -694,6 +694,35 @@ mod tests {
         assert_eq!(summarize("x", runs[0].config, &runs[..1]).unwrap().gps, 1);
     }
 
+    /// A refused thread's failure reads as the refusal and keeps it as its
+    /// source, for a reporter that walks the chain; a run without waits is
+    /// the end of its chain.
+    #[test]
+    fn a_refused_thread_is_the_failure_s_source() {
+        let refused = ThreadRefused::labelled(
+            "writer",
+            2,
+            4,
+            "hazptr",
+            std::io::Error::other("no more threads"),
+        );
+        let failure = Failure::from(refused);
+        assert!(
+            failure
+                .to_string()
+                .starts_with("rcuscale: the OS refused to start writer")
+        );
+        let source = std::error::Error::source(&failure).expect("the refusal as the source");
+        assert_eq!(
+            source
+                .downcast_ref::<ThreadRefused>()
+                .map(|r| r.thread.as_str()),
+            Some("writer (thread 2 of 4) for hazptr")
+        );
+        let no_waits = Failure::from(NoWaits { name: "x".into() });
+        assert!(std::error::Error::source(&no_waits).is_none());
+    }
+
     // Only `readers_are_in_before_the_writers_start` uses these. Relaxed:
     // a reader's increment comes before its wait at the start barrier, and
     // the writers' loads after theirs; the barrier orders the two, so they
