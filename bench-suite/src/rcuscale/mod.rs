@@ -966,6 +966,55 @@ mod tests {
         }
     }
 
+    /// How long [`Napping`]'s waits nap: long enough that a wait's latency
+    /// is many microseconds.
+    const NAP: Duration = Duration::from_micros(100);
+
+    /// Idle threads of [`Napping`] that left [`idle_wait`] before the run
+    /// set `stop`. Relaxed: the run's scope joins the idle threads before
+    /// a test reads it.
+    static IDLE_LEFT_EARLY: AtomicUsize = AtomicUsize::new(0);
+
+    /// A writer side whose waits nap for [`NAP`], and whose idle threads
+    /// note whether they stayed idle until the run was over.
+    struct Napping;
+
+    impl GracePeriod for Napping {
+        fn update_and_wait(&self, _writer: usize) {
+            std::thread::sleep(NAP);
+        }
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
+            one_read_until_stop(ready, stop)
+        }
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+            idle_wait(ready, stop);
+            if !stop.load(Relaxed) {
+                IDLE_LEFT_EARLY.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    const NAPPING: Implementation<dyn GracePeriod, Options> = Implementation {
+        name: "napping",
+        summary: "",
+        origin: crate::registry::Origin::Workspace,
+        make: |_| Ok(Box::new(Napping)),
+    };
+
+    /// Idle threads stay registered and parked until the run is over: none
+    /// leaves `idle_wait` before `stop` is set.
+    #[test]
+    fn idle_threads_stay_idle_until_the_run_is_over() {
+        let config = Config {
+            idle_threads: 3,
+            waits_per_writer: Some(2),
+            ..config(1, Duration::from_millis(1))
+        };
+        let out = measure(&NAPPING, config, &mut Progress::new(1, "test")).unwrap();
+        assert_eq!(out.gps, 2, "{out:?}");
+        assert_eq!(IDLE_LEFT_EARLY.load(Relaxed), 0);
+    }
+
     /// Every writer count is a contender of its own, run with its own
     /// writer count every round: outcomes grouped by count, then by
     /// implementation.
