@@ -1001,6 +1001,22 @@ mod tests {
         make: |_| Ok(Box::new(Napping)),
     };
 
+    /// A writer's waits follow one another on one clock, each return's
+    /// reading starting the next wait, so one writer's latencies add up to
+    /// its run's span: its mean latency is its per-GP time (in the same
+    /// unit, microseconds), whatever the waits took.
+    #[test]
+    fn one_writer_s_mean_latency_is_its_per_gp_time() {
+        let config = Config {
+            waits_per_writer: Some(5),
+            ..config(1, Duration::from_millis(1))
+        };
+        let out = measure(&NAPPING, config, &mut Progress::new(1, "test")).unwrap();
+        assert_eq!(out.gps, 5, "{out:?}");
+        let (mean, per_gp) = (out.latency_us.mean, out.per_gp_us);
+        assert!((mean - per_gp).abs() <= 1e-9 * per_gp, "{out:?}");
+    }
+
     /// Idle threads stay registered and parked until the run is over: none
     /// leaves `idle_wait` before `stop` is set.
     #[test]
