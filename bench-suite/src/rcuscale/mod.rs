@@ -975,8 +975,10 @@ mod tests {
     /// a test reads it.
     static IDLE_LEFT_EARLY: AtomicUsize = AtomicUsize::new(0);
 
-    /// A writer side whose waits nap for [`NAP`], and whose idle threads
-    /// note whether they stayed idle until the run was over.
+    /// A writer side whose waits nap for [`NAP`], whose readers count, as
+    /// their reads, the microseconds from their arrival at the start gate
+    /// to their seeing `stop`, and whose idle threads note whether they
+    /// stayed idle until the run was over.
     struct Napping;
 
     impl GracePeriod for Napping {
@@ -984,7 +986,9 @@ mod tests {
             std::thread::sleep(NAP);
         }
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
-            one_read_until_stop(ready, stop)
+            let arrived = Instant::now();
+            one_read_until_stop(ready, stop);
+            arrived.elapsed().as_micros() as u64
         }
         fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             idle_wait(ready, stop);
@@ -1029,6 +1033,18 @@ mod tests {
         let out = measure(&NAPPING, config, &mut Progress::new(1, "test")).unwrap();
         assert_eq!(out.gps, 2, "{out:?}");
         assert_eq!(IDLE_LEFT_EARLY.load(Relaxed), 0);
+    }
+
+    /// A run without `--waits` lasts its duration: the gate opens only once
+    /// every reader has arrived, and `stop` comes at least `duration` after
+    /// it opens, so each reader spans at least that (a bound the run's
+    /// sleep guarantees, however slow the machine).
+    #[test]
+    fn a_run_without_waits_lasts_its_duration() {
+        let duration = Duration::from_millis(50);
+        let out = measure(&NAPPING, config(1, duration), &mut Progress::new(1, "test")).unwrap();
+        let reader_span_us = out.reads;
+        assert!(reader_span_us >= duration.as_micros() as u64, "{out:?}");
     }
 
     /// Every writer count is a contender of its own, run with its own
