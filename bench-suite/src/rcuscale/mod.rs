@@ -1047,6 +1047,27 @@ mod tests {
         assert!(reader_span_us >= duration.as_micros() as u64, "{out:?}");
     }
 
+    /// With `--waits`, each run advances the progress bar by exactly its
+    /// `duration`, as a run without does: two contenders' two rounds of
+    /// 5 ms each come to 20.
+    #[test]
+    fn each_run_with_waits_advances_the_progress_by_its_duration() {
+        let config = Config {
+            waits_per_writer: Some(1),
+            ..config(1, Duration::from_millis(5))
+        };
+        let mut progress = Progress::new(20, "test");
+        measure_rounds(
+            &[&NAPPING, &NAPPING],
+            config,
+            &Options::default(),
+            2,
+            &mut progress,
+        )
+        .unwrap();
+        assert_eq!(progress.position(), 20);
+    }
+
     /// Every writer count is a contender of its own, run with its own
     /// writer count every round: outcomes grouped by count, then by
     /// implementation.
