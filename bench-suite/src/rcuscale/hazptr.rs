@@ -129,6 +129,16 @@ mod tests {
         false
     }
 
+    /// Each update publishes the writer's new object in place of the old
+    /// one (which it frees once the wait is over).
+    #[test]
+    fn an_update_publishes_the_writer_s_object() {
+        let hazptr = Hazptr::new(true);
+        hazptr.update_and_wait(7);
+        // SAFETY: never null; no writer runs beside this load.
+        assert_eq!(unsafe { *hazptr.current.load(Relaxed) }, 7);
+    }
+
     /// The shared scan's scanner thread starts on a domain's first
     /// `synchronize`: `prepare_writer` makes that call, untimed, so that no
     /// run's first timed wait (its latency maximum, with `--waits` above
