@@ -130,3 +130,20 @@ impl Drop for CrossbeamEpoch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each update publishes the writer's new value in place of the old
+    /// one (whose free it defers, then waits for).
+    #[test]
+    fn an_update_publishes_the_writer_s_value() {
+        let crossbeam = CrossbeamEpoch::new();
+        crossbeam.update_and_wait(7);
+        let guard = epoch::pin();
+        // SAFETY: never null; `guard` keeps it alive.
+        let published = *unsafe { crossbeam.current.load(Acquire, &guard).deref() };
+        assert_eq!(published, 7);
+    }
+}
