@@ -108,3 +108,18 @@ impl Drop for RcuLite {
         drop(unsafe { Box::from_raw(*self.current.get_mut()) });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each update publishes the writer's new value in place of the old
+    /// one (which it frees after the grace period).
+    #[test]
+    fn an_update_publishes_the_writer_s_value() {
+        let rcu_lite = RcuLite::new(true, &Options::default());
+        rcu_lite.update_and_wait(7);
+        // SAFETY: never null; no writer runs beside this load.
+        assert_eq!(unsafe { *rcu_lite.current.load(Acquire) }, 7);
+    }
+}
