@@ -445,7 +445,8 @@ mod tests {
     }
 
     /// The sections run on each side (`[write, read]`) and those of them
-    /// left by an unwind.
+    /// left by an unwind. Relaxed counters: the test reads them after
+    /// `step` returns, which joins the fault's threads (the join orders it).
     #[derive(Default)]
     struct Sides {
         sections: [AtomicU64; 2],
@@ -536,7 +537,8 @@ mod tests {
     }
 
     /// Neither an exclusion check nor a lock: panics (not as an injected
-    /// fault) the first time it is entered.
+    /// fault) the first time it is entered. Relaxed: the flag orders
+    /// nothing else, and one thread enters at a time here.
     #[derive(Default)]
     struct PanicsFirst(AtomicBool);
 
