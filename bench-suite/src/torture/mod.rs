@@ -1697,6 +1697,146 @@ mod tests {
         );
     }
 
+    /// Replacements a [`Rationed`] primitive allows before any read.
+    const RATION: u64 = 12;
+
+    /// Reaches one object that is never replaced, and lets its writers make
+    /// [`RATION`] replacements, then one more per held read (`read_with`),
+    /// begun while that section is inside; past its ration a replacement
+    /// waits, for ever.
+    struct Rationed {
+        current: AtomicPtr<TortureObject>,
+        allowed: AtomicU64,
+    }
+
+    impl Torture for Rationed {
+        fn read(&self) -> bool {
+            // SAFETY: reclaimed only when `self` drops.
+            unsafe { &*self.current.load(Acquire) }.is_live()
+        }
+        fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+            self.allowed.fetch_add(1, SeqCst);
+            // SAFETY: as in `read`.
+            inside(unsafe { &*self.current.load(Acquire) })
+        }
+        fn replace(&self, fresh: Box<TortureObject>) {
+            while (self.allowed)
+                .fetch_update(SeqCst, SeqCst, |a| a.checked_sub(1))
+                .is_err()
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Returns well after the section read its count of replacements.
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: never published, so no reader holds it.
+            unsafe { object::reclaim(Box::into_raw(fresh)) };
+        }
+    }
+
+    /// A run of a [`Rationed`] primitive, once its writers used up its
+    /// ration.
+    fn rationed_out(config: Config) -> Run {
+        let imp = bug("rationed", |o| {
+            Ok(Box::new(Rationed {
+                current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
+                allowed: AtomicU64::new(RATION),
+            }))
+        });
+        let run = Run::start(&imp, config);
+        while config.writers > 0 && run.shared.replaced_total() < RATION {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        run
+    }
+
+    /// A stall's object counts as unpublished only with more replacements
+    /// during the stall than writers: one writer's one replacement may have
+    /// begun before the section reached its object, and proves nothing.
+    #[test]
+    fn a_stall_with_one_replacement_per_writer_is_not_counted_unpublished() {
+        test_support::within_a_deadline(
+            "a stall with one replacement",
+            Duration::from_secs(60),
+            || {
+                let one_writer = Config {
+                    readers: 0,
+                    stall_limit: Duration::from_millis(200),
+                    ..config(0, false)
+                };
+                let run = rationed_out(one_writer);
+                // The fifth fault of the cycle is the stall; the writer then
+                // waits for ever, and the step fails as a hang.
+                faults::step(&run.shared, 4);
+                let (counts, replaced) =
+                    (run.shared.faults.snapshot(), run.shared.replaced_total());
+                run.finish();
+                assert_eq!(
+                    (counts.stalls, counts.stalls_unpublished, replaced),
+                    (1, 0, RATION + 1),
+                    "(stalls, of them unpublished, replacements)"
+                );
+            },
+        );
+    }
+
+    /// After a fault the driver waits for the writers' progress: writers
+    /// that make none fail the step once the stall limit passes, the failure
+    /// naming the replacements needed (four per writer and four more) and the
+    /// fault. The writers' own watches would catch the hang too, but later
+    /// and without naming the fault that caused it.
+    #[test]
+    fn writers_without_progress_after_a_fault_fail_its_step() {
+        test_support::within_a_deadline(
+            "a fault's step behind hung writers",
+            Duration::from_secs(60),
+            || {
+                let hung = Config {
+                    readers: 0,
+                    writers: 2,
+                    stall_limit: Duration::from_millis(200),
+                    ..config(0, false)
+                };
+                // Not from the start: a count of replacements made after the
+                // fault, not in all.
+                let run = rationed_out(hung);
+                // The third fault of the cycle: a thread exits registered.
+                let passed = faults::step(&run.shared, 2);
+                let failure = run.shared.failure.lock().unwrap().clone();
+                run.finish();
+                let failure = failure.unwrap_or_default();
+                assert!(!passed, "{failure}");
+                assert!(
+                    failure.starts_with("hang: writers completed 0 of 12 replacements in ")
+                        && failure.ends_with(" s after a exit registered fault"),
+                    "{failure}"
+                );
+            },
+        );
+    }
+
+    /// With no writers there is no progress to wait for: a fault's step
+    /// passes at once instead of failing as a hang.
+    #[test]
+    fn without_writers_a_fault_waits_for_no_replacements() {
+        test_support::within_a_deadline(
+            "a fault's step without writers",
+            Duration::from_secs(60),
+            || {
+                let none = Config {
+                    readers: 0,
+                    writers: 0,
+                    stall_limit: Duration::from_secs(1),
+                    ..config(0, false)
+                };
+                let run = rationed_out(none);
+                let passed = faults::step(&run.shared, 2);
+                let failure = run.shared.failure.lock().unwrap().clone();
+                run.finish();
+                assert_eq!((passed, failure), (true, None));
+            },
+        );
+    }
+
     /// Whether six replacements, made on another thread while a reader
     /// holds a section on the object the first of them unpublishes, all
     /// returned within `patience`. Six take every path of each
