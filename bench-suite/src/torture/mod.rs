@@ -1489,13 +1489,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_real_panic_is_a_failure() {
-        let imp = bug("panics-for-real", |o| {
+    fn panics_for_real() -> Implementation<dyn Torture, Options> {
+        bug("panics-for-real", |o| {
             Ok(Box::new(PanicsForReal(AtomicPtr::new(Box::into_raw(
                 TortureObject::new(&o.ledger, 0),
             )))))
-        });
+        })
+    }
+
+    #[test]
+    fn a_real_panic_is_a_failure() {
+        let imp = panics_for_real();
         // The default stall limit, not `planted`'s 2 s: nothing hangs here,
         // but the panicking threads print backtraces (with RUST_BACKTRACE=1),
         // which on a loaded machine took more than 2 s in 3 of about 40 runs,
@@ -1835,6 +1839,38 @@ mod tests {
                 assert_eq!((passed, failure), (true, None));
             },
         );
+    }
+
+    /// A real (not injected) panic inside the read section of a panic-in-read
+    /// or death-in-read fault fails the run with its message, and the fault
+    /// does not count as injected: only the fault's own panic is expected.
+    #[test]
+    fn a_real_panic_inside_a_faults_section_is_a_failure_not_a_fault() {
+        for n in [0, 1] {
+            let run = Run::start(
+                &panics_for_real(),
+                Config {
+                    readers: 0,
+                    ..config(0, false)
+                },
+            );
+            faults::step(&run.shared, n);
+            let failure = run.shared.failure.lock().unwrap().clone();
+            let counts = run.shared.faults.snapshot();
+            run.finish();
+            assert!(
+                failure
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("a real bug in read_with"),
+                "fault {n}: {failure:?}"
+            );
+            assert_eq!(
+                (counts.panic_in_read, counts.death_in_read),
+                (0, 0),
+                "fault {n}"
+            );
+        }
     }
 
     /// Whether six replacements, made on another thread while a reader
