@@ -1873,6 +1873,72 @@ mod tests {
         }
     }
 
+    /// The driver injects the cycle's faults in order, one after another,
+    /// until the run stops: when the second (a death in read) is counted,
+    /// the first (a panic in read) was counted once; once the run stops, the
+    /// driver returns.
+    #[test]
+    fn the_driver_injects_the_cycle_in_order_until_the_run_stops() {
+        test_support::within_a_deadline("the fault driver", Duration::from_secs(30), || {
+            fault::quiet_injected_panics();
+            let imp = contenders().next().expect("a contender");
+            let run = Run::start(
+                imp,
+                Config {
+                    readers: 0,
+                    ..config(0, false)
+                },
+            );
+            let counts = std::thread::scope(|s| {
+                let driver = s.spawn(|| faults::drive(&run.shared));
+                let mut counts = run.shared.faults.snapshot();
+                while counts.death_in_read == 0 && !run.shared.stop.load(Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                    counts = run.shared.faults.snapshot();
+                }
+                run.shared.stop.store(true, Relaxed);
+                driver
+                    .join()
+                    .expect("the driver returns once the run stops");
+                counts
+            });
+            let out = run.finish();
+            assert_eq!(
+                (counts.panic_in_read, counts.death_in_read),
+                (1, 1),
+                "{out:?}"
+            );
+        });
+    }
+
+    /// A fault injected once the run stopped starts nothing more: a churn
+    /// starts no thread and a retire storm replaces nothing, neither
+    /// counted, and the step reports the stop.
+    #[test]
+    fn faults_after_the_stop_start_nothing() {
+        let run = Run::start(
+            contenders().next().expect("a contender"),
+            Config {
+                readers: 0,
+                ..config(0, false)
+            },
+        );
+        run.shared.stop.store(true, Relaxed);
+        // The fourth and sixth faults of the cycle: churn, retire storm.
+        let passed = [3, 5].map(|n| faults::step(&run.shared, n));
+        let counts = run.shared.faults.snapshot();
+        run.finish();
+        assert_eq!(
+            (
+                passed,
+                counts.churn_threads,
+                counts.retire_storms,
+                counts.storm_objects
+            ),
+            ([false, false], 0, 0, 0)
+        );
+    }
+
     /// Whether six replacements, made on another thread while a reader
     /// holds a section on the object the first of them unpublishes, all
     /// returned within `patience`. Six take every path of each
