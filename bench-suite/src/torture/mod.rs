@@ -1874,9 +1874,10 @@ mod tests {
     }
 
     /// The driver injects the cycle's faults in order, one after another,
-    /// until the run stops: when the second (a death in read) is counted,
-    /// the first (a panic in read) was counted once; once the run stops, the
-    /// driver returns.
+    /// until the run stops: once the second (a death in read) is counted,
+    /// the first (a panic in read) was counted as often or once more (a
+    /// poll descheduled for a whole cycle may see the next cycle's panic);
+    /// once the run stops, the driver returns.
     #[test]
     fn the_driver_injects_the_cycle_in_order_until_the_run_stops() {
         test_support::within_a_deadline("the fault driver", Duration::from_secs(30), || {
@@ -1903,10 +1904,10 @@ mod tests {
                 counts
             });
             let out = run.finish();
-            assert_eq!(
-                (counts.panic_in_read, counts.death_in_read),
-                (1, 1),
-                "{out:?}"
+            let (panics, deaths) = (counts.panic_in_read, counts.death_in_read);
+            assert!(
+                deaths >= 1 && (deaths..=deaths + 1).contains(&panics),
+                "{counts:?} {out:?}"
             );
         });
     }
