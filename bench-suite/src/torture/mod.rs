@@ -1737,20 +1737,37 @@ mod tests {
         }
     }
 
-    /// A run of a [`Rationed`] primitive, once its writers used up its
-    /// ration.
-    fn rationed_out(config: Config) -> Run {
+    /// Injects fault `n` of the cycle into a run of a [`Rationed`]
+    /// primitive (`writers` writers, no readers, `stall_limit`) once its
+    /// writers used up the ration, then ends the run: whether the step
+    /// passed, the failure the run recorded, the fault counts and the
+    /// replacements made.
+    fn fault_after_the_ration(
+        writers: usize,
+        stall_limit: Duration,
+        n: u64,
+    ) -> (bool, Option<String>, FaultCounts, u64) {
         let imp = bug("rationed", |o| {
             Ok(Box::new(Rationed {
                 current: AtomicPtr::new(Box::into_raw(TortureObject::new(&o.ledger, 0))),
                 allowed: AtomicU64::new(RATION),
             }))
         });
+        let config = Config {
+            readers: 0,
+            writers,
+            stall_limit,
+            ..config(0, false)
+        };
         let run = Run::start(&imp, config);
-        while config.writers > 0 && run.shared.replaced_total() < RATION {
+        while writers > 0 && run.shared.replaced_total() < RATION {
             std::thread::sleep(Duration::from_millis(1));
         }
-        run
+        let passed = faults::step(&run.shared, n);
+        let failure = run.shared.failure.lock().unwrap().clone();
+        let (counts, replaced) = (run.shared.faults.snapshot(), run.shared.replaced_total());
+        run.finish();
+        (passed, failure, counts, replaced)
     }
 
     /// A stall's object counts as unpublished only with more replacements
@@ -1762,18 +1779,10 @@ mod tests {
             "a stall with one replacement",
             Duration::from_secs(60),
             || {
-                let one_writer = Config {
-                    readers: 0,
-                    stall_limit: Duration::from_millis(200),
-                    ..config(0, false)
-                };
-                let run = rationed_out(one_writer);
                 // The fifth fault of the cycle is the stall; the writer then
                 // waits for ever, and the step fails as a hang.
-                faults::step(&run.shared, 4);
-                let (counts, replaced) =
-                    (run.shared.faults.snapshot(), run.shared.replaced_total());
-                run.finish();
+                let (_, _, counts, replaced) =
+                    fault_after_the_ration(1, Duration::from_millis(200), 4);
                 assert_eq!(
                     (counts.stalls, counts.stalls_unpublished, replaced),
                     (1, 0, RATION + 1),
@@ -1794,19 +1803,10 @@ mod tests {
             "a fault's step behind hung writers",
             Duration::from_secs(60),
             || {
-                let hung = Config {
-                    readers: 0,
-                    writers: 2,
-                    stall_limit: Duration::from_millis(200),
-                    ..config(0, false)
-                };
-                // Not from the start: a count of replacements made after the
-                // fault, not in all.
-                let run = rationed_out(hung);
                 // The third fault of the cycle: a thread exits registered.
-                let passed = faults::step(&run.shared, 2);
-                let failure = run.shared.failure.lock().unwrap().clone();
-                run.finish();
+                // Progress counts from the fault, not from the run's start.
+                let (passed, failure, _, _) =
+                    fault_after_the_ration(2, Duration::from_millis(200), 2);
                 let failure = failure.unwrap_or_default();
                 assert!(!passed, "{failure}");
                 assert!(
@@ -1826,16 +1826,7 @@ mod tests {
             "a fault's step without writers",
             Duration::from_secs(60),
             || {
-                let none = Config {
-                    readers: 0,
-                    writers: 0,
-                    stall_limit: Duration::from_secs(1),
-                    ..config(0, false)
-                };
-                let run = rationed_out(none);
-                let passed = faults::step(&run.shared, 2);
-                let failure = run.shared.failure.lock().unwrap().clone();
-                run.finish();
+                let (passed, failure, _, _) = fault_after_the_ration(0, Duration::from_secs(1), 2);
                 assert_eq!((passed, failure), (true, None));
             },
         );
