@@ -1708,6 +1708,10 @@ mod tests {
     /// [`RATION`] replacements, then one more per held read (`read_with`),
     /// begun while that section is inside; past its ration a replacement
     /// waits, for ever.
+    /// Orderings: `current` is set once, before the run's threads start
+    /// (the spawn publishes it), so its Acquire loads pair with nothing
+    /// later; `allowed` is SeqCst only for simplicity, a count that orders
+    /// no other memory.
     struct Rationed {
         current: AtomicPtr<TortureObject>,
         allowed: AtomicU64,
