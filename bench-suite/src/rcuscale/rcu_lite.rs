@@ -1,6 +1,13 @@
 //! `rcu-lite`'s writer side: swap a pointer, `memb::synchronize_rcu()`, free
 //! the old value (as the liburcu peer does), with quick quiescent-state
 //! reporting on (`rcu-lite`) and off (`rcu-lite-noqs`).
+//!
+//! The memb flavor's grace-period configuration is process-wide, so a run
+//! sets it for its lifetime and restores the previous one when dropped.
+//! Invariant: at most one [`RcuLite`] exists at a time ([`ConfigurationLease`]
+//! makes a second wait for the first to go), so every run measures with the
+//! configuration it asked for, and the one in place before the first run is
+//! the one left after the last, however runs on several threads interleave.
 
 use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
@@ -8,6 +15,7 @@ use crate::start_gate::StartGate;
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// `rcu-lite`.
 pub(super) const RCU_LITE: Implementation<dyn GracePeriod, Options> = Implementation {
@@ -25,17 +33,57 @@ pub(super) const RCU_LITE_NOQS: Implementation<dyn GracePeriod, Options> = Imple
     make: |o| Ok(Box::new(RcuLite::new(false, o))),
 };
 
-/// A memb-protected pointer, with the memb flavor configured for this run;
-/// the previous configuration comes back when it is dropped (runs are one at a
-/// time).
+/// Whether an [`RcuLite`] holds the memb configuration, and the condition
+/// variable on which a run that wants it waits.
+static CONFIGURATION_HELD: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// The right to set the memb flavor's configuration, held by one run at a
+/// time; dropping it restores the configuration that was in place before.
+/// Unlike a `MutexGuard` it is `Send`, as a [`GracePeriod`] must be.
+struct ConfigurationLease {
+    previous: GpConfig,
+}
+
+impl ConfigurationLease {
+    /// Waits until no other run holds the configuration, then sets `config`.
+    fn take(config: GpConfig) -> ConfigurationLease {
+        let (held, released) = &CONFIGURATION_HELD;
+        // A test that panicked while taking or returning a lease left the
+        // flag itself consistent (it is set and cleared under the lock), so
+        // poisoning carries no information here.
+        let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+        while *held {
+            held = released.wait(held).unwrap_or_else(PoisonError::into_inner);
+        }
+        *held = true;
+        ConfigurationLease {
+            previous: memb::configure(config),
+        }
+    }
+}
+
+impl Drop for ConfigurationLease {
+    fn drop(&mut self) {
+        let (held, released) = &CONFIGURATION_HELD;
+        let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+        // Restored before the flag clears: the next run's `take` sees and
+        // saves the configuration from before this one.
+        memb::configure(self.previous);
+        *held = false;
+        released.notify_one();
+    }
+}
+
+/// A memb-protected pointer, with the memb flavor configured for this run
+/// for as long as it lives.
 struct RcuLite {
     current: AtomicPtr<u64>,
-    previous: GpConfig,
+    _configuration: ConfigurationLease,
 }
 
 impl RcuLite {
     fn new(quick_qs: bool, options: &Options) -> RcuLite {
-        let previous = memb::configure(GpConfig {
+        let configuration = ConfigurationLease::take(GpConfig {
             quick_qs,
             fqs: options
                 .fqs_interval
@@ -43,7 +91,7 @@ impl RcuLite {
         });
         RcuLite {
             current: AtomicPtr::new(Box::into_raw(Box::new(0))),
-            previous,
+            _configuration: configuration,
         }
     }
 }
@@ -103,7 +151,7 @@ impl GracePeriod for RcuLite {
 
 impl Drop for RcuLite {
     fn drop(&mut self) {
-        memb::configure(self.previous);
+        // (`_configuration` restores the memb configuration after this.)
         // SAFETY: the last published value; `&mut self`: no reader runs.
         drop(unsafe { Box::from_raw(*self.current.get_mut()) });
     }
@@ -121,5 +169,64 @@ mod tests {
         rcu_lite.update_and_wait(7);
         // SAFETY: never null; no writer runs beside this load.
         assert_eq!(unsafe { *rcu_lite.current.load(Acquire) }, 7);
+    }
+
+    /// Two runs on two threads, the second built while the first lives: the
+    /// second waits, so the first measures with its own configuration to the
+    /// end, and the configuration from before both is the one left after.
+    /// (Without the lease the second run's `configure` replaced the first's
+    /// mid-run, and the first's drop restored the default under the second,
+    /// whose drop then left the first's 3 ms fixed-interval FQS behind.)
+    #[test]
+    fn runs_on_two_threads_keep_their_own_configuration() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let fixed = Options {
+            fqs_interval: Some(Duration::from_millis(3)),
+        };
+        let first = RcuLite::new(true, &fixed);
+        // Read under the lease: no other run can change it meanwhile.
+        let before = first._configuration.previous;
+        let (built_tx, built_rx) = mpsc::channel();
+        let (drop_tx, drop_rx) = mpsc::channel::<()>();
+        let second = std::thread::spawn(move || {
+            let second = RcuLite::new(false, &Options::default());
+            let during = memb::config();
+            built_tx.send(()).unwrap();
+            drop_rx.recv().unwrap();
+            drop(second);
+            during
+        });
+        // Long enough for an unguarded second run to be built by now.
+        let overlapped = built_rx.recv_timeout(Duration::from_millis(300)).is_ok();
+        let during_first = memb::config();
+        drop(first);
+        drop_tx.send(()).unwrap();
+        let during_second = second.join().unwrap();
+        assert!(
+            !overlapped,
+            "the second run was built while the first lived"
+        );
+        assert_eq!(
+            during_first,
+            GpConfig {
+                quick_qs: true,
+                fqs: Fqs::FixedInterval(Duration::from_millis(3)),
+            },
+            "the first run's configuration was replaced mid-run"
+        );
+        assert_eq!(
+            during_second,
+            GpConfig {
+                quick_qs: false,
+                fqs: Fqs::Adaptive,
+            }
+        );
+        // Under a lease of our own again, so no other test's run is in place.
+        let after = RcuLite::new(true, &Options::default());
+        assert_eq!(
+            after._configuration.previous, before,
+            "a run's configuration was left behind"
+        );
     }
 }
