@@ -387,6 +387,182 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
     }
 }
 
+/// One option's value check, run by [`each_value_check_refuses_past_its_bound_and_accepts_the_bound`].
+struct ValueCheck {
+    /// The subcommand and the option.
+    command: &'static str,
+    option: &'static str,
+    /// Arguments the command refuses after parsing, and the words of that
+    /// refusal: an accepted value reaches it, so nothing is measured.
+    then: &'static [&'static str],
+    then_says: &'static str,
+    /// Values at the bounds that must pass.
+    accepted: &'static [&'static str],
+    /// Values that must be refused, each with the words of the refusal.
+    refused: &'static [(&'static str, &'static str)],
+}
+
+/// What every number-of-seconds option refuses (`positive_seconds`).
+const NOT_SECONDS: &[(&str, &str)] = &[
+    ("0", "must be more than 0 seconds (got 0)"),
+    ("-1", "must be more than 0 seconds (got -1)"),
+    ("NaN", "must be more than 0 seconds (got NaN)"),
+    ("inf", "must be more than 0 seconds (got inf)"),
+    ("86400.5", "at most 86400 seconds (got 86400.5)"),
+    ("x", "'x' is not a number of seconds"),
+];
+
+/// `locktorture` refuses both thread counts 0 once its values are parsed.
+const LOCKTORTURE_THEN: &[&str] = &["--writers", "0", "--readers", "0"];
+/// `torture` refuses --slow-path for an implementation without one.
+const TORTURE_THEN: &[&str] = &["--impl", "crossbeam-epoch", "--slow-path"];
+/// `rcuscale` refuses a writer count named twice.
+const RCUSCALE_THEN: &[&str] = &["--writers", "1,1"];
+/// `compare` and `advise` without their required arguments.
+const MISSING: &str = "required arguments were not provided";
+
+/// Every value check at its bounds: a value past a bound (0, negative, NaN,
+/// infinite, just under the least or over the most) exits 2 with a message
+/// naming the option and the bound, and the bound itself is accepted. An
+/// accepted value gets to a refusal that comes after parsing, so no
+/// benchmark runs.
+#[test]
+fn each_value_check_refuses_past_its_bound_and_accepts_the_bound() {
+    let checks = [
+        ValueCheck {
+            command: "compare",
+            option: "--threshold-pct",
+            then: &[],
+            then_says: MISSING,
+            accepted: &["0", "0.001", "1000"],
+            refused: &[
+                ("-0.001", "must be 0 or more (got -0.001)"),
+                ("NaN", "must be 0 or more (got NaN)"),
+                ("inf", "must be 0 or more (got inf)"),
+                ("x", "'x' is not a percentage"),
+            ],
+        },
+        ValueCheck {
+            command: "locktorture",
+            option: "--duration-s",
+            then: LOCKTORTURE_THEN,
+            then_says: "at least one thread",
+            accepted: &["1e-9", "86400"],
+            refused: NOT_SECONDS,
+        },
+        ValueCheck {
+            command: "rcuscale",
+            option: "--duration-s",
+            then: RCUSCALE_THEN,
+            then_says: "--writers names 1 twice",
+            accepted: &["1e-9", "86400"],
+            refused: NOT_SECONDS,
+        },
+        ValueCheck {
+            command: "torture",
+            option: "--duration-s",
+            then: TORTURE_THEN,
+            then_says: "--slow-path forces",
+            accepted: &["1e-9", "86400"],
+            refused: NOT_SECONDS,
+        },
+        ValueCheck {
+            command: "locktorture",
+            option: "--stat-interval-s",
+            then: LOCKTORTURE_THEN,
+            then_says: "at least one thread",
+            accepted: &["0.01", "86400"],
+            refused: &[
+                ("0.0099", "at least 0.01 seconds (got 0.0099)"),
+                ("0", "must be more than 0 seconds"),
+                ("NaN", "must be more than 0 seconds"),
+                ("86400.5", "at most 86400 seconds"),
+            ],
+        },
+        ValueCheck {
+            command: "advise",
+            option: "--duration-s",
+            then: &[],
+            then_says: MISSING,
+            accepted: &["0.01", "86400"],
+            refused: &[
+                ("0.0099", "at least 0.01 seconds (got 0.0099)"),
+                ("0", "must be more than 0 seconds"),
+                ("-1", "must be more than 0 seconds"),
+                ("inf", "must be more than 0 seconds"),
+                ("86400.5", "at most 86400 seconds"),
+            ],
+        },
+        ValueCheck {
+            command: "locktorture",
+            option: "--stall-limit-s",
+            then: LOCKTORTURE_THEN,
+            then_says: "at least one thread",
+            accepted: &["1", "86400"],
+            refused: &[
+                ("0.999", "at least 1 second (got 0.999)"),
+                ("0", "must be more than 0 seconds"),
+                ("NaN", "must be more than 0 seconds"),
+                ("86400.5", "at most 86400 seconds"),
+            ],
+        },
+        ValueCheck {
+            command: "torture",
+            option: "--stall-limit-s",
+            then: TORTURE_THEN,
+            then_says: "--slow-path forces",
+            accepted: &["1", "86400"],
+            refused: &[
+                ("0.999", "at least 1 second (got 0.999)"),
+                ("-1", "must be more than 0 seconds"),
+            ],
+        },
+        ValueCheck {
+            command: "rcuscale",
+            option: "--fqs-interval-ms",
+            then: RCUSCALE_THEN,
+            then_says: "--writers names 1 twice",
+            accepted: &["0.001", "60000"],
+            refused: &[
+                ("0.0009", "at least 0.001 milliseconds, 1 us (got 0.0009)"),
+                ("0", "at least 0.001 milliseconds"),
+                ("-1", "at least 0.001 milliseconds"),
+                ("NaN", "at least 0.001 milliseconds"),
+                ("inf", "at least 0.001 milliseconds"),
+                ("60000.5", "at most 60000 milliseconds (got 60000.5)"),
+                ("x", "'x' is not a number of milliseconds"),
+            ],
+        },
+    ];
+    for check in &checks {
+        let run = |value: &'static str| {
+            let mut args = vec![check.command, check.option, value];
+            args.extend_from_slice(check.then);
+            let out = syncbench(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+            (args, stderr(&out))
+        };
+        for value in check.accepted {
+            let (args, err) = run(value);
+            assert!(
+                err.contains(check.then_says) && !err.contains("invalid value"),
+                "{args:?}: {value} should pass {}, expected '{}' in:\n{err}",
+                check.option,
+                check.then_says
+            );
+        }
+        for (value, says) in check.refused {
+            let (args, err) = run(value);
+            let names = format!("invalid value '{value}' for '{}", check.option);
+            assert!(
+                err.contains(&names) && err.contains(says),
+                "{args:?}: expected '{names}' and '{says}' in:\n{err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn compare_flags_a_regression_and_can_fail_on_it() {
     let dir = scratch_dir("syncbench-compare");
