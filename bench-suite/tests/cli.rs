@@ -1232,6 +1232,34 @@ fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
     );
 }
 
+/// `--fqs-interval-ms` is in milliseconds, fractions included: at 1000.5 ms
+/// rcu-lite (quick QS, no readers) waits one interval before its first scan,
+/// so its one grace period takes at least 1.0005 s, and not 1000 times more.
+#[test]
+fn rcuscale_fqs_interval_is_in_milliseconds() {
+    let out = syncbench_within(
+        &[
+            "rcuscale",
+            "--impl",
+            "rcu-lite",
+            "--waits",
+            "1",
+            "--fqs-interval-ms",
+            "1000.5",
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows[0];
+    assert_eq!(row["gps"], 1, "{row}");
+    assert!(
+        row["latency_us"]["p50"].as_f64().unwrap() >= 1_000_500.0,
+        "a grace period shorter than the 1000.5 ms interval: {row}"
+    );
+}
+
 #[test]
 fn rcuscale_waits_runs_a_fixed_number_of_waits_per_writer() {
     let out = syncbench(&[
