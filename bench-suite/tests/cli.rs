@@ -1802,6 +1802,34 @@ fn torture_duration_is_the_whole_run_shared_at_once_or_in_turn() {
     );
 }
 
+/// Threads on one side only are enough: `--writers 0` or `--readers 0` alone
+/// runs (only both 0 is refused), and the side without threads did nothing.
+#[test]
+fn locktorture_runs_with_writers_only_or_readers_only() {
+    for (writers, readers, idle_side) in [("0", "1", "writes"), ("1", "0", "reads")] {
+        let args = [
+            "locktorture",
+            "--lock",
+            "spin",
+            "--writers",
+            writers,
+            "--readers",
+            readers,
+            "--duration-s",
+            "0.2",
+            "--json",
+        ];
+        let out = syncbench(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = &rows[0];
+        assert_eq!(row["writers"].to_string(), writers, "{row}");
+        assert_eq!(row["readers"].to_string(), readers, "{row}");
+        assert_eq!(row[idle_side]["total"], 0, "{row}");
+        assert_eq!(row["fail"], 0, "{row}");
+    }
+}
+
 #[test]
 fn locktorture_faults_recover_std_poisoning_and_keep_exclusion() {
     let out = syncbench(&[
