@@ -322,6 +322,176 @@ mod tests {
         assert!(log.contains("<svg"));
     }
 
+    /// The value of `name="..."` in an SVG element.
+    fn attr(element: &str, name: &str) -> f64 {
+        let from = element.find(&format!(" {name}=\"")).expect(name) + name.len() + 3;
+        let len = element[from..].find('"').unwrap();
+        element[from..from + len].parse().unwrap()
+    }
+
+    /// The bars of a bar chart, in drawing order (series by series), as
+    /// (top, bottom, left, right) in pixels: the palette-filled rects that
+    /// start at the value axis (legend swatches start elsewhere).
+    fn bars(svg: &str) -> Vec<(f64, f64, f64, f64)> {
+        let palette: Vec<String> = PALETTE
+            .iter()
+            .map(|c| format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2))
+            .collect();
+        let rects: Vec<(f64, f64, f64, f64)> = svg
+            .lines()
+            .filter(|l| l.starts_with("<rect") && palette.iter().any(|p| l.contains(p.as_str())))
+            .map(|l| {
+                let (x, y) = (attr(l, "x"), attr(l, "y"));
+                (y, y + attr(l, "height"), x, x + attr(l, "width"))
+            })
+            .collect();
+        let axis = rects.iter().map(|r| r.2).fold(f64::INFINITY, f64::min);
+        rects.into_iter().filter(|r| r.2 == axis).collect()
+    }
+
+    /// The y of the text element whose content is `text`.
+    fn text_y(svg: &str, text: &str) -> f64 {
+        let lines: Vec<&str> = svg.lines().collect();
+        let at = lines.iter().position(|l| *l == text).expect(text);
+        attr(lines[at - 1], "y")
+    }
+
+    /// The picture reads like the table: categories top-down, each one's
+    /// series top-down within its row, bars apart, lengths proportional to
+    /// the values, each name beside its bars, the longest bar clear of the
+    /// legend.
+    #[test]
+    fn bar_chart_rows_read_like_the_table() {
+        let cats = vec!["alpha".to_owned(), "beta".to_owned()];
+        let values = [[2.0, 1.0], [3.0, 4.0]]; // [series][category]
+        let series: Vec<Series> = values
+            .iter()
+            .enumerate()
+            .map(|(s, v)| Series::bars(format!("s{s}"), vec![Some(v[0]), Some(v[1])]))
+            .collect();
+        let svg = bar_chart("t", "ns", &cats, &series, false);
+        let drawn = bars(&svg);
+        assert_eq!(drawn.len(), 4, "{svg}");
+        // Drawing order is s0 alpha, s0 beta, s1 alpha, s1 beta; top-down
+        // the order must be alpha s0, alpha s1, beta s0, beta s1.
+        let top_down = [drawn[0], drawn[2], drawn[1], drawn[3]];
+        for pair in top_down.windows(2) {
+            assert!(
+                pair[0].1 <= pair[1].0,
+                "overlap or out of order: {top_down:?}"
+            );
+        }
+        let per_unit = (drawn[0].3 - drawn[0].2) / values[0][0];
+        for (bar, v) in drawn.iter().zip([2.0, 1.0, 3.0, 4.0]) {
+            let length = bar.3 - bar.2;
+            assert!((length - v * per_unit).abs() <= 1.0, "{v}: {drawn:?}");
+        }
+        for (name, first, last) in [
+            ("alpha", top_down[0], top_down[1]),
+            ("beta", top_down[2], top_down[3]),
+        ] {
+            let y = text_y(&svg, name);
+            assert!(first.0 <= y && y <= last.1, "{name} at {y}: {top_down:?}");
+        }
+        let legend = svg
+            .lines()
+            .find(|l| l.starts_with("<rect") && l.contains("opacity=\"0.85\""))
+            .expect("a legend box");
+        let longest = drawn.iter().map(|b| b.3).fold(0.0, f64::max);
+        assert!(
+            longest < attr(legend, "x"),
+            "the longest bar under the legend:\n{svg}"
+        );
+    }
+
+    /// The chart grows with its rows, so a bar is as thick with 40
+    /// categories as with 10, and a single row still gets a readable chart.
+    #[test]
+    fn bar_chart_bars_keep_their_thickness_however_many_rows() {
+        let thickness = |rows: usize, series: usize| {
+            let cats: Vec<String> = (0..rows).map(|i| format!("c{i}")).collect();
+            let series: Vec<Series> = (0..series)
+                .map(|s| Series::bars(format!("s{s}"), vec![Some(1.0 + s as f64); rows]))
+                .collect();
+            let svg = bar_chart("t", "ns", &cats, &series, false);
+            let drawn = bars(&svg);
+            assert_eq!(drawn.len(), rows * series.len(), "{svg}");
+            let thick: Vec<f64> = drawn.iter().map(|b| b.1 - b.0).collect();
+            let (least, most) = (
+                thick.iter().copied().fold(f64::INFINITY, f64::min),
+                thick.iter().copied().fold(0.0, f64::max),
+            );
+            assert!(most - least <= 1.0, "{thick:?}");
+            (most, attr(svg.lines().next().unwrap(), "height"))
+        };
+        for series in [1, 3] {
+            let (ten, _) = thickness(10, series);
+            let (forty, _) = thickness(40, series);
+            assert!(
+                (ten - forty).abs() <= 1.0,
+                "{series} series: {ten} vs {forty}"
+            );
+            assert!(ten >= 10.0, "{series} series: {ten} px bars");
+        }
+        let (_, one_row) = thickness(1, 1);
+        assert_eq!(one_row, 220.0);
+    }
+
+    /// On a log axis every positive value, the smallest included, has a bar
+    /// of some length, longer for a larger value, inside the chart.
+    #[test]
+    fn log_bar_chart_shows_the_smallest_value_and_fits_the_largest() {
+        let cats = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let svg = bar_chart(
+            "t",
+            "ns",
+            &cats,
+            &[Series::bars("w", vec![Some(0.05), Some(5.0), Some(5000.0)])],
+            true,
+        );
+        let drawn = bars(&svg);
+        assert_eq!(drawn.len(), 3, "{svg}");
+        let lengths: Vec<f64> = drawn.iter().map(|b| b.3 - b.2).collect();
+        assert!(
+            lengths[0] >= 1.0 && lengths[0] < lengths[1] && lengths[1] < lengths[2],
+            "{lengths:?}"
+        );
+        let width = attr(svg.lines().next().unwrap(), "width");
+        assert!(drawn[2].3 <= width - 10.0, "{drawn:?}");
+    }
+
+    /// Axis bounds: the data's range with a margin (8% of the range, at
+    /// least 5% of the top), halved and half again more on a log axis; not
+    /// finite values, and on a log axis values not above 0, are left out;
+    /// nothing left gives a default range.
+    #[test]
+    fn bounds_cover_the_data_with_a_margin() {
+        let nan = f64::NAN;
+        let inf = f64::INFINITY;
+        let cases: &[(&[f64], bool, (f64, f64))] = &[
+            (&[1.0, 3.0], false, (0.84, 3.16)),
+            (&[100.0, 225.0], false, (88.75, 236.25)),
+            (&[5.0, 5.0], false, (4.75, 5.25)),
+            (&[-4.0, -2.0], false, (-4.16, -1.84)),
+            (&[0.0], false, (-1e-9, 1e-9)),
+            (&[1.0, nan, inf, -inf, 3.0], false, (0.84, 3.16)),
+            (&[], false, (0.0, 1.0)),
+            (&[nan], false, (0.0, 1.0)),
+            (&[1.0, 100.0], true, (1.0 / 1.5, 150.0)),
+            (&[0.0, -1.0, 10.0, inf, 1000.0], true, (10.0 / 1.5, 1500.0)),
+            (&[0.0, -1.0], true, (0.1, 10.0)),
+            (&[], true, (0.1, 10.0)),
+        ];
+        for (values, log, want) in cases {
+            let got = bounds(values.iter().copied(), *log);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-9);
+            assert!(
+                close(got.0, want.0) && close(got.1, want.1),
+                "{values:?} log {log}: {got:?}, want {want:?}"
+            );
+        }
+    }
+
     #[test]
     fn line_chart_draws_points() {
         let svg = line_chart(
