@@ -692,14 +692,27 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
     let dir = scratch_dir("syncbench-report-from");
     let out_dir = dir.join("report");
     let reference = REFERENCE_RESULTS;
-    let out = syncbench(&[
+    let args = [
         "report",
         "--from",
         reference,
         "--out",
         out_dir.to_str().unwrap(),
-    ]);
+    ];
+    let out = syncbench(&args);
     assert!(out.status.success(), "{}", stderr(&out));
+    // Standard output says where report.md is; with --json, it has the
+    // results alone, for a pipe.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.trim_end().ends_with("report.md"),
+        "not the path of report.md: {stdout:?}"
+    );
+    let with_json = syncbench(&[&args[..], &["--json"]].concat());
+    assert!(with_json.status.success(), "{}", stderr(&with_json));
+    let results: serde_json::Value = serde_json::from_slice(&with_json.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&with_json.stdout)));
+    assert!(results["refscale"].is_array(), "{results}");
     let markdown = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     // The committed run's figures, said to be read back, in every section.
     assert!(
