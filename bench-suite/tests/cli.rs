@@ -1927,40 +1927,22 @@ fn torture_deferred_only_runs_the_deferred_paths_and_refuses_locks() {
     );
 }
 
-/// `--impl all --deferred-only` runs every implementation that can run that
-/// way and leaves out the ones that cannot (the locks) without refusing the
-/// run, as it refuses a lock named explicitly.
+/// `--impl all --deferred-only` keeps every implementation that can run
+/// that way and leaves out the ones that cannot (the locks) without refusing
+/// the run, where a lock named explicitly is refused. Seen without running
+/// anything: `--slow-path` is refused next, naming the implementations still
+/// chosen that lack a slow path.
 #[test]
 fn torture_all_deferred_only_leaves_the_locks_out() {
-    let out = syncbench(&[
-        "torture",
-        "--impl",
-        "all",
-        "--deferred-only",
-        "--readers",
-        "1",
-        "--writers",
-        "1",
-        "--duration-s",
-        "0.5",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| row["impl"].as_str().unwrap())
-        .collect();
-    assert!(!names.contains(&"qrwlock"), "{names:?}");
-    for name in ["hazptr", "rcu-lite-memb", "crossbeam-epoch"] {
-        assert!(names.contains(&name), "{name} missing from {names:?}");
+    let out = syncbench(&["torture", "--impl", "all", "--deferred-only", "--slow-path"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("--slow-path forces"), "{err}");
+    for name in ["rcu-lite-memb", "crossbeam-epoch", "seize"] {
+        assert!(err.contains(name), "{name} left out:\n{err}");
     }
-    for row in rows.as_array().unwrap() {
-        assert_eq!(row["deferred_only"], true, "{row}");
-        assert_eq!(row["errors"], 0, "{row}");
-    }
+    assert!(!err.contains("qrwlock"), "a lock kept:\n{err}");
+    assert!(out.stdout.is_empty());
 }
 
 // `syncbench membarrier --mode real`: defaults follow `--targets`, and flags
