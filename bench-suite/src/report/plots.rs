@@ -349,6 +349,16 @@ mod tests {
         rects.into_iter().filter(|r| r.2 == axis).collect()
     }
 
+    /// The left edge of the legend box, and the right end of the longest bar.
+    fn legend_and_longest(svg: &str) -> (f64, f64) {
+        let legend = svg
+            .lines()
+            .find(|l| l.starts_with("<rect") && l.contains("opacity=\"0.85\""))
+            .expect("a legend box");
+        let longest = bars(svg).iter().map(|b| b.3).fold(0.0, f64::max);
+        (attr(legend, "x"), longest)
+    }
+
     /// The y of the text element whose content is `text`.
     fn text_y(svg: &str, text: &str) -> f64 {
         let lines: Vec<&str> = svg.lines().collect();
@@ -363,7 +373,7 @@ mod tests {
     #[test]
     fn bar_chart_rows_read_like_the_table() {
         let cats = vec!["alpha".to_owned(), "beta".to_owned()];
-        let values = [[2.0, 1.0], [3.0, 4.0]]; // [series][category]
+        let values = [[200.0, 100.0], [300.0, 400.0]]; // [series][category]
         let series: Vec<Series> = values
             .iter()
             .enumerate()
@@ -382,7 +392,7 @@ mod tests {
             );
         }
         let per_unit = (drawn[0].3 - drawn[0].2) / values[0][0];
-        for (bar, v) in drawn.iter().zip([2.0, 1.0, 3.0, 4.0]) {
+        for (bar, v) in drawn.iter().zip([200.0, 100.0, 300.0, 400.0]) {
             let length = bar.3 - bar.2;
             assert!((length - v * per_unit).abs() <= 1.0, "{v}: {drawn:?}");
         }
@@ -393,15 +403,8 @@ mod tests {
             let y = text_y(&svg, name);
             assert!(first.0 <= y && y <= last.1, "{name} at {y}: {top_down:?}");
         }
-        let legend = svg
-            .lines()
-            .find(|l| l.starts_with("<rect") && l.contains("opacity=\"0.85\""))
-            .expect("a legend box");
-        let longest = drawn.iter().map(|b| b.3).fold(0.0, f64::max);
-        assert!(
-            longest < attr(legend, "x"),
-            "the longest bar under the legend:\n{svg}"
-        );
+        let (legend, longest) = legend_and_longest(&svg);
+        assert!(longest < legend, "the longest bar under the legend:\n{svg}");
     }
 
     /// The chart grows with its rows, so a bar is as thick with 40
@@ -438,7 +441,8 @@ mod tests {
     }
 
     /// On a log axis every positive value, the smallest included, has a bar
-    /// of some length, longer for a larger value, inside the chart.
+    /// of some length, longer for a larger value, and the longest ends clear
+    /// of the legend.
     #[test]
     fn log_bar_chart_shows_the_smallest_value_and_fits_the_largest() {
         let cats = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
@@ -446,18 +450,21 @@ mod tests {
             "t",
             "ns",
             &cats,
-            &[Series::bars("w", vec![Some(0.05), Some(5.0), Some(5000.0)])],
+            &[
+                Series::bars("w", vec![Some(0.05), Some(5.0), Some(5000.0)]),
+                Series::bars("r", vec![Some(1.0), None, None]),
+            ],
             true,
         );
         let drawn = bars(&svg);
-        assert_eq!(drawn.len(), 3, "{svg}");
-        let lengths: Vec<f64> = drawn.iter().map(|b| b.3 - b.2).collect();
+        assert_eq!(drawn.len(), 4, "{svg}");
+        let lengths: Vec<f64> = drawn[..3].iter().map(|b| b.3 - b.2).collect();
         assert!(
             lengths[0] >= 1.0 && lengths[0] < lengths[1] && lengths[1] < lengths[2],
             "{lengths:?}"
         );
-        let width = attr(svg.lines().next().unwrap(), "width");
-        assert!(drawn[2].3 <= width - 10.0, "{drawn:?}");
+        let (legend, longest) = legend_and_longest(&svg);
+        assert!(longest < legend, "the longest bar under the legend:\n{svg}");
     }
 
     /// Axis bounds: the data's range with a margin (8% of the range, at
