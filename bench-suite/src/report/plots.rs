@@ -254,7 +254,9 @@ pub fn line_chart(
     svg
 }
 
-/// Axis bounds with a margin; for log axes, positive bounds around the data.
+/// Axis bounds with a margin; for log axes, positive bounds around the data;
+/// a linear axis over data that is all at or above 0 starts at 0 at the
+/// lowest (a margin below it would show negative values none of the data has).
 fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
@@ -268,7 +270,8 @@ fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
         (lo / 1.5, hi * 1.5)
     } else {
         let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);
-        ((lo - pad).min(0.0f64.max(lo - pad)), hi + pad)
+        let below = lo - pad;
+        (if lo >= 0.0 { below.max(0.0) } else { below }, hi + pad)
     }
 }
 
@@ -468,7 +471,8 @@ mod tests {
     }
 
     /// Axis bounds: the data's range with a margin (8% of the range, at
-    /// least 5% of the top), halved and half again more on a log axis; not
+    /// least 5% of the top), not below 0 for data that is not, and halved
+    /// and half again more on a log axis; not
     /// finite values, and on a log axis values not above 0, are left out;
     /// nothing left gives a default range.
     #[test]
@@ -480,7 +484,10 @@ mod tests {
             (&[100.0, 225.0], false, (88.75, 236.25)),
             (&[5.0, 5.0], false, (4.75, 5.25)),
             (&[-4.0, -2.0], false, (-4.16, -1.84)),
-            (&[0.0], false, (-1e-9, 1e-9)),
+            (&[0.0], false, (0.0, 1e-9)),
+            // The margin would dip below 0: the axis starts at 0.
+            (&[0.1, 10.0], false, (0.0, 10.792)),
+            (&[-1.0, 3.0], false, (-1.32, 3.32)),
             (&[1.0, nan, inf, -inf, 3.0], false, (0.84, 3.16)),
             (&[], false, (0.0, 1.0)),
             (&[nan], false, (0.0, 1.0)),
