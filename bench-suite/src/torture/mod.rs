@@ -1269,6 +1269,40 @@ mod tests {
         assert_eq!(merged.replaced_per_s_by_round(), [300.0, 200.0, 100.0]);
     }
 
+    /// A run fails (`syncbench torture` exits 1) on any error or failure,
+    /// and only then, and says why: the errors that are reads of a
+    /// reclaimed object, counted without the one a failure adds, then the
+    /// failure.
+    #[test]
+    fn a_run_fails_on_any_error_or_failure_and_only_then() {
+        const HANG: &str = "hang: writer 0 made no progress for 20.0 s";
+        let verdict = |errors: u64, failure: Option<&str>| {
+            let out = Outcome {
+                errors,
+                failure: failure.map(String::from),
+                ..a_clean_round(100)
+            };
+            (out.failed(), out.why_failed())
+        };
+        let why = |text: &str| (true, Some(text.to_owned()));
+        assert_eq!(verdict(0, None), (false, None));
+        assert_eq!(
+            verdict(1, None),
+            why("1 error (an object read after reclamation)")
+        );
+        assert_eq!(
+            verdict(2, None),
+            why("2 errors (an object read after reclamation)")
+        );
+        assert_eq!(verdict(1, Some(HANG)), why(HANG));
+        assert_eq!(
+            verdict(4, Some(HANG)),
+            why(&format!(
+                "3 errors (an object read after reclamation), {HANG}"
+            ))
+        );
+    }
+
     /// A writer that drops what it replaces instead of handing it to
     /// reclamation: nothing is ever reclaimed, so no read can find a
     /// premature reclamation, and the run must fail rather than pass.
