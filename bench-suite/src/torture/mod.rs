@@ -1269,6 +1269,21 @@ mod tests {
         assert_eq!(merged.replaced_per_s_by_round(), [300.0, 200.0, 100.0]);
     }
 
+    /// Each round's rate is its replacements over its own duration, and the
+    /// median is taken by that rate: of a long round with the most
+    /// replacements and two 1 s rounds, the median is the slower 1 s one,
+    /// not the round with the median count.
+    #[test]
+    fn merged_rounds_rate_each_round_by_its_own_duration() {
+        let round = |replaced: u64, duration_s: f64| Outcome {
+            duration_s,
+            ..a_clean_round(replaced)
+        };
+        let merged = merge_rounds(vec![round(1000, 10.0), round(300, 1.0), round(200, 1.0)]);
+        assert_eq!(merged.replaced_per_s_by_round(), [100.0, 300.0, 200.0]);
+        assert_eq!(merged.replaced, 200, "{merged:?}");
+    }
+
     /// A run fails (`syncbench torture` exits 1) on any error or failure,
     /// and only then, and says why: the errors that are reads of a
     /// reclaimed object, counted without the one a failure adds, then the
