@@ -1188,6 +1188,62 @@ mod tests {
         );
     }
 
+    /// Plain sections that always fail and held sections that pass, the
+    /// mirror of `readers_hold_some_sections_and_count_their_errors`: once
+    /// the reader has stopped, each plain section is one error and every
+    /// section, plain or held, one read (a held one per
+    /// HELD_READ_EVERY_BATCHES batches).
+    #[test]
+    fn a_reader_counts_every_section_and_every_failed_one() {
+        /// `Busted`'s first object, never replaced, so held sections pass;
+        /// plain ones fail without reaching it.
+        struct PlainReadsFail(Busted);
+        impl Torture for PlainReadsFail {
+            fn read(&self) -> bool {
+                false
+            }
+            fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
+                self.0.read_with(inside)
+            }
+            fn replace(&self, _fresh: Box<TortureObject>) {
+                unreachable!("the run has no writers")
+            }
+        }
+        test_support::within_a_deadline("a reader's counts", Duration::from_secs(60), || {
+            let imp = bug("plain-reads-fail", |o| {
+                Ok(Box::new(PlainReadsFail(Busted::new(
+                    &o.ledger,
+                    Duration::ZERO,
+                ))))
+            });
+            let one_reader = Config {
+                readers: 1,
+                writers: 0,
+                ..config(0, false)
+            };
+            let mut run = Run::start(&imp, one_reader);
+            // Two held sections at least.
+            let batch = READS_PER_BATCH * HELD_READ_EVERY_BATCHES + 1;
+            while run.shared.counts().reads < 2 * batch {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            run.shared.stop.store(true, Relaxed);
+            for (_, reader) in std::mem::take(&mut run.threads) {
+                reader
+                    .join()
+                    .expect("the reader returns once the run stops");
+            }
+            let (reads, errors) = (run.shared.counts().reads, run.shared.errors.load(Relaxed));
+            run.finish();
+            let batches = errors / READS_PER_BATCH;
+            assert_eq!(
+                (errors % READS_PER_BATCH, reads),
+                (0, errors + batches / HELD_READ_EVERY_BATCHES),
+                "(errors past whole batches, reads) of {errors} errors"
+            );
+        });
+    }
+
     /// One 1 s round of `merged`, one reader and one writer, that replaced
     /// `replaced` objects, without errors or failure.
     fn a_clean_round(replaced: u64) -> Outcome {
