@@ -1492,6 +1492,42 @@ mod tests {
         );
     }
 
+    /// The timed window counts what the threads did from the start to the
+    /// stop, not what they did before the start: a run whose replacements
+    /// all came before it would otherwise pass as having checked something.
+    /// The start is moved into the run here (to counts past zero), and the
+    /// threads are stopped before the run is, so the counts are exact.
+    #[test]
+    fn the_window_counts_only_what_the_threads_did_after_the_start() {
+        // Three stall limits: minutes under miri, whose replacements are slow.
+        let limit = 3 * Config::STALL_LIMIT;
+        test_support::within_a_deadline("a window's counts", limit, || {
+            let mut run = Run::start(contenders().next().expect("a contender"), config(0, false));
+            // Both counts more than double past `past` (and past zero).
+            let wait_past = |run: &Run, past: Window| loop {
+                let now = run.shared.counts();
+                if now.reads > 2 * past.reads + 2 && now.replaced > 2 * past.replaced + 2 {
+                    return now;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            let start = wait_past(&run, Window::default());
+            run.counted_at_start = start;
+            wait_past(&run, start);
+            run.shared.stop.store(true, Relaxed);
+            for (label, thread) in std::mem::take(&mut run.threads) {
+                thread.join().unwrap_or_else(|_| panic!("{label} panicked"));
+            }
+            let end = run.shared.counts();
+            let out = run.finish();
+            assert_eq!(
+                (out.reads, out.replaced),
+                (end.reads - start.reads, end.replaced - start.replaced),
+                "(reads, replaced) in the window, from {start:?} to {end:?}"
+            );
+        });
+    }
+
     #[test]
     fn a_section_left_open_by_a_panic_is_a_reported_hang() {
         let out = planted(bug("leaks-on-unwind", |o| {
