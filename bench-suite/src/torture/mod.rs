@@ -1528,6 +1528,33 @@ mod tests {
         });
     }
 
+    /// An object reclaimed twice is one error, added to those the run
+    /// counted otherwise: here none but the one of its failure (a run
+    /// without reads or replacements checked nothing).
+    #[test]
+    fn a_double_reclamation_adds_an_error_to_the_runs_others() {
+        let no_threads = Config {
+            readers: 0,
+            writers: 0,
+            ..config(0, false)
+        };
+        let run = Run::start(contenders().next().expect("a contender"), no_threads);
+        let extra = Box::into_raw(TortureObject::new(&run.shared.ledger, 1));
+        // SAFETY: a `TortureObject::new` box, never published. The first
+        // reclamation parks it in the quarantine; the second is the error,
+        // counted by the ledger and otherwise left alone.
+        unsafe {
+            object::reclaim(extra);
+            object::reclaim(extra);
+        }
+        let out = run.finish();
+        assert!(
+            (out.failure.as_deref().unwrap_or_default()).starts_with("checked nothing: "),
+            "{out:?}"
+        );
+        assert_eq!(out.errors, 1 + 1, "{out:?}");
+    }
+
     #[test]
     fn a_section_left_open_by_a_panic_is_a_reported_hang() {
         let out = planted(bug("leaks-on-unwind", |o| {
