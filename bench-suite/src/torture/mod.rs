@@ -1555,6 +1555,37 @@ mod tests {
         assert_eq!(out.errors, 1 + 1, "{out:?}");
     }
 
+    /// A check samples the objects left unreclaimed into the half of the run
+    /// it falls in: early in a 100 s run the first half; in a run made as
+    /// long as it has lasted so far (100 ms at least), the second, not past
+    /// its end. (No thread shares the run, so its duration can be changed.)
+    #[test]
+    fn a_check_samples_the_backlog_into_the_half_of_the_run_it_falls_in() {
+        let hundred_s = Config {
+            readers: 0,
+            writers: 0,
+            ..config(100_000, false)
+        };
+        let mut run = Run::start(contenders().next().expect("a contender"), hundred_s);
+        // The first object alone.
+        run.check();
+        let early = run.unreclaimed_halves;
+        std::thread::sleep(Duration::from_millis(100));
+        let so_far = run.began.elapsed();
+        Arc::get_mut(&mut run.shared)
+            .expect("no thread shares the run")
+            .config
+            .duration = so_far;
+        // The first object and this one.
+        let extra = TortureObject::new(&run.shared.ledger, 1);
+        run.check();
+        let late = run.unreclaimed_halves;
+        // SAFETY: a `TortureObject::new` box, never published.
+        unsafe { object::reclaim(Box::into_raw(extra)) };
+        run.finish();
+        assert_eq!((early, late), ([1, 0], [1, 2]), "(early, late) halves");
+    }
+
     #[test]
     fn a_section_left_open_by_a_panic_is_a_reported_hang() {
         let out = planted(bug("leaks-on-unwind", |o| {
