@@ -2391,6 +2391,14 @@ mod tests {
         let total = Duration::from_millis(400);
         let at_once = torture_all(&chosen, config(0, true), total, Schedule::Concurrent);
         let in_turn = torture_all(&chosen, config(0, false), total, Schedule::Sequential);
+        // One outcome per implementation, in order, either way: with none,
+        // the checks below would pass vacuously (and the command exit 0).
+        let names = |outcomes: &[Outcome]| -> Vec<String> {
+            outcomes.iter().map(|o| o.name.clone()).collect()
+        };
+        let chosen_names: Vec<String> = chosen.iter().map(|imp| imp.name.to_owned()).collect();
+        assert_eq!(names(&at_once), chosen_names);
+        assert_eq!(names(&in_turn), chosen_names);
         for out in at_once.iter().chain(&in_turn) {
             assert_checked_without_error(out);
         }
