@@ -1924,6 +1924,31 @@ pub(crate) mod tests {
         assert!(md.contains("Each implementation ran in 3 rounds"), "{md}");
     }
 
+    /// A `results.json` with null where a figure belongs is refused naming
+    /// the line; any other unreadable file is said not to be a report's.
+    #[test]
+    fn read_back_error_names_the_line_of_a_null_figure() {
+        let json = serde_json::to_string_pretty(&sample())
+            .unwrap()
+            .replace("\"wall_s\": 12.0", "\"wall_s\": null");
+        let line = 1 + json.lines().position(|l| l.contains("\"wall_s\"")).unwrap();
+        let error = read_back(&json).expect_err("null wall_s");
+        let message = read_back_error("results.json", &json, &error);
+        assert!(
+            message.starts_with(&format!(
+                "results.json cannot be written again: line {line} (`\"wall_s\": null,`) holds \
+                 null where a figure belongs"
+            )),
+            "{message}"
+        );
+        let error = read_back("[]").expect_err("not an object");
+        let message = read_back_error("old.json", "[]", &error);
+        assert!(
+            message.starts_with("old.json is not a syncbench report's results.json: "),
+            "{message}"
+        );
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
