@@ -1949,6 +1949,36 @@ pub(crate) mod tests {
         );
     }
 
+    /// The report opens with the *Choosing* table: one row per
+    /// [`choosing::table`] pick, giving its winners, figure, runner-up,
+    /// costs elsewhere and measurement, in that order.
+    #[test]
+    fn the_choosing_section_gives_one_row_per_pick() {
+        let results = sample();
+        let expected: Vec<Vec<String>> = choosing::table(&results)
+            .into_iter()
+            .map(|c| {
+                let winners = c.winners();
+                let cells = [c.figure, c.runner_up, c.costs_elsewhere, c.measured_by];
+                [vec![c.use_case.to_owned(), winners], cells.to_vec()].concat()
+            })
+            .collect();
+        assert!(!expected.is_empty());
+        let doc = document(&results);
+        let section = &doc.sections[0];
+        assert_eq!(section.title, "Choosing a primitive on this machine");
+        let rows: Vec<&Vec<String>> = section
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                document::Block::Table(t) => Some(&t.rows),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(rows, expected.iter().collect::<Vec<_>>());
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
