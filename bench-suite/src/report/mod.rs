@@ -1979,6 +1979,19 @@ pub(crate) mod tests {
         assert_eq!(rows, expected.iter().collect::<Vec<_>>());
     }
 
+    /// A membarrier stalls cell counts the stalled calls and, where the run
+    /// counted them, the callers that stalled; no stall is a plain 0.
+    #[test]
+    fn stalls_cell_names_the_stalled_callers_only_where_calls_stalled() {
+        let mut outcome = sample().membarrier_sweep[0].global.clone();
+        (outcome.stalls, outcome.stalled_callers) = (7, Some(3));
+        assert_eq!(stalls_cell(&outcome), "7 (3 callers)");
+        (outcome.stalls, outcome.stalled_callers) = (0, Some(0));
+        assert_eq!(stalls_cell(&outcome), "0");
+        (outcome.stalls, outcome.stalled_callers) = (7, None);
+        assert_eq!(stalls_cell(&outcome), "7");
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
