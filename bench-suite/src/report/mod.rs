@@ -1992,6 +1992,21 @@ pub(crate) mod tests {
         assert_eq!(stalls_cell(&outcome), "7");
     }
 
+    /// The membarrier ratio is plotted against CPU count from two sweep
+    /// points with a ratio, and not from one.
+    #[test]
+    fn the_membarrier_ratio_is_plotted_from_two_points_not_one() {
+        let mut results = sample();
+        let plotted = |r: &Results| {
+            document(r)
+                .plots()
+                .any(|(file, _)| file == "plots/membarrier-ratio.svg")
+        };
+        assert!(plotted(&results));
+        results.membarrier_sweep.truncate(1);
+        assert!(!plotted(&results));
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
