@@ -2007,6 +2007,39 @@ pub(crate) mod tests {
         assert!(!plotted(&results));
     }
 
+    /// The read-side table has a column pair per thread count, in the order
+    /// measured, and each *vs best* compares with the fastest of its own
+    /// thread count.
+    #[test]
+    fn the_read_side_table_ranks_each_thread_count_on_its_own() {
+        let mut results = sample();
+        let at_four = |name: &str, ns: f64| refscale::Outcome {
+            name: name.into(),
+            threads: 4,
+            ns_per_op: ns,
+            runs_ns: vec![ns],
+            ..results.refscale[0].clone()
+        };
+        let four = [at_four("fast", 30.0), at_four("slow", 10.0)];
+        results.refscale.extend(four);
+        let md = document(&results).to_markdown();
+        assert!(
+            md.contains(
+                "| implementation | 1 thread (median ns) | vs best (paired) | 4 threads (median ns) \
+                 | vs best (paired) |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| fast | 2.00 | 1.00x | 30.00 | 3.00x |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| slow | 5.00 | 2.50x | 10.00 | 1.00x |"),
+            "{md}"
+        );
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
