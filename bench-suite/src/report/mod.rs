@@ -2040,6 +2040,46 @@ pub(crate) mod tests {
         );
     }
 
+    /// The per-GP plots: one per idle-thread count, named for it (no suffix
+    /// for none), each with the contenders measured there at two or more
+    /// writer counts with a positive per-GP time.
+    #[test]
+    fn rcuscale_plots_one_idle_count_each_with_contenders_of_two_points() {
+        let mut results = sample();
+        let mix =
+            |name: &str, writers: usize, idle_threads: usize, per_gp_us: f64| rcuscale::Outcome {
+                name: name.into(),
+                writers,
+                idle_threads,
+                per_gp_us,
+                ..results.rcuscale[0].clone()
+            };
+        results.rcuscale = vec![
+            mix("waiter", 1, 0, 10.0),
+            mix("waiter", 16, 0, 12.5),
+            mix("zeroed", 1, 0, 5.0),
+            mix("zeroed", 16, 0, 0.0),
+            mix("idler", 1, 64, 20.0),
+            mix("idler", 16, 64, 30.0),
+        ];
+        let doc = document(&results);
+        let plots: Vec<(&str, &str)> = doc
+            .plots()
+            .filter(|(f, _)| f.contains("rcuscale"))
+            .collect();
+        let files: Vec<&str> = plots.iter().map(|(f, _)| *f).collect();
+        assert_eq!(
+            files,
+            [
+                "plots/rcuscale-per-gp.svg",
+                "plots/rcuscale-per-gp-idle64.svg"
+            ]
+        );
+        let names = |svg: &str| ["waiter", "zeroed", "idler"].map(|n| svg.contains(n));
+        assert_eq!(names(plots[0].1), [true, false, false]);
+        assert_eq!(names(plots[1].1), [false, false, true]);
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
