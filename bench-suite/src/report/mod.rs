@@ -2080,6 +2080,27 @@ pub(crate) mod tests {
         assert_eq!(names(plots[1].1), [false, false, true]);
     }
 
+    /// The locktorture plot shows the mix with the most threads in all, and
+    /// the locks of that mix only.
+    #[test]
+    fn the_locktorture_plot_shows_the_mix_with_the_most_threads() {
+        let mut results = sample();
+        let crowded = locktorture::Outcome {
+            lock: "lock-b".into(),
+            writers: 1,
+            readers: 30,
+            ..results.locktorture[0].clone()
+        };
+        results.locktorture.push(crowded);
+        let doc = document(&results);
+        let (_, svg) = doc
+            .plots()
+            .find(|(f, _)| *f == "plots/locktorture.svg")
+            .expect("a locktorture plot");
+        assert!(svg.contains("locktorture, 1 writers / 30 readers"), "{svg}");
+        assert!(svg.contains("lock-b") && !svg.contains("lock-a"), "{svg}");
+    }
+
     /// A folder for one test's reports, empty and not yet created.
     fn empty_folder(test: &str) -> PathBuf {
         let out = std::env::temp_dir().join(format!("syncbench-{test}-{}", std::process::id()));
