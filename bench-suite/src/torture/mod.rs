@@ -1227,12 +1227,15 @@ mod tests {
             while run.shared.counts().reads < 2 * batch {
                 std::thread::sleep(Duration::from_millis(1));
             }
+            // Relaxed: a stop request; it publishes nothing.
             run.shared.stop.store(true, Relaxed);
             for (_, reader) in std::mem::take(&mut run.threads) {
                 reader
                     .join()
                     .expect("the reader returns once the run stops");
             }
+            // Relaxed: the join above orders every count the reader made
+            // before these loads.
             let (reads, errors) = (run.shared.counts().reads, run.shared.errors.load(Relaxed));
             run.finish();
             let batches = errors / READS_PER_BATCH;
@@ -1514,6 +1517,7 @@ mod tests {
             let start = wait_past(&run, Window::default());
             run.counted_at_start = start;
             wait_past(&run, start);
+            // Relaxed: a stop request; it publishes nothing.
             run.shared.stop.store(true, Relaxed);
             for (label, thread) in std::mem::take(&mut run.threads) {
                 thread.join().unwrap_or_else(|_| panic!("{label} panicked"));
