@@ -169,6 +169,24 @@ impl Profile {
         }
     }
 
+    /// The bulk-freeing pass: the torture mix again, with writers that
+    /// only hand objects to deferred reclamation (never wait for readers),
+    /// in [`Profile::torture_rounds`] rounds that together last one torture
+    /// run.
+    fn deferred_free_config(self) -> (torture::Config, torture::Options) {
+        let config = self.torture_config();
+        let deferred = torture::Config {
+            deferred_only: true,
+            duration: config.duration / self.torture_rounds() as u32,
+            ..config
+        };
+        let options = torture::Options {
+            deferred_only: true,
+            ..Default::default()
+        };
+        (deferred, options)
+    }
+
     fn locktorture_duration(self) -> Duration {
         match self {
             Profile::Quick => Duration::from_secs(2),
@@ -656,15 +674,7 @@ pub fn measure(profile: Profile) -> std::io::Result<Results> {
         progress.inc(1);
     }
 
-    let deferred = torture::Config {
-        deferred_only: true,
-        duration: profile.torture_config().duration / rounds as u32,
-        ..profile.torture_config()
-    };
-    let deferred_options = torture::Options {
-        deferred_only: true,
-        ..Default::default()
-    };
+    let (deferred, deferred_options) = profile.deferred_free_config();
     let deferring: Vec<_> = tortured
         .iter()
         .filter(|imp| (imp.make)(&deferred_options).is_ok())
@@ -2213,5 +2223,189 @@ pub(crate) mod tests {
         );
         assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
         std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    const PROFILES: [Profile; 2] = [Profile::Quick, Profile::Full];
+
+    /// The bulk-freeing pass reruns the torture mix with writers that only
+    /// defer, in rounds that together last one torture run: without
+    /// `deferred_only` in the configuration its writers would wait for
+    /// readers, and without it in the options every implementation would
+    /// pass the filter, the locks included.
+    #[test]
+    fn the_bulk_freeing_pass_only_defers_for_one_torture_run_in_rounds() {
+        for profile in PROFILES {
+            let torture = profile.torture_config();
+            let (deferred, options) = profile.deferred_free_config();
+            assert!(
+                deferred.deferred_only && options.deferred_only,
+                "{profile:?}"
+            );
+            assert!(
+                !torture.deferred_only,
+                "{profile:?}: the torture runs wait too"
+            );
+            assert!(!options.slow_path, "{profile:?}");
+            assert!(
+                profile.torture_rounds() >= 3,
+                "{profile:?}: a median of rounds"
+            );
+            // Within the nanoseconds the division drops.
+            let rounds = profile.torture_rounds() as u32;
+            let together = deferred.duration * rounds;
+            assert!(
+                together <= torture.duration
+                    && torture.duration - together < Duration::from_nanos(rounds.into()),
+                "{profile:?}: {together:?} in {rounds} rounds, {:?} a torture run",
+                torture.duration
+            );
+            assert_eq!(
+                (
+                    deferred.readers,
+                    deferred.writers,
+                    deferred.slow_path,
+                    deferred.faults
+                ),
+                (torture.readers, torture.writers, false, false),
+                "{profile:?}"
+            );
+            assert_eq!(deferred.stall_limit, torture.stall_limit, "{profile:?}");
+            // The locks cannot only defer, so the pass leaves them out.
+            let qrwlock = crate::registry::find(torture::implementations(), "qrwlock").unwrap();
+            let hazptr = crate::registry::find(torture::implementations(), "hazptr").unwrap();
+            assert!((qrwlock.make)(&options).is_err(), "{profile:?}");
+            assert!((hazptr.make)(&options).is_ok(), "{profile:?}");
+        }
+    }
+
+    /// Each profile measures what the sections and the *Choosing* rows look
+    /// for: read sides at 1 and 2 threads; a lock mix that fits 2 cores, a
+    /// write-heavy one and one of at least 8 threads; a lone writer with a
+    /// reader and 16 concurrent writers, with and without 256 idle threads;
+    /// both sides of the quick-QS comparison; and more than one round of
+    /// everything that is ranked by its median round.
+    #[test]
+    fn each_profile_measures_what_the_report_reads() {
+        for profile in PROFILES {
+            let threads = profile.refscale_threads();
+            assert!(
+                threads.contains(&1) && threads.contains(&2),
+                "{profile:?}: {threads:?}"
+            );
+            for &t in threads {
+                let config = profile.refscale_config(t);
+                assert_eq!(config.threads, t, "{profile:?}");
+                assert!(
+                    config.runs >= 5 && config.iterations >= 1_000_000,
+                    "{profile:?}"
+                );
+            }
+            let mixes = profile.locktorture_mixes();
+            assert!(
+                mixes.iter().any(|&(w, r)| w + r <= 2),
+                "{profile:?}: {mixes:?}"
+            );
+            assert!(mixes.iter().any(|&(w, r)| w > r), "{profile:?}: {mixes:?}");
+            assert!(
+                mixes.iter().any(|&(w, r)| w + r >= 8 && r > w),
+                "{profile:?}: {mixes:?}"
+            );
+            let rcu = profile.rcuscale_mixes();
+            for idle in [0, 256] {
+                assert!(rcu.contains(&(1, 1, idle)), "{profile:?}: {rcu:?}");
+                assert!(rcu.contains(&(16, 1, idle)), "{profile:?}: {rcu:?}");
+            }
+            assert!(profile.rcuscale_rounds() >= 3, "{profile:?}");
+            assert!(profile.torture_rounds() >= 3, "{profile:?}");
+            assert!(profile.quick_qs_runs() >= 5, "{profile:?}");
+            assert!(
+                profile.rcuscale_duration() >= Duration::from_millis(100),
+                "{profile:?}"
+            );
+            assert!(
+                profile.locktorture_duration() >= Duration::from_secs(1),
+                "{profile:?}"
+            );
+            assert!(profile.membarrier_sim_seconds() >= 1.0, "{profile:?}");
+            let torture = profile.torture_config();
+            assert!(torture.readers >= 2 && torture.writers >= 2, "{profile:?}");
+            assert!(!torture.slow_path && !torture.faults, "{profile:?}");
+            assert!(torture.duration >= Duration::from_secs(1), "{profile:?}");
+        }
+    }
+
+    /// The full profile measures every mix of the quick one, each at least
+    /// as long and as often, and more of something in every kind.
+    #[test]
+    fn the_full_profile_measures_what_the_quick_one_does_and_more() {
+        let (q, f) = (Profile::Quick, Profile::Full);
+        let covers = |quick: &[usize], full: &[usize]| quick.iter().all(|t| full.contains(t));
+        assert!(covers(q.refscale_threads(), f.refscale_threads()));
+        assert!(f.refscale_threads().len() > q.refscale_threads().len());
+        assert!(
+            f.refscale_threads().iter().any(|&t| t >= 8),
+            "an oversubscribed read side"
+        );
+        assert!(f.refscale_config(1).iterations > q.refscale_config(1).iterations);
+        assert!(f.refscale_config(1).runs >= q.refscale_config(1).runs);
+        assert!(
+            q.locktorture_mixes()
+                .iter()
+                .all(|m| f.locktorture_mixes().contains(m))
+        );
+        assert!(f.locktorture_mixes().len() > q.locktorture_mixes().len());
+        assert!(f.locktorture_duration() > q.locktorture_duration());
+        assert!(
+            q.rcuscale_mixes()
+                .iter()
+                .all(|m| f.rcuscale_mixes().contains(m))
+        );
+        assert!(f.rcuscale_mixes().len() > q.rcuscale_mixes().len());
+        assert!(f.rcuscale_duration() > q.rcuscale_duration());
+        assert!(f.rcuscale_rounds() > q.rcuscale_rounds());
+        assert!(f.quick_qs_runs() > q.quick_qs_runs());
+        assert!(f.membarrier_sim_seconds() > q.membarrier_sim_seconds());
+        assert!(f.torture_rounds() > q.torture_rounds());
+        assert!(f.torture_config().duration > q.torture_config().duration);
+        assert!(f.torture_config().readers >= q.torture_config().readers);
+        assert_eq!((q.name(), f.name()), ("quick", "full"));
+    }
+
+    /// The quick profile promises under 3 minutes on 2 cores. Its timed
+    /// runs alone (every available contender's locktorture, rcuscale,
+    /// quick-QS and torture time) must leave a minute of that for the
+    /// read-side runs, thread starts and the membarrier simulation: a
+    /// quick report measured 125 s in all on the 2-vCPU guest, 93 s of
+    /// them timed runs.
+    #[test]
+    fn the_quick_profile_times_its_runs_within_two_minutes() {
+        let q = Profile::Quick;
+        let available = |n: usize| n as f64;
+        let locks = locktorture::implementations()
+            .iter()
+            .filter(|i| i.availability().is_ok())
+            .count();
+        let waiters = rcuscale::implementations()
+            .iter()
+            .filter(|i| i.availability().is_ok())
+            .count();
+        let tortured = torture::implementations()
+            .iter()
+            .filter(|i| i.origin != crate::registry::Origin::SelfCheck && i.availability().is_ok())
+            .count();
+        let seconds = available(q.locktorture_mixes().len() * locks)
+            * q.locktorture_duration().as_secs_f64()
+            + available(q.rcuscale_mixes().len() * waiters * q.rcuscale_rounds())
+                * q.rcuscale_duration().as_secs_f64()
+            // On, one FQS interval a wait; off, two.
+            + available(q.quick_qs_runs() * QUICK_QS_WAITS as usize * 3)
+                * QUICK_QS_FQS.as_secs_f64()
+            // Each torture run, then the bulk-freeing rounds of as long.
+            + available(2 * tortured) * q.torture_config().duration.as_secs_f64();
+        assert!(seconds > 30.0, "{seconds} s: every kind of run is timed");
+        assert!(
+            seconds <= 120.0,
+            "{seconds} s of timed runs leave too little of 3 minutes"
+        );
     }
 }
