@@ -297,21 +297,30 @@ pub struct CompareArgs {
     pub json: bool,
 }
 
-fn positive_percent(text: &str) -> Result<f64, String> {
+/// Parses `text` as a finite number, `what` naming what it should be in
+/// the refusal of one that is not a number. NaN and the infinities parse as
+/// `f64` but bound nothing, so they get a refusal of their own.
+fn finite_number(text: &str, what: &str) -> Result<f64, String> {
     let v: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a percentage"))?;
-    if !(v.is_finite() && v >= 0.0) {
+        .map_err(|_| format!("'{text}' is not {what}"))?;
+    if !v.is_finite() {
+        return Err(format!("must be a finite number (got {text})"));
+    }
+    Ok(v)
+}
+
+fn positive_percent(text: &str) -> Result<f64, String> {
+    let v = finite_number(text, "a percentage")?;
+    if v < 0.0 {
         return Err(format!("must be 0 or more (got {text})"));
     }
     Ok(v)
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !(v.is_finite() && v > 0.0) {
+    let v = finite_number(text, "a number of seconds")?;
+    if v <= 0.0 {
         return Err(format!("must be more than 0 seconds (got {text})"));
     }
     if v > 86_400.0 {
@@ -355,10 +364,8 @@ fn stall_limit_seconds(text: &str) -> Result<f64, String> {
 }
 
 fn positive_milliseconds(text: &str) -> Result<f64, String> {
-    let v: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of milliseconds"))?;
-    if !(v.is_finite() && v >= 0.001) {
+    let v = finite_number(text, "a number of milliseconds")?;
+    if v < 0.001 {
         return Err(format!(
             "must be at least 0.001 milliseconds, 1 us (got {text}); without the option the \
              scans are adaptive"
