@@ -2380,7 +2380,8 @@ pub(crate) mod tests {
     #[test]
     fn the_quick_profile_times_its_runs_within_two_minutes() {
         let q = Profile::Quick;
-        let available = |n: usize| n as f64;
+        // Seconds of `runs` runs of `each`.
+        let timed = |runs: usize, each: Duration| runs as f64 * each.as_secs_f64();
         let locks = locktorture::implementations()
             .iter()
             .filter(|i| i.availability().is_ok())
@@ -2393,15 +2394,15 @@ pub(crate) mod tests {
             .iter()
             .filter(|i| i.origin != crate::registry::Origin::SelfCheck && i.availability().is_ok())
             .count();
-        let seconds = available(q.locktorture_mixes().len() * locks)
-            * q.locktorture_duration().as_secs_f64()
-            + available(q.rcuscale_mixes().len() * waiters * q.rcuscale_rounds())
-                * q.rcuscale_duration().as_secs_f64()
+        let seconds = timed(q.locktorture_mixes().len() * locks, q.locktorture_duration())
+            + timed(
+                q.rcuscale_mixes().len() * waiters * q.rcuscale_rounds(),
+                q.rcuscale_duration(),
+            )
             // On, one FQS interval a wait; off, two.
-            + available(q.quick_qs_runs() * QUICK_QS_WAITS as usize * 3)
-                * QUICK_QS_FQS.as_secs_f64()
+            + timed(q.quick_qs_runs() * QUICK_QS_WAITS as usize * 3, QUICK_QS_FQS)
             // Each torture run, then the bulk-freeing rounds of as long.
-            + available(2 * tortured) * q.torture_config().duration.as_secs_f64();
+            + timed(2 * tortured, q.torture_config().duration);
         assert!(seconds > 30.0, "{seconds} s: every kind of run is timed");
         assert!(
             seconds <= 120.0,
