@@ -533,4 +533,29 @@ mod tests {
             );
         }
     }
+
+    /// A short run without interrupts-off windows, where every figure can be
+    /// worked out by hand.
+    fn quiet(cpus: u32, callers: u32, policy: Policy) -> Config {
+        let mut c = Config::selftest(cpus);
+        c.callers = callers;
+        c.policy = policy;
+        c.throttle = None;
+        c.sim_time_ns = NS_PER_S / 1_000;
+        c
+    }
+
+    /// The run covers its last instant: a call that completes exactly at
+    /// the end is counted. With a free handler each call completes where it
+    /// starts, every `syscall_ns`, so 0, 100, ..., 1000 ns give 11 calls.
+    #[test]
+    fn a_call_that_completes_at_the_last_instant_of_the_run_counts() {
+        let mut c = quiet(1, 1, Policy::None);
+        c.sim_time_ns = 1_000;
+        c.costs.ipi_handler_ns = 0;
+        c.costs.syscall_ns = 100;
+        let r = run_with(&c, true);
+        assert_eq!(r.calls, 11, "{r}");
+        assert_eq!(r.latency.max(), 0, "{r}");
+    }
 }
