@@ -558,4 +558,28 @@ mod tests {
         assert_eq!(r.calls, 11, "{r}");
         assert_eq!(r.latency.max(), 0, "{r}");
     }
+
+    /// A CPU whose step falls inside one of its interrupts-off windows runs
+    /// nobody: it tries again when the window ends, and its caller has not
+    /// started a call.
+    #[test]
+    fn a_cpu_inside_an_interrupts_off_window_runs_no_caller_until_it_ends() {
+        let mut c = Config::selftest(2);
+        c.callers = 2;
+        c.policy = Policy::None;
+        c.sim_time_ns = NS_PER_S / 10;
+        let mut e = Engine::new(&c);
+        let w = e.schedule.windows_until(1, c.sim_time_ns)[0];
+        assert!(w.end - w.start > 1, "{w:?}");
+        let t = w.start + 1;
+        let on = e.schedule.irq_on_at(1, t);
+        assert!(on >= w.end, "{w:?} {on}");
+        // Caller 0 lives on CPU 1 (see `Config::placement`).
+        assert_eq!(e.callers[0].home, 1);
+        e.cpus[1].step_at = t;
+        e.cpu_step(1, t);
+        assert_eq!(e.callers[0].calls_started, 0);
+        assert_eq!(e.cpus[1].runq.front(), Some(&0));
+        assert_eq!(e.cpus[1].step_at, on);
+    }
 }
