@@ -582,4 +582,47 @@ mod tests {
         assert_eq!(e.cpus[1].runq.front(), Some(&0));
         assert_eq!(e.cpus[1].step_at, on);
     }
+
+    /// Each policy's mutex for a call: per-cpu gives every target CPU a
+    /// mutex of its own, none of them the one all broadcasts share; global
+    /// puts every call on that one; none takes no mutex.
+    #[test]
+    fn per_cpu_targets_get_mutexes_of_their_own_and_broadcasts_share_one() {
+        // The mutexes of caller i's call, targeted and broadcast, i = 0..4.
+        let mutexes = |policy| {
+            let c = quiet(4, 4, policy);
+            let e = Engine::new(&c);
+            assert_eq!(
+                e.callers.iter().map(|c| c.target).collect::<Vec<_>>(),
+                [0, 1, 2, 3]
+            );
+            let of = |i: usize, broadcast| {
+                let caller = Caller {
+                    broadcast,
+                    ..e.callers[i]
+                };
+                let m = e.mutex_of(&caller);
+                assert!(m.is_none_or(|m| m < e.mutexes.len()), "{m:?}");
+                m
+            };
+            let targeted: Vec<_> = (0..4).map(|i| of(i, false)).collect();
+            let broadcast: Vec<_> = (0..4).map(|i| of(i, true)).collect();
+            (targeted, broadcast)
+        };
+        let (targeted, broadcast) = mutexes(Policy::PerCpu);
+        assert!(
+            broadcast.iter().all(|&m| m == broadcast[0]),
+            "{broadcast:?}"
+        );
+        let mut distinct = targeted.clone();
+        distinct.push(broadcast[0]);
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 5, "{targeted:?} {broadcast:?}");
+        assert_eq!(
+            mutexes(Policy::Global),
+            (vec![Some(0); 4], vec![Some(0); 4])
+        );
+        assert_eq!(mutexes(Policy::None), (vec![None; 4], vec![None; 4]));
+    }
 }
