@@ -625,4 +625,34 @@ mod tests {
         );
         assert_eq!(mutexes(Policy::None), (vec![None; 4], vec![None; 4]));
     }
+
+    /// Every `broadcast_every`-th call of a caller is a broadcast, the
+    /// others are targeted. One caller on CPU 1 aimed at itself runs its
+    /// targeted calls locally (0.5 us) and sends its broadcasts to CPU 0
+    /// (1.5 us): replaying that by hand gives the count and mean.
+    #[test]
+    fn every_nth_call_is_a_broadcast_and_the_others_are_targeted() {
+        let mut c = quiet(2, 1, Policy::Global);
+        c.targets = Some(vec![1]);
+        c.broadcast_every = 3;
+        assert_eq!(c.placement(), [(1, 1)]);
+        let k = &c.costs;
+        let (local, remote) = (k.ipi_handler_ns, k.ipi_latency_ns + k.ipi_handler_ns);
+        let (mut t, mut calls, mut broadcasts) = (0, 0, 0);
+        for n in 1.. {
+            let latency = if n % 3 == 0 { remote } else { local };
+            if t + latency > c.sim_time_ns {
+                break;
+            }
+            calls += 1;
+            broadcasts += u64::from(n % 3 == 0);
+            t += latency + k.syscall_ns;
+        }
+        assert!(broadcasts > 100, "{broadcasts}");
+        let r = run_with(&c, true);
+        assert_eq!(r.calls, calls, "{r}");
+        assert_eq!(r.latency.max(), remote, "{r}");
+        let mean = (broadcasts * remote + (calls - broadcasts) * local) as f64 / calls as f64;
+        assert_eq!(r.latency.mean(), mean, "{r}");
+    }
 }
