@@ -655,4 +655,31 @@ mod tests {
         let mean = (broadcasts * remote + (calls - broadcasts) * local) as f64 / calls as f64;
         assert_eq!(r.latency.mean(), mean, "{r}");
     }
+
+    /// On two CPUs a broadcast reaches the one other CPU, as a call aimed
+    /// at it does, and takes the global mutex under either policy: with
+    /// interrupts-off windows in play, a run of broadcasts only (global or
+    /// per-cpu) reports what the run of calls aimed at the other CPU under
+    /// the global mutex reports.
+    #[test]
+    #[cfg_attr(miri, ignore = "simulates many calls")]
+    fn on_two_cpus_a_broadcast_is_a_call_to_the_other_cpu_on_the_global_mutex() {
+        let mut c = Config::selftest(2);
+        c.callers = 2;
+        c.sim_time_ns = NS_PER_S / 5;
+        assert_eq!(c.placement(), [(1, 0), (0, 1)]);
+        // The report without its first line, which names the policy.
+        let figures = |r: &Report| {
+            let text = r.to_string();
+            let body = text.split_once('\n').unwrap().1.to_owned();
+            (body, r.calls, r.stalls, r.mutex_wait_max_ns)
+        };
+        let targeted = figures(&run_with(&c, true));
+        assert!(targeted.3 > 0, "{}", targeted.0);
+        c.broadcast_every = 1;
+        for policy in [Policy::Global, Policy::PerCpu] {
+            c.policy = policy;
+            assert_eq!(figures(&run_with(&c, true)), targeted, "{policy}");
+        }
+    }
 }
