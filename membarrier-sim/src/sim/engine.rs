@@ -682,4 +682,39 @@ mod tests {
             assert_eq!(figures(&run_with(&c, true)), targeted, "{policy}");
         }
     }
+
+    /// Two callers on two CPUs, each aimed at the other's CPU, take turns
+    /// on the global mutex in lock step: each call waits for the other's
+    /// IPI round trip plus the hand-off (2.5 us) and then makes its own, so
+    /// after the first every call takes 4 us and the mutex passes every
+    /// 2.5 us (completions at 1.5, 4, 6.5, ... us: 400 in 1 ms).
+    #[test]
+    fn two_callers_on_the_global_mutex_alternate_in_lock_step() {
+        let c = quiet(2, 2, Policy::Global);
+        assert_eq!(c.placement(), [(1, 0), (0, 1)]);
+        let k = &c.costs;
+        let round_trip = k.ipi_latency_ns + k.ipi_handler_ns;
+        let wait = round_trip + k.mutex_handoff_ns;
+        for settle_early in [true, false] {
+            let r = run_with(&c, settle_early);
+            assert_eq!(r.mutex_wait_max_ns, wait, "{r}");
+            assert_eq!(r.latency.max(), wait + round_trip, "{r}");
+            assert_eq!(r.calls, (c.sim_time_ns - round_trip) / wait + 1, "{r}");
+            assert_eq!(r.calls, 400, "{r}");
+            assert_eq!(r.stalls, 0, "{r}");
+        }
+        // A stall is a call that waited longer than the watchdog: none at
+        // exactly 4 us, all 399 after the first at 1 ns less. (At the end
+        // one caller has waited 2.5 us for its call, the other not at all.)
+        let mut c = c.clone();
+        for (watchdog, stalls, stalled_callers) in [(4_000, 0, 0), (3_999, 399, 2)] {
+            c.watchdog_ns = watchdog;
+            let r = run_with(&c, true);
+            assert_eq!(
+                (r.stalls, r.stalled_callers),
+                (stalls, stalled_callers),
+                "{r}"
+            );
+        }
+    }
 }
