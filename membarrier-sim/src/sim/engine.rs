@@ -717,4 +717,62 @@ mod tests {
             );
         }
     }
+
+    /// Two callers on two CPUs, each aimed at the other's CPU, on the
+    /// global mutex, with IPIs slow enough (0.4 ms) that the end of the
+    /// run catches calls in flight. The first call (CPU 0's caller) ends at
+    /// 400.5 us; the second, which waited from 0, at 802 us; CPU 0's
+    /// caller calls again at 401.5 us, gets the mutex at 803 us and ends at
+    /// 1203.5 us; CPU 1's caller calls again at 803 us and waits.
+    fn slow_ipis(sim_time_ns: u64, watchdog_ns: u64) -> Config {
+        let mut c = quiet(2, 2, Policy::Global);
+        c.costs.ipi_latency_ns = 400_000;
+        c.sim_time_ns = sim_time_ns;
+        c.watchdog_ns = watchdog_ns;
+        c
+    }
+
+    /// At the end a call still in flight (waiting for the mutex, or
+    /// settled but completing after the end) is a stall if it has already
+    /// waited longer than the watchdog; a call that completed, even at the
+    /// last instant, is judged once, by its latency.
+    #[test]
+    fn calls_in_flight_at_the_end_are_stalls_once_they_waited_past_the_watchdog() {
+        // (end, watchdog, calls, stalls, stalled callers)
+        for (end, watchdog, calls, stalls, stalled) in [
+            // Both completed calls stalled; at 1 ms CPU 0's caller has
+            // been in its call 598.5 us (a stall), CPU 1's 197 us (not).
+            (1_000_000, 300_000, 2, 3, 2),
+            // At exactly 598.5 us it has not waited longer: only the
+            // 802 us call stalled.
+            (1_000_000, 598_500, 2, 1, 1),
+            // At 802 us the second call completes at the last instant: it
+            // is a stall, once; CPU 0's caller, in its call since 401.5 us
+            // (400.5 us), is another.
+            (802_000, 300_000, 2, 3, 2),
+        ] {
+            let r = run_with(&slow_ipis(end, watchdog), true);
+            assert_eq!(
+                (r.calls, r.stalls, r.stalled_callers),
+                (calls, stalls, stalled),
+                "end {end} watchdog {watchdog}\n{r}"
+            );
+            // Every wait was the other's call plus the hand-off.
+            assert_eq!(r.mutex_wait_max_ns, 401_500, "{r}");
+        }
+    }
+
+    /// A caller still asleep on the mutex at the end counts the wait so
+    /// far in the longest mutex wait. Three callers on three CPUs: the
+    /// first call holds the global mutex until 400.5 us, the second until
+    /// 802 us; the third caller, queued since 0, still waits at 801.999 us.
+    #[test]
+    fn a_caller_still_waiting_for_the_mutex_at_the_end_counts_its_wait_so_far() {
+        let mut c = slow_ipis(801_999, 300_000);
+        c.cpus = 3;
+        c.callers = 3;
+        let r = run_with(&c, true);
+        assert_eq!(r.calls, 1, "{r}");
+        assert_eq!(r.mutex_wait_max_ns, 801_999, "{r}");
+    }
 }
