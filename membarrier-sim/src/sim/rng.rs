@@ -132,4 +132,20 @@ mod tests {
             ]
         );
     }
+
+    /// Every seed gives each stream (each simulated CPU) a stream of its
+    /// own, seeds whose bits overlap the stream multiplier's included: with
+    /// the seed all ones, or the multiplier itself, a mix that merely set
+    /// bits would hand every CPU the same windows.
+    #[test]
+    fn every_seed_gives_each_stream_its_own_numbers() {
+        for seed in [0, 1, 7, u64::MAX, 0xd1b5_4a32_d192_ed03] {
+            let mut firsts: Vec<u64> = (0..64)
+                .map(|stream| Xoshiro256::for_stream(seed, stream).next_u64())
+                .collect();
+            firsts.sort_unstable();
+            firsts.dedup();
+            assert_eq!(firsts.len(), 64, "seed {seed:#x}");
+        }
+    }
 }
