@@ -173,4 +173,22 @@ mod tests {
         assert_eq!(a.max(), 1_000_000);
         assert_eq!(a.percentile(1.0), 10);
     }
+
+    /// A percentile is the middle of its bucket: 1000 and 1007 share the
+    /// 8 ns wide bucket [1000, 1008), whose middle is 1003.
+    #[test]
+    fn a_percentile_is_the_middle_of_its_bucket() {
+        assert_eq!(
+            Histogram::bucket_range(Histogram::bucket(1_000)),
+            (1_000, 8)
+        );
+        assert_eq!(Histogram::bucket(1_007), Histogram::bucket(1_000));
+        let mut h = Histogram::new();
+        for v in [1_000, 1_007, 2_000] {
+            h.record(v);
+        }
+        assert_eq!(h.percentile(1.0), 1_003);
+        assert_eq!(h.percentile(50.0), 1_003);
+        assert_eq!(h.percentile(100.0), 2_000);
+    }
 }
