@@ -191,4 +191,17 @@ mod tests {
         assert_eq!(h.percentile(50.0), 1_003);
         assert_eq!(h.percentile(100.0), 2_000);
     }
+
+    /// Merging adds the other histogram's sum too: the mean of the merged
+    /// samples is the mean of them all.
+    #[test]
+    fn a_merged_histogram_has_the_mean_of_all_samples() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        a.record(10);
+        b.record(1_000_000);
+        b.record(20);
+        a.merge(&b);
+        assert_eq!(a.mean(), 1_000_030.0 / 3.0);
+    }
 }
