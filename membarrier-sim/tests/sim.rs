@@ -296,3 +296,106 @@ fn bad_parameters_are_refused_with_the_reason() {
     );
     assert_eq!(Throttle::selftest().task_groups(), 12_001);
 }
+
+/// Every upper limit `validate` enforces is inclusive: the largest value
+/// allowed passes and the next one is refused with its own error. Only the
+/// far side of each limit was tested, so a limit moved by one (`>` written
+/// `>=`, or `==`) went unnoticed.
+#[test]
+fn each_limit_accepts_its_largest_value_and_refuses_the_next() {
+    let ok = Config::selftest(8);
+    type Set = Box<dyn Fn(&mut Config, u64)>;
+    fn throttle(c: &mut Config) -> &mut Throttle {
+        c.throttle.as_mut().unwrap()
+    }
+    let limits: Vec<(&str, u64, Set, ConfigError)> = vec![
+        (
+            "cpus",
+            u64::from(sim::MAX_CPUS),
+            Box::new(|c, v| c.cpus = u32::try_from(v).unwrap()),
+            ConfigError::TooManyCpus {
+                cpus: sim::MAX_CPUS + 1,
+            },
+        ),
+        (
+            "callers",
+            u64::from(sim::MAX_CALLERS),
+            Box::new(|c, v| c.callers = u32::try_from(v).unwrap()),
+            ConfigError::TooManyCallers {
+                callers: sim::MAX_CALLERS + 1,
+            },
+        ),
+        (
+            "sim_time_ns",
+            sim::MAX_SIM_TIME_NS,
+            Box::new(|c, v| c.sim_time_ns = v),
+            ConfigError::TooLong {
+                sim_time_ns: sim::MAX_SIM_TIME_NS + 1,
+            },
+        ),
+        // A cost may last the whole run, not longer.
+        (
+            "ipi_latency_ns",
+            ok.sim_time_ns,
+            Box::new(|c, v| c.costs.ipi_latency_ns = v),
+            ConfigError::LongerThanTheRun {
+                what: "ipi_latency_ns",
+                ns: ok.sim_time_ns + 1,
+                sim_time_ns: ok.sim_time_ns,
+            },
+        ),
+        // An overshoot may take the whole quota.
+        (
+            "overshoot_ns",
+            ok.throttle.as_ref().unwrap().quota_ns,
+            Box::new(|c, v| throttle(c).overshoot_ns = v),
+            ConfigError::BadOvershoot {
+                overshoot_ns: 1_000_001,
+                quota_ns: 1_000_000,
+            },
+        ),
+        (
+            "window_spread_pct",
+            100,
+            Box::new(|c, v| throttle(c).window_spread_pct = u32::try_from(v).unwrap()),
+            ConfigError::BadSpread { spread_pct: 101 },
+        ),
+        // One task group (no siblings): the walk is tg_visit_ns itself.
+        (
+            "tg_visit_ns",
+            sim::MAX_WALK_NS,
+            Box::new(|c, v| {
+                let t = throttle(c);
+                t.siblings = 0;
+                t.tg_visit_ns = v;
+            }),
+            ConfigError::WalkTooLong,
+        ),
+    ];
+    for (what, limit, set, past) in &limits {
+        let mut c = ok.clone();
+        set(&mut c, *limit);
+        assert_eq!(c.validate(), Ok(()), "{what} = {limit}");
+        set(&mut c, limit + 1);
+        assert_eq!(c.validate().as_ref(), Err(past), "{what} = {}", limit + 1);
+    }
+    // The walk's limit is the 10 s its refusal names.
+    assert!(
+        ConfigError::WalkTooLong
+            .to_string()
+            .ends_with("more than 10 s"),
+        "{}",
+        ConfigError::WalkTooLong
+    );
+}
+
+/// A quota one nanosecond short of covering every CPU for the whole period
+/// still throttles, so it is accepted; the whole `period * cpus` is refused
+/// (see `bad_parameters_are_refused_with_the_reason`).
+#[test]
+fn a_quota_just_short_of_every_cpu_for_the_whole_period_is_accepted() {
+    let mut c = Config::selftest(8);
+    let t = c.throttle.as_mut().unwrap();
+    t.quota_ns = t.period_ns * 8 - 1;
+    assert_eq!(c.validate(), Ok(()));
+}
