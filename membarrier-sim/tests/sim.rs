@@ -399,3 +399,25 @@ fn a_quota_just_short_of_every_cpu_for_the_whole_period_is_accepted() {
     t.quota_ns = t.period_ns * 8 - 1;
     assert_eq!(c.validate(), Ok(()));
 }
+
+/// `Config::selftest` is what its documentation says: the selftest's 25
+/// callers per CPU (`N_HAMMER_PER_CPU`) aimed at every CPU, on the
+/// selftest's cgroups, under the global mutex, for 10 simulated seconds
+/// with a 1 s watchdog. Every other test overrides the run's length, so
+/// nothing checked it.
+#[test]
+fn the_selftest_scenario_is_10_s_of_25_callers_per_cpu_under_the_global_mutex() {
+    for cpus in [1, 8, 64] {
+        let c = Config::selftest(cpus);
+        assert_eq!(c.callers, 25 * cpus, "{cpus} CPUs");
+        assert_eq!(c.targets, None);
+        assert_eq!(c.throttle, Some(Throttle::selftest()));
+        assert_eq!(c.policy, Policy::Global);
+        assert_eq!(c.sim_time_ns, 10 * NS_PER_S);
+        assert_eq!((c.think_ns, c.broadcast_every), (0, 0));
+        assert_eq!(c.watchdog_ns, NS_PER_S);
+        assert_eq!(c.validate(), Ok(()));
+    }
+    // Saturates rather than overflowing.
+    assert_eq!(Config::selftest(u32::MAX).callers, u32::MAX);
+}
