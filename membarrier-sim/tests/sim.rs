@@ -421,3 +421,14 @@ fn the_selftest_scenario_is_10_s_of_25_callers_per_cpu_under_the_global_mutex() 
     // Saturates rather than overflowing.
     assert_eq!(Config::selftest(u32::MAX).callers, u32::MAX);
 }
+
+/// Policies print as their command-line names, which parse back: the
+/// reports and the CLI's `--policy` use the same spelling.
+#[test]
+fn policies_print_as_their_command_line_names() {
+    let printed: Vec<String> = Policy::ALL.iter().map(|p| p.to_string()).collect();
+    assert_eq!(printed, ["global", "per-cpu", "none"]);
+    for (p, name) in Policy::ALL.iter().zip(&printed) {
+        assert_eq!(name.parse::<Policy>(), Ok(*p));
+    }
+}
