@@ -473,3 +473,50 @@ fn a_report_prints_each_figure_in_the_unit_its_label_names() {
          irq_off 25.00% of CPU time, longest window 2.400 ms\n"
     );
 }
+
+/// Callers are placed as `Config::placement` documents: each block of
+/// `cpus` callers covers every home CPU once, shifted by one per block, so
+/// one target's callers sit on distinct CPUs and on the target itself only
+/// every `cpus`-th time; with a target list they may share a home (the
+/// example in `Config::callers`).
+#[test]
+fn placement_puts_one_targets_callers_on_distinct_home_cpus() {
+    let mut c = Config::selftest(4);
+    c.callers = 8;
+    assert_eq!(
+        c.placement(),
+        [
+            (1, 0),
+            (2, 1),
+            (3, 2),
+            (0, 3),
+            (2, 0),
+            (3, 1),
+            (0, 2),
+            (1, 3)
+        ]
+    );
+    // Four blocks: every target's callers on all four CPUs, its own last,
+    // and every CPU home to four callers.
+    c.callers = 16;
+    let p = c.placement();
+    for target in 0..4 {
+        let homes: Vec<u32> = p
+            .iter()
+            .filter(|&&(_, t)| t == target)
+            .map(|&(h, _)| h)
+            .collect();
+        let expected: Vec<u32> = (1..=4).map(|k| (target + k) % 4).collect();
+        assert_eq!(homes, expected, "target {target}");
+    }
+    // Targets [0, 1, 2] on 8 CPUs: CPU 0's first 6 callers (0, 3, 6, ...)
+    // have homes 1, 4, 7, 3, 6 and 1 again.
+    let mut c = Config::selftest(8);
+    c.callers = 18;
+    c.targets = Some(vec![0, 1, 2]);
+    let p = c.placement();
+    let targets: Vec<u32> = p.iter().map(|&(_, t)| t).collect();
+    assert_eq!(targets, [0, 1, 2].repeat(6));
+    let homes_of_0: Vec<u32> = p.iter().step_by(3).map(|&(h, _)| h).collect();
+    assert_eq!(homes_of_0, [1, 4, 7, 3, 6, 1]);
+}
