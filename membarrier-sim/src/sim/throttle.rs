@@ -306,9 +306,12 @@ impl Schedule {
                 self.callback_passes = 0;
                 // The timer interrupt waits for the timer CPU's interrupts;
                 // a throttle walk of its own that began first runs first.
+                // One due at the very instant the interrupt can be taken
+                // follows the pass: at the instant a section begins,
+                // pending interrupts are taken.
                 let expiry = self.next_expiry;
                 if let Some((at, len)) = self.timer_throttle
-                    && at <= self.irq_on_placed(timer, expiry)
+                    && at < self.irq_on_placed(timer, expiry)
                 {
                     self.timer_throttle = None;
                     self.place_throttle(timer, at, len);
@@ -630,6 +633,32 @@ mod tests {
         none.add_window(1, 200, 50, true);
         assert_eq!(none.irq_on_at(1, 160), 250);
         assert_eq!(none.summary().irq_off_fraction, 0.0);
+    }
+
+    /// 3 CPUs with 600,050 ns walks and no spread put the timer CPU's first
+    /// throttle walk at 1,592,950 ns; with the period set to that very
+    /// instant, the pending timer interrupt is taken first, as at every
+    /// instant a section begins, so the pass runs its distribute loop then
+    /// and the walk follows it. The loop's grants are sent while it runs:
+    /// CPU 1's walk begins one grant and one IPI after the loop does.
+    #[test]
+    fn a_timer_cpu_walk_due_at_the_very_expiry_follows_the_pass() {
+        let mut t = throttle();
+        t.tg_visit_ns = 50;
+        t.window_spread_pct = 0;
+        t.period_ns = 1_592_950;
+        let p = t.period_ns;
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 20 * p);
+        let w = |start, end| Window { start, end };
+        assert_eq!(s.timer_throttle, None);
+        assert_eq!(s.windows_until(0, p - 1), [w(0, 600_950)]);
+        assert_eq!(s.timer_throttle, Some((p, 600_050)));
+        // CPUs 1 and 2 granted (600 ns), then the walk, abutting.
+        assert_eq!(
+            s.windows_until(0, 2 * p - 1),
+            [w(0, 600_950), w(p, p + 600), w(p + 600, p + 600_650)]
+        );
+        assert_eq!(s.windows_until(1, 2 * p - 1)[2], w(p + 1_300, p + 601_350));
     }
 
     #[test]
