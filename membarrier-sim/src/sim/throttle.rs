@@ -661,6 +661,35 @@ mod tests {
         assert_eq!(s.windows_until(1, 2 * p - 1)[2], w(p + 1_300, p + 601_350));
     }
 
+    /// Up to the horizon a query sees the windows; past it (nobody cares
+    /// exactly when, and a CPU whose sections abut for ever must not make
+    /// generation run for ever) it answers at once, as if the CPU had
+    /// interrupts on. 3 CPUs with 600,050 ns walks and no spread: CPU 0 is
+    /// off in `[0, 600_950)`, CPU 1 in `[1_600, 601_650)` and, after the
+    /// next pass, from 5,001,300 ns.
+    #[test]
+    fn queries_see_the_windows_up_to_the_horizon_and_none_past_it() {
+        let mut t = throttle();
+        t.tg_visit_ns = 50;
+        t.window_spread_pct = 0;
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 300_000);
+        assert_eq!(s.irq_on_at(0, 300_000), 600_950);
+        assert_eq!(s.irq_on_at(0, 300_001), 300_001);
+        // Work that ends at the very instant CPU 1's walk begins is done.
+        assert_eq!(s.advance(1, 1_500, 100), 1_600);
+        // Work reaching past the windows generated so far (the first pass's,
+        // up to 5 ms) meets the next pass's: CPU 1's walk from 5,001,300 ns.
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 10 * t.period_ns);
+        assert_eq!(s.advance(1, 4_999_000, 3_000), 5_602_050);
+        // 1 us of work from 1,000 ns: 600 ns before CPU 1's walk, the rest
+        // after it, the end past the horizon.
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 1_000);
+        assert_eq!(s.advance(1, 1_000, 1_000), 602_050);
+        // Begun past the horizon, inside the walk: no stall.
+        assert_eq!(s.advance(1, 1_601, 10), 1_611);
+        assert_eq!(s.irq_on_at(1, 1_601), 1_601);
+    }
+
     #[test]
     fn the_schedule_depends_only_on_the_seed() {
         let t = throttle();
