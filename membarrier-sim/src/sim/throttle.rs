@@ -690,6 +690,24 @@ mod tests {
         assert_eq!(s.irq_on_at(1, 1_601), 1_601);
     }
 
+    /// The threaded replay gets every CPU's windows that start before the
+    /// time asked for, and not one that starts at that very instant.
+    #[test]
+    #[cfg(not(loom))]
+    fn the_replay_gets_the_windows_that_start_before_its_horizon() {
+        let mut t = throttle();
+        t.tg_visit_ns = 50;
+        t.window_spread_pct = 0;
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 10 * t.period_ns);
+        let w = |start, end| Window { start, end };
+        // CPU 1's first walk starts at 1,600 ns, CPU 2's at 1,900 ns.
+        assert_eq!(s.all_windows(1_600), [vec![w(0, 600_950)], vec![], vec![]]);
+        assert_eq!(
+            s.all_windows(1_601),
+            [vec![w(0, 600_950)], vec![w(1_600, 601_650)], vec![]]
+        );
+    }
+
     #[test]
     fn the_schedule_depends_only_on_the_seed() {
         let t = throttle();
