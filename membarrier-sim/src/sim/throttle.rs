@@ -708,6 +708,51 @@ mod tests {
         );
     }
 
+    /// 3 CPUs with 600,050 ns walks and no spread, the period shortened to
+    /// 2 ms: the timer CPU's own throttle walk `[1_592_950, 2_193_000)`
+    /// holds the expiry, so the second pass runs when it ends, the walk and the pass
+    /// abutting as two windows (interrupts are taken between them), its
+    /// grants timed from 2,193,000 ns, the timer CPU listed again since its
+    /// walk ended at that very instant, and the timer moved on to 4 ms.
+    #[test]
+    fn a_pass_waits_for_the_timer_cpus_own_walk_that_holds_the_expiry() {
+        let mut t = throttle();
+        t.tg_visit_ns = 50;
+        t.window_spread_pct = 0;
+        t.period_ns = 2_000_000;
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 20 * t.period_ns);
+        let w = |start, end| Window { start, end };
+        let expected = [
+            [
+                w(0, 600_950),
+                w(1_592_950, 2_193_000),
+                // 3 grants and the inline walk; its throttle walk after
+                // 4 us + 988 us, before the next expiry.
+                w(2_193_000, 2_793_950),
+                w(3_785_950, 4_386_000),
+            ],
+            [
+                w(1_600, 601_650),
+                w(605_650, 1_205_700),
+                w(2_194_300, 2_794_350),
+                w(2_798_350, 3_398_400),
+            ],
+            [
+                w(1_900, 601_950),
+                w(605_950, 1_206_000),
+                w(2_194_600, 2_794_650),
+                w(2_798_650, 3_398_700),
+            ],
+        ];
+        for (cpu, want) in (0..3).zip(expected) {
+            assert_eq!(s.windows_until(cpu, 4_000_000 - 1), want, "cpu {cpu}");
+        }
+        assert_eq!((s.passes, s.next_expiry), (2, 4_000_000));
+        // Interrupts are on at the instant between the walk and the pass.
+        assert_eq!(s.irq_on_at(0, 2_000_000), 2_193_000);
+        assert_eq!(s.irq_on_at(0, 2_193_001), 2_793_950);
+    }
+
     #[test]
     fn the_schedule_depends_only_on_the_seed() {
         let t = throttle();
