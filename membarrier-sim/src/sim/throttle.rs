@@ -753,6 +753,33 @@ mod tests {
         assert_eq!(s.irq_on_at(0, 2_193_001), 2_793_950);
     }
 
+    /// The interrupts-off time and the longest window count only what lies
+    /// inside `[0, horizon)`: a window is cut at the horizon for the time,
+    /// one starting at or after it is left out of both, and one merged into
+    /// a window that started before the horizon counts whole as the longest.
+    #[test]
+    fn the_accounting_counts_the_windows_inside_the_horizon() {
+        let mut s = Schedule::new(2, None, 1_000, 1, 1_000);
+        s.add_window(1, 900, 50, false);
+        assert_eq!((s.irq_off_ns, s.longest_ns), (50, 50));
+        // Cut at the horizon: 60 of its 80 ns count, all 80 as a window.
+        s.add_window(0, 940, 80, false);
+        assert_eq!((s.irq_off_ns, s.longest_ns), (110, 80));
+        // Starting at the horizon: nothing counts.
+        s.add_window(1, 1_000, 500, false);
+        assert_eq!((s.irq_off_ns, s.longest_ns), (110, 80));
+        // Continuing CPU 0's window past the horizon: one 180 ns window.
+        s.add_window(0, 1_020, 100, true);
+        assert_eq!((s.irq_off_ns, s.longest_ns), (110, 180));
+        assert_eq!(
+            s.windows_until(0, 2_000),
+            [Window {
+                start: 940,
+                end: 1_120
+            }]
+        );
+    }
+
     #[test]
     fn the_schedule_depends_only_on_the_seed() {
         let t = throttle();
