@@ -780,6 +780,45 @@ mod tests {
         );
     }
 
+    /// 3 CPUs with 600,050 ns walks and no spread, the period shortened to
+    /// 1.5 ms: the timer CPU's throttle walk starts after the next expiry, so it waits; the pass at
+    /// 1.5 ms, which finds CPUs 1 and 2 listed, runs first, and then the
+    /// walk is placed, before the expiry after.
+    #[test]
+    fn a_timer_cpu_walk_due_after_the_expiry_lets_the_pass_run_first() {
+        let mut t = throttle();
+        t.tg_visit_ns = 50;
+        t.window_spread_pct = 0;
+        t.period_ns = 1_500_000;
+        let mut s = Schedule::new(3, Some(&t), 1_000, 1, 20 * t.period_ns);
+        let w = |start, end| Window { start, end };
+        assert_eq!(s.windows_until(0, 1_500_000 - 1), [w(0, 600_950)]);
+        assert_eq!(s.timer_throttle, Some((1_592_950, 600_050)));
+        let expected = [
+            vec![
+                w(0, 600_950),
+                w(1_500_000, 1_500_600),
+                w(1_592_950, 2_193_000),
+            ],
+            // CPU 1, granted first and done first, takes the 992 us left.
+            vec![
+                w(1_600, 601_650),
+                w(605_650, 1_205_700),
+                w(1_501_300, 2_101_350),
+            ],
+            vec![
+                w(1_900, 601_950),
+                w(605_950, 1_206_000),
+                w(1_501_600, 2_101_650),
+                w(2_105_650, 2_705_700),
+            ],
+        ];
+        for (cpu, want) in (0..3).zip(expected) {
+            assert_eq!(s.windows_until(cpu, 3_000_000 - 1), want, "cpu {cpu}");
+        }
+        assert_eq!(s.windows_until(1, 3_100_000)[3], w(3_097_350, 3_697_400));
+    }
+
     #[test]
     fn the_schedule_depends_only_on_the_seed() {
         let t = throttle();
