@@ -469,6 +469,7 @@ pub(crate) struct WindowSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::NS_PER_S;
 
     fn throttle() -> Throttle {
         Throttle::selftest()
@@ -817,6 +818,52 @@ mod tests {
             assert_eq!(s.windows_until(cpu, 3_000_000 - 1), want, "cpu {cpu}");
         }
         assert_eq!(s.windows_until(1, 3_100_000)[3], w(3_097_350, 3_697_400));
+    }
+
+    /// A timer callback that keeps overrunning doubles period and quota
+    /// after every fourth pass ("period too short, scaling up"), and never
+    /// to `max_cfs_quota_period` or beyond: from 1/128 s the period stops at
+    /// 1/2 s, 6 doublings. Every pass here chains (4 grants of 300 ms each
+    /// outlast any period), so passes are counted one by one.
+    #[test]
+    fn an_overrunning_timer_doubles_period_and_quota_every_fourth_pass_short_of_1_s() {
+        let t = Throttle {
+            period_ns: 7_812_500,
+            quota_ns: 1_000_000,
+            siblings: 0,
+            depth: 0,
+            tg_visit_ns: 1_000,
+            window_spread_pct: 0,
+            overshoot_ns: 250_000,
+            distribute_entry_ns: 300_000_000,
+            timer_cpu: 8,
+        };
+        let mut s = Schedule::new(9, Some(&t), 1_000, 1, NS_PER_S);
+        let model = |s: &Schedule| {
+            let m = s.model.as_ref().unwrap();
+            (m.period, m.quota, m.max_unthrottles)
+        };
+        for _ in 0..3 {
+            s.generate_pass();
+        }
+        assert_eq!((s.passes, s.chained_passes, s.scalings), (3, 2, 0));
+        assert_eq!(model(&s), (7_812_500, 1_000_000, 4));
+        s.generate_pass();
+        assert_eq!((s.passes, s.chained_passes, s.scalings), (4, 3, 1));
+        assert_eq!(model(&s), (15_625_000, 2_000_000, 8));
+        for _ in 0..3 {
+            s.generate_pass();
+        }
+        assert_eq!(s.scalings, 1);
+        s.generate_pass();
+        assert_eq!(s.scalings, 2);
+        for _ in 8..40 {
+            s.generate_pass();
+        }
+        assert_eq!((s.passes, s.chained_passes, s.scalings), (40, 39, 6));
+        assert_eq!(model(&s), (500_000_000, 64_000_000, 256));
+        // One window on the timer CPU: the callback never let go.
+        assert_eq!(s.cpus[8].windows.len(), 1);
     }
 
     #[test]
