@@ -673,10 +673,12 @@ mod tests {
     }
 
     /// A broadcast interrupts every CPU but the caller's own and waits for
-    /// all of them: with CPU 2's interrupts off for the first 60 ms, the
+    /// all of them: with CPU 2's interrupts off for the first 200 ms, the
     /// first broadcast of a caller on CPU 1 waits past a 40 ms watchdog.
     /// (Posting the broadcast to the caller's own CPU instead of the others
-    /// would let it return at once.)
+    /// would let it return at once.) The window leaves the caller's thread
+    /// 160 ms to post its first call: with 60 ms, a loaded machine that kept
+    /// it off a CPU for 20 ms left its wait under the watchdog.
     #[test]
     fn a_broadcast_waits_for_every_other_cpu() {
         test_support::within_a_deadline(
@@ -687,7 +689,7 @@ mod tests {
                 c.throttle = None;
                 c.callers = 1;
                 c.broadcast_every = 1;
-                c.sim_time_ns = 100_000_000;
+                c.sim_time_ns = 250_000_000;
                 c.watchdog_ns = 40_000_000;
                 assert_eq!(c.placement(), vec![(1, 0)]);
                 let windows = vec![
@@ -695,7 +697,7 @@ mod tests {
                     Vec::new(),
                     vec![Window {
                         start: 0,
-                        end: 60_000_000,
+                        end: 200_000_000,
                     }],
                 ];
                 let outcome = Machine::new(&c, windows).run(&c).unwrap();
