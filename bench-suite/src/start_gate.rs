@@ -313,8 +313,17 @@ mod tests {
         let text = refused.to_string();
         assert!(text.starts_with("the OS refused to start idle thread 37 of 1000 for hazptr: "));
         assert!(text.contains("ulimit -u"), "{text}");
+        // The OS's own error stays reachable down the chain, for a caller
+        // that walks `source()` (as anyhow's `{:#}` does).
+        use std::error::Error as _;
+        let os = refused
+            .source()
+            .and_then(|e| e.downcast_ref::<std::io::Error>());
+        assert_eq!(os.and_then(std::io::Error::raw_os_error), Some(11));
         let io: std::io::Error = refused.into();
         assert_eq!(io.kind(), std::io::ErrorKind::WouldBlock);
         assert!(io.to_string().contains("idle thread 37"), "{io}");
+        let inner = io.get_ref().and_then(|e| e.downcast_ref::<ThreadRefused>());
+        assert_eq!(inner.map(|r| r.source.raw_os_error()), Some(Some(11)));
     }
 }
