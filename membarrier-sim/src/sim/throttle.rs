@@ -475,6 +475,15 @@ mod tests {
         Throttle::selftest()
     }
 
+    /// The selftest's cgroups with 50 ns per task group (walks of 600,050
+    /// ns) and no spread: every window lands where a test can compute it.
+    fn exact_walks() -> Throttle {
+        let mut t = throttle();
+        t.tg_visit_ns = 50;
+        t.window_spread_pct = 0;
+        t
+    }
+
     fn check_shape(s: &mut Schedule, cpus: u32, until: u64) {
         for cpu in 0..cpus {
             let w = s.windows_until(cpu, until);
@@ -644,9 +653,7 @@ mod tests {
     /// CPU 1's walk begins one grant and one IPI after the loop does.
     #[test]
     fn a_timer_cpu_walk_due_at_the_very_expiry_follows_the_pass() {
-        let mut t = throttle();
-        t.tg_visit_ns = 50;
-        t.window_spread_pct = 0;
+        let mut t = exact_walks();
         t.period_ns = 1_592_950;
         let p = t.period_ns;
         let mut s = Schedule::new(3, Some(&t), 1_000, 1, 20 * p);
@@ -670,9 +677,7 @@ mod tests {
     /// next pass, from 5,001,300 ns.
     #[test]
     fn queries_see_the_windows_up_to_the_horizon_and_none_past_it() {
-        let mut t = throttle();
-        t.tg_visit_ns = 50;
-        t.window_spread_pct = 0;
+        let t = exact_walks();
         let mut s = Schedule::new(3, Some(&t), 1_000, 1, 300_000);
         assert_eq!(s.irq_on_at(0, 300_000), 600_950);
         assert_eq!(s.irq_on_at(0, 300_001), 300_001);
@@ -696,9 +701,7 @@ mod tests {
     #[test]
     #[cfg(not(loom))]
     fn the_replay_gets_the_windows_that_start_before_its_horizon() {
-        let mut t = throttle();
-        t.tg_visit_ns = 50;
-        t.window_spread_pct = 0;
+        let t = exact_walks();
         let mut s = Schedule::new(3, Some(&t), 1_000, 1, 10 * t.period_ns);
         let w = |start, end| Window { start, end };
         // CPU 1's first walk starts at 1,600 ns, CPU 2's at 1,900 ns.
@@ -717,9 +720,7 @@ mod tests {
     /// walk ended at that very instant, and the timer moved on to 4 ms.
     #[test]
     fn a_pass_waits_for_the_timer_cpus_own_walk_that_holds_the_expiry() {
-        let mut t = throttle();
-        t.tg_visit_ns = 50;
-        t.window_spread_pct = 0;
+        let mut t = exact_walks();
         t.period_ns = 2_000_000;
         let mut s = Schedule::new(3, Some(&t), 1_000, 1, 20 * t.period_ns);
         let w = |start, end| Window { start, end };
@@ -787,9 +788,7 @@ mod tests {
     /// walk is placed, before the expiry after.
     #[test]
     fn a_timer_cpu_walk_due_after_the_expiry_lets_the_pass_run_first() {
-        let mut t = throttle();
-        t.tg_visit_ns = 50;
-        t.window_spread_pct = 0;
+        let mut t = exact_walks();
         t.period_ns = 1_500_000;
         let mut s = Schedule::new(3, Some(&t), 1_000, 1, 20 * t.period_ns);
         let w = |start, end| Window { start, end };
