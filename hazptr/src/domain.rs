@@ -223,7 +223,7 @@ impl Shared {
                 && b.link.orphaned.load(Ordering::Relaxed)
                 // Acquire pairs with the guards' Release stores of `EMPTY`:
                 // what they did under protection happens before our use.
-                && b.hot.slots.iter().all(|s| s.load(Ordering::Acquire) == EMPTY)
+                && b.all_free(Ordering::Acquire)
                 // Acquire pairs with the Release store in `give_back_block`
                 // (the flushed batch); the CAS makes one taker win.
                 && b.link
@@ -246,7 +246,7 @@ impl Shared {
         // SAFETY: blocks live as long as `self`.
         let b = unsafe { block.as_ref() };
         retire::flush_batch(self, b);
-        if !b.hot.all_free() {
+        if !b.all_free(Ordering::Relaxed) {
             // A guard of this thread outlives its registration (a guard kept
             // in another thread-local whose destructor runs later). Its slot
             // must stay reserved: the block stays in use, orphaned, until
@@ -833,8 +833,8 @@ impl Shared {
             if b.link.owner.is(own) || !b.link.in_use.load(Ordering::Relaxed) {
                 return;
             }
-            for slot in &b.hot.slots {
-                slot.store(EMPTY, Ordering::Relaxed);
+            for (i, slot) in b.hot.slots.iter().enumerate() {
+                slot.store(b.free_value(i), Ordering::Relaxed);
             }
             b.retired.batch.with_mut(|batch| {
                 // SAFETY: the owner is gone, and the retired-list lock (held by
@@ -861,8 +861,28 @@ impl Shared {
     }
 }
 
-/// Slots per thread block, for documentation and tests.
+/// Slots per thread block. Where the fences are in SeqCst mode (a kernel
+/// without membarrier, or `SYNCPRIMS_FENCE=seqcst`), blocks keep the first
+/// one back, so that the fast path need not read the mode: see
+/// [`usable_slots_per_thread`].
 pub const SLOTS_PER_THREAD: usize = SLOTS_PER_BLOCK;
+
+/// How many guards a thread can hold in one domain before further ones take
+/// backup slots: [`SLOTS_PER_THREAD`], or one fewer where the fences are in
+/// SeqCst mode. Decides the fence mode if no fence has run yet.
+///
+/// ```
+/// let n = hazptr::usable_slots_per_thread();
+/// assert!(n == hazptr::SLOTS_PER_THREAD || n + 1 == hazptr::SLOTS_PER_THREAD);
+/// let domain = hazptr::Domain::new();
+/// let guards: Vec<_> = (0..n).map(|_| domain.guard()).collect();
+/// // None on a backup slot, unless the domain forces every guard onto one.
+/// assert_eq!(guards.iter().any(|g| g.is_backup()), domain.forces_slow_path());
+/// assert!(domain.guard().is_backup());
+/// ```
+pub fn usable_slots_per_thread() -> usize {
+    SLOTS_PER_BLOCK - usize::from(crate::slot::first_slot_kept_back())
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

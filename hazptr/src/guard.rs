@@ -7,7 +7,10 @@
 //!    block, and a block slot is free when it holds `EMPTY` (a load of the
 //!    thread's own slot and a predicted branch; no bookkeeping store);
 //! 2. store the domain's current wildcard into the slot;
-//! 3. `fence::light()` — pairs with `fence::heavy()` in `scan::begin`;
+//! 3. `fence::light()` — pairs with `fence::heavy()` in `scan::begin`; on
+//!    the block's first slot a compiler fence, issued without reading the
+//!    fence mode (a block offers that slot only in membarrier mode: see
+//!    `slot.rs`, "The first slot and the fence mode");
 //! 4. load the pointer once;
 //! 5. store the pointer into the slot (`RESERVED` for null, so that the slot
 //!    never reads as free while a guard holds it).
@@ -44,12 +47,15 @@
 
 use crate::atomic_box::AtomicBox;
 use crate::domain::{Domain, thread_token};
-use crate::slot::{BackupSlot, EMPTY, RESERVED, SLOTS_PER_BLOCK, SlotBlock};
+use crate::slot::{
+    BackupSlot, EMPTY, FIRST_SLOT_COMPILER_FENCE, RESERVED, SLOTS_PER_BLOCK, SlotBlock,
+};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use membarrier_sim::fence;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+use std::sync::atomic::compiler_fence;
 
 /// Where a guard's slot lives.
 #[derive(Clone, Copy)]
@@ -86,6 +92,10 @@ pub struct Guard<'d> {
     slot: NonNull<AtomicUsize>,
     wildcard: NonNull<AtomicUsize>,
     home: Home,
+    /// Whether `fence::light()` is known to be a compiler fence here: set
+    /// for a guard on its block's first slot, which blocks offer only in
+    /// membarrier mode (`slot.rs`); the fast path then reads no mode.
+    light_is_compiler_fence: bool,
     _domain: PhantomData<&'d Domain>,
     /// `!Send` and `!Sync`: the slot belongs to this thread's block.
     _not_send: PhantomData<*mut ()>,
@@ -177,12 +187,13 @@ impl<'d> Guard<'d> {
         // SAFETY: the calling thread's block, alive as long as the domain.
         let b = unsafe { block.as_ref() };
         // Relaxed: only this thread writes its slots. The first slot is free
-        // unless guards nest, so the search past it stays out of line and the
-        // common path is straight-line code.
-        let index = if b.hot.slots[0].load(Ordering::Relaxed) == EMPTY {
-            0
+        // unless guards nest (or the block was made in SeqCst fence mode), so
+        // the search past it stays out of line and the common path is
+        // straight-line code.
+        let (index, light_is_compiler_fence) = if b.hot.slots[0].load(Ordering::Relaxed) == EMPTY {
+            (0, FIRST_SLOT_COMPILER_FENCE)
         } else {
-            nested_free_slot(b)?
+            (nested_free_slot(b)?, false)
         };
         let wildcard = match wildcard {
             Some(w) => NonNull::from(w),
@@ -193,6 +204,7 @@ impl<'d> Guard<'d> {
             slot: NonNull::from(&b.hot.slots[index]),
             wildcard,
             home: Home::Block(block),
+            light_is_compiler_fence,
             _domain: PhantomData,
             _not_send: PhantomData,
         })
@@ -208,6 +220,7 @@ impl<'d> Guard<'d> {
             // SAFETY: backup slots always point at their domain's wildcard.
             wildcard: unsafe { NonNull::new_unchecked(n.wildcard.cast_mut()) },
             home: Home::Backup(node),
+            light_is_compiler_fence: false,
             _domain: PhantomData,
             _not_send: PhantomData,
         }
@@ -218,6 +231,17 @@ impl<'d> Guard<'d> {
         // SAFETY: the slot lives in a block or backup slot of the domain,
         // which outlives `'d` and so this guard.
         unsafe { self.slot.as_ref() }
+    }
+
+    /// `fence::light()`, as a compiler fence where this guard's slot says
+    /// that is what it is (see `light_is_compiler_fence`).
+    #[inline(always)]
+    fn light_fence(&self) {
+        if self.light_is_compiler_fence {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence::light();
+        }
     }
 
     #[inline(always)]
@@ -253,7 +277,7 @@ impl<'d> Guard<'d> {
         // Pairs with `fence::heavy()` in `scan::begin`: either the scan sees
         // the wildcard (or what replaces it), or the load below sees the
         // unpublish that preceded the scan.
-        fence::light();
+        self.light_fence();
         // Acquire pairs with the Release store that published the object.
         let ptr = src.load(Ordering::Acquire);
         // Same location as the wildcard, so coherence orders them; a scan
@@ -308,7 +332,7 @@ impl<'d> Guard<'d> {
         // Release: as in `protect_ptr`.
         self.slot_ref().store(protection(ptr), Ordering::Release);
         // Pairs with `fence::heavy()` in `scan::begin`, as in `protect_ptr`.
-        fence::light();
+        self.light_fence();
     }
 
     /// Ends the current protection and keeps the slot for later use.
@@ -472,4 +496,33 @@ pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
     let mut guard = Guard::take_global();
     let ptr = guard.protect_ptr(src);
     (guard, ptr)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use membarrier_sim::fence::Mode;
+
+    /// Only a guard on its block's first slot issues the light fence without
+    /// reading the fence mode, and only where blocks offer that slot
+    /// (membarrier mode, fences not modelled): a nested guard, a guard of a
+    /// block made in SeqCst mode (whose first slot is kept back) and a
+    /// backup slot's guard all call `fence::light()`. (A nested guard that
+    /// skipped it would run without a barrier in SeqCst mode.)
+    #[test]
+    fn only_a_guard_on_the_first_slot_skips_the_fence_mode() {
+        let first_slot_is_offered = FIRST_SLOT_COMPILER_FENCE
+            && fence::mode() == Mode::Membarrier
+            && !cfg!(feature = "force-slow-path");
+        for domain in [&Domain::new(), Domain::global()] {
+            let first = domain.guard();
+            let nested = domain.guard();
+            assert_eq!(first.light_is_compiler_fence, first_slot_is_offered);
+            assert!(!nested.light_is_compiler_fence);
+        }
+        let slow = Domain::builder().force_slow_path(true).build();
+        let backup = slow.guard();
+        assert!(backup.is_backup());
+        assert!(!backup.light_is_compiler_fence);
+    }
 }

@@ -67,7 +67,7 @@ mod slot;
 mod sync;
 
 pub use atomic_box::{AtomicBox, CompareExchangeError, Replaced};
-pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD};
+pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD, usable_slots_per_thread};
 
 #[cfg(not(loom))]
 use fork::{between_hooks as between_fork_hooks, refuse_between_hooks};

@@ -6,7 +6,8 @@
 //! One `usize`:
 //!
 //! - `0`: empty (a block slot holding it is free);
-//! - `2`: reserved by a guard that protects nothing;
+//! - `2`: reserved by a guard that protects nothing (or, for life, the first
+//!   slot of a block made in SeqCst fence mode: see below);
 //! - an odd value: a **wildcard**, `(generation << 1) | 1`, stored by
 //!   `acquire` before it loads the pointer. While a slot holds a wildcard a
 //!   scan must treat it as protecting every address, unless its generation is
@@ -23,11 +24,28 @@
 //!
 //! A [`SlotBlock`] is one thread's set of slots in one domain: the first cache
 //! line holds the slots, and a slot is free when it holds [`EMPTY`] (the
-//! reader touches one line), the second the list link and ownership flag (read by scans and by
+//! reader touches one line; the first slot is the one exception, below),
+//! the second the list link and ownership flag (read by scans and by
 //! threads looking for a block to recycle), the third the owner's batch of
 //! retired objects. Blocks are never freed while their domain lives: a
 //! block whose thread exits goes back to the domain, and the next thread
 //! that registers takes it over, so scans can walk the list without locks.
+//!
+//! # The first slot and the fence mode
+//!
+//! A guard that takes its block's first slot (the fast path: no guard of
+//! the thread is live in that domain) issues the light fence as a compiler
+//! fence without reading the fence mode, because a block offers that slot
+//! only where `fence::light()` is a compiler fence. A block made while the
+//! fences are in SeqCst mode (a kernel without membarrier, or
+//! `SYNCPRIMS_FENCE=seqcst`) keeps its first slot at [`RESERVED`] for life
+//! ([`SlotBlock::free_value`]), so every guard there takes one of the other
+//! slots, out of line, and calls `fence::light()` (a `fence(SeqCst)`). The
+//! mode is decided before the first block is made and never changes, so
+//! every block of the process agrees with it. Under loom, miri and
+//! ThreadSanitizer, whose fences are modelled, the first slot's guards call
+//! `fence::light()` too and no slot is kept back. This mirrors `rcu-lite`'s
+//! `SLOW_PATH` bit: the mode costs the fast path no load.
 //!
 //! # Backup slots
 //!
@@ -39,11 +57,26 @@
 use crate::domain::Shared;
 use crate::retire::Retired;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+use membarrier_sim::fence;
 use std::cell::Cell;
 use std::ptr;
 
 /// Slots per thread block: seven 8-byte slots in one cache line.
 pub(crate) const SLOTS_PER_BLOCK: usize = if cfg!(loom) { 2 } else { 7 };
+
+/// Whether a guard on a block's first slot issues the light fence as a
+/// compiler fence (see "The first slot and the fence mode" above): false
+/// where the fences are modelled (loom, miri, ThreadSanitizer), and there
+/// blocks keep no slot back.
+pub(crate) const FIRST_SLOT_COMPILER_FENCE: bool = cfg!(not(any(loom, miri, syncprims_tsan)));
+
+/// Whether blocks keep their first slot back (see "The first slot and the
+/// fence mode" above): where the fences are in SeqCst mode and not
+/// modelled. Decides the mode if no fence has run yet, so that every block
+/// agrees with the mode its guards will find: it never changes.
+pub(crate) fn first_slot_kept_back() -> bool {
+    FIRST_SLOT_COMPILER_FENCE && fence::mode() == fence::Mode::SeqCst
+}
 
 /// The value of an empty (free) slot.
 pub(crate) const EMPTY: usize = 0;
@@ -70,23 +103,15 @@ pub(crate) const fn is_older_wildcard(value: usize, current: usize) -> bool {
 /// The first wildcard a domain publishes (generation 0).
 pub(crate) const FIRST_WILDCARD: usize = 1;
 
-/// The hot line of a block: its slots. A block slot is free exactly when it
-/// holds [`EMPTY`]; a guard that protects nothing keeps its slot at
-/// [`RESERVED`]. Finding a free slot is a load of the thread's own slot and
-/// a predicted branch, with no bookkeeping store.
+/// The hot line of a block: its slots. A block slot is free (a guard may
+/// take it) exactly when it holds [`EMPTY`]; a guard that protects nothing
+/// keeps its slot at [`RESERVED`], as a block made in SeqCst fence mode
+/// keeps its first slot, which no guard takes. Finding a free slot is a load
+/// of the thread's own slot and a predicted branch, with no bookkeeping
+/// store.
 #[repr(C, align(64))]
 pub(crate) struct HotLine {
     pub(crate) slots: [AtomicUsize; SLOTS_PER_BLOCK],
-}
-
-impl HotLine {
-    /// Whether no guard holds any slot. Only meaningful for the owner.
-    pub(crate) fn all_free(&self) -> bool {
-        // Relaxed: only the owner writes its slots.
-        self.slots
-            .iter()
-            .all(|s| s.load(Ordering::Relaxed) == EMPTY)
-    }
 }
 
 /// The link line: read by scans and by registration, written rarely.
@@ -106,6 +131,10 @@ pub(crate) struct LinkLine {
     /// The domain's wildcard word, copied here so that the fast path reaches
     /// it from the block without going through the domain.
     pub(crate) wildcard: *const AtomicUsize,
+    /// What the first slot holds when no guard has it: [`EMPTY`], or
+    /// [`RESERVED`] for life in a block made in SeqCst fence mode (see the
+    /// module docs). Set when the block is made, never changed.
+    pub(crate) first_free: usize,
     /// The domain the block belongs to (for promotion to a backup slot).
     pub(crate) shared: *const Shared,
     /// The thread that owns the block (also while it is orphaned).
@@ -149,15 +178,23 @@ impl SlotBlock {
     /// A new block owned by the caller, for the domain `shared` (whose
     /// wildcard word it points at).
     pub(crate) fn new(shared: &Shared) -> Self {
+        let first_free = if first_slot_kept_back() {
+            RESERVED
+        } else {
+            EMPTY
+        };
         SlotBlock {
             hot: HotLine {
-                slots: std::array::from_fn(|_| AtomicUsize::new(EMPTY)),
+                slots: std::array::from_fn(|i| {
+                    AtomicUsize::new(if i == 0 { first_free } else { EMPTY })
+                }),
             },
             link: LinkLine {
                 next: ptr::null_mut(),
                 in_use: AtomicBool::new(true),
                 orphaned: AtomicBool::new(false),
                 wildcard: shared.wildcard(),
+                first_free,
                 shared,
                 owner: Owner::none(),
             },
@@ -166,6 +203,29 @@ impl SlotBlock {
                 since_check: Cell::new(0),
             },
         }
+    }
+
+    /// What slot `index` holds when no guard has it: [`EMPTY`], but
+    /// [`RESERVED`] for the first slot of a block made in SeqCst fence mode.
+    #[inline]
+    pub(crate) fn free_value(&self, index: usize) -> usize {
+        if index == 0 {
+            self.link.first_free
+        } else {
+            EMPTY
+        }
+    }
+
+    /// Whether no guard holds any slot, each load with `order`: Relaxed for
+    /// the owner (only it writes its slots), Acquire for a thread about to
+    /// take the block over (pairs with the guards' Release stores that
+    /// freed the slots).
+    pub(crate) fn all_free(&self, order: Ordering) -> bool {
+        self.hot
+            .slots
+            .iter()
+            .enumerate()
+            .all(|(i, s)| s.load(order) == self.free_value(i))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Guards, synchronize, retire and domains, on real threads.
 #![cfg(not(loom))]
 
-use hazptr::{AtomicBox, Domain, Guard, SLOTS_PER_THREAD};
+use hazptr::{AtomicBox, Domain, Guard, usable_slots_per_thread};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
@@ -124,7 +124,8 @@ fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
         TEST_DEADLINE,
         || {
             let domain = Domain::new();
-            let values: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 3)
+            let slots = usable_slots_per_thread();
+            let values: Vec<AtomicPtr<u64>> = (0..slots as u64 + 3)
                 .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
                 .collect();
             let mut guards: Vec<Guard<'_>> = Vec::new();
@@ -133,7 +134,7 @@ fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
                 let p = g.protect_ptr(v);
                 // SAFETY: protected by `g`.
                 assert_eq!(unsafe { *p }, i as u64);
-                assert_eq!(g.is_backup(), i >= SLOTS_PER_THREAD, "guard {i}");
+                assert_eq!(g.is_backup(), i >= slots, "guard {i}");
                 guards.push(g);
             }
             assert_eq!(domain.backup_slots(), 3);
@@ -155,8 +156,7 @@ fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
                 waiter.join().unwrap();
             });
             // Freed backup slots are reused, not reallocated.
-            let mut again: Vec<Guard<'_>> =
-                (0..SLOTS_PER_THREAD + 3).map(|_| domain.guard()).collect();
+            let mut again: Vec<Guard<'_>> = (0..slots + 3).map(|_| domain.guard()).collect();
             assert_eq!(domain.backup_slots(), 3);
             again.clear();
             for v in values {
@@ -334,7 +334,7 @@ fn synchronize_waits_for_a_guard_in_any_slot() {
         TEST_DEADLINE,
         || {
             for domain in domains() {
-                let objects: Vec<AtomicPtr<u64>> = (0..SLOTS_PER_THREAD as u64 + 1)
+                let objects: Vec<AtomicPtr<u64>> = (0..usable_slots_per_thread() as u64 + 1)
                     .map(|i| AtomicPtr::new(Box::into_raw(Box::new(i))))
                     .collect();
                 let mut guards: Vec<Guard<'_>> = objects
@@ -384,10 +384,10 @@ fn synchronize_waits_for_a_guard_in_any_slot() {
 #[test]
 fn reclaim_keeps_every_protected_object_among_many() {
     test_support::within_a_deadline("reclaim with many protected objects", TEST_DEADLINE, || {
-        const PROTECTED: usize = SLOTS_PER_THREAD + 5;
+        let protected = usable_slots_per_thread() + 5;
         for domain in domains() {
             let drops = Arc::new(AtomicUsize::new(0));
-            let objects: Vec<AtomicPtr<Tracked>> = (0..PROTECTED as u64 * 3)
+            let objects: Vec<AtomicPtr<Tracked>> = (0..protected as u64 * 3)
                 .map(|i| AtomicPtr::new(tracked(&drops, i)))
                 .collect();
             // Every third object, protected in the reverse of allocation order.
@@ -401,7 +401,7 @@ fn reclaim_keeps_every_protected_object_among_many() {
                     (g, p)
                 })
                 .collect();
-            assert_eq!(guards.len(), PROTECTED);
+            assert_eq!(guards.len(), protected);
             for o in &objects {
                 let old = o.swap(std::ptr::null_mut(), AcqRel);
                 // SAFETY: unpublished by the swap, retired once, Box-allocated.
@@ -410,7 +410,7 @@ fn reclaim_keeps_every_protected_object_among_many() {
             domain.reclaim();
             assert_eq!(
                 drops.load(SeqCst),
-                objects.len() - PROTECTED,
+                objects.len() - protected,
                 "a protected object was freed, or an unprotected one kept ({domain:?})"
             );
             for (_, p) in &guards {
@@ -418,7 +418,7 @@ fn reclaim_keeps_every_protected_object_among_many() {
                 assert_eq!(unsafe { (**p).value } % 3, 0);
             }
             drop(guards);
-            assert_eq!(domain.reclaim(), PROTECTED);
+            assert_eq!(domain.reclaim(), protected);
         }
     });
 }
@@ -1321,7 +1321,7 @@ fn a_block_whose_slots_all_outlive_its_thread_is_not_handed_over_while_held() {
             let (domain, object): (&'static Domain, &'static AtomicPtr<u64>) =
                 unsafe { (&*domain_box, &*object_box) };
             let (holder, entered, release) = keep_guards_past_exit(move || {
-                (0..SLOTS_PER_THREAD)
+                (0..usable_slots_per_thread())
                     .map(|_| {
                         let mut guard = domain.guard();
                         assert!(!guard.is_backup());
@@ -1814,8 +1814,9 @@ fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
         || {
             let domain = Domain::new();
             let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
-            let mut guards: Vec<Guard<'_>> =
-                (1..SLOTS_PER_THREAD).map(|_| domain.guard()).collect();
+            let mut guards: Vec<Guard<'_>> = (1..usable_slots_per_thread())
+                .map(|_| domain.guard())
+                .collect();
             let mut last = domain.guard();
             assert!(!last.is_backup(), "the last block slot");
             let p = last.protect_ptr(&shared);

@@ -65,7 +65,7 @@ impl Hazptr {
             n
         });
         if n % OVERFLOW_EVERY == OVERFLOW_EVERY - 1 {
-            (0..hazptr::SLOTS_PER_THREAD)
+            (0..hazptr::usable_slots_per_thread())
                 .map(|_| self.domain.guard())
                 .collect()
         } else {
