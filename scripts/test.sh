@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The workspace's tests: every crate's unit, integration and doc tests, hazptr's
-# again with its force-slow-path feature, then the loom models of every crate
-# that has them (tests/loom.rs).
+# again with its force-slow-path feature and again in SeqCst fence mode, then
+# the loom models of every crate that has them (tests/loom.rs).
 #
 #   ./scripts/test.sh            # all of it
 #   LOOM_MAX_PREEMPTIONS=3 ./scripts/test.sh   # a deeper loom search
@@ -27,6 +27,11 @@ cargo test --workspace
 # threads' slot blocks and own retire lists, which it leaves unused, say so
 # and are ignored.
 cargo test -p hazptr --features force-slow-path
+# And with the fences forced to their fence(SeqCst) fallback (a kernel without
+# membarrier): blocks then keep their first slot back, which every test that
+# counts a thread's slots must allow for (tests/seqcst_fences.rs checks the
+# slot itself). No rebuild: the mode is read at run time.
+SYNCPRIMS_FENCE=seqcst cargo test -p hazptr
 
 # Loom builds every crate with `--cfg loom`; a separate target directory keeps
 # that from invalidating the normal build.
