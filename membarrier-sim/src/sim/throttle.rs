@@ -24,6 +24,10 @@
 //!   starting before `generated_until` exists.
 //! - The schedule never depends on what the callers do: it is drawn from one
 //!   random stream per CPU, so every policy sees the same windows.
+//! - A CPU's windows not yet dropped are `front[cpu]` followed by
+//!   `later[cpu]`; `front[cpu]` is [`NO_WINDOW`] exactly when there are none
+//!   (then `later[cpu]` is empty). Queries, which mostly stop at the first
+//!   window, read one compact array instead of a deque per CPU.
 
 use super::Throttle;
 use super::rng::Xoshiro256;
@@ -40,9 +44,15 @@ pub(crate) struct Window {
     pub(crate) end: u64,
 }
 
-struct CpuWindows {
-    /// Windows that have not ended before `now`, in order.
-    windows: VecDeque<Window>,
+/// `front[cpu]` of a CPU without windows: it ends after every query, and
+/// starts after it too, so it holds no instant.
+const NO_WINDOW: Window = Window {
+    start: u64::MAX,
+    end: u64::MAX,
+};
+
+/// What generation keeps per CPU.
+struct CpuStream {
     /// The end of the last window placed on this CPU.
     last_end: u64,
     rng: Xoshiro256,
@@ -51,7 +61,12 @@ struct CpuWindows {
 /// Every CPU's interrupts-off windows, generated on demand.
 pub(crate) struct Schedule {
     model: Option<Model>,
-    cpus: Vec<CpuWindows>,
+    /// Each CPU's first window that has not ended before `now` (or
+    /// [`NO_WINDOW`]).
+    front: Vec<Window>,
+    /// Each CPU's windows after `front`, in order.
+    later: Vec<VecDeque<Window>>,
+    cpus: Vec<CpuStream>,
     /// All windows that start before this time have been placed.
     generated_until: u64,
     /// `cfs_b->throttled_cfs_rq`: throttled CPUs whose throttle walk is
@@ -125,9 +140,10 @@ impl Schedule {
         let generated_until = if model.is_some() { 0 } else { u64::MAX };
         Schedule {
             model,
+            front: vec![NO_WINDOW; cpus as usize],
+            later: (0..cpus).map(|_| VecDeque::new()).collect(),
             cpus: (0..cpus)
-                .map(|cpu| CpuWindows {
-                    windows: VecDeque::new(),
+                .map(|cpu| CpuStream {
                     last_end: 0,
                     rng: Xoshiro256::for_stream(seed, u64::from(cpu)),
                 })
@@ -176,19 +192,52 @@ impl Schedule {
                 return t;
             }
             self.cover(t);
-            let now = self.now;
-            let windows = &mut self.cpus[cpu as usize].windows;
-            while windows.front().is_some_and(|w| w.end <= now) {
-                windows.pop_front();
+            let c = cpu as usize;
+            if self.front[c].end <= self.now {
+                self.drop_ended(c);
             }
             // A window holds `t` only strictly after its start: at the
             // instant one section ends and the next begins, pending
             // interrupts are taken.
-            match windows.iter().find(|w| w.end > t) {
+            match self.first_ending_after(c, t) {
                 Some(w) if w.start < t => t = w.end,
                 _ => return t,
             }
         }
+    }
+
+    /// Drops CPU `c`'s windows that ended at or before `now`.
+    #[cold]
+    #[inline(never)]
+    fn drop_ended(&mut self, c: usize) {
+        while self.front[c].end <= self.now {
+            self.front[c] = self.later[c].pop_front().unwrap_or(NO_WINDOW);
+        }
+    }
+
+    /// CPU `c`'s first window (not yet dropped) that ends after `t`.
+    #[inline]
+    fn first_ending_after(&self, c: usize, t: u64) -> Option<Window> {
+        let w = self.front[c];
+        if w.end > t {
+            // NO_WINDOW ends after every `t`: no window at all.
+            return (w != NO_WINDOW).then_some(w);
+        }
+        self.later_ending_after(c, t)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn later_ending_after(&self, c: usize, t: u64) -> Option<Window> {
+        self.later[c].iter().find(|w| w.end > t).copied()
+    }
+
+    /// CPU `cpu`'s windows not yet dropped, in order.
+    fn windows_of(&self, cpu: u32) -> impl Iterator<Item = &Window> {
+        let c = cpu as usize;
+        std::iter::once(&self.front[c])
+            .filter(|&&w| w != NO_WINDOW)
+            .chain(&self.later[c])
     }
 
     /// When `work` nanoseconds of execution on `cpu`, begun at `t`, are done:
@@ -202,10 +251,8 @@ impl Schedule {
             }
             self.cover(t + work);
             // `t` is outside every window, so the next one starts at or after it.
-            let next = self.cpus[cpu as usize]
-                .windows
-                .iter()
-                .find(|w| w.end > t)
+            let next = self
+                .first_ending_after(cpu as usize, t)
                 .map(|w| (w.start, w.end));
             match next {
                 Some((start, end)) if start < t + work => {
@@ -249,21 +296,27 @@ impl Schedule {
             return start;
         }
         let end = start + len;
+        c.last_end = end;
         self.irq_off_ns += u128::from(end.min(horizon) - start.min(horizon));
-        let merged_start = match c.windows.back_mut() {
-            Some(last) if continues && last.end == start => {
-                last.end = end;
-                last.start
+        let (front, later) = (&mut self.front[cpu as usize], &mut self.later[cpu as usize]);
+        let has_front = *front != NO_WINDOW;
+        let last_end = later.back().map_or(front.end, |last| last.end);
+        let merged_start = if continues && has_front && last_end == start {
+            let last = later.back_mut().unwrap_or(front);
+            last.end = end;
+            last.start
+        } else {
+            let w = Window { start, end };
+            if has_front {
+                later.push_back(w);
+            } else {
+                *front = w;
             }
-            _ => {
-                c.windows.push_back(Window { start, end });
-                start
-            }
+            start
         };
         if merged_start < horizon {
             self.longest_ns = self.longest_ns.max(end - merged_start);
         }
-        c.last_end = end;
         end
     }
 
@@ -419,7 +472,7 @@ impl Schedule {
 
     /// The first instant at or after `t` outside the windows placed so far.
     fn irq_on_placed(&self, cpu: u32, mut t: u64) -> u64 {
-        for w in &self.cpus[cpu as usize].windows {
+        for w in self.windows_of(cpu) {
             if w.end > t && w.start < t {
                 t = w.end;
             }
@@ -432,11 +485,9 @@ impl Schedule {
     #[cfg(not(loom))]
     pub(crate) fn all_windows(&mut self, until: u64) -> Vec<Vec<Window>> {
         self.cover(until);
-        self.cpus
-            .iter()
-            .map(|c| {
-                c.windows
-                    .iter()
+        (0..self.cpus.len() as u32)
+            .map(|cpu| {
+                self.windows_of(cpu)
                     .copied()
                     .filter(|w| w.start < until)
                     .collect()
@@ -447,9 +498,7 @@ impl Schedule {
     #[cfg(test)]
     pub(crate) fn windows_until(&mut self, cpu: u32, until: u64) -> Vec<Window> {
         self.cover(until);
-        self.cpus[cpu as usize]
-            .windows
-            .iter()
+        self.windows_of(cpu)
             .copied()
             .filter(|w| w.start < until)
             .collect()
@@ -862,7 +911,7 @@ mod tests {
         assert_eq!((s.passes, s.chained_passes, s.scalings), (40, 39, 6));
         assert_eq!(model(&s), (500_000_000, 64_000_000, 256));
         // One window on the timer CPU: the callback never let go.
-        assert_eq!(s.cpus[8].windows.len(), 1);
+        assert_eq!(s.windows_of(8).count(), 1);
     }
 
     #[test]
