@@ -7,8 +7,9 @@
 //!
 //! # Events
 //!
-//! Only two kinds, keyed `time << 24 | id` in one binary heap (ties go to the
-//! smaller id, so the order is total and the run deterministic):
+//! Only two kinds, keyed `time << 24 | id` in one [`EventQueue`] (ties go to
+//! the smaller id, so the order is total and the run deterministic; the id is
+//! the queue's slot):
 //! - `CpuStep(h)` (`id = h`): home CPU `h` is free to run its next caller.
 //! - `MutexRelease(m)` (`id = cpus + m`): the owner of mutex `m` has seen its
 //!   call complete; the first waiter gets the mutex.
@@ -31,13 +32,11 @@
 //!   sends happen in time order, so arrivals reach each target in order.
 
 use super::histogram::Histogram;
-use super::queue::EventQueue;
+use super::queue::{EventQueue, ID_BITS, ID_MASK};
 use super::throttle::Schedule;
 use super::{Config, Policy, Report};
 use std::collections::VecDeque;
 
-const ID_BITS: u32 = 24;
-const ID_MASK: u64 = (1 << ID_BITS) - 1;
 /// No event scheduled / not known yet.
 const NEVER: u64 = u64::MAX;
 
@@ -159,7 +158,7 @@ impl<'a> Engine<'a> {
         let mut engine = Engine {
             cfg,
             end: cfg.sim_time_ns,
-            queue: EventQueue::with_capacity(n + mutex_count + 1),
+            queue: EventQueue::with_slots(n + mutex_count),
             pending: Vec::with_capacity(8),
             callers,
             cpus,
