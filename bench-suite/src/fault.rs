@@ -246,6 +246,21 @@ mod tests {
         assert!(short > 20 && long > 20, "{short} short, {long} long");
     }
 
+    /// The sequence is fixed (runs are repeatable across builds) and reaches
+    /// both ends of its range: 100 ms at n = 0 and 300 ms at n = 143, so the
+    /// span counts both ends. Catches 'replace + with - in stall_length' and
+    /// 'replace + with * in stall_length' in the span (300 ms never comes)
+    /// and 'replace >> with << in stall_length' (another sequence, as spread
+    /// and in range, which the test above let live).
+    #[test]
+    fn the_stall_sequence_is_fixed_and_reaches_both_ends() {
+        let first: Vec<u128> = (0..8).map(|n| stall_length(n).as_millis()).collect();
+        assert_eq!(first, [100, 203, 159, 263, 218, 174, 278, 234]);
+        let lengths: Vec<Duration> = (0..1000).map(stall_length).collect();
+        assert_eq!(lengths.iter().position(|d| *d == STALL_MIN), Some(0));
+        assert_eq!(lengths.iter().position(|d| *d == STALL_MAX), Some(143));
+    }
+
     #[test]
     fn injected_panics_are_told_apart() {
         quiet_injected_panics();
