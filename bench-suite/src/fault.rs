@@ -272,6 +272,37 @@ mod tests {
         assert_eq!(describe(&*real), "real 1");
     }
 
+    /// Set in the child process of
+    /// [`the_quiet_hook_passes_on_real_panics_only`].
+    const QUIET_HOOK_CHILD: &str = "SYNCBENCH_FAULT_QUIET_HOOK_CHILD";
+
+    /// The hook of [`quiet_injected_panics`] hands every real panic, and no
+    /// injected one, to the hook that was there before it. It runs in a child
+    /// process of its own: the hook is installed once per process, and other
+    /// tests of this binary install it too. Catches 'replace
+    /// quiet_injected_panics with ()' (the injected panic reaches the
+    /// previous hook) and 'delete ! in quiet_injected_panics' (the real one
+    /// does not), which every test let live.
+    #[test]
+    fn the_quiet_hook_passes_on_real_panics_only() {
+        if std::env::var_os(QUIET_HOOK_CHILD).is_none() {
+            return test_support::in_a_child_process(
+                "fault::tests::the_quiet_hook_passes_on_real_panics_only",
+                QUIET_HOOK_CHILD,
+                "1",
+            );
+        }
+        static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        std::panic::set_hook(Box::new(|info| {
+            SEEN.lock().unwrap().push(describe(info.payload()));
+        }));
+        quiet_injected_panics();
+        assert!(std::panic::catch_unwind(|| inject("quiet")).is_err());
+        assert!(std::panic::catch_unwind(|| panic!("loud")).is_err());
+        let _ = std::panic::take_hook();
+        assert_eq!(*SEEN.lock().unwrap(), ["loud"]);
+    }
+
     #[test]
     fn a_watch_measures_time_since_the_last_move() {
         let mut watch = ProgressWatch::new(0);
