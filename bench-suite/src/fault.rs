@@ -231,6 +231,19 @@ mod tests {
         }
     }
 
+    /// A process that holds 8 MiB it has written has at least that much
+    /// resident, and `rss_kib` says so (in KiB, from `VmRSS`). Catches
+    /// 'replace rss_kib -> Option<u64> with None', '... with Some(0)' and
+    /// '... with Some(1)', which every test let live.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn rss_counts_memory_this_process_has_written() {
+        let held = vec![1u8; 8 << 20];
+        let rss = rss_kib().expect("VmRSS in /proc/self/status");
+        assert!(rss >= 8 << 10, "{rss} KiB resident while holding 8 MiB");
+        std::hint::black_box(&held);
+    }
+
     #[test]
     fn stalls_stay_in_range_and_vary() {
         let lengths: Vec<Duration> = (0..200).map(stall_length).collect();
