@@ -319,6 +319,47 @@ mod tests {
         drop(unsafe { Box::from_raw(value) });
     }
 
+    /// Set in the child process of
+    /// [`memb_synchronize_rcu_runs_a_grace_period`].
+    #[cfg(syncbench_liburcu)]
+    const GRACE_PERIOD_CHILD: &str = "SYNCBENCH_LIBURCU_GRACE_PERIOD_CHILD";
+
+    /// `memb_synchronize_rcu` runs a grace period: with a thread registered
+    /// (this one, outside any section), liburcu flips the phase bit of its
+    /// grace-period counter, `urcu_memb_gp.ctr` (exported for the inlined
+    /// read lock, which copies it), once per grace period. It runs in a child
+    /// process of its own, where no other thread's grace period can be in
+    /// flight (liburcu lets concurrent callers share one). Catches 'replace
+    /// linked::memb_synchronize_rcu with ()', which every test let live.
+    #[cfg(syncbench_liburcu)]
+    #[test]
+    fn memb_synchronize_rcu_runs_a_grace_period() {
+        if std::env::var_os(GRACE_PERIOD_CHILD).is_none() {
+            return test_support::in_a_child_process(
+                "liburcu::tests::memb_synchronize_rcu_runs_a_grace_period",
+                GRACE_PERIOD_CHILD,
+                "1",
+            );
+        }
+        unsafe extern "C" {
+            /// The first field of liburcu's `struct urcu_gp` (an `unsigned
+            /// long`).
+            static urcu_memb_gp: std::sync::atomic::AtomicUsize;
+        }
+        // SAFETY: liburcu-memb is linked (the shims' inlined read lock reads
+        // this counter), and liburcu writes it with single-word stores
+        // (`CMM_STORE_SHARED`).
+        let counter = || unsafe { urcu_memb_gp.load(std::sync::atomic::Ordering::SeqCst) };
+        MembReader::with(|_| {
+            for _ in 0..3 {
+                let before = counter();
+                memb_synchronize_rcu();
+                let after = counter();
+                assert_ne!(before, after, "no grace period: the phase did not flip");
+            }
+        });
+    }
+
     /// Grace periods go on while threads are registered but not reading: a
     /// registration that is still alive, or one whose closure panicked (the
     /// thread was unregistered on the way out, not left on liburcu's list).
