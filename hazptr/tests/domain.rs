@@ -613,7 +613,7 @@ fn dropping_a_domain_frees_everything_retired_to_it() {
             // a thread that retires and is still alive when the domain is dropped.
             let parked = Barrier::new(2);
             let dropped = Barrier::new(2);
-            std::thread::scope(|s| {
+            let before_the_drop = std::thread::scope(|s| {
                 s.spawn(|| {
                     for i in 0..10 {
                         // SAFETY: never published; retired once.
@@ -634,11 +634,27 @@ fn dropping_a_domain_frees_everything_retired_to_it() {
                     dropped.wait();
                 });
                 parked.wait();
+                // Protected while it is retired, so that no reclamation pass
+                // can free all 21 before the drop: with a forced slow path
+                // every retire goes to the domain's list, where a pass that
+                // the 2 ms period triggers (a loaded machine) frees the rest.
+                let object = tracked(&drops, 99);
+                let mut guard = domain.guard();
+                // SAFETY: never published, so never unpublished either.
+                unsafe { guard.protect_raw(object) };
                 // SAFETY: never published; retired once.
-                unsafe { domain.retire_box(tracked(&drops, 99)) };
-                assert!(drops.load(SeqCst) < 21);
+                unsafe { domain.retire_box(object) };
+                let before_the_drop = drops.load(SeqCst);
+                drop(guard);
                 dropped.wait();
+                before_the_drop
             });
+            // Checked outside the scope: a panic inside it would leave the
+            // other thread waiting on `dropped` and the scope waiting for it.
+            assert!(
+                before_the_drop < 21,
+                "all 21 objects freed before the domain was dropped ({before_the_drop})"
+            );
             drop(domain);
             assert_eq!(drops.load(SeqCst), 21);
         },
