@@ -20,7 +20,8 @@
 //!   [`stderr_of_an_aborted_child_process`] for a case that must abort, and
 //!   [`run_in_a_child_process`] for one with an outcome of its own.
 //! - [`CountingAllocator`] is a global allocator that counts allocations
-//!   and live bytes, for the tests that prove code allocates nothing.
+//!   and live bytes, for the tests that prove code allocates nothing;
+//!   [`uncounted`] leaves a test's scaffolding out of its counts.
 //! - [`thread_states`] reads the scheduler state of this process's threads
 //!   of one name from `/proc`, for the tests that check a worker thread
 //!   sleeps once it has nothing to do.
@@ -28,7 +29,7 @@
 mod counting_alloc;
 pub mod misuse;
 
-pub use counting_alloc::CountingAllocator;
+pub use counting_alloc::{CountingAllocator, uncounted};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::Relaxed;
@@ -288,14 +289,16 @@ pub fn assert_waits_for_reader<T: 'static>(
 /// running after `limit` (a wait that can never end), prints `what` and ends
 /// the test process, since the stuck thread (and whatever waits behind it in
 /// other tests of the binary) would keep the harness waiting forever. A panic
-/// in `body` fails here.
+/// in `body` fails here. The waiting thread's allocations are [`uncounted`]
+/// (it allocates as it first blocks, at a time the scheduler picks); those
+/// of `body` count.
 pub fn within_a_deadline(what: &str, limit: Duration, body: impl FnOnce() + Send + 'static) {
     let (done_tx, done_rx) = mpsc::channel();
     let runner = thread::spawn(move || {
         body();
         let _ = done_tx.send(());
     });
-    match done_rx.recv_timeout(limit) {
+    match uncounted(|| done_rx.recv_timeout(limit)) {
         Ok(()) => runner.join().expect("finished"),
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             // It panicked: fail with its message.
