@@ -485,6 +485,14 @@ impl Domain {
         &GLOBAL
     }
 
+    /// A number no other domain of the process has had: the global domain's
+    /// is 1. A shared-scan domain's scanner thread is named
+    /// `hazptr-scan-{id}`, which is how to find it in `top -H`, `gdb` or
+    /// `/proc/self/task`.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
     /// Whether `synchronize` callers share one scan.
     pub fn shared_scan(&self) -> bool {
         self.shared.options.shared_scan

@@ -32,6 +32,12 @@ impl Drop for Tracked {
 #[test]
 fn the_first_user_domains_protect_apart_from_the_global_domain() {
     let domains = [Domain::new(), Domain::new()];
+    assert_eq!(Domain::global().id(), 1);
+    let ids = domains.each_ref().map(Domain::id);
+    assert!(
+        ids[0] > 1 && ids[1] > 1 && ids[0] != ids[1],
+        "user domain ids {ids:?}"
+    );
     // This thread's global block, which a user domain with the global
     // domain's id would take for its own.
     drop(Guard::new());

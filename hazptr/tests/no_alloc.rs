@@ -87,8 +87,16 @@ fn synchronize_allocates_nothing_per_call() {
                             finished.wait();
                         });
                     }
-                    // Counting starts once every thread is warmed up and waiting.
+                    // Counting starts once every thread is warmed up and waiting,
                     ready.wait();
+                    // and the scanner thread has started: on a loaded machine it
+                    // may not have run yet (its callers drive the scans
+                    // meanwhile), and its start-up allocates (std keeps a copy of
+                    // its name) before it names itself (1 allocation counted in
+                    // 7 of 48 runs under SYNCPRIMS_FENCE=seqcst and load).
+                    if domain.shared_scan() {
+                        wait_for_the_scanner_thread(&domain);
+                    }
                     before.store(GLOBAL.allocations(), SeqCst);
                     start.wait();
                     // The reader stops after the callers are done (sleeping does not
@@ -115,4 +123,18 @@ fn synchronize_allocates_nothing_per_call() {
             }
         },
     );
+}
+
+/// Returns once `domain`'s scanner thread has named itself, the last step of
+/// its start-up.
+fn wait_for_the_scanner_thread(domain: &Domain) {
+    let name = format!("hazptr-scan-{}", domain.id());
+    let deadline = std::time::Instant::now() + TEST_DEADLINE / 2;
+    while test_support::thread_states(&name).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the warm-up's synchronize calls started no scanner thread ({domain:?})"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
