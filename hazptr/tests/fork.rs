@@ -124,11 +124,20 @@ fn child_work(
     for w in waiters {
         w.join().expect("synchronize of an own address");
     }
-    // 3. A crowd in the child: its sleeping callers need a scanner thread,
-    //    which is started anew; its threads take the blocks and backup slots
-    //    of the vanished threads instead of new ones.
-    let blocks: Vec<usize> = domains.all().map(Domain::thread_blocks).to_vec();
+    // 3. The vanished threads' backup slots are free: this thread can hold
+    //    them all at once without the domain adding one.
     let backups = domains.slow.backup_slots();
+    let all: Vec<_> = (0..backups).map(|_| domains.slow.guard()).collect();
+    assert_eq!(
+        domains.slow.backup_slots(),
+        backups,
+        "a backup slot of a vanished thread stayed taken"
+    );
+    drop(all);
+    // 4. A crowd in the child: its sleeping callers need a scanner thread,
+    //    which is started anew; its threads take the blocks of the vanished
+    //    threads instead of new ones (it has fewer threads than the parent).
+    let blocks: Vec<usize> = domains.all().map(Domain::thread_blocks).to_vec();
     let crowd = crowd(domains);
     crowd.until_calls(200, Duration::from_secs(15), "the child's crowd stalled");
     crowd.stop();
@@ -137,20 +146,19 @@ fn child_work(
         blocks,
         "the child's threads did not reuse the blocks of vanished threads"
     );
-    assert_eq!(
-        domains.slow.backup_slots(),
-        backups,
-        "the child's threads did not reuse the backup slots of vanished threads"
-    );
-    // Every backup slot is free again: one thread can hold them all at once.
+    // How many backup slots the crowd needed depends on how many of its
+    // guards overlapped, which a loaded machine makes more than the
+    // parent's did (2 slots before, 3 after, in 1 of 116 runs under
+    // SYNCPRIMS_FENCE=seqcst and load); once it stopped all are free again.
+    let backups = domains.slow.backup_slots();
     let all: Vec<_> = (0..backups).map(|_| domains.slow.guard()).collect();
     assert_eq!(
         domains.slow.backup_slots(),
         backups,
-        "a backup slot of a vanished thread stayed taken"
+        "a backup slot of the child's crowd stayed taken"
     );
     drop(all);
-    // 4. Retire the objects the vanished readers held: nothing protects them.
+    // 5. Retire the objects the vanished readers held: nothing protects them.
     FREED.store(0, Relaxed);
     for (domain, obj) in domains.all().into_iter().zip(held) {
         let p = obj.swap(std::ptr::null_mut(), AcqRel);
@@ -167,57 +175,71 @@ fn child_work(
 
 #[test]
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
-    test_support::within_a_deadline(
-        "a fork in the middle of scans, waits and reads",
-        TEST_DEADLINE,
+    test_support::forking_test(
+        "a_child_forked_in_the_middle_of_everything_keeps_working",
         || {
-            let domains = Domains::new();
-            let crowd = crowd(domains);
-            crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
-            // A reader in each domain holds an object across the fork.
-            let held = [object(10), object(11), object(12)];
-            let mut readers = Holders::new();
-            for (domain, obj) in domains.all().into_iter().zip(held) {
-                readers.hold(move || {
-                    let mut guard = domain.guard();
-                    assert!(!guard.protect_ptr(obj).is_null());
-                    guard
-                });
-            }
-            // A caller in each domain waits for its reader across the fork: in the
-            // shared domains its waiter sits on the scanner's pending list.
-            let waiting: Vec<_> = domains
-                .all()
-                .into_iter()
-                .zip(held)
-                .map(|(domain, obj)| {
-                    let addr = obj.load(Relaxed) as usize;
-                    thread::spawn(move || domain.synchronize(addr as *const u64))
-                })
-                .collect();
-            // The forking thread keeps guards of its own across the fork.
-            let mine = [object(20), object(21)];
-            let mut in_block = domains.user.guard();
-            in_block.protect_ptr(mine[0]);
-            let mut in_backup = domains.slow.guard();
-            in_backup.protect_ptr(mine[1]);
-            assert!(in_backup.is_backup());
-            thread::sleep(Duration::from_millis(10));
-            assert!(
-                waiting.iter().all(|w| !w.is_finished()),
-                "a synchronize returned while a reader held its object"
+            test_support::within_a_deadline(
+                "a fork in the middle of scans, waits and reads",
+                TEST_DEADLINE,
+                || {
+                    let domains = Domains::new();
+                    let crowd = crowd(domains);
+                    crowd.until_calls(50, Duration::from_secs(30), "the crowd never got going");
+                    // A reader in each domain holds an object across the fork.
+                    let held = [object(10), object(11), object(12)];
+                    let mut readers = Holders::new();
+                    for (domain, obj) in domains.all().into_iter().zip(held) {
+                        readers.hold(move || {
+                            let mut guard = domain.guard();
+                            assert!(!guard.protect_ptr(obj).is_null());
+                            guard
+                        });
+                    }
+                    // A caller in each domain waits for its reader across the fork: in the
+                    // shared domains its waiter sits on the scanner's pending list.
+                    // Each has started before the fork (see `forking_test`).
+                    let (started_tx, started_rx) = std::sync::mpsc::channel();
+                    let waiting: Vec<_> = domains
+                        .all()
+                        .into_iter()
+                        .zip(held)
+                        .map(|(domain, obj)| {
+                            let addr = obj.load(Relaxed) as usize;
+                            let started = started_tx.clone();
+                            thread::spawn(move || {
+                                started.send(()).expect("the test waits");
+                                domain.synchronize(addr as *const u64)
+                            })
+                        })
+                        .collect();
+                    for _ in &waiting {
+                        started_rx.recv().expect("a caller started");
+                    }
+                    // The forking thread keeps guards of its own across the fork.
+                    let mine = [object(20), object(21)];
+                    let mut in_block = domains.user.guard();
+                    in_block.protect_ptr(mine[0]);
+                    let mut in_backup = domains.slow.guard();
+                    in_backup.protect_ptr(mine[1]);
+                    assert!(in_backup.is_backup());
+                    thread::sleep(Duration::from_millis(10));
+                    assert!(
+                        waiting.iter().all(|w| !w.is_finished()),
+                        "a synchronize returned while a reader held its object"
+                    );
+                    let status = fork_and_wait(HOOKS, || {
+                        child_work(domains, held, (in_block, in_backup), mine)
+                    });
+                    assert_child_succeeded(status, "its hazptr work");
+                    // The parent goes on: release the readers, and everyone completes.
+                    readers.release();
+                    for t in waiting {
+                        t.join().unwrap();
+                    }
+                    crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
+                    crowd.stop();
+                },
             );
-            let status = fork_and_wait(HOOKS, || {
-                child_work(domains, held, (in_block, in_backup), mine)
-            });
-            assert_child_succeeded(status, "its hazptr work");
-            // The parent goes on: release the readers, and everyone completes.
-            readers.release();
-            for t in waiting {
-                t.join().unwrap();
-            }
-            crowd.until_calls(100, Duration::from_secs(30), "the parent's crowd stopped");
-            crowd.stop();
         },
     );
 }
@@ -285,28 +307,33 @@ fn after_fork_parent_then_child() {
 
 #[test]
 fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
-    test_support::within_a_deadline(
-        "a fork with the wrong hook first in the child",
-        TEST_DEADLINE,
+    test_support::forking_test(
+        "after_fork_parent_in_the_child_panics_and_after_fork_child_still_works",
         || {
-            let domain = leak(Domain::new());
-            let obj = object(31);
-            let mut reader = Holders::new();
-            reader.hold(move || {
-                let mut guard = domain.guard();
-                assert!(!guard.protect_ptr(obj).is_null());
-                guard
-            });
-            let hooks = ForkHooks {
-                after_child: after_fork_parent_then_child,
-                ..HOOKS
-            };
-            let status = fork_and_wait(hooks, || {
-                // The vanished reader's protection is gone.
-                domain.synchronize(obj.load(Relaxed));
-            });
-            assert_child_succeeded(status, "its hooks and a synchronize");
-            reader.release();
+            test_support::within_a_deadline(
+                "a fork with the wrong hook first in the child",
+                TEST_DEADLINE,
+                || {
+                    let domain = leak(Domain::new());
+                    let obj = object(31);
+                    let mut reader = Holders::new();
+                    reader.hold(move || {
+                        let mut guard = domain.guard();
+                        assert!(!guard.protect_ptr(obj).is_null());
+                        guard
+                    });
+                    let hooks = ForkHooks {
+                        after_child: after_fork_parent_then_child,
+                        ..HOOKS
+                    };
+                    let status = fork_and_wait(hooks, || {
+                        // The vanished reader's protection is gone.
+                        domain.synchronize(obj.load(Relaxed));
+                    });
+                    assert_child_succeeded(status, "its hooks and a synchronize");
+                    reader.release();
+                },
+            );
         },
     );
 }

@@ -190,32 +190,37 @@ const HOOKS: ForkHooks = ForkHooks {
     ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
 )]
 fn a_fork_child_frees_foreign_slots_but_keeps_the_first_one_back() {
-    seqcst();
-    let domain: &'static Domain = Box::leak(Box::new(Domain::new()));
-    let shared: &'static AtomicPtr<u64> = Box::leak(Box::new(object(3)));
-    let (held_tx, held_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let holder = thread::spawn(move || {
-        let (guard, _) = domain.acquire(shared);
-        held_tx.send(()).expect("the test waits");
-        release_rx.recv().expect("the test releases the holder");
-        drop(guard);
-    });
-    held_rx.recv().expect("the holder protects");
-    assert_eq!(domain.thread_blocks(), 1);
-    let status = fork_and_wait(HOOKS, move || {
-        // The holder did not come along: its block is free here, and this
-        // thread takes it over.
-        thread::spawn(move || all_but_one_block_slot_serve_guards(domain))
-            .join()
-            .expect("the child's guards were placed as expected");
-        assert_eq!(
-            domain.thread_blocks(),
-            1,
-            "the child made a block of its own"
-        );
-    });
-    release_tx.send(()).expect("the holder waits");
-    holder.join().expect("the holder exits");
-    assert_child_succeeded(status, "its guards on the holder's freed block");
+    test_support::forking_test(
+        "a_fork_child_frees_foreign_slots_but_keeps_the_first_one_back",
+        || {
+            seqcst();
+            let domain: &'static Domain = Box::leak(Box::new(Domain::new()));
+            let shared: &'static AtomicPtr<u64> = Box::leak(Box::new(object(3)));
+            let (held_tx, held_rx) = mpsc::channel();
+            let (release_tx, release_rx) = mpsc::channel::<()>();
+            let holder = thread::spawn(move || {
+                let (guard, _) = domain.acquire(shared);
+                held_tx.send(()).expect("the test waits");
+                release_rx.recv().expect("the test releases the holder");
+                drop(guard);
+            });
+            held_rx.recv().expect("the holder protects");
+            assert_eq!(domain.thread_blocks(), 1);
+            let status = fork_and_wait(HOOKS, move || {
+                // The holder did not come along: its block is free here, and this
+                // thread takes it over.
+                thread::spawn(move || all_but_one_block_slot_serve_guards(domain))
+                    .join()
+                    .expect("the child's guards were placed as expected");
+                assert_eq!(
+                    domain.thread_blocks(),
+                    1,
+                    "the child made a block of its own"
+                );
+            });
+            release_tx.send(()).expect("the holder waits");
+            holder.join().expect("the holder exits");
+            assert_child_succeeded(status, "its guards on the holder's freed block");
+        },
+    );
 }

@@ -94,51 +94,64 @@ const HOOKS: ForkHooks = ForkHooks {
 
 #[test]
 fn a_child_forked_in_the_middle_of_everything_keeps_working() {
-    let _serial = serial();
-    // On the deadline's thread, as libtest runs a test on a thread of its
-    // own: the hooks wait for a running callback batch, and so for its grace
-    // period, which a lost wake-up would leave waiting forever.
-    test_support::within_a_deadline(
-        "the fork of a child in the middle of everything, and the parent going on",
-        WHOLE_TEST_LIMIT,
+    test_support::forking_test(
+        "a_child_forked_in_the_middle_of_everything_keeps_working",
         || {
-            // Both callback workers run.
-            memb::call_rcu(|| {});
-            test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
-            qsbr::call_rcu(|| {});
-            test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
-            // A crowd of callers until the grace-period worker has driven (its thread
-            // runs), then on across the fork.
-            let crowd = crowd();
-            until_the_worker_drives(
-                Duration::from_secs(30),
-                "the grace-period worker never drove",
+            let _serial = serial();
+            // On the deadline's thread, as libtest runs a test on a thread of its
+            // own: the hooks wait for a running callback batch, and so for its grace
+            // period, which a lost wake-up would leave waiting forever.
+            test_support::within_a_deadline(
+                "the fork of a child in the middle of everything, and the parent going on",
+                WHOLE_TEST_LIMIT,
+                || {
+                    // Both callback workers run.
+                    memb::call_rcu(|| {});
+                    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+                    qsbr::call_rcu(|| {});
+                    test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
+                    // A crowd of callers until the grace-period worker has driven (its thread
+                    // runs), then on across the fork.
+                    let crowd = crowd();
+                    until_the_worker_drives(
+                        Duration::from_secs(30),
+                        "the grace-period worker never drove",
+                    );
+                    let mut readers = Holders::new();
+                    readers.hold(memb::read_lock);
+                    readers.hold(QsbrThread::register);
+                    // The callers' grace periods now wait for the memb reader: once one has
+                    // started after it entered, it stays in progress across the fork.
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    loop {
+                        let counts = memb::grace_periods();
+                        if counts.started > counts.completed {
+                            break;
+                        }
+                        assert!(
+                            Instant::now() < deadline,
+                            "no grace period in progress: {counts:?}"
+                        );
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    let status = fork_and_wait(HOOKS, child_work);
+                    assert_child_succeeded(status, "its rcu-lite work");
+                    // The parent goes on: release the readers, and the callers complete.
+                    readers.release();
+                    crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
+                    crowd.stop();
+                    test_support::within_a_deadline(
+                        "memb::synchronize_rcu",
+                        LIMIT,
+                        memb::synchronize_rcu,
+                    );
+                    test_support::within_a_deadline(
+                        "qsbr::synchronize_rcu",
+                        LIMIT,
+                        qsbr::synchronize_rcu,
+                    );
+                },
             );
-            let mut readers = Holders::new();
-            readers.hold(memb::read_lock);
-            readers.hold(QsbrThread::register);
-            // The callers' grace periods now wait for the memb reader: once one has
-            // started after it entered, it stays in progress across the fork.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                let counts = memb::grace_periods();
-                if counts.started > counts.completed {
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "no grace period in progress: {counts:?}"
-                );
-                thread::sleep(Duration::from_millis(1));
-            }
-            let status = fork_and_wait(HOOKS, child_work);
-            assert_child_succeeded(status, "its rcu-lite work");
-            // The parent goes on: release the readers, and the callers complete.
-            readers.release();
-            crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
-            crowd.stop();
-            test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
-            test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
         },
     );
 }
@@ -277,24 +290,29 @@ fn after_fork_parent_then_child() {
 
 #[test]
 fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
-    let _serial = serial();
-    // On the deadline's thread, as libtest runs a test on a thread of its
-    // own: the hooks wait for a running callback batch, and so for its grace
-    // period, which a lost wake-up would leave waiting forever.
-    test_support::within_a_deadline(
-        "a fork whose child calls the wrong hook first",
-        LIMIT,
+    test_support::forking_test(
+        "after_fork_parent_in_the_child_panics_and_after_fork_child_still_works",
         || {
-            let hooks = ForkHooks {
-                after_child: after_fork_parent_then_child,
-                ..HOOKS
-            };
-            let status = fork_and_wait(hooks, || {
-                memb::synchronize_rcu();
-                memb::call_rcu(|| {});
-                memb::rcu_barrier();
-            });
-            assert_child_succeeded(status, "its hooks and a grace period");
+            let _serial = serial();
+            // On the deadline's thread, as libtest runs a test on a thread of its
+            // own: the hooks wait for a running callback batch, and so for its grace
+            // period, which a lost wake-up would leave waiting forever.
+            test_support::within_a_deadline(
+                "a fork whose child calls the wrong hook first",
+                LIMIT,
+                || {
+                    let hooks = ForkHooks {
+                        after_child: after_fork_parent_then_child,
+                        ..HOOKS
+                    };
+                    let status = fork_and_wait(hooks, || {
+                        memb::synchronize_rcu();
+                        memb::call_rcu(|| {});
+                        memb::rcu_barrier();
+                    });
+                    assert_child_succeeded(status, "its hooks and a grace period");
+                },
+            );
         },
     );
 }

@@ -18,7 +18,8 @@
 //!   case that would abort or hang the whole test binary if it went wrong
 //!   (a panic inside a thread-local destructor, a lock never given back);
 //!   [`stderr_of_an_aborted_child_process`] for a case that must abort, and
-//!   [`run_in_a_child_process`] for one with an outcome of its own.
+//!   [`run_in_a_child_process`] for one with an outcome of its own;
+//!   [`forking_test`] runs a test that forks in a process of its own.
 //! - [`CountingAllocator`] is a global allocator that counts allocations
 //!   and live bytes, for the tests that prove code allocates nothing;
 //!   [`uncounted`] leaves a test's scaffolding out of its counts.
@@ -56,7 +57,9 @@ pub const CHILD_ALARM_S: u32 = 20;
 
 /// Forks between `hooks`; the child runs the child hook and then `child`
 /// under a [`CHILD_ALARM_S`] alarm and exits 0 if both returned, 1 if either
-/// panicked. Returns the child's wait status.
+/// panicked. Returns the child's wait status. A child's panic message goes
+/// straight to the process's stderr: the test harness's capture of the
+/// output, which the child inherits, would keep it in the child's memory.
 pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
     (hooks.before)();
     // SAFETY: the child only runs Rust code that glibc's fork handlers make
@@ -76,7 +79,15 @@ pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
             child();
         })) {
             Ok(()) => 0,
-            Err(_) => 1,
+            Err(payload) => {
+                let line = format!(
+                    "fork_and_wait: the child panicked: {}\n",
+                    misuse::message_of(&*payload)
+                );
+                // SAFETY: writes the bytes of a live buffer to fd 2.
+                unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+                1
+            }
         };
         // SAFETY: leaves the child without running the parent's test harness.
         unsafe { libc::_exit(code) };
@@ -87,6 +98,27 @@ pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
     let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
     assert_eq!(waited, pid, "waitpid");
     status
+}
+
+/// The environment variable that tells a test run by [`forking_test`] that
+/// it is in its process of its own.
+pub const FORKING_TEST_ENV: &str = "SYNCPRIMS_FORKING_TEST";
+
+/// Runs the test `name` (its path in the test binary) in a process of its
+/// own, where no other test runs, and there runs `body`; for a test that
+/// forks and then starts threads in the child. The child of a fork gets
+/// std's locks as they were, and std takes one as a thread starts and as
+/// it exits (to record the thread's stack for overflow reports): if a
+/// thread of another test was in either at the fork, the child's first
+/// thread waits for that lock for ever (seen 1 run in 200 on a loaded
+/// machine, every thread of the child asleep in `set_current_info`).
+/// `body` must itself fork only once its own threads have started.
+pub fn forking_test(name: &str, body: impl FnOnce()) {
+    if std::env::var_os(FORKING_TEST_ENV).is_some_and(|v| v == name) {
+        body();
+    } else {
+        in_a_child_process(name, FORKING_TEST_ENV, name);
+    }
 }
 
 /// Fails unless `status` says the child exited with 0; `what` names the
