@@ -45,6 +45,17 @@
 //! frees its copies as usual. Everything already on a retired list is freed
 //! in the child by its next reclamation pass.
 //!
+//! # What they cannot cover
+//!
+//! Locks inside std: std takes a process-wide lock while a thread starts and
+//! while it exits, so a child forked while another thread of the parent was
+//! doing either cannot start a thread (each waits for that lock for ever),
+//! and the child's next shared-scan `synchronize` starts its domain's
+//! scanner thread anew. Fork when no thread is starting or exiting, or
+//! keep the child to `exec` (as `std::process::Command` does). This
+//! workspace's fork tests run in a process of their own for this reason
+//! (`test_support::forking_test`).
+//!
 //! # Registering them once
 //!
 //! A program that does not call `fork()` itself (a library does, or

@@ -54,6 +54,16 @@
 //! register hazptr's handlers first: prepare handlers run in the reverse order
 //! of registration, the others in order.
 //!
+//! # What they cannot cover
+//!
+//! Locks inside std: std takes a process-wide lock while a thread starts and
+//! while it exits, so a child forked while another thread of the parent was
+//! doing either cannot start a thread (each waits for that lock for ever),
+//! and the child's next hand-over or `call_rcu()` starts a worker thread.
+//! Fork when no thread is starting or exiting, or keep the child to `exec`
+//! (as `std::process::Command` does). This workspace's fork tests run in a
+//! process of their own for this reason (`test_support::forking_test`).
+//!
 //! # Registering them once
 //!
 //! A program that does not call `fork()` itself (a library does, or
