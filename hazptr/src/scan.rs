@@ -980,22 +980,12 @@ mod tests {
             let object = Box::into_raw(Box::new(1u64));
             // Starts the scanner thread; nothing is left for it to do.
             domain.synchronize(object);
-            let name = format!("hazptr-scan-{}", domain.shared.id);
-            let deadline = Instant::now() + TEST_DEADLINE / 2;
-            let mut asleep_in_a_row = 0;
-            while asleep_in_a_row < 5 {
-                let state = test_support::thread_states(&name);
-                asleep_in_a_row = if state == ['S'] {
-                    asleep_in_a_row + 1
-                } else {
-                    0
-                };
-                assert!(
-                    Instant::now() < deadline,
-                    "the idle scanner thread never blocked (state {state:?})"
-                );
-                std::thread::sleep(Duration::from_millis(2));
-            }
+            test_support::until_asleep(
+                &format!("hazptr-scan-{}", domain.shared.id),
+                5,
+                TEST_DEADLINE / 2,
+                "the idle scanner thread never blocked",
+            );
             drop(domain);
             // SAFETY: never published.
             drop(unsafe { Box::from_raw(object) });

@@ -94,8 +94,17 @@ fn synchronize_allocates_nothing_per_call() {
                     // meanwhile), and its start-up allocates (std keeps a copy of
                     // its name): 1 allocation counted in 7 of 48 runs under
                     // SYNCPRIMS_FENCE=seqcst and load.
+                    // Seen asleep three times in a row: it sleeps once no
+                    // caller queues work, as none does now, and its start-up
+                    // does not block (its name, which it sets first, says
+                    // nothing of the allocation after it).
                     if domain.shared_scan() {
-                        wait_for_the_scanner_thread(&domain);
+                        test_support::until_asleep(
+                            &format!("hazptr-scan-{}", domain.id()),
+                            3,
+                            TEST_DEADLINE / 2,
+                            "the scanner thread, once the warm-up was over",
+                        );
                     }
                     before.store(GLOBAL.allocations(), SeqCst);
                     start.wait();
@@ -123,28 +132,4 @@ fn synchronize_allocates_nothing_per_call() {
             }
         },
     );
-}
-
-/// Returns once `domain`'s scanner thread has finished its start-up: seen
-/// asleep three times in a row (it sleeps once no caller queues work, as none
-/// does now; its start-up does not block, and its name, which it sets first,
-/// says nothing of the allocation after it).
-fn wait_for_the_scanner_thread(domain: &Domain) {
-    let name = format!("hazptr-scan-{}", domain.id());
-    let deadline = std::time::Instant::now() + TEST_DEADLINE / 2;
-    let mut asleep_in_a_row = 0;
-    while asleep_in_a_row < 3 {
-        let states = test_support::thread_states(&name);
-        asleep_in_a_row = if states == ['S'] {
-            asleep_in_a_row + 1
-        } else {
-            0
-        };
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the scanner thread never slept once the warm-up was over (states {states:?}, \
-             {domain:?})"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
 }

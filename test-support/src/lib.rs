@@ -25,7 +25,7 @@
 //!   [`uncounted`] leaves a test's scaffolding out of its counts.
 //! - [`thread_states`] reads the scheduler state of this process's threads
 //!   of one name from `/proc`, for the tests that check a worker thread
-//!   sleeps once it has nothing to do.
+//!   sleeps once it has nothing to do; [`until_asleep`] waits for one to.
 
 mod counting_alloc;
 pub mod misuse;
@@ -472,6 +472,30 @@ pub fn thread_states(name: &str) -> Vec<char> {
         }
     }
     states
+}
+
+/// Returns once the one thread of this process named `name` has been seen
+/// asleep (`S`, see [`thread_states`]) on `looks` reads in a row, 2 ms
+/// apart; panics with `what` and the states last read if that has not
+/// happened within `limit`. A thread that blocks when it has nothing to do
+/// passes; one that spins, or has not started, does not.
+pub fn until_asleep(name: &str, looks: usize, limit: Duration, what: &str) {
+    let deadline = Instant::now() + limit;
+    let mut asleep_in_a_row = 0;
+    while asleep_in_a_row < looks {
+        let states = thread_states(name);
+        asleep_in_a_row = if states == ['S'] {
+            asleep_in_a_row + 1
+        } else {
+            0
+        };
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {name:?} not seen asleep {looks} times in a row within {limit:?} \
+             (states last read: {states:?})"
+        );
+        thread::sleep(Duration::from_millis(2));
+    }
 }
 
 #[cfg(test)]
