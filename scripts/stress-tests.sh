@@ -54,16 +54,17 @@ echo "$(wc -l < "$out/binaries") binaries x $rounds rounds x $loops loops"
 # One loop: every binary once per round; a failure leaves its output and a
 # line in the loop's failure list.
 run_loop() {
-    local loop=$1 round config name dir exe log
+    local loop=$1 round config name dir exe log fence
     for round in $(seq 1 "$rounds"); do
         while read -r config name dir exe; do
             log="$out/$config.$(basename "$dir").$name.loop$loop.round$round.log"
-            if [ "$config" = seqcst ]; then
-                (cd "$dir" && SYNCPRIMS_FENCE=seqcst timeout 600 "$exe" -q) > "$log" 2>&1 &&
-                    rm "$log" || echo "$config $(basename "$dir")/$name" >> "$out/failed.$loop"
+            # The seqcst configuration is hazptr's binaries in SeqCst fence mode.
+            fence=${SYNCPRIMS_FENCE:-}
+            [ "$config" = seqcst ] && fence=seqcst
+            if (cd "$dir" && SYNCPRIMS_FENCE=$fence timeout 600 "$exe" -q) > "$log" 2>&1; then
+                rm "$log"
             else
-                (cd "$dir" && timeout 600 "$exe" -q) > "$log" 2>&1 &&
-                    rm "$log" || echo "$config $(basename "$dir")/$name" >> "$out/failed.$loop"
+                echo "$config $(basename "$dir")/$name" >> "$out/failed.$loop"
             fi
         done < "$out/binaries"
         echo "loop $loop: round $round of $rounds done"

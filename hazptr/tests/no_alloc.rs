@@ -33,8 +33,8 @@ fn synchronize_allocates_nothing_per_call() {
     // Counted: the callers, the reader and the scanner thread. Not counted:
     // the deadline's watcher (this thread), which allocates as it first
     // blocks on the body's channel, and the harness's main thread, which
-    // books this test as it starts (on a loaded machine, either can happen
-    // inside the count: one run in 30 saw 1 allocation so).
+    // books this test as it starts (on a loaded machine either can happen
+    // inside the count).
     test_support::within_a_deadline(
         "concurrent synchronize callers, counted",
         TEST_DEADLINE,
@@ -93,11 +93,11 @@ fn synchronize_allocates_nothing_per_call() {
                     // may not have run yet (its callers drive the scans
                     // meanwhile), and its start-up allocates (std keeps a copy of
                     // its name): 1 allocation counted in 7 of 48 runs under
-                    // SYNCPRIMS_FENCE=seqcst and load.
-                    // Seen asleep three times in a row: it sleeps once no
-                    // caller queues work, as none does now, and its start-up
-                    // does not block (its name, which it sets first, says
-                    // nothing of the allocation after it).
+                    // SYNCPRIMS_FENCE=seqcst and load. Started means seen asleep
+                    // three times in a row (it sleeps once no caller queues
+                    // work, as none does now, and its start-up does not block);
+                    // its name, which it sets first, says nothing of the
+                    // allocation after it.
                     if domain.shared_scan() {
                         test_support::until_asleep(
                             &format!("hazptr-scan-{}", domain.id()),
