@@ -396,24 +396,33 @@ mod tests {
                 let queue = WaitQueue::new();
                 let (a, b) = (QNode::new(true), QNode::new(true));
                 assert_eq!(queue.lock(&a), Entry::Front);
-                std::thread::scope(|s| {
+                let state = std::thread::scope(|s| {
                     let successor = s.spawn(|| {
                         assert_eq!(queue.lock(&b), Entry::Front);
                         queue.unlock(&b);
                     });
-                    // Asleep on its node: its link is done.
-                    while b.state.load(Ordering::Relaxed) & SLEEPING == 0 {
+                    // Linked and asleep on its node. Seeing SLEEPING alone
+                    // does not make the link visible here: the sleeper bit is
+                    // set with a Relaxed CAS, so a Relaxed read of `a.next`
+                    // after it may still return null (miri's weak-memory
+                    // emulation does, and an assertion on it then failed
+                    // inside the scope, leaving the successor waiting).
+                    // Acquire: pairs with the successor's Release swap of
+                    // `a.next`.
+                    while a.next.load(Ordering::Acquire) != ptr::from_ref(&b).cast_mut()
+                        || b.state.load(Ordering::Relaxed) & SLEEPING == 0
+                    {
                         std::thread::sleep(Duration::from_millis(1));
                     }
-                    assert_eq!(a.next.load(Ordering::Relaxed), ptr::from_ref(&b).cast_mut());
                     let state = a.state.load(Ordering::Relaxed);
                     queue.unlock(&a);
                     successor.join().unwrap();
-                    assert_eq!(
-                        state, 0,
-                        "the successor wrote to the holder's node after linking"
-                    );
+                    state
                 });
+                assert_eq!(
+                    state, 0,
+                    "the successor wrote to the holder's node after linking"
+                );
                 assert!(queue.tail.load(Ordering::Relaxed).is_null(), "queue empty");
             },
         );
