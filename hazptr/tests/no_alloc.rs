@@ -20,15 +20,16 @@ static GLOBAL: CountingAllocator = CountingAllocator::under_the_test_harness();
 /// shared scan or the scanner thread asleep on a futex nobody wakes, or a
 /// domain's drop waiting for a scanner thread that never stops. It then fails
 /// with a message instead of stalling the binary. Alone it takes well under a
-/// second; the margin is for CI's 2 busy cores. Under miri, whose clock
-/// counts 5 µs per interpreted basic block of any thread, it reads as minutes.
-const TEST_DEADLINE: std::time::Duration =
-    std::time::Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
+/// second; the margin is for CI's 2 busy cores.
+const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 const CALLERS: usize = 4;
-const CALLS: usize = if cfg!(miri) { 200 } else { 2_000 };
+const CALLS: usize = 2_000;
 
 #[test]
+// Under miri the scanner thread's wait reads /proc/self/task, which miri
+// refuses; `domain.rs` runs the shared scan under miri instead.
+#[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
 fn synchronize_allocates_nothing_per_call() {
     // Counted: the callers, the reader and the scanner thread. Not counted:
     // the deadline's watcher (this thread), which allocates as it first

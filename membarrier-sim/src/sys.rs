@@ -838,6 +838,10 @@ mod tests {
     /// online CPU, so a wrong number would aim every targeted barrier at
     /// another CPU than the one asked for.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "reads /sys for the online CPUs, which miri does not offer"
+    )]
     fn an_online_cpu_is_the_cpu_it_checked() {
         for cpu in online_cpus().iter() {
             assert_eq!(OnlineCpu::new(cpu).unwrap().get(), cpu);
