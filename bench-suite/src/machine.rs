@@ -54,12 +54,20 @@ const FENCE_SAMPLES: usize = 2000;
 impl HeavyFenceCost {
     /// Measures it now: about 25 ms with membarrier on a virtual machine.
     pub fn measure() -> HeavyFenceCost {
-        let others = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         HeavyFenceCost {
             idle_us: heavy_fence_us(0, FENCE_SAMPLES).p50,
-            busy_us: (others > 0).then(|| heavy_fence_us(others, FENCE_SAMPLES).p50),
+            busy_us: busy_spinners(cpus).map(|others| heavy_fence_us(others, FENCE_SAMPLES).p50),
         }
     }
+}
+
+/// The spinning threads [`HeavyFenceCost::busy_us`] is timed with on `cpus`
+/// CPUs: one on each CPU but the timing thread's, so `None` (no figure) with
+/// one CPU.
+fn busy_spinners(cpus: usize) -> Option<usize> {
+    let others = cpus - 1;
+    (others > 0).then_some(others)
 }
 
 /// Fences per round of [`full_fence_ns`].
@@ -94,6 +102,20 @@ pub struct FenceLatency {
     pub p99: f64,
     /// Mean.
     pub mean: f64,
+}
+
+impl FenceLatency {
+    /// The figures of `us`, fence times in microseconds in any order (at
+    /// least one).
+    fn of(mut us: Vec<f64>) -> FenceLatency {
+        us.sort_by(f64::total_cmp);
+        let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
+        FenceLatency {
+            p50: at(0.5),
+            p99: at(0.99),
+            mean: us.iter().sum::<f64>() / us.len() as f64,
+        }
+    }
 }
 
 /// Times `samples` back-to-back `fence::heavy()` calls while `spinners`
@@ -150,7 +172,7 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
         // Let every spinner get onto its CPU.
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut us: Vec<f64> = (0..samples.max(1))
+    let us: Vec<f64> = (0..samples.max(1))
         .map(|_| {
             let start = Instant::now();
             membarrier_sim::fence::heavy();
@@ -163,13 +185,7 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
     }
     stop.store(true, Relaxed);
     threads.into_iter().for_each(|t| t.join().expect("spinner"));
-    us.sort_by(f64::total_cmp);
-    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
-    FenceLatency {
-        p50: at(0.5),
-        p99: at(0.99),
-        mean: us.iter().sum::<f64>() / us.len() as f64,
-    }
+    FenceLatency::of(us)
 }
 
 impl Machine {
@@ -253,6 +269,30 @@ mod tests {
         assert_eq!(cpu_id(x86).as_deref(), Some("family 26 model 2 stepping 1"));
         let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n";
         assert_eq!(cpu_id(arm), None);
+    }
+
+    /// The busy figure needs a CPU besides the timing thread's: counts a
+    /// test machine may not have (the measured figure is checked against
+    /// this machine's below).
+    #[test]
+    fn the_busy_fence_spins_on_every_other_cpu_and_needs_one() {
+        for (cpus, spinners) in [(1, None), (2, Some(1)), (8, Some(7))] {
+            assert_eq!(busy_spinners(cpus), spinners, "{cpus} CPUs");
+        }
+    }
+
+    /// Fixed times, given out of order: the median and the 99th percentile
+    /// are nearest ranks of the sorted times, and the mean is their average.
+    #[test]
+    fn fence_latency_figures_come_from_the_sorted_times() {
+        let latency = FenceLatency::of((1..=100).rev().map(f64::from).collect());
+        assert_eq!(
+            (latency.p50, latency.p99, latency.mean),
+            (51.0, 99.0, 50.5),
+            "{latency:?}"
+        );
+        let one = FenceLatency::of(vec![0.25]);
+        assert_eq!((one.p50, one.p99, one.mean), (0.25, 0.25, 0.25), "{one:?}");
     }
 
     #[test]
