@@ -324,4 +324,25 @@ mod tests {
         assert!(!html.contains("<?xml"));
         assert_eq!(doc.plots().count(), 1);
     }
+
+    /// Each character that HTML text or an attribute value gives a meaning
+    /// becomes its entity, and the rest is left as it is: a bare `&` would
+    /// start an entity (`p50 &lt` shows as `p50 <`), a bare `"` would end an
+    /// attribute value.
+    #[test]
+    fn html_escapes_each_special_character_and_nothing_else() {
+        for (text, escaped) in [
+            ("p50 & p99", "p50 &amp; p99"),
+            ("&lt;", "&amp;lt;"),
+            ("x<y", "x&lt;y"),
+            ("y>x", "y&gt;x"),
+            ("the \"memb\" flavor", "the &quot;memb&quot; flavor"),
+            (
+                "rcu-lite's 1.5 µs *em* `code`",
+                "rcu-lite's 1.5 µs *em* `code`",
+            ),
+        ] {
+            assert_eq!(escape(text), escaped, "{text}");
+        }
+    }
 }
