@@ -1495,6 +1495,86 @@ fn membarrier_sim_output_is_byte_identical_for_the_same_seed() {
     }
 }
 
+/// Each figure of a sim run in the unit its name gives, checked against
+/// what the run must satisfy: the seconds and watchdog given, a stalled
+/// completed call lasting longer than the watchdog, no call or window
+/// longer than the run allows.
+#[test]
+fn membarrier_sim_figures_are_in_the_units_they_are_named_in() {
+    let out = syncbench(&[
+        "membarrier",
+        "--cpus",
+        "16",
+        "--sim-seconds",
+        "0.5",
+        "--watchdog-ms",
+        "1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = |v: &serde_json::Value| v.as_f64().unwrap();
+    assert_eq!(f(&row["seconds"]), 0.5, "{row}");
+    assert_eq!(f(&row["watchdog_s"]), 0.001, "{row}");
+    // A caller has at most one call in flight at the end, so stalls beyond
+    // one per caller are completed calls of more than the watchdog (1 ms).
+    let (stalls, callers) = (
+        row["stalls"].as_u64().unwrap(),
+        row["callers"].as_u64().unwrap(),
+    );
+    assert!(stalls > callers, "{row}");
+    let max = f(&row["latency_us"]["max"]);
+    assert!(max > 1_000.0 && max <= 0.5e6, "{row}");
+    assert!(f(&row["latency_us"]["p50"]) > 0.0, "{row}");
+    // The longest interrupts-off window lies within the run (500 ms), and
+    // is part of all the CPUs' time in such windows.
+    let longest_ms = f(&row["irq_off_longest_ms"]);
+    let all_ms = f(&row["irq_off_fraction"]) * 16.0 * 0.5 * 1e3;
+    assert!(longest_ms > 0.0 && longest_ms <= 500.0, "{row}");
+    assert!(longest_ms <= all_ms, "{row}");
+    assert!(row["events"].as_u64().unwrap() > 0, "{row}");
+}
+
+/// Without --cpus and --callers: the selftest's 384 CPUs in the simulator,
+/// 8 for real threads, 25 callers per CPU in both.
+#[test]
+fn membarrier_default_cpus_depend_on_the_mode() {
+    for (args, cpus) in [
+        (&["--sim-seconds", "0.01"][..], 384),
+        (&["--mode", "threaded", "--duration-s", "0.01"], 8),
+    ] {
+        let out = syncbench(&[&["membarrier", "--json"], args].concat());
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(row["cpus"], cpus, "{args:?}: {row}");
+        assert_eq!(row["callers"], 25 * cpus, "{args:?}: {row}");
+    }
+}
+
+/// --think-us is microseconds between calls: a caller makes at most one
+/// call per think time (plus its first), and without throttling or
+/// contention hardly fewer.
+#[test]
+fn membarrier_think_time_spaces_each_callers_calls() {
+    let out = syncbench(&[
+        "membarrier",
+        "--no-throttle",
+        "--cpus",
+        "2",
+        "--callers",
+        "1",
+        "--think-us",
+        "1000",
+        "--sim-seconds",
+        "0.1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = row["calls"].as_u64().unwrap();
+    assert!((90..=101).contains(&calls), "{row}");
+}
+
 #[test]
 fn membarrier_sweep_shows_the_ratio_growing_with_cpus() {
     let out = syncbench(&["membarrier", "--sweep", "--sim-seconds", "2", "--json"]);
@@ -1521,6 +1601,28 @@ fn membarrier_sweep_shows_the_ratio_growing_with_cpus() {
     assert_eq!(text.lines().count(), 2 + 6, "{text}");
 }
 
+/// A sweep too short for any call to complete (1 simulated µs; each call
+/// takes a few) has no per-cpu/global ratio: `-`, not a 0/0.
+#[test]
+fn membarrier_sweep_prints_no_ratio_where_global_completed_no_call() {
+    let out = syncbench(&[
+        "membarrier",
+        "--sweep",
+        "--no-throttle",
+        "--sim-seconds",
+        "0.000001",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text.lines().skip(2).collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    for row in rows {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields[2], "0.0", "global completed a call: {row}");
+        assert_eq!(fields[5], "-", "{row}");
+    }
+}
+
 #[test]
 fn membarrier_threaded_and_real_modes_run_or_say_why_not() {
     let out = syncbench(&[
@@ -1539,6 +1641,8 @@ fn membarrier_threaded_and_real_modes_run_or_say_why_not() {
     let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(row["mode"], "threaded");
     assert!(row["calls"].as_u64().unwrap() > 0, "{row}");
+    // `events` counts the simulator's events: threaded mode has none.
+    assert!(row.get("events").is_none(), "{row}");
 
     let out = syncbench(&[
         "membarrier",
@@ -1613,6 +1717,12 @@ fn membarrier_bad_parameters_exit_2_with_the_reason() {
         (
             &["membarrier", "--sim-seconds", "1e300"],
             "too long: more nanoseconds than a u64 holds (got 1e300)",
+        ),
+        // Just past it (u64 nanoseconds end at 1.8e10 s): 1e300 is past it
+        // however the seconds are scaled, 2e10 only when multiplied.
+        (
+            &["membarrier", "--sim-seconds", "2e10"],
+            "too long: more nanoseconds than a u64 holds (got 2e10)",
         ),
         (
             &["membarrier", "--mode", "threaded", "--duration-s", "1e300"],
@@ -2080,6 +2190,19 @@ fn membarrier_runs_of_too_many_threads_are_refused_before_starting_them() {
             "--callers",
             "1",
         ],
+        // One past the limit, as CPUs plus callers (their product is the
+        // limit itself).
+        &[
+            "membarrier",
+            "--mode",
+            "threaded",
+            "--duration-s",
+            "0.01",
+            "--cpus",
+            "1",
+            "--callers",
+            "10000",
+        ],
     ];
     for args in cases {
         let out = syncbench_within(args, Duration::from_secs(20));
@@ -2089,6 +2212,27 @@ fn membarrier_runs_of_too_many_threads_are_refused_before_starting_them() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
     }
+}
+
+/// The limit itself fits: MAX_THREADS (10000) threads, as CPUs plus
+/// callers, run (the selftest's 384 CPUs and 9600 callers need 9984).
+#[test]
+fn membarrier_threaded_runs_at_the_thread_limit() {
+    let out = syncbench(&[
+        "membarrier",
+        "--mode",
+        "threaded",
+        "--duration-s",
+        "0.01",
+        "--cpus",
+        "1",
+        "--callers",
+        "9999",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["callers"], 9999, "{row}");
 }
 
 /// A thread the OS refused (here under `ulimit -v`, which leaves no room
