@@ -2214,27 +2214,6 @@ fn membarrier_runs_of_too_many_threads_are_refused_before_starting_them() {
     }
 }
 
-/// The limit itself fits: MAX_THREADS (10000) threads, as CPUs plus
-/// callers, run (the selftest's 384 CPUs and 9600 callers need 9984).
-#[test]
-fn membarrier_threaded_runs_at_the_thread_limit() {
-    let out = syncbench(&[
-        "membarrier",
-        "--mode",
-        "threaded",
-        "--duration-s",
-        "0.01",
-        "--cpus",
-        "1",
-        "--callers",
-        "9999",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(row["callers"], 9999, "{row}");
-}
-
 /// A thread the OS refused (here under `ulimit -v`, which leaves no room
 /// for more thread stacks; `ulimit -u` or a cgroup's pids.max refuse the
 /// same way) made std panic in the main thread, and the threads already
