@@ -63,7 +63,10 @@ record() {
     [ "$2" = PASS ] || failed=1
 }
 
-# Sums the `test result:` lines of a cargo test log: "P passed, F failed, I ignored".
+# Sums the `test result:` lines of a cargo test log: "P passed, F failed, I
+# ignored", and counts the test binaries that failed: one that miri stops
+# (an unsupported operation, undefined behaviour) prints no result line, so
+# its tests are in none of the sums.
 test_counts() {
     awk '/^test result:/ {
             for (i = 1; i <= NF; i++) {
@@ -72,7 +75,11 @@ test_counts() {
                 if ($(i + 1) ~ /^ignored/) g += $i
             }
         }
-        END { printf "%d passed, %d failed, %d ignored under miri", p, f, g }' "$1"
+        /^error: test failed, to rerun pass/ { b++ }
+        END {
+            printf "%d passed, %d failed, %d ignored under miri", p, f, g
+            if (b) printf "; %d test binaries failed or stopped", b
+        }' "$1"
 }
 
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
