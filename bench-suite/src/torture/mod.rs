@@ -2251,15 +2251,15 @@ mod tests {
                                 primitive.read(),
                                 "{name}: its first object read as not live"
                             );
-                            let mut reached = std::ptr::null::<TortureObject>();
-                            primitive.read_with(&mut |object| reached = object);
-                            assert!(!reached.is_null(), "{name}: read_with reached no object");
-                            // SAFETY: the published object, a `TortureObject::new`
-                            // box. The quarantine keeps it allocated until the
-                            // ledger closes, after the primitive's drop, whose
-                            // second reclamation of it the ledger counts and
-                            // leaves alone.
-                            unsafe { object::reclaim(reached.cast_mut()) };
+                            let mut reached = false;
+                            // The published object stays allocated until the
+                            // primitive's drop reclaims it again, through the
+                            // pointer that may free it.
+                            primitive.read_with(&mut |object| {
+                                object::reclaim_in_place(object);
+                                reached = true;
+                            });
+                            assert!(reached, "{name}: read_with reached no object");
                             assert!(
                                 !primitive.read(),
                                 "{name}: a read passed an object reclaimed under it"

@@ -26,6 +26,11 @@ use std::time::{Duration, Instant};
 pub const LIVE: u64 = 0x5afe_0b1e_c7a1_1fe0;
 /// The magic word written by [`reclaim`].
 pub const POISON: u64 = 0xdead_dead_dead_dead;
+/// The magic word of an object reclaimed through a reference to it (tests:
+/// `reclaim_in_place`): counted as reclaimed, but not yet owned by the
+/// quarantine, since a pointer made from a reference may not free it. The
+/// primitive's own reclamation later hands it over.
+const POISON_UNOWNED: u64 = 0xdead_dead_dead_0000;
 /// Objects held in quarantine after poisoning, at least, before they are
 /// freed.
 pub const QUARANTINE: usize = 1 << 14;
@@ -247,7 +252,7 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
     // Relaxed: the reader's check is a detector, not a synchronization.
     let was = object.magic.swap(POISON, Relaxed);
     let Some(ledger) = object.ledger.upgrade() else {
-        if was != LIVE {
+        if was != LIVE && was != POISON_UNOWNED {
             // Already reclaimed, and with no ledger any more already freed:
             // nothing is left to count or to free.
             return;
@@ -264,10 +269,44 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
         // run with no report.
         // Relaxed: a count, read once the run's threads have been joined.
         ledger.reclaimed_twice.fetch_add(1, Relaxed);
-        return;
+        if was != POISON_UNOWNED {
+            return;
+        }
+        // Except after `reclaim_in_place`, which took no ownership: this
+        // pointer, from `Box::into_raw`, is the one that may free it.
+    } else {
+        ledger.reclaimed.fetch_add(1, Relaxed);
+        ledger.outstanding.fetch_sub(1, Relaxed);
     }
-    ledger.reclaimed.fetch_add(1, Relaxed);
-    ledger.outstanding.fetch_sub(1, Relaxed);
+    // SAFETY: owned per the contract, and not used by the caller afterwards.
+    unsafe { admit(&ledger, ptr) };
+}
+
+/// Reclaims `object` in place, as a premature reclamation would for the
+/// readers that reach it: poisoned and counted, but kept allocated and
+/// owned by nobody until the primitive's own [`reclaim`] of it (counted as
+/// a second reclamation) hands it to the quarantine. A test that reached
+/// the object through a read holds only a reference, and a pointer made
+/// from a reference may not free it.
+#[cfg(test)]
+pub(crate) fn reclaim_in_place(object: &TortureObject) {
+    // Relaxed: as in `reclaim`.
+    if object.magic.swap(POISON_UNOWNED, Relaxed) == LIVE
+        && let Some(ledger) = object.ledger.upgrade()
+    {
+        ledger.reclaimed.fetch_add(1, Relaxed);
+        ledger.outstanding.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Hands a reclaimed object to the quarantine of `ledger`, or frees it at
+/// once after `close`.
+///
+/// # Safety
+///
+/// As for [`reclaim`]: `ptr` came from `Box::into_raw`, and nothing but the
+/// quarantine uses it afterwards.
+unsafe fn admit(ledger: &Ledger, ptr: *mut TortureObject) {
     if ledger.closed.load(Relaxed) {
         // SAFETY: owned per the contract, and no longer referenced.
         drop(unsafe { Box::from_raw(ptr) });
@@ -287,6 +326,46 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An object reclaimed in place reads as reclaimed and is counted once;
+    /// the primitive's own reclamation then counts a second one and hands
+    /// the object to the quarantine, which frees it at `close` (a leak
+    /// otherwise: nothing else owns it).
+    #[test]
+    fn an_object_reclaimed_in_place_is_owned_by_the_quarantine_after_its_own_reclamation() {
+        let ledger = Ledger::new();
+        let a = Box::into_raw(TortureObject::new(&ledger, 1));
+        let counts = || {
+            (
+                ledger.reclaimed(),
+                ledger.unreclaimed(),
+                ledger.reclaimed_twice(),
+                ledger.quarantine.lock().unwrap().objects.len(),
+            )
+        };
+        // SAFETY: `a` is alive until the ledger closes.
+        reclaim_in_place(unsafe { &*a });
+        // SAFETY: as above.
+        assert!(!unsafe { &*a }.is_live());
+        assert_eq!(
+            counts(),
+            (1, 0, 0, 0),
+            "(reclaimed, unreclaimed, twice, quarantined)"
+        );
+        // SAFETY: `a` came from `Box::into_raw`, and is not used after this.
+        unsafe { reclaim(a) };
+        assert_eq!(
+            counts(),
+            (1, 0, 1, 1),
+            "(reclaimed, unreclaimed, twice, quarantined)"
+        );
+        ledger.close();
+        assert_eq!(
+            counts(),
+            (1, 0, 1, 0),
+            "(reclaimed, unreclaimed, twice, quarantined)"
+        );
+    }
 
     #[test]
     fn reclaim_poisons_and_counts() {
