@@ -278,8 +278,20 @@ pub unsafe fn reclaim(ptr: *mut TortureObject) {
         ledger.reclaimed.fetch_add(1, Relaxed);
         ledger.outstanding.fetch_sub(1, Relaxed);
     }
-    // SAFETY: owned per the contract, and not used by the caller afterwards.
-    unsafe { admit(&ledger, ptr) };
+    if ledger.closed.load(Relaxed) {
+        // SAFETY: owned per the contract, and no longer referenced.
+        drop(unsafe { Box::from_raw(ptr) });
+        return;
+    }
+    let evicted = ledger
+        .quarantine
+        .lock()
+        .expect("not poisoned")
+        .admit(SendPtr(ptr));
+    for SendPtr(old) in evicted.into_iter().flatten() {
+        // SAFETY: an old quarantined object, owned by the quarantine alone.
+        drop(unsafe { Box::from_raw(old) });
+    }
 }
 
 /// Reclaims `object` in place, as a premature reclamation would for the
@@ -296,30 +308,6 @@ pub(crate) fn reclaim_in_place(object: &TortureObject) {
     {
         ledger.reclaimed.fetch_add(1, Relaxed);
         ledger.outstanding.fetch_sub(1, Relaxed);
-    }
-}
-
-/// Hands a reclaimed object to the quarantine of `ledger`, or frees it at
-/// once after `close`.
-///
-/// # Safety
-///
-/// As for [`reclaim`]: `ptr` came from `Box::into_raw`, and nothing but the
-/// quarantine uses it afterwards.
-unsafe fn admit(ledger: &Ledger, ptr: *mut TortureObject) {
-    if ledger.closed.load(Relaxed) {
-        // SAFETY: owned per the contract, and no longer referenced.
-        drop(unsafe { Box::from_raw(ptr) });
-        return;
-    }
-    let evicted = ledger
-        .quarantine
-        .lock()
-        .expect("not poisoned")
-        .admit(SendPtr(ptr));
-    for SendPtr(old) in evicted.into_iter().flatten() {
-        // SAFETY: an old quarantined object, owned by the quarantine alone.
-        drop(unsafe { Box::from_raw(old) });
     }
 }
 
