@@ -15,6 +15,11 @@
 #              is installed (liburcu8 on Debian and Ubuntu); or build it with
 #              SYNCBENCH_NO_LIBURCU=1, without the liburcu peers.
 #   OUT        output folder (default: target/bench-manycore)
+#   TREIBER_BENCH (environment) the criterion `treiber` bench's executable, run
+#              with --quick at 1, 2 and one thread per CPU into OUT/treiber.txt.
+#              Without SYNCBENCH the script builds and runs it through cargo.
+#              scripts/manycore-bundle.sh packs both executables and liburcu's
+#              runtime libraries into one folder for a host without cargo.
 set -u
 out=${2:-target/bench-manycore}
 mkdir -p "$out"
@@ -87,4 +92,16 @@ run 90 torture --impl all --readers 8 --writers 4 --duration-s 30 --faults
 run 30 membarrier --mode real --cpus 16 --callers 16 --duration-s 3
 run 60 membarrier --mode threaded --cpus 8 --callers 8 --policy global --duration-s 2
 run 60 membarrier --mode threaded --cpus 8 --callers 8 --policy per-cpu --duration-s 2
+
+# The Treiber stack with retire, hazptr against haphazard, one thread per CPU.
+treiber() {
+    if [ -n "${TREIBER_BENCH:-}" ]; then
+        # Criterion writes its data under ./target/criterion.
+        (cd "$out" && timeout 120 "$TREIBER_BENCH" --bench --quick)
+    elif [ -z "${1:-}" ]; then
+        timeout 300 cargo bench -p bench-suite --bench treiber -- --quick
+    fi
+}
+echo "### treiber" >&2
+treiber "${1:-}" 2>&1 | grep 'time:' > "$out/treiber.txt"
 echo "### done" >> "$log"

@@ -1,7 +1,8 @@
 //! `treiber`: a Treiber stack's push + pop with the popped node retired,
 //! hazptr (the stack of `hazptr/examples/treiber.rs`, compiled in here)
 //! against the same stack on haphazard. Time per iteration = one push+pop
-//! pair on each thread (threads run concurrently).
+//! pair on each thread (threads run concurrently), on 1 and 2 threads, and on
+//! one thread per CPU where the machine has more than 2.
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::mem::ManuallyDrop;
@@ -126,7 +127,9 @@ fn treiber(c: &mut Criterion) {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    for threads in [1, 2] {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let counts = [1, 2].into_iter().chain((cpus > 2).then_some(cpus));
+    for threads in counts {
         let ours = hazptr_treiber::TreiberStack::new();
         group.bench_function(BenchmarkId::new("hazptr", threads), |b| {
             b.iter_custom(|iters| {
