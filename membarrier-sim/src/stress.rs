@@ -15,17 +15,22 @@
 //! the first error, so a kernel without the command yields a clear error,
 //! never a zero-calls "result". The threads wait at a gate until all exist
 //! (so that starting thousands is not slowed by those already hammering),
-//! and the run is timed from its opening. If a thread cannot be started, or
-//! the spawning thread panics, the gate aborts and the stop flag is set
-//! before the scope joins the threads (see `crate::spawn`): [`Error::Spawn`]
-//! or the panic, never a hang.
+//! and the run is timed from its opening. Each thread stops at the run's
+//! deadline by its own clock: it starts no call at or after it. (A flag set
+//! by the spawning thread once it wakes from its sleep is not enough: with
+//! thousands of hammer threads on a few CPUs, that thread waited seconds for
+//! a CPU while the others kept calling, so a 0.01 s run of 5,000 threads took
+//! 7 s.) The report's elapsed time ends with the last call. If a thread
+//! cannot be started, or the spawning thread panics, the gate aborts and the
+//! stop flag is set before the scope joins the threads (see `crate::spawn`):
+//! [`Error::Spawn`] or the panic, never a hang.
 
 use crate::sim::Histogram;
 use crate::spawn::{self, Gate, OnDrop};
 use crate::sync::{AtomicBool, Ordering};
 use crate::sys::{self, Command, OnlineCpu};
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// One stress run.
@@ -48,7 +53,9 @@ pub struct Report {
     pub threads: u32,
     /// The CPUs aimed at.
     pub targets: Vec<u32>,
-    /// The time the threads ran.
+    /// The time the threads ran: from the gate's opening to the end of the
+    /// last call (at least the duration asked for, and more by as much as a
+    /// call in flight at the deadline took).
     pub elapsed: Duration,
     /// Calls that succeeded.
     pub calls: u64,
@@ -158,8 +165,10 @@ pub fn run(config: &Config) -> Result<Report, Error> {
     let first_error: Mutex<Option<sys::Error>> = Mutex::new(None);
     let watchdog = u64::try_from(config.watchdog.as_nanos()).unwrap_or(u64::MAX);
     let gate = Gate::new();
+    // Set before the gate opens; the threads read it once through.
+    let deadline = OnceLock::new();
     let mut started = None;
-    let tallies: Vec<(u64, Histogram, u64)> = std::thread::scope(|s| {
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
         // However this closure ends (a spawn refused, a panic), the threads
         // started here must stop before the scope can join them.
         let gate = &gate;
@@ -171,38 +180,33 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         let mut handles = Vec::with_capacity(config.threads as usize);
         for i in 0..config.threads {
             let target = targets[i as usize % targets.len()];
-            let (stop, first_error) = (&stop, &first_error);
+            let (stop, first_error, deadline) = (&stop, &first_error, &deadline);
             handles.push(spawn::scoped(s, i, move || {
                 if !gate.arrive_and_wait() {
-                    return (0, Histogram::new(), 0);
+                    return Tally::default();
                 }
-                let mut calls = 0u64;
-                let mut stalls = 0u64;
-                let mut latency = Histogram::new();
-                // Relaxed: the flag only ends the loop; the join orders the rest.
-                while !stop.load(Ordering::Relaxed) {
-                    let t0 = Instant::now();
-                    if let Err(e) = hammer(target) {
-                        first_error
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .get_or_insert(e);
-                        break;
-                    }
-                    let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                    latency.record(ns);
-                    calls += 1;
-                    stalls += u64::from(ns > watchdog);
+                // The gate's Acquire pairs with its Release opening, which
+                // follows the `set` below.
+                let deadline = *deadline.get().expect("set before the gate opened");
+                let (tally, error) = hammer_until(deadline, stop, watchdog, || hammer(target));
+                if let Some(e) = error {
+                    first_error
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert(e);
                 }
-                (calls, latency, stalls)
+                tally
             })?);
         }
         gate.wait_for(config.threads);
-        started = Some(Instant::now());
+        let opening = Instant::now();
+        started = Some(opening);
+        deadline
+            .set(opening + config.duration)
+            .expect("only this thread sets the deadline");
         gate.open();
-        std::thread::sleep(config.duration);
-        stop.store(true, Ordering::Relaxed);
-        // Every thread is joined before a panic is passed on.
+        // The threads stop at the deadline by themselves. Every thread is
+        // joined before a panic is passed on.
         let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         Ok(joined
             .into_iter()
@@ -214,7 +218,13 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         started: e.started,
         source: e.source,
     })?;
-    let elapsed = started.expect("set before the gate opened").elapsed();
+    let started = started.expect("set before the gate opened");
+    // The duration, or longer to the end of a call still in flight at the
+    // deadline. A run whose calls failed ends with the first error below.
+    let last_end = tallies.iter().filter_map(|t| t.last_end).max();
+    let elapsed = last_end.map_or(config.duration, |end| {
+        end.duration_since(started).max(config.duration)
+    });
     if let Some(e) = first_error
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -229,12 +239,53 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         latency: Histogram::new(),
         stalls: 0,
     };
-    for (calls, latency, stalls) in &tallies {
-        report.calls += calls;
-        report.latency.merge(latency);
-        report.stalls += stalls;
+    for tally in &tallies {
+        report.calls += tally.calls;
+        report.latency.merge(&tally.latency);
+        report.stalls += tally.stalls;
     }
     Ok(report)
+}
+
+/// What one hammer thread counted.
+#[derive(Default)]
+struct Tally {
+    calls: u64,
+    latency: Histogram,
+    stalls: u64,
+    /// When its last call returned; `None` if it made none.
+    last_end: Option<Instant>,
+}
+
+/// One hammer thread's loop (the selftest's `hammer_thread_fn()`): `call`
+/// until `deadline`, starting none at or after it, or until `stop` is set
+/// (a run aborted before its end) or a call fails, whose error it returns
+/// with the tally of the calls before it. Calls slower than `watchdog_ns`
+/// count as stalls.
+fn hammer_until(
+    deadline: Instant,
+    stop: &AtomicBool,
+    watchdog_ns: u64,
+    mut call: impl FnMut() -> Result<(), sys::Error>,
+) -> (Tally, Option<sys::Error>) {
+    let mut tally = Tally::default();
+    // Relaxed: the flag only ends the loop; the join orders the rest.
+    while !stop.load(Ordering::Relaxed) {
+        let t0 = Instant::now();
+        if t0 >= deadline {
+            break;
+        }
+        if let Err(e) = call() {
+            return (tally, Some(e));
+        }
+        let end = Instant::now();
+        let ns = u64::try_from(end.duration_since(t0).as_nanos()).unwrap_or(u64::MAX);
+        tally.latency.record(ns);
+        tally.calls += 1;
+        tally.stalls += u64::from(ns > watchdog_ns);
+        tally.last_end = Some(end);
+    }
+    (tally, None)
 }
 
 /// One hammer call: `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` on `target`.
@@ -278,6 +329,77 @@ mod tests {
             stalls: 0,
         };
         assert_eq!(report.calls_per_s(), 250.0);
+    }
+
+    /// A hammer thread stops at its deadline by its own clock, with nobody
+    /// setting the stop flag: no call starts at or after the deadline, and
+    /// the tally counts every call and ends with the last one's return. (The
+    /// fake call gives up after 1,000 calls, 100 ms and more, so a loop that
+    /// ran on fails the test instead of hanging it.)
+    #[test]
+    fn a_hammer_thread_stops_at_its_deadline_without_the_stop_flag() {
+        let stop = AtomicBool::new(false);
+        let deadline = Instant::now() + Duration::from_millis(20);
+        let mut starts = Vec::new();
+        let mut returns = Vec::new();
+        let (tally, error) = hammer_until(deadline, &stop, u64::MAX, || {
+            starts.push(Instant::now());
+            if starts.len() > 1_000 {
+                return Err(sys::Error::Unsupported {
+                    command: Command::PrivateExpeditedRseq,
+                });
+            }
+            std::thread::sleep(Duration::from_micros(100));
+            returns.push(Instant::now());
+            Ok(())
+        });
+        assert!(
+            error.is_none(),
+            "calls went on past the deadline: {error:?}"
+        );
+        assert!(!starts.is_empty(), "no call before the deadline");
+        assert!(
+            starts.iter().all(|&t| t < deadline),
+            "a call started after the deadline"
+        );
+        assert_eq!(tally.calls, starts.len() as u64);
+        assert_eq!(tally.latency.count(), tally.calls);
+        assert_eq!(tally.stalls, 0);
+        assert!(tally.last_end >= returns.last().copied());
+    }
+
+    /// The stop flag (an aborted run) ends the loop before any call; a call
+    /// that fails ends it with that error and the tally of the calls before
+    /// it; calls slower than the watchdog count as stalls.
+    #[test]
+    fn a_hammer_thread_stops_on_the_flag_or_an_error_and_counts_stalls() {
+        let far = Instant::now() + Duration::from_secs(3600);
+        let stop = AtomicBool::new(true);
+        let (tally, error) = hammer_until(far, &stop, u64::MAX, || panic!("called after stop"));
+        assert!(error.is_none());
+        assert_eq!((tally.calls, tally.last_end), (0, None));
+
+        stop.store(false, Ordering::Relaxed);
+        let mut made = 0;
+        let (tally, error) = hammer_until(far, &stop, 1_000_000, || {
+            made += 1;
+            if made == 4 {
+                return Err(sys::Error::Unsupported {
+                    command: Command::PrivateExpeditedRseq,
+                });
+            }
+            // The first call outlasts the 1 ms watchdog; the others return at once.
+            if made == 1 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(())
+        });
+        assert!(
+            matches!(error, Some(sys::Error::Unsupported { .. })),
+            "{error:?}"
+        );
+        assert_eq!((tally.calls, tally.stalls), (3, 1));
+        assert!(tally.last_end.is_some());
     }
 
     /// A run that stopped on the kernel's answer, or on a refused thread,
