@@ -64,7 +64,7 @@ pub trait GracePeriod: Send + Sync {
 
 /// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (the run's
 /// start gate), then stays parked until the run sets `stop` and unparks
-/// it ([`EndOfRun`]). Returns at once if the gate was cancelled.
+/// it (`EndOfRun`). Returns at once if the gate was cancelled.
 pub fn idle_wait(ready: &StartGate, stop: &AtomicBool) {
     if !ready.wait() {
         return; // The run was called off.

@@ -15,7 +15,7 @@
 //! The leader is the contender with the best deciding figure. Every other
 //! contender gets a margin: how many times better the leader is, paired turn
 //! by turn where both ran in turns (the median of per-turn ratios), else the
-//! ratio of the figures. A contender whose margin is under [`TIE_MARGIN`]
+//! ratio of the figures. A contender whose margin is under `TIE_MARGIN`
 //! ties with the leader, and so does one the pairs put ahead where the
 //! figures put it behind (a margin under 1): the row then names them all as
 //! winners. The tied contenders are a prefix of the order of figures: one

@@ -380,7 +380,7 @@ const JSON: &str = "results.json";
 /// Every error names the path it is about.
 ///
 /// Every file is first written to a temporary file beside it
-/// ([`temporary_path`]), and only once all of them are written are they
+/// (`temporary_path`), and only once all of them are written are they
 /// renamed onto the report's files. So a write that fails (a full disk, a
 /// directory in the way) leaves the previous report as it was, and no
 /// temporary file behind. (A process killed while writing leaves it as it

@@ -28,13 +28,13 @@
 //!
 //! # The timed window
 //!
-//! Reads and replacements are counted from the run's start ([`Run::start`]
+//! Reads and replacements are counted from the run's start (`Run::start`
 //! notes the counters once its threads are spawned) to its stop, the window
 //! `duration_s` measures: threads that run before the start or finish a
 //! batch after the stop do not inflate `reads_per_s`. Errors count whenever
 //! they are seen. A run whose window holds no read or no replacement checked
 //! nothing (a reclamation nobody read after, or reads of an object never
-//! reclaimed) and fails: see [`Run::finish`].
+//! reclaimed) and fails: see `Run::finish`.
 //!
 //! Every counter and flag the harness shares is `Relaxed`: they are
 //! statistics and a stop request, and nothing is published through them (the
@@ -96,7 +96,7 @@ pub trait Torture: Send + Sync {
     /// Whether dropping the primitive reclaims every object it was handed
     /// (what it retired and the one it publishes): then any object left
     /// unreclaimed once a run's primitive is dropped is a leak, and the run
-    /// fails ([`Run::finish`]). False for a primitive whose deferred
+    /// fails (`Run::finish`). False for a primitive whose deferred
     /// reclamations may outlive it (a global collector's).
     fn reclaims_all_when_dropped(&self) -> bool {
         true
