@@ -82,6 +82,13 @@ pub enum Error {
     NoTargets,
     /// The kernel refused the command or a target CPU.
     Sys(sys::Error),
+    /// The duration ran out before any hammer thread completed a call (a
+    /// duration of microseconds, with threads still being woken from the
+    /// gate): a rate of zero would say nothing about the kernel.
+    NoCalls {
+        /// The duration asked for.
+        duration: Duration,
+    },
     /// The OS refused a hammer thread; the threads already started were
     /// stopped.
     Spawn {
@@ -100,6 +107,11 @@ impl fmt::Display for Error {
             Error::NoThreads => f.write_str("at least one hammer thread is needed (got 0)"),
             Error::NoTargets => f.write_str("at least one target CPU is needed"),
             Error::Sys(e) => e.fmt(f),
+            Error::NoCalls { duration } => write!(
+                f,
+                "no hammer call completed within the run's {duration:?}: give it a longer \
+                 duration"
+            ),
             Error::Spawn {
                 threads,
                 started,
@@ -138,7 +150,8 @@ impl From<sys::Error> for Error {
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` (before Linux 5.10, or without
 /// `CONFIG_RSEQ`), [`sys::Error::BadCpu`] for a target that is not online,
 /// or the first error a call returned; [`Error::Spawn`] if this machine
-/// refused a thread.
+/// refused a thread; [`Error::NoCalls`] if the duration ran out before any
+/// call completed.
 ///
 /// # Panics
 ///
@@ -243,6 +256,11 @@ pub fn run(config: &Config) -> Result<Report, Error> {
         report.calls += tally.calls;
         report.latency.merge(&tally.latency);
         report.stalls += tally.stalls;
+    }
+    if report.calls == 0 {
+        return Err(Error::NoCalls {
+            duration: config.duration,
+        });
     }
     Ok(report)
 }
@@ -400,6 +418,26 @@ mod tests {
         );
         assert_eq!((tally.calls, tally.stalls), (3, 1));
         assert!(tally.last_end.is_some());
+    }
+
+    /// A run whose duration runs out before any thread completes a call is
+    /// an error that says so, not a report of 0 calls/s: with a duration of
+    /// zero, every thread finds the deadline passed before its first call.
+    #[test]
+    #[cfg_attr(miri, ignore = "membarrier(2), a syscall miri does not implement")]
+    fn a_run_in_which_no_call_completes_is_an_error() {
+        let config = Config {
+            threads: 3,
+            targets: vec![sys::online_cpus().iter().next().unwrap()],
+            duration: Duration::ZERO,
+            watchdog: Duration::from_secs(1),
+        };
+        match run(&config) {
+            Err(e @ Error::NoCalls { .. }) => {
+                assert!(e.to_string().contains("no hammer call completed"), "{e}");
+            }
+            other => panic!("expected Error::NoCalls, got {other:?}"),
+        }
     }
 
     /// A run that stopped on the kernel's answer, or on a refused thread,
