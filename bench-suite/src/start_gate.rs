@@ -33,8 +33,8 @@
 //!   naming the thread, for the run to cancel its gate and pass the error up
 //!   (`syncbench` then exits 1 with the message).
 //!
-//! Used by refscale, rcuscale, advise and locktorture; torture, whose
-//! threads start without a gate, records a refusal as its run's failure.
+//! Used by refscale, rcuscale, advise, locktorture and torture (whose runs
+//! record a refusal as their failure, and cancel the gate).
 //! `membarrier-sim`'s runners have their own gate (private to that crate).
 //! [`StopOnDrop`] ends the threads that loop until a stop flag when the
 //! scope around them unwinds (the criterion benches' readers).
