@@ -35,6 +35,7 @@ use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
 use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -356,6 +357,9 @@ fn run_once(
     progress.set_label(imp.name);
     let stop = AtomicBool::new(false);
     let start = StartGate::new(config.writers + config.readers + config.idle_threads + 1);
+    // Without --waits: when the writers stop, set by the first one out of
+    // the gate (see the writer's loop).
+    let deadline = OnceLock::new();
     let base = progress.position();
     // A thread the OS refused, in words.
     let thread = |role: &'static str, i: usize, of: usize| {
@@ -406,7 +410,7 @@ fn run_once(
         }
         let mut writers = Vec::with_capacity(config.writers);
         for w in 0..config.writers {
-            let (start, stop) = (&start, &stop);
+            let (start, stop, deadline) = (&start, &stop, &deadline);
             let body = move || {
                 let _cancel = start.cancel_on_panic();
                 // With `--waits`, room for every sample up front: the
@@ -421,24 +425,15 @@ fn run_once(
                     return (samples, first, first); // Called off.
                 }
                 let first = Instant::now();
-                let mut last = first;
-                // One clock read per wait: each return's reading starts
-                // the next wait, so the loop's own work (the push and
-                // the stop check, a few ns) is not added to per-GP time
-                // twice, and per-GP time and mean latency stay close.
-                // The check follows the wait, so every writer completes
-                // one even if the run is over before it starts (`limit`
-                // is at least 1). Relaxed: `stop` publishes nothing; it
-                // pairs with no other access (the join orders the rest).
-                loop {
-                    primitive.update_and_wait(w);
-                    let now = Instant::now();
-                    samples.push((now - last).as_nanos() as f64 / 1000.0);
-                    last = now;
-                    if samples.len() as u64 >= limit || stop.load(Relaxed) {
-                        break;
-                    }
-                }
+                let end = Until {
+                    waits: limit,
+                    deadline: config
+                        .waits_per_writer
+                        .is_none()
+                        .then(|| *deadline.get_or_init(|| first + config.duration)),
+                    stop,
+                };
+                let last = wait_until(primitive, w, first, &end, &mut samples);
                 (samples, first, last)
             };
             writers.push(
@@ -497,6 +492,51 @@ fn run_once(
         samples,
         reads,
     })
+}
+
+/// When a writer stops waiting: after its `waits`-th wait, after the first
+/// wait that returns at or past `deadline`, or once `stop` is set, whichever
+/// comes first; and never before one wait.
+struct Until<'a> {
+    waits: u64,
+    deadline: Option<Instant>,
+    stop: &'a AtomicBool,
+}
+
+/// A writer's waits from `first` until `end`, each one's latency (us)
+/// pushed into `samples`; returns the clock's reading at the last one's
+/// return.
+///
+/// One clock read per wait: each return's reading starts the next wait, so
+/// the loop's own work (the push and the checks, a few ns) is not added to
+/// per-GP time twice, and per-GP time and mean latency stay close. The
+/// checks follow the wait, so every writer completes one even if the run is
+/// over before it starts. Each writer stops at the deadline by its own
+/// clock: the run's thread, which sets `stop` once it has slept for the
+/// duration, may wait long for a CPU among hundreds of threads (500 writers
+/// and 500 readers on 2 CPUs: 0.8 s late for a 0.05 s run).
+fn wait_until(
+    primitive: &dyn GracePeriod,
+    writer: usize,
+    first: Instant,
+    end: &Until<'_>,
+    samples: &mut Vec<f64>,
+) -> Instant {
+    let mut last = first;
+    loop {
+        primitive.update_and_wait(writer);
+        let now = Instant::now();
+        samples.push((now - last).as_nanos() as f64 / 1000.0);
+        last = now;
+        // Relaxed: `stop` publishes nothing; it pairs with no other access
+        // (the join orders the rest).
+        if samples.len() as u64 >= end.waits
+            || end.deadline.is_some_and(|d| now >= d)
+            || end.stop.load(Relaxed)
+        {
+            return last;
+        }
+    }
 }
 
 /// Runs every implementation in `chosen` once per round, taking turns within
@@ -797,6 +837,73 @@ mod tests {
             std::thread::yield_now();
         }
         1
+    }
+
+    /// Waits of 1 ms, counted.
+    struct MillisecondWaits(AtomicUsize);
+
+    impl GracePeriod for MillisecondWaits {
+        fn update_and_wait(&self, _writer: usize) {
+            self.0.fetch_add(1, Relaxed);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
+            one_read_until_stop(ready, stop)
+        }
+        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+            idle_wait(ready, stop)
+        }
+    }
+
+    /// A writer stops at its deadline with nobody setting `stop`, and starts
+    /// no wait after it: the run's thread, which sets `stop`, may get a CPU
+    /// long after the deadline. (Removing the deadline check makes the
+    /// writer wait for ever: the test's own deadline then fails it.)
+    #[test]
+    fn a_writer_stops_at_its_deadline_by_its_own_clock() {
+        test_support::within_a_deadline("a writer's deadline", Duration::from_secs(60), || {
+            let primitive = MillisecondWaits(AtomicUsize::new(0));
+            let never = AtomicBool::new(false);
+            let first = Instant::now();
+            let end = Until {
+                waits: u64::MAX,
+                deadline: Some(first + Duration::from_millis(20)),
+                stop: &never,
+            };
+            let mut samples = Vec::new();
+            let last = wait_until(&primitive, 0, first, &end, &mut samples);
+            assert!(last >= first + Duration::from_millis(20));
+            // Every wait is sampled, and the last one returned past the
+            // deadline: the one before it did not, or the loop would have
+            // stopped there.
+            assert_eq!(samples.len(), primitive.0.load(Relaxed));
+            let before_last: f64 = samples[..samples.len() - 1].iter().sum();
+            assert!(before_last < 20_000.0, "{samples:?}");
+        });
+    }
+
+    /// The other ends of a writer's waits: its count, and `stop`, each
+    /// after at least one wait.
+    #[test]
+    fn a_writer_stops_after_its_waits_or_at_stop() {
+        let primitive = MillisecondWaits(AtomicUsize::new(0));
+        let (never, stopped) = (AtomicBool::new(false), AtomicBool::new(true));
+        let mut samples = Vec::new();
+        let three = Until {
+            waits: 3,
+            deadline: None,
+            stop: &never,
+        };
+        wait_until(&primitive, 0, Instant::now(), &three, &mut samples);
+        assert_eq!(samples.len(), 3);
+        let at_stop = Until {
+            waits: u64::MAX,
+            deadline: Some(Instant::now() + Duration::from_secs(3600)),
+            stop: &stopped,
+        };
+        samples.clear();
+        wait_until(&primitive, 0, Instant::now(), &at_stop, &mut samples);
+        assert_eq!((samples.len(), primitive.0.load(Relaxed)), (1, 4));
     }
 
     /// A writer that panics at its first wait, beside readers and idle
