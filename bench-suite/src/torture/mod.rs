@@ -601,6 +601,11 @@ impl Run {
         let _ = self.shared.start.wait();
         self.began = Instant::now();
         self.counted_at_start = self.shared.counts();
+        // A thread's stall is timed from here: with `--impl all`, other
+        // runs' threads were spawned after these watches were made.
+        for (_, watch) in &mut self.watches {
+            *watch = ProgressWatch::new(0);
+        }
     }
 
     /// Tells the run's threads to stop, and notes when and what they had
@@ -1549,9 +1554,12 @@ mod tests {
             let before = run.shared.counts();
             assert_eq!((before.reads, before.replaced), (0, 0), "{before:?}");
             run.open();
+            // Past the counts `open` noted (the threads may have started
+            // counting before it did), so that the window holds both.
+            let start = run.counted_at_start;
             loop {
                 let now = run.shared.counts();
-                if now.reads > 0 && now.replaced > 0 {
+                if now.reads > start.reads && now.replaced > start.replaced {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(1));
