@@ -32,9 +32,10 @@
 //! and wakes one waiter of the next grace period, which takes the bit over. No caller
 //! drives more than the grace period it needs plus the one in progress, so no
 //! caller's latency is held hostage by a steady stream of others. A lone
-//! caller never involves the worker. Waiters spin briefly (not at all in a
-//! crowd, where a grace period outlasts any spin), then sleep on one of two
-//! `gp_done` eventcounts, chosen by the parity of the grace period they wait
+//! caller never involves the worker. Waiters spin (`CallerSpin`: for up to
+//! 20 us while the waiters fit the CPUs but the driver's, on 4 or more CPUs;
+//! briefly otherwise; not at all in a crowd, where a grace period outlasts
+//! any spin), then sleep on one of two `gp_done` eventcounts, chosen by the parity of the grace period they wait
 //! for: a waiter's target is at most two past the last completed grace period,
 //! so the completion of grace period N wakes exactly the callers that waited
 //! for N and none of those that need N + 1. A hand-off wakes one waiter of the
@@ -124,8 +125,19 @@ const WAITS_FOR_TIMER: u32 = 2;
 
 /// Rechecks of the holdouts before the driver sleeps.
 const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
-/// Checks for completion before a waiting caller sleeps.
+/// Checks for completion before a waiting caller sleeps when the waiters do
+/// not fit the CPUs (see `CallerSpin`).
 const CALLER_SPINS: u32 = if cfg!(loom) { 1 } else { 50 };
+/// How long a waiting caller checks for completion before it sleeps while
+/// the waiters fit the CPUs (`CallerSpin`): about one grace period whose
+/// `membarrier()` interrupts 15 busy CPUs (one every 10-12 us on a 16-CPU
+/// Xeon guest with 16 callers).
+#[cfg(not(loom))]
+const SPIN_WAIT: Duration = Duration::from_micros(20);
+/// Spins between two looks at the clock (and the waiter count) while a
+/// caller spins for `SPIN_WAIT`.
+#[cfg(not(loom))]
+const SPINS_PER_CLOCK_READ: u32 = 16;
 /// Checks for a caller needing a grace period before the worker parks.
 const WORKER_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 
@@ -180,6 +192,12 @@ struct CallerShared {
     /// over. A heuristic, not a synchronization variable: a plain `std` atomic
     /// even under loom.
     sleeping: ConfigU32,
+    /// Callers in `wait_or_take_over` (uncounted while the engine is
+    /// crowded): whether they fit the CPUs, which decides how long they spin
+    /// (`CallerSpin`). A heuristic, as `sleeping`. Not under loom, where
+    /// nothing counts.
+    #[cfg(not(loom))]
+    waiting: ConfigU32,
 }
 
 /// One flavor's grace-period engine, its registry and its callback queue.
@@ -227,6 +245,8 @@ impl Engine {
                     gp_done: [AtomicU32::new(0), AtomicU32::new(0)],
                     expedite: AtomicU64::new(0),
                     sleeping: ConfigU32::new(0),
+                    #[cfg(not(loom))]
+                    waiting: ConfigU32::new(0),
                 },
                 registry: Registry::new(),
                 config: ConfigU64::new(encode_config(GpConfig::DEFAULT)),
@@ -288,6 +308,7 @@ impl Engine {
         }
         self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
         self.callers.sleeping.store(0, Relaxed);
+        self.callers.waiting.store(0, Relaxed);
         self.gp_worker.forget_thread_after_fork();
         self.registry.release_vanished_owners();
         // A vanished driver (or worker) may have held it. AcqRel as every
@@ -573,10 +594,7 @@ impl Engine {
     /// Waits until grace period `target` has completed (returns `false`) or
     /// the caller took `DRIVER` over from a driver that left (`true`).
     fn wait_or_take_over(&self, target: u64) -> bool {
-        // In a crowd a grace period takes longer than a spin, and spinning
-        // only takes the CPU from the callers and the driver: sleep at once.
-        let spin_limit = if self.crowded() { 0 } else { CALLER_SPINS };
-        let mut spins = 0;
+        let mut spin = CallerSpin::new(self);
         loop {
             // Acquire pairs with the Release bumps in `announce_completion`
             // and `hand_off`.
@@ -592,8 +610,7 @@ impl Engine {
                 }
                 continue;
             }
-            if spins < spin_limit {
-                spins += 1;
+            if spin.again() {
                 spin_loop();
                 continue;
             }
@@ -840,26 +857,176 @@ fn zero_fqs_interval() -> ! {
     )
 }
 
-/// `WORKER_CALLERS_PER_CPU` times the CPUs this process may run on, computed
-/// on first use. Not a `OnceLock`: a fork while another thread is inside its
-/// initialisation (`available_parallelism` makes system calls and reads
-/// cgroup files) would leave the child one that blocks every caller for
-/// good. Threads that race here each compute the same value.
+/// How long a caller of `wait_or_take_over` spins before it sleeps (the
+/// spin phase of liburcu's `urcu_adaptative_busy_wait()` and of the kernel's
+/// optimistic spinning, bounded by the CPUs there are to spin on).
+///
+/// - In a crowd (`Engine::crowded`) a grace period outlasts any spin, and
+///   spinning only takes the CPU from the callers and the driver: no spin.
+/// - While the waiting callers, this one included, fit the CPUs but the
+///   driver's (`waiting` at most `available_cpus() - 1`), a caller spins for
+///   up to `SPIN_WAIT`, long enough for a grace period that interrupts every
+///   CPU: served while it spins, it costs the driver no futex wake-up and
+///   itself no sleep. It stops early once more callers wait than that.
+/// - Otherwise it spins `CALLER_SPINS` times: the waiters would spin on CPUs
+///   the driver and the woken callers need (on 2 CPUs, any second waiter).
+///
+/// Under loom nothing is counted: `CALLER_SPINS` (1) spin, as before the
+/// count existed, keeps the models' state space small.
+struct CallerSpin<'e> {
+    /// The engine's `waiting` count, if this caller is counted in it (from
+    /// `new` until drop).
+    #[cfg(not(loom))]
+    waiting: Option<&'e ConfigU32>,
+    /// Whether this caller still spins for `SPIN_WAIT`.
+    #[cfg(not(loom))]
+    long: bool,
+    /// How many waiters may spin for `SPIN_WAIT` (`spinning_cpus`).
+    #[cfg(not(loom))]
+    spinning_cpus: u32,
+    /// When the long spin ends; set on its first look at the clock.
+    #[cfg(not(loom))]
+    until: Option<Instant>,
+    #[cfg(loom)]
+    _engine: std::marker::PhantomData<&'e Engine>,
+    spins: u32,
+    limit: u32,
+}
+
+impl<'e> CallerSpin<'e> {
+    /// Decides how `engine`'s waiting caller spins, counting it among the
+    /// waiters unless the engine is crowded.
+    fn new(engine: &'e Engine) -> CallerSpin<'e> {
+        #[cfg(not(loom))]
+        return CallerSpin::with_spinning_cpus(engine, spinning_cpus());
+        #[cfg(loom)]
+        return CallerSpin::with_spinning_cpus(engine, 0);
+    }
+
+    /// `new`, as if `spinning_cpus()` were `spinning_cpus`.
+    fn with_spinning_cpus(engine: &'e Engine, spinning_cpus: u32) -> CallerSpin<'e> {
+        let crowded = engine.crowded();
+        #[cfg_attr(loom, allow(unused_mut))]
+        let mut spin = CallerSpin {
+            #[cfg(not(loom))]
+            waiting: None,
+            #[cfg(not(loom))]
+            long: false,
+            #[cfg(not(loom))]
+            spinning_cpus,
+            #[cfg(not(loom))]
+            until: None,
+            #[cfg(loom)]
+            _engine: std::marker::PhantomData,
+            spins: 0,
+            limit: if crowded { 0 } else { CALLER_SPINS },
+        };
+        #[cfg(not(loom))]
+        if !crowded && spinning_cpus > 0 {
+            let waiting = &engine.callers.waiting;
+            // Relaxed: a heuristic count; no data depends on it.
+            spin.long = waiting.fetch_add(1, Relaxed) < spinning_cpus;
+            spin.waiting = Some(waiting);
+        }
+        #[cfg(loom)]
+        let _ = spinning_cpus;
+        spin
+    }
+
+    /// Whether to spin once more. Once it says no, it says no from then on.
+    #[inline]
+    fn again(&mut self) -> bool {
+        #[cfg(not(loom))]
+        if self.long {
+            if self.spins.is_multiple_of(SPINS_PER_CLOCK_READ) && !self.long_spin_goes_on() {
+                self.long = false;
+                self.limit = 0;
+                return false;
+            }
+            self.spins = self.spins.wrapping_add(1);
+            return true;
+        }
+        if self.spins < self.limit {
+            self.spins += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Whether the long spin goes on: before its deadline (set on the first
+    /// call), while the waiters fit the CPUs.
+    #[cfg(not(loom))]
+    #[cold]
+    fn long_spin_goes_on(&mut self) -> bool {
+        let now = Instant::now();
+        let until = *self.until.get_or_insert(now + SPIN_WAIT);
+        // Relaxed: a heuristic count, as in `new`.
+        now < until
+            && self
+                .waiting
+                .is_some_and(|w| w.load(Relaxed) <= self.spinning_cpus)
+    }
+}
+
+impl Drop for CallerSpin<'_> {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        if let Some(waiting) = self.waiting {
+            // Relaxed: as in `new`.
+            waiting.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// How many waiting callers may spin for `SPIN_WAIT`: one per CPU this
+/// process may run on, but the driver's; none below `LONG_SPIN_MIN_CPUS`.
+#[cfg(not(loom))]
+fn spinning_cpus() -> u32 {
+    spinning_cpus_of(available_cpus())
+}
+
+/// `spinning_cpus` on `cpus` CPUs.
+#[cfg(not(loom))]
+fn spinning_cpus_of(cpus: u32) -> u32 {
+    if cpus < LONG_SPIN_MIN_CPUS {
+        0
+    } else {
+        cpus - 1
+    }
+}
+
+/// The fewest CPUs on which waiting callers spin for `SPIN_WAIT`. On the
+/// 2-vCPU AMD EPYC guest a second caller that spun for it while the first
+/// drove (holding the only other CPU, which the driver's `membarrier()` then
+/// had to interrupt) made 2 writers' calls 17% slower, and 22% with a busy
+/// reader (`docs/rcu-lite.md`, *Many callers*).
+#[cfg(not(loom))]
+const LONG_SPIN_MIN_CPUS: u32 = 4;
+
+/// `WORKER_CALLERS_PER_CPU` times the CPUs this process may run on.
 #[cfg(not(loom))]
 fn worker_threshold() -> u32 {
-    static THRESHOLD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    available_cpus().saturating_mul(WORKER_CALLERS_PER_CPU)
+}
+
+/// The CPUs this process may run on, computed on first use. Not a
+/// `OnceLock`: a fork while another thread is inside its initialisation
+/// (`available_parallelism` makes system calls and reads cgroup files) would
+/// leave the child one that blocks every caller for good. Threads that race
+/// here each compute the same value.
+#[cfg(not(loom))]
+fn available_cpus() -> u32 {
+    static CPUS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     // Relaxed: the value is all there is; 0 means not computed yet (the
-    // product is at least 2).
-    match THRESHOLD.load(Relaxed) {
+    // count is at least 1).
+    match CPUS.load(Relaxed) {
         0 => {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threshold = u32::try_from(cpus)
-                .unwrap_or(u32::MAX)
-                .saturating_mul(WORKER_CALLERS_PER_CPU);
-            THRESHOLD.store(threshold, Relaxed);
-            threshold
+            let cpus = u32::try_from(cpus).unwrap_or(u32::MAX);
+            CPUS.store(cpus, Relaxed);
+            cpus
         }
-        threshold => threshold,
+        cpus => cpus,
     }
 }
 
@@ -959,5 +1126,115 @@ mod tests {
             assert_eq!(after & SLEEPERS, 0, "{before:#x} became {after:#x}");
             assert_ne!(after, before & !SLEEPERS, "{before:#x} became {after:#x}");
         }
+    }
+
+    /// Long spins need 4 CPUs, and leave one to the driver.
+    #[test]
+    fn waiters_spin_long_on_all_cpus_but_the_drivers_from_four_cpus() {
+        for (cpus, spinning) in [
+            (1, 0),
+            (2, 0),
+            (3, 0),
+            (4, 3),
+            (16, 15),
+            (u32::MAX, u32::MAX - 1),
+        ] {
+            assert_eq!(spinning_cpus_of(cpus), spinning, "{cpus} CPUs");
+        }
+    }
+
+    /// More spins than a 20 us long spin makes at 1 ns a spin: only a spin
+    /// without an end reaches it.
+    const SPIN_CAP: u64 = 1 << 26;
+
+    /// The count `CallerSpin::new` uses is the one for the CPUs this
+    /// process may run on.
+    #[test]
+    fn the_spinning_cpus_are_those_of_this_process() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            spinning_cpus(),
+            spinning_cpus_of(u32::try_from(cpus).unwrap())
+        );
+    }
+
+    /// Spins `spin` allows, up to `cap`.
+    fn spins_allowed(spin: &mut CallerSpin<'_>, cap: u64) -> u64 {
+        let mut spins = 0;
+        while spins < cap && spin.again() {
+            spins += 1;
+        }
+        spins
+    }
+
+    /// While the waiters fit `spinning_cpus`, each spins long; the next one
+    /// spins `CALLER_SPINS` times. Every waiter counts until it is dropped.
+    #[test]
+    fn the_waiters_beyond_the_spinning_cpus_spin_briefly() {
+        let engine = Engine::new();
+        let mut fitting: Vec<_> = (0..3)
+            .map(|_| CallerSpin::with_spinning_cpus(&engine, 3))
+            .collect();
+        let mut beyond = CallerSpin::with_spinning_cpus(&engine, 3);
+        assert!(fitting.iter().all(|spin| spin.long));
+        assert!(!beyond.long);
+        assert_eq!(engine.callers.waiting.load(Relaxed), 4);
+        assert_eq!(
+            spins_allowed(&mut beyond, SPIN_CAP),
+            u64::from(CALLER_SPINS)
+        );
+        assert!(!beyond.again(), "it says no from then on");
+        drop(beyond);
+        // Three waiters fit again: the first spins until its deadline.
+        let spins = spins_allowed(&mut fitting[0], SPIN_CAP);
+        assert!(
+            spins > u64::from(CALLER_SPINS) && spins < SPIN_CAP,
+            "{spins} spins"
+        );
+        assert!(!fitting[0].again(), "it says no from then on");
+        drop(fitting);
+        assert_eq!(engine.callers.waiting.load(Relaxed), 0);
+    }
+
+    /// A long spin stops at its next look at the clock once more waiters
+    /// wait than `spinning_cpus`.
+    #[test]
+    fn a_long_spin_stops_when_more_callers_wait_than_fit() {
+        let engine = Engine::new();
+        let mut first = CallerSpin::with_spinning_cpus(&engine, 1);
+        assert!(
+            first.again(),
+            "the first look at the clock sets the deadline"
+        );
+        let second = CallerSpin::with_spinning_cpus(&engine, 1);
+        assert!(!second.long);
+        let spins = spins_allowed(&mut first, SPIN_CAP);
+        assert!(
+            spins < u64::from(SPINS_PER_CLOCK_READ),
+            "{spins} more spins with 2 waiters for 1 spinning CPU"
+        );
+        drop(second);
+        assert!(!first.again(), "it says no from then on");
+    }
+
+    /// In a crowd nobody spins or is counted; without spinning CPUs waiters
+    /// spin `CALLER_SPINS` times and are not counted either.
+    #[test]
+    fn crowded_waiters_do_not_spin_and_are_not_counted() {
+        let engine = Engine::new();
+        engine
+            .callers
+            .sleeping
+            .store(worker_threshold() + 1, Relaxed);
+        let mut crowded = CallerSpin::with_spinning_cpus(&engine, 15);
+        assert!(!crowded.again());
+        assert_eq!(engine.callers.waiting.load(Relaxed), 0);
+        engine.callers.sleeping.store(0, Relaxed);
+        let mut few_cpus = CallerSpin::with_spinning_cpus(&engine, 0);
+        assert_eq!(
+            spins_allowed(&mut few_cpus, SPIN_CAP),
+            u64::from(CALLER_SPINS)
+        );
+        assert_eq!(engine.callers.waiting.load(Relaxed), 0);
     }
 }

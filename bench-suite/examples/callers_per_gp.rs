@@ -1,0 +1,147 @@
+//! How many `memb::synchronize_rcu()` callers each grace period serves, and
+//! what each call costs, for callers back to back with the adaptive default.
+//!
+//! For each `WRITERS/READERS` pair: `WRITERS` threads call
+//! `memb::synchronize_rcu()` back to back for the duration while `READERS`
+//! threads run empty read sections back to back. A row gives the calls, the
+//! grace periods completed meanwhile (`memb::grace_periods()`) and those the
+//! worker drove, the wall time per call (the writers' span over all calls,
+//! as `syncbench rcuscale`'s per-GP time), callers per grace period, and the
+//! latency of one call (mean, p50, p99, max). One JSON object per row.
+//!
+//! `syncbench rcuscale` gives the same per-call time; this adds the grace
+//! period count, which shows whether callers share grace periods or wait in
+//! turn, and is how `docs/rcu-lite.md` (*Many callers*) compared two builds
+//! of the engine's waiting (one run of each, alternated).
+//!
+//! ```sh
+//! cargo run --release -p bench-suite --example callers_per_gp -- 1 1/0,16/0,16/1
+//! ```
+//! (seconds per row, default 1; rows, default 1/0,8/0,16/0,32/0,1/1,16/1).
+
+use rcu_lite::memb;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// One row's measurements.
+struct Row {
+    writers: usize,
+    readers: usize,
+    /// Each call's latency, in nanoseconds, sorted.
+    latencies_ns: Vec<u64>,
+    /// The longest writer's span.
+    span: Duration,
+    grace_periods: u64,
+    by_worker: u64,
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let seconds: f64 = args.next().map_or(1.0, |s| {
+        s.parse()
+            .ok()
+            .filter(|s: &f64| s.is_finite() && *s > 0.0)
+            .unwrap_or_else(|| panic!("seconds per row: a positive number, not {s:?}"))
+    });
+    let rows = args
+        .next()
+        .unwrap_or_else(|| "1/0,8/0,16/0,32/0,1/1,16/1".to_owned());
+    for pair in rows.split(',') {
+        let (writers, readers) = pair
+            .split_once('/')
+            .and_then(|(w, r)| Some((w.parse().ok()?, r.parse().ok()?)))
+            .filter(|&(w, _)| w > 0)
+            .unwrap_or_else(|| panic!("a row is WRITERS/READERS, WRITERS > 0, not {pair:?}"));
+        let row = measure(writers, readers, Duration::from_secs_f64(seconds));
+        print_row(&row);
+    }
+}
+
+fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader_threads: Vec<_> = (0..readers)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    let section = memb::read_lock();
+                    black_box(&section);
+                }
+            })
+        })
+        .collect();
+    let start_line = Arc::new(Barrier::new(writers + 1));
+    let writer_threads: Vec<_> = (0..writers)
+        .map(|_| {
+            let start_line = Arc::clone(&start_line);
+            std::thread::spawn(move || {
+                let mut latencies_ns = Vec::with_capacity(1 << 16);
+                start_line.wait();
+                let start = Instant::now();
+                let end = start + duration;
+                loop {
+                    let call = Instant::now();
+                    if call >= end {
+                        break;
+                    }
+                    memb::synchronize_rcu();
+                    latencies_ns.push(u64::try_from(call.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                }
+                (start.elapsed(), latencies_ns)
+            })
+        })
+        .collect();
+    let before = memb::grace_periods();
+    start_line.wait();
+    let mut latencies_ns = Vec::new();
+    let mut span = Duration::ZERO;
+    for writer in writer_threads {
+        let (writer_span, writer_latencies) = writer.join().expect("a writer panicked");
+        span = span.max(writer_span);
+        latencies_ns.extend(writer_latencies);
+    }
+    let after = memb::grace_periods();
+    stop.store(true, Relaxed);
+    for reader in reader_threads {
+        reader.join().expect("a reader panicked");
+    }
+    latencies_ns.sort_unstable();
+    Row {
+        writers,
+        readers,
+        latencies_ns,
+        span,
+        grace_periods: after.completed - before.completed,
+        by_worker: after.by_worker - before.by_worker,
+    }
+}
+
+fn print_row(row: &Row) {
+    let calls = row.latencies_ns.len();
+    if calls == 0 {
+        println!(
+            "{{\"writers\":{},\"readers\":{},\"calls\":0}}",
+            row.writers, row.readers
+        );
+        return;
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let percentile = |p: f64| us(row.latencies_ns[((calls - 1) as f64 * p) as usize]);
+    let mean = row.latencies_ns.iter().map(|&ns| us(ns)).sum::<f64>() / calls as f64;
+    println!(
+        "{{\"writers\":{},\"readers\":{},\"calls\":{calls},\"grace_periods\":{},\"by_worker\":{},\
+         \"us_per_call\":{:.3},\"callers_per_gp\":{:.2},\"latency_us\":{{\"mean\":{mean:.2},\
+         \"p50\":{:.2},\"p99\":{:.2},\"max\":{:.1}}}}}",
+        row.writers,
+        row.readers,
+        row.grace_periods,
+        row.by_worker,
+        row.span.as_secs_f64() * 1e6 / calls as f64,
+        calls as f64 / row.grace_periods.max(1) as f64,
+        percentile(0.5),
+        percentile(0.99),
+        percentile(1.0),
+    );
+}
