@@ -75,6 +75,9 @@ for readers in 0 1; do
     run 30 rcuscale --impl rcu-lite --writers 1 --readers "$readers" --duration-s 2
     run 30 rcuscale --impl rcu-lite --writers 16 --readers "$readers" --duration-s 2
 done
+# Callers that fit the CPUs spin while they wait, those that do not sleep
+# (rcu-lite's CallerSpin): both sides of the line.
+run 30 rcuscale --impl rcu-lite --writers 4,8,32 --readers 0 --duration-s 1
 run 30 rcuscale --impl rcu-lite --writers 1 --fqs-interval-ms 3 --duration-s 2
 run 30 rcuscale --impl rcu-lite --writers 16 --fqs-interval-ms 3 --duration-s 2
 
