@@ -35,11 +35,12 @@
 //! caller never involves the worker. Waiters spin (`CallerSpin`: for up to
 //! 20 us while the waiters fit the CPUs but the driver's, on 4 or more CPUs;
 //! briefly otherwise; not at all in a crowd, where a grace period outlasts
-//! any spin), then sleep on one of two `gp_done` eventcounts, chosen by the parity of the grace period they wait
-//! for: a waiter's target is at most two past the last completed grace period,
-//! so the completion of grace period N wakes exactly the callers that waited
-//! for N and none of those that need N + 1. A hand-off wakes one waiter of the
-//! next grace period, to take `DRIVER` over.
+//! any spin), then sleep on one of two `gp_done` eventcounts, chosen by the
+//! parity of the grace period they wait for: a waiter's target is at most
+//! two past the last completed grace period, so the completion of grace
+//! period N wakes exactly the callers that waited for N and none of those
+//! that need N + 1. A hand-off wakes one waiter of the next grace period, to
+//! take `DRIVER` over.
 //!
 //! # One grace period
 //!
