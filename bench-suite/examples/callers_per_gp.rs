@@ -65,6 +65,8 @@ fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
         .map(|_| {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
+                // Relaxed: a stop request, pairing with nothing; it
+                // publishes no data.
                 while !stop.load(Relaxed) {
                     let section = memb::read_lock();
                     black_box(&section);
@@ -103,6 +105,7 @@ fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
         latencies_ns.extend(writer_latencies);
     }
     let after = memb::grace_periods();
+    // Relaxed: see the readers' load; join() orders their ends.
     stop.store(true, Relaxed);
     for reader in reader_threads {
         reader.join().expect("a reader panicked");
