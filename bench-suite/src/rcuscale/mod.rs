@@ -844,6 +844,7 @@ mod tests {
 
     impl GracePeriod for MillisecondWaits {
         fn update_and_wait(&self, _writer: usize) {
+            // Relaxed: counted and read back on the test's own thread.
             self.0.fetch_add(1, Relaxed);
             std::thread::sleep(Duration::from_millis(1));
         }
