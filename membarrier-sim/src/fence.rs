@@ -188,6 +188,31 @@ fn light_undecided() {
     }
 }
 
+/// A full fence that needs no partner of its own kind: `fence(SeqCst)` in
+/// either mode, a few nanoseconds and no system call.
+///
+/// It pairs with another `full()`, as two SeqCst fences do, and with
+/// [`heavy`], since it is at least the barrier that [`light`] is. It does not
+/// pair with `light()`, which in membarrier mode is a compiler fence only.
+/// Code whose two sides both run rarely uses a pair of them instead of
+/// light/heavy: the rare side then costs nanoseconds instead of a
+/// `membarrier()` that interrupts every CPU running the process (rcu-lite's
+/// qsbr flavor, whose readers fence only when they announce a quiescent
+/// state or go online or offline, as liburcu's qsbr `smp_mb()`s do).
+///
+/// Under `cfg(loom)` and `cfg(syncprims_tsan)` it is the same SeqCst
+/// read-modify-write as the other two fences (see the module docs), which
+/// pairs with both.
+#[inline]
+pub fn full() {
+    #[cfg(syncprims_tsan)]
+    return sanitizer_fence();
+    #[cfg(all(not(loom), not(syncprims_tsan)))]
+    fence(SeqCst);
+    #[cfg(loom)]
+    loom_fence();
+}
+
 /// The heavy fence: the update/scan-side half of the pair (see the module docs).
 ///
 /// In membarrier mode it is a system call that interrupts every CPU running a

@@ -92,6 +92,23 @@ fn light_against_heavy_forbids_store_buffering() {
     }
 }
 
+/// `full()` pairs with itself and with `heavy()` (in both orders), and
+/// never issues `membarrier()`: it is the fence for code whose two sides are
+/// both rare.
+#[test]
+fn full_against_full_and_heavy_forbids_store_buffering() {
+    let _serial = serial();
+    let before = sys::issued(Command::PrivateExpedited);
+    let forbidden = common::store_buffering(common::ROUNDS, fence::full, fence::full).forbidden;
+    assert_eq!(forbidden, 0, "full/full let both loads read 0");
+    let after = sys::issued(Command::PrivateExpedited);
+    assert_eq!(after, before, "full() issued membarrier");
+    let forbidden = common::store_buffering(common::ROUNDS, fence::full, fence::heavy).forbidden;
+    assert_eq!(forbidden, 0, "full/heavy let both loads read 0");
+    let forbidden = common::store_buffering(common::ROUNDS, fence::heavy, fence::full).forbidden;
+    assert_eq!(forbidden, 0, "heavy/full let both loads read 0");
+}
+
 /// The fenced tests above count on the harness provoking store buffering at
 /// all: without fences, on two or more CPUs, some rounds must end with both
 /// loads 0, or `forbidden == 0` would prove nothing. With the harness's store
