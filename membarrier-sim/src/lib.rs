@@ -9,7 +9,9 @@
 //!   target CPU), with failures mapped to a typed [`sys::Error`].
 //! - [`fence`]: [`fence::light`] and [`fence::heavy`], the pair of fences that lets
 //!   a reader fast path pay only a compiler fence while the rare writer/scanner side
-//!   pays a process-wide barrier. `hazptr` and `rcu-lite` use it.
+//!   pays a process-wide barrier. `hazptr` and `rcu-lite` use it. And
+//!   [`fence::full`], a plain SeqCst fence for pairs whose two sides are both
+//!   rare (rcu-lite's qsbr flavor).
 //! - [`sim`]: a deterministic discrete-event simulator of targeted
 //!   `PRIVATE_EXPEDITED_RSEQ` callers on N CPUs whose interrupts CFS bandwidth
 //!   throttling of a deep cgroup hierarchy turns off for milliseconds, under
