@@ -44,12 +44,15 @@
 //!
 //! # One grace period
 //!
-//! 1. **init**: store `reader_word(gp)` into `gp_word` (Release), then
-//!    `fence::heavy()`. A reader that enters its outermost section later loads
-//!    that word with Acquire and sees every update its callers published; a
-//!    reader whose word store is not yet visible to the scan is ordered by the
-//!    heavy fence against its own `fence::light()`, so its section's loads see
-//!    those updates too.
+//! 1. **init**: store `reader_word(gp)` into `gp_word` (Release), then the
+//!    engine's half of the flavor's fence pair ([`ReaderFence`]):
+//!    `fence::heavy()` for memb, whose readers issue `fence::light()`, and
+//!    `fence::full()` for qsbr, whose readers issue `fence::full()` too. A
+//!    reader that enters its outermost section (or announces a quiescent
+//!    state, or comes online) later loads that word with Acquire and sees
+//!    every update its callers published; a reader whose word store is not
+//!    yet visible to the scan is ordered by this fence against its own, so
+//!    its section's loads see those updates too.
 //! 2. **quick QS** (the seed's patch, [`GpConfig::quick_qs`]): the driver
 //!    credits its own record at once. It can do so because it is not in a
 //!    read-side section (memb checks that before it may call; qsbr's
@@ -67,9 +70,10 @@
 //! # Waiting for holdouts
 //!
 //! [`Fqs::Adaptive`]: recheck while spinning, then sleep on the `driver_wait`
-//! futex word: the driver stores `WAITS_FOR_HOLDOUTS`, issues `fence::heavy()`,
-//! rechecks, and sleeps. A reader that leaves its section (or reports a quiescent
-//! state, or goes offline) stores its word, issues `fence::light()`, and loads
+//! futex word: the driver stores `WAITS_FOR_HOLDOUTS`, issues its fence
+//! (`fence::heavy()` or `fence::full()`, as at init), rechecks, and sleeps. A
+//! reader that leaves its section (or reports a quiescent state, or goes
+//! offline) stores its word, issues its own fence, and loads
 //! `driver_wait`; the two fences form a store-buffering pair, so either the
 //! driver's recheck sees the reader's word or the reader sees the driver waiting
 //! and wakes it. The reader's check is one load of a read-mostly line and a
@@ -201,9 +205,49 @@ struct CallerShared {
     waiting: ConfigU32,
 }
 
+/// Which fence a flavor's readers issue between storing their record word and
+/// their next loads (of shared data, or of `driver_wait`), and so which one
+/// the engine issues between its stores (`gp_word`, `driver_wait`) and its
+/// loads of record words: the two halves of each store-buffering pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReaderFence {
+    /// memb: `fence::light()`, a compiler fence in membarrier mode, since a
+    /// reader issues one at every outermost lock and unlock; the engine
+    /// issues `fence::heavy()`.
+    Light,
+    /// qsbr: `fence::full()`. A reader issues one only when it announces a
+    /// quiescent state that moved its word (at most once per grace period)
+    /// or goes online or offline, as liburcu's qsbr issues `smp_mb()`
+    /// there; the engine issues `fence::full()` too, and no grace period
+    /// makes a system call that interrupts the CPUs running readers.
+    Full,
+}
+
+impl ReaderFence {
+    /// The readers' half of the pair.
+    #[inline(always)]
+    pub(crate) fn reader_side(self) {
+        match self {
+            ReaderFence::Light => fence::light(),
+            ReaderFence::Full => fence::full(),
+        }
+    }
+
+    /// The engine's half of the pair.
+    #[inline]
+    fn engine_side(self) {
+        match self {
+            ReaderFence::Light => fence::heavy(),
+            ReaderFence::Full => fence::full(),
+        }
+    }
+}
+
 /// One flavor's grace-period engine, its registry and its callback queue.
 pub(crate) struct Engine {
     pub(crate) reader: ReaderShared,
+    /// The fence pair this flavor's readers and this engine use.
+    reader_fence: ReaderFence,
     callers: CallerShared,
     registry: Registry,
     /// The [`GpConfig`] in one word (`encode_config`), so that `configure`
@@ -233,13 +277,15 @@ pub(crate) struct Engine {
 
 impl Engine {
     crate::const_unless_loom! {
-        /// An engine with no grace period started yet.
-        pub(crate) fn new() -> Engine {
+        /// An engine with no grace period started yet, whose readers fence
+        /// with `reader_fence`.
+        pub(crate) fn new(reader_fence: ReaderFence) -> Engine {
             Engine {
                 reader: ReaderShared {
                     gp_word: AtomicU64::new(reader_word(0)),
                     driver_wait: AtomicU32::new(DRIVER_RUNNING),
                 },
+                reader_fence,
                 callers: CallerShared {
                     gp_state: AtomicU64::new(0),
                     completed: AtomicU64::new(0),
@@ -641,10 +687,10 @@ impl Engine {
         // memb's read lock and qsbr's quiescent_state()/online: a thread whose
         // snapshot is `gp` sees every update published before this store.
         self.reader.gp_word.store(reader_word(gp), Release);
-        // Pairs with fence::light() after every record-word store on the read
-        // side: a reader whose word the scan below does not see yet sees, in its
-        // section, every update made before this fence.
-        fence::heavy();
+        // Pairs with the readers' fence after every record-word store
+        // (`ReaderFence`): a reader whose word the scan below does not see yet
+        // sees, in its section, every update made before this fence.
+        self.reader_fence.engine_side();
         // The seed's patch: rcu_qs() + rcu_report_qs_rdp() for the driver.
         let mut driver_holdout = !(config.quick_qs || expedited);
         let mut fqs = if expedited { Fqs::Adaptive } else { config.fqs };
@@ -722,9 +768,9 @@ impl Engine {
         // `request_expedited`'s handshake; a request that finds this state
         // only wakes the driver, which rechecks and sleeps again.
         self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
-        // Pairs with fence::light() between a reader's word store and its load
+        // Pairs with the readers' fence between a word store and their load
         // of `driver_wait` (`wake_driver_if_waiting`).
-        fence::heavy();
+        self.reader_fence.engine_side();
         recheck(holdouts, gp);
         if !holdouts.is_empty() {
             futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
@@ -768,7 +814,8 @@ impl Engine {
                     // Arms the holdouts' wake-ups; the expedite check follows
                     // the SeqCst store inside.
                     self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
-                    fence::heavy();
+                    // As in `sleep_for_holdouts`.
+                    self.reader_fence.engine_side();
                     recheck(holdouts, gp);
                     if holdouts.is_empty() {
                         self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
@@ -1046,14 +1093,14 @@ fn recheck(holdouts: &mut Vec<&'static Record>, gp: u64) {
 /// destructors that run after loom drops its lazy statics (the main
 /// thread's) still find it.
 macro_rules! flavor_engine {
-    () => {
+    ($reader_fence:expr) => {
         #[cfg(not(loom))]
-        static ENGINE: $crate::engine::Engine = $crate::engine::Engine::new();
+        static ENGINE: $crate::engine::Engine = $crate::engine::Engine::new($reader_fence);
 
         #[cfg(loom)]
         loom::lazy_static! {
             static ref ENGINE: &'static $crate::engine::Engine =
-                Box::leak(Box::new($crate::engine::Engine::new()));
+                Box::leak(Box::new($crate::engine::Engine::new($reader_fence)));
         }
 
         /// This flavor's engine.
@@ -1077,7 +1124,7 @@ mod tests {
     /// snapshot in `gp_word`, also once that snapshot has wrapped.
     #[test]
     fn counts_rebuild_the_started_grace_periods_across_the_snapshot_wrap() {
-        let engine = Engine::new();
+        let engine = Engine::new(ReaderFence::Light);
         for (completed, newest) in [
             (7, 7),
             (7, 8),
@@ -1101,7 +1148,7 @@ mod tests {
     /// the child's counts then agree.
     #[test]
     fn after_a_fork_a_started_but_unpublished_grace_period_is_published_and_completed() {
-        let engine = Engine::new();
+        let engine = Engine::new(ReaderFence::Light);
         engine
             .callers
             .gp_state
@@ -1119,7 +1166,7 @@ mod tests {
     /// that the next completion wakes only waiters that sleep by then.
     #[test]
     fn a_completion_changes_its_eventcount_and_clears_the_sleepers_bit() {
-        let engine = Engine::new();
+        let engine = Engine::new(ReaderFence::Light);
         for before in [0, SLEEPERS, EVENT | SLEEPERS, u32::MAX] {
             engine.callers.gp_done[1].store(before, Relaxed);
             engine.announce_completion(1);
@@ -1172,7 +1219,7 @@ mod tests {
     /// spins `CALLER_SPINS` times. Every waiter counts until it is dropped.
     #[test]
     fn the_waiters_beyond_the_spinning_cpus_spin_briefly() {
-        let engine = Engine::new();
+        let engine = Engine::new(ReaderFence::Light);
         let mut fitting: Vec<_> = (0..3)
             .map(|_| CallerSpin::with_spinning_cpus(&engine, 3))
             .collect();
@@ -1202,7 +1249,7 @@ mod tests {
     /// wait than `spinning_cpus`.
     #[test]
     fn a_long_spin_stops_when_more_callers_wait_than_fit() {
-        let engine = Engine::new();
+        let engine = Engine::new(ReaderFence::Light);
         let mut first = CallerSpin::with_spinning_cpus(&engine, 1);
         assert!(
             first.again(),
@@ -1223,7 +1270,7 @@ mod tests {
     /// spin `CALLER_SPINS` times and are not counted either.
     #[test]
     fn crowded_waiters_do_not_spin_and_are_not_counted() {
-        let engine = Engine::new();
+        let engine = Engine::new(ReaderFence::Light);
         engine
             .callers
             .sleeping

@@ -56,7 +56,9 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::compiler_fence;
 
-crate::engine::flavor_engine!();
+// Readers fence with `fence::light()` (inline, as a compiler fence, on the
+// fast path); grace periods with `fence::heavy()`.
+crate::engine::flavor_engine!(crate::engine::ReaderFence::Light);
 
 crate::thread_record::thread_record!(|record| {
     // Fallback fences send this thread's read side to the slow path for good.

@@ -22,8 +22,18 @@
 //! Each registration has its own record (see `record.rs`): online, its word is
 //! the engine's `gp_word` as of the last quiescent state (nesting 1); offline,
 //! nesting 0. Announcing a quiescent state is one Acquire load of `gp_word` and,
-//! if it moved, a Release store, `fence::light()` and the `driver_wait` check.
+//! if it moved, a Release store, `fence::full()` and the `driver_wait` check.
 //! A thread may hold several registrations; each is credited on its own.
+//!
+//! # Fences
+//!
+//! A qsbr reader fences only where its word changes: at a quiescent state
+//! that moved it (at most once per grace period), going offline and coming
+//! online. So it can afford `fence::full()` there, as liburcu's qsbr flavor
+//! issues `smp_mb()`, and the grace periods pair with it through
+//! `fence::full()` as well (`ReaderFence::Full`), with no `membarrier()`
+//! that would interrupt every CPU running a reader. The memb flavor's readers
+//! fence at every section, so there the pair is light and heavy.
 //!
 //! # Misuse
 //!
@@ -39,15 +49,18 @@
 //! its guards cannot see.
 
 use crate::config::GpConfig;
-use crate::engine::GpCounts;
+use crate::engine::{GpCounts, ReaderFence};
 use crate::record::{NEST_ONE, Record};
-use membarrier_sim::fence;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-crate::engine::flavor_engine!();
+/// The fence pair of qsbr readers and grace periods: `fence::full()` on both
+/// sides (see `ReaderFence::Full`).
+const READER_FENCE: ReaderFence = ReaderFence::Full;
+
+crate::engine::flavor_engine!(READER_FENCE);
 
 // The thread's own record: used when the thread drives grace periods, never
 // online (registrations have records of their own).
@@ -222,9 +235,9 @@ fn report(record: &Record, word: u64) {
     // rechecks: everything before the quiescent state happens before the
     // grace period ends.
     record.word.store(word, Release);
-    // Orders the store before the load of `driver_wait`; pairs with
-    // fence::heavy() in `Engine::sleep_for_holdouts`.
-    fence::light();
+    // Orders the store before the load of `driver_wait`; pairs with the
+    // engine's fence in `Engine::sleep_for_holdouts` (`ReaderFence::Full`).
+    READER_FENCE.reader_side();
     engine().wake_driver_if_waiting();
 }
 
@@ -238,9 +251,11 @@ fn go_online(record: &Record) {
     // owner is ordered before us only by our Acquire claim of the record
     // (`Registry::acquire`), which a Relaxed store would not pass on.
     record.word.store(current, Release);
-    // Orders the store before the thread's next reads; pairs with
-    // fence::heavy() in `Engine::grace_period`.
-    fence::light();
+    // Orders the store before the thread's next reads; pairs with the
+    // engine's fence in `Engine::grace_period` (`ReaderFence::Full`). A
+    // grace period's scan that misses this store (and credits the thread as
+    // offline) fenced before this fence, so those reads see its updates.
+    READER_FENCE.reader_side();
 }
 
 fn go_offline(record: &Record) {
