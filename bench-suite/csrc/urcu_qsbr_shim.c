@@ -47,3 +47,28 @@ void syncbench_urcu_qsbr_read_sections(uint64_t **slot, uint64_t iterations)
 	}
 	urcu_qsbr_thread_offline();
 }
+
+/*
+ * Runs read-side sections until *stop, online for the loop, announcing a
+ * quiescent state after every 64 sections; returns how many sections ran.
+ * The calling thread is registered and offline, and is offline again on
+ * return. rcu-lite-qsbr's rcuscale readers announce at the same rate
+ * (QSBR_SECTIONS_PER_QS in src/rcuscale/mod.rs).
+ */
+uint64_t syncbench_urcu_qsbr_read_until(uint64_t **slot, const uint8_t *stop)
+{
+	uint64_t n = 0;
+	urcu_qsbr_thread_online();
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 64; i++) {
+			urcu_qsbr_read_lock();
+			uint64_t *p = rcu_dereference(*slot);
+			SINK(*p);
+			urcu_qsbr_read_unlock();
+		}
+		n += 64;
+		urcu_qsbr_quiescent_state();
+	}
+	urcu_qsbr_thread_offline();
+	return n;
+}

@@ -122,9 +122,9 @@ mod linked {
             pub fn syncbench_urcu_memb_read_until(slot: *const *mut u64, stop: *const u8) -> u64;
             pub fn syncbench_urcu_qsbr_register_thread();
             pub fn syncbench_urcu_qsbr_unregister_thread();
-            #[cfg(test)]
             pub fn syncbench_urcu_qsbr_synchronize_rcu();
             pub fn syncbench_urcu_qsbr_read_sections(slot: *const *mut u64, iterations: u64);
+            pub fn syncbench_urcu_qsbr_read_until(slot: *const *mut u64, stop: *const u8) -> u64;
         }
     }
 
@@ -139,7 +139,6 @@ mod linked {
 
     /// `urcu_qsbr_synchronize_rcu()`. Registered threads are offline outside
     /// the C read loops, so it cannot wait on an idle [`QsbrReader`].
-    #[cfg(test)]
     pub fn qsbr_synchronize_rcu() {
         // SAFETY: allowed from any thread: liburcu takes an online caller
         // offline for the wait, and this crate's qsbr threads are offline
@@ -263,6 +262,22 @@ mod linked {
             // SAFETY: the thread is registered and online throughout the loop,
             // so its reads are protected; `slot` as in `MembReader`.
             unsafe { ffi::syncbench_urcu_qsbr_read_sections(slot.as_ptr(), iterations) }
+        }
+
+        /// Runs qsbr read-side sections over `slot` in C until `stop`, online
+        /// for the loop and announcing a quiescent state
+        /// (`urcu_qsbr_quiescent_state()`) after every 64 sections; returns
+        /// how many sections ran.
+        ///
+        /// # Safety
+        ///
+        /// As [`QsbrReader::read_sections`].
+        pub unsafe fn read_until(&self, slot: &AtomicPtr<u64>, stop: &AtomicBool) -> u64 {
+            // SAFETY: as in `read_sections`; `stop` is an `AtomicBool`,
+            // layout-equal to `u8`, which C reads with an atomic load.
+            unsafe {
+                ffi::syncbench_urcu_qsbr_read_until(slot.as_ptr(), stop.as_ptr().cast::<u8>())
+            }
         }
     }
 }

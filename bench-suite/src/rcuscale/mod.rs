@@ -110,6 +110,11 @@ pub struct Options {
     pub fqs_interval: Option<Duration>,
 }
 
+/// How many read-side sections the qsbr flavors' readers (`rcu-lite-qsbr`,
+/// `liburcu-qsbr`) run between two quiescent states: a qsbr writer waits for
+/// each online reader's next one.
+pub const QSBR_SECTIONS_PER_QS: usize = 64;
+
 /// Every writer-side contender, ours and peers.
 pub fn implementations() -> &'static [Implementation<dyn GracePeriod, Options>] {
     IMPLEMENTATIONS
@@ -121,8 +126,10 @@ static IMPLEMENTATIONS: &[Implementation<dyn GracePeriod, Options>] = &[
     hazptr::HAZPTR_UNSHARED,
     rcu_lite::RCU_LITE,
     rcu_lite::RCU_LITE_NOQS,
+    rcu_lite::RCU_LITE_QSBR,
     peers::CROSSBEAM_EPOCH,
     liburcu::LIBURCU_MEMB,
+    liburcu::LIBURCU_QSBR,
 ];
 
 /// How to run rcuscale.
@@ -702,7 +709,13 @@ mod tests {
             }
             // The workspace's own need nothing from the machine: a registry
             // that lost them (or every member) must not pass unchecked.
-            for ours in ["hazptr", "hazptr-unshared", "rcu-lite", "rcu-lite-noqs"] {
+            for ours in [
+                "hazptr",
+                "hazptr-unshared",
+                "rcu-lite",
+                "rcu-lite-noqs",
+                "rcu-lite-qsbr",
+            ] {
                 assert!(checked.contains(&ours), "{ours} unchecked: {checked:?}");
             }
         });

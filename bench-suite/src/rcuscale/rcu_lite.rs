@@ -1,17 +1,21 @@
 //! `rcu-lite`'s writer side: swap a pointer, `memb::synchronize_rcu()`, free
 //! the old value (as the liburcu peer does), with quick quiescent-state
-//! reporting on (`rcu-lite`) and off (`rcu-lite-noqs`).
+//! reporting on (`rcu-lite`) and off (`rcu-lite-noqs`); and the same with
+//! `qsbr::synchronize_rcu()` and qsbr readers (`rcu-lite-qsbr`), which
+//! announce a quiescent state every 64 sections, as liburcu-qsbr's do.
 //!
-//! The memb flavor's grace-period configuration is process-wide, so a run
-//! sets it for its lifetime and restores the previous one when dropped.
-//! Invariant: at most one [`RcuLite`] exists at a time ([`ConfigurationLease`]
-//! makes a second wait for the first to go), so every run measures with the
-//! configuration it asked for, and the one in place before the first run is
-//! the one left after the last, however runs on several threads interleave.
+//! Each flavor's grace-period configuration is process-wide, so a run sets
+//! it for its lifetime and restores the previous one when dropped.
+//! Invariant: at most one run per flavor exists at a time
+//! ([`ConfigurationLease`] makes a second wait for the first to go), so every
+//! run measures with the configuration it asked for, and the one in place
+//! before the first run is the one left after the last, however runs on
+//! several threads interleave.
 
-use super::{GracePeriod, Options, idle_wait};
+use super::{GracePeriod, Options, QSBR_SECTIONS_PER_QS, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
+use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
@@ -33,21 +37,48 @@ pub(super) const RCU_LITE_NOQS: Implementation<dyn GracePeriod, Options> = Imple
     make: |o| Ok(Box::new(RcuLite::new(false, o))),
 };
 
-/// Whether an [`RcuLite`] holds the memb configuration, and the condition
-/// variable on which a run that wants it waits.
-static CONFIGURATION_HELD: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+/// `rcu-lite-qsbr`.
+pub(super) const RCU_LITE_QSBR: Implementation<dyn GracePeriod, Options> = Implementation {
+    name: "rcu-lite-qsbr",
+    summary: "rcu_lite qsbr: swap pointer + qsbr::synchronize_rcu + free; readers announce a quiescent state every 64 sections (quick QS on; --fqs-interval-ms paces FQS)",
+    origin: Origin::Workspace,
+    make: |o| Ok(Box::new(RcuLiteQsbr::new(o))),
+};
 
-/// The right to set the memb flavor's configuration, held by one run at a
-/// time; dropping it restores the configuration that was in place before.
+/// One flavor's process-wide configuration: how to set it, whether a run
+/// holds it, and the condition variable on which a run that wants it waits.
+struct Configuration {
+    configure: fn(GpConfig) -> GpConfig,
+    held: (Mutex<bool>, Condvar),
+}
+
+static MEMB_CONFIGURATION: Configuration = Configuration {
+    configure: memb::configure,
+    held: (Mutex::new(false), Condvar::new()),
+};
+
+static QSBR_CONFIGURATION: Configuration = Configuration {
+    configure: qsbr::configure,
+    held: (Mutex::new(false), Condvar::new()),
+};
+
+/// The right to set one flavor's configuration, held by one run at a time;
+/// dropping it restores the configuration that was in place before.
 /// Unlike a `MutexGuard` it is `Send`, as a [`GracePeriod`] must be.
 struct ConfigurationLease {
+    flavor: &'static Configuration,
     previous: GpConfig,
 }
 
 impl ConfigurationLease {
-    /// Waits until no other run holds the configuration, then sets `config`.
-    fn take(config: GpConfig) -> ConfigurationLease {
-        let (held, released) = &CONFIGURATION_HELD;
+    /// Waits until no other run holds `flavor`'s configuration, then sets
+    /// the one `options` and `quick_qs` ask for.
+    fn take(
+        flavor: &'static Configuration,
+        quick_qs: bool,
+        options: &Options,
+    ) -> ConfigurationLease {
+        let (held, released) = &flavor.held;
         // A test that panicked while taking or returning a lease left the
         // flag itself consistent (it is set and cleared under the lock), so
         // poisoning carries no information here.
@@ -57,18 +88,24 @@ impl ConfigurationLease {
         }
         *held = true;
         ConfigurationLease {
-            previous: memb::configure(config),
+            flavor,
+            previous: (flavor.configure)(GpConfig {
+                quick_qs,
+                fqs: options
+                    .fqs_interval
+                    .map_or(Fqs::Adaptive, Fqs::FixedInterval),
+            }),
         }
     }
 }
 
 impl Drop for ConfigurationLease {
     fn drop(&mut self) {
-        let (held, released) = &CONFIGURATION_HELD;
+        let (held, released) = &self.flavor.held;
         let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
         // Restored before the flag clears: the next run's `take` sees and
         // saves the configuration from before this one.
-        memb::configure(self.previous);
+        (self.flavor.configure)(self.previous);
         *held = false;
         released.notify_one();
     }
@@ -83,12 +120,7 @@ struct RcuLite {
 
 impl RcuLite {
     fn new(quick_qs: bool, options: &Options) -> RcuLite {
-        let configuration = ConfigurationLease::take(GpConfig {
-            quick_qs,
-            fqs: options
-                .fqs_interval
-                .map_or(Fqs::Adaptive, Fqs::FixedInterval),
-        });
+        let configuration = ConfigurationLease::take(&MEMB_CONFIGURATION, quick_qs, options);
         RcuLite {
             current: AtomicPtr::new(Box::into_raw(Box::new(0))),
             _configuration: configuration,
@@ -157,6 +189,94 @@ impl Drop for RcuLite {
     }
 }
 
+/// A qsbr-protected pointer, with the qsbr flavor configured for this run
+/// for as long as it lives.
+struct RcuLiteQsbr {
+    current: AtomicPtr<u64>,
+    _configuration: ConfigurationLease,
+}
+
+impl RcuLiteQsbr {
+    fn new(options: &Options) -> RcuLiteQsbr {
+        RcuLiteQsbr {
+            current: AtomicPtr::new(Box::into_raw(Box::new(0))),
+            _configuration: ConfigurationLease::take(&QSBR_CONFIGURATION, true, options),
+        }
+    }
+
+    /// Registers the calling thread and runs one section: the registration
+    /// is online on return.
+    fn register_and_read(&self) -> QsbrThread {
+        let thread = QsbrThread::register();
+        let guard = thread.read_lock();
+        // SAFETY: never null; the registration is online while `guard`
+        // borrows it, so no grace period that could free the pointee ends.
+        black_box(unsafe { *self.current.load(Acquire) });
+        drop(guard);
+        thread
+    }
+}
+
+impl GracePeriod for RcuLiteQsbr {
+    fn update_and_wait(&self, writer: usize) {
+        // AcqRel: as in `RcuLite::update_and_wait`.
+        let old = self
+            .current
+            .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+        // Writers hold no registration, so nothing refuses the wait.
+        qsbr::synchronize_rcu();
+        // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a qsbr
+        // grace period has elapsed since: every registration online before
+        // it has announced a quiescent state or gone offline, so no reader
+        // holds it.
+        drop(unsafe { Box::from_raw(old) });
+    }
+
+    fn prepare_writer(&self) {
+        // The first `synchronize_rcu` claims the thread's own record, which
+        // a driver needs; the readers wait at the start gate offline.
+        qsbr::synchronize_rcu();
+    }
+
+    fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
+        let mut thread = self.register_and_read();
+        // Offline at the gate: a writer's `prepare_writer` waits for a
+        // grace period meanwhile.
+        if !thread.offline(|| ready.wait()) {
+            return 0; // The run was called off.
+        }
+        let mut n = 0;
+        // Relaxed: a stop request; it publishes nothing.
+        while !stop.load(Relaxed) {
+            for _ in 0..QSBR_SECTIONS_PER_QS {
+                let guard = thread.read_lock();
+                // SAFETY: never null; the guard keeps the registration online
+                // and so the pointee alive.
+                black_box(unsafe { *self.current.load(Acquire) });
+                drop(guard);
+            }
+            n += QSBR_SECTIONS_PER_QS as u64;
+            thread.quiescent_state();
+        }
+        n
+    }
+
+    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        // Registered (and scanned) until it exits; offline while idle, as a
+        // qsbr thread that blocks must be.
+        let mut thread = self.register_and_read();
+        thread.offline(|| idle_wait(ready, stop));
+    }
+}
+
+impl Drop for RcuLiteQsbr {
+    fn drop(&mut self) {
+        // (`_configuration` restores the qsbr configuration after this.)
+        // SAFETY: the last published value; `&mut self`: no reader runs.
+        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +289,40 @@ mod tests {
         rcu_lite.update_and_wait(7);
         // SAFETY: never null; no writer runs beside this load.
         assert_eq!(unsafe { *rcu_lite.current.load(Acquire) }, 7);
+    }
+
+    /// An `rcu-lite-qsbr` run sets the qsbr flavor's configuration, not
+    /// memb's, and restores it when dropped.
+    #[test]
+    fn a_qsbr_run_configures_the_qsbr_flavor_for_its_lifetime() {
+        use std::time::Duration;
+        let fixed = Options {
+            fqs_interval: Some(Duration::from_millis(3)),
+        };
+        // Under a memb lease: no memb run changes memb's configuration meanwhile.
+        let memb_run = RcuLite::new(true, &Options::default());
+        let memb_before = memb::config();
+        let run = RcuLiteQsbr::new(&fixed);
+        let before = run._configuration.previous;
+        assert_eq!(
+            qsbr::config(),
+            GpConfig {
+                quick_qs: true,
+                fqs: Fqs::FixedInterval(Duration::from_millis(3)),
+            }
+        );
+        assert_eq!(memb::config(), memb_before, "a qsbr run configured memb");
+        run.update_and_wait(3);
+        // SAFETY: never null; no writer runs beside this load.
+        assert_eq!(unsafe { *run.current.load(Acquire) }, 3);
+        drop(run);
+        // Under a qsbr lease of our own again, so no other test's run is in place.
+        let after = RcuLiteQsbr::new(&Options::default());
+        assert_eq!(
+            after._configuration.previous, before,
+            "the qsbr configuration was left behind"
+        );
+        drop(memb_run);
     }
 
     /// Two runs on two threads, the second built while the first lives: the

@@ -309,13 +309,26 @@ fn unavailable<'a>(results: &'a Results, kind: &str, fits: impl Fn(&str) -> bool
     out
 }
 
+/// How many read-side sections rcuscale's qsbr readers (`rcu-lite-qsbr`,
+/// `liburcu-qsbr`) run between two quiescent states.
+const QSBR_SECTIONS_PER_QS: usize = crate::rcuscale::QSBR_SECTIONS_PER_QS;
+
+/// The rcuscale writer of a read-side contender (`rcu-lite-memb` writes as
+/// `rcu-lite`); empty for one without.
+fn rcuscale_writer_of(reader: &str) -> &'static str {
+    POINTER_READERS
+        .iter()
+        .find(|(n, _)| *n == reader)
+        .map_or("", |(_, w)| *w)
+}
+
 /// A read-side contender and the writer-side implementation that pairs with it.
 const POINTER_READERS: &[(&str, &str)] = &[
     ("rcu-lite-memb", "rcu-lite"),
-    ("rcu-lite-qsbr", "rcu-lite"),
+    ("rcu-lite-qsbr", "rcu-lite-qsbr"),
     ("hazptr", "hazptr"),
     ("liburcu-memb", "liburcu-memb"),
-    ("liburcu-qsbr", "liburcu-memb"),
+    ("liburcu-qsbr", "liburcu-qsbr"),
     ("crossbeam-epoch", "crossbeam-epoch"),
     ("seize", ""),
     ("haphazard", ""),
@@ -477,14 +490,24 @@ pub fn table(results: &Results) -> Vec<Choice> {
         rank(pointers.kept, true),
         false,
         |winner| {
-            let writer = POINTER_READERS.iter().find(|(n, _)| *n == winner).map_or("", |(_, w)| *w);
+            let writer = rcuscale_writer_of(winner);
             let wait = wait_latency(results, writer);
-            // rcuscale measures memb writers only: a qsbr writer waits for
-            // quiescent states instead, so the memb figure is not its cost.
             if winner.ends_with("qsbr") {
-                let memb = match wait {
+                if let Some((mean, p99)) = wait {
+                    return format!(
+                        "a writer waiting for readers ({writer}) takes {mean:.1} us mean, \
+                         {p99:.1} us p99, its readers announcing a quiescent state every \
+                         {QSBR_SECTIONS_PER_QS} sections; every reader thread must announce \
+                         quiescent states"
+                    );
+                }
+                // Results from before rcuscale measured qsbr writers: a qsbr
+                // writer waits for quiescent states, so the memb flavor's
+                // figure is not its cost.
+                let memb_writer = rcuscale_writer_of(&winner.replace("qsbr", "memb"));
+                let memb = match wait_latency(results, memb_writer) {
                     Some((mean, p99)) => format!(
-                        " (the memb flavor's, {writer}: {mean:.1} us mean, {p99:.1} us p99)"
+                        " (the memb flavor's, {memb_writer}: {mean:.1} us mean, {p99:.1} us p99)"
                     ),
                     None => String::new(),
                 };
@@ -727,7 +750,13 @@ pub fn table(results: &Results) -> Vec<Choice> {
                 });
             let wait = wait_latency(results, winner)
                 .map(|(mean, p99)| format!("wait {mean:.1} us mean, {p99:.1} us p99"));
-            [wait, per_gp]
+            let qsbr = winner.ends_with("qsbr").then(|| {
+                format!(
+                    "its readers announced a quiescent state every {QSBR_SECTIONS_PER_QS} \
+                     sections, as every qsbr reader thread must"
+                )
+            });
+            [wait, per_gp, qsbr]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
@@ -1094,6 +1123,62 @@ mod tests {
             pointer.costs_elsewhere.starts_with(
                 "a qsbr writer's wait for readers is not measured (the memb flavor's, rcu-lite: 8.0 us mean"
             ) && pointer.costs_elsewhere.ends_with("must announce quiescent states"),
+            "{}",
+            pointer.costs_elsewhere
+        );
+    }
+
+    /// With a qsbr writer measured, the qsbr winner gets its own flavor's
+    /// wait, and a qsbr winner of the waiting-writer row says how often its
+    /// readers announced quiescent states.
+    #[test]
+    fn a_qsbr_winner_is_given_its_own_writers_cost() {
+        let mut r = sample();
+        r.refscale = vec![read("liburcu-qsbr", 2, 0.3), read("rcu-lite-memb", 2, 1.0)];
+        r.rcuscale = vec![
+            wait("rcu-lite", 1, 8.0),
+            wait("liburcu-qsbr", 1, 0.5),
+            wait("liburcu-memb", 1, 9.0),
+        ];
+        let rows = table(&r);
+        let pointer = pointer_row(&rows);
+        assert_eq!(pointer.winner, "liburcu-qsbr");
+        assert!(
+            pointer.costs_elsewhere.starts_with(
+                "a writer waiting for readers (liburcu-qsbr) takes 0.5 us mean, 1.0 us p99, its \
+                 readers announcing a quiescent state every 64 sections"
+            ),
+            "{}",
+            pointer.costs_elsewhere
+        );
+        let waiter = rows
+            .iter()
+            .find(|c| c.use_case.starts_with("writer that must wait"))
+            .unwrap();
+        assert_eq!(waiter.winner, "liburcu-qsbr");
+        assert!(
+            waiter
+                .costs_elsewhere
+                .ends_with("its readers announced a quiescent state every 64 sections, as every qsbr reader thread must"),
+            "{}",
+            waiter.costs_elsewhere
+        );
+    }
+
+    /// Results from before rcuscale measured qsbr writers: liburcu-qsbr's
+    /// readers are given liburcu-memb's wait as the memb flavor's.
+    #[test]
+    fn an_unmeasured_liburcu_qsbr_writer_names_liburcu_memb() {
+        let mut r = sample();
+        r.refscale = vec![read("liburcu-qsbr", 2, 0.3), read("rcu-lite-memb", 2, 1.0)];
+        r.rcuscale = vec![wait("rcu-lite", 1, 8.0), wait("liburcu-memb", 1, 9.0)];
+        let rows = table(&r);
+        let pointer = pointer_row(&rows);
+        assert!(
+            pointer.costs_elsewhere.starts_with(
+                "a qsbr writer's wait for readers is not measured (the memb flavor's, \
+                 liburcu-memb: 9.0 us mean"
+            ),
             "{}",
             pointer.costs_elsewhere
         );

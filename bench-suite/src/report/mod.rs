@@ -1379,7 +1379,9 @@ fn rcuscale_section(results: &Results) -> Section {
          still accounts for them, as the kernel does for idle CPUs, so they model a process with many \
          threads (the seed measured on 24 to 256 CPUs). Each mix ran in rounds, the implementations taking \
          turns within a round: *per-GP* is the median round, *rounds* the fastest and slowest, and the \
-         latency figures cover every wait of every round.",
+         latency figures cover every wait of every round. The qsbr flavors' readers (rcu-lite-qsbr, \
+         liburcu-qsbr) announce a quiescent state every 64 sections, and their idle threads are \
+         offline, as a qsbr thread that blocks must be.",
     );
     let mut table = Table::new(&[
         "implementation",
