@@ -25,18 +25,22 @@ mkdir -p "$out"
 # The liburcu peers only where this build links liburcu: syncbench refuses an
 # implementation it cannot run, and the goals without a liburcu side (qsbr,
 # crossbeam-epoch, quick QS, concurrent callers) are still measured.
-peers_memb=,liburcu-memb peers_read=,liburcu-memb,liburcu-qsbr
+peers_memb=,liburcu-memb peers_qsbr=,liburcu-qsbr peers_read=,liburcu-memb,liburcu-qsbr
 if ! "$sb" list --json | python3 -c '
 import json, sys
 sys.exit(not any(i["name"] == "liburcu-memb" and i["available"]
                  for k in json.load(sys.stdin) for i in k["implementations"]))'; then
     echo "liburcu is unavailable in this build (syncbench list): its comparisons are left out"
-    peers_memb= peers_read=
+    peers_memb= peers_qsbr= peers_read=
 fi
 lock "$sb" refscale --impl "rcu-lite-memb,rcu-lite-qsbr$peers_read,crossbeam-epoch" \
     --iterations 10000000 --runs 15 --json > "$out/refscale.json"
 lock "$sb" rcuscale --impl "rcu-lite$peers_memb" --writers 1 --readers 1 --duration-s "$d" --rounds "$rounds" \
     --json > "$out/busy-reader.json"
+# Not a goal: the qsbr flavor's writer against liburcu-qsbr's, both with
+# readers that announce a quiescent state every 64 sections.
+lock "$sb" rcuscale --impl "rcu-lite-qsbr$peers_qsbr" --writers 1,16 --readers 1 --duration-s "$d" \
+    --rounds "$rounds" --json > "$out/qsbr-writers.json"
 # Quick QS as the seed measured it: runs of 100 synchronize_rcu() calls, on
 # and off alternating (each invocation runs on, then off), ten runs a side.
 qs_runs=10
@@ -87,6 +91,19 @@ if "liburcu-memb" in busy:
     print(f"synchronize with one busy reader, us: rcu-lite mean {a['mean']:.2f} p50 {a['p50']:.2f} max {a['max']:.0f}; "
           f"liburcu-memb mean {b['mean']:.2f} p50 {b['p50']:.2f} max {b['max']:.0f}; "
           f"mean ratio {r:.2f}x goal <= 1.0x {'ok' if r <= 1.0 else 'NOT MET'}")
+
+qsbr = json.load(open(f"{out}/qsbr-writers.json"))
+for writers in sorted({r["writers"] for r in qsbr}):
+    row = {r["impl"]: r for r in qsbr if r["writers"] == writers}
+    ours = row["rcu-lite-qsbr"]
+    line = (f"qsbr synchronize, {writers} writer(s), one busy reader (not a goal): rcu-lite-qsbr per-GP "
+            f"{ours['per_gp_us']:.2f} us, mean wait {ours['latency_us']['mean']:.2f} us")
+    if "liburcu-qsbr" in row:
+        peer = row["liburcu-qsbr"]
+        paired_r = statistics.median(a / b for a, b in zip(ours["per_gp_rounds_us"], peer["per_gp_rounds_us"]))
+        line += (f"; liburcu-qsbr {peer['per_gp_us']:.2f} us, mean wait {peer['latency_us']['mean']:.2f} us; "
+                 f"per-GP {ours['per_gp_us'] / peer['per_gp_us']:.2f}x (paired rounds {paired_r:.2f}x)")
+    print(line)
 
 runs = [load(f"quick-qs-{i}") for i in range(1, int(sys.argv[2]) + 1)]
 print(f"quick QS, fixed 3 ms FQS, idle, {len(runs)} runs of 100 waits a side (us, per run: mean / max):")
