@@ -13,7 +13,10 @@
 //!   and two compiler fences ([`membarrier_sim::fence::light`]); grace periods
 //!   pay [`membarrier_sim::fence::heavy`] (like liburcu's memb flavor);
 //! - [`qsbr`]: read-side sections that cost nothing; registered threads
-//!   ([`qsbr::QsbrThread`]) announce quiescent states or go offline.
+//!   ([`qsbr::QsbrThread`]) announce quiescent states or go offline, with a
+//!   [`membarrier_sim::fence::full`] where that changes their state, so grace
+//!   periods pair with a `fence::full()` too and make no system call (like
+//!   liburcu's qsbr flavor).
 //!
 //! Each flavor has `synchronize_rcu()` (concurrent callers share grace
 //! periods; a lone caller drives its own, and a grace-period thread takes over
