@@ -1116,8 +1116,8 @@ fn list_names_rcu_lite_and_liburcu_in_every_kind_they_join() {
     );
     check(
         "rcuscale",
-        &["rcu-lite", "rcu-lite-noqs"],
-        &["liburcu-memb"],
+        &["rcu-lite", "rcu-lite-noqs", "rcu-lite-qsbr"],
+        &["liburcu-memb", "liburcu-qsbr"],
     );
     check("torture", &["rcu-lite-memb", "rcu-lite-qsbr"], &[]);
 }
@@ -1140,7 +1140,7 @@ fn liburcu_peers_are_listed_with_their_availability() {
         .flat_map(|k| k["implementations"].as_array().unwrap())
         .filter(|i| i["name"].as_str().unwrap().starts_with("liburcu-"))
         .collect();
-    assert_eq!(liburcu.len(), 3, "{liburcu:?}");
+    assert_eq!(liburcu.len(), 4, "{liburcu:?}");
     let text = String::from_utf8(syncbench(&["list"]).stdout).unwrap();
     if cfg!(syncbench_liburcu) {
         for imp in &liburcu {
@@ -1212,9 +1212,9 @@ fn refscale_runs_the_rcu_read_sides() {
 
 #[test]
 fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
-    let mut impls = vec!["rcu-lite", "rcu-lite-noqs"];
+    let mut impls = vec!["rcu-lite", "rcu-lite-noqs", "rcu-lite-qsbr"];
     if cfg!(syncbench_liburcu) {
-        impls.push("liburcu-memb");
+        impls.extend(["liburcu-memb", "liburcu-qsbr"]);
     }
     let impls = impls.join(",");
     let out = syncbench(&[
