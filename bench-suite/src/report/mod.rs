@@ -1848,6 +1848,7 @@ pub(crate) mod tests {
                 ("refscale", "liburcu-memb"),
                 ("refscale", "liburcu-qsbr"),
                 ("rcuscale", "liburcu-memb"),
+                ("rcuscale", "liburcu-qsbr"),
             ];
             assert_eq!(liburcu, expected.map(|(k, n)| (k.to_owned(), n.to_owned())));
         }
