@@ -23,12 +23,16 @@ pub(super) const LIBURCU_QSBR: Implementation<dyn GracePeriod, Options> = Implem
 
 #[cfg(syncbench_liburcu)]
 fn make() -> Result<Box<dyn GracePeriod>, Unavailable> {
-    Ok(Box::new(linked::LiburcuMemb::new()))
+    Ok(Box::new(
+        linked::Liburcu::<crate::liburcu::MembReader>::new(),
+    ))
 }
 
 #[cfg(syncbench_liburcu)]
 fn make_qsbr() -> Result<Box<dyn GracePeriod>, Unavailable> {
-    Ok(Box::new(linked::LiburcuQsbr::new()))
+    Ok(Box::new(
+        linked::Liburcu::<crate::liburcu::QsbrReader>::new(),
+    ))
 }
 
 #[cfg(not(syncbench_liburcu))]
@@ -47,100 +51,106 @@ mod linked {
     use crate::liburcu::{MembReader, QsbrReader, memb_synchronize_rcu, qsbr_synchronize_rcu};
     use crate::rcuscale::idle_wait;
     use crate::start_gate::StartGate;
+    use std::marker::PhantomData;
     use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::AcqRel};
 
-    pub(super) struct LiburcuMemb {
-        slot: AtomicPtr<u64>,
+    /// A liburcu flavor's registration, as rcuscale drives it: memb, or
+    /// qsbr (offline outside its C loops, which announce a quiescent state
+    /// every 64 sections).
+    pub(super) trait Flavor {
+        /// Runs `body` with the calling thread registered.
+        fn registered<R>(body: impl FnOnce(&Self) -> R) -> R;
+        /// The flavor's `synchronize_rcu()`, from an unregistered writer.
+        fn synchronize_rcu();
+        /// `iterations` read-side sections over `slot`, in C.
+        ///
+        /// # Safety
+        ///
+        /// As `MembReader::read_sections`, for this flavor's grace periods.
+        unsafe fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64);
+        /// Read-side sections over `slot` until `stop`, in C; how many.
+        ///
+        /// # Safety
+        ///
+        /// As [`Flavor::read_sections`].
+        unsafe fn read_until(&self, slot: &AtomicPtr<u64>, stop: &AtomicBool) -> u64;
     }
 
-    impl LiburcuMemb {
-        pub(super) fn new() -> LiburcuMemb {
-            LiburcuMemb {
+    impl Flavor for MembReader {
+        fn registered<R>(body: impl FnOnce(&Self) -> R) -> R {
+            MembReader::with(body)
+        }
+        fn synchronize_rcu() {
+            memb_synchronize_rcu();
+        }
+        unsafe fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64) {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { MembReader::read_sections(self, slot, iterations) }
+        }
+        unsafe fn read_until(&self, slot: &AtomicPtr<u64>, stop: &AtomicBool) -> u64 {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { MembReader::read_until(self, slot, stop) }
+        }
+    }
+
+    impl Flavor for QsbrReader {
+        fn registered<R>(body: impl FnOnce(&Self) -> R) -> R {
+            QsbrReader::with(body)
+        }
+        fn synchronize_rcu() {
+            qsbr_synchronize_rcu();
+        }
+        unsafe fn read_sections(&self, slot: &AtomicPtr<u64>, iterations: u64) {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { QsbrReader::read_sections(self, slot, iterations) }
+        }
+        unsafe fn read_until(&self, slot: &AtomicPtr<u64>, stop: &AtomicBool) -> u64 {
+            // SAFETY: the caller's contract is this method's.
+            unsafe { QsbrReader::read_until(self, slot, stop) }
+        }
+    }
+
+    /// A pointer that liburcu flavor `F` protects. `PhantomData<fn() -> F>`:
+    /// `Send` and `Sync` whatever `F` is (the readers are `!Send`; none is
+    /// stored here).
+    pub(super) struct Liburcu<F> {
+        slot: AtomicPtr<u64>,
+        _flavor: PhantomData<fn() -> F>,
+    }
+
+    impl<F> Liburcu<F> {
+        pub(super) fn new() -> Liburcu<F> {
+            Liburcu {
                 slot: AtomicPtr::new(Box::into_raw(Box::new(0))),
+                _flavor: PhantomData,
             }
         }
     }
 
-    impl GracePeriod for LiburcuMemb {
+    impl<F: Flavor> GracePeriod for Liburcu<F> {
         fn update_and_wait(&self, writer: usize) {
             // AcqRel: Release publishes the new value to C's rcu_dereference;
             // Acquire orders our free after the old value's initialization.
             let old = self
                 .slot
                 .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
-            memb_synchronize_rcu();
-            // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a
-            // memb grace period has elapsed since, so no C reader holds it.
-            drop(unsafe { Box::from_raw(old) });
-        }
-
-        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
-            // Registered, with one section run, before the run starts.
-            MembReader::with(|reader| {
-                // SAFETY: writers free a value only after unpublishing it and
-                // waiting for a memb grace period (`update_and_wait`), and
-                // the last one lives until `drop`, which `&self` outlives.
-                unsafe { reader.read_sections(&self.slot, 1) };
-                if !ready.wait() {
-                    return 0; // The run was called off.
-                }
-                // SAFETY: as above.
-                unsafe { reader.read_until(&self.slot, stop) }
-            })
-        }
-
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
-            // Registered (on liburcu's reader list, which every grace period
-            // walks) until `with` returns.
-            MembReader::with(|reader| {
-                // SAFETY: as in `read_until`.
-                unsafe { reader.read_sections(&self.slot, 1) };
-                idle_wait(ready, stop);
-            });
-        }
-    }
-
-    impl Drop for LiburcuMemb {
-        fn drop(&mut self) {
-            // SAFETY: the last published value; `&mut self`: no reader runs.
-            drop(unsafe { Box::from_raw(*self.slot.get_mut()) });
-        }
-    }
-
-    pub(super) struct LiburcuQsbr {
-        slot: AtomicPtr<u64>,
-    }
-
-    impl LiburcuQsbr {
-        pub(super) fn new() -> LiburcuQsbr {
-            LiburcuQsbr {
-                slot: AtomicPtr::new(Box::into_raw(Box::new(0))),
-            }
-        }
-    }
-
-    impl GracePeriod for LiburcuQsbr {
-        fn update_and_wait(&self, writer: usize) {
-            // AcqRel: as in `LiburcuMemb::update_and_wait`.
-            let old = self
-                .slot
-                .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
             // The writer is not registered: it holds up no grace period.
-            qsbr_synchronize_rcu();
+            F::synchronize_rcu();
             // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a
-            // qsbr grace period has elapsed since: every reader that was
-            // online has announced a quiescent state or gone offline, so
-            // none holds it.
+            // grace period of the flavor has elapsed since, so no C reader
+            // holds it (a qsbr reader online before it has announced a
+            // quiescent state or gone offline).
             drop(unsafe { Box::from_raw(old) });
         }
 
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
-            // Registered, with one section run, before the run starts; offline
-            // outside the C loops, so waiting at the gate holds up nothing.
-            QsbrReader::with(|reader| {
+            // Registered, with one section run, before the run starts (a
+            // qsbr reader waits at the gate offline, holding nothing up).
+            F::registered(|reader| {
                 // SAFETY: writers free a value only after unpublishing it and
-                // waiting for a qsbr grace period (`update_and_wait`), and
-                // the last one lives until `drop`, which `&self` outlives.
+                // waiting for a grace period of the flavor
+                // (`update_and_wait`), and the last one lives until `drop`,
+                // which `&self` outlives.
                 unsafe { reader.read_sections(&self.slot, 1) };
                 if !ready.wait() {
                     return 0; // The run was called off.
@@ -152,9 +162,9 @@ mod linked {
 
         fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
             // Registered (on liburcu's reader list, which every grace period
-            // walks) and offline until `with` returns, as a qsbr thread
-            // that blocks must be.
-            QsbrReader::with(|reader| {
+            // walks) until `registered` returns; a qsbr reader is offline
+            // meanwhile, as a qsbr thread that blocks must be.
+            F::registered(|reader| {
                 // SAFETY: as in `read_until`.
                 unsafe { reader.read_sections(&self.slot, 1) };
                 idle_wait(ready, stop);
@@ -162,7 +172,7 @@ mod linked {
         }
     }
 
-    impl Drop for LiburcuQsbr {
+    impl<F> Drop for Liburcu<F> {
         fn drop(&mut self) {
             // SAFETY: the last published value; `&mut self`: no reader runs.
             drop(unsafe { Box::from_raw(*self.slot.get_mut()) });

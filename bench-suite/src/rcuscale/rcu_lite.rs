@@ -211,6 +211,8 @@ impl RcuLiteQsbr {
         let guard = thread.read_lock();
         // SAFETY: never null; the registration is online while `guard`
         // borrows it, so no grace period that could free the pointee ends.
+        // Acquire pairs with the writers' AcqRel swap: the value is
+        // initialized before we read it.
         black_box(unsafe { *self.current.load(Acquire) });
         drop(guard);
         thread
@@ -251,7 +253,7 @@ impl GracePeriod for RcuLiteQsbr {
             for _ in 0..QSBR_SECTIONS_PER_QS {
                 let guard = thread.read_lock();
                 // SAFETY: never null; the guard keeps the registration online
-                // and so the pointee alive.
+                // and so the pointee alive. Acquire: as in `register_and_read`.
                 black_box(unsafe { *self.current.load(Acquire) });
                 drop(guard);
             }
