@@ -209,12 +209,15 @@ fn rcuscale_json_reports_per_gp_time_and_latency() {
     assert_eq!(row["writers"], 2);
     assert!(row["gps"].as_u64().unwrap() > 0, "{row}");
     let lat = &row["latency_us"];
-    let (p50, p99, max) = (
+    let (p50, p99, max, time_weighted) = (
         lat["p50"].as_f64().unwrap(),
         lat["p99"].as_f64().unwrap(),
         lat["max"].as_f64().unwrap(),
+        lat["time_weighted_p50"].as_f64().unwrap(),
     );
     assert!(p50 <= p99 && p99 <= max, "{row}");
+    // Weighting each wait by its length moves the median up, never down.
+    assert!(p50 <= time_weighted && time_weighted <= max, "{row}");
     assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
 }
 
@@ -239,7 +242,7 @@ fn rcuscale_runs_too_short_for_the_clock_still_measure_a_wait_per_writer() {
     for row in rows.as_array().unwrap() {
         assert!(row["gps"].as_u64().unwrap() >= 2, "{row}");
         assert!(row["per_gp_us"].as_f64().unwrap() > 0.0, "{row}");
-        for figure in ["mean", "p50", "p99", "max"] {
+        for figure in ["mean", "p50", "p99", "max", "time_weighted_p50"] {
             assert!(row["latency_us"][figure].is_f64(), "{figure} in {row}");
         }
     }

@@ -743,8 +743,14 @@ pub fn table(results: &Results) -> Vec<Choice> {
                 .filter(|o| o.name == winner && o.idle_threads == 0)
                 .max_by_key(|o| o.writers)
                 .map(|o| {
+                    // Per-GP time is throughput: writers that sleep for
+                    // milliseconds now and then leave the others to wait
+                    // less, which the time-weighted median shows.
+                    let long = o.latency_us.time_weighted_p50.map_or(String::new(), |t| {
+                        format!(" (half their waiting time in waits of {t:.1} us or longer)")
+                    });
                     format!(
-                        "with {} concurrent writers and {} reader(s), {:.2} us per grace period",
+                        "with {} concurrent writers and {} reader(s), {:.2} us per grace period{long}",
                         o.writers, o.readers, o.per_gp_us
                     )
                 });
@@ -884,6 +890,7 @@ mod tests {
                 p50: mean,
                 p99: mean * 2.0,
                 max: mean * 3.0,
+                time_weighted_p50: Some(mean * 2.5),
             },
             reads: 1,
             duration_s: 1.0,
@@ -2162,6 +2169,16 @@ mod tests {
         assert_eq!(waiting.winner, "rcu-lite", "{waiting:?}");
         assert_eq!(
             waiting.costs_elsewhere,
+            "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), 10.00 us \
+             per grace period (half their waiting time in waits of 100.0 us or longer)"
+        );
+        // Results saved before the time-weighted median was measured.
+        for o in &mut r.rcuscale {
+            o.latency_us.time_weighted_p50 = None;
+        }
+        let rows = table(&r);
+        assert_eq!(
+            waiter_row(&rows).costs_elsewhere,
             "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), 10.00 us \
              per grace period"
         );
