@@ -24,7 +24,9 @@
 //! The caller whose RMW found `DRIVER` clear drives: it runs grace periods until
 //! its own target has completed. If no grace period is needed then, it clears
 //! `DRIVER`. If `NEED_GP` is set and callers crowd the engine (more than
-//! `WORKER_CALLERS_PER_CPU` sleeping waiters per CPU), it hands `DRIVER` to
+//! `WORKER_CALLERS_PER_CPU` sleeping waiters per CPU; for memb on fewer than
+//! 4 CPUs, where every waiter sleeps through a grace period, two sleeping
+//! waiters), it hands `DRIVER` to
 //! the grace-period worker (`gp_worker.rs`), which drives grace periods back
 //! to back for as long as callers keep asking, then clears `DRIVER` and parks.
 //! Otherwise (fewer waiters, no worker thread could be started, or under loom
@@ -516,17 +518,19 @@ impl Engine {
     }
 
     /// Whether more callers sleep waiting than `WORKER_CALLERS_PER_CPU` per
-    /// CPU. Then the machine is oversubscribed with callers: a driver that
-    /// returns is soon preempted by the waiters it woke, and a worker that
-    /// keeps driving serves them with fewer wake-ups. With fewer callers a
-    /// hand-over would add a wake-up of the worker to every grace period (the
-    /// calling driver comes back at once and drives the next one itself).
+    /// CPU (for memb on fewer than `LONG_SPIN_MIN_CPUS` CPUs, more than
+    /// `MEMB_SLEEPERS_ON_FEW_CPUS`: see `worker_threshold`). Then the
+    /// machine is oversubscribed with callers: a driver that returns is soon
+    /// preempted by the waiters it woke, and a worker that keeps driving
+    /// serves them with fewer wake-ups. With fewer callers a hand-over would
+    /// add a wake-up of the worker to every grace period (the calling driver
+    /// comes back at once and drives the next one itself).
     fn crowded(&self) -> bool {
         #[cfg(loom)]
         return self.loom_worker_inline.load(Relaxed);
         // Relaxed: a heuristic; no data depends on it.
         #[cfg(not(loom))]
-        return self.callers.sleeping.load(Relaxed) > worker_threshold();
+        return self.callers.sleeping.load(Relaxed) > worker_threshold(self.reader_fence);
     }
 
     /// Hands this driver's `DRIVER` bit to the worker; `false` if its thread
@@ -860,6 +864,21 @@ pub fn loom_worker_inline(on: bool) {
 #[cfg(not(loom))]
 const WORKER_CALLERS_PER_CPU: u32 = 2;
 
+/// Sleeping waiters above which a memb driver hands over to the worker on
+/// fewer than `LONG_SPIN_MIN_CPUS` CPUs. There a waiter spins only
+/// `CALLER_SPINS` times (about 1.3 us on the 2-vCPU AMD EPYC guest), which
+/// no memb grace period fits (its `membarrier()` takes 8-16 us while the
+/// other CPU is busy), so waiters sleep; a driver that then handed `DRIVER`
+/// to a sleeping waiter, who had to be woken and scheduled before the next
+/// grace period could start, left 3 to 5 writers with a busy reader spending
+/// half their waiting time in waits of 0.1-4 ms, which the worker avoids
+/// (docs/rcu-lite.md, *Many callers*). Not for qsbr, whose grace periods
+/// (0.1-0.3 us with its readers running) mostly serve waiters while they
+/// spin: handing those to the worker cost 3 to 6 writers 2-10x the time
+/// per grace period.
+#[cfg(not(loom))]
+const MEMB_SLEEPERS_ON_FEW_CPUS: u32 = 1;
+
 /// [`Engine::config`]'s word: bit 63 is [`GpConfig::quick_qs`], the rest the
 /// [`Fqs::FixedInterval`] in nanoseconds (at least 1, at most 2^63 - 1: about
 /// 292 years), or 0 for [`Fqs::Adaptive`].
@@ -1051,10 +1070,23 @@ fn spinning_cpus_of(cpus: u32) -> u32 {
 #[cfg(not(loom))]
 const LONG_SPIN_MIN_CPUS: u32 = 4;
 
-/// `WORKER_CALLERS_PER_CPU` times the CPUs this process may run on.
+/// How many callers may sleep waiting before a driver hands `DRIVER` to the
+/// worker and new waiters skip their spin (`Engine::crowded`), in an engine
+/// whose readers issue `reader_fence`, on the CPUs this process may run on.
 #[cfg(not(loom))]
-fn worker_threshold() -> u32 {
-    available_cpus().saturating_mul(WORKER_CALLERS_PER_CPU)
+fn worker_threshold(reader_fence: ReaderFence) -> u32 {
+    worker_threshold_of(available_cpus(), reader_fence)
+}
+
+/// `worker_threshold` on `cpus` CPUs: `MEMB_SLEEPERS_ON_FEW_CPUS` for memb
+/// below `LONG_SPIN_MIN_CPUS`, else `WORKER_CALLERS_PER_CPU` per CPU.
+#[cfg(not(loom))]
+fn worker_threshold_of(cpus: u32, reader_fence: ReaderFence) -> u32 {
+    if cpus < LONG_SPIN_MIN_CPUS && reader_fence == ReaderFence::Light {
+        MEMB_SLEEPERS_ON_FEW_CPUS
+    } else {
+        cpus.saturating_mul(WORKER_CALLERS_PER_CPU)
+    }
 }
 
 /// The CPUs this process may run on, computed on first use. Not a
@@ -1191,6 +1223,32 @@ mod tests {
         }
     }
 
+    /// On fewer than 4 CPUs a memb driver hands over to the worker once two
+    /// callers sleep; qsbr, and memb from 4 CPUs, once more than two per CPU
+    /// do.
+    #[test]
+    fn memb_hands_over_to_the_worker_at_two_sleepers_below_four_cpus() {
+        for (cpus, memb, qsbr) in [
+            (1, 1, 2),
+            (2, 1, 4),
+            (3, 1, 6),
+            (4, 8, 8),
+            (16, 32, 32),
+            (u32::MAX, u32::MAX, u32::MAX),
+        ] {
+            assert_eq!(
+                worker_threshold_of(cpus, ReaderFence::Light),
+                memb,
+                "{cpus} CPUs"
+            );
+            assert_eq!(
+                worker_threshold_of(cpus, ReaderFence::Full),
+                qsbr,
+                "{cpus} CPUs"
+            );
+        }
+    }
+
     /// More spins than a 20 us long spin makes at 1 ns a spin: only a spin
     /// without an end reaches it.
     const SPIN_CAP: u64 = 1 << 26;
@@ -1274,7 +1332,7 @@ mod tests {
         engine
             .callers
             .sleeping
-            .store(worker_threshold() + 1, Relaxed);
+            .store(worker_threshold(ReaderFence::Light) + 1, Relaxed);
         let mut crowded = CallerSpin::with_spinning_cpus(&engine, 15);
         assert!(!crowded.again());
         assert_eq!(engine.callers.waiting.load(Relaxed), 0);

@@ -6,7 +6,8 @@
 //! they come alone (a lone `synchronize_rcu()` on an idle machine costs no
 //! wake-up at all); the worker only takes over when a driver finishes its own
 //! grace period, finds another one needed (`NEED_GP`), and finds more than
-//! two waiters per CPU asleep (`Engine::crowded`); with fewer, the driver
+//! two waiters per CPU asleep (for memb on fewer than 4 CPUs, two waiters:
+//! `Engine::crowded`); with fewer, the driver
 //! hands `DRIVER` to one of the waiters instead (`Engine::hand_off`).
 //!
 //! # Invariants

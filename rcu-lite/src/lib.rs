@@ -20,7 +20,7 @@
 //!
 //! Each flavor has `synchronize_rcu()` (concurrent callers share grace
 //! periods; a lone caller drives its own, and a grace-period thread takes over
-//! while more than two callers per CPU wait), `synchronize_rcu_expedited()`,
+//! while callers crowd it), `synchronize_rcu_expedited()`,
 //! `call_rcu()` (one callback thread per flavor, batching callbacks per grace
 //! period) and `rcu_barrier()`.
 //! [`Rcu<T, F>`] is the safe cell on top; [`raw`] is the layer underneath.
