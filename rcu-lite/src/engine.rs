@@ -874,8 +874,8 @@ const WORKER_CALLERS_PER_CPU: u32 = 2;
 /// half their waiting time in waits of 0.1-4 ms, which the worker avoids
 /// (docs/rcu-lite.md, *Many callers*). Not for qsbr, whose grace periods
 /// (0.1-0.3 us with its readers running) mostly serve waiters while they
-/// spin: handing those to the worker cost 3 to 6 writers 2-10x the time
-/// per grace period.
+/// spin: handing those to the worker took up to 11x the time per grace
+/// period for 3 to 6 writers.
 #[cfg(not(loom))]
 const MEMB_SLEEPERS_ON_FEW_CPUS: u32 = 1;
 
