@@ -25,8 +25,8 @@
 //! its own target has completed. If no grace period is needed then, it clears
 //! `DRIVER`. If `NEED_GP` is set and callers crowd the engine (more than
 //! `WORKER_CALLERS_PER_CPU` sleeping waiters per CPU; for memb on fewer than
-//! 4 CPUs, where every waiter sleeps through a grace period, two sleeping
-//! waiters), it hands `DRIVER` to
+//! 4 CPUs, where every waiter sleeps through a grace period's `membarrier()`,
+//! two sleeping waiters), it hands `DRIVER` to
 //! the grace-period worker (`gp_worker.rs`), which drives grace periods back
 //! to back for as long as callers keep asking, then clears `DRIVER` and parks.
 //! Otherwise (fewer waiters, no worker thread could be started, or under loom
@@ -242,6 +242,14 @@ impl ReaderFence {
             ReaderFence::Light => fence::heavy(),
             ReaderFence::Full => fence::full(),
         }
+    }
+
+    /// Whether the engine's half is a `membarrier()`, which interrupts the
+    /// CPUs running readers: memb in membarrier mode. Not qsbr, nor memb
+    /// under the fallback fences, whose `heavy()` is `fence(SeqCst)`.
+    #[cfg(not(loom))]
+    fn engine_side_is_membarrier(self) -> bool {
+        self == ReaderFence::Light && fence::mode() == fence::Mode::Membarrier
     }
 }
 
@@ -518,8 +526,9 @@ impl Engine {
     }
 
     /// Whether more callers sleep waiting than `WORKER_CALLERS_PER_CPU` per
-    /// CPU (for memb on fewer than `LONG_SPIN_MIN_CPUS` CPUs, more than
-    /// `MEMB_SLEEPERS_ON_FEW_CPUS`: see `worker_threshold`). Then the
+    /// CPU (for memb's `membarrier()` grace periods on fewer than
+    /// `LONG_SPIN_MIN_CPUS` CPUs, more than `MEMB_SLEEPERS_ON_FEW_CPUS`: see
+    /// `worker_threshold`). Then the
     /// machine is oversubscribed with callers: a driver that returns is soon
     /// preempted by the waiters it woke, and a worker that keeps driving
     /// serves them with fewer wake-ups. With fewer callers a hand-over would
@@ -871,11 +880,12 @@ const WORKER_CALLERS_PER_CPU: u32 = 2;
 /// other CPU is busy), so waiters sleep; a driver that then handed `DRIVER`
 /// to a sleeping waiter, who had to be woken and scheduled before the next
 /// grace period could start, left 3 to 5 writers with a busy reader spending
-/// half their waiting time in waits of 0.1-4 ms, which the worker avoids
-/// (docs/rcu-lite.md, *Many callers*). Not for qsbr, whose grace periods
-/// (0.1-0.3 us with its readers running) mostly serve waiters while they
-/// spin: handing those to the worker took up to 11x the time per grace
-/// period for 3 to 6 writers.
+/// half their waiting time in waits of 0.06-4 ms, which the worker avoids
+/// (docs/rcu-lite.md, *A few callers on 2 CPUs*). Not for qsbr, nor memb
+/// under the fallback fences, whose grace periods (0.1-0.3 us with a
+/// reader running) mostly serve waiters while they spin: handing those to
+/// the worker took up to 11x the time per grace period for 3 to 6 qsbr
+/// writers, and 5-14x for 4 and 5 memb writers under `SeqCst` fences.
 #[cfg(not(loom))]
 const MEMB_SLEEPERS_ON_FEW_CPUS: u32 = 1;
 
@@ -1075,14 +1085,15 @@ const LONG_SPIN_MIN_CPUS: u32 = 4;
 /// whose readers issue `reader_fence`, on the CPUs this process may run on.
 #[cfg(not(loom))]
 fn worker_threshold(reader_fence: ReaderFence) -> u32 {
-    worker_threshold_of(available_cpus(), reader_fence)
+    worker_threshold_of(available_cpus(), reader_fence.engine_side_is_membarrier())
 }
 
-/// `worker_threshold` on `cpus` CPUs: `MEMB_SLEEPERS_ON_FEW_CPUS` for memb
+/// `worker_threshold` on `cpus` CPUs, for grace periods that make a
+/// `membarrier()` or not: `MEMB_SLEEPERS_ON_FEW_CPUS` for those that do
 /// below `LONG_SPIN_MIN_CPUS`, else `WORKER_CALLERS_PER_CPU` per CPU.
 #[cfg(not(loom))]
-fn worker_threshold_of(cpus: u32, reader_fence: ReaderFence) -> u32 {
-    if cpus < LONG_SPIN_MIN_CPUS && reader_fence == ReaderFence::Light {
+fn worker_threshold_of(cpus: u32, membarrier_grace_periods: bool) -> u32 {
+    if cpus < LONG_SPIN_MIN_CPUS && membarrier_grace_periods {
         MEMB_SLEEPERS_ON_FEW_CPUS
     } else {
         cpus.saturating_mul(WORKER_CALLERS_PER_CPU)
@@ -1223,12 +1234,13 @@ mod tests {
         }
     }
 
-    /// On fewer than 4 CPUs a memb driver hands over to the worker once two
-    /// callers sleep; qsbr, and memb from 4 CPUs, once more than two per CPU
-    /// do.
+    /// On fewer than 4 CPUs a driver whose grace periods make a
+    /// `membarrier()` (memb's) hands over to the worker once two callers
+    /// sleep; other drivers, and every driver from 4 CPUs, once more than
+    /// two per CPU do.
     #[test]
-    fn memb_hands_over_to_the_worker_at_two_sleepers_below_four_cpus() {
-        for (cpus, memb, qsbr) in [
+    fn membarrier_drivers_hand_over_to_the_worker_at_two_sleepers_below_four_cpus() {
+        for (cpus, membarrier, fence) in [
             (1, 1, 2),
             (2, 1, 4),
             (3, 1, 6),
@@ -1236,17 +1248,16 @@ mod tests {
             (16, 32, 32),
             (u32::MAX, u32::MAX, u32::MAX),
         ] {
-            assert_eq!(
-                worker_threshold_of(cpus, ReaderFence::Light),
-                memb,
-                "{cpus} CPUs"
-            );
-            assert_eq!(
-                worker_threshold_of(cpus, ReaderFence::Full),
-                qsbr,
-                "{cpus} CPUs"
-            );
+            assert_eq!(worker_threshold_of(cpus, true), membarrier, "{cpus} CPUs");
+            assert_eq!(worker_threshold_of(cpus, false), fence, "{cpus} CPUs");
         }
+        // Which of the two each flavor's engine is.
+        let membarrier_mode = fence::mode() == fence::Mode::Membarrier;
+        assert_eq!(
+            ReaderFence::Light.engine_side_is_membarrier(),
+            membarrier_mode
+        );
+        assert!(!ReaderFence::Full.engine_side_is_membarrier());
     }
 
     /// More spins than a 20 us long spin makes at 1 ns a spin: only a spin
