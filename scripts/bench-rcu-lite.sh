@@ -96,12 +96,17 @@ qsbr = json.load(open(f"{out}/qsbr-writers.json"))
 for writers in sorted({r["writers"] for r in qsbr}):
     row = {r["impl"]: r for r in qsbr if r["writers"] == writers}
     ours = row["rcu-lite-qsbr"]
+    # The time-weighted p50 (half the waiting time went to waits this long or
+    # longer) shows what per-GP time and the mean do not: writers that nap
+    # for milliseconds (docs/measuring.md, *Long waits*).
+    waits = lambda r: (f"mean wait {r['latency_us']['mean']:.2f} us, time-weighted p50 "
+                       f"{r['latency_us'].get('time_weighted_p50', float('nan')):.1f} us")
     line = (f"qsbr synchronize, {writers} writer(s), one busy reader (not a goal): rcu-lite-qsbr per-GP "
-            f"{ours['per_gp_us']:.2f} us, mean wait {ours['latency_us']['mean']:.2f} us")
+            f"{ours['per_gp_us']:.2f} us, {waits(ours)}")
     if "liburcu-qsbr" in row:
         peer = row["liburcu-qsbr"]
         paired_r = statistics.median(a / b for a, b in zip(ours["per_gp_rounds_us"], peer["per_gp_rounds_us"]))
-        line += (f"; liburcu-qsbr {peer['per_gp_us']:.2f} us, mean wait {peer['latency_us']['mean']:.2f} us; "
+        line += (f"; liburcu-qsbr {peer['per_gp_us']:.2f} us, {waits(peer)}; "
                  f"per-GP {ours['per_gp_us'] / peer['per_gp_us']:.2f}x (paired rounds {paired_r:.2f}x)")
     print(line)
 
