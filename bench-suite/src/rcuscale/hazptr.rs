@@ -1,12 +1,13 @@
 //! This workspace's `hazptr` writer side: swap, `synchronize(old)`, free.
 
+use super::published::Published;
 use super::{GracePeriod, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
 use hazptr::Domain;
 use std::hint::black_box;
-use std::sync::atomic::Ordering::{AcqRel, Relaxed};
-use std::sync::atomic::{AtomicBool, AtomicPtr};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// `hazptr`: concurrent `synchronize` callers share one scan.
 pub(super) const HAZPTR: Implementation<dyn GracePeriod, Options> = Implementation {
@@ -26,28 +27,26 @@ pub(super) const HAZPTR_UNSHARED: Implementation<dyn GracePeriod, Options> = Imp
 
 struct Hazptr {
     domain: Domain,
-    current: AtomicPtr<u64>,
+    current: Published,
 }
 
 impl Hazptr {
     fn new(shared_scan: bool) -> Self {
         Hazptr {
             domain: Domain::builder().shared_scan(shared_scan).build(),
-            current: AtomicPtr::new(Box::into_raw(Box::new(0u64))),
+            current: Published::new(0),
         }
     }
 }
 
 impl GracePeriod for Hazptr {
     fn update_and_wait(&self, writer: usize) {
-        let fresh = Box::into_raw(Box::new(writer as u64));
-        // AcqRel: Release publishes `fresh` to readers' Acquire loads (in
-        // `protect_ptr`); Acquire orders our free after `old`'s initialization.
-        let old = self.current.swap(fresh, AcqRel);
-        self.domain.synchronize(old);
-        // SAFETY: unpublished by the swap; after `synchronize` no reader holds
-        // it; allocated by `Box::new`.
-        drop(unsafe { Box::from_raw(old) });
+        // `replace`'s swap pairs with the Acquire load in `protect_ptr`.
+        let old = self.current.replace(writer as u64);
+        self.domain.synchronize(old.as_ptr());
+        // SAFETY: unpublished by `replace`; after `synchronize` no guard
+        // protects it.
+        unsafe { old.free() };
     }
 
     fn prepare_writer(&self) {
@@ -62,7 +61,7 @@ impl GracePeriod for Hazptr {
     fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
         // The first guard gives the thread its slot block, before the run.
         let mut guard = self.domain.guard();
-        let p = guard.protect_ptr(&self.current);
+        let p = guard.protect_ptr(self.current.slot());
         // SAFETY: protected by `guard`; never null.
         black_box(unsafe { *p });
         drop(guard);
@@ -74,7 +73,7 @@ impl GracePeriod for Hazptr {
         while !stop.load(Relaxed) {
             for _ in 0..64 {
                 let mut guard = self.domain.guard();
-                let p = guard.protect_ptr(&self.current);
+                let p = guard.protect_ptr(self.current.slot());
                 // SAFETY: protected by `guard`; never null.
                 black_box(unsafe { *p });
             }
@@ -87,18 +86,11 @@ impl GracePeriod for Hazptr {
         // The first guard gives the thread a slot block, which every scan
         // walks until the thread exits.
         let mut guard = self.domain.guard();
-        let p = guard.protect_ptr(&self.current);
+        let p = guard.protect_ptr(self.current.slot());
         // SAFETY: protected by `guard`; never null.
         black_box(unsafe { *p });
         drop(guard);
         idle_wait(ready, stop);
-    }
-}
-
-impl Drop for Hazptr {
-    fn drop(&mut self) {
-        // SAFETY: the last published object; `&mut self` excludes readers.
-        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
     }
 }
 
@@ -136,7 +128,7 @@ mod tests {
         let hazptr = Hazptr::new(true);
         hazptr.update_and_wait(7);
         // SAFETY: never null; no writer runs beside this load.
-        assert_eq!(unsafe { *hazptr.current.load(Relaxed) }, 7);
+        assert_eq!(unsafe { *hazptr.current.slot().load(Relaxed) }, 7);
     }
 
     /// The shared scan's scanner thread starts on a domain's first

@@ -50,9 +50,10 @@ mod linked {
     use super::GracePeriod;
     use crate::liburcu::{MembReader, QsbrReader, memb_synchronize_rcu, qsbr_synchronize_rcu};
     use crate::rcuscale::idle_wait;
+    use crate::rcuscale::published::Published;
     use crate::start_gate::StartGate;
     use std::marker::PhantomData;
-    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::AcqRel};
+    use std::sync::atomic::{AtomicBool, AtomicPtr};
 
     /// A liburcu flavor's registration, as rcuscale drives it: memb, or
     /// qsbr (offline outside its C loops, which announce a quiescent state
@@ -114,14 +115,14 @@ mod linked {
     /// `Send` and `Sync` whatever `F` is (the readers are `!Send`; none is
     /// stored here).
     pub(super) struct Liburcu<F> {
-        slot: AtomicPtr<u64>,
+        value: Published,
         _flavor: PhantomData<fn() -> F>,
     }
 
     impl<F> Liburcu<F> {
         pub(super) fn new() -> Liburcu<F> {
             Liburcu {
-                slot: AtomicPtr::new(Box::into_raw(Box::new(0))),
+                value: Published::new(0),
                 _flavor: PhantomData,
             }
         }
@@ -129,18 +130,15 @@ mod linked {
 
     impl<F: Flavor> GracePeriod for Liburcu<F> {
         fn update_and_wait(&self, writer: usize) {
-            // AcqRel: Release publishes the new value to C's rcu_dereference;
-            // Acquire orders our free after the old value's initialization.
-            let old = self
-                .slot
-                .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+            // `replace`'s swap pairs with C's rcu_dereference.
+            let old = self.value.replace(writer as u64);
             // The writer is not registered: it holds up no grace period.
             F::synchronize_rcu();
-            // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a
-            // grace period of the flavor has elapsed since, so no C reader
-            // holds it (a qsbr reader online before it has announced a
-            // quiescent state or gone offline).
-            drop(unsafe { Box::from_raw(old) });
+            // SAFETY: unpublished by `replace`, and a grace period of the
+            // flavor has elapsed since, so no C reader holds it (a qsbr
+            // reader online before it has announced a quiescent state or
+            // gone offline).
+            unsafe { old.free() };
         }
 
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
@@ -151,12 +149,12 @@ mod linked {
                 // waiting for a grace period of the flavor
                 // (`update_and_wait`), and the last one lives until `drop`,
                 // which `&self` outlives.
-                unsafe { reader.read_sections(&self.slot, 1) };
+                unsafe { reader.read_sections(self.value.slot(), 1) };
                 if !ready.wait() {
                     return 0; // The run was called off.
                 }
                 // SAFETY: as above.
-                unsafe { reader.read_until(&self.slot, stop) }
+                unsafe { reader.read_until(self.value.slot(), stop) }
             })
         }
 
@@ -166,16 +164,9 @@ mod linked {
             // meanwhile, as a qsbr thread that blocks must be.
             F::registered(|reader| {
                 // SAFETY: as in `read_until`.
-                unsafe { reader.read_sections(&self.slot, 1) };
+                unsafe { reader.read_sections(self.value.slot(), 1) };
                 idle_wait(ready, stop);
             });
-        }
-    }
-
-    impl<F> Drop for Liburcu<F> {
-        fn drop(&mut self) {
-            // SAFETY: the last published value; `&mut self`: no reader runs.
-            drop(unsafe { Box::from_raw(*self.slot.get_mut()) });
         }
     }
 }

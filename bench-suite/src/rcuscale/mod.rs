@@ -30,6 +30,7 @@
 mod hazptr;
 mod liburcu;
 mod peers;
+mod published;
 mod rcu_lite;
 
 use crate::progress::Progress;

@@ -12,13 +12,14 @@
 //! before the first run is the one left after the last, however runs on
 //! several threads interleave.
 
+use super::published::Published;
 use super::{GracePeriod, Options, QSBR_SECTIONS_PER_QS, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// `rcu-lite`.
@@ -114,7 +115,9 @@ impl Drop for ConfigurationLease {
 /// A memb-protected pointer, with the memb flavor configured for this run
 /// for as long as it lives.
 struct RcuLite {
-    current: AtomicPtr<u64>,
+    /// Dropped first: fields drop in order, and `_configuration` restores
+    /// the flavor's configuration after the last value is freed.
+    current: Published,
     _configuration: ConfigurationLease,
 }
 
@@ -122,7 +125,7 @@ impl RcuLite {
     fn new(quick_qs: bool, options: &Options) -> RcuLite {
         let configuration = ConfigurationLease::take(&MEMB_CONFIGURATION, quick_qs, options);
         RcuLite {
-            current: AtomicPtr::new(Box::into_raw(Box::new(0))),
+            current: Published::new(0),
             _configuration: configuration,
         }
     }
@@ -130,15 +133,11 @@ impl RcuLite {
 
 impl GracePeriod for RcuLite {
     fn update_and_wait(&self, writer: usize) {
-        // AcqRel: Release publishes the new value to readers' Acquire loads;
-        // Acquire orders our free after the old value's initialization.
-        let old = self
-            .current
-            .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+        let old = self.current.replace(writer as u64);
         memb::synchronize_rcu();
-        // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a memb
-        // grace period has elapsed since, so no reader holds it.
-        drop(unsafe { Box::from_raw(old) });
+        // SAFETY: unpublished by `replace`, and a memb grace period has
+        // elapsed since, so no reader holds it.
+        unsafe { old.free() };
     }
 
     fn prepare_writer(&self) {
@@ -151,7 +150,7 @@ impl GracePeriod for RcuLite {
         // The first read lock registers the thread, before the run.
         let guard = memb::read_lock();
         // SAFETY: never null; the guard keeps the pointee alive.
-        black_box(unsafe { *self.current.load(Acquire) });
+        black_box(unsafe { *self.current.slot().load(Acquire) });
         drop(guard);
         if !ready.wait() {
             return 0; // The run was called off.
@@ -162,7 +161,7 @@ impl GracePeriod for RcuLite {
             for _ in 0..64 {
                 let guard = memb::read_lock();
                 // SAFETY: never null; the guard keeps the pointee alive.
-                black_box(unsafe { *self.current.load(Acquire) });
+                black_box(unsafe { *self.current.slot().load(Acquire) });
                 drop(guard);
             }
             n += 64;
@@ -175,31 +174,25 @@ impl GracePeriod for RcuLite {
         // scanned) until it exits.
         let guard = memb::read_lock();
         // SAFETY: never null; the guard keeps the pointee alive.
-        black_box(unsafe { *self.current.load(Acquire) });
+        black_box(unsafe { *self.current.slot().load(Acquire) });
         drop(guard);
         idle_wait(ready, stop);
-    }
-}
-
-impl Drop for RcuLite {
-    fn drop(&mut self) {
-        // (`_configuration` restores the memb configuration after this.)
-        // SAFETY: the last published value; `&mut self`: no reader runs.
-        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
     }
 }
 
 /// A qsbr-protected pointer, with the qsbr flavor configured for this run
 /// for as long as it lives.
 struct RcuLiteQsbr {
-    current: AtomicPtr<u64>,
+    /// Dropped first: fields drop in order, and `_configuration` restores
+    /// the flavor's configuration after the last value is freed.
+    current: Published,
     _configuration: ConfigurationLease,
 }
 
 impl RcuLiteQsbr {
     fn new(options: &Options) -> RcuLiteQsbr {
         RcuLiteQsbr {
-            current: AtomicPtr::new(Box::into_raw(Box::new(0))),
+            current: Published::new(0),
             _configuration: ConfigurationLease::take(&QSBR_CONFIGURATION, true, options),
         }
     }
@@ -213,7 +206,7 @@ impl RcuLiteQsbr {
         // borrows it, so no grace period that could free the pointee ends.
         // Acquire pairs with the writers' AcqRel swap: the value is
         // initialized before we read it.
-        black_box(unsafe { *self.current.load(Acquire) });
+        black_box(unsafe { *self.current.slot().load(Acquire) });
         drop(guard);
         thread
     }
@@ -221,17 +214,13 @@ impl RcuLiteQsbr {
 
 impl GracePeriod for RcuLiteQsbr {
     fn update_and_wait(&self, writer: usize) {
-        // AcqRel: as in `RcuLite::update_and_wait`.
-        let old = self
-            .current
-            .swap(Box::into_raw(Box::new(writer as u64)), AcqRel);
+        let old = self.current.replace(writer as u64);
         // Writers hold no registration, so nothing refuses the wait.
         qsbr::synchronize_rcu();
-        // SAFETY: `old` came from `Box::into_raw`, is unpublished, and a qsbr
-        // grace period has elapsed since: every registration online before
-        // it has announced a quiescent state or gone offline, so no reader
-        // holds it.
-        drop(unsafe { Box::from_raw(old) });
+        // SAFETY: unpublished by `replace`, and a qsbr grace period has
+        // elapsed since: every registration online before it has announced
+        // a quiescent state or gone offline, so no reader holds it.
+        unsafe { old.free() };
     }
 
     fn prepare_writer(&self) {
@@ -254,7 +243,7 @@ impl GracePeriod for RcuLiteQsbr {
                 let guard = thread.read_lock();
                 // SAFETY: never null; the guard keeps the registration online
                 // and so the pointee alive. Acquire: as in `register_and_read`.
-                black_box(unsafe { *self.current.load(Acquire) });
+                black_box(unsafe { *self.current.slot().load(Acquire) });
                 drop(guard);
             }
             n += QSBR_SECTIONS_PER_QS as u64;
@@ -271,14 +260,6 @@ impl GracePeriod for RcuLiteQsbr {
     }
 }
 
-impl Drop for RcuLiteQsbr {
-    fn drop(&mut self) {
-        // (`_configuration` restores the qsbr configuration after this.)
-        // SAFETY: the last published value; `&mut self`: no reader runs.
-        drop(unsafe { Box::from_raw(*self.current.get_mut()) });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,7 +271,7 @@ mod tests {
         let rcu_lite = RcuLite::new(true, &Options::default());
         rcu_lite.update_and_wait(7);
         // SAFETY: never null; no writer runs beside this load.
-        assert_eq!(unsafe { *rcu_lite.current.load(Acquire) }, 7);
+        assert_eq!(unsafe { *rcu_lite.current.slot().load(Acquire) }, 7);
     }
 
     /// An `rcu-lite-qsbr` run sets the qsbr flavor's configuration, not
@@ -316,7 +297,7 @@ mod tests {
         assert_eq!(memb::config(), memb_before, "a qsbr run configured memb");
         run.update_and_wait(3);
         // SAFETY: never null; no writer runs beside this load.
-        assert_eq!(unsafe { *run.current.load(Acquire) }, 3);
+        assert_eq!(unsafe { *run.current.slot().load(Acquire) }, 3);
         drop(run);
         // Under a qsbr lease of our own again, so no other test's run is in place.
         let after = RcuLiteQsbr::new(&Options::default());
