@@ -26,7 +26,8 @@
 //! `DRIVER`. If `NEED_GP` is set and callers crowd the engine (more than
 //! `WORKER_CALLERS_PER_CPU` sleeping waiters per CPU; for memb on fewer than
 //! 4 CPUs, where every waiter sleeps through a grace period's `membarrier()`,
-//! two sleeping waiters), it hands `DRIVER` to
+//! two sleeping waiters while readers hold grace periods up, else more than
+//! one per CPU), it hands `DRIVER` to
 //! the grace-period worker (`gp_worker.rs`), which drives grace periods back
 //! to back for as long as callers keep asking, then clears `DRIVER` and parks.
 //! Otherwise (fewer waiters, no worker thread could be started, or under loom
@@ -205,6 +206,14 @@ struct CallerShared {
     /// nothing counts.
     #[cfg(not(loom))]
     waiting: ConfigU32,
+    /// Grace periods since the last one whose first scan found a holdout,
+    /// up to `HOLDOUT_MEMORY_GPS` (also its value before any such scan):
+    /// whether readers held grace periods up of late, which decides memb's
+    /// worker threshold on few CPUs (`worker_threshold_of`). Written by the
+    /// `DRIVER` holder only, and only when it changes; a heuristic, as
+    /// `sleeping`. Not under loom, where the models choose the worker.
+    #[cfg(not(loom))]
+    gps_since_holdout: ConfigU32,
 }
 
 /// Which fence a flavor's readers issue between storing their record word and
@@ -304,6 +313,8 @@ impl Engine {
                     sleeping: ConfigU32::new(0),
                     #[cfg(not(loom))]
                     waiting: ConfigU32::new(0),
+                    #[cfg(not(loom))]
+                    gps_since_holdout: ConfigU32::new(HOLDOUT_MEMORY_GPS),
                 },
                 registry: Registry::new(),
                 config: ConfigU64::new(encode_config(GpConfig::DEFAULT)),
@@ -527,8 +538,7 @@ impl Engine {
 
     /// Whether more callers sleep waiting than `WORKER_CALLERS_PER_CPU` per
     /// CPU (for memb's `membarrier()` grace periods on fewer than
-    /// `LONG_SPIN_MIN_CPUS` CPUs, more than `MEMB_SLEEPERS_ON_FEW_CPUS`: see
-    /// `worker_threshold`). Then the
+    /// `LONG_SPIN_MIN_CPUS` CPUs, fewer: see `worker_threshold_of`). Then the
     /// machine is oversubscribed with callers: a driver that returns is soon
     /// preempted by the waiters it woke, and a worker that keeps driving
     /// serves them with fewer wake-ups. With fewer callers a hand-over would
@@ -539,7 +549,41 @@ impl Engine {
         return self.loom_worker_inline.load(Relaxed);
         // Relaxed: a heuristic; no data depends on it.
         #[cfg(not(loom))]
-        return self.callers.sleeping.load(Relaxed) > worker_threshold(self.reader_fence);
+        return self.callers.sleeping.load(Relaxed) > self.worker_threshold();
+    }
+
+    /// How many callers may sleep waiting before a driver hands `DRIVER` to
+    /// the worker and new waiters skip their spin (`crowded`), on the CPUs
+    /// this process may run on.
+    #[cfg(not(loom))]
+    fn worker_threshold(&self) -> u32 {
+        worker_threshold_of(
+            available_cpus(),
+            self.reader_fence.engine_side_is_membarrier(),
+            // Relaxed: a heuristic, as `sleeping`.
+            self.callers.gps_since_holdout.load(Relaxed) < HOLDOUT_MEMORY_GPS,
+        )
+    }
+
+    /// Counts grace periods since the last one whose first scan found a
+    /// holdout (`any_holdout`), for `worker_threshold`. By the `DRIVER`
+    /// holder; a store only when the count changes, so that grace periods
+    /// that keep finding holdouts (or that have not found one for long)
+    /// leave the line alone.
+    #[cfg(not(loom))]
+    #[inline]
+    fn note_holdouts(&self, any_holdout: bool) {
+        // Relaxed: a heuristic; the DRIVER bit's AcqRel hand-offs order the
+        // holders' accesses anyway.
+        let since = self.callers.gps_since_holdout.load(Relaxed);
+        let next = if any_holdout {
+            0
+        } else {
+            (since + 1).min(HOLDOUT_MEMORY_GPS)
+        };
+        if next != since {
+            self.callers.gps_since_holdout.store(next, Relaxed);
+        }
     }
 
     /// Hands this driver's `DRIVER` bit to the worker; `false` if its thread
@@ -731,6 +775,9 @@ impl Engine {
             }
         }
 
+        #[cfg(not(loom))]
+        self.note_holdouts(!holdouts.is_empty());
+
         while driver_holdout || !holdouts.is_empty() {
             match fqs {
                 Fqs::Adaptive => {
@@ -874,20 +921,38 @@ pub fn loom_worker_inline(on: bool) {
 const WORKER_CALLERS_PER_CPU: u32 = 2;
 
 /// Sleeping waiters above which a memb driver hands over to the worker on
-/// fewer than `LONG_SPIN_MIN_CPUS` CPUs. There a waiter spins only
+/// fewer than `LONG_SPIN_MIN_CPUS` CPUs, while readers hold grace periods up
+/// (a first scan found a holdout in the last `HOLDOUT_MEMORY_GPS` grace
+/// periods). There a waiter spins only
 /// `CALLER_SPINS` times (about 1.3 us on the 2-vCPU AMD EPYC guest), which
 /// no memb grace period fits (its `membarrier()` takes 8-16 us while the
 /// other CPU is busy), so waiters sleep; a driver that then handed `DRIVER`
-/// to a sleeping waiter, who had to be woken and scheduled before the next
-/// grace period could start, left 3 to 5 writers with a busy reader spending
-/// half their waiting time in waits of 0.06-4 ms, which the worker avoids
-/// (docs/rcu-lite.md, *A few callers on 2 CPUs*). Not for qsbr, nor memb
+/// to a sleeping waiter, who had to be woken and scheduled beside the
+/// reader before the next grace period could start, left 3 to 5 writers
+/// with a busy reader spending half their waiting time in waits of
+/// 0.06-4 ms, which the worker avoids (docs/rcu-lite.md, *A few callers on
+/// 2 CPUs*). Not for qsbr, nor memb
 /// under the fallback fences, whose grace periods (0.1-0.3 us with a
 /// reader running) mostly serve waiters while they spin: handing those to
 /// the worker took up to 11x the time per grace period for 3 to 6 qsbr
 /// writers, and 5-14x for 4 and 5 memb writers under `SeqCst` fences.
 #[cfg(not(loom))]
 const MEMB_SLEEPERS_ON_FEW_CPUS: u32 = 1;
+
+/// How many grace periods whose first scan found no holdout make memb's
+/// worker threshold on few CPUs go back from `MEMB_SLEEPERS_ON_FEW_CPUS` to
+/// one sleeper per CPU. Without readers to share the CPUs with, a woken
+/// waiter soon runs, and callers that drive one grace period after another
+/// themselves beat a worker that wakes each of them: 3 memb writers without
+/// readers on 2 vCPUs took 0.46x the time per grace period with one
+/// sleeper per CPU as the threshold, against one sleeper (median of 14
+/// paired rounds; 4 writers 1.15x, the other counts with or without a busy
+/// reader 0.90-1.13x, within the 0.79-1.10x of 2 writers, whom the
+/// threshold never concerns). 1,024 grace periods last 2-12 ms there: a reader that
+/// comes back is seen by the next scan that finds it inside its section;
+/// one that stops is forgotten within milliseconds.
+#[cfg(not(loom))]
+const HOLDOUT_MEMORY_GPS: u32 = 1024;
 
 /// [`Engine::config`]'s word: bit 63 is [`GpConfig::quick_qs`], the rest the
 /// [`Fqs::FixedInterval`] in nanoseconds (at least 1, at most 2^63 - 1: about
@@ -1080,21 +1145,19 @@ fn spinning_cpus_of(cpus: u32) -> u32 {
 #[cfg(not(loom))]
 const LONG_SPIN_MIN_CPUS: u32 = 4;
 
-/// How many callers may sleep waiting before a driver hands `DRIVER` to the
-/// worker and new waiters skip their spin (`Engine::crowded`), in an engine
-/// whose readers issue `reader_fence`, on the CPUs this process may run on.
+/// `Engine::worker_threshold` on `cpus` CPUs, for grace periods that make a
+/// `membarrier()` or not, with readers that held grace periods up of late
+/// or not. For those that do below `LONG_SPIN_MIN_CPUS`:
+/// `MEMB_SLEEPERS_ON_FEW_CPUS` while readers held them up, else one per CPU
+/// (`HOLDOUT_MEMORY_GPS`). Otherwise `WORKER_CALLERS_PER_CPU` per CPU.
 #[cfg(not(loom))]
-fn worker_threshold(reader_fence: ReaderFence) -> u32 {
-    worker_threshold_of(available_cpus(), reader_fence.engine_side_is_membarrier())
-}
-
-/// `worker_threshold` on `cpus` CPUs, for grace periods that make a
-/// `membarrier()` or not: `MEMB_SLEEPERS_ON_FEW_CPUS` for those that do
-/// below `LONG_SPIN_MIN_CPUS`, else `WORKER_CALLERS_PER_CPU` per CPU.
-#[cfg(not(loom))]
-fn worker_threshold_of(cpus: u32, membarrier_grace_periods: bool) -> u32 {
+fn worker_threshold_of(cpus: u32, membarrier_grace_periods: bool, readers_held_up: bool) -> u32 {
     if cpus < LONG_SPIN_MIN_CPUS && membarrier_grace_periods {
-        MEMB_SLEEPERS_ON_FEW_CPUS
+        if readers_held_up {
+            MEMB_SLEEPERS_ON_FEW_CPUS
+        } else {
+            cpus
+        }
     } else {
         cpus.saturating_mul(WORKER_CALLERS_PER_CPU)
     }
@@ -1236,20 +1299,36 @@ mod tests {
 
     /// On fewer than 4 CPUs a driver whose grace periods make a
     /// `membarrier()` (memb's) hands over to the worker once two callers
-    /// sleep; other drivers, and every driver from 4 CPUs, once more than
-    /// two per CPU do.
+    /// sleep while readers hold grace periods up, and once more than one per
+    /// CPU do otherwise; other drivers, and every driver from 4 CPUs, once
+    /// more than two per CPU do, readers or not.
     #[test]
     fn membarrier_drivers_hand_over_to_the_worker_at_two_sleepers_below_four_cpus() {
-        for (cpus, membarrier, fence) in [
-            (1, 1, 2),
-            (2, 1, 4),
-            (3, 1, 6),
-            (4, 8, 8),
-            (16, 32, 32),
-            (u32::MAX, u32::MAX, u32::MAX),
+        for (cpus, membarrier_held_up, membarrier_free, fence) in [
+            (1, 1, 1, 2),
+            (2, 1, 2, 4),
+            (3, 1, 3, 6),
+            (4, 8, 8, 8),
+            (16, 32, 32, 32),
+            (u32::MAX, u32::MAX, u32::MAX, u32::MAX),
         ] {
-            assert_eq!(worker_threshold_of(cpus, true), membarrier, "{cpus} CPUs");
-            assert_eq!(worker_threshold_of(cpus, false), fence, "{cpus} CPUs");
+            assert_eq!(
+                worker_threshold_of(cpus, true, true),
+                membarrier_held_up,
+                "{cpus} CPUs"
+            );
+            assert_eq!(
+                worker_threshold_of(cpus, true, false),
+                membarrier_free,
+                "{cpus} CPUs"
+            );
+            for held_up in [true, false] {
+                assert_eq!(
+                    worker_threshold_of(cpus, false, held_up),
+                    fence,
+                    "{cpus} CPUs"
+                );
+            }
         }
         // Which of the two each flavor's engine is.
         let membarrier_mode = fence::mode() == fence::Mode::Membarrier;
@@ -1258,6 +1337,68 @@ mod tests {
             membarrier_mode
         );
         assert!(!ReaderFence::Full.engine_side_is_membarrier());
+    }
+
+    /// Readers count as holding grace periods up from the first grace period
+    /// whose first scan finds a holdout until `HOLDOUT_MEMORY_GPS` grace
+    /// periods in a row find none; a new engine has seen none.
+    #[test]
+    fn readers_hold_grace_periods_up_until_many_find_no_holdout() {
+        let engine = Engine::new(ReaderFence::Light);
+        let since = || engine.callers.gps_since_holdout.load(Relaxed);
+        assert_eq!(since(), HOLDOUT_MEMORY_GPS, "a new engine");
+        engine.note_holdouts(false);
+        assert_eq!(since(), HOLDOUT_MEMORY_GPS, "the count saturates");
+        engine.note_holdouts(true);
+        assert_eq!(since(), 0);
+        for _ in 1..HOLDOUT_MEMORY_GPS {
+            engine.note_holdouts(false);
+        }
+        assert_eq!(since(), HOLDOUT_MEMORY_GPS - 1, "still held up");
+        engine.note_holdouts(true);
+        assert_eq!(since(), 0, "a holdout starts the count again");
+        for _ in 0..HOLDOUT_MEMORY_GPS {
+            engine.note_holdouts(false);
+        }
+        assert_eq!(since(), HOLDOUT_MEMORY_GPS);
+        let cpus = available_cpus();
+        let membarrier = ReaderFence::Light.engine_side_is_membarrier();
+        assert_eq!(
+            engine.worker_threshold(),
+            worker_threshold_of(cpus, membarrier, false)
+        );
+        engine.note_holdouts(true);
+        assert_eq!(
+            engine.worker_threshold(),
+            worker_threshold_of(cpus, membarrier, true)
+        );
+    }
+
+    /// A grace period whose first scan finds a reader inside its section
+    /// notes it: the count of grace periods since starts again.
+    #[test]
+    fn a_reader_inside_its_section_at_the_first_scan_is_noted() {
+        let engine = crate::memb::engine();
+        let (entered, inside) = std::sync::mpsc::channel();
+        let (leave, left) = std::sync::mpsc::channel::<()>();
+        let reader = std::thread::spawn(move || {
+            let guard = crate::memb::read_lock();
+            entered.send(()).unwrap();
+            // Held until the grace period has scanned (and waits).
+            left.recv().unwrap();
+            drop(guard);
+        });
+        inside.recv().unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            leave.send(()).unwrap();
+        });
+        crate::memb::synchronize_rcu();
+        // Other tests' grace periods may count on from 0, but not 1,024 times
+        // in this short window.
+        assert!(engine.callers.gps_since_holdout.load(Relaxed) < HOLDOUT_MEMORY_GPS);
+        reader.join().unwrap();
+        release.join().unwrap();
     }
 
     /// More spins than a 20 us long spin makes at 1 ns a spin: only a spin
@@ -1343,7 +1484,7 @@ mod tests {
         engine
             .callers
             .sleeping
-            .store(worker_threshold(ReaderFence::Light) + 1, Relaxed);
+            .store(engine.worker_threshold() + 1, Relaxed);
         let mut crowded = CallerSpin::with_spinning_cpus(&engine, 15);
         assert!(!crowded.again());
         assert_eq!(engine.callers.waiting.load(Relaxed), 0);
