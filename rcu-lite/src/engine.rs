@@ -944,11 +944,12 @@ const MEMB_SLEEPERS_ON_FEW_CPUS: u32 = 1;
 /// one sleeper per CPU. Without readers to share the CPUs with, a woken
 /// waiter soon runs, and callers that drive one grace period after another
 /// themselves beat a worker that wakes each of them: 3 memb writers without
-/// readers on 2 vCPUs took 0.46x the time per grace period with one
-/// sleeper per CPU as the threshold, against one sleeper (median of 14
-/// paired rounds; 4 writers 1.15x, the other counts with or without a busy
-/// reader 0.90-1.13x, within the 0.79-1.10x of 2 writers, whom the
-/// threshold never concerns). 1,024 grace periods last 2-12 ms there: a reader that
+/// readers on 2 vCPUs took 0.50x the time per grace period with one
+/// sleeper per CPU as the threshold, against one sleeper (median of 24
+/// paired rounds). The cost is 4 writers without readers, 1.14x, whose
+/// callers do better handing over early; the other counts, with or without
+/// a busy reader, paired at 0.90-1.13x, within the 0.79-1.10x of 2 writers,
+/// whom the threshold never concerns. 1,024 grace periods last 2-12 ms there: a reader that
 /// comes back is seen by the next scan that finds it inside its section;
 /// one that stops is forgotten within milliseconds.
 #[cfg(not(loom))]
