@@ -949,9 +949,9 @@ const MEMB_SLEEPERS_ON_FEW_CPUS: u32 = 1;
 /// paired rounds). The cost is 4 writers without readers, 1.14x, whose
 /// callers do better handing over early; the other counts, with or without
 /// a busy reader, paired at 0.90-1.13x, within the 0.79-1.10x of 2 writers,
-/// whom the threshold never concerns. 1,024 grace periods last 2-12 ms there: a reader that
-/// comes back is seen by the next scan that finds it inside its section;
-/// one that stops is forgotten within milliseconds.
+/// whom the threshold never concerns. 1,024 grace periods last 2-12 ms
+/// there: a reader that comes back is seen by the next scan that finds it
+/// inside its section; one that stops is forgotten within milliseconds.
 #[cfg(not(loom))]
 const HOLDOUT_MEMORY_GPS: u32 = 1024;
 
