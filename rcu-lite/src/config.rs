@@ -4,6 +4,9 @@
 //! Kernel counterpart: the seed's patch (report the grace-period kthread's own
 //! quiescent state at the end of `rcu_gp_init()`) and the `jiffies_till_first_fqs`
 //! / `jiffies_till_next_fqs` pacing of `rcu_gp_fqs_loop()`.
+//!
+//! An engine keeps its settings in one word (`encode_config`), which the
+//! driver of each grace period reads whole when the grace period begins.
 
 use std::time::Duration;
 
@@ -59,4 +62,55 @@ impl Default for GpConfig {
     fn default() -> GpConfig {
         GpConfig::DEFAULT
     }
+}
+
+/// A [`GpConfig`] in the one word an engine keeps it in, so that
+/// `configure` swaps the whole of it: bit 63 is [`GpConfig::quick_qs`], the
+/// rest the [`Fqs::FixedInterval`] in nanoseconds (at least 1, at most
+/// 2^63 - 1: about 292 years), or 0 for [`Fqs::Adaptive`].
+const QUICK_QS_BIT: u64 = 1 << 63;
+
+/// `config` as one word (see `QUICK_QS_BIT`). An interval of zero becomes
+/// 1 ns (`configure` refuses zero before it gets here), one beyond the range
+/// the longest the word holds.
+pub(crate) const fn encode_config(config: GpConfig) -> u64 {
+    let interval_ns = match config.fqs {
+        Fqs::Adaptive => 0,
+        Fqs::FixedInterval(d) => {
+            let ns = d.as_nanos();
+            if ns == 0 {
+                1
+            } else if ns >= QUICK_QS_BIT as u128 {
+                QUICK_QS_BIT - 1
+            } else {
+                // In range: checked just above.
+                ns as u64
+            }
+        }
+    };
+    interval_ns | if config.quick_qs { QUICK_QS_BIT } else { 0 }
+}
+
+/// The [`GpConfig`] that `encode_config` made `word` from.
+pub(crate) fn decode_config(word: u64) -> GpConfig {
+    let interval_ns = word & !QUICK_QS_BIT;
+    GpConfig {
+        quick_qs: word & QUICK_QS_BIT != 0,
+        fqs: if interval_ns == 0 {
+            Fqs::Adaptive
+        } else {
+            Fqs::FixedInterval(Duration::from_nanos(interval_ns))
+        },
+    }
+}
+
+/// `configure`'s refusal of [`Fqs::FixedInterval`] with a zero interval.
+#[cold]
+#[inline(never)]
+pub(crate) fn zero_fqs_interval() -> ! {
+    panic!(
+        "rcu_lite: configure() with Fqs::FixedInterval(0): the driver would rescan its holdouts \
+         without ever waiting, using a CPU for as long as a reader holds out; Fqs::Adaptive \
+         gives the fastest grace periods"
+    )
 }

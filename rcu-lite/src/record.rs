@@ -33,7 +33,7 @@
 //! hold up grace period `gp` if it is outside (`nesting == 0`) or its snapshot
 //! is `gp`. The second half is safe because a thread that loaded the
 //! engine's word for `gp` with Acquire ordering sees every update published
-//! before that grace period began (see `engine.rs`). Snapshots are 48 bits
+//! before that grace period began (see `engine/grace_period.rs`). Snapshots are 48 bits
 //! (about five years of back-to-back 0.6 us grace periods), and compared
 //! modulo 2^48, so their wrap changes nothing.
 //!

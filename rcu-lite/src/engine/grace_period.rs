@@ -1,0 +1,248 @@
+//! One grace period, driven by the `DRIVER` holder: init, the quick QS
+//! report, FQS scans and the wait for holdouts.
+//!
+//! Kernel counterparts: `rcu_gp_init()`, the seed's patch (`rcu_qs()` and
+//! `rcu_report_qs_rdp()` for the grace-period kthread at the end of init),
+//! `rcu_gp_fqs_loop()` and `rcu_gp_fqs_check_wake()`.
+//!
+//! # One grace period
+//!
+//! 1. **init**: store `reader_word(gp)` into `gp_word` (Release), then the
+//!    engine's half of the flavor's fence pair ([`ReaderFence`](super::ReaderFence)):
+//!    `fence::heavy()` for memb, whose readers issue `fence::light()`, and
+//!    `fence::full()` for qsbr, whose readers issue `fence::full()` too. A
+//!    reader that enters its outermost section (or announces a quiescent
+//!    state, or comes online) later loads that word with Acquire and sees
+//!    every update its callers published; a reader whose word store is not
+//!    yet visible to the scan is ordered by this fence against its own, so
+//!    its section's loads see those updates too.
+//! 2. **quick QS** (the seed's patch, [`GpConfig::quick_qs`](crate::config::GpConfig::quick_qs)): the driver
+//!    credits its own record at once. It can do so because it is not in a
+//!    read-side section (memb checks that before it may call; qsbr's
+//!    `synchronize_rcu()` refuses an online caller).
+//! 3. **FQS scan 1**: read every registered record's word and credit those
+//!    outside a section or offline, or whose section began after init (the
+//!    rule in `record.rs`). The driver's own record is never judged by its word:
+//!    like the kernel's grace-period kthread, whose CPU is running the scan and
+//!    so is never seen idle by it, the driver is credited only by the quick QS
+//!    report, or once it has waited after a scan (its wait is a quiescent state:
+//!    it holds no reference; the next check sees it, as the kernel's second FQS
+//!    sees the kthread's CPU idle since the first).
+//! 4. **holdouts** are rechecked until each has passed a quiescent state.
+//!
+//! # Waiting for holdouts
+//!
+//! [`Fqs::Adaptive`]: recheck while spinning, then sleep on the `driver_wait`
+//! futex word: the driver stores `WAITS_FOR_HOLDOUTS`, issues its fence
+//! (`fence::heavy()` or `fence::full()`, as at init), rechecks, and sleeps. A
+//! reader that leaves its section (or reports a quiescent state, or goes
+//! offline) stores its word, issues its own fence, and loads
+//! `driver_wait`; the two fences form a store-buffering pair, so either the
+//! driver's recheck sees the reader's word or the reader sees the driver waiting
+//! and wakes it. The reader's check is one load of a read-mostly line and a
+//! predictable branch.
+//!
+//! [`Fqs::FixedInterval`]: the kernel's pacing: a timed wait before scan 1 and
+//! between scans. A wait ends early only when every holdout has passed a
+//! quiescent state and the driver has already been credited (the kernel's
+//! `rcu_gp_fqs_check_wake()`). On an idle system with quick QS off, scan 1 finds
+//! only the driver holding out and scan 2 credits it: two interval waits. With
+//! quick QS on, scan 1 finds nobody: one wait. That is the seed's result.
+//!
+//! An expedited caller ([`Engine::synchronize`] with `expedited`) records the
+//! grace period it needs in `expedite` and wakes a driver sleeping in a fixed
+//! interval wait; that grace period then runs adaptively with quick QS.
+
+#[cfg(not(loom))]
+use super::WAITS_FOR_TIMER;
+use super::{DRIVER_RUNNING, Engine, WAITS_FOR_HOLDOUTS};
+use crate::config::Fqs;
+use crate::futex;
+use crate::record::{Record, is_quiescent_for, reader_word};
+use crate::sync::spin_loop;
+use std::ptr;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
+
+/// Rechecks of the holdouts before the driver sleeps.
+const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
+
+impl Engine {
+    /// Grace period `gp`, driven by the thread owning `own`.
+    pub(super) fn grace_period(&self, gp: u64, own: &Record) {
+        let config = self.config();
+        let expedited = self.callers.expedite.load(Relaxed) >= gp;
+
+        // rcu_gp_init(). Release pairs with the Acquire loads of `gp_word` in
+        // memb's read lock and qsbr's quiescent_state()/online: a thread whose
+        // snapshot is `gp` sees every update published before this store.
+        self.reader.gp_word.store(reader_word(gp), Release);
+        // Pairs with the readers' fence after every record-word store
+        // (`ReaderFence`): a reader whose word the scan below does not see yet
+        // sees, in its section, every update made before this fence.
+        self.reader_fence.engine_side();
+        // The seed's patch: rcu_qs() + rcu_report_qs_rdp() for the driver.
+        let mut driver_holdout = !(config.quick_qs || expedited);
+        let mut fqs = if expedited { Fqs::Adaptive } else { config.fqs };
+
+        let mut holdouts: Vec<&'static Record> = Vec::new();
+        if let Fqs::FixedInterval(interval) = fqs {
+            // jiffies_till_first_fqs. The driver sleeps, but no scan has
+            // sampled it yet, so this sleep cannot count as its quiescent state.
+            if self.fqs_wait(&mut holdouts, gp, interval, false) {
+                fqs = Fqs::Adaptive;
+                driver_holdout = false;
+            }
+        }
+
+        // FQS scan 1.
+        for record in self.registry.iter() {
+            if ptr::eq(record, own) {
+                continue;
+            }
+            // Acquire pairs with the Release stores that end a section, report a
+            // quiescent state or go offline: what the thread did before happens
+            // before our return.
+            if !is_quiescent_for(record.word.load(Acquire), gp) {
+                holdouts.push(record);
+            }
+        }
+
+        #[cfg(not(loom))]
+        self.note_holdouts(!holdouts.is_empty());
+
+        while driver_holdout || !holdouts.is_empty() {
+            match fqs {
+                Fqs::Adaptive => {
+                    // The driver waits from here on: a quiescent state.
+                    driver_holdout = false;
+                    self.wait_adaptive(&mut holdouts, gp);
+                }
+                Fqs::FixedInterval(interval) => {
+                    // Early wake only if the driver is already credited: its own
+                    // sleep is seen by the next scan, not by a holdout's wake-up.
+                    let expedited = self.fqs_wait(&mut holdouts, gp, interval, !driver_holdout);
+                    // The next FQS scan: the driver slept since the last one.
+                    driver_holdout = false;
+                    recheck(&mut holdouts, gp);
+                    if expedited {
+                        fqs = Fqs::Adaptive;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rechecks `holdouts` until each has passed a quiescent state: spins, then
+    /// sleeps until one of them wakes the driver.
+    fn wait_adaptive(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
+        let mut spins = 0;
+        loop {
+            recheck(holdouts, gp);
+            if holdouts.is_empty() {
+                return;
+            }
+            if spins < HOLDOUT_SPINS {
+                spins += 1;
+                spin_loop();
+                continue;
+            }
+            spins = 0;
+            self.sleep_for_holdouts(holdouts, gp);
+        }
+    }
+
+    /// Publishes `WAITS_FOR_HOLDOUTS`, rechecks, and sleeps until a holdout
+    /// wakes the driver, unless the recheck emptied `holdouts`.
+    fn sleep_for_holdouts(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
+        // The pairing with the readers is the heavy fence. SeqCst pairs with
+        // nothing here: unlike `fqs_wait`, this sleep loads no `expedite`
+        // (its grace period already runs adaptively), so it takes no part in
+        // `request_expedited`'s handshake; a request that finds this state
+        // only wakes the driver, which rechecks and sleeps again.
+        self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+        // Pairs with the readers' fence between a word store and their load
+        // of `driver_wait` (`wake_driver_if_waiting`).
+        self.reader_fence.engine_side();
+        recheck(holdouts, gp);
+        if !holdouts.is_empty() {
+            futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
+        }
+        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+    }
+
+    /// One fixed-interval FQS wait of `interval`. Ends early if an expedited
+    /// caller needs `gp` (returns `true`), or, when `early_wake`, once every
+    /// holdout has passed a quiescent state.
+    fn fqs_wait(
+        &self,
+        holdouts: &mut Vec<&'static Record>,
+        gp: u64,
+        interval: Duration,
+        early_wake: bool,
+    ) -> bool {
+        #[cfg(loom)]
+        {
+            // Under loom the timer is a yield: time must not steer the model.
+            let _ = (holdouts, interval, early_wake);
+            self.fqs_waits.fetch_add(1, Relaxed);
+            crate::sync::yield_now();
+            self.callers.expedite.load(SeqCst) >= gp
+        }
+        #[cfg(not(loom))]
+        {
+            self.fqs_waits.fetch_add(1, Relaxed);
+            let deadline = Instant::now() + interval;
+            loop {
+                if early_wake && holdouts.is_empty() {
+                    return false;
+                }
+                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                    return false;
+                };
+                if left.is_zero() {
+                    return false;
+                }
+                if early_wake {
+                    // Arms the holdouts' wake-ups; the expedite check follows
+                    // the SeqCst store inside.
+                    self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+                    // As in `sleep_for_holdouts`.
+                    self.reader_fence.engine_side();
+                    recheck(holdouts, gp);
+                    if holdouts.is_empty() {
+                        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                        return false;
+                    }
+                } else {
+                    // SeqCst: see `request_expedited`.
+                    self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
+                }
+                // SeqCst: see `request_expedited`.
+                if self.callers.expedite.load(SeqCst) >= gp {
+                    self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                    return true;
+                }
+                let state = if early_wake {
+                    WAITS_FOR_HOLDOUTS
+                } else {
+                    WAITS_FOR_TIMER
+                };
+                futex::wait(&self.reader.driver_wait, state, Some(left));
+                self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                if early_wake {
+                    recheck(holdouts, gp);
+                }
+            }
+        }
+    }
+}
+
+/// Drops from `holdouts` every record that has passed a quiescent state.
+fn recheck(holdouts: &mut Vec<&'static Record>, gp: u64) {
+    // Acquire pairs with the Release stores that end a section, report a
+    // quiescent state or go offline.
+    holdouts.retain(|record| !is_quiescent_for(record.word.load(Acquire), gp));
+}
