@@ -412,6 +412,29 @@ impl Engine {
         }
     }
 
+    /// `get_state_synchronize_rcu()`: the grace period whose completion
+    /// means a full grace period has elapsed since this call, the one a
+    /// `synchronize` caller would wait for now. Starts nothing.
+    pub(crate) fn poll_target(&self) -> u64 {
+        // An RMW that changes nothing, AcqRel as `synchronize`'s `fetch_or`:
+        // every write of `gp_state` is an RMW, so the CAS that starts the
+        // target reads this RMW's release sequence, and the caller's earlier
+        // updates happen before that grace period's init publishes it, as
+        // for a `synchronize` caller (see the module docs).
+        let old = self.callers.gp_state.fetch_or(0, AcqRel);
+        (old >> STARTED_SHIFT) + 1
+    }
+
+    /// `poll_state_synchronize_rcu()`: whether grace period `target` has
+    /// completed.
+    #[inline]
+    pub(crate) fn poll_done(&self, target: u64) -> bool {
+        // Acquire pairs with the Release store of `completed` in
+        // `run_grace_period`: the sections that grace period waited for
+        // happen before the caller acts on a `true`.
+        self.callers.completed.load(Acquire) >= target
+    }
+
     /// Asks for grace period `target` to run adaptively with quick QS, waking a
     /// driver that sleeps in a fixed-interval wait.
     fn request_expedited(&self, target: u64) {

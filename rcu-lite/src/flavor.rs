@@ -5,6 +5,7 @@
 //! flavor, so a memb guard cannot be used to read a qsbr cell. Both traits are
 //! sealed: the crate's safety argument covers exactly these two flavors.
 
+use crate::poll::GpState;
 use crate::{memb, qsbr};
 
 mod sealed {
@@ -12,7 +13,7 @@ mod sealed {
 }
 
 /// A flavor of RCU: [`Memb`] or [`Qsbr`].
-pub trait Flavor: sealed::Sealed + Send + Sync + 'static {
+pub trait Flavor: sealed::Sealed + Sized + Send + Sync + 'static {
     /// `memb` or `qsbr`.
     const NAME: &'static str;
     /// The flavor's `synchronize_rcu()`.
@@ -25,6 +26,14 @@ pub trait Flavor: sealed::Sealed + Send + Sync + 'static {
     fn rcu_barrier();
     /// The flavor's `callbacks_pending()`.
     fn callbacks_pending() -> usize;
+    /// The flavor's `get_state_synchronize_rcu()`.
+    fn get_state_synchronize_rcu() -> GpState<Self>;
+    /// The flavor's `start_poll_synchronize_rcu()`.
+    fn start_poll_synchronize_rcu() -> GpState<Self>;
+    /// The flavor's `poll_state_synchronize_rcu()`.
+    fn poll_state_synchronize_rcu(state: GpState<Self>) -> bool;
+    /// The flavor's `cond_synchronize_rcu()`.
+    fn cond_synchronize_rcu(state: GpState<Self>);
     #[doc(hidden)]
     /// The misuse checks of the flavor's `synchronize_rcu()`, without the
     /// wait: panics, naming `name`, where that wait could never end.
@@ -68,6 +77,18 @@ impl Flavor for Memb {
     fn callbacks_pending() -> usize {
         memb::callbacks_pending()
     }
+    fn get_state_synchronize_rcu() -> GpState<Self> {
+        memb::get_state_synchronize_rcu()
+    }
+    fn start_poll_synchronize_rcu() -> GpState<Self> {
+        memb::start_poll_synchronize_rcu()
+    }
+    fn poll_state_synchronize_rcu(state: GpState<Self>) -> bool {
+        memb::poll_state_synchronize_rcu(state)
+    }
+    fn cond_synchronize_rcu(state: GpState<Self>) {
+        memb::cond_synchronize_rcu(state);
+    }
     fn refuse_to_wait_here(name: &'static str) {
         memb::refuse_to_wait_here(name);
     }
@@ -89,6 +110,18 @@ impl Flavor for Qsbr {
     }
     fn callbacks_pending() -> usize {
         qsbr::callbacks_pending()
+    }
+    fn get_state_synchronize_rcu() -> GpState<Self> {
+        qsbr::get_state_synchronize_rcu()
+    }
+    fn start_poll_synchronize_rcu() -> GpState<Self> {
+        qsbr::start_poll_synchronize_rcu()
+    }
+    fn poll_state_synchronize_rcu(state: GpState<Self>) -> bool {
+        qsbr::poll_state_synchronize_rcu(state)
+    }
+    fn cond_synchronize_rcu(state: GpState<Self>) {
+        qsbr::cond_synchronize_rcu(state);
     }
     fn refuse_to_wait_here(name: &'static str) {
         qsbr::refuse_to_wait_here(name);

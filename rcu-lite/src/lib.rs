@@ -22,7 +22,10 @@
 //! periods; a lone caller drives its own, and a grace-period thread takes over
 //! while callers crowd it), `synchronize_rcu_expedited()`,
 //! `call_rcu()` (one callback thread per flavor, batching callbacks per grace
-//! period) and `rcu_barrier()`.
+//! period), `rcu_barrier()`, and the polled grace periods of
+//! `get_state_synchronize_rcu()`, `start_poll_synchronize_rcu()`,
+//! `poll_state_synchronize_rcu()` and `cond_synchronize_rcu()` (a
+//! [`GpState`] cookie now, a check later, without blocking).
 //! [`Rcu<T, F>`] is the safe cell on top; [`raw`] is the layer underneath.
 //!
 //! ```
@@ -72,6 +75,7 @@ mod futex;
 #[cfg(not(loom))]
 mod gp_worker;
 pub mod memb;
+mod poll;
 pub mod qsbr;
 pub mod raw;
 mod record;
@@ -91,3 +95,4 @@ pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};
 #[cfg(loom)]
 #[doc(hidden)]
 pub use futex_word::loom_model_with_spurious_wakeups_too;
+pub use poll::GpState;

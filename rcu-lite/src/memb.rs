@@ -48,6 +48,8 @@
 
 use crate::config::GpConfig;
 use crate::engine::GpCounts;
+use crate::flavor::Memb;
+use crate::poll::GpState;
 use crate::record::{LOW_BITS, NEST_MASK, NEST_ONE, Record, SLOW_PATH, nesting};
 use membarrier_sim::fence;
 use std::fmt;
@@ -278,6 +280,85 @@ pub(crate) fn refuse_to_wait_here(name: &'static str) {
              period would wait for this very thread forever (deadlock); drop every \
              memb::Guard first"
         );
+    }
+}
+
+/// A cookie for the grace period whose completion means that every
+/// read-side section that began before this call has ended
+/// (`get_state_synchronize_rcu()`). Never blocks, and may be called
+/// anywhere, inside a read-side section too.
+///
+/// It starts no grace period: the cookie elapses once a
+/// [`synchronize_rcu`] caller or the callback thread has driven one.
+/// [`start_poll_synchronize_rcu`] makes sure one runs.
+///
+/// ```
+/// use rcu_lite::memb;
+///
+/// let state = memb::get_state_synchronize_rcu();
+/// memb::synchronize_rcu();
+/// assert!(memb::poll_state_synchronize_rcu(state));
+/// ```
+pub fn get_state_synchronize_rcu() -> GpState<Memb> {
+    GpState::new(engine().poll_target())
+}
+
+/// [`get_state_synchronize_rcu`], and a grace period that elapses the
+/// cookie runs without any other caller: queues a callback that does
+/// nothing, as [`call_rcu`] would, whose grace period the callback thread
+/// drives (`start_poll_synchronize_rcu()`). Never blocks.
+///
+/// Freeing an unpublished object once a grace period has elapsed, without
+/// waiting for one:
+///
+/// ```
+/// use rcu_lite::memb;
+/// use std::sync::atomic::{AtomicPtr, Ordering};
+///
+/// let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+/// let old = shared.swap(Box::into_raw(Box::new(2u64)), Ordering::AcqRel);
+/// let state = memb::start_poll_synchronize_rcu();
+/// // ... other work, then, at some later point:
+/// while !memb::poll_state_synchronize_rcu(state) {
+///     std::thread::yield_now();
+/// }
+/// // SAFETY: `old` was unpublished before the cookie was taken, and the
+/// // cookie's grace period has elapsed: no reader can still hold it.
+/// drop(unsafe { Box::from_raw(old) });
+/// # drop(unsafe { Box::from_raw(shared.load(Ordering::Acquire)) });
+/// ```
+///
+/// # Panics
+///
+/// As [`call_rcu`].
+pub fn start_poll_synchronize_rcu() -> GpState<Memb> {
+    let state = get_state_synchronize_rcu();
+    // Queued after the cookie was taken: the worker's `synchronize_rcu()`
+    // for this batch begins after it, so it waits for the cookie's grace
+    // period or a later one.
+    call_rcu(|| {});
+    state
+}
+
+/// Whether the grace period `state` names has completed
+/// (`poll_state_synchronize_rcu()`). Once it says `true`, it always will,
+/// and every read-side section that began before the call that made
+/// `state` has ended. Never blocks, and may be called anywhere, inside a read-side section too.
+pub fn poll_state_synchronize_rcu(state: GpState<Memb>) -> bool {
+    engine().poll_done(state.target())
+}
+
+/// Waits as [`synchronize_rcu`] does, unless the grace period `state` names
+/// has already completed (`cond_synchronize_rcu()`).
+///
+/// # Panics
+///
+/// As [`synchronize_rcu`], whether or not it would have to wait, so that
+/// the misuse shows the first time.
+pub fn cond_synchronize_rcu(state: GpState<Memb>) {
+    refuse_to_wait_here("cond_synchronize_rcu");
+    if !poll_state_synchronize_rcu(state) {
+        engine().synchronize(thread_record(), false);
     }
 }
 

@@ -367,6 +367,72 @@ fn call_rcu_callbacks_run_only_after_their_grace_period() {
     });
 }
 
+/// A polled grace period covers a reader that began before the cookie: the
+/// updater unpublishes, takes a cookie, polls until another thread's
+/// `synchronize_rcu()` (which began after the cookie) has made it elapse,
+/// and frees. Only the poll orders the free after the reader's access: with
+/// a Relaxed load of the completed count, loom reports a causality
+/// violation.
+#[test]
+fn a_polled_cookie_covers_a_reader_that_began_before_it() {
+    rcu_lite::loom_model_with_spurious_wakeups_too(|| {
+        configure(true);
+        let slot = Slot::new();
+        let reader = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || memb_reader(&slot))
+        };
+        let old = slot.unpublish();
+        let state = memb::get_state_synchronize_rcu();
+        let other_caller = thread::spawn(memb::synchronize_rcu);
+        // Only the poll links this thread to the other's grace period.
+        while !memb::poll_state_synchronize_rcu(state) {
+            thread::yield_now();
+        }
+        // SAFETY: unpublished before the cookie, which has elapsed.
+        unsafe { retire_now(old) };
+        other_caller.join().unwrap();
+        reader.join().unwrap();
+    });
+}
+
+/// `cond_synchronize_rcu()` with a cookie that has not elapsed waits for a
+/// reader that began before it, with quick QS on and off.
+#[test]
+fn cond_synchronize_waits_for_a_reader_that_began_before_the_cookie() {
+    for quick_qs in [true, false] {
+        rcu_lite::loom_model_with_spurious_wakeups_too(move || {
+            configure(quick_qs);
+            reader_against_updater(memb_reader, || {
+                memb::cond_synchronize_rcu(memb::get_state_synchronize_rcu());
+            });
+        });
+    }
+}
+
+/// `start_poll_synchronize_rcu()`'s cookie elapses through the callback
+/// batch it queued (run here by the barrier, under loom), with no
+/// `synchronize_rcu()` caller, and covers a reader that began before it.
+#[test]
+fn a_started_poll_elapses_through_its_callback_batch() {
+    loom::model(|| {
+        configure(true);
+        let slot = Slot::new();
+        let reader = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || memb_reader(&slot))
+        };
+        let old = slot.unpublish();
+        let state = memb::start_poll_synchronize_rcu();
+        // Under loom the barrier runs the callback batch itself.
+        memb::rcu_barrier();
+        assert!(memb::poll_state_synchronize_rcu(state));
+        // SAFETY: unpublished before the cookie, which has elapsed.
+        unsafe { retire_now(old) };
+        reader.join().unwrap();
+    });
+}
+
 /// The callback worker never sleeps with a callback queued: a `call_rcu()`
 /// racing the worker's decision to sleep either finds it marked asleep and
 /// wakes it, or queues before the worker takes the queue lock to sleep, and

@@ -40,6 +40,17 @@ fn memb_synchronize_inside_a_section() {
             memb::synchronize_rcu_expedited();
         },
     );
+    // Whether or not it would have to wait: here the cookie has elapsed.
+    assert_misuse(
+        "memb::cond_synchronize_rcu in a section",
+        &["cond_synchronize_rcu()", IN_SECTION],
+        || {
+            let state = memb::get_state_synchronize_rcu();
+            memb::synchronize_rcu();
+            let _guard = memb::read_lock();
+            memb::cond_synchronize_rcu(state);
+        },
+    );
     assert_misuse(
         "memb::synchronize_rcu in a nested section",
         &[IN_SECTION],
@@ -241,6 +252,16 @@ fn qsbr_synchronize_with_an_online_registration() {
         || {
             let _me = QsbrThread::register();
             qsbr::synchronize_rcu();
+        },
+    );
+    assert_misuse(
+        "qsbr::cond_synchronize_rcu while online",
+        &["cond_synchronize_rcu()", ONLINE],
+        || {
+            let state = qsbr::get_state_synchronize_rcu();
+            qsbr::synchronize_rcu();
+            let _me = QsbrThread::register();
+            qsbr::cond_synchronize_rcu(state);
         },
     );
     assert_misuse(

@@ -1,0 +1,78 @@
+//! Polled grace periods: a cookie now, a check later, without blocking.
+//!
+//! Kernel counterparts: `get_state_synchronize_rcu()`,
+//! `start_poll_synchronize_rcu()`, `poll_state_synchronize_rcu()` and
+//! `cond_synchronize_rcu()` (liburcu: `start_poll_synchronize_rcu()` and
+//! `poll_state_synchronize_rcu()`).
+//!
+//! # Invariants
+//!
+//! - A [`GpState`] holds the number of the first grace period to start after
+//!   the call that made it (`Engine::poll_target`, the target a
+//!   `synchronize_rcu()` caller would have had), so once that grace period
+//!   has completed, every read-side section that began before the call has
+//!   ended, and the caller's updates before the call were published to every
+//!   section that began after it.
+//! - Grace periods complete in order and the completed count only grows, so
+//!   a cookie that has elapsed stays elapsed.
+//! - Taking a cookie starts no grace period: one elapses when some caller
+//!   drives it (`synchronize_rcu()`, the callback worker). `start_poll_*`
+//!   queues a callback that does nothing, so that the callback worker drives
+//!   one, as liburcu's `start_poll_synchronize_rcu()` does.
+//! - A cookie belongs to one flavor: `GpState<Memb>` and `GpState<Qsbr>` are
+//!   different types, so one cannot be checked against the other's grace
+//!   periods.
+
+use crate::flavor::Flavor;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A cookie from `get_state_synchronize_rcu()` or
+/// `start_poll_synchronize_rcu()` of flavor `F` ([`memb`](crate::memb),
+/// [`qsbr`](crate::qsbr)): names the grace period whose completion means a
+/// full grace period has elapsed since the call that made it. Check it with
+/// the same flavor's `poll_state_synchronize_rcu()`, or wait for it with
+/// `cond_synchronize_rcu()`.
+pub struct GpState<F: Flavor> {
+    /// The grace period to wait for (`Engine::poll_target`).
+    target: u64,
+    flavor: PhantomData<fn() -> F>,
+}
+
+impl<F: Flavor> GpState<F> {
+    pub(crate) fn new(target: u64) -> GpState<F> {
+        GpState {
+            target,
+            flavor: PhantomData,
+        }
+    }
+
+    pub(crate) fn target(self) -> u64 {
+        self.target
+    }
+}
+
+impl<F: Flavor> Clone for GpState<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: Flavor> Copy for GpState<F> {}
+
+impl<F: Flavor> PartialEq for GpState<F> {
+    fn eq(&self, other: &Self) -> bool {
+        self.target == other.target
+    }
+}
+
+impl<F: Flavor> Eq for GpState<F> {}
+
+impl<F: Flavor> fmt::Debug for GpState<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpState")
+            .field("flavor", &F::NAME)
+            .field("grace_period", &self.target)
+            .finish()
+    }
+}

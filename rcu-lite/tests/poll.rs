@@ -1,0 +1,149 @@
+//! Polled grace periods (`get_state_synchronize_rcu()`,
+//! `start_poll_synchronize_rcu()`, `poll_state_synchronize_rcu()`,
+//! `cond_synchronize_rcu()`): a cookie elapses only once every section that
+//! began before it has ended, `start_poll` makes one elapse with no other
+//! caller, and `cond_synchronize_rcu` waits exactly when the cookie has not
+//! elapsed.
+
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Flavor, GpState, Memb, Qsbr, memb, qsbr};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a grace period may take before the test counts it as never
+/// ending: generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+/// How long a wait that must not end is watched before the test lets it end.
+const STILL_WAITING: Duration = Duration::from_millis(50);
+
+/// Polls `state` until it elapses; panics after `LIMIT`.
+fn poll_until_elapsed<F: Flavor>(state: GpState<F>) {
+    let deadline = Instant::now() + LIMIT;
+    while !F::poll_state_synchronize_rcu(state) {
+        assert!(
+            Instant::now() < deadline,
+            "{state:?} did not elapse within {LIMIT:?}"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// With nobody else calling `synchronize_rcu()`, the callback thread drives
+/// the grace period a `start_poll_synchronize_rcu()` cookie names.
+#[test]
+fn a_started_poll_elapses_without_another_caller() {
+    poll_until_elapsed(memb::start_poll_synchronize_rcu());
+    poll_until_elapsed(qsbr::start_poll_synchronize_rcu());
+}
+
+/// A section that began before the cookie holds it up, whoever drives the
+/// grace period; once the section ends and a grace period runs, the cookie
+/// has elapsed and stays so.
+#[test]
+fn a_memb_reader_inside_since_before_the_cookie_holds_it_up() {
+    let (entered, inside) = mpsc::channel();
+    let (leave, left) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        entered.send(()).unwrap();
+        left.recv().unwrap();
+        drop(guard);
+    });
+    inside.recv().unwrap();
+    let state = memb::get_state_synchronize_rcu();
+    let driver = thread::spawn(memb::synchronize_rcu);
+    thread::sleep(STILL_WAITING);
+    assert!(
+        !memb::poll_state_synchronize_rcu(state),
+        "{state:?} elapsed while a reader from before it was inside"
+    );
+    assert!(!driver.is_finished(), "synchronize_rcu() did not wait");
+    leave.send(()).unwrap();
+    driver.join().unwrap();
+    reader.join().unwrap();
+    // The driver's call began after the cookie: its grace period is the
+    // cookie's or a later one.
+    assert!(memb::poll_state_synchronize_rcu(state));
+    assert!(memb::poll_state_synchronize_rcu(state), "it stays elapsed");
+}
+
+/// The same with a qsbr registration, online (a read-side section) since
+/// before the cookie, and `cond_synchronize_rcu` as the waiter.
+#[test]
+fn a_qsbr_registration_online_since_before_the_cookie_holds_it_up() {
+    let (entered, inside) = mpsc::channel();
+    let (leave, left) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        let mut registration = QsbrThread::register();
+        entered.send(()).unwrap();
+        left.recv().unwrap();
+        registration.quiescent_state();
+    });
+    inside.recv().unwrap();
+    let state = qsbr::get_state_synchronize_rcu();
+    let waiter = thread::spawn(move || qsbr::cond_synchronize_rcu(state));
+    thread::sleep(STILL_WAITING);
+    assert!(!qsbr::poll_state_synchronize_rcu(state));
+    assert!(!waiter.is_finished(), "cond_synchronize_rcu() did not wait");
+    leave.send(()).unwrap();
+    waiter.join().unwrap();
+    assert!(qsbr::poll_state_synchronize_rcu(state));
+    reader.join().unwrap();
+}
+
+/// Once the cookie has elapsed, `cond_synchronize_rcu` returns without a
+/// grace period: here any grace period would wait for a reader that stays
+/// inside until `cond_synchronize_rcu` has returned (or `LIMIT`).
+#[test]
+fn cond_synchronize_returns_at_once_for_an_elapsed_cookie() {
+    let state = memb::get_state_synchronize_rcu();
+    memb::synchronize_rcu();
+    assert!(memb::poll_state_synchronize_rcu(state));
+    let (entered, inside) = mpsc::channel();
+    let (leave, left) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        entered.send(()).unwrap();
+        let told = left.recv_timeout(LIMIT).is_ok();
+        drop(guard);
+        told
+    });
+    inside.recv().unwrap();
+    memb::cond_synchronize_rcu(state);
+    leave.send(()).unwrap();
+    assert!(
+        reader.join().unwrap(),
+        "cond_synchronize_rcu() waited for a grace period although its cookie had elapsed"
+    );
+}
+
+/// Through the `Flavor` trait, for code generic over the flavor: a cookie
+/// from `start_poll` is waited out by `cond_synchronize_rcu`.
+#[test]
+fn the_flavor_trait_polls_both_flavors() {
+    fn round<F: Flavor>() {
+        let state = F::start_poll_synchronize_rcu();
+        F::cond_synchronize_rcu(state);
+        assert!(F::poll_state_synchronize_rcu(state), "{state:?}");
+        let later = F::get_state_synchronize_rcu();
+        assert_ne!(state, later, "a grace period completed in between");
+    }
+    round::<Memb>();
+    round::<Qsbr>();
+}
+
+/// A `start_poll` call inside a section never waits (it only queues), and
+/// its cookie elapses once the section has ended.
+#[test]
+fn start_poll_inside_a_section_does_not_wait() {
+    test_support::within_a_deadline("start_poll inside a section", LIMIT, || {
+        let state = {
+            let _guard = memb::read_lock();
+            let state = memb::start_poll_synchronize_rcu();
+            assert!(!memb::poll_state_synchronize_rcu(state));
+            state
+        };
+        poll_until_elapsed(state);
+    });
+}
