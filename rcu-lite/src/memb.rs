@@ -343,7 +343,9 @@ pub fn start_poll_synchronize_rcu() -> GpState<Memb> {
 /// Whether the grace period `state` names has completed
 /// (`poll_state_synchronize_rcu()`). Once it says `true`, it always will,
 /// and every read-side section that began before the call that made
-/// `state` has ended. Never blocks, and may be called anywhere, inside a read-side section too.
+/// `state` has ended. Never blocks, and may be called anywhere, inside a
+/// read-side section too; but a section of this thread that began before
+/// the cookie holds it up until it ends.
 pub fn poll_state_synchronize_rcu(state: GpState<Memb>) -> bool {
     engine().poll_done(state.target())
 }

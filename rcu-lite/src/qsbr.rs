@@ -369,7 +369,10 @@ pub fn start_poll_synchronize_rcu() -> GpState<Qsbr> {
 /// Whether the grace period `state` names has completed
 /// (`poll_state_synchronize_rcu()`). Once it says `true`, it always will,
 /// and every read-side section that began before the call that made
-/// `state` has ended. Never blocks, and may be called anywhere, with an online registration too.
+/// `state` has ended. Never blocks, and may be called anywhere, with an
+/// online registration too; but while this thread's registration stays
+/// online without a quiescent state, the cookie cannot elapse (its online
+/// time is a section that began before the cookie).
 pub fn poll_state_synchronize_rcu(state: GpState<Qsbr>) -> bool {
     engine().poll_done(state.target())
 }
