@@ -1,7 +1,9 @@
 //! [`Rcu<T>`]: an RCU-protected value with a safe API.
 //!
 //! Kernel counterpart: an `__rcu` pointer with `rcu_dereference()`,
-//! `rcu_replace_pointer()` + `call_rcu()`/`kfree_rcu()`, and the update-side lock
+//! `rcu_replace_pointer()` + `call_rcu()`/`kfree_rcu()` (or, for
+//! `replace_polled`, `start_poll_synchronize_rcu()` and a later
+//! `poll_state_synchronize_rcu()` before the free), and the update-side lock
 //! that serializes updaters.
 //!
 //! # Invariants
@@ -11,13 +13,16 @@
 //!   period of the flavor that began after it was unpublished (through
 //!   `call_rcu`), so a reader whose guard predates the grace period still sees
 //!   it alive. `replace_and_synchronize` waits for that grace period itself and
-//!   hands the value back.
+//!   hands the value back; `replace_polled` hands it back inside a [`Retired`]
+//!   that gives it up only once the cookie it took after the unpublish has
+//!   elapsed, and otherwise drops it as `replace` would.
 //! - Updaters are serialized by `update_lock`, so `update` may read the current
 //!   value without a guard: nobody else can unpublish it meanwhile.
 //! - `read` ties the returned reference to both the cell and the guard: it
 //!   cannot outlive the read-side section.
 
 use crate::flavor::{Flavor, Memb, ReadGuard};
+use crate::poll::GpState;
 use crate::sync::{AtomicPtr, Mutex};
 #[cfg(not(loom))]
 use std::cell::Cell;
@@ -184,6 +189,152 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
             self.swap_current(new)
         };
         defer_drop::<T, F>(old);
+    }
+
+    /// Publishes `new` and returns the old value as a [`Retired`], which
+    /// gives it back once a grace period has elapsed, without waiting here:
+    /// [`Retired::try_into_inner`] polls, [`Retired::into_inner`] waits.
+    /// The grace period is started (`start_poll_synchronize_rcu()`), so it
+    /// elapses even if nobody else calls `synchronize_rcu()`. A `Retired`
+    /// dropped unclaimed drops its value as [`Rcu::replace`] would.
+    ///
+    /// ```
+    /// use rcu_lite::{memb, Rcu};
+    ///
+    /// let buffers = Rcu::<Vec<u8>>::new(vec![1; 4096]);
+    /// let mut retired = buffers.replace_polled(vec![2; 4096]);
+    /// // ... other work, then take the old buffer back to reuse it:
+    /// let old = loop {
+    ///     match retired.try_into_inner() {
+    ///         Ok(old) => break old,
+    ///         Err(not_yet) => retired = not_yet,
+    ///     }
+    ///     std::thread::yield_now();
+    /// };
+    /// assert_eq!(old[0], 1);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`Rcu::replace`]. If the callback thread cannot be started, after
+    /// publishing `new`, the old value is leaked, not dropped.
+    pub fn replace_polled(&self, new: T) -> Retired<T, F> {
+        // As in `replace`.
+        #[cfg(not(loom))]
+        crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
+        let old = {
+            let _serialized = self.lock_updates("replace_polled");
+            self.swap_current(new)
+        };
+        // After the unpublish (program order, and the cookie's AcqRel RMW):
+        // the cookie's grace period begins after it. If its no-op callback
+        // cannot be queued with a running worker, this panics and `old`,
+        // which has no drop, is leaked.
+        let state = F::start_poll_synchronize_rcu();
+        Retired {
+            old: Some(old),
+            state,
+        }
+    }
+}
+
+/// A value [`Rcu::replace_polled`] unpublished, held until a grace period
+/// that began after the unpublish has ended, when no reader can hold it
+/// any more (the kernel's pattern of `get_state_synchronize_rcu()` or
+/// `start_poll_synchronize_rcu()` before freeing, with the free kept safe).
+///
+/// Dropped unclaimed, it drops the value at once if that grace period has
+/// ended, and otherwise hands it to `call_rcu`, as [`Rcu::replace`] does
+/// (between the calling thread's fork hooks, where `call_rcu` is refused,
+/// it leaks the value instead).
+pub struct Retired<T: Send + 'static, F: Flavor> {
+    /// The unpublished value; `None` once handed out.
+    old: Option<Unpublished<T>>,
+    /// The grace period after which no reader can hold `old`.
+    state: GpState<F>,
+}
+
+impl<T: Send + 'static, F: Flavor> Retired<T, F> {
+    /// The cookie of the grace period this value waits for.
+    pub fn state(&self) -> GpState<F> {
+        self.state
+    }
+
+    /// Whether the grace period has ended, so that the value can be taken
+    /// (`poll_state_synchronize_rcu()`).
+    pub fn is_ready(&self) -> bool {
+        F::poll_state_synchronize_rcu(self.state)
+    }
+
+    /// The value if its grace period has ended; otherwise `self` back.
+    /// Never blocks.
+    pub fn try_into_inner(mut self) -> Result<T, Self> {
+        if !self.is_ready() {
+            return Err(self);
+        }
+        let old = self
+            .old
+            .take()
+            .expect("a Retired holds its value until taken");
+        // SAFETY: the cookie, taken after the unpublish, has elapsed: a
+        // grace period that began after the unpublish has ended, so no
+        // reader holds the value; it is an owned `Box`.
+        Ok(*unsafe { Box::from_raw(old.0) })
+    }
+
+    /// The value, waiting for its grace period if it has not ended
+    /// (`cond_synchronize_rcu()`).
+    ///
+    /// # Panics
+    ///
+    /// As the flavor's `synchronize_rcu()`, whether or not it would wait:
+    /// inside a read-side section (memb), with an online registration on
+    /// this thread (qsbr), or between the fork hooks. The value is then
+    /// dropped after a grace period, as by [`Rcu::replace`] (leaked
+    /// between the fork hooks: see [`Retired`]).
+    pub fn into_inner(mut self) -> T {
+        // Names this function in the refusal (`cond_synchronize_rcu` checks
+        // again, finding nothing).
+        F::refuse_to_wait_here("Retired::into_inner");
+        F::cond_synchronize_rcu(self.state);
+        let old = self
+            .old
+            .take()
+            .expect("a Retired holds its value until taken");
+        // SAFETY: as in `try_into_inner`: `cond_synchronize_rcu` returned,
+        // so the cookie has elapsed.
+        *unsafe { Box::from_raw(old.0) }
+    }
+}
+
+impl<T: Send + 'static, F: Flavor> Drop for Retired<T, F> {
+    fn drop(&mut self) {
+        let Some(old) = self.old.take() else {
+            return;
+        };
+        if F::poll_state_synchronize_rcu(self.state) {
+            // SAFETY: the cookie has elapsed (see `try_into_inner`).
+            unsafe { old.drop_value() }
+            return;
+        }
+        // Between the fork hooks `call_rcu` panics (it would wait for the
+        // queue lock this thread holds), and a drop must not: the value,
+        // which readers may still hold, is leaked instead. That is also
+        // where `into_inner`'s refusal between the hooks leaves it.
+        #[cfg(not(loom))]
+        if crate::fork::between_the_hooks() {
+            return;
+        }
+        defer_drop::<T, F>(old);
+    }
+}
+
+impl<T: Send + 'static, F: Flavor> fmt::Debug for Retired<T, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Retired")
+            .field("state", &self.state)
+            .field("ready", &self.is_ready())
+            .finish_non_exhaustive()
     }
 }
 

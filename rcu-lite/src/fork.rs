@@ -299,7 +299,7 @@ fn between_hooks(flavor: &str, refused: Refused) -> ! {
 
 /// Whether the calling thread is between its [`before_fork`] and
 /// `after_fork_*`.
-fn between_the_hooks() -> bool {
+pub(crate) fn between_the_hooks() -> bool {
     !HELD.with(Cell::get).is_null()
 }
 

@@ -82,7 +82,7 @@ mod record;
 mod sync;
 mod thread_record;
 
-pub use cell::Rcu;
+pub use cell::{Rcu, Retired};
 pub use config::{Fqs, GpConfig};
 pub use engine::GpCounts;
 #[cfg(loom)]

@@ -410,6 +410,42 @@ fn cond_synchronize_waits_for_a_reader_that_began_before_the_cookie() {
     }
 }
 
+/// `Rcu::replace_polled`: the `Retired` value comes back (`try_into_inner`)
+/// only once no reader can hold it. The updater polls until another
+/// thread's `synchronize_rcu()` has made the cookie elapse, then writes the
+/// value it got back: a reader's access that the poll did not order before
+/// that write is a causality violation.
+#[test]
+fn a_retired_value_comes_back_only_after_its_readers() {
+    rcu_lite::loom_model_with_spurious_wakeups_too(|| {
+        configure(true);
+        let cell = Arc::new(rcu_lite::Rcu::<UnsafeCell<u64>>::new(UnsafeCell::new(1)));
+        let reader = {
+            let cell = Arc::clone(&cell);
+            thread::spawn(move || {
+                let guard = memb::read_lock();
+                // SAFETY: a shared read, which loom checks against the write.
+                let value = cell.read(&guard).with(|v| unsafe { *v });
+                assert_ne!(value, 0, "reader reached a value handed back");
+                drop(guard);
+            })
+        };
+        let mut retired = cell.replace_polled(UnsafeCell::new(2));
+        let other_caller = thread::spawn(memb::synchronize_rcu);
+        let old = loop {
+            match retired.try_into_inner() {
+                Ok(old) => break old,
+                Err(not_yet) => retired = not_yet,
+            }
+            thread::yield_now();
+        };
+        // SAFETY: handed back, so ours alone (loom checks the readers).
+        old.with_mut(|v| unsafe { *v = 0 });
+        other_caller.join().unwrap();
+        reader.join().unwrap();
+    });
+}
+
 /// `start_poll_synchronize_rcu()`'s cookie elapses through the callback
 /// batch it queued (run here by the barrier, under loom), with no
 /// `synchronize_rcu()` caller, and covers a reader that began before it.

@@ -52,6 +52,16 @@ fn memb_synchronize_inside_a_section() {
         },
     );
     assert_misuse(
+        "Retired::into_inner in a section",
+        &["Retired::into_inner()", IN_SECTION],
+        || {
+            let cell = Rcu::<u64>::new(1);
+            let retired = cell.replace_polled(2);
+            let _guard = memb::read_lock();
+            retired.into_inner();
+        },
+    );
+    assert_misuse(
         "memb::synchronize_rcu in a nested section",
         &[IN_SECTION],
         || {

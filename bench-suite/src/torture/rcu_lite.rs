@@ -1,21 +1,26 @@
 //! `rcu-lite` under torture: readers reach the object in an `Rcu` cell inside
-//! memb or qsbr read-side sections; writers rotate through the three ways the
+//! memb or qsbr read-side sections; writers rotate through the four ways the
 //! cell retires a value (`replace`: `call_rcu`; `update`: `call_rcu`;
-//! `replace_and_synchronize`: `synchronize_rcu` then reclaim at once).
+//! `replace_and_synchronize`: `synchronize_rcu` then reclaim at once;
+//! `replace_polled`: a `Retired` queued until its polled grace period has
+//! elapsed, reclaimed by the writer that next finds it ready).
 
 use super::object::{self, POISON, TortureObject};
 use super::{Options, Torture};
 use crate::registry::{Implementation, Origin};
+use rcu_lite::Retired;
 use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{Flavor, Memb, Qsbr, Rcu, memb};
 use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicPtr, AtomicU64};
 
 /// `rcu-lite-memb`.
 pub(super) const RCU_LITE_MEMB: Implementation<dyn Torture, Options> = Implementation {
     name: "rcu-lite-memb",
-    summary: "rcu_lite memb: readers read_lock + Rcu::read; writers replace / update / replace_and_synchronize",
+    summary: "rcu_lite memb: readers read_lock + Rcu::read; writers replace / update / replace_and_synchronize / replace_polled",
     origin: Origin::Workspace,
     make: |o| Ok(Box::new(RcuLite::<Memb>::new(o))),
 };
@@ -132,6 +137,9 @@ struct RcuLite<F: Flavor> {
     cell: Rcu<Tracked, F>,
     /// Every replacement goes through `call_rcu` (see [`Options::deferred_only`]).
     deferred_only: bool,
+    /// Values `replace_polled` unpublished, oldest first, until a writer
+    /// finds their grace period ended and reclaims them.
+    polled: Mutex<VecDeque<Retired<Tracked, F>>>,
 }
 
 impl<F: Flavor> RcuLite<F> {
@@ -139,6 +147,7 @@ impl<F: Flavor> RcuLite<F> {
         RcuLite {
             cell: Rcu::new(Tracked::new(TortureObject::new(&options.ledger, 0))),
             deferred_only: options.deferred_only,
+            polled: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -147,10 +156,29 @@ impl<F: Flavor> RcuLite<F> {
         if self.deferred_only {
             return self.cell.replace(fresh);
         }
-        match fresh.seq() % 3 {
+        match fresh.seq() % 4 {
             0 => self.cell.replace(fresh),
             1 => self.cell.update(move |_| fresh),
-            _ => drop(self.cell.replace_and_synchronize(fresh)),
+            2 => drop(self.cell.replace_and_synchronize(fresh)),
+            _ => self.replace_polled(fresh),
+        }
+    }
+
+    /// `replace_polled`, queueing the old value, then reclaims the queued
+    /// values whose grace period has ended, oldest first (their cookies
+    /// elapse in order).
+    fn replace_polled(&self, fresh: Tracked) {
+        let retired = self.cell.replace_polled(fresh);
+        let mut polled = self.polled.lock().unwrap_or_else(|e| e.into_inner());
+        polled.push_back(retired);
+        while let Some(oldest) = polled.pop_front() {
+            match oldest.try_into_inner() {
+                Ok(old) => drop(old),
+                Err(not_yet) => {
+                    polled.push_front(not_yet);
+                    break;
+                }
+            }
         }
     }
 }
@@ -214,7 +242,12 @@ impl Torture for RcuLite<Qsbr> {
 
 impl<F: Flavor> Drop for RcuLite<F> {
     fn drop(&mut self) {
-        // Let every deferred reclamation run before the ledger closes.
+        // Queued polled values go to `call_rcu` (or are dropped at once if
+        // ready), then every deferred reclamation runs before the ledger
+        // closes.
+        drop(std::mem::take(
+            self.polled.get_mut().unwrap_or_else(|e| e.into_inner()),
+        ));
         F::rcu_barrier();
     }
 }
@@ -373,30 +406,36 @@ mod tests {
         })
     }
 
-    /// Writers take the cell's three ways by sequence number (the module
+    /// Writers take the cell's four ways by sequence number (the module
     /// docs): `replace` and `update` hand the old value to `call_rcu` and
     /// return while a reader holds its section, `replace_and_synchronize`
-    /// waits for it. A rotation stuck on one way would leave the others
-    /// untortured. (The bound on a `call_rcu` replacement is far above what
-    /// it takes; a synchronizing one never returns within a section.)
+    /// waits for it, and `replace_polled` returns and queues it. A rotation
+    /// stuck on one way would leave the others untortured. (The bound on a
+    /// replacement that does not wait is far above what it takes; a
+    /// synchronizing one never returns within a section.)
     #[test]
-    fn writers_take_the_cells_three_ways_by_sequence_number() {
-        test_support::within_a_deadline("rcu-lite's three ways", Duration::from_secs(120), || {
+    fn writers_take_the_cells_four_ways_by_sequence_number() {
+        test_support::within_a_deadline("rcu-lite's four ways", Duration::from_secs(120), || {
             let ledger = Ledger::new();
             let cell = RcuLite::<Memb>::new(&Options {
                 ledger: Arc::clone(&ledger),
                 ..Options::default()
             });
             let long = Duration::from_secs(10);
-            for (seq, way) in [(6, "replace"), (7, "update")] {
+            for (seq, way) in [(8, "replace"), (9, "update"), (11, "replace_polled")] {
                 assert!(
                     returns_during_a_section(&cell, &ledger, seq, long),
-                    "object {seq}: {way} (a call_rcu) waited for a reader"
+                    "object {seq}: {way} (no wait) waited for a reader"
                 );
             }
+            assert_eq!(
+                cell.polled.lock().unwrap().len(),
+                1,
+                "object 11's predecessor was not queued by replace_polled"
+            );
             assert!(
-                !returns_during_a_section(&cell, &ledger, 8, Duration::from_millis(100)),
-                "object 8: returned while a reader held its section, so it did not \
+                !returns_during_a_section(&cell, &ledger, 10, Duration::from_millis(100)),
+                "object 10: returned while a reader held its section, so it did not \
                      replace_and_synchronize"
             );
         });
@@ -431,8 +470,10 @@ mod tests {
                     while !inside.load(SeqCst) {
                         std::thread::yield_now();
                     }
-                    // Sequence number 3: `Rcu::replace`, a `call_rcu`.
-                    cell.replace(TortureObject::new(&ledger, 3));
+                    // Sequence number 4: `Rcu::replace`, a `call_rcu`;
+                    // 7: `Rcu::replace_polled`, queued in the cell.
+                    cell.replace(TortureObject::new(&ledger, 4));
+                    cell.replace(TortureObject::new(&ledger, 7));
                     let dropper = s.spawn(move || drop(cell));
                     // A drop that does not wait returns meanwhile.
                     std::thread::sleep(Duration::from_millis(100));

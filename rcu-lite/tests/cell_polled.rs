@@ -1,0 +1,167 @@
+//! `Rcu::replace_polled` and `Retired`: the old value comes back only once a
+//! grace period that began after the unpublish has ended, polled
+//! (`try_into_inner`) or waited for (`into_inner`); dropped unclaimed, it is
+//! dropped at once when that grace period has ended and after it otherwise.
+
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Memb, Qsbr, Rcu, Retired, memb, qsbr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a grace period may take before the test counts it as never
+/// ending: generous, for a loaded 2-CPU machine.
+const LIMIT: Duration = Duration::from_secs(60);
+/// How long a wait that must not end is watched.
+const STILL_WAITING: Duration = Duration::from_millis(50);
+
+/// A value that says when it is dropped.
+struct Flagged {
+    id: u32,
+    dropped: Arc<AtomicBool>,
+}
+
+impl Flagged {
+    fn new(id: u32) -> (Flagged, Arc<AtomicBool>) {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let value = Flagged {
+            id,
+            dropped: Arc::clone(&dropped),
+        };
+        (value, dropped)
+    }
+}
+
+impl Drop for Flagged {
+    fn drop(&mut self) {
+        assert!(
+            !self.dropped.swap(true, SeqCst),
+            "{} dropped twice",
+            self.id
+        );
+    }
+}
+
+/// A memb reader holding a section in which it read `cell`'s value `id`,
+/// until `leave` is sent (or `LIMIT`).
+fn reader_inside(cell: &Arc<Rcu<Flagged>>, id: u32) -> (mpsc::Sender<()>, thread::JoinHandle<()>) {
+    let (entered, inside) = mpsc::channel();
+    let (leave, left) = mpsc::channel::<()>();
+    let cell = Arc::clone(cell);
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        let value = cell.read(&guard);
+        assert_eq!(value.id, id);
+        entered.send(()).unwrap();
+        let _ = left.recv_timeout(LIMIT);
+        assert!(!value.dropped.load(SeqCst), "dropped under a reader");
+    });
+    inside.recv().unwrap();
+    (leave, reader)
+}
+
+/// Polls `retired` until it gives its value up; panics after `LIMIT`.
+fn poll_until_taken<F: rcu_lite::Flavor>(mut retired: Retired<Flagged, F>) -> Flagged {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        match retired.try_into_inner() {
+            Ok(value) => return value,
+            Err(not_yet) => retired = not_yet,
+        }
+        assert!(Instant::now() < deadline, "{retired:?} never became ready");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn try_into_inner_gives_nothing_back_while_a_reader_holds_the_old_value() {
+    let (first, first_dropped) = Flagged::new(1);
+    let cell = Arc::new(Rcu::<Flagged>::new(first));
+    let (leave, reader) = reader_inside(&cell, 1);
+    let retired = cell.replace_polled(Flagged::new(2).0);
+    thread::sleep(STILL_WAITING);
+    let Err(retired) = retired.try_into_inner() else {
+        panic!("the old value came back while a reader held it");
+    };
+    assert!(!retired.is_ready());
+    leave.send(()).unwrap();
+    reader.join().unwrap();
+    // Nobody else calls synchronize_rcu(): the started poll elapses alone.
+    let old = poll_until_taken(retired);
+    assert_eq!(old.id, 1);
+    assert!(!first_dropped.load(SeqCst), "handed back, not dropped");
+    drop(old);
+    assert!(first_dropped.load(SeqCst));
+}
+
+#[test]
+fn into_inner_waits_for_a_reader_of_the_old_value() {
+    let cell = Arc::new(Rcu::<Flagged>::new(Flagged::new(1).0));
+    let (leave, reader) = reader_inside(&cell, 1);
+    let retired = cell.replace_polled(Flagged::new(2).0);
+    let taker = thread::spawn(move || retired.into_inner().id);
+    thread::sleep(STILL_WAITING);
+    assert!(
+        !taker.is_finished(),
+        "into_inner() did not wait for the reader"
+    );
+    leave.send(()).unwrap();
+    assert_eq!(taker.join().unwrap(), 1);
+    reader.join().unwrap();
+}
+
+#[test]
+fn dropped_unclaimed_before_its_grace_period_the_value_goes_to_call_rcu() {
+    let (first, first_dropped) = Flagged::new(1);
+    let cell = Arc::new(Rcu::<Flagged>::new(first));
+    let (leave, reader) = reader_inside(&cell, 1);
+    drop(cell.replace_polled(Flagged::new(2).0));
+    thread::sleep(STILL_WAITING);
+    assert!(!first_dropped.load(SeqCst), "dropped under a reader");
+    leave.send(()).unwrap();
+    reader.join().unwrap();
+    memb::rcu_barrier();
+    assert!(first_dropped.load(SeqCst), "never dropped");
+}
+
+#[test]
+fn dropped_unclaimed_after_its_grace_period_the_value_is_dropped_at_once() {
+    let (first, first_dropped) = Flagged::new(1);
+    let cell = Rcu::<Flagged, Memb>::new(first);
+    let retired = cell.replace_polled(Flagged::new(2).0);
+    memb::synchronize_rcu();
+    assert!(retired.is_ready());
+    drop(retired);
+    assert!(first_dropped.load(SeqCst));
+}
+
+#[test]
+fn a_qsbr_cell_waits_for_an_online_registration() {
+    let cell = Arc::new(Rcu::<Flagged, Qsbr>::new(Flagged::new(1).0));
+    let (entered, inside) = mpsc::channel();
+    let (leave, left) = mpsc::channel::<()>();
+    let reader = {
+        let cell = Arc::clone(&cell);
+        thread::spawn(move || {
+            let mut registration = QsbrThread::register();
+            let id = cell.read(&registration.read_lock()).id;
+            assert_eq!(id, 1);
+            entered.send(()).unwrap();
+            let _ = left.recv_timeout(LIMIT);
+            registration.quiescent_state();
+        })
+    };
+    inside.recv().unwrap();
+    let retired = cell.replace_polled(Flagged::new(2).0);
+    thread::sleep(STILL_WAITING);
+    assert!(
+        !retired.is_ready(),
+        "ready while a registration stayed online"
+    );
+    leave.send(()).unwrap();
+    assert_eq!(poll_until_taken(retired).id, 1);
+    reader.join().unwrap();
+    qsbr::rcu_barrier();
+}
