@@ -165,8 +165,11 @@ impl<F: Flavor> RcuLite<F> {
     }
 
     /// `replace_polled`, queueing the old value, then reclaims the queued
-    /// values whose grace period has ended, oldest first (their cookies
-    /// elapse in order).
+    /// values whose grace period has ended, from the front until one has
+    /// not. Cookies elapse in order and are queued nearly so (two writers
+    /// may take theirs in one order and queue them in the other), so a
+    /// ready value may wait behind a later cookie that is not: a delay,
+    /// not a leak (the cell's drop hands over what is left).
     fn replace_polled(&self, fresh: Tracked) {
         let retired = self.cell.replace_polled(fresh);
         let mut polled = self.polled.lock().unwrap_or_else(|e| e.into_inner());
