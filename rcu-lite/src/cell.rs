@@ -199,7 +199,7 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// dropped unclaimed drops its value as [`Rcu::replace`] would.
     ///
     /// ```
-    /// use rcu_lite::{memb, Rcu};
+    /// use rcu_lite::Rcu;
     ///
     /// let buffers = Rcu::<Vec<u8>>::new(vec![1; 4096]);
     /// let mut retired = buffers.replace_polled(vec![2; 4096]);
