@@ -76,3 +76,25 @@ impl<F: Flavor> fmt::Debug for GpState<F> {
             .finish()
     }
 }
+
+/// `start_poll_synchronize_rcu()` of flavor `F`: a cookie, then a callback
+/// that does nothing, whose grace period the callback thread drives.
+pub(crate) fn start_poll<F: Flavor>() -> GpState<F> {
+    let state = F::get_state_synchronize_rcu();
+    // Queued after the cookie was taken: the worker's `synchronize_rcu()`
+    // for this batch begins after it, so it waits for the cookie's grace
+    // period or a later one.
+    F::call_rcu(|| {});
+    state
+}
+
+/// `cond_synchronize_rcu()` of flavor `F`: the flavor's misuse checks
+/// whether or not it waits, then `synchronize_rcu()` unless `state` has
+/// elapsed (whose grace period begins after this call, so it is the
+/// cookie's or a later one).
+pub(crate) fn cond_synchronize<F: Flavor>(state: GpState<F>) {
+    F::refuse_to_wait_here("cond_synchronize_rcu");
+    if !F::poll_state_synchronize_rcu(state) {
+        F::synchronize_rcu();
+    }
+}

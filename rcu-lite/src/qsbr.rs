@@ -358,12 +358,7 @@ pub fn get_state_synchronize_rcu() -> GpState<Qsbr> {
 ///
 /// As [`call_rcu`].
 pub fn start_poll_synchronize_rcu() -> GpState<Qsbr> {
-    let state = get_state_synchronize_rcu();
-    // Queued after the cookie was taken: the worker's `synchronize_rcu()`
-    // for this batch begins after it, so it waits for the cookie's grace
-    // period or a later one.
-    call_rcu(|| {});
-    state
+    crate::poll::start_poll()
 }
 
 /// Whether the grace period `state` names has completed
@@ -387,10 +382,7 @@ pub fn poll_state_synchronize_rcu(state: GpState<Qsbr>) -> bool {
 /// As [`synchronize_rcu`], whether or not it would have to wait, so that
 /// the misuse shows the first time.
 pub fn cond_synchronize_rcu(state: GpState<Qsbr>) {
-    refuse_to_wait_here("cond_synchronize_rcu");
-    if !poll_state_synchronize_rcu(state) {
-        engine().synchronize(thread_record(), false);
-    }
+    crate::poll::cond_synchronize(state);
 }
 
 /// Runs `callback` on the flavor's callback thread after a grace period that
