@@ -7,9 +7,9 @@ use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{Memb, Qsbr, Rcu, Retired, memb, qsbr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
+use test_support::Holders;
 
 /// How long a grace period may take before the test counts it as never
 /// ending: generous, for a loaded 2-CPU machine.
@@ -44,22 +44,34 @@ impl Drop for Flagged {
     }
 }
 
-/// A memb reader holding a section in which it read `cell`'s value `id`,
-/// until `leave` is sent (or `LIMIT`).
-fn reader_inside(cell: &Arc<Rcu<Flagged>>, id: u32) -> (mpsc::Sender<()>, thread::JoinHandle<()>) {
-    let (entered, inside) = mpsc::channel();
-    let (leave, left) = mpsc::channel::<()>();
+/// A memb section in which a reader read a value: dropping it checks,
+/// before the section ends, that the value is still alive.
+struct Reading {
+    dropped: Arc<AtomicBool>,
+    _section: memb::Guard,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        assert!(!self.dropped.load(SeqCst), "dropped under a reader");
+    }
+}
+
+/// A memb reader that read `cell`'s value `id` and holds its section until
+/// [`Holders::release`].
+fn reader_inside(cell: &Arc<Rcu<Flagged>>, id: u32) -> Holders {
     let cell = Arc::clone(cell);
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        let value = cell.read(&guard);
+    let mut reader = Holders::new();
+    reader.hold(move || {
+        let section = memb::read_lock();
+        let value = cell.read(&section);
         assert_eq!(value.id, id);
-        entered.send(()).unwrap();
-        let _ = left.recv_timeout(LIMIT);
-        assert!(!value.dropped.load(SeqCst), "dropped under a reader");
+        Reading {
+            dropped: Arc::clone(&value.dropped),
+            _section: section,
+        }
     });
-    inside.recv().unwrap();
-    (leave, reader)
+    reader
 }
 
 /// Polls `retired` until it gives its value up; panics after `LIMIT`.
@@ -79,15 +91,14 @@ fn poll_until_taken<F: rcu_lite::Flavor>(mut retired: Retired<Flagged, F>) -> Fl
 fn try_into_inner_gives_nothing_back_while_a_reader_holds_the_old_value() {
     let (first, first_dropped) = Flagged::new(1);
     let cell = Arc::new(Rcu::<Flagged>::new(first));
-    let (leave, reader) = reader_inside(&cell, 1);
+    let reader = reader_inside(&cell, 1);
     let retired = cell.replace_polled(Flagged::new(2).0);
     thread::sleep(STILL_WAITING);
     let Err(retired) = retired.try_into_inner() else {
         panic!("the old value came back while a reader held it");
     };
     assert!(!retired.is_ready());
-    leave.send(()).unwrap();
-    reader.join().unwrap();
+    reader.release();
     // Nobody else calls synchronize_rcu(): the started poll elapses alone.
     let old = poll_until_taken(retired);
     assert_eq!(old.id, 1);
@@ -99,7 +110,7 @@ fn try_into_inner_gives_nothing_back_while_a_reader_holds_the_old_value() {
 #[test]
 fn into_inner_waits_for_a_reader_of_the_old_value() {
     let cell = Arc::new(Rcu::<Flagged>::new(Flagged::new(1).0));
-    let (leave, reader) = reader_inside(&cell, 1);
+    let reader = reader_inside(&cell, 1);
     let retired = cell.replace_polled(Flagged::new(2).0);
     let taker = thread::spawn(move || retired.into_inner().id);
     thread::sleep(STILL_WAITING);
@@ -107,21 +118,19 @@ fn into_inner_waits_for_a_reader_of_the_old_value() {
         !taker.is_finished(),
         "into_inner() did not wait for the reader"
     );
-    leave.send(()).unwrap();
+    reader.release();
     assert_eq!(taker.join().unwrap(), 1);
-    reader.join().unwrap();
 }
 
 #[test]
 fn dropped_unclaimed_before_its_grace_period_the_value_goes_to_call_rcu() {
     let (first, first_dropped) = Flagged::new(1);
     let cell = Arc::new(Rcu::<Flagged>::new(first));
-    let (leave, reader) = reader_inside(&cell, 1);
+    let reader = reader_inside(&cell, 1);
     drop(cell.replace_polled(Flagged::new(2).0));
     thread::sleep(STILL_WAITING);
     assert!(!first_dropped.load(SeqCst), "dropped under a reader");
-    leave.send(()).unwrap();
-    reader.join().unwrap();
+    reader.release();
     memb::rcu_barrier();
     assert!(first_dropped.load(SeqCst), "never dropped");
 }
@@ -140,28 +149,23 @@ fn dropped_unclaimed_after_its_grace_period_the_value_is_dropped_at_once() {
 #[test]
 fn a_qsbr_cell_waits_for_an_online_registration() {
     let cell = Arc::new(Rcu::<Flagged, Qsbr>::new(Flagged::new(1).0));
-    let (entered, inside) = mpsc::channel();
-    let (leave, left) = mpsc::channel::<()>();
-    let reader = {
+    let mut reader = Holders::new();
+    {
         let cell = Arc::clone(&cell);
-        thread::spawn(move || {
-            let mut registration = QsbrThread::register();
-            let id = cell.read(&registration.read_lock()).id;
-            assert_eq!(id, 1);
-            entered.send(()).unwrap();
-            let _ = left.recv_timeout(LIMIT);
-            registration.quiescent_state();
-        })
-    };
-    inside.recv().unwrap();
+        // Online from registration until dropped on release.
+        reader.hold(move || {
+            let registration = QsbrThread::register();
+            assert_eq!(cell.read(&registration.read_lock()).id, 1);
+            registration
+        });
+    }
     let retired = cell.replace_polled(Flagged::new(2).0);
     thread::sleep(STILL_WAITING);
     assert!(
         !retired.is_ready(),
         "ready while a registration stayed online"
     );
-    leave.send(()).unwrap();
+    reader.release();
     assert_eq!(poll_until_taken(retired).id, 1);
-    reader.join().unwrap();
     qsbr::rcu_barrier();
 }

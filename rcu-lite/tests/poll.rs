@@ -7,9 +7,9 @@
 
 use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{Flavor, GpState, Memb, Qsbr, memb, qsbr};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
+use test_support::Holders;
 
 /// How long a grace period may take before the test counts it as never
 /// ending: generous, for a loaded 2-CPU machine.
@@ -42,15 +42,8 @@ fn a_started_poll_elapses_without_another_caller() {
 /// has elapsed and stays so.
 #[test]
 fn a_memb_reader_inside_since_before_the_cookie_holds_it_up() {
-    let (entered, inside) = mpsc::channel();
-    let (leave, left) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        entered.send(()).unwrap();
-        left.recv().unwrap();
-        drop(guard);
-    });
-    inside.recv().unwrap();
+    let mut reader = Holders::new();
+    reader.hold(memb::read_lock);
     let state = memb::get_state_synchronize_rcu();
     let driver = thread::spawn(memb::synchronize_rcu);
     thread::sleep(STILL_WAITING);
@@ -59,9 +52,8 @@ fn a_memb_reader_inside_since_before_the_cookie_holds_it_up() {
         "{state:?} elapsed while a reader from before it was inside"
     );
     assert!(!driver.is_finished(), "synchronize_rcu() did not wait");
-    leave.send(()).unwrap();
+    reader.release();
     driver.join().unwrap();
-    reader.join().unwrap();
     // The driver's call began after the cookie: its grace period is the
     // cookie's or a later one.
     assert!(memb::poll_state_synchronize_rcu(state));
@@ -72,50 +64,34 @@ fn a_memb_reader_inside_since_before_the_cookie_holds_it_up() {
 /// before the cookie, and `cond_synchronize_rcu` as the waiter.
 #[test]
 fn a_qsbr_registration_online_since_before_the_cookie_holds_it_up() {
-    let (entered, inside) = mpsc::channel();
-    let (leave, left) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let mut registration = QsbrThread::register();
-        entered.send(()).unwrap();
-        left.recv().unwrap();
-        registration.quiescent_state();
-    });
-    inside.recv().unwrap();
+    let mut reader = Holders::new();
+    // Online from registration until dropped on release.
+    reader.hold(QsbrThread::register);
     let state = qsbr::get_state_synchronize_rcu();
     let waiter = thread::spawn(move || qsbr::cond_synchronize_rcu(state));
     thread::sleep(STILL_WAITING);
     assert!(!qsbr::poll_state_synchronize_rcu(state));
     assert!(!waiter.is_finished(), "cond_synchronize_rcu() did not wait");
-    leave.send(()).unwrap();
+    reader.release();
     waiter.join().unwrap();
     assert!(qsbr::poll_state_synchronize_rcu(state));
-    reader.join().unwrap();
 }
 
 /// Once the cookie has elapsed, `cond_synchronize_rcu` returns without a
 /// grace period: here any grace period would wait for a reader that stays
-/// inside until `cond_synchronize_rcu` has returned (or `LIMIT`).
+/// inside until `cond_synchronize_rcu` has returned, so a wait is a hang,
+/// which the deadline fails.
 #[test]
 fn cond_synchronize_returns_at_once_for_an_elapsed_cookie() {
-    let state = memb::get_state_synchronize_rcu();
-    memb::synchronize_rcu();
-    assert!(memb::poll_state_synchronize_rcu(state));
-    let (entered, inside) = mpsc::channel();
-    let (leave, left) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        entered.send(()).unwrap();
-        let told = left.recv_timeout(LIMIT).is_ok();
-        drop(guard);
-        told
+    test_support::within_a_deadline("cond_synchronize_rcu of an elapsed cookie", LIMIT, || {
+        let state = memb::get_state_synchronize_rcu();
+        memb::synchronize_rcu();
+        assert!(memb::poll_state_synchronize_rcu(state));
+        let mut reader = Holders::new();
+        reader.hold(memb::read_lock);
+        memb::cond_synchronize_rcu(state);
+        reader.release();
     });
-    inside.recv().unwrap();
-    memb::cond_synchronize_rcu(state);
-    leave.send(()).unwrap();
-    assert!(
-        reader.join().unwrap(),
-        "cond_synchronize_rcu() waited for a grace period although its cookie had elapsed"
-    );
 }
 
 /// Through the `Flavor` trait, for code generic over the flavor: a cookie

@@ -269,13 +269,27 @@ impl Holders {
 
     /// Lets every holder drop what it holds, and joins them; a panic in one
     /// fails here.
-    pub fn release(self) {
+    pub fn release(mut self) {
+        self.let_go();
+        for t in std::mem::take(&mut self.threads) {
+            t.join().expect("a holder thread panicked");
+        }
+    }
+
+    /// Tells every holder to drop what it holds.
+    fn let_go(&self) {
         let (flag, changed) = &*self.released;
         *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
         changed.notify_all();
-        for t in self.threads {
-            t.join().expect("a holder thread panicked");
-        }
+    }
+}
+
+impl Drop for Holders {
+    /// Holders dropped without [`Holders::release`] (a test that failed
+    /// meanwhile) let go, so that a read section they hold does not hang
+    /// the other tests of the binary; their threads are not joined.
+    fn drop(&mut self) {
+        self.let_go();
     }
 }
 
