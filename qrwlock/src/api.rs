@@ -1,5 +1,7 @@
 //! The `lock_api` layer: [`RawQRwLock`] as a `lock_api::RawRwLock` (and
-//! `RawRwLockDowngrade`), so that [`RwLock`] is `lock_api::RwLock`.
+//! `RawRwLockDowngrade`), so that [`RwLock`] is `lock_api::RwLock`, and
+//! [`ReadRecursive`], the recursive read lock that `lock_api` 0.5 has no trait
+//! for.
 //!
 //! Not built under loom: `lock_api` needs a `const INIT`, and loom's atomics
 //! are not `const`. The loom models test the raw methods these call.
@@ -103,3 +105,67 @@ pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawQRwLock, T>;
 /// An exclusive hold of an [`RwLock`]; released on drop, or turned into a
 /// shared hold with `RwLockWriteGuard::downgrade`.
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T>;
+
+/// Recursive read locks on an [`RwLock`]: a shared hold that a writer waiting
+/// at the front of the queue does not hold up, so a thread that already reads
+/// may read again (see [`RawQRwLock::read_lock_recursive`]). `parking_lot`'s
+/// `read_recursive`; `lock_api` 0.5 has no trait for it, hence this one.
+///
+/// ```
+/// use qrwlock::{ReadRecursive, RwLock};
+///
+/// let table = RwLock::new(vec![1, 2, 3]);
+/// let outer = table.read();
+/// // Were a writer now queued for the lock, `table.read()` here would wait
+/// // behind it, and it for `outer`: a deadlock. This one enters.
+/// let inner = table.read_recursive();
+/// assert_eq!(outer.len() + inner.len(), 6);
+/// assert!(table.try_write().is_none(), "readers exclude writers");
+/// drop((outer, inner));
+/// let writer = table.write();
+/// assert!(table.try_read_recursive().is_none(), "a writer inside keeps it out");
+/// drop(writer);
+/// ```
+///
+/// Recursive readers do not yield to a waiting writer, so a thread that takes
+/// every hold this way can keep writers out for as long as holds overlap:
+/// take the outermost hold with `read` and the nested ones with
+/// `read_recursive`.
+pub trait ReadRecursive<T: ?Sized> {
+    /// A shared hold that waits only while a writer holds the lock
+    /// ([`RawQRwLock::read_lock_recursive`]).
+    ///
+    /// # Panics
+    ///
+    /// If about 2 million read locks are held at once (leaked guards).
+    fn read_recursive(&self) -> RwLockReadGuard<'_, T>;
+
+    /// A shared hold if no writer holds the lock, even if one waits
+    /// ([`RawQRwLock::try_read_lock_recursive`]). Never waits.
+    ///
+    /// # Panics
+    ///
+    /// As [`ReadRecursive::read_recursive`].
+    fn try_read_recursive(&self) -> Option<RwLockReadGuard<'_, T>>;
+}
+
+impl<T: ?Sized> ReadRecursive<T> for RwLock<T> {
+    #[inline]
+    fn read_recursive(&self) -> RwLockReadGuard<'_, T> {
+        // SAFETY: the only operation on the raw lock is a shared acquisition,
+        // which invalidates no live guard or reference.
+        unsafe { self.raw() }.read_lock_recursive();
+        // SAFETY: we hold the lock shared (taken just above) and hand that
+        // hold to the guard, whose drop gives it up with `unlock_shared`;
+        // `GuardSend` carries no state.
+        unsafe { self.make_read_guard_unchecked(GuardSend::new()) }
+    }
+
+    #[inline]
+    fn try_read_recursive(&self) -> Option<RwLockReadGuard<'_, T>> {
+        // SAFETY: as in `read_recursive`.
+        let entered = unsafe { self.raw() }.try_read_lock_recursive();
+        // SAFETY: as in `read_recursive`, when `entered` says we hold it.
+        entered.then(|| unsafe { self.make_read_guard_unchecked(GuardSend::new()) })
+    }
+}

@@ -21,7 +21,8 @@
 //! ```
 //!
 //! - [`RwLock`] is `lock_api::RwLock<RawQRwLock, T>`: guards, `try_read`,
-//!   `try_write`, `downgrade` and the rest of `lock_api`'s API.
+//!   `try_write`, `downgrade` and the rest of `lock_api`'s API, plus
+//!   [`ReadRecursive`]'s `read_recursive` for nested read holds.
 //! - [`RawQRwLock`] is the raw layer (`read_lock`, `write_unlock`, ...), for
 //!   data-structure authors who keep the data elsewhere.
 //! - [`cond_load_acquire`] is the user-space `atomic_cond_read_acquire()` the
@@ -57,10 +58,15 @@
 //!   fast path ahead of that writer.
 //! - **No priority, no timeouts, no fair unlock**: unlocking never hands the
 //!   lock to a particular waiter, it wakes the front of the queue.
-//! - **Read locks are not recursive.** A thread that holds a read lock and asks
-//!   for another can deadlock if a writer queued in between (the writer waits
-//!   for the first hold, the second waits behind the writer). The kernel allows
-//!   this only in interrupt context; here it is never allowed.
+//! - **Plain read locks are not recursive.** A thread that holds a read lock
+//!   and asks for another with `read` can deadlock if a writer queued in
+//!   between (the writer waits for the first hold, the second waits behind the
+//!   writer). [`ReadRecursive::read_recursive`] (raw:
+//!   [`RawQRwLock::read_lock_recursive`]) is the kernel's interrupt-context
+//!   reader: it waits only while a writer holds the lock, so it enters past a
+//!   waiting writer, and a nested hold taken with it cannot deadlock. Such
+//!   readers do not yield to a waiting writer; take the outermost hold with
+//!   `read`.
 //! - **No upgrade.** A write lock asked for while holding a read lock waits
 //!   for that hold forever, and since it has set the waiting bit, every later
 //!   reader of any thread queues behind it: the whole lock stops, with no
@@ -103,4 +109,4 @@ pub use wait::{cond_load_acquire, cond_load_relaxed, wake_sleepers};
 #[cfg(not(loom))]
 mod api;
 #[cfg(not(loom))]
-pub use api::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use api::{ReadRecursive, RwLock, RwLockReadGuard, RwLockWriteGuard};

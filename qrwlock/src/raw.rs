@@ -26,6 +26,10 @@
 //!   and admit every reader queued directly behind, and hand the queue to the
 //!   first writer after them. (The kernel hands the queue from reader to
 //!   reader, each adding its own bias; see `wait_queue` for why not here.)
+//! - Recursive reader (the kernel's interrupt-context reader): the same add,
+//!   but only [`WRITER_LOCKED`] sends it to the slow path, so it enters past
+//!   a waiting writer. A writer inside means the thread holds no read lock
+//!   here, so it then queues as above.
 //! - Writer fast path: CAS 0 -> [`WRITER_LOCKED`]. Slow path: join the queue;
 //!   at the front, set [`WRITER_WAITING`], so that new fast-path readers fail
 //!   and queue behind this writer; wait for the word to be exactly
@@ -52,11 +56,13 @@ pub const WRITER_LOCKED: u32 = 0xff;
 /// The writer-waiting bit (`_QW_WAITING`). Invariant: set only by the writer
 /// at the front of the wait queue, and cleared only by that writer's CAS to
 /// [`WRITER_LOCKED`]; while set, reader fast paths fail, so new readers queue
-/// behind that writer.
+/// behind that writer (recursive readers excepted: they wait only for
+/// [`WRITER_LOCKED`]).
 pub const WRITER_WAITING: u32 = 0x100;
 
 /// Both writer fields (`_QW_WMASK`): a reader may enter on the fast path only
-/// when none of these bits is set.
+/// when none of these bits is set (a recursive reader: when the writer byte
+/// is clear).
 pub const WRITER_MASK: u32 = WRITER_LOCKED | WRITER_WAITING;
 
 /// The queue head's sleeper bit. Invariant: set only by the thread at the
@@ -197,16 +203,70 @@ impl RawQRwLock {
     /// As [`RawQRwLock::read_lock`].
     #[inline]
     pub fn try_read_lock(&self) -> bool {
+        self.try_read_lock_unless(WRITER_MASK)
+    }
+
+    /// Acquires the lock shared, waiting only while a writer holds it: a
+    /// writer waiting at the front of the queue does not stop it. The
+    /// kernel's reader in interrupt context (`queued_read_lock_slowpath()`
+    /// under `in_interrupt()`), which is what makes its recursive read locks
+    /// work; `parking_lot`'s `read_recursive`.
+    ///
+    /// A thread that already holds the lock shared may take it again this way
+    /// while a writer waits for that first hold: the writer cannot be inside
+    /// (it enters only with no reader counted), so this returns at once,
+    /// where [`RawQRwLock::read_lock`] would queue behind the writer for good.
+    /// It finds a writer inside only when the calling thread holds no read
+    /// lock here; then it queues like `read_lock`, in FIFO order.
+    ///
+    /// Recursive readers do not yield to a waiting writer: while they keep
+    /// overlapping, the writer waits. Take the outermost hold with `read_lock`
+    /// and only the nested ones with this.
+    ///
+    /// # Panics
+    ///
+    /// As [`RawQRwLock::read_lock`].
+    #[inline]
+    pub fn read_lock_recursive(&self) {
+        // Acquire: pairs with the Release unlock of the last writer (through
+        // the RMWs after it, a writer's WAITING `fetch_or` among them), when
+        // the writer byte is clear and we are in.
+        let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        if cnts & (WRITER_LOCKED | READER_OVERFLOW) != 0 {
+            // A writer is inside, so this thread holds no read lock here (a
+            // writer takes the byte only from a word with no reader, and a
+            // hold is counted until its unlock): queueing cannot deadlock.
+            self.read_lock_slow(cnts);
+        }
+    }
+
+    /// Acquires the lock shared if no writer holds it, even if one waits at
+    /// the front of the queue: the try form of
+    /// [`RawQRwLock::read_lock_recursive`]. Never waits.
+    ///
+    /// # Panics
+    ///
+    /// As [`RawQRwLock::read_lock`].
+    #[inline]
+    pub fn try_read_lock_recursive(&self) -> bool {
+        self.try_read_lock_unless(WRITER_LOCKED)
+    }
+
+    /// The try-readers: enters unless one of `writer_bits` is set in the word
+    /// its add returns.
+    #[inline]
+    fn try_read_lock_unless(&self, writer_bits: u32) -> bool {
         let cnts = self.cnts.load(Ordering::Relaxed);
-        if cnts & (WRITER_MASK | READER_OVERFLOW) != 0 {
+        if cnts & (writer_bits | READER_OVERFLOW) != 0 {
             if cnts & READER_OVERFLOW != 0 {
                 reader_overflow();
             }
             return false;
         }
-        // Acquire: as in `read_lock`.
+        // Acquire: as in `read_lock`. The Relaxed look above may miss a bit
+        // set just before; the add reads the latest word, so its value decides.
         let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
-        if cnts & (WRITER_MASK | READER_OVERFLOW) == 0 {
+        if cnts & (writer_bits | READER_OVERFLOW) == 0 {
             return true;
         }
         self.undo_reader_bias();
@@ -221,7 +281,9 @@ impl RawQRwLock {
     /// # Safety
     ///
     /// The caller holds the lock shared (a [`RawQRwLock::read_lock`],
-    /// successful [`RawQRwLock::try_read_lock`] or [`RawQRwLock::downgrade`]
+    /// [`RawQRwLock::read_lock_recursive`], successful
+    /// [`RawQRwLock::try_read_lock`] or
+    /// [`RawQRwLock::try_read_lock_recursive`], or [`RawQRwLock::downgrade`]
     /// not yet released), and gives that hold up. The lock stays alive until this call returns, even once
     /// another thread has taken it (this call may still write the word after
     /// the release, to wake a sleeper).
@@ -586,6 +648,31 @@ mod tests {
         // SAFETY: the downgraded hold.
         unsafe { lock.read_unlock() };
         assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
+    }
+
+    /// The recursive readers test only the writer byte: with a writer waiting
+    /// (its bit set by hand, no thread behind it) they enter and the plain
+    /// try-reader does not; with the byte set neither enters, and the failed
+    /// try leaves the word as it found it.
+    #[test]
+    fn recursive_readers_test_only_the_writer_byte() {
+        let lock = RawQRwLock::new();
+        lock.cnts.store(WRITER_WAITING, Ordering::Relaxed);
+        assert!(!lock.try_read_lock());
+        assert!(lock.try_read_lock_recursive());
+        lock.read_lock_recursive();
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            WRITER_WAITING + 2 * READER_BIAS
+        );
+        // SAFETY: the two shared holds taken above.
+        unsafe {
+            lock.read_unlock();
+            lock.read_unlock();
+        }
+        lock.cnts.store(WRITER_LOCKED, Ordering::Relaxed);
+        assert!(!lock.try_read_lock_recursive());
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), WRITER_LOCKED);
     }
 
     /// `Debug` shows the reader count and each writer field of the word.

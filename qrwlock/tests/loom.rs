@@ -341,6 +341,84 @@ fn try_read_lock_checks_the_word_its_add_returned() {
     });
 }
 
+/// A thread that holds a read lock takes it again, recursively, while a
+/// writer waits at the front for the first hold: both recursive forms enter
+/// (with the waiting bit in `read_lock_recursive`'s check, the thread queues
+/// behind the writer that waits for it, which loom reports as a deadlock; in
+/// `try_read_lock_recursive`'s, the assertion fails), the holds see the value
+/// from before the writer, and the writer enters once all three are given
+/// up: the last unlock wakes it if it sleeps.
+#[test]
+fn a_recursive_read_enters_past_a_waiting_writer() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        locked.lock.read_lock();
+        let writer = {
+            let locked = locked.clone();
+            thread::spawn(move || locked.add(1))
+        };
+        while !locked.lock.is_writer_waiting() {
+            thread::yield_now();
+        }
+        locked.lock.read_lock_recursive();
+        assert!(
+            locked.lock.try_read_lock_recursive(),
+            "a recursive try-reader refused with no writer inside"
+        );
+        // SAFETY: read-locked (three times).
+        let seen = locked.value.with(|v| unsafe { *v });
+        assert_eq!(seen, 0, "a reader overlapped the writer");
+        // SAFETY: the three shared holds taken above, each given up once.
+        unsafe {
+            locked.lock.read_unlock();
+            locked.lock.read_unlock();
+            locked.lock.read_unlock();
+        }
+        writer.join().unwrap();
+        assert_eq!(locked.value_after_join(), 1);
+        locked.assert_back_to_fresh();
+    });
+}
+
+/// A recursive reader racing a writer enters only while no writer is inside
+/// (loom's cell reports an overlap: with no writer check in
+/// `read_lock_recursive`, or the waiting bit only in
+/// `try_read_lock_recursive`'s, it does), sees the value from before or
+/// after the write, never the later one first, and when it finds the writer
+/// inside it queues and is woken.
+#[test]
+fn a_recursive_reader_and_a_writer_exclude_each_other() {
+    qrwlock::loom_model_with_spurious_wakeups_too(|| {
+        let locked = Locked::new();
+        let reader = {
+            let locked = locked.clone();
+            thread::spawn(move || {
+                let tried = locked.lock.try_read_lock_recursive().then(|| {
+                    // SAFETY: read-locked just above.
+                    let v = locked.value.with(|v| unsafe { *v });
+                    // SAFETY: the hold taken just above.
+                    unsafe { locked.lock.read_unlock() };
+                    v
+                });
+                locked.lock.read_lock_recursive();
+                // SAFETY: read-locked just above.
+                let seen = locked.value.with(|v| unsafe { *v });
+                // SAFETY: the hold taken just above.
+                unsafe { locked.lock.read_unlock() };
+                (tried, seen)
+            })
+        };
+        locked.add(1);
+        let (tried, seen) = reader.join().unwrap();
+        assert!(seen <= 1, "reader saw {seen}");
+        assert!(
+            tried.is_none_or(|t| t <= seen),
+            "the recursive try-reader saw {tried:?}, the later reader {seen}"
+        );
+        locked.assert_back_to_fresh();
+    });
+}
+
 /// Downgrade keeps writers out and lets a waiting reader in with the owner.
 ///
 /// The reader must be able to fall asleep before the downgrade, or the

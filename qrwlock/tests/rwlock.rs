@@ -3,7 +3,7 @@
 //! real futex, and a stress run with more threads than this machine's cores.
 #![cfg(not(loom))]
 
-use qrwlock::{RwLock, RwLockWriteGuard, cond_load_acquire, wake_sleepers};
+use qrwlock::{ReadRecursive, RwLock, RwLockWriteGuard, cond_load_acquire, wake_sleepers};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -128,6 +128,90 @@ fn readers_queue_behind_a_waiting_writer() {
     );
 }
 
+/// A thread that holds a read lock takes another with `read_recursive` while
+/// a writer waits for the first: the writer waits at the front for the
+/// holds inside, so a plain `read` would queue behind it for good. The
+/// nested hold enters at once, the writer after both are given up, and a
+/// late plain reader after the writer.
+#[test]
+fn a_recursive_read_enters_past_a_waiting_writer() {
+    test_support::within_a_deadline(
+        "a_recursive_read_enters_past_a_waiting_writer (the recursive read queued behind \
+         the writer that waits for its own thread's hold)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let outer = lock.read();
+            let writer = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.write() = 1)
+            };
+            while !writer_waiting(&lock) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(
+                lock.try_read().is_none(),
+                "try_read passed a waiting writer"
+            );
+            let inner = lock.read_recursive();
+            let tried = lock
+                .try_read_recursive()
+                .expect("try_read_recursive refused with no writer inside");
+            assert_eq!(
+                *outer + *inner + *tried,
+                0,
+                "a reader overlapped the writer"
+            );
+            assert!(writer_waiting(&lock), "the writer stopped waiting");
+            let late = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.read())
+            };
+            drop((outer, inner));
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!writer.is_finished(), "the writer entered past a read hold");
+            drop(tried);
+            writer.join().unwrap();
+            assert_eq!(
+                late.join().unwrap(),
+                1,
+                "a late reader entered before the writer"
+            );
+        },
+    );
+}
+
+/// A recursive reader that finds a writer inside waits for it (queueing, as
+/// the calling thread holds no read lock then), and sees its write.
+#[test]
+fn a_recursive_read_waits_for_the_writer_inside() {
+    test_support::within_a_deadline(
+        "a_recursive_read_waits_for_the_writer_inside (the reader was never woken)",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let mut w = lock.write();
+            assert!(
+                lock.try_read_recursive().is_none(),
+                "try_read_recursive entered past a writer inside"
+            );
+            let reader = {
+                let lock = lock.clone();
+                std::thread::spawn(move || *lock.read_recursive())
+            };
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(
+                !reader.is_finished(),
+                "a recursive read entered past a writer inside"
+            );
+            *w = 7;
+            drop(w);
+            assert_eq!(reader.join().unwrap(), 7);
+            assert!(!lock.is_locked());
+        },
+    );
+}
+
 /// Threads queued behind the front sleep on their own queue nodes, and each
 /// is woken when the thread ahead hands it the queue or admits it. The
 /// pauses let each queue in turn and fall asleep there (if one has not, the
@@ -233,7 +317,8 @@ fn wake_sleepers_wakes_every_sleeper() {
 }
 
 /// Many more threads than cores, mixing every operation: the protected pair
-/// must never be seen torn, and every thread must finish.
+/// must never be seen torn, and every thread must finish (a nested read that
+/// queued behind a waiting writer would not).
 #[test]
 fn oversubscribed_stress_keeps_exclusion() {
     test_support::within_a_deadline(
@@ -281,6 +366,23 @@ fn oversubscribed_stress_keeps_exclusion() {
                                 }
                                 3 => {
                                     if let Some(r) = lock.try_read()
+                                        && r.0 != r.1
+                                    {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
+                                4 => {
+                                    // A nested read: a plain `read` here would
+                                    // wait behind a writer queued between the
+                                    // two, and that writer for `outer`.
+                                    let outer = lock.read();
+                                    let inner = lock.read_recursive();
+                                    if outer.0 != outer.1 || *inner != *outer {
+                                        torn.store(true, Relaxed);
+                                    }
+                                }
+                                5 => {
+                                    if let Some(r) = lock.try_read_recursive()
                                         && r.0 != r.1
                                     {
                                         torn.store(true, Relaxed);
