@@ -1,6 +1,6 @@
 //! Criterion group `rwlock`: qrwlock against parking_lot, std and spin.
 //!
-//! Three questions, one benchmark id each (`rwlock/<impl>/<question>`):
+//! Five questions, one benchmark id each (`rwlock/<impl>/<question>`):
 //!
 //! - `uncontended-read`: one thread, read lock + load + unlock.
 //! - `uncontended-write`: one thread, write lock + increment + unlock.
@@ -9,6 +9,12 @@
 //!   throughput is 2 / time. Threads are spawned and released by a barrier
 //!   outside the timed region; each times its own loop and the slower one
 //!   counts.
+//! - `nested-read` and `nested-read-mostly-2t`: the same with every read a
+//!   nested pair, a read lock and a second one inside it that a waiting
+//!   writer does not hold up (a plain second `read` could deadlock behind
+//!   it), for the locks that have one: qrwlock's `read_recursive`,
+//!   parking_lot's `RecursiveRwLock` (every read recursive; its own contender,
+//!   `parking_lot-recursive`) and spin (reader-preferring: every read is).
 //!
 //! `cargo bench -p bench-suite --bench rwlock` (add `-- --quick` for a
 //! minute-long run). Run under `flock /work/bench.lock` on a shared machine.
@@ -88,6 +94,59 @@ impl BenchLock for spin::RwLock<u64> {
     }
 }
 
+/// A contender whose read locks nest with a writer waiting.
+trait NestedRead: BenchLock {
+    /// Read lock, a second read lock inside it that a waiting writer does
+    /// not hold up, load, unlock both.
+    fn nested_read(&self) -> u64;
+}
+
+impl NestedRead for qrwlock::RwLock<u64> {
+    #[inline]
+    fn nested_read(&self) -> u64 {
+        use qrwlock::ReadRecursive;
+        let outer = qrwlock::RwLock::read(self);
+        let inner = self.read_recursive();
+        black_box(&outer);
+        *inner
+    }
+}
+
+impl BenchLock for parking_lot::RecursiveRwLock<u64> {
+    const NAME: &'static str = "parking_lot-recursive";
+    fn new() -> Self {
+        parking_lot::RecursiveRwLock::new(0)
+    }
+    #[inline]
+    fn read(&self) -> u64 {
+        *parking_lot::RecursiveRwLock::read(self)
+    }
+    #[inline]
+    fn write(&self) {
+        *parking_lot::RecursiveRwLock::write(self) += 1;
+    }
+}
+
+impl NestedRead for parking_lot::RecursiveRwLock<u64> {
+    #[inline]
+    fn nested_read(&self) -> u64 {
+        let outer = parking_lot::RecursiveRwLock::read(self);
+        let inner = parking_lot::RecursiveRwLock::read(self);
+        black_box(&outer);
+        *inner
+    }
+}
+
+impl NestedRead for spin::RwLock<u64> {
+    #[inline]
+    fn nested_read(&self) -> u64 {
+        let outer = spin::RwLock::read(self);
+        let inner = spin::RwLock::read(self);
+        black_box(&outer);
+        *inner
+    }
+}
+
 /// The lock on its own cache lines, so nothing else shares them.
 #[repr(align(128))]
 struct Padded<L>(L);
@@ -109,8 +168,13 @@ fn uncontended<L: BenchLock>(c: &mut Criterion) {
 }
 
 /// `iters` operations on each of two threads, 1 write per
-/// `READS_PER_WRITE` reads, the threads' writes staggered by half a period.
-fn read_mostly_pair<L: BenchLock>(lock: &Arc<Padded<L>>, iters: u64) -> Duration {
+/// `READS_PER_WRITE` reads (each a `read`), the threads' writes staggered by
+/// half a period.
+fn read_mostly_pair<L: BenchLock>(
+    lock: &Arc<Padded<L>>,
+    iters: u64,
+    read: fn(&L) -> u64,
+) -> Duration {
     let start = Arc::new(Barrier::new(2));
     let threads: Vec<_> = (0..2u64)
         .map(|t| {
@@ -124,7 +188,7 @@ fn read_mostly_pair<L: BenchLock>(lock: &Arc<Padded<L>>, iters: u64) -> Duration
                     if (i + offset) % (READS_PER_WRITE + 1) == READS_PER_WRITE {
                         lock.write();
                     } else {
-                        black_box(lock.read());
+                        black_box(read(lock));
                     }
                 }
                 began.elapsed()
@@ -143,7 +207,22 @@ fn read_mostly<L: BenchLock>(c: &mut Criterion) {
     group.throughput(Throughput::Elements(2));
     let lock = Arc::new(Padded(L::new()));
     group.bench_function(BenchmarkId::new(L::NAME, "read-mostly-2t"), |b| {
-        b.iter_custom(|iters| read_mostly_pair(&lock, iters))
+        b.iter_custom(|iters| read_mostly_pair(&lock, iters, L::read))
+    });
+    group.finish();
+}
+
+fn nested<L: NestedRead>(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rwlock");
+    group.throughput(Throughput::Elements(1));
+    let lock = Padded(L::new());
+    group.bench_function(BenchmarkId::new(L::NAME, "nested-read"), |b| {
+        b.iter(|| black_box(black_box(&lock.0).nested_read()))
+    });
+    group.throughput(Throughput::Elements(2));
+    let lock = Arc::new(Padded(L::new()));
+    group.bench_function(BenchmarkId::new(L::NAME, "nested-read-mostly-2t"), |b| {
+        b.iter_custom(|iters| read_mostly_pair(&lock, iters, L::nested_read))
     });
     group.finish();
 }
@@ -157,6 +236,9 @@ fn rwlock(c: &mut Criterion) {
     read_mostly::<parking_lot::RwLock<u64>>(c);
     read_mostly::<std::sync::RwLock<u64>>(c);
     read_mostly::<spin::RwLock<u64>>(c);
+    nested::<qrwlock::RwLock<u64>>(c);
+    nested::<parking_lot::RecursiveRwLock<u64>>(c);
+    nested::<spin::RwLock<u64>>(c);
 }
 
 criterion_group! {
