@@ -4,11 +4,35 @@
 //! exactly when the lock excludes readers from writers. A premature reclamation
 //! here is an exclusion failure; a reader that stalls holds writers off; a
 //! panicking reader must release its read lock during the unwind.
+//!
+//! One `read` in [`NESTED_EVERY`] of each thread takes a second, recursive
+//! hold inside the first (`read_recursive`), as a re-entrant reader would,
+//! and checks the object through it: with a writer waiting for the outer
+//! hold, a plain second `read` would deadlock (the run would end in a hang).
 
 use super::object::{self, TortureObject};
 use super::{Options, Torture};
 use crate::registry::{Implementation, Origin};
+use qrwlock::ReadRecursive;
+use std::cell::Cell;
 use std::ptr::NonNull;
+
+/// One `read` in this many, per thread, nests a recursive hold.
+const NESTED_EVERY: u32 = 4;
+
+thread_local! {
+    /// This thread's `read` calls, to pick the nested ones.
+    static READS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether this thread's `read` now nests (one in [`NESTED_EVERY`]).
+fn nested_this_time() -> bool {
+    READS.with(|reads| {
+        let n = reads.get().wrapping_add(1);
+        reads.set(n);
+        n % NESTED_EVERY == 0
+    })
+}
 
 /// `qrwlock`.
 pub(super) const QRWLOCK: Implementation<dyn Torture, Options> = Implementation {
@@ -54,7 +78,14 @@ impl Torture for Qrwlock {
         let current = self.current.read();
         // SAFETY: live while the read lock is held: writers reclaim only the
         // object they unpublished under the write lock.
-        unsafe { current.0.as_ref() }.is_live()
+        let object = unsafe { current.0.as_ref() };
+        if !nested_this_time() {
+            return object.is_live();
+        }
+        // No writer can be inside between the two holds: the inner one must
+        // see the object the outer one does.
+        let inner = self.current.read_recursive();
+        inner.0 == current.0 && object.is_live()
     }
 
     fn read_with(&self, inside: &mut dyn FnMut(&TortureObject)) {
