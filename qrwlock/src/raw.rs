@@ -187,12 +187,7 @@ impl RawQRwLock {
     /// If about 2 million read locks are held at once (leaked guards).
     #[inline]
     pub fn read_lock(&self) {
-        // Acquire: pairs with the Release unlock of the last writer, when no
-        // writer bit is set and we are in.
-        let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
-        if cnts & (WRITER_MASK | READER_OVERFLOW) != 0 {
-            self.read_lock_slow(cnts);
-        }
+        self.read_lock_unless(WRITER_MASK);
     }
 
     /// Acquires the lock shared if no writer holds it or waits for it:
@@ -228,14 +223,22 @@ impl RawQRwLock {
     /// As [`RawQRwLock::read_lock`].
     #[inline]
     pub fn read_lock_recursive(&self) {
+        // Only a writer inside sends us to the queue, and then this thread
+        // holds no read lock here (a writer takes the byte only from a word
+        // with no reader, and a hold is counted until its unlock): queueing
+        // cannot deadlock.
+        self.read_lock_unless(WRITER_LOCKED);
+    }
+
+    /// The readers' fast path: enters unless one of `writer_bits` is set in
+    /// the word its add returns, and otherwise queues.
+    #[inline]
+    fn read_lock_unless(&self, writer_bits: u32) {
         // Acquire: pairs with the Release unlock of the last writer (through
         // the RMWs after it, a writer's WAITING `fetch_or` among them), when
-        // the writer byte is clear and we are in.
+        // no bit of `writer_bits` is set and we are in.
         let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
-        if cnts & (WRITER_LOCKED | READER_OVERFLOW) != 0 {
-            // A writer is inside, so this thread holds no read lock here (a
-            // writer takes the byte only from a word with no reader, and a
-            // hold is counted until its unlock): queueing cannot deadlock.
+        if cnts & (writer_bits | READER_OVERFLOW) != 0 {
             self.read_lock_slow(cnts);
         }
     }
