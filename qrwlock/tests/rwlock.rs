@@ -60,13 +60,7 @@ fn downgrade_keeps_a_queued_writer_out() {
             let lock = Arc::new(RwLock::new(0u32));
             let mut w = lock.write();
             *w = 1;
-            let writer = {
-                let lock = lock.clone();
-                std::thread::spawn(move || *lock.write() = 2)
-            };
-            while !writer_waiting(&lock) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            let writer = spawn_waiting_writer(&lock, 2);
             let r = RwLockWriteGuard::downgrade(w);
             assert_eq!(*r, 1, "the queued writer entered during the downgrade");
             drop(r);
@@ -93,13 +87,7 @@ fn readers_queue_behind_a_waiting_writer() {
         || {
             let lock = Arc::new(RwLock::new(0u32));
             let first = lock.read();
-            let writer = {
-                let lock = lock.clone();
-                std::thread::spawn(move || *lock.write() = 1)
-            };
-            while !writer_waiting(&lock) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            let writer = spawn_waiting_writer(&lock, 1);
             assert!(
                 lock.try_read().is_none(),
                 "try_read passed a waiting writer"
@@ -142,13 +130,7 @@ fn a_recursive_read_enters_past_a_waiting_writer() {
         || {
             let lock = Arc::new(RwLock::new(0u32));
             let outer = lock.read();
-            let writer = {
-                let lock = lock.clone();
-                std::thread::spawn(move || *lock.write() = 1)
-            };
-            while !writer_waiting(&lock) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            let writer = spawn_waiting_writer(&lock, 1);
             assert!(
                 lock.try_read().is_none(),
                 "try_read passed a waiting writer"
@@ -246,6 +228,19 @@ fn queued_threads_asleep_on_their_nodes_are_woken() {
             assert_eq!(*lock.read(), 1);
         },
     );
+}
+
+/// Spawns a writer that stores `value`, and returns once it waits at the
+/// front of the queue (the caller holds the lock, so it cannot enter yet).
+fn spawn_waiting_writer(lock: &Arc<RwLock<u32>>, value: u32) -> std::thread::JoinHandle<()> {
+    let writer = {
+        let lock = lock.clone();
+        std::thread::spawn(move || *lock.write() = value)
+    };
+    while !writer_waiting(lock) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    writer
 }
 
 fn writer_waiting(lock: &RwLock<u32>) -> bool {
