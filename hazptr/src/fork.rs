@@ -81,7 +81,8 @@
 //! of an `extern "C"` function).
 #![cfg(not(loom))]
 
-use crate::domain::{DOMAINS, Domain, Shared, thread_token};
+use crate::domain::{DOMAINS, Domain, Shared};
+use crate::registration::thread_token;
 use crate::retire::Retired;
 use crate::scan::{hold_driver, release_driver, reset_after_fork};
 use crate::sync::JoinHandle;

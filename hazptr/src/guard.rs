@@ -46,7 +46,8 @@
 //! slot to a backup slot ([`Guard::promote`]), freeing the block slot.
 
 use crate::atomic_box::AtomicBox;
-use crate::domain::{Domain, thread_token};
+use crate::domain::Domain;
+use crate::registration::thread_token;
 use crate::slot::{
     BackupSlot, EMPTY, FIRST_SLOT_COMPILER_FENCE, RESERVED, SLOTS_PER_BLOCK, SlotBlock,
 };
@@ -168,11 +169,11 @@ impl<'d> Guard<'d> {
     fn take_global() -> Guard<'static> {
         let wildcard = crate::domain::global_wildcard();
         if let Some(guard) =
-            crate::domain::global_block().and_then(|b| Guard::in_block(b, wildcard))
+            crate::registration::global_block().and_then(|b| Guard::in_block(b, wildcard))
         {
             return guard;
         }
-        Guard::in_backup(crate::domain::global_backup_slot())
+        Guard::in_backup(crate::registration::global_backup_slot())
     }
 
     /// Takes a free slot of `block`, if it has one; the global domain's
@@ -431,7 +432,7 @@ impl Drop for Guard<'_> {
             Home::Backup(node) => {
                 // SAFETY: backup slots live as long as the domain.
                 let n = unsafe { node.as_ref() };
-                crate::domain::forget_backup(n.domain, node);
+                crate::registration::forget_backup(n.domain, node);
                 n.owner.clear();
                 // Release pairs with the Acquire CAS in `take_backup`: the
                 // next holder sees the slot empty.

@@ -61,6 +61,7 @@ mod bloom;
 mod domain;
 pub mod fork;
 mod guard;
+mod registration;
 mod retire;
 mod scan;
 mod slot;

@@ -75,7 +75,8 @@
 //! the queue's RMWs order it, see `wake_scanner`.)
 
 use crate::bloom::Bloom;
-use crate::domain::{Domain, Shared, thread_holds};
+use crate::domain::{Domain, Shared};
+use crate::registration::thread_holds;
 use crate::slot::{EMPTY, RESERVED, is_older_wildcard, is_wildcard};
 use crate::sync::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Backoff, JoinHandle, Mutex, Ordering, Pause,

@@ -247,7 +247,7 @@ pub(crate) struct BackupSlot {
     pub(crate) owner: Owner,
 }
 
-/// The thread token ([`thread_token`](crate::domain::thread_token)) of the
+/// The thread token ([`thread_token`](crate::registration::thread_token)) of the
 /// thread that holds a block or backup slot, or 0. It is how
 /// `after_fork_child` tells the forking thread's slots from those of threads
 /// that did not come along without reading thread-locals, which may be gone:

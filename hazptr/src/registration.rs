@@ -1,0 +1,267 @@
+//! Thread registration: the slot block a thread uses in each domain, and the
+//! backup slots its guards hold. The kernel's slots are per CPU and need no
+//! registration; threads come and go, so a thread registers with a domain on
+//! its first acquire there.
+//!
+//! A registration takes a free block of the domain (or allocates one) and
+//! records it twice in thread-local storage: in a registration list
+//! (`REGISTRATIONS`) whose destructor gives the block back at thread exit,
+//! and in a destructor-free cache (`FAST`) that the acquire fast path reads
+//! with one TLS access.
+//!
+//! # Invariants
+//!
+//! - A block in `FAST` is also in `REGISTRATIONS`, and this thread owns it
+//!   until the list's destructor gives it back. That destructor clears
+//!   `FAST` first, so a later thread-local destructor that acquires finds no
+//!   block and takes a backup slot instead.
+//! - `FAST` caches the global domain's block and the last user domain's, by
+//!   domain id; ids are never reused, so a cached id of a dropped domain
+//!   matches no live one.
+//! - `HELD_BACKUPS` lists the backup slots this thread's guards hold, keyed
+//!   by domain id, from [`remember_backup`] (the guard's slow path) to
+//!   [`forget_backup`] (its drop), so that [`thread_holds`] sees every slot
+//!   of this thread, its block's and its backups'.
+
+use crate::domain::{Domain, GLOBAL_ID, Shared};
+use crate::slot::{BackupSlot, SlotBlock};
+use crate::sync::Ordering;
+use std::cell::{Cell, RefCell};
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+/// The destructor-free thread-local cache the fast path reads.
+struct FastCache {
+    /// This thread's block in the global domain, or null.
+    global: Cell<*mut SlotBlock>,
+    /// The id and block of the last user domain this thread used.
+    user_id: Cell<u64>,
+    user_block: Cell<*mut SlotBlock>,
+}
+
+impl FastCache {
+    /// The cached block of the domain with id `id`, or null.
+    #[inline(always)]
+    fn block_of(&self, id: u64) -> *mut SlotBlock {
+        if id == GLOBAL_ID {
+            self.global.get()
+        } else if self.user_id.get() == id {
+            self.user_block.get()
+        } else {
+            ptr::null_mut()
+        }
+    }
+}
+
+/// A thread's blocks, given back by the destructor at thread exit.
+struct Registrations {
+    list: RefCell<Vec<Registration>>,
+}
+
+struct Registration {
+    shared: Arc<Shared>,
+    block: NonNull<SlotBlock>,
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static FAST: FastCache = const {
+        FastCache {
+            global: Cell::new(ptr::null_mut()),
+            user_id: Cell::new(0),
+            user_block: Cell::new(ptr::null_mut()),
+        }
+    };
+    static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
+    static TOKEN: u8 = const { 0 };
+    static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static FAST: FastCache = FastCache {
+        global: Cell::new(ptr::null_mut()),
+        user_id: Cell::new(0),
+        user_block: Cell::new(ptr::null_mut()),
+    };
+    static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
+    static TOKEN: u8 = 0;
+    static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = RefCell::new(Vec::new());
+}
+
+/// The calling thread's block in `shared`, registering on first use (the
+/// fast path is the TLS read). `None` when the domain forces the slow path
+/// or the thread is exiting.
+#[inline]
+pub(crate) fn block(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
+    let cached = FAST.with(|fast| fast.block_of(shared.id));
+    match NonNull::new(cached) {
+        Some(block) => Some(block),
+        None => register(shared),
+    }
+}
+
+/// Records `node` of the domain with id `domain` among the calling thread's
+/// held backup slots (a guard's slow path), until [`forget_backup`].
+pub(crate) fn remember_backup(domain: u64, node: NonNull<BackupSlot>) {
+    let _ =
+        HELD_BACKUPS.try_with(|held| held.borrow_mut().push((domain, node.as_ptr().cast_const())));
+}
+
+/// Forgets `node` of the domain with id `domain` from the calling thread's
+/// held backup slots (guard drop).
+pub(crate) fn forget_backup(domain: u64, node: NonNull<BackupSlot>) {
+    let _ = HELD_BACKUPS.try_with(|held| {
+        let mut held = held.borrow_mut();
+        if let Some(i) = held
+            .iter()
+            .rposition(|&(id, n)| id == domain && ptr::eq(n, node.as_ptr()))
+        {
+            held.swap_remove(i);
+        }
+    });
+}
+
+/// The calling thread's block in the global domain, registering on first use
+/// (the fast path of [`Guard::new`](crate::Guard::new) is the TLS read).
+#[inline(always)]
+pub(crate) fn global_block() -> Option<NonNull<SlotBlock>> {
+    match NonNull::new(FAST.with(|fast| fast.global.get())) {
+        Some(block) => Some(block),
+        None => register_global(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn register_global() -> Option<NonNull<SlotBlock>> {
+    Domain::global().block()
+}
+
+/// A backup slot of the global domain (the slow path of `Guard::new`).
+#[cold]
+#[inline(never)]
+pub(crate) fn global_backup_slot() -> NonNull<BackupSlot> {
+    Domain::global().backup_slot()
+}
+
+/// A number unique to the calling thread among live threads (the address of
+/// a thread-local), used to spread threads over the overflow lists. 0 if the
+/// thread-locals are gone (thread exit).
+pub(crate) fn thread_token() -> usize {
+    TOKEN.try_with(|t| ptr::from_ref(t) as usize).unwrap_or(0)
+}
+
+/// Finds or creates the calling thread's block in `shared`.
+#[cold]
+#[inline(never)]
+fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
+    if shared.options.force_slow_path {
+        return None;
+    }
+    let block = REGISTRATIONS
+        .try_with(|regs| {
+            let mut list = regs.list.borrow_mut();
+            if let Some(r) = list.iter().find(|r| r.shared.id == shared.id) {
+                return r.block;
+            }
+            // Give back blocks of dropped domains first, so that a thread
+            // using many short-lived domains does not pile them up. Not
+            // between the fork hooks: a give-back takes the dropped domain's
+            // retired-list lock, which `before_fork` holds (the domain lives
+            // on while this registration keeps it); a later registration
+            // gives them back.
+            let forking = crate::between_fork_hooks();
+            list.retain(|r| {
+                // Relaxed: see the store in `Drop for Domain`; the give-back
+                // synchronizes through the retired-list mutex.
+                if r.shared.dropped.load(Ordering::Relaxed) && !forking {
+                    // SAFETY: this thread owns `r.block`; the domain handle is
+                    // gone, so no guard or retire of this thread uses it.
+                    unsafe { r.shared.give_back_block(r.block) };
+                    false
+                } else {
+                    true
+                }
+            });
+            let block = shared.take_block(thread_token());
+            list.push(Registration {
+                shared: Arc::clone(shared),
+                block,
+            });
+            block
+        })
+        .ok()?;
+    let _ = FAST.try_with(|fast| {
+        if shared.id == GLOBAL_ID {
+            fast.global.set(block.as_ptr());
+        } else {
+            fast.user_id.set(shared.id);
+            fast.user_block.set(block.as_ptr());
+        }
+    });
+    Some(block)
+}
+
+impl Drop for Registrations {
+    fn drop(&mut self) {
+        // Later thread-local destructors that use hazard pointers must not
+        // find the blocks in the cache: they go to backup slots instead.
+        let _ = FAST.try_with(|fast| {
+            fast.global.set(ptr::null_mut());
+            fast.user_id.set(0);
+            fast.user_block.set(ptr::null_mut());
+        });
+        for r in self.list.get_mut().drain(..) {
+            // SAFETY: this thread owns `r.block` and is exiting.
+            unsafe { r.shared.give_back_block(r.block) };
+        }
+    }
+}
+
+/// The calling thread's slot values, for the synchronize-while-holding check:
+/// true if one of this thread's slots in `shared` holds `addr`.
+pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
+    let id = domain.shared.id;
+    let block = FAST
+        .try_with(|fast| fast.block_of(id))
+        .unwrap_or(ptr::null_mut());
+    let block = NonNull::new(block).or_else(|| {
+        REGISTRATIONS
+            .try_with(|regs| {
+                regs.list
+                    .borrow()
+                    .iter()
+                    .find(|r| r.shared.id == id)
+                    .map(|r| r.block)
+            })
+            .ok()
+            .flatten()
+    });
+    if let Some(block) = block {
+        // SAFETY: the block is this thread's and lives as long as the domain.
+        let b = unsafe { block.as_ref() };
+        // Relaxed: only this thread writes its own slots.
+        if b.hot
+            .slots
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) == addr)
+        {
+            return true;
+        }
+    }
+    // Only this thread writes the values of the backup slots it holds, so
+    // Relaxed loads see its own latest stores.
+    HELD_BACKUPS
+        .try_with(|held| {
+            held.borrow().iter().any(|&(d, n)| {
+                // SAFETY: an entry of this domain, which is alive, and its
+                // backup slots live as long as it does. Entries are keyed by
+                // the domain's id, never reused, not by its address: a
+                // forgotten guard's entry outlives its domain, whose address
+                // (and whose nodes') a later domain may get.
+                d == id && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
+            })
+        })
+        .unwrap_or(false)
+}
