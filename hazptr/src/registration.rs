@@ -22,6 +22,9 @@
 //!   by domain id, from [`remember_backup`] (the guard's slow path) to
 //!   [`forget_backup`] (its drop), so that [`thread_holds`] sees every slot
 //!   of this thread, its block's and its backups'.
+//! - The address of `TOKEN` is the thread's token ([`thread_token`]),
+//!   unique among live threads: slot owners are recorded by it, and it
+//!   spreads threads over a domain's overflow lists.
 
 use crate::domain::{Domain, GLOBAL_ID, Shared};
 use crate::slot::{BackupSlot, SlotBlock};
