@@ -124,6 +124,19 @@ rm, rx, rr = am / bm, ax / bx, ar / br
 print(f"  on/off: mean {am:.0f}/{bm:.0f} = {rm:.2f}x (goal <= 0.65x {'ok' if rm <= 0.65 else 'NOT MET'}); "
       f"max of all runs {ax:.0f}/{bx:.0f} = {rx:.2f}x (goal <= 0.5x {'ok' if rx <= 0.5 else 'NOT MET'}); "
       f"median run max {ar:.0f}/{br:.0f} = {rr:.2f}x")
+# The engine's own count of FQS waits: one per grace period with quick QS
+# and two without means every long wait above was a late wake-up (of the
+# driver's timer or of the caller), not a grace period that needed another
+# scan.
+fqs = {name: [r[name].get("fqs") for r in runs] for name in side}
+if all(c for counts in fqs.values() for c in counts):
+    per_gp = {name: sum(c["fqs_waits"] for c in counts) / sum(c["grace_periods"] for c in counts)
+              for name, counts in fqs.items()}
+    interval_us = 3000  # the runs' --fqs-interval-ms 3
+    print(f"  FQS waits per grace period (the engine's count): rcu-lite {per_gp['rcu-lite']:.3f}, "
+          f"rcu-lite-noqs {per_gp['rcu-lite-noqs']:.3f}; the largest waits ran "
+          f"{ax - per_gp['rcu-lite'] * interval_us:.0f} and {bx - per_gp['rcu-lite-noqs'] * interval_us:.0f} us "
+          f"past that many 3 ms intervals")
 
 for fqs in ["adaptive", "3"]:
     for readers in [0, 1]:

@@ -1260,6 +1260,58 @@ fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
     );
 }
 
+/// With a fixed FQS interval and no readers (an idle system), the engine's
+/// own count says what the seed's patch changes: one FQS wait per grace
+/// period with quick QS (both flavors), two without; the adaptive mode makes
+/// none, and implementations without an engine count report nothing.
+#[test]
+fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_without() {
+    let run = |extra: &[&str]| {
+        let args = [
+            &[
+                "rcuscale",
+                "--impl",
+                "rcu-lite,rcu-lite-noqs,rcu-lite-qsbr,hazptr",
+                "--writers",
+                "1",
+                "--readers",
+                "0",
+                "--waits",
+                "10",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = syncbench_within(&args, Duration::from_secs(60));
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let out = run(&["--fqs-interval-ms", "1", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fqs = |i: usize| rows[i]["fqs"].clone();
+    assert_eq!(
+        fqs(0),
+        serde_json::json!({"grace_periods": 10, "fqs_waits": 10})
+    );
+    assert_eq!(
+        fqs(1),
+        serde_json::json!({"grace_periods": 10, "fqs_waits": 20})
+    );
+    assert_eq!(
+        fqs(2),
+        serde_json::json!({"grace_periods": 10, "fqs_waits": 10})
+    );
+    assert!(rows[3].get("fqs").is_none(), "{}", rows[3]);
+    let text = String::from_utf8(run(&["--fqs-interval-ms", "1"]).stdout).unwrap();
+    assert!(
+        text.contains("rcu-lite-noqs FQS waits per grace period 2.00 (20 waits, 10 grace periods)"),
+        "{text}"
+    );
+    let out = run(&["--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["fqs"]["fqs_waits"], 0, "{}", rows[0]);
+}
+
 /// `--fqs-interval-ms` is in milliseconds, fractions included: at 1000.5 ms
 /// rcu-lite (quick QS, no readers) waits one interval before its first scan,
 /// so its one grace period takes at least 1.0005 s, and not 1000 times more.

@@ -65,6 +65,56 @@ pub trait GracePeriod: Send + Sync {
     /// a thread the waiting side must account for on every scan although it
     /// never reads again, as the kernel accounts for idle CPUs.
     fn idle_until(&self, ready: &StartGate, stop: &AtomicBool);
+    /// The implementation's own counts of the grace periods it completed
+    /// and the fixed-interval FQS waits its drivers made, where it keeps
+    /// them (rcu-lite's `grace_periods()`); read by each writer before its
+    /// first wait and after its last. `None` by default.
+    fn fqs_counts(&self) -> Option<FqsCounts> {
+        None
+    }
+}
+
+/// What an implementation that paces grace periods with force-quiescent-state
+/// scans counts of them (rcu-lite's `GpCounts`): over a run, how many FQS
+/// intervals a grace period waited. With quick QS on an idle system each
+/// grace period takes one, without it two (the seed's claim), so a wait
+/// longer than that many intervals was a late wake-up, not an extra scan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FqsCounts {
+    /// Grace periods completed.
+    pub grace_periods: u64,
+    /// Fixed-interval FQS waits the drivers made (none in the adaptive mode).
+    pub fqs_waits: u64,
+}
+
+impl FqsCounts {
+    /// FQS waits per grace period; `None` without a grace period.
+    pub fn waits_per_grace_period(&self) -> Option<f64> {
+        (self.grace_periods > 0).then(|| self.fqs_waits as f64 / self.grace_periods as f64)
+    }
+
+    /// The counts over a run from each writer's readings before its first
+    /// wait and after its last: from the earliest reading before to the
+    /// latest after, field by field (the counters only grow, and nothing
+    /// else in the run starts grace periods). `None` unless every writer
+    /// read both.
+    fn over_writers(readings: &[Option<(FqsCounts, FqsCounts)>]) -> Option<FqsCounts> {
+        let readings: Vec<(FqsCounts, FqsCounts)> =
+            readings.iter().copied().collect::<Option<_>>()?;
+        let (&first, rest) = readings.split_first()?;
+        let (before, after) = rest.iter().fold(first, |(b, a), &(b2, a2)| {
+            (b.with(b2, u64::min), a.with(a2, u64::max))
+        });
+        Some(after.with(before, |after, before| after - before))
+    }
+
+    /// Each field of `self` combined with that of `other` by `f`.
+    fn with(self, other: FqsCounts, f: impl Fn(u64, u64) -> u64) -> FqsCounts {
+        FqsCounts {
+            grace_periods: f(self.grace_periods, other.grace_periods),
+            fqs_waits: f(self.fqs_waits, other.fqs_waits),
+        }
+    }
 }
 
 /// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (the run's
@@ -109,7 +159,8 @@ impl Drop for EndOfRun<'_> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
     /// Fixed-interval force-quiescent-state pacing for the implementations
-    /// that have it (`rcu-lite`, `rcu-lite-noqs`: `rcu_lite::Fqs::FixedInterval`);
+    /// that have it (`rcu-lite`, `rcu-lite-noqs`, `rcu-lite-qsbr`:
+    /// `rcu_lite::Fqs::FixedInterval`);
     /// `None`: each implementation's default. Others ignore it.
     pub fqs_interval: Option<Duration>,
 }
@@ -214,6 +265,11 @@ pub struct Outcome {
     /// Each round's per-GP time, microseconds, in the order they ran;
     /// `per_gp_us` is their median.
     pub per_gp_rounds_us: Vec<f64>,
+    /// The implementation's own grace-period and FQS-wait counts over every
+    /// round ([`GracePeriod::fqs_counts`]); `None` for implementations that
+    /// keep none, and in results saved before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fqs: Option<FqsCounts>,
 }
 
 impl Outcome {
@@ -319,6 +375,9 @@ struct Run {
     elapsed: Duration,
     samples: Vec<f64>,
     reads: u64,
+    /// From the earliest writer's reading before its first wait to the
+    /// latest one's after its last (the counters only grow).
+    fqs: Option<FqsCounts>,
 }
 
 impl Run {
@@ -363,6 +422,11 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
         reads: runs.iter().map(|r| r.reads).sum(),
         duration_s: runs.iter().map(|r| r.elapsed.as_secs_f64()).sum(),
         per_gp_rounds_us: per_gp_rounds,
+        fqs: runs
+            .iter()
+            .map(|r| r.fqs)
+            .reduce(|a, b| Some(a?.with(b?, |x, y| x + y)))
+            .flatten(),
     })
 }
 
@@ -391,7 +455,7 @@ fn run_once(
         start.cancel();
         refused
     };
-    let (elapsed, samples, reads) = std::thread::scope(|s| {
+    let (elapsed, samples, reads, fqs) = std::thread::scope(|s| {
         let mut end_of_run = EndOfRun {
             stop: &stop,
             idle: Vec::with_capacity(config.idle_threads),
@@ -442,8 +506,9 @@ fn run_once(
                 primitive.prepare_writer();
                 let first = Instant::now();
                 if !start.wait() {
-                    return (samples, first, first); // Called off.
+                    return (samples, first, first, None); // Called off.
                 }
+                let fqs_before = primitive.fqs_counts();
                 let first = Instant::now();
                 let end = Until {
                     waits: limit,
@@ -454,7 +519,8 @@ fn run_once(
                     stop,
                 };
                 let last = wait_until(primitive, w, first, &end, &mut samples);
-                (samples, first, last)
+                let fqs = fqs_before.zip(primitive.fqs_counts());
+                (samples, first, last, fqs)
             };
             writers.push(
                 spawn_scoped(
@@ -488,11 +554,14 @@ fn run_once(
         // finished).
         let mut samples = Vec::new();
         let mut span: Option<(Instant, Instant)> = None;
+        let mut readings = Vec::with_capacity(config.writers);
         for h in writers {
-            let (mine, first, last) = h.join().expect("writer panicked");
+            let (mine, first, last, counts) = h.join().expect("writer panicked");
             samples.extend(mine);
             span = Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
+            readings.push(counts);
         }
+        let fqs = FqsCounts::over_writers(&readings);
         let elapsed = span.map_or(Duration::ZERO, |(a, b)| b - a);
         drop(end_of_run);
         if config.waits_per_writer.is_some() {
@@ -503,7 +572,7 @@ fn run_once(
             .into_iter()
             .map(|h| h.join().expect("reader panicked"))
             .sum();
-        Ok((elapsed, samples, reads))
+        Ok((elapsed, samples, reads, fqs))
     })?;
     Ok(Run {
         name: imp.name,
@@ -511,6 +580,7 @@ fn run_once(
         elapsed,
         samples,
         reads,
+        fqs,
     })
 }
 
@@ -662,6 +732,17 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
                 .map_or("-".to_owned(), |t| format!("{t:.2}")),
             o.reads
         )?;
+        // Only where the run paced FQS waits (a fixed interval).
+        if let Some(fqs) = o.fqs.filter(|f| f.fqs_waits > 0) {
+            writeln!(
+                out,
+                "rcuscale: {} FQS waits per grace period {:.2} ({} waits, {} grace periods)",
+                o.name,
+                fqs.waits_per_grace_period().unwrap_or(f64::NAN),
+                fqs.fqs_waits,
+                fqs.grace_periods
+            )?;
+        }
     }
     Ok(())
 }
@@ -764,6 +845,7 @@ mod tests {
             elapsed: Duration::from_micros(4),
             samples,
             reads: 0,
+            fqs: None,
         };
         let runs = [run(vec![4.0]), run(Vec::new())];
         assert_eq!(summarize("x", runs[0].config, &runs).unwrap_err().name, "x");
@@ -1060,6 +1142,7 @@ mod tests {
             elapsed: Duration::from_micros(elapsed_us),
             samples,
             reads,
+            fqs: None,
         };
         let runs = [
             run(30, vec![10.0, 10.0, 10.0], 1),
@@ -1098,6 +1181,57 @@ mod tests {
             "rcuscale: x writers=2 readers=1 gps=3 per-GP 10.00 us; latency us: mean 10.00 \
              p50 10.00 p99 10.00 max 10.00 time-weighted p50 10.00; reads 1\n"
         );
+    }
+
+    /// The FQS counts of a run go from the earliest writer's reading before
+    /// its waits to the latest one's after them, field by field; a writer
+    /// without readings leaves the run without counts. Rounds add up, and
+    /// one round without counts leaves the outcome without them; the text
+    /// output gives FQS waits per grace period where the run made any.
+    #[test]
+    fn fqs_counts_span_every_writer_and_add_up_over_rounds() {
+        let counts = |grace_periods, fqs_waits| FqsCounts {
+            grace_periods,
+            fqs_waits,
+        };
+        // Before: (10, 20) is the earliest; after: 17 and 30, each the latest.
+        let readings = [
+            Some((counts(10, 20), counts(16, 30))),
+            Some((counts(12, 21), counts(17, 29))),
+        ];
+        assert_eq!(FqsCounts::over_writers(&readings), Some(counts(7, 10)));
+        assert_eq!(FqsCounts::over_writers(&[readings[0], None]), None);
+        assert_eq!(FqsCounts::over_writers(&[]), None);
+        assert_eq!(counts(4, 8).waits_per_grace_period(), Some(2.0));
+        assert_eq!(counts(0, 0).waits_per_grace_period(), None);
+
+        let run = |fqs: Option<FqsCounts>| Run {
+            name: "x",
+            config: config(1, Duration::ZERO),
+            elapsed: Duration::from_micros(30),
+            samples: vec![10.0, 10.0, 10.0],
+            reads: 0,
+            fqs,
+        };
+        let runs = [run(Some(counts(3, 3))), run(Some(counts(3, 4)))];
+        let o = summarize("x", runs[0].config, &runs).unwrap();
+        assert_eq!(o.fqs, Some(counts(6, 7)));
+        let mut text = Vec::new();
+        write_text(&mut text, &[o]).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.ends_with(
+                "rcuscale: x FQS waits per grace period 1.17 (7 waits, 6 grace periods)\n"
+            ),
+            "{text}"
+        );
+        let runs = [run(Some(counts(3, 3))), run(None)];
+        assert_eq!(summarize("x", runs[0].config, &runs).unwrap().fqs, None);
+        // No FQS wait (the adaptive mode): no line for it.
+        let runs = [run(Some(counts(3, 0)))];
+        let mut text = Vec::new();
+        write_text(&mut text, &[summarize("x", runs[0].config, &runs).unwrap()]).unwrap();
+        assert!(!String::from_utf8(text).unwrap().contains("FQS"));
     }
 
     /// A writer side that waits for nothing.

@@ -13,11 +13,11 @@
 //! several threads interleave.
 
 use super::published::Published;
-use super::{GracePeriod, Options, QSBR_SECTIONS_PER_QS, idle_wait};
+use super::{FqsCounts, GracePeriod, Options, QSBR_SECTIONS_PER_QS, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
 use rcu_lite::qsbr::{self, QsbrThread};
-use rcu_lite::{Fqs, GpConfig, memb};
+use rcu_lite::{Fqs, GpConfig, GpCounts, memb};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -178,6 +178,18 @@ impl GracePeriod for RcuLite {
         drop(guard);
         idle_wait(ready, stop);
     }
+
+    fn fqs_counts(&self) -> Option<FqsCounts> {
+        Some(fqs_counts(memb::grace_periods()))
+    }
+}
+
+/// The part of an engine's counts that [`FqsCounts`] reports.
+fn fqs_counts(counts: GpCounts) -> FqsCounts {
+    FqsCounts {
+        grace_periods: counts.completed,
+        fqs_waits: counts.fqs_waits,
+    }
 }
 
 /// A qsbr-protected pointer, with the qsbr flavor configured for this run
@@ -257,6 +269,10 @@ impl GracePeriod for RcuLiteQsbr {
         // qsbr thread that blocks must be.
         let mut thread = self.register_and_read();
         thread.offline(|| idle_wait(ready, stop));
+    }
+
+    fn fqs_counts(&self) -> Option<FqsCounts> {
+        Some(fqs_counts(qsbr::grace_periods()))
     }
 }
 

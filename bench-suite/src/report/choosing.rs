@@ -895,6 +895,7 @@ mod tests {
             reads: 1,
             duration_s: 1.0,
             per_gp_rounds_us: vec![mean / writers as f64],
+            fqs: None,
         }
     }
 
@@ -1340,6 +1341,7 @@ mod tests {
         let rounds = |name: &str, rounds: Vec<f64>, mean: f64| rcuscale::Outcome {
             per_gp_us: crate::stats::median(&rounds),
             per_gp_rounds_us: rounds,
+            fqs: None,
             ..wait(name, 1, mean)
         };
         r.rcuscale = vec![
@@ -1369,6 +1371,7 @@ mod tests {
         let rounds = |name: &str, rounds: Vec<f64>| rcuscale::Outcome {
             per_gp_us: crate::stats::median(&rounds),
             per_gp_rounds_us: rounds,
+            fqs: None,
             ..wait(name, 1, 1.0)
         };
         r.rcuscale = vec![
@@ -2033,6 +2036,7 @@ mod tests {
         let rounds = |name: &str, rounds: Vec<f64>| rcuscale::Outcome {
             per_gp_us: crate::stats::median(&rounds),
             per_gp_rounds_us: rounds,
+            fqs: None,
             ..wait(name, 1, 10.0)
         };
         r.rcuscale = vec![

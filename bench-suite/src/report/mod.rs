@@ -800,6 +800,7 @@ pub(crate) mod tests {
                 reads: 10,
                 duration_s: 1.0,
                 per_gp_rounds_us: vec![12.0, 12.5, 14.25],
+                fqs: None,
             }],
             torture: vec![torture::Outcome {
                 name: "tortured".into(),
@@ -856,6 +857,7 @@ pub(crate) mod tests {
             reads: 0,
             duration_s: mean * 100.0 / 1e6,
             per_gp_rounds_us: vec![mean],
+            fqs: None,
         }
     }
 

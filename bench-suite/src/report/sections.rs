@@ -76,6 +76,10 @@ struct QuickQsSide {
     run_max: f64,
     /// The largest wait of all runs (the seed's "max").
     max: f64,
+    /// FQS waits per grace period over all runs, from the engine's own
+    /// counts; `None` if a run has none (results saved before they were
+    /// counted).
+    fqs_per_gp: Option<f64>,
 }
 
 impl QuickQsSide {
@@ -95,6 +99,17 @@ impl QuickQsSide {
             p99: stats::median(&each(|l| l.p99)),
             run_max: stats::median(&each(|l| l.max)),
             max: each(|l| l.max).into_iter().fold(f64::NAN, f64::max),
+            fqs_per_gp: runs
+                .iter()
+                .map(|o| o.fqs)
+                .collect::<Option<Vec<_>>>()
+                .and_then(|counts| {
+                    rcuscale::FqsCounts {
+                        grace_periods: counts.iter().map(|c| c.grace_periods).sum(),
+                        fqs_waits: counts.iter().map(|c| c.fqs_waits).sum(),
+                    }
+                    .waits_per_grace_period()
+                }),
         })
     }
 }
@@ -118,7 +133,10 @@ fn quick_qs_section(results: &Results) -> Section {
         .iter()
         .filter_map(|name| QuickQsSide::of(name, &results.quick_qs))
         .collect();
-    let mut table = Table::new(&[
+    // A column for the FQS waits only where every side counted them: a
+    // report read back from results saved before keeps its old table.
+    let counted = !sides.is_empty() && sides.iter().all(|s| s.fqs_per_gp.is_some());
+    let mut columns = vec![
         "implementation",
         "runs>",
         "waits>",
@@ -126,9 +144,13 @@ fn quick_qs_section(results: &Results) -> Section {
         "p99 us>",
         "run max us>",
         "max us>",
-    ]);
+    ];
+    if counted {
+        columns.push("FQS waits per grace period>");
+    }
+    let mut table = Table::new(&columns);
     for side in &sides {
-        table.row(vec![
+        let mut row = vec![
             side.name.clone(),
             side.runs.to_string(),
             side.waits.to_string(),
@@ -136,7 +158,11 @@ fn quick_qs_section(results: &Results) -> Section {
             format!("{:.0}", side.p99),
             format!("{:.0}", side.run_max),
             format!("{:.0}", side.max),
-        ]);
+        ];
+        if let Some(per_gp) = side.fqs_per_gp.filter(|_| counted) {
+            row.push(format!("{per_gp:.2}"));
+        }
+        table.row(row);
     }
     section.table(table);
     if let [on, off] = &sides[..] {
@@ -146,6 +172,14 @@ fn quick_qs_section(results: &Results) -> Section {
             on.max / off.max,
             on.run_max / off.run_max
         ));
+        if let (Some(1.0), Some(2.0)) = (on.fqs_per_gp, off.fqs_per_gp) {
+            section.paragraph(format!(
+                "Every grace period of `{}` ended after one FQS wait and every one of `{}` after two \
+                 (the engine's own count), so a wait longer than that many intervals is the timer or \
+                 the scheduler waking the driver or the caller late, not an extra scan.",
+                on.name, off.name
+            ));
+        }
         let categories = vec![on.name.clone(), off.name.clone()];
         let bars = |label: &str, f: fn(&QuickQsSide) -> f64| {
             Series::bars(label, vec![Some(f(on) / 1000.0), Some(f(off) / 1000.0)])
@@ -783,5 +817,49 @@ mod tests {
         assert_eq!(side.p99, 6.0);
         assert_eq!(side.run_max, 20.0);
         assert_eq!(side.max, 90.0);
+        assert_eq!(side.fqs_per_gp, None);
+    }
+
+    /// The FQS waits per grace period add up over every run of a side,
+    /// and the section gives them (a column, and what one and two waits
+    /// mean) only where every side counted them.
+    #[test]
+    fn quick_qs_gives_fqs_waits_per_grace_period_where_counted() {
+        let counted = |name: &str, max: f64, grace_periods: u64, fqs_waits: u64| {
+            let mut run = quick_qs_run(name, 3000.0, 3100.0, max);
+            run.fqs = Some(rcuscale::FqsCounts {
+                grace_periods,
+                fqs_waits,
+            });
+            run
+        };
+        let runs = [
+            counted("rcu-lite", 3200.0, 100, 100),
+            counted("rcu-lite-noqs", 6400.0, 100, 200),
+            counted("rcu-lite", 6500.0, 100, 100),
+            counted("rcu-lite-noqs", 6300.0, 100, 200),
+        ];
+        let side = QuickQsSide::of("rcu-lite-noqs", &runs).unwrap();
+        assert_eq!(side.fqs_per_gp, Some(2.0));
+        let mut results = crate::report::tests::sample();
+        results.quick_qs = runs.to_vec();
+        let md = crate::report::document(&results).to_markdown();
+        assert!(
+            md.contains("FQS waits per grace period |")
+                && md.contains("| 6500 | 1.00 |")
+                && md.contains("| 6400 | 2.00 |")
+                && md.contains("is the timer or the scheduler waking"),
+            "{md}"
+        );
+        // One extra wait in 200 grace periods: the figure says so, and the
+        // section makes no claim about late wake-ups.
+        results.quick_qs[2] = counted("rcu-lite", 6500.0, 100, 101);
+        let md = crate::report::document(&results).to_markdown();
+        assert!(md.contains("| 1.00 |") || md.contains("| 1.01 |"), "{md}");
+        assert!(!md.contains("waking"), "{md}");
+        // Results saved before the counts: the old table.
+        results.quick_qs[0].fqs = None;
+        let md = crate::report::document(&results).to_markdown();
+        assert!(!md.contains("FQS waits per grace period |"), "{md}");
     }
 }
