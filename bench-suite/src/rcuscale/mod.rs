@@ -67,8 +67,8 @@ pub trait GracePeriod: Send + Sync {
     fn idle_until(&self, ready: &StartGate, stop: &AtomicBool);
     /// The implementation's own counts of the grace periods it completed
     /// and the fixed-interval FQS waits its drivers made, where it keeps
-    /// them (rcu-lite's `grace_periods()`); read by each writer before its
-    /// first wait and after its last. `None` by default.
+    /// them (rcu-lite's `grace_periods()`); read by each writer before the
+    /// start gate and after its last wait. `None` by default.
     fn fqs_counts(&self) -> Option<FqsCounts> {
         None
     }
@@ -93,17 +93,20 @@ impl FqsCounts {
         (self.grace_periods > 0).then(|| self.fqs_waits as f64 / self.grace_periods as f64)
     }
 
-    /// The counts over a run from each writer's readings before its first
-    /// wait and after its last: from the earliest reading before to the
-    /// latest after, field by field (the counters only grow, and nothing
-    /// else in the run starts grace periods). `None` unless every writer
-    /// read both.
+    /// The counts over a run from each writer's readings before the start
+    /// gate and after its last wait, taking the latest of each, field by
+    /// field (the counters only grow). Every reading before the gate follows
+    /// its writer's set-up (which may run a grace period: qsbr's) and
+    /// precedes every writer's first wait, which the gate holds back until
+    /// all have read; every grace period a wait asked for ended before that
+    /// writer's reading after. Nothing else in a run starts grace periods.
+    /// `None` unless every writer read both.
     fn over_writers(readings: &[Option<(FqsCounts, FqsCounts)>]) -> Option<FqsCounts> {
         let readings: Vec<(FqsCounts, FqsCounts)> =
             readings.iter().copied().collect::<Option<_>>()?;
         let (&first, rest) = readings.split_first()?;
         let (before, after) = rest.iter().fold(first, |(b, a), &(b2, a2)| {
-            (b.with(b2, u64::min), a.with(a2, u64::max))
+            (b.with(b2, u64::max), a.with(a2, u64::max))
         });
         Some(after.with(before, |after, before| after - before))
     }
@@ -375,8 +378,7 @@ struct Run {
     elapsed: Duration,
     samples: Vec<f64>,
     reads: u64,
-    /// From the earliest writer's reading before its first wait to the
-    /// latest one's after its last (the counters only grow).
+    /// The run's grace periods and FQS waits ([`FqsCounts::over_writers`]).
     fqs: Option<FqsCounts>,
 }
 
@@ -504,11 +506,13 @@ fn run_once(
                 let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
                 let mut samples = Vec::with_capacity(room as usize);
                 primitive.prepare_writer();
+                // Before the gate: after this writer's own set-up, before
+                // any writer's first wait (see `FqsCounts::over_writers`).
+                let fqs_before = primitive.fqs_counts();
                 let first = Instant::now();
                 if !start.wait() {
                     return (samples, first, first, None); // Called off.
                 }
-                let fqs_before = primitive.fqs_counts();
                 let first = Instant::now();
                 let end = Until {
                     waits: limit,
@@ -1183,9 +1187,9 @@ mod tests {
         );
     }
 
-    /// The FQS counts of a run go from the earliest writer's reading before
-    /// its waits to the latest one's after them, field by field; a writer
-    /// without readings leaves the run without counts. Rounds add up, and
+    /// The FQS counts of a run go from the latest writer's reading before
+    /// the gate to the latest one's after the waits, field by field; a
+    /// writer without readings leaves the run without counts. Rounds add up, and
     /// one round without counts leaves the outcome without them; the text
     /// output gives FQS waits per grace period where the run made any.
     #[test]
@@ -1194,12 +1198,14 @@ mod tests {
             grace_periods,
             fqs_waits,
         };
-        // Before: (10, 20) is the earliest; after: 17 and 30, each the latest.
+        // Writer 1's set-up ran a grace period (and an FQS wait) after
+        // writer 0 read: the latest readings before, (12, 21); after, 17
+        // and 30, each the latest.
         let readings = [
             Some((counts(10, 20), counts(16, 30))),
             Some((counts(12, 21), counts(17, 29))),
         ];
-        assert_eq!(FqsCounts::over_writers(&readings), Some(counts(7, 10)));
+        assert_eq!(FqsCounts::over_writers(&readings), Some(counts(5, 9)));
         assert_eq!(FqsCounts::over_writers(&[readings[0], None]), None);
         assert_eq!(FqsCounts::over_writers(&[]), None);
         assert_eq!(counts(4, 8).waits_per_grace_period(), Some(2.0));
