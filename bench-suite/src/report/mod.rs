@@ -821,13 +821,24 @@ pub(crate) mod tests {
                 replaced_per_s_rounds: Vec::new(),
             }],
             deferred_free: Vec::new(),
-            // Two runs a side, alternating as the report runs them.
-            quick_qs: vec![
+            // Two runs a side, alternating as the report runs them, with the
+            // engine's FQS counts (one wait per grace period, and two).
+            quick_qs: [
                 quick_qs_run("rcu-lite", 3100.0, 3200.0, 3300.0),
                 quick_qs_run("rcu-lite-noqs", 6200.0, 6400.0, 6600.0),
                 quick_qs_run("rcu-lite", 3120.0, 3250.0, 4000.0),
                 quick_qs_run("rcu-lite-noqs", 6240.0, 6500.0, 10000.0),
-            ],
+            ]
+            .into_iter()
+            .map(|mut run| {
+                let per_gp = if run.name == "rcu-lite" { 1 } else { 2 };
+                run.fqs = Some(rcuscale::FqsCounts {
+                    grace_periods: run.gps,
+                    fqs_waits: per_gp * run.gps,
+                });
+                run
+            })
+            .collect(),
             membarrier_sweep: membarrier::sweep_rows(
                 &membarrier::MembarrierArgs::for_sweep(0.02),
                 &mut Progress::new(1, "test"),
