@@ -112,11 +112,20 @@ impl FqsCounts {
     }
 
     /// Each field of `self` combined with that of `other` by `f`.
+    #[must_use]
     fn with(self, other: FqsCounts, f: impl Fn(u64, u64) -> u64) -> FqsCounts {
         FqsCounts {
             grace_periods: f(self.grace_periods, other.grace_periods),
             fqs_waits: f(self.fqs_waits, other.fqs_waits),
         }
+    }
+}
+
+/// Counts of runs added up: of several rounds, or of several runs of one
+/// side.
+impl std::iter::Sum for FqsCounts {
+    fn sum<I: Iterator<Item = FqsCounts>>(iter: I) -> FqsCounts {
+        iter.fold(FqsCounts::default(), |a, b| a.with(b, |x, y| x + y))
     }
 }
 
@@ -424,11 +433,8 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
         reads: runs.iter().map(|r| r.reads).sum(),
         duration_s: runs.iter().map(|r| r.elapsed.as_secs_f64()).sum(),
         per_gp_rounds_us: per_gp_rounds,
-        fqs: runs
-            .iter()
-            .map(|r| r.fqs)
-            .reduce(|a, b| Some(a?.with(b?, |x, y| x + y)))
-            .flatten(),
+        // `None` if a run has none.
+        fqs: runs.iter().map(|r| r.fqs).sum(),
     })
 }
 

@@ -102,14 +102,8 @@ impl QuickQsSide {
             fqs_per_gp: runs
                 .iter()
                 .map(|o| o.fqs)
-                .collect::<Option<Vec<_>>>()
-                .and_then(|counts| {
-                    rcuscale::FqsCounts {
-                        grace_periods: counts.iter().map(|c| c.grace_periods).sum(),
-                        fqs_waits: counts.iter().map(|c| c.fqs_waits).sum(),
-                    }
-                    .waits_per_grace_period()
-                }),
+                .sum::<Option<rcuscale::FqsCounts>>()
+                .and_then(|counts| counts.waits_per_grace_period()),
         })
     }
 }
