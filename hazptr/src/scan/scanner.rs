@@ -1,0 +1,291 @@
+//! The domain's scanner thread: started by the first shared `synchronize`,
+//! it drives the shared scan ([`drive_once`]) for callers that sleep, and
+//! sleeps on a futex when no waiter is queued or pending.
+//!
+//! # Invariants
+//!
+//! - At most one scanner thread per domain (`start_scanner` under the
+//!   `thread` lock); once `started` reads true, a queued waiter is served
+//!   even if its caller sleeps.
+//! - The scanner sleeps without a timeout only after announcing `SLEEPING`
+//!   and then finding, in a pass under the driver flag, no queued and no
+//!   pending waiter; a caller about to sleep wakes it (`wake_scanner`) if it
+//!   reads `SLEEPING`. The queue's RMWs order the two sides (see
+//!   `wake_scanner`), so no caller sleeps with the scanner asleep too.
+//! - With waiters pending (addresses still protected) it polls them with
+//!   backoff, sleeping with a timeout at most.
+//! - A domain's drop stops and joins it ([`stop_scanner`]): the `shutdown`
+//!   flag against the scanner's sleep is a store-buffering (Dekker) pair,
+//!   with an `atomic_fence(SeqCst)` on each side between its store and its
+//!   load.
+
+use super::sharing::{Progress, ScanState, drive_once};
+use crate::domain::Shared;
+use crate::sync::{
+    Backoff, Ordering, Pause, ThreadBuilder, fence as atomic_fence, futex_wait, futex_wake_all,
+    spin_loop,
+};
+use std::sync::Arc;
+
+/// Scanner states (the futex word callers wake it through).
+pub(super) const AWAKE: u32 = 0;
+pub(super) const SLEEPING: u32 = 1;
+
+/// Makes sure the scanner thread is awake (it then drives until there is no
+/// queued or pending waiter left).
+pub(super) fn wake_scanner(scan: &ScanState) {
+    // The other half of the handshake in `scanner_sleep`, which stores
+    // SLEEPING and then takes the queue with an RMW (`swap`). Our push was an
+    // RMW on the same queue: if it came first, the scanner's swap takes our
+    // waiter; if the swap came first, our push read from it (SeqCst: Release
+    // there, Acquire here), so this load sees SLEEPING. No fence needed: the
+    // queue's modification order decides it, which loom checks exactly.
+    if scan.scanner_state.load(Ordering::SeqCst) == SLEEPING
+        && scan
+            .scanner_state
+            .compare_exchange(SLEEPING, AWAKE, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    {
+        futex_wake_all(&scan.scanner_state);
+    }
+}
+
+/// Makes sure the scanner thread runs; false if it cannot be started (the
+/// caller then scans alone).
+#[inline]
+pub(super) fn ensure_scanner(shared: &Arc<Shared>) -> bool {
+    // Acquire pairs with the Release store in `start_scanner`.
+    shared.scan.started.load(Ordering::Acquire) || start_scanner(shared)
+}
+
+#[cold]
+#[inline(never)]
+fn start_scanner(shared: &Arc<Shared>) -> bool {
+    let scan = &shared.scan;
+    let mut handle = scan.thread.lock().expect("not poisoned");
+    if scan.started.load(Ordering::Relaxed) {
+        return true;
+    }
+    if scan.shutdown.load(Ordering::Relaxed) {
+        return false;
+    }
+    let for_thread = Arc::clone(shared);
+    let spawned = ThreadBuilder::new()
+        .name(format!("hazptr-scan-{}", shared.id))
+        .spawn(move || scanner_main(&for_thread));
+    match spawned {
+        Ok(h) => {
+            *handle = Some(h);
+            // Release pairs with the Acquire load in `ensure_scanner`.
+            scan.started.store(true, Ordering::Release);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The scanner thread: drive the scan while there is work, sleep otherwise.
+fn scanner_main(shared: &Shared) {
+    let scan = &shared.scan;
+    let mut backoff = Backoff::new();
+    loop {
+        match drive_once(shared) {
+            Progress::Worked => backoff = Backoff::new(),
+            Progress::Busy => crate::sync::yield_now(),
+            Progress::Pending => match backoff.next_pause() {
+                Pause::Spin(n) => (0..n).for_each(|_| spin_loop()),
+                Pause::Yield => crate::sync::yield_now(),
+                Pause::Sleep(timeout) => scanner_sleep(shared, Some(timeout)),
+            },
+            Progress::Idle => {
+                // SeqCst pairs with the SeqCst store in `stop_scanner`.
+                if scan.shutdown.load(Ordering::SeqCst) {
+                    return;
+                }
+                scanner_sleep(shared, None);
+                backoff = Backoff::new();
+            }
+        }
+    }
+}
+
+/// Sleeps until a waiting caller wakes it (or `timeout` passes).
+///
+/// Without a timeout it sleeps only if, after announcing `SLEEPING`, a pass
+/// under the driver flag finds no queued and no pending waiter: a caller that
+/// saw the scanner awake before that store (and so did not wake it) has its
+/// waiter queued, or taken by a driver whose section precedes this pass (the
+/// driver flag orders them), so the pass sees it.
+fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
+    let scan = &shared.scan;
+    // SeqCst: with `wake_scanner`, a caller that misses SLEEPING has its
+    // waiter taken by the pass below (see there). The fence: Dekker with
+    // `stop_scanner`, whose fence follows its `shutdown` store; if the
+    // `shutdown` load below misses that store, the AWAKE store of
+    // `stop_scanner` comes after our SLEEPING one, and its wake after our
+    // futex check or while we wait.
+    scan.scanner_state.store(SLEEPING, Ordering::SeqCst);
+    atomic_fence(Ordering::SeqCst);
+    let sleep = match timeout {
+        Some(_) => true,
+        None => drive_once(shared) == Progress::Idle,
+    };
+    if sleep && !scan.shutdown.load(Ordering::SeqCst) {
+        futex_wait(&scan.scanner_state, SLEEPING, timeout);
+    }
+    scan.scanner_state.store(AWAKE, Ordering::SeqCst);
+}
+
+/// Stops and joins the scanner thread (domain drop).
+pub(crate) fn stop_scanner(shared: &Shared) {
+    let scan = &shared.scan;
+    scan.shutdown.store(true, Ordering::SeqCst);
+    // Pairs with the fence in `scanner_sleep`.
+    atomic_fence(Ordering::SeqCst);
+    let handle = scan.thread.lock().expect("not poisoned").take();
+    if let Some(handle) = handle {
+        scan.scanner_state.store(AWAKE, Ordering::SeqCst);
+        futex_wake_all(&scan.scanner_state);
+        // A scanner panic would already have been reported; the domain is
+        // going away either way.
+        let _ = handle.join();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{SLEEPING, scanner_sleep};
+    use crate::Domain;
+    use crate::scan::sharing::drive_once;
+    use crate::sync::{AtomicPtr, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// How long a test that waits on another thread (the scanner's) may run
+    /// before it counts as a hang and fails with a message instead of
+    /// stalling the binary; it takes milliseconds alone, the margin is for
+    /// CI's 2 busy cores (and for miri, whose clock counts 5 µs per
+    /// interpreted basic block).
+    const TEST_DEADLINE: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
+
+    /// Dropping a domain stops and joins its scanner thread, also one asleep
+    /// (which only a wake gets out of its futex wait), and the thread then
+    /// lets go of the domain's shared part: nothing of the domain is left
+    /// behind, neither the thread nor its memory.
+    #[test]
+    fn dropping_a_domain_stops_its_scanner_thread() {
+        // Under a deadline: a drop whose scanner thread never wakes to stop
+        // would wait in the join forever.
+        test_support::within_a_deadline(
+            "dropping a domain with a scanner thread",
+            TEST_DEADLINE,
+            || {
+                let domain = Domain::new();
+                let object = Box::into_raw(Box::new(1u64));
+                // Starts the scanner thread (this thread registers nowhere).
+                domain.synchronize(object);
+                assert!(domain.shared.scan.started.load(Ordering::Acquire));
+                // Dropped once the scanner is asleep, as it is in a domain
+                // idle for a while: the drop must wake it to stop (a scanner
+                // still running would see the shutdown flag unwoken). Bounded,
+                // so that a scanner that never sleeps fails here, not below.
+                let asleep = Instant::now() + TEST_DEADLINE / 2;
+                while domain.shared.scan.scanner_state.load(Ordering::SeqCst) != SLEEPING {
+                    assert!(Instant::now() < asleep, "the idle scanner never slept");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                // From its SLEEPING store into the futex wait.
+                std::thread::sleep(Duration::from_millis(20));
+                let shared = Arc::downgrade(&domain.shared);
+                drop(domain);
+                assert!(
+                    shared.upgrade().is_none(),
+                    "the domain's shared part outlived its drop: its scanner thread still runs"
+                );
+                // SAFETY: never published.
+                drop(unsafe { Box::from_raw(object) });
+            },
+        );
+    }
+
+    /// The scanner goes to sleep (without a timeout, where only a caller's
+    /// wake gets it out) only if its last pass finds no queued and no
+    /// pending waiter: a caller asleep while its waiter is pending (its
+    /// address still protected) relies on the scanner to see the protection
+    /// end. Here the test thread plays the scanner (no scanner thread runs).
+    /// Deterministic: the caller is asleep with its waiter pending before the
+    /// test's `scanner_sleep`. (Catches `scanner_sleep` sleeping after a pass
+    /// that found work, `sleep && !shutdown` as `sleep || !shutdown`: the
+    /// scanner then sleeps with the waiter pending, and the caller, asleep
+    /// too, is never released.)
+    #[test]
+    fn the_scanner_does_not_sleep_while_a_waiter_is_pending() {
+        test_support::within_a_deadline(
+            "the scanner's sleep with a waiter pending",
+            TEST_DEADLINE,
+            || {
+                let domain = Domain::new();
+                let scan = &domain.shared.scan;
+                // No scanner thread: `synchronize` queues for one that the
+                // test thread plays.
+                scan.started.store(true, Ordering::Release);
+                let object = Box::into_raw(Box::new(3u64));
+                let published = AtomicPtr::new(object);
+                let mut guard = domain.guard();
+                assert_eq!(guard.protect_ptr(&published), object);
+                published.store(std::ptr::null_mut(), Ordering::Release);
+                let addr = object as usize;
+                std::thread::scope(|s| {
+                    let caller = s.spawn(|| domain.synchronize(addr as *const u64));
+                    // The caller counts itself a sleeper after its own passes
+                    // found the hit (its waiter is pending).
+                    while scan.sleepers.load(Ordering::SeqCst) == 0 {
+                        std::thread::yield_now();
+                    }
+                    // Returns at once: the pass finds the waiter pending.
+                    scanner_sleep(&domain.shared, None);
+                    drop(guard);
+                    // The scanner's next passes see the protection end and
+                    // release the caller.
+                    while !caller.is_finished() {
+                        drive_once(&domain.shared);
+                        std::thread::yield_now();
+                    }
+                    caller.join().expect("synchronize returns");
+                });
+                // SAFETY: unpublished and synchronized.
+                drop(unsafe { Box::from_raw(object) });
+            },
+        );
+    }
+
+    /// An idle domain's scanner thread blocks in its futex wait instead of
+    /// spinning: Linux reports it asleep (state `S` in `/proc`) on several
+    /// reads in a row. (Catches `scanner_sleep` waiting only during
+    /// shutdown, `!shutdown` as `shutdown`: the idle scanner then runs pass
+    /// after pass forever, a CPU spent on nothing, though its state word
+    /// reads SLEEPING now and then.)
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
+    #[test]
+    fn an_idle_scanner_thread_blocks_instead_of_spinning() {
+        // Under a deadline: the first `synchronize` waits for the scanner,
+        // which never runs if a domain's driver flag stays held (as after a
+        // fork hook of another test that keeps it).
+        test_support::within_a_deadline("an idle scanner thread", TEST_DEADLINE, || {
+            let domain = Domain::new();
+            let object = Box::into_raw(Box::new(1u64));
+            // Starts the scanner thread; nothing is left for it to do.
+            domain.synchronize(object);
+            test_support::until_asleep(
+                &format!("hazptr-scan-{}", domain.shared.id),
+                5,
+                TEST_DEADLINE / 2,
+                "the idle scanner thread never blocked",
+            );
+            drop(domain);
+            // SAFETY: never published.
+            drop(unsafe { Box::from_raw(object) });
+        });
+    }
+}
