@@ -139,6 +139,25 @@ impl CallbackQueue {
     /// the callback unrun: `Rcu::replace` had already published its new
     /// value, and the old one was never dropped.)
     pub(crate) fn enqueue(&'static self, callback: Callback, synchronize: fn(), flavor: &str) {
+        self.queue(Some(callback), synchronize, flavor);
+    }
+
+    /// `start_poll_synchronize_rcu()`'s request: makes sure that the worker
+    /// will drive a grace period that begins after this call, queuing a
+    /// callback that does nothing only when the queue is empty. A queued
+    /// callback is enough: its batch is taken under the queue lock after
+    /// this call's look at the queue, and the batch's grace period begins
+    /// after it is taken. So a stream of polls while a grace period is held
+    /// up queues one callback, not one each (the kernel's
+    /// `start_poll_synchronize_rcu()` likewise only asks for a grace period
+    /// when none it could use is pending). Panics as [`Self::enqueue`].
+    pub(crate) fn request_grace_period(&'static self, synchronize: fn(), flavor: &str) {
+        self.queue(None, synchronize, flavor);
+    }
+
+    /// [`Self::enqueue`] of `callback`, or with `None`
+    /// [`Self::request_grace_period`].
+    fn queue(&'static self, callback: Option<Callback>, synchronize: fn(), flavor: &str) {
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
         #[cfg(loom)]
@@ -148,11 +167,22 @@ impl CallbackQueue {
                 .pending
                 .lock()
                 .expect("never poisoned: no user code runs under it");
-            pending.callbacks.push(callback);
-            // A load and a store, not an RMW: the queue lock makes this
-            // thread the only writer. Relaxed: a snapshot for `pending`.
-            let queued = self.queued_total.load(Relaxed);
-            self.queued_total.store(queued + 1, Relaxed);
+            let callback = match callback {
+                Some(callback) => Some(callback),
+                // A closure that captures nothing: boxing it allocates nothing.
+                None if pending.callbacks.is_empty() => Some(Box::new(|| {}) as Callback),
+                None => None,
+            };
+            if let Some(callback) = callback {
+                pending.callbacks.push(callback);
+                // A load and a store, not an RMW: the queue lock makes this
+                // thread the only writer. Relaxed: a snapshot for `pending`.
+                let queued = self.queued_total.load(Relaxed);
+                self.queued_total.store(queued + 1, Relaxed);
+            }
+            // With nothing queued here the queue was not empty, so whoever
+            // queued last found the worker asleep (and woke it) or awake;
+            // either way this is false then.
             mem::take(&mut pending.worker_asleep)
         };
         if wake {
@@ -163,7 +193,9 @@ impl CallbackQueue {
         }
         // After queuing: a worker that starts now finds the callback (it
         // takes the queue lock before it sleeps), and one that cannot start
-        // leaves it queued for the next start.
+        // leaves it queued for the next start. Also when nothing was queued:
+        // in a fork child the callbacks queued before the fork wait for a
+        // worker that this starts.
         #[cfg(not(loom))]
         self.start_worker(synchronize, flavor);
     }

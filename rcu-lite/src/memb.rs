@@ -306,7 +306,9 @@ pub fn get_state_synchronize_rcu() -> GpState<Memb> {
 /// [`get_state_synchronize_rcu`], and a grace period that elapses the
 /// cookie runs without any other caller: queues a callback that does
 /// nothing, as [`call_rcu`] would, whose grace period the callback thread
-/// drives (`start_poll_synchronize_rcu()`). Never blocks.
+/// drives (`start_poll_synchronize_rcu()`). Only when no callback is queued:
+/// one that is already gets such a grace period, so polls while a grace
+/// period is held up queue one callback in all. Never blocks.
 ///
 /// Freeing an unpublished object once a grace period has elapsed, without
 /// waiting for one:
@@ -332,7 +334,7 @@ pub fn get_state_synchronize_rcu() -> GpState<Memb> {
 ///
 /// As [`call_rcu`].
 pub fn start_poll_synchronize_rcu() -> GpState<Memb> {
-    crate::poll::start_poll()
+    crate::poll::start_poll(&engine().callbacks, synchronize_rcu)
 }
 
 /// Whether the grace period `state` names has completed
@@ -452,10 +454,11 @@ pub fn grace_periods() -> GpCounts {
 }
 
 /// How many callbacks queued by [`call_rcu`] (and by `Rcu::replace` and
-/// `Rcu::update`, which queue the old value's drop) have not started
-/// running: a snapshot, for writers that bound the memory waiting to be
-/// freed. Once [`rcu_barrier`] returns it counts only callbacks queued after
-/// the barrier began.
+/// `Rcu::update`, which queue the old value's drop, and the callback that
+/// does nothing which [`start_poll_synchronize_rcu`] queues when none is
+/// queued) have not started running: a snapshot, for writers that bound the
+/// memory waiting to be freed. Once [`rcu_barrier`] returns it counts only
+/// callbacks queued after the barrier began.
 ///
 /// `call_rcu` never blocks, so writers that queue faster than the one
 /// callback thread runs grow the queue for as long as they keep it up. A

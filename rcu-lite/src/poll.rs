@@ -17,12 +17,16 @@
 //!   a cookie that has elapsed stays elapsed.
 //! - Taking a cookie starts no grace period: one elapses when some caller
 //!   drives it (`synchronize_rcu()`, the callback worker). `start_poll_*`
-//!   queues a callback that does nothing, so that the callback worker drives
-//!   one, as liburcu's `start_poll_synchronize_rcu()` does.
+//!   makes sure the callback worker drives one: it queues a callback that
+//!   does nothing, as liburcu's `start_poll_synchronize_rcu()` does, but
+//!   only when the queue is empty, since any queued callback's batch waits
+//!   for a grace period that begins after the call
+//!   (`CallbackQueue::request_grace_period`).
 //! - A cookie belongs to one flavor: `GpState<Memb>` and `GpState<Qsbr>` are
 //!   different types, so one cannot be checked against the other's grace
 //!   periods.
 
+use crate::callbacks::CallbackQueue;
 use crate::flavor::Flavor;
 use std::fmt;
 use std::marker::PhantomData;
@@ -77,14 +81,20 @@ impl<F: Flavor> fmt::Debug for GpState<F> {
     }
 }
 
-/// `start_poll_synchronize_rcu()` of flavor `F`: a cookie, then a callback
-/// that does nothing, whose grace period the callback thread drives.
-pub(crate) fn start_poll<F: Flavor>() -> GpState<F> {
+/// `start_poll_synchronize_rcu()` of flavor `F`, whose callback queue is
+/// `callbacks` and whose `synchronize_rcu` is `synchronize`: a cookie, then
+/// a queued callback (one that does nothing, unless some callback is queued
+/// already), whose grace period the callback thread drives.
+pub(crate) fn start_poll<F: Flavor>(
+    callbacks: &'static CallbackQueue,
+    synchronize: fn(),
+) -> GpState<F> {
     let state = F::get_state_synchronize_rcu();
-    // Queued after the cookie was taken: the worker's `synchronize_rcu()`
-    // for this batch begins after it, so it waits for the cookie's grace
-    // period or a later one.
-    F::call_rcu(|| {});
+    // Requested after the cookie was taken: the worker takes the queued
+    // batch after this, and its `synchronize_rcu()` for that batch begins
+    // after the take, so it waits for the cookie's grace period or a later
+    // one.
+    callbacks.request_grace_period(synchronize, F::NAME);
     state
 }
 

@@ -469,6 +469,39 @@ fn a_started_poll_elapses_through_its_callback_batch() {
     });
 }
 
+/// A `start_poll_synchronize_rcu()` that finds a callback queued queues
+/// none of its own, and its cookie still elapses with no caller but the
+/// callback worker: the worker takes that callback's batch after the poll,
+/// or took it before and then finds the poll's own callback, so some
+/// batch's grace period begins after the cookie. The worker's own loop runs
+/// on a loom thread, racing the queuing. (With the poll never queuing a
+/// callback of its own, loom finds the interleaving where the worker took
+/// the batch before the poll and its grace period began before the
+/// cookie: the cookie never elapses, and the model exceeds its branch
+/// limit.)
+#[test]
+fn a_started_poll_behind_a_queued_callback_elapses() {
+    loom::model(|| {
+        configure(true);
+        let done = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let done = Arc::clone(&done);
+            // Acquire pairs with the Release store below; nothing is
+            // published through it but the stop.
+            thread::spawn(move || memb::loom_run_callback_worker_until(|| done.load(Acquire)))
+        };
+        memb::call_rcu(|| {});
+        let state = memb::start_poll_synchronize_rcu();
+        while !memb::poll_state_synchronize_rcu(state) {
+            thread::yield_now();
+        }
+        done.store(true, Release);
+        // Wakes the worker if it sleeps, so that it sees `done`.
+        memb::call_rcu(|| {});
+        worker.join().unwrap();
+    });
+}
+
 /// The callback worker never sleeps with a callback queued: a `call_rcu()`
 /// racing the worker's decision to sleep either finds it marked asleep and
 /// wakes it, or queues before the worker takes the queue lock to sleep, and
