@@ -269,29 +269,44 @@ impl Shared {
     }
 
     fn find_or_add_backup(&self, token: usize) -> NonNull<BackupSlot> {
-        let mut found = None;
-        self.for_each_backup(|n| {
-            if found.is_none()
-                && !n.in_use.load(Ordering::Relaxed)
-                // Acquire pairs with the Release store in `Guard::drop` (or
-                // the fork reset's).
-                && n.in_use
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                found = Some(NonNull::from(n));
-            }
-        });
-        if let Some(node) = found {
+        // The thread's own list first (the one its new slots go onto), then
+        // the others in turn; the first free slot found is taken. Threads
+        // that hash to different lists then seldom race for the same slot,
+        // and a thread that nests past its block again and again mostly
+        // takes back a slot of its own list.
+        let home = overflow_list_of(token);
+        let lists = self.overflow.iter().cycle().skip(home).take(OVERFLOW_LISTS);
+        if let Some(node) = lists.filter_map(claim_free_backup).next() {
             return node;
         }
         let node = Box::into_raw(Box::new(BackupSlot::new(self.wildcard(), self.id)));
-        let list = &self.overflow[overflow_list_of(token)];
         // SAFETY: freshly allocated and exclusively ours.
-        unsafe { push_node(list, node, |next| (*node).next = next) };
+        unsafe { push_node(&self.overflow[home], node, |next| (*node).next = next) };
         // SAFETY: just allocated, never null.
         unsafe { NonNull::new_unchecked(node) }
     }
+}
+
+/// Takes the first free backup slot of one overflow list, if any.
+fn claim_free_backup(list: &AtomicPtr<BackupSlot>) -> Option<NonNull<BackupSlot>> {
+    // Acquire pairs with the Release CAS in `push_node`.
+    let mut node = list.load(Ordering::Acquire);
+    while let Some(n) = NonNull::new(node) {
+        // SAFETY: backup slots are freed only in `Drop for Shared`.
+        let slot = unsafe { n.as_ref() };
+        if !slot.in_use.load(Ordering::Relaxed)
+            // Acquire pairs with the Release store in `Guard::drop` (or the
+            // fork reset's).
+            && slot
+                .in_use
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(n);
+        }
+        node = slot.next;
+    }
+    None
 }
 
 impl Drop for Shared {
@@ -715,5 +730,35 @@ mod tests {
                 assert_eq!(domain.backup_slots(), THREADS);
             },
         );
+    }
+
+    /// A thread looks for a free backup slot on its own overflow list first
+    /// (the one its new slots go onto), whatever the order of the lists:
+    /// with a free slot on two lists, each of two threads hashing to those
+    /// lists takes back the one on its own. (Searching the lists in their
+    /// order, as before, had both take the slot of the lower-numbered list,
+    /// and every thread's search race for the same first free slots.)
+    #[test]
+    fn a_thread_takes_a_free_backup_slot_of_its_own_list_first() {
+        let domain = Domain::new();
+        let shared = &domain.shared;
+        // Two tokens (any numbers serve) that hash to different lists.
+        let first = 0x1000;
+        let second = (first + 8..)
+            .step_by(8)
+            .find(|&t| overflow_list_of(t) != overflow_list_of(first))
+            .expect("tokens spread over the lists");
+        let of_first = shared.find_or_add_backup(first);
+        let of_second = shared.find_or_add_backup(second);
+        for node in [of_first, of_second] {
+            // SAFETY: backup slots live as long as the domain. Release, as
+            // `Guard::drop` gives one back.
+            unsafe { node.as_ref() }
+                .in_use
+                .store(false, Ordering::Release);
+        }
+        assert_eq!(shared.find_or_add_backup(first), of_first);
+        assert_eq!(shared.find_or_add_backup(second), of_second);
+        assert_eq!(domain.backup_slots(), 2, "a slot was free, none added");
     }
 }
