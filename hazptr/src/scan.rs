@@ -182,6 +182,21 @@ mod tests {
     use crate::Domain;
     use crate::slot::is_older_wildcard;
     use crate::sync::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, MutexGuard, PoisonError};
+
+    /// Held by the tests that call the fork hooks and by those that check
+    /// that a dropped domain's shared part is gone: from `before_fork` to
+    /// `after_fork_parent` the hooks hold every live domain (an `Arc` of its
+    /// shared part) and its scanner-thread handle, so a domain dropped
+    /// meanwhile by a test running beside them outlives its drop for that
+    /// long (once in 8 runs under `scripts/stress-tests.sh`).
+    static FORK_HOOKS: Mutex<()> = Mutex::new(());
+
+    /// Keeps the fork hooks of other tests in this binary out until dropped.
+    pub(super) fn no_fork_hooks_meanwhile() -> MutexGuard<'static, ()> {
+        // A test that panicked holding it left nothing to undo.
+        FORK_HOOKS.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
     /// A scan flips the domain's wildcard generation before it reads a slot:
     /// a reader that loads the wildcard after the scan began stores one of

@@ -180,6 +180,8 @@ mod tests {
             "dropping a domain with a scanner thread",
             TEST_DEADLINE,
             || {
+                // Another test's fork hooks would hold the domain.
+                let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
                 let domain = Domain::new();
                 let object = Box::into_raw(Box::new(1u64));
                 // Starts the scanner thread (this thread registers nowhere).

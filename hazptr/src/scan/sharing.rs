@@ -534,6 +534,7 @@ mod tests {
             "before_fork while a pass holds the driver flag",
             TEST_DEADLINE,
             || {
+                let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
                 let domain = Domain::new();
                 let scan = &domain.shared.scan;
                 // A pass in progress: taken as `drive_once` takes it.
