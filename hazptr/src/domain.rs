@@ -735,9 +735,10 @@ mod tests {
     /// A thread looks for a free backup slot on its own overflow list first
     /// (the one its new slots go onto), whatever the order of the lists:
     /// with a free slot on two lists, each of two threads hashing to those
-    /// lists takes back the one on its own. (Searching the lists in their
-    /// order, as before, had both take the slot of the lower-numbered list,
-    /// and every thread's search race for the same first free slots.)
+    /// lists takes back the one on its own. (Searching the lists in index
+    /// order, as before, gave the first search the slot of the
+    /// lower-numbered list, here the second token's, and had every thread's
+    /// search race for the same first free slots.)
     #[test]
     fn a_thread_takes_a_free_backup_slot_of_its_own_list_first() {
         let domain = Domain::new();
