@@ -41,8 +41,8 @@
 //!
 //! When the thread's slots are all taken, when the domain forces the slow
 //! path, or when the thread is exiting, the guard takes a backup slot from an
-//! overflow list instead (an RMW on the slot's `in_use` flag); protection
-//! works the same way. A guard can also move its protection from its block
+//! overflow list instead (the first free one, the thread's own list searched
+//! first; an RMW on the slot's `in_use` flag); protection works the same way. A guard can also move its protection from its block
 //! slot to a backup slot ([`Guard::promote`]), freeing the block slot.
 
 use crate::atomic_box::AtomicBox;
