@@ -63,6 +63,10 @@ pub(super) fn ensure_scanner(shared: &Arc<Shared>) -> bool {
 fn start_scanner(shared: &Arc<Shared>) -> bool {
     let scan = &shared.scan;
     let mut handle = scan.thread.lock().expect("not poisoned");
+    // Relaxed, both: the `thread` lock orders them. `started` is stored
+    // true under it (below); `stop_scanner` stores `shutdown` before it
+    // takes the lock, so a start that takes the lock after it sees the
+    // store, and one before it leaves a handle for it to join.
     if scan.started.load(Ordering::Relaxed) {
         return true;
     }
