@@ -226,7 +226,9 @@ pub struct TortureArgs {
     pub stall_limit_s: f64,
     /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",
     /// "faults":{...},"failure",...}; "slow_path" and "deferred_only" appear
-    /// (true) when the run had them.
+    /// (true) when the run had them; "cpu":{"readers_s","writers_s","others_s"}
+    /// gives the CPU seconds each role used (others only for a run alone;
+    /// no "cpu" with --faults).
     #[arg(long)]
     pub json: bool,
 }

@@ -114,6 +114,7 @@ fn sample_results() -> Results {
             faults: None,
             failure: None,
             replaced_per_s_rounds: Vec::new(),
+            cpu: None,
         }],
         deferred_free: Vec::new(),
         quick_qs: ["rcu-lite", "rcu-lite-noqs"]

@@ -692,9 +692,16 @@ pub(crate) mod tests {
                 ..lock(1200, 0)
             },
         ];
+        // Each round's writers use 0.6 s of CPU of the 2.5 s the threads
+        // used, and the other threads 0.3 s.
         let deferred = |replaced: u64, unreclaimed_max: u64| torture::Outcome {
             replaced,
             unreclaimed_max,
+            cpu: Some(torture::CpuSplit {
+                readers_s: 1.6,
+                writers_s: 0.6,
+                others_s: Some(0.3),
+            }),
             ..results.torture[0].clone()
         };
         results.deferred_free = vec![torture::merge_rounds(vec![
@@ -718,7 +725,8 @@ pub(crate) mod tests {
         assert!(md.contains("Each mix ran in 3 rounds"), "{md}");
         assert!(
             md.contains(
-                "| tortured | 4 | 2 | 1500000 | 1.50M, 1.00M, 2.50M | 1.00x | 700 | 100 | 0 |"
+                "| tortured | 4 | 2 | 1500000 | 1.50M, 1.00M, 2.50M | 1.00x | 24% | 200 | 100 | 700 \
+                 | 100 | 0 |"
             ),
             "{md}"
         );
@@ -819,6 +827,7 @@ pub(crate) mod tests {
                 faults: None,
                 failure: None,
                 replaced_per_s_rounds: Vec::new(),
+                cpu: None,
             }],
             deferred_free: Vec::new(),
             // Two runs a side, alternating as the report runs them, with the
@@ -954,12 +963,13 @@ pub(crate) mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| steady | 4 | 2 | 50 | 50.0 | 1.00x | 7 | 100 | 0 |"),
+            md.contains("| steady | 4 | 2 | 50 | 50.0 | 1.00x | - | - | - | 7 | 100 | 0 |"),
             "{md}"
         );
         assert!(
             md.contains(
-                "| stuck | 4 | 2 | 200 | 200 | 4.00x | 7 | 100 | 1 !!! (hang: dropping the primitive \
+                "| stuck | 4 | 2 | 200 | 200 | 4.00x | - | - | - | 7 | 100 | 1 !!! (hang: dropping the \
+                 primitive \
                  took more than 20.0 s) |"
             ),
             "{md}"

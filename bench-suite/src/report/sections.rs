@@ -207,7 +207,12 @@ fn deferred_free_section(results: &Results) -> Section {
          `defer_destroy`, haphazard and seize `retire`) and never waits for readers itself, as a thread \
          freeing in bulk would. *Handed over/s* is replaced objects handed to reclamation per second \
          (not yet freed: background schemes free them later); *unreclaimed max* is the memory that \
-         reclamation held back.",
+         reclamation held back. With more threads than CPUs the rate also says how the scheduler \
+         shared the CPUs out: readers that yield or sleep hand their time to the writers. *Writers' \
+         CPU* is the writers' part of the CPU time the run's threads used, *writer ns/object* their \
+         CPU time per object handed over, and *others ns/object* that of the process's other \
+         threads (a callback worker that frees in the background; the harness's own, which sleeps \
+         between checks, is near 0). Their sum is what an object handed over cost in CPU time.",
     );
     let mut table = Table::new(&[
         "implementation",
@@ -216,11 +221,16 @@ fn deferred_free_section(results: &Results) -> Section {
         "handed over/s>",
         "handed over/s by round>",
         "vs best>",
+        "writers' CPU>",
+        "writer ns/object>",
+        "others ns/object>",
         "unreclaimed max>",
         "reads>",
         "errors>",
     ]);
     let rate = |o: &torture::Outcome| o.replaced as f64 / o.duration_s.max(1e-9);
+    // Results written before the CPU time was measured have none: "-".
+    let or_dash = |x: Option<String>| x.unwrap_or_else(|| "-".into());
     // A run that failed its checks is no baseline.
     let best = results
         .deferred_free
@@ -237,6 +247,12 @@ fn deferred_free_section(results: &Results) -> Section {
             format!("{:.0}", rate(o)),
             rounds_cell(&o.replaced_per_s_by_round()),
             format!("{:.2}x", rate(o) / best),
+            or_dash(
+                o.writers_cpu_share()
+                    .map(|share| format!("{:.0}%", share * 100.0)),
+            ),
+            or_dash(o.writer_cpu_ns_per_replaced().map(|ns| format!("{ns:.0}"))),
+            or_dash(o.others_cpu_ns_per_replaced().map(|ns| format!("{ns:.0}"))),
             o.unreclaimed_max.to_string(),
             o.reads.to_string(),
             checks_cell(o.errors, o.failure.as_deref()),

@@ -37,6 +37,13 @@
 //! nothing (a reclamation nobody read after, or reads of an object never
 //! reclaimed) and fails: see `Run::finish`.
 //!
+//! The same window bounds the CPU time [`Outcome::cpu`] reports: the
+//! controlling thread reads every reader's and writer's CPU clock, and the
+//! process's, at the opening and at the stop ([`crate::cpu_time`]). With
+//! more threads than CPUs, a rate says how the scheduler shared the CPUs as
+//! much as what an operation cost: readers that yield hand their time to
+//! the writers. The CPU time per object separates the two.
+//!
 //! Every counter and flag the harness shares is `Relaxed`: they are
 //! statistics and a stop request, and nothing is published through them (the
 //! objects are published by the primitive under test).
@@ -56,6 +63,7 @@ mod peers;
 mod qrwlock;
 mod rcu_lite;
 
+use crate::cpu_time::{self, ThreadCpuClock};
 use crate::delay::Padded;
 use crate::fault::{self, ProgressWatch};
 use crate::progress::Progress;
@@ -254,6 +262,29 @@ pub struct Outcome {
     /// round (see [`Outcome::replaced_per_s_by_round`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replaced_per_s_rounds: Vec<f64>,
+    /// CPU time the run's threads used in its timed window; `None` for a run
+    /// with faults (their threads come and go) or one whose threads could
+    /// not all be timed, and in results written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuSplit>,
+}
+
+/// CPU seconds a run's threads used in its timed window, by role: on a
+/// machine with fewer CPUs than threads, what each role got of the CPUs
+/// (readers that yield hand their time to the writers), and with the counts,
+/// what each operation cost (see [`crate::cpu_time`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    /// All reader threads together.
+    pub readers_s: f64,
+    /// All writer threads together.
+    pub writers_s: f64,
+    /// The rest of the process: the primitive's own threads (rcu-lite's
+    /// callback worker, hazptr's scanner) and the harness's, which sleeps
+    /// between its checks. Only for a run that had the process to itself
+    /// (not one of several tortured at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_s: Option<f64>,
 }
 
 impl Outcome {
@@ -277,6 +308,28 @@ impl Outcome {
         }
         why.extend(self.failure.clone());
         (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// The writers' CPU time per object replaced, in nanoseconds.
+    pub fn writer_cpu_ns_per_replaced(&self) -> Option<f64> {
+        let cpu = self.cpu?;
+        (self.replaced > 0).then(|| cpu.writers_s * 1e9 / self.replaced as f64)
+    }
+
+    /// The other threads' CPU time (see [`CpuSplit::others_s`]) per object
+    /// replaced, in nanoseconds: for a scheme that frees on a thread of its
+    /// own, the freeing.
+    pub fn others_cpu_ns_per_replaced(&self) -> Option<f64> {
+        let others = self.cpu?.others_s?;
+        (self.replaced > 0).then(|| others * 1e9 / self.replaced as f64)
+    }
+
+    /// The writers' part of the CPU time the run's threads used (the others
+    /// counted where known).
+    pub fn writers_cpu_share(&self) -> Option<f64> {
+        let cpu = self.cpu?;
+        let total = cpu.readers_s + cpu.writers_s + cpu.others_s.unwrap_or(0.0);
+        (total > 0.0).then(|| cpu.writers_s / total)
     }
 
     /// Objects replaced per second, round by round: a single run's rate is
@@ -494,6 +547,62 @@ struct Run {
     counted_in_window: Option<Window>,
     rss_max_kib: Option<u64>,
     unreclaimed_halves: [u64; 2],
+    /// The readers' and writers' CPU clocks; `None` with faults (their
+    /// threads come and go) or when a thread was refused.
+    clocks: Option<RunClocks>,
+    /// Whether this run has the process to itself, so that the process's
+    /// CPU time less its readers' and writers' is its own other threads'.
+    alone: bool,
+    cpu_at_start: Option<CpuReading>,
+    cpu_in_window: Option<CpuSplit>,
+}
+
+/// The CPU clocks of a run's readers and writers.
+struct RunClocks {
+    readers: Vec<ThreadCpuClock>,
+    writers: Vec<ThreadCpuClock>,
+}
+
+impl RunClocks {
+    /// `None` if a thread cannot be read (it exited: a panic that was not
+    /// injected, which fails the run anyway).
+    fn read(&self) -> Option<CpuReading> {
+        Some(CpuReading {
+            readers: cpu_time::sum(&self.readers)?,
+            writers: cpu_time::sum(&self.writers)?,
+            process: cpu_time::process(),
+        })
+    }
+}
+
+/// The readings of a run's CPU clocks at one moment.
+#[derive(Clone, Copy, Debug)]
+struct CpuReading {
+    readers: Duration,
+    writers: Duration,
+    process: Option<Duration>,
+}
+
+impl CpuReading {
+    /// The CPU time used from `start` to `self`; the other threads' only for
+    /// a run `alone` in the process.
+    fn since(self, start: CpuReading, alone: bool) -> CpuSplit {
+        let readers = self.readers.saturating_sub(start.readers);
+        let writers = self.writers.saturating_sub(start.writers);
+        let others = match (self.process, start.process) {
+            (Some(now), Some(then)) if alone => Some(
+                now.saturating_sub(then)
+                    .saturating_sub(readers + writers)
+                    .as_secs_f64(),
+            ),
+            _ => None,
+        };
+        CpuSplit {
+            readers_s: readers.as_secs_f64(),
+            writers_s: writers.as_secs_f64(),
+            others_s: others,
+        }
+    }
 }
 
 impl Run {
@@ -571,6 +680,22 @@ impl Run {
         if config.faults {
             spawn("fault driver".into(), Box::new(faults::drive));
         }
+        let (readers, writers) = (config.readers, config.writers);
+        let clock_of = |(_, handle): &(String, JoinHandle<()>)| ThreadCpuClock::of(handle);
+        let clocks = (!config.faults && threads.len() == readers + writers)
+            .then(|| {
+                Some(RunClocks {
+                    readers: threads[..readers]
+                        .iter()
+                        .map(clock_of)
+                        .collect::<Option<_>>()?,
+                    writers: threads[readers..]
+                        .iter()
+                        .map(clock_of)
+                        .collect::<Option<_>>()?,
+                })
+            })
+            .flatten();
         let mut watches: Vec<(String, ProgressWatch)> = (0..config.readers)
             .map(|r| (format!("reader {r}"), ProgressWatch::new(0)))
             .chain((0..config.writers).map(|w| (format!("writer {w}"), ProgressWatch::new(0))))
@@ -589,6 +714,10 @@ impl Run {
             counted_in_window: None,
             rss_max_kib: fault::rss_kib(),
             unreclaimed_halves: [0; 2],
+            clocks,
+            alone: true,
+            cpu_at_start: None,
+            cpu_in_window: None,
         }
     }
 
@@ -601,6 +730,7 @@ impl Run {
         let _ = self.shared.start.wait();
         self.began = Instant::now();
         self.counted_at_start = self.shared.counts();
+        self.cpu_at_start = self.clocks.as_ref().and_then(RunClocks::read);
         // A thread's stall is timed from here: with `--impl all`, other
         // runs' threads were spawned after these watches were made.
         for (_, watch) in &mut self.watches {
@@ -618,6 +748,11 @@ impl Run {
                 reads: now.reads - start.reads,
                 replaced: now.replaced - start.replaced,
             });
+            // Before the threads are told to stop: they are all alive.
+            let cpu_now = self.clocks.as_ref().and_then(RunClocks::read);
+            if let (Some(now), Some(start)) = (cpu_now, self.cpu_at_start) {
+                self.cpu_in_window = Some(now.since(start, self.alone));
+            }
         }
         self.shared.stop.store(true, Relaxed);
     }
@@ -666,6 +801,7 @@ impl Run {
             counted_in_window,
             mut rss_max_kib,
             unreclaimed_halves,
+            cpu_in_window,
             ..
         } = self;
         let elapsed = stopped_after.expect("stopped above");
@@ -697,6 +833,7 @@ impl Run {
             faults: config.faults.then(|| shared.faults.snapshot()),
             failure: None,
             replaced_per_s_rounds: Vec::new(),
+            cpu: cpu_in_window,
         };
         if unfinished.is_empty() {
             match tear_down(shared, limit) {
@@ -873,7 +1010,14 @@ pub fn torture_all(
             };
             // Every run's threads are spawned before any starts, so that
             // the last run's spawning does not compete with the first's.
-            let mut runs: Vec<Run> = chosen.iter().map(|imp| Run::spawn(imp, config)).collect();
+            let alone = chosen.len() == 1;
+            let mut runs: Vec<Run> = chosen
+                .iter()
+                .map(|imp| Run {
+                    alone,
+                    ..Run::spawn(imp, config)
+                })
+                .collect();
             for run in &mut runs {
                 run.open();
             }
@@ -915,6 +1059,21 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
             o.errors,
             if o.errors > 0 { " !!!" } else { "" }
         )?;
+        if let Some(cpu) = &o.cpu {
+            writeln!(
+                out,
+                "torture: {} cpu: readers {:.2} s, writers {:.2} s ({:.0}% of the run's), others {}; writers {:.0} ns per object replaced{}",
+                o.name,
+                cpu.readers_s,
+                cpu.writers_s,
+                o.writers_cpu_share().unwrap_or(0.0) * 100.0,
+                cpu.others_s
+                    .map_or("not counted (runs at once)".into(), |s| format!("{s:.2} s")),
+                o.writer_cpu_ns_per_replaced().unwrap_or(f64::NAN),
+                o.others_cpu_ns_per_replaced()
+                    .map_or(String::new(), |ns| format!(", others {ns:.0} ns")),
+            )?;
+        }
         if let Some(f) = &o.faults {
             writeln!(
                 out,
@@ -1310,6 +1469,7 @@ mod tests {
             faults: None,
             failure: None,
             replaced_per_s_rounds: Vec::new(),
+            cpu: None,
         }
     }
 
@@ -2493,6 +2653,77 @@ mod tests {
                 .iter()
                 .all(|o| o.duration_s < 0.39 && o.faults.is_none())
         );
+    }
+
+    /// A run times its readers' and writers' CPU in the window, and the
+    /// process's other threads only when it runs alone; with faults, whose
+    /// threads come and go, nothing.
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn a_run_splits_its_cpu_time_by_role_and_counts_the_others_only_alone() {
+        let chosen: Vec<_> = contenders().take(2).collect();
+        let at_once = torture_all(
+            &chosen,
+            config(0, false),
+            Duration::from_millis(300),
+            Schedule::Concurrent,
+        );
+        let alone = torture(chosen[0], config(300, false), &mut Progress::new(1, "test"));
+        let with_faults = torture(chosen[0], config(300, true), &mut Progress::new(1, "test"));
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        for o in at_once.iter().chain([&alone]) {
+            assert_checked_without_error(o);
+            let cpu = o.cpu.unwrap_or_else(|| panic!("no CPU time: {o:?}"));
+            // Two readers and a writer that never block: each ran some of
+            // the window, and together no more than the machine had.
+            assert!(cpu.readers_s > 0.0 && cpu.writers_s > 0.0, "{o:?}");
+            let used = cpu.readers_s + cpu.writers_s + cpu.others_s.unwrap_or(0.0);
+            assert!(used <= o.duration_s * cpus * 1.05 + 0.01, "{o:?}");
+            let share = o.writers_cpu_share().expect("timed");
+            assert!((cpu.writers_s / used - share).abs() < 1e-9, "{o:?}");
+            let ns = o.writer_cpu_ns_per_replaced().expect("timed");
+            assert!(
+                (ns - cpu.writers_s * 1e9 / o.replaced as f64).abs() < 1e-6,
+                "{o:?}"
+            );
+        }
+        assert!(at_once.iter().all(|o| o.cpu.unwrap().others_s.is_none()));
+        assert!(
+            alone.cpu.unwrap().others_s.is_some() && alone.others_cpu_ns_per_replaced().is_some(),
+            "{alone:?}"
+        );
+        assert_eq!(with_faults.cpu, None, "{with_faults:?}");
+        assert_eq!(with_faults.writer_cpu_ns_per_replaced(), None);
+    }
+
+    /// The others' time is the process's less the readers' and writers',
+    /// never below 0 (the clocks are read one after the other).
+    #[test]
+    fn the_others_cpu_time_is_what_the_readers_and_writers_leave_of_the_process() {
+        let reading = |readers, writers, process: Option<u64>| CpuReading {
+            readers: Duration::from_millis(readers),
+            writers: Duration::from_millis(writers),
+            process: process.map(Duration::from_millis),
+        };
+        let start = reading(100, 50, Some(1_000));
+        let split = reading(900, 450, Some(2_500)).since(start, true);
+        assert_eq!(
+            split,
+            CpuSplit {
+                readers_s: 0.8,
+                writers_s: 0.4,
+                others_s: Some(0.3)
+            }
+        );
+        assert_eq!(
+            reading(900, 450, Some(2_100)).since(start, true).others_s,
+            Some(0.0)
+        );
+        assert_eq!(
+            reading(900, 450, Some(2_500)).since(start, false).others_s,
+            None
+        );
+        assert_eq!(reading(900, 450, None).since(start, true).others_s, None);
     }
 
     /// Every implementation but the self-check `busted`.

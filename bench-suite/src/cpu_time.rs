@@ -1,0 +1,166 @@
+//! CPU time of threads and of the process, read from outside the thread.
+//!
+//! A run's rates (objects replaced per second, reads per second) say what the
+//! threads got done in wall time; on a machine with fewer CPUs than threads
+//! they also say how the scheduler shared the CPUs out. Readers that yield
+//! or sleep hand their time to the writers, and a writer that blocks hands
+//! its time to the readers. The CPU time each thread used in the timed
+//! window separates the two: the cost per operation is CPU time divided by
+//! the operations done in it.
+//!
+//! [`ThreadCpuClock`] is a thread's CPU clock (`pthread_getcpuclockid`),
+//! which any thread of the process can read while that thread lives
+//! (`clock_gettime` on it fails once the thread has exited). The kernel
+//! keeps the time per task (`CLOCK_THREAD_CPUTIME_ID` for the thread
+//! itself), so a reading from the controlling thread is exact at the moment
+//! it is taken: no cooperation from the measured thread, no sampling.
+//!
+//! Under miri, which implements neither call, every reading is `None`: the
+//! harness then reports no CPU time, as for a platform without the clocks.
+
+use std::os::unix::thread::JoinHandleExt;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The CPU-time clock of one thread of this process. The kernel names it
+/// by the thread's id: read after the thread has exited, it fails, unless
+/// the id has meanwhile gone to a new thread of this process (whose time it
+/// would then read), so read it only while the thread is known to live.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadCpuClock(libc::clockid_t);
+
+impl ThreadCpuClock {
+    /// The clock of `thread`'s thread; `None` if the system has none for it
+    /// (the thread has been joined, or the platform lacks thread clocks).
+    pub fn of<T>(thread: &JoinHandle<T>) -> Option<ThreadCpuClock> {
+        if cfg!(miri) {
+            return None;
+        }
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: `as_pthread_t` is the handle's live (not yet joined: the
+        // handle is borrowed) thread, and `clock` is a valid place for the
+        // result.
+        let rc = unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) };
+        (rc == 0).then_some(ThreadCpuClock(clock))
+    }
+
+    /// CPU time the thread has used so far; `None` once it has exited.
+    pub fn read(self) -> Option<Duration> {
+        read_clock(self.0)
+    }
+}
+
+/// CPU time every thread of the process has used so far, the exited ones
+/// included.
+pub fn process() -> Option<Duration> {
+    read_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn read_clock(clock: libc::clockid_t) -> Option<Duration> {
+    if cfg!(miri) {
+        return None;
+    }
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid place for the result; an unknown or stale
+    // clock id is an error return (EINVAL), not undefined behaviour.
+    let rc = unsafe { libc::clock_gettime(clock, &mut now) };
+    (rc == 0).then(|| Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
+}
+
+/// The sum of the clocks' readings; `None` if any of them cannot be read
+/// (a thread that exited: its share would be missing from the sum).
+pub fn sum(clocks: &[ThreadCpuClock]) -> Option<Duration> {
+    clocks.iter().map(|c| c.read()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Instant;
+
+    /// Spins for `wall` of wall time, using the CPU all along.
+    fn spin_for(wall: Duration) {
+        let began = Instant::now();
+        while began.elapsed() < wall {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn a_spinning_thread_is_charged_and_a_sleeping_one_is_not() {
+        let (go_spin, spin_told) = mpsc::channel::<()>();
+        let (go_sleep, sleep_told) = mpsc::channel::<()>();
+        let spinner = std::thread::spawn(move || {
+            spin_told.recv().unwrap();
+            spin_for(Duration::from_millis(60));
+            spin_told.recv().unwrap();
+        });
+        let sleeper = std::thread::spawn(move || {
+            sleep_told.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+            sleep_told.recv().unwrap();
+        });
+        let spin_clock = ThreadCpuClock::of(&spinner).expect("Linux has thread clocks");
+        let sleep_clock = ThreadCpuClock::of(&sleeper).expect("Linux has thread clocks");
+        let (spin0, sleep0) = (spin_clock.read().unwrap(), sleep_clock.read().unwrap());
+        go_spin.send(()).unwrap();
+        go_sleep.send(()).unwrap();
+        // Both are done with their 60 ms well before this wait ends, and
+        // blocked in their second `recv` when their clocks are read.
+        std::thread::sleep(Duration::from_millis(150));
+        let spun = spin_clock.read().unwrap() - spin0;
+        let slept = sleep_clock.read().unwrap() - sleep0;
+        // The spinner ran at least part of its 60 ms (on a loaded machine,
+        // less than all of it: wall time, not CPU time, ends its loop); the
+        // sleeper used only what a wake-up costs.
+        assert!(spun >= Duration::from_millis(5), "spinner charged {spun:?}");
+        assert!(
+            slept < Duration::from_millis(5),
+            "sleeper charged {slept:?}"
+        );
+        assert!(slept < spun, "{slept:?} against {spun:?}");
+        go_spin.send(()).unwrap();
+        go_sleep.send(()).unwrap();
+        spinner.join().unwrap();
+        sleeper.join().unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn an_exited_thread_reads_as_unknown_and_so_does_a_sum_with_it() {
+        let (stay, stay_told) = mpsc::channel::<()>();
+        let (exit, exit_told) = mpsc::channel::<()>();
+        let alive = std::thread::spawn(move || stay_told.recv().unwrap());
+        let exits = std::thread::spawn(move || exit_told.recv().unwrap());
+        let clocks = [
+            ThreadCpuClock::of(&alive).unwrap(),
+            ThreadCpuClock::of(&exits).unwrap(),
+        ];
+        exit.send(()).unwrap();
+        // Until the kernel has reaped it, an exited thread's clock may read.
+        let began = Instant::now();
+        while clocks[1].read().is_some() && began.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(clocks[1].read(), None, "an exited thread's clock");
+        assert!(clocks[0].read().is_some());
+        assert_eq!(sum(&clocks), None);
+        assert!(sum(&clocks[..1]).is_some());
+        stay.send(()).unwrap();
+        alive.join().unwrap();
+        exits.join().unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn the_process_clock_counts_the_calling_thread() {
+        let before = process().unwrap();
+        spin_for(Duration::from_millis(30));
+        assert!(process().unwrap() > before);
+    }
+}
