@@ -875,27 +875,22 @@ pub fn table(results: &Results) -> Vec<Choice> {
         }
         .to_string()
             + &cheapest_in_cpu(results, &failed, winner)
-                .map_or(String::new(), |(name, ns)| {
-                    format!("; cheapest per object in CPU time: {name}, {ns:.0} ns")
-                })
         },
     ));
     rows
 }
 
-/// The deferred-only contender (not `winner`, none that failed) whose
-/// objects cost the least CPU time each, writers' and other threads'
-/// together, with that time in nanoseconds; `None` if that is the winner or
-/// no contender's CPU time was measured.
-fn cheapest_in_cpu<'r>(
-    results: &'r Results,
-    failed: &[FailedRun],
-    winner: &str,
-) -> Option<(&'r str, f64)> {
+/// `; cheapest per object in CPU time: NAME, X ns (NEXT Y ns next)`: the
+/// deferred-only contender (none that failed) whose objects cost the least
+/// CPU time each, writers' and other threads' together, and the one after
+/// it, for a reader to see how close the two are. Empty if the cheapest is
+/// `winner` (whose own figures the row gives) or no contender's CPU time
+/// was measured.
+fn cheapest_in_cpu(results: &Results, failed: &[FailedRun], winner: &str) -> String {
     let cost = |o: &crate::torture::Outcome| {
         Some(o.writer_cpu_ns_per_replaced()? + o.others_cpu_ns_per_replaced().unwrap_or(0.0))
     };
-    let (cheapest, ns) = results
+    let mut costs: Vec<(&str, f64)> = results
         .deferred_free
         .iter()
         .filter(|o| {
@@ -905,8 +900,16 @@ fn cheapest_in_cpu<'r>(
                     .any(|f| tortured_as(&f.name) == tortured_as(&o.name))
         })
         .filter_map(|o| Some((o.name.as_str(), cost(o)?)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    (cheapest != winner).then_some((cheapest, ns))
+        .collect();
+    costs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    match costs.as_slice() {
+        [(cheapest, _), ..] if *cheapest == winner => String::new(),
+        [] => String::new(),
+        [(cheapest, ns)] => format!("; cheapest per object in CPU time: {cheapest}, {ns:.0} ns"),
+        [(cheapest, ns), (next, next_ns), ..] => format!(
+            "; cheapest per object in CPU time: {cheapest}, {ns:.0} ns ({next} {next_ns:.0} ns next)"
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -1768,7 +1771,8 @@ mod tests {
         assert_eq!(
             bulk.costs_elsewhere,
             "held back up to 60 unreclaimed objects; its writers had 50% of the run's CPU time \
-             and used 300 ns of it per object; cheapest per object in CPU time: hazptr, 250 ns"
+             and used 300 ns of it per object; cheapest per object in CPU time: hazptr, 250 ns \
+             (haphazard 300 ns next)"
         );
         // The other threads' part is named where it is not 0, and no
         // cheaper contender where the winner is the cheapest.

@@ -6,8 +6,10 @@ use super::object::{self, TortureObject};
 use super::{Options, Torture};
 use crate::registry::{Implementation, Origin};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
+use std::cell::Cell;
 use std::ops::Deref;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
@@ -22,7 +24,7 @@ pub(super) const CROSSBEAM_EPOCH: Implementation<dyn Torture, Options> = Impleme
 /// `haphazard`.
 pub(super) const HAPHAZARD: Implementation<dyn Torture, Options> = Implementation {
     name: "haphazard",
-    summary: "haphazard: readers protect with a HazardPointer of the run's own domain; writers swap and retire_in it",
+    summary: "haphazard: readers protect with a HazardPointer of the run's own domain, kept per thread; writers swap and retire_in it",
     origin: Origin::Peer,
     make: |o| Ok(Box::new(Haphazard::new(o))),
 };
@@ -153,7 +155,42 @@ struct TortureFamily;
 
 struct Haphazard {
     current: haphazard::AtomicPtr<TortureObject, TortureFamily, Reclaimed>,
-    domain: haphazard::Domain<TortureFamily>,
+    /// The run's own domain, shared with the hazard pointer each reader
+    /// thread keeps for it ([`KEPT_HAZARD`]).
+    domain: Arc<haphazard::Domain<TortureFamily>>,
+}
+
+/// A thread's hazard pointer of one run's domain, kept from one read to
+/// the next as a user keeps one per thread (refscale's haphazard reader
+/// keeps one of the global domain). A new one for every section is a CAS
+/// on the domain's record list, which the readers contend on: a reader
+/// that loses it calls `sched_yield`, handing its CPU time to the writers.
+struct KeptHazard {
+    // Declared before `domain`, so dropped before it: the hazard pointer
+    // borrows the domain that the `Arc` keeps alive.
+    hazard: haphazard::HazardPointer<'static, TortureFamily>,
+    domain: Arc<haphazard::Domain<TortureFamily>>,
+}
+
+impl KeptHazard {
+    fn new(domain: &Arc<haphazard::Domain<TortureFamily>>) -> Self {
+        let domain = Arc::clone(domain);
+        // SAFETY: the `'static` is a lie the struct keeps true: the domain
+        // is a heap allocation that `domain` keeps alive and in place, and
+        // the hazard pointer, dropped first (field order), never outlives it.
+        let hazard = unsafe {
+            std::mem::transmute::<
+                haphazard::HazardPointer<'_, TortureFamily>,
+                haphazard::HazardPointer<'static, TortureFamily>,
+            >(haphazard::HazardPointer::new_in_domain(&domain))
+        };
+        KeptHazard { hazard, domain }
+    }
+}
+
+thread_local! {
+    /// This thread's hazard pointer of the domain it read last.
+    static KEPT_HAZARD: Cell<Option<KeptHazard>> = const { Cell::new(None) };
 }
 
 impl Haphazard {
@@ -163,16 +200,29 @@ impl Haphazard {
                 &options.ledger,
                 0,
             ))),
-            domain: haphazard::Domain::new(&TortureFamily),
+            domain: Arc::new(haphazard::Domain::new(&TortureFamily)),
         }
     }
 
+    /// One read section with this thread's kept hazard pointer of the
+    /// domain (a new one if the thread last read another run's). The
+    /// pointer is out of the thread-local while `f` runs: a nested read
+    /// takes one of its own, and if `f` unwinds, the pointer is dropped,
+    /// which ends its protection.
     fn protected<R>(&self, f: impl FnOnce(&TortureObject) -> R) -> R {
-        let mut hazard = haphazard::HazardPointer::new_in_domain(&self.domain);
+        let mut kept = match KEPT_HAZARD.take() {
+            Some(kept) if Arc::ptr_eq(&kept.domain, &self.domain) => kept,
+            _ => KeptHazard::new(&self.domain),
+        };
         // SAFETY: every object stored in `current` is retired only through
-        // `self.domain`, the domain of `hazard`.
-        let object = unsafe { self.current.load(&mut hazard) };
-        f(object.expect("never null: every replace installs an object"))
+        // `self.domain`, the domain of `kept.hazard`.
+        let object = unsafe { self.current.load(&mut kept.hazard) };
+        let result = f(object.expect("never null: every replace installs an object"));
+        // The section ends here: a kept pointer must not go on protecting
+        // the object until the thread's next read.
+        kept.hazard.reset_protection();
+        KEPT_HAZARD.set(Some(kept));
+        result
     }
 }
 
@@ -193,7 +243,7 @@ impl Torture for Haphazard {
         // SAFETY: 1. unpublished by the swap, so no later load returns it;
         // 2. retired once (only this swap returned it); 3. every load that
         // could have seen it used a hazard pointer of `self.domain`.
-        unsafe { old.retire_in(&self.domain) };
+        unsafe { old.retire_in(&*self.domain) };
     }
 }
 
@@ -201,10 +251,14 @@ impl Drop for Haphazard {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no reader is inside, and the last published
         // object is owned by the pointer alone; rebuilding it reclaims it.
-        // The domain (dropped next) reclaims every retired object.
         drop(unsafe {
             <Reclaimed as haphazard::raw::Pointer<TortureObject>>::from_raw(*self.current.get_mut())
         });
+        // Threads that read keep the domain alive until they exit (a run's
+        // readers have exited by now, but the thread dropping this may have
+        // read too), so its own drop may come later: free every retired
+        // object now. No kept hazard pointer protects one outside a read.
+        self.domain.eager_reclaim();
     }
 }
 
@@ -267,5 +321,80 @@ impl Drop for Seize {
         // object is owned by `current` alone. The collector (dropped next)
         // reclaims every retired object.
         unsafe { object::reclaim(*self.current.get_mut()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::torture::object::Ledger;
+
+    fn haphazard_with_a_ledger() -> (Arc<Ledger>, Haphazard) {
+        let ledger = Ledger::new();
+        let primitive = Haphazard::new(&Options {
+            ledger: Arc::clone(&ledger),
+            ..Options::default()
+        });
+        (ledger, primitive)
+    }
+
+    /// The hazard pointer a thread keeps between reads protects nothing
+    /// once a read ends, and the domain it keeps alive holds nothing back
+    /// once the primitive is dropped, on the thread that read, too.
+    #[test]
+    fn a_kept_hazard_pointer_protects_only_inside_a_read() {
+        let (ledger, primitive) = haphazard_with_a_ledger();
+        for seq in 1..=100 {
+            assert!(primitive.read());
+            primitive.replace(TortureObject::new(&ledger, seq));
+        }
+        // The object the last read reached is retired too: a pass frees
+        // all 101 retired, the current one alone staying.
+        assert!(primitive.read());
+        primitive.replace(TortureObject::new(&ledger, 101));
+        primitive.domain.eager_reclaim();
+        assert_eq!((ledger.allocated(), ledger.reclaimed()), (102, 101));
+        let kept = KEPT_HAZARD.take().expect("this thread keeps one");
+        assert!(Arc::ptr_eq(&kept.domain, &primitive.domain));
+        KEPT_HAZARD.set(Some(kept));
+        // One more retired object, which the drop must free, though this
+        // thread keeps the domain alive.
+        primitive.replace(TortureObject::new(&ledger, 102));
+        drop(primitive);
+        assert_eq!(
+            (ledger.allocated(), ledger.reclaimed()),
+            (103, 103),
+            "(allocated, reclaimed)"
+        );
+        // A later run's primitive gets a hazard pointer of its own domain.
+        let (ledger, primitive) = haphazard_with_a_ledger();
+        assert!(primitive.read());
+        let kept = KEPT_HAZARD.take().expect("this thread keeps one");
+        assert!(Arc::ptr_eq(&kept.domain, &primitive.domain));
+        drop(kept);
+        drop(primitive);
+        assert_eq!(ledger.reclaimed(), 1);
+    }
+
+    /// A read that unwinds drops the hazard pointer it took (which ends its
+    /// protection); the thread's next read takes a new one.
+    #[test]
+    fn a_read_that_unwinds_protects_nothing_afterwards() {
+        let (ledger, primitive) = haphazard_with_a_ledger();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            primitive.read_with(&mut |_| panic!("inside the section"));
+        }));
+        assert!(unwound.is_err());
+        assert!(KEPT_HAZARD.take().is_none(), "dropped by the unwind");
+        primitive.replace(TortureObject::new(&ledger, 1));
+        primitive.domain.eager_reclaim();
+        assert_eq!(
+            ledger.reclaimed(),
+            1,
+            "the first object, read when the read unwound"
+        );
+        assert!(primitive.read());
+        drop(primitive);
+        assert_eq!(ledger.reclaimed(), 2);
     }
 }
