@@ -153,6 +153,24 @@ impl Shared {
         }
     }
 
+    /// The first block, in list order, for which `claim` returns true; the
+    /// walk stops there.
+    fn find_block(&self, mut claim: impl FnMut(&SlotBlock) -> bool) -> Option<NonNull<SlotBlock>> {
+        // Acquire pairs with the Release CAS in `push_node`: a published
+        // block's fields are visible.
+        let mut block = self.blocks.load(Ordering::Acquire);
+        while let Some(b) = NonNull::new(block) {
+            // SAFETY: blocks are freed only in `Drop for Shared`, which cannot
+            // run while `&self` is borrowed.
+            let b_ref = unsafe { b.as_ref() };
+            if claim(b_ref) {
+                return Some(b);
+            }
+            block = b_ref.link.next;
+        }
+        None
+    }
+
     /// Calls `f` on every backup slot of every overflow list.
     pub(crate) fn for_each_backup(&self, mut f: impl FnMut(&BackupSlot)) {
         for head in &self.overflow {
@@ -177,10 +195,8 @@ impl Shared {
     }
 
     fn find_or_add_block(&self) -> NonNull<SlotBlock> {
-        let mut found = None;
-        self.for_each_block(|b| {
-            if found.is_none()
-                && !b.link.in_use.load(Ordering::Relaxed)
+        let free = self.find_block(|b| {
+            !b.link.in_use.load(Ordering::Relaxed)
                 // Acquire pairs with the Release store in `give_back_block`:
                 // the previous owner's last writes (empty slots,
                 // empty batch) are visible.
@@ -188,14 +204,8 @@ impl Shared {
                     .in_use
                     .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
-            {
-                found = Some(NonNull::from(b));
-            }
         });
-        if found.is_none() {
-            found = self.take_orphaned_block();
-        }
-        if let Some(block) = found {
+        if let Some(block) = free.or_else(|| self.take_orphaned_block()) {
             return block;
         }
         let block = Box::into_raw(Box::new(SlotBlock::new(self)));
@@ -213,10 +223,8 @@ impl Shared {
     /// store of `EMPTY` that ends it.
     #[cold]
     fn take_orphaned_block(&self) -> Option<NonNull<SlotBlock>> {
-        let mut found = None;
-        self.for_each_block(|b| {
-            if found.is_none()
-                && b.link.orphaned.load(Ordering::Relaxed)
+        self.find_block(|b| {
+            b.link.orphaned.load(Ordering::Relaxed)
                 // Acquire pairs with the guards' Release stores of `EMPTY`:
                 // what they did under protection happens before our use.
                 && b.all_free(Ordering::Acquire)
@@ -226,11 +234,7 @@ impl Shared {
                     .orphaned
                     .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
-            {
-                found = Some(NonNull::from(b));
-            }
-        });
-        found
+        })
     }
 
     /// Gives `block` back at thread exit (or when the domain was dropped).
