@@ -26,6 +26,13 @@
 //! unless every paired round puts the leader ahead. Those rows rank on a
 //! contender's median round; a run read back from before the report took
 //! rounds has one run each, which counts as one round.
+//!
+//! The bulk-freeing row ranks on objects handed over per second, which on a
+//! machine with fewer CPUs than threads also counts how much CPU time the
+//! scheduler gave the writers. Its costs give the winner's writers' share
+//! of the CPU time and their CPU time per object, and name the contender
+//! whose objects cost the least CPU time (writers' and other threads'
+//! together) when that is not the winner (see `cheapest_in_cpu`).
 
 use super::{FailedRun, Results};
 use serde::Serialize;
