@@ -56,6 +56,11 @@ pub fn process() -> Option<Duration> {
     read_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// CPU time the calling thread has used so far.
+pub fn this_thread() -> Option<Duration> {
+    read_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 fn read_clock(clock: libc::clockid_t) -> Option<Duration> {
     if cfg!(miri) {
         return None;
@@ -162,5 +167,17 @@ mod tests {
         let before = process().unwrap();
         spin_for(Duration::from_millis(30));
         assert!(process().unwrap() > before);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn this_threads_clock_counts_its_spinning_and_not_its_sleeping() {
+        let before = this_thread().unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = this_thread().unwrap() - before;
+        spin_for(Duration::from_millis(30));
+        let spun = this_thread().unwrap() - before - slept;
+        assert!(slept < Duration::from_millis(5), "{slept:?}");
+        assert!(spun > slept, "{spun:?} against {slept:?}");
     }
 }

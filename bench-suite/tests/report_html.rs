@@ -88,6 +88,7 @@ fn sample_results() -> Results {
                 12.0 / writers as f64,
             ],
             fqs: None,
+            cpu: None,
         })
         .collect();
     Results {
@@ -138,6 +139,7 @@ fn sample_results() -> Results {
                 duration_s: 1.0,
                 per_gp_rounds_us: vec![3000.0 * (i + 1) as f64],
                 fqs: None,
+                cpu: None,
             })
             .collect(),
         membarrier_sweep: membarrier::sweep_rows(

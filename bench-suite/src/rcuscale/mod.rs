@@ -33,6 +33,7 @@ mod peers;
 mod published;
 mod rcu_lite;
 
+use crate::cpu_time;
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
@@ -282,6 +283,26 @@ pub struct Outcome {
     /// keep none, and in results saved before they were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fqs: Option<FqsCounts>,
+    /// CPU time per wait, over every round; `None` where the clocks cannot
+    /// be read (under miri) and in results saved before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuPerWait>,
+}
+
+/// CPU time per completed wait, in microseconds: what waiting costs the
+/// machine, where per-GP time and latency say what it costs the writer in
+/// wall time. A writer that spins while it waits uses CPU time the whole
+/// wait; one that sleeps uses it only to scan and to be woken, and on a
+/// machine with more threads than CPUs leaves the rest to the readers.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuPerWait {
+    /// The writer threads' own CPU time (their clocks, from each writer's
+    /// first wait to its last return), over all waits.
+    pub writers_us: f64,
+    /// The CPU time of the process's threads other than the writers and
+    /// readers (a grace-period or scanner thread that does the waiting work
+    /// for them, idle threads, the harness's), over all waits.
+    pub others_us: f64,
 }
 
 impl Outcome {
@@ -389,6 +410,28 @@ struct Run {
     reads: u64,
     /// The run's grace periods and FQS waits ([`FqsCounts::over_writers`]).
     fqs: Option<FqsCounts>,
+    /// The CPU time the run used, by role; `None` if a clock could not be
+    /// read.
+    cpu: Option<RunCpu>,
+}
+
+/// CPU time one run used.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct RunCpu {
+    /// The writers', each over its own waits.
+    writers: Duration,
+    /// Everyone else's: the process's from the gate's opening to the
+    /// readers' return, less the writers' and the readers' own.
+    others: Duration,
+}
+
+impl std::iter::Sum for RunCpu {
+    fn sum<I: Iterator<Item = RunCpu>>(iter: I) -> RunCpu {
+        iter.fold(RunCpu::default(), |a, b| RunCpu {
+            writers: a.writers + b.writers,
+            others: a.others + b.others,
+        })
+    }
 }
 
 impl Run {
@@ -435,6 +478,14 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
         per_gp_rounds_us: per_gp_rounds,
         // `None` if a run has none.
         fqs: runs.iter().map(|r| r.fqs).sum(),
+        cpu: runs
+            .iter()
+            .map(|r| r.cpu)
+            .sum::<Option<RunCpu>>()
+            .map(|cpu| CpuPerWait {
+                writers_us: cpu.writers.as_secs_f64() * 1e6 / samples.len() as f64,
+                others_us: cpu.others.as_secs_f64() * 1e6 / samples.len() as f64,
+            }),
     })
 }
 
@@ -463,7 +514,8 @@ fn run_once(
         start.cancel();
         refused
     };
-    let (elapsed, samples, reads, fqs) = std::thread::scope(|s| {
+    let process_before = cpu_time::process();
+    let (elapsed, samples, reads, fqs, cpu) = std::thread::scope(|s| {
         let mut end_of_run = EndOfRun {
             stop: &stop,
             idle: Vec::with_capacity(config.idle_threads),
@@ -494,7 +546,10 @@ fn run_once(
                     thread("reader", i, config.readers),
                     || {
                         let _cancel = start.cancel_on_panic();
-                        primitive.read_until(&start, &stop)
+                        let cpu_before = cpu_time::this_thread();
+                        let reads = primitive.read_until(&start, &stop);
+                        let cpu = cpu_before.zip(cpu_time::this_thread()).map(|(a, b)| b - a);
+                        (reads, cpu)
                     },
                 )
                 .map_err(call_off)?,
@@ -505,6 +560,7 @@ fn run_once(
             let (start, stop, deadline) = (&start, &stop, &deadline);
             let body = move || {
                 let _cancel = start.cancel_on_panic();
+                let life_before = cpu_time::this_thread();
                 // With `--waits`, room for every sample up front: the
                 // push falls inside the next sample, and a reallocation
                 // there must not become the maximum the flag is for.
@@ -517,8 +573,9 @@ fn run_once(
                 let fqs_before = primitive.fqs_counts();
                 let first = Instant::now();
                 if !start.wait() {
-                    return (samples, first, first, None); // Called off.
+                    return (samples, first, first, None, None, None); // Called off.
                 }
+                let cpu_before = cpu_time::this_thread();
                 let first = Instant::now();
                 let end = Until {
                     waits: limit,
@@ -529,8 +586,11 @@ fn run_once(
                     stop,
                 };
                 let last = wait_until(primitive, w, first, &end, &mut samples);
+                let cpu_after = cpu_time::this_thread();
+                let waiting = cpu_before.zip(cpu_after).map(|(a, b)| b - a);
+                let life = life_before.zip(cpu_after).map(|(a, b)| b - a);
                 let fqs = fqs_before.zip(primitive.fqs_counts());
-                (samples, first, last, fqs)
+                (samples, first, last, fqs, waiting, life)
             };
             writers.push(
                 spawn_scoped(
@@ -565,11 +625,16 @@ fn run_once(
         let mut samples = Vec::new();
         let mut span: Option<(Instant, Instant)> = None;
         let mut readings = Vec::with_capacity(config.writers);
+        // Over the writers' waits, and over their whole lives; `None` once
+        // any thread's clock could not be read.
+        let (mut writers_waiting, mut writers_life) = (Some(Duration::ZERO), Some(Duration::ZERO));
         for h in writers {
-            let (mine, first, last, counts) = h.join().expect("writer panicked");
+            let (mine, first, last, counts, waiting, life) = h.join().expect("writer panicked");
             samples.extend(mine);
             span = Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
             readings.push(counts);
+            writers_waiting = writers_waiting.zip(waiting).map(|(sum, c)| sum + c);
+            writers_life = writers_life.zip(life).map(|(sum, c)| sum + c);
         }
         let fqs = FqsCounts::over_writers(&readings);
         let elapsed = span.map_or(Duration::ZERO, |(a, b)| b - a);
@@ -578,12 +643,35 @@ fn run_once(
             // The bar counts each implementation as `duration` either way.
             progress.set_position(base + config.duration.as_millis() as u64);
         }
-        let reads: u64 = readers
-            .into_iter()
-            .map(|h| h.join().expect("reader panicked"))
-            .sum();
-        Ok((elapsed, samples, reads, fqs))
+        let mut reads = 0;
+        let mut readers_cpu = Some(Duration::ZERO);
+        for h in readers {
+            let (mine, cpu) = h.join().expect("reader panicked");
+            reads += mine;
+            readers_cpu = readers_cpu.zip(cpu).map(|(sum, c)| sum + c);
+        }
+        Ok((
+            elapsed,
+            samples,
+            reads,
+            fqs,
+            (writers_waiting, writers_life, readers_cpu),
+        ))
     })?;
+    // Everything the process used while the run's threads lived, less what
+    // those threads used over their whole lives (set-up included): the
+    // other threads' (a scanner or grace-period thread, the idle threads,
+    // this one's, which also paid for creating the threads).
+    let process = process_before
+        .zip(cpu_time::process())
+        .map(|(a, b)| b.saturating_sub(a));
+    let cpu = match cpu {
+        (Some(writers), Some(writers_life), Some(readers)) => process.map(|process| RunCpu {
+            writers,
+            others: process.saturating_sub(writers_life + readers),
+        }),
+        _ => None,
+    };
     Ok(Run {
         name: imp.name,
         config,
@@ -591,6 +679,7 @@ fn run_once(
         samples,
         reads,
         fqs,
+        cpu,
     })
 }
 
@@ -742,6 +831,13 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
                 .map_or("-".to_owned(), |t| format!("{t:.2}")),
             o.reads
         )?;
+        if let Some(cpu) = o.cpu {
+            writeln!(
+                out,
+                "rcuscale: {} CPU time per wait: writers {:.2} us, other threads {:.2} us",
+                o.name, cpu.writers_us, cpu.others_us
+            )?;
+        }
         // Only where the run paced FQS waits (a fixed interval).
         if let Some(fqs) = o.fqs.filter(|f| f.fqs_waits > 0) {
             writeln!(
@@ -856,6 +952,7 @@ mod tests {
             samples,
             reads: 0,
             fqs: None,
+            cpu: None,
         };
         let runs = [run(vec![4.0]), run(Vec::new())];
         assert_eq!(summarize("x", runs[0].config, &runs).unwrap_err().name, "x");
@@ -1141,6 +1238,63 @@ mod tests {
         });
     }
 
+    /// The CPU time per wait pools every round (all their CPU time over all
+    /// their waits), and is unknown if any round's is.
+    #[test]
+    fn cpu_time_per_wait_pools_the_rounds() {
+        let run = |waits: usize, cpu: Option<(u64, u64)>| Run {
+            name: "x",
+            config: config(1, Duration::ZERO),
+            elapsed: Duration::from_micros(100),
+            samples: vec![1.0; waits],
+            reads: 0,
+            fqs: None,
+            cpu: cpu.map(|(writers, others)| RunCpu {
+                writers: Duration::from_micros(writers),
+                others: Duration::from_micros(others),
+            }),
+        };
+        let rounds = [run(10, Some((30, 10))), run(30, Some((50, 10)))];
+        let o = summarize("x", rounds[0].config, &rounds).unwrap();
+        assert_eq!(
+            o.cpu,
+            Some(CpuPerWait {
+                writers_us: 2.0,
+                others_us: 0.5
+            })
+        );
+        let rounds = [run(10, Some((30, 10))), run(30, None)];
+        assert_eq!(summarize("x", rounds[0].config, &rounds).unwrap().cpu, None);
+    }
+
+    /// A run reads its threads' CPU clocks: a writer uses CPU time in its
+    /// waits, and no more than it had wall time for them.
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn a_run_measures_the_cpu_time_of_its_waits() {
+        for name in ["hazptr", "rcu-lite"] {
+            let imp = IMPLEMENTATIONS
+                .iter()
+                .find(|i| i.name == name)
+                .expect("registered");
+            let writers = 2;
+            let out = measure(
+                imp,
+                config(writers, Duration::from_millis(200)),
+                &mut Progress::new(1, "test"),
+            )
+            .unwrap();
+            let cpu = out
+                .cpu
+                .unwrap_or_else(|| panic!("{name}: no CPU time: {out:?}"));
+            assert!(cpu.writers_us > 0.0 && cpu.others_us >= 0.0, "{out:?}");
+            // Each writer's CPU time is at most its wall time, and the
+            // writers' wall time is about `writers` times the run's.
+            let wall_us_per_wait = out.per_gp_us * writers as f64;
+            assert!(cpu.writers_us <= wall_us_per_wait * 1.05 + 0.1, "{out:?}");
+        }
+    }
+
     /// Rounds merge as the module says: per-GP time is the median round's
     /// (each round's run time over all its waits), the latency figures and
     /// the counts cover every wait and read of every round.
@@ -1153,6 +1307,7 @@ mod tests {
             samples,
             reads,
             fqs: None,
+            cpu: None,
         };
         let runs = [
             run(30, vec![10.0, 10.0, 10.0], 1),
@@ -1224,6 +1379,7 @@ mod tests {
             samples: vec![10.0, 10.0, 10.0],
             reads: 0,
             fqs,
+            cpu: None,
         };
         let runs = [run(Some(counts(3, 3))), run(Some(counts(3, 4)))];
         let o = summarize("x", runs[0].config, &runs).unwrap();

@@ -954,6 +954,7 @@ mod tests {
             duration_s: 1.0,
             per_gp_rounds_us: vec![mean / writers as f64],
             fqs: None,
+            cpu: None,
         }
     }
 
@@ -1401,6 +1402,7 @@ mod tests {
             per_gp_us: crate::stats::median(&rounds),
             per_gp_rounds_us: rounds,
             fqs: None,
+            cpu: None,
             ..wait(name, 1, mean)
         };
         r.rcuscale = vec![
@@ -1431,6 +1433,7 @@ mod tests {
             per_gp_us: crate::stats::median(&rounds),
             per_gp_rounds_us: rounds,
             fqs: None,
+            cpu: None,
             ..wait(name, 1, 1.0)
         };
         r.rcuscale = vec![
@@ -2164,6 +2167,7 @@ mod tests {
             per_gp_us: crate::stats::median(&rounds),
             per_gp_rounds_us: rounds,
             fqs: None,
+            cpu: None,
             ..wait(name, 1, 10.0)
         };
         r.rcuscale = vec![

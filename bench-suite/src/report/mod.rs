@@ -809,6 +809,10 @@ pub(crate) mod tests {
                 duration_s: 1.0,
                 per_gp_rounds_us: vec![12.0, 12.5, 14.25],
                 fqs: None,
+                cpu: Some(rcuscale::CpuPerWait {
+                    writers_us: 3.25,
+                    others_us: 0.5,
+                }),
             }],
             torture: vec![torture::Outcome {
                 name: "tortured".into(),
@@ -878,6 +882,7 @@ pub(crate) mod tests {
             duration_s: mean * 100.0 / 1e6,
             per_gp_rounds_us: vec![mean],
             fqs: None,
+            cpu: None,
         }
     }
 
@@ -1054,7 +1059,8 @@ pub(crate) mod tests {
         );
         assert!(
             md.contains(
-                "| waiter | 16 | 1 | 0 | 1000 | 12.50 | 12.00-14.25 | 200.00 | 150.00 | 900.00 | 1500.0 | 1200.0 |"
+                "| waiter | 16 | 1 | 0 | 1000 | 12.50 | 12.00-14.25 | 200.00 | 150.00 | 900.00 | 1500.0 | 1200.0 \
+                 | 3.25 | 0.50 |"
             ),
             "{md}"
         );

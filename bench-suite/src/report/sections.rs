@@ -688,7 +688,11 @@ fn rcuscale_section(results: &Results) -> Section {
          offline, as a qsbr thread that blocks must be. *Time-weighted p50* counts each wait by its \
          length: at least half of the writers' waiting time went to waits this long or longer. Far \
          above p99, it says that a few long waits (under one in a hundred) took most of the writers' \
-         time, which per-GP time and the percentiles do not show.",
+         time, which per-GP time and the percentiles do not show. *Writer CPU* is the CPU time the \
+         writers used per wait (a writer that spins while it waits uses it all along, one that sleeps \
+         only to scan and wake), *others CPU* that of the process's other threads per wait (a \
+         grace-period or scanner thread that waits for the writers; the idle threads' and the \
+         harness's, which also pays for starting the threads), both over every round.",
     );
     let mut table = Table::new(&[
         "implementation",
@@ -703,6 +707,8 @@ fn rcuscale_section(results: &Results) -> Section {
         "p99 us>",
         "max us>",
         "time-weighted p50 us>",
+        "writer CPU us>",
+        "others CPU us>",
     ]);
     for o in &results.rcuscale {
         let l = o.latency_us;
@@ -723,6 +729,11 @@ fn rcuscale_section(results: &Results) -> Section {
             format!("{:.1}", l.max),
             l.time_weighted_p50
                 .map_or("-".to_owned(), |t| format!("{t:.1}")),
+            // Results saved before the CPU time was measured: "-".
+            o.cpu
+                .map_or("-".to_owned(), |c| format!("{:.2}", c.writers_us)),
+            o.cpu
+                .map_or("-".to_owned(), |c| format!("{:.2}", c.others_us)),
         ]);
     }
     section.table(table);
