@@ -141,20 +141,15 @@ impl Shared {
 
     /// Calls `f` on every block, in list order.
     pub(crate) fn for_each_block(&self, mut f: impl FnMut(&SlotBlock)) {
-        // Acquire pairs with the Release CAS in `push_node`: a published
-        // block's fields are visible.
-        let mut block = self.blocks.load(Ordering::Acquire);
-        while let Some(b) = NonNull::new(block) {
-            // SAFETY: blocks are freed only in `Drop for Shared`, which cannot
-            // run while `&self` is borrowed.
-            let b = unsafe { b.as_ref() };
+        self.find_block(|b| {
             f(b);
-            block = b.link.next;
-        }
+            false
+        });
     }
 
     /// The first block, in list order, for which `claim` returns true; the
     /// walk stops there.
+    #[inline]
     fn find_block(&self, mut claim: impl FnMut(&SlotBlock) -> bool) -> Option<NonNull<SlotBlock>> {
         // Acquire pairs with the Release CAS in `push_node`: a published
         // block's fields are visible.

@@ -420,8 +420,8 @@ struct Run {
 struct RunCpu {
     /// The writers', each over its own waits.
     writers: Duration,
-    /// Everyone else's: the process's from the gate's opening to the
-    /// readers' return, less the writers' and the readers' own.
+    /// Everyone else's: the process's while the run's threads lived, less
+    /// what the writers and readers used over their whole lives.
     others: Duration,
 }
 
