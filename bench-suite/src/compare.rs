@@ -16,7 +16,11 @@
 //! full profile) would otherwise show the longer one as an improvement.
 //! The same holds for a membarrier outcome's `calls`, `stalls` and `events`,
 //! counted over its own `seconds` (`membarrier_sweep`'s `global.stalls` is
-//! compared as `global.stalls_per_s`).
+//! compared as `global.stalls_per_s`). A torture outcome's CPU time by role
+//! (`cpu.writers_s`, `cpu.others_s`, shown but not judged) is also compared
+//! per object replaced (`cpu.writer_per_object_ns`,
+//! `cpu.others_per_object_ns`, lower is better): what an object cost the
+//! writers and the other threads, whatever the run's length.
 //!
 //! # The gate
 //!
@@ -283,6 +287,19 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                     }
                     _ if SETTINGS.contains(&name.as_str()) => {}
                     _ => collect_figures(name, v, &mut figures),
+                }
+            }
+            // A torture outcome's CPU time by role, per object replaced:
+            // the seconds themselves grow with the run's length and say
+            // nothing alone (see the module docs).
+            if let Some(replaced) = figures.get("replaced").copied().filter(|r| *r > 0.0) {
+                for (seconds, per_object) in [
+                    ("cpu.writers_s", "cpu.writer_per_object_ns"),
+                    ("cpu.others_s", "cpu.others_per_object_ns"),
+                ] {
+                    if let Some(s) = figures.get(seconds).copied() {
+                        figures.insert(per_object.to_owned(), s * 1e9 / replaced);
+                    }
                 }
             }
             // Counts of work in a timed run, as rates: see the module docs.
@@ -877,6 +894,54 @@ mod tests {
             text.contains("REGRESSION  torture impl=hazptr readers=4 writers=2 errors: 0 -> 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn torture_cpu_time_is_compared_per_object_replaced() {
+        let torture = |duration_s: f64, replaced: u64, writers_s: f64, others: Option<f64>| {
+            let mut cpu = json!({"readers_s": 3.0, "writers_s": writers_s});
+            if let Some(o) = others {
+                cpu["others_s"] = json!(o);
+            }
+            json!({"profile": "quick", "machine": {"cpu": "X"},
+                   "deferred_free": [{"impl": "hazptr", "readers": 4, "writers": 2,
+                                      "duration_s": duration_s, "replaced": replaced,
+                                      "errors": 0, "cpu": cpu}]})
+        };
+        let flat = flatten(&torture(2.0, 2_000_000, 0.4, Some(0.002)));
+        let figures = &flat["deferred_free impl=hazptr readers=4 writers=2"];
+        assert_eq!(figures["cpu.writer_per_object_ns"], 200.0, "{figures:?}");
+        assert_eq!(figures["cpu.others_per_object_ns"], 1.0, "{figures:?}");
+        assert_eq!(figures["replaced_per_s"], 1_000_000.0);
+        // Twice the objects in a run twice as long, at the same CPU time
+        // per object: no change, though every second doubled.
+        let c = compare(
+            &torture(2.0, 2_000_000, 0.4, Some(0.002)),
+            &torture(4.0, 4_000_000, 0.8, Some(0.004)),
+            10.0,
+        );
+        assert_eq!(c.regressions() + c.improvements(), 0, "{c:?}");
+        assert_eq!(
+            direction("cpu.writer_per_object_ns"),
+            Direction::LowerIsBetter
+        );
+        // The writers' CPU time per object up by a quarter: a regression;
+        // a run without the others' time has no such figure to compare.
+        let c = compare(
+            &torture(2.0, 2_000_000, 0.4, Some(0.002)),
+            &torture(2.0, 2_000_000, 0.5, None),
+            10.0,
+        );
+        let get = |f: &str| c.changes.iter().find(|ch| ch.figure == f);
+        assert!(get("cpu.writer_per_object_ns").unwrap().regression, "{c:?}");
+        assert_eq!(get("cpu.writer_per_object_ns").unwrap().new, 250.0);
+        assert!(!get("cpu.writers_s").unwrap().regression);
+        assert!(get("cpu.others_per_object_ns").is_none());
+        assert_eq!(c.regressions(), 1, "{c:?}");
+        // Nothing replaced: nothing to divide by.
+        let flat = flatten(&torture(2.0, 0, 0.4, Some(0.002)));
+        let figures = &flat["deferred_free impl=hazptr readers=4 writers=2"];
+        assert!(!figures.contains_key("cpu.writer_per_object_ns"));
     }
 
     #[test]
