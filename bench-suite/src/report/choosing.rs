@@ -1797,7 +1797,8 @@ mod tests {
              and used 150 ns of it per object (other threads 50 ns more)"
         );
         // A contender whose run failed is no cheapest, and results without
-        // CPU time (written before it was measured) say only what was held.
+        // CPU time (written before it was measured) say only what was held
+        // (the last case, below).
         r.deferred_free = vec![
             with_cpu("haphazard", 6_000_000, (1.8, 1.8, Some(0.0))),
             torture::Outcome {
@@ -1811,6 +1812,25 @@ mod tests {
         assert!(
             bulk.costs_elsewhere
                 .ends_with("used 300 ns of it per object"),
+            "{bulk:?}"
+        );
+        // Nor is one whose other torture run failed, though its
+        // deferred-only run was clean and the cheapest: the next is named.
+        r.deferred_free = vec![
+            with_cpu("haphazard", 6_000_000, (1.8, 1.8, Some(0.0))),
+            with_cpu("hazptr", 4_000_000, (2.9, 0.8, Some(0.0))),
+            with_cpu("seize", 3_000_000, (2.9, 0.75, Some(0.0))),
+        ];
+        r.torture.push(torture::Outcome {
+            errors: 1,
+            ..tortured("hazptr", 100, 60)
+        });
+        let bulk = row_of(&table(&r), "freeing in bulk").clone();
+        assert_eq!(bulk.winner, "haphazard", "{bulk:?}");
+        assert!(
+            bulk.costs_elsewhere.ends_with(
+                "; cheapest per object in CPU time: seize, 250 ns (haphazard 300 ns next)"
+            ),
             "{bulk:?}"
         );
         r.deferred_free = vec![tortured("haphazard", 6_000_000, 60)];
