@@ -20,7 +20,12 @@
 //! (`cpu.writers_s`, `cpu.others_s`, shown but not judged) is also compared
 //! per object replaced (`cpu.writer_per_object_ns`,
 //! `cpu.others_per_object_ns`, lower is better): what an object cost the
-//! writers and the other threads, whatever the run's length.
+//! writers and the other threads, whatever the run's length. Each role's
+//! change is judged as a share of what an object cost both roles in the old
+//! run ([`Change::judged_pct`]): the others' time is often a fraction of a
+//! nanosecond per object (the threads that are neither readers nor writers
+//! barely run), and its doubling from 0.3 to 0.7 ns beside the writers' 230
+//! is no regression.
 //!
 //! # The gate
 //!
@@ -177,6 +182,10 @@ pub struct Change {
     pub new: f64,
     /// (new - old) / old, in percent (`null` when old is 0).
     pub change_pct: Option<f64>,
+    /// The change the judgement used, in percent, where it is not
+    /// `change_pct`: a role's CPU time per object changes by this share of
+    /// what an object cost both roles in the old run.
+    pub judged_pct: Option<f64>,
     /// Which way is better.
     pub direction: Direction,
     /// Worse by more than the threshold (or an error count that rose from 0).
@@ -358,6 +367,21 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
     out
 }
 
+/// The torture outcome's per-object CPU figures, the writers' first.
+const PER_OBJECT_CPU: [&str; 2] = ["cpu.writer_per_object_ns", "cpu.others_per_object_ns"];
+
+/// What an object cost the writers and the other threads together in a run
+/// (`figures`), where `figure` is one of the two and the run has both.
+fn per_object_total(figure: &str, figures: &BTreeMap<String, f64>) -> Option<f64> {
+    if !PER_OBJECT_CPU.contains(&figure) {
+        return None;
+    }
+    PER_OBJECT_CPU
+        .iter()
+        .map(|f| figures.get(*f).copied())
+        .sum()
+}
+
 fn collect_figures(path: &str, value: &Value, out: &mut BTreeMap<String, f64>) {
     match value {
         Value::Number(n) => {
@@ -404,19 +428,26 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             };
             let dir = direction(figure);
             let change_pct = (o != 0.0).then(|| (n - o) / o.abs() * 100.0);
-            let worse_pct = match (dir, change_pct) {
+            // A role's CPU time per object, against both roles' (see the
+            // module docs).
+            let judged_pct = per_object_total(figure, old_figures)
+                .filter(|total| *total > 0.0)
+                .map(|total| (n - o) / total * 100.0);
+            let worse_pct = match (dir, judged_pct.or(change_pct)) {
                 (Direction::LowerIsBetter, Some(p)) => p,
                 (Direction::HigherIsBetter, Some(p)) => -p,
                 _ => 0.0,
             };
             // A count of errors rising from zero is a regression at any size.
-            let from_zero = o == 0.0 && n > 0.0 && dir == Direction::LowerIsBetter;
+            let from_zero =
+                o == 0.0 && n > 0.0 && dir == Direction::LowerIsBetter && judged_pct.is_none();
             changes.push(Change {
                 measurement: measurement.clone(),
                 figure: figure.clone(),
                 old: o,
                 new: n,
                 change_pct,
+                judged_pct,
                 direction: dir,
                 regression: from_zero || worse_pct > threshold_pct,
                 improvement: dir != Direction::Neutral && worse_pct < -threshold_pct,
@@ -499,9 +530,12 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
         )?;
     }
     let line = |out: &mut dyn Write, ch: &Change, tag: &str| {
-        let pct = ch
+        let mut pct = ch
             .change_pct
             .map_or("n/a".to_owned(), |p| format!("{p:+.1}%"));
+        if let Some(j) = ch.judged_pct {
+            pct.push_str(&format!("; {j:+.1}% of an object's CPU time"));
+        }
         writeln!(
             out,
             "{tag:<11} {} {}: {} -> {} ({pct})",
@@ -942,6 +976,64 @@ mod tests {
         let flat = flatten(&torture(2.0, 0, 0.4, Some(0.002)));
         let figures = &flat["deferred_free impl=hazptr readers=4 writers=2"];
         assert!(!figures.contains_key("cpu.writer_per_object_ns"));
+    }
+
+    #[test]
+    fn a_roles_cpu_time_per_object_is_judged_against_the_whole_objects() {
+        let torture = |writers_s: f64, others_s: f64| {
+            json!({"profile": "quick", "machine": {"cpu": "X"},
+                   "deferred_free": [{"impl": "hazptr", "readers": 4, "writers": 2,
+                                      "duration_s": 1.0, "replaced": 1_000_000,
+                                      "errors": 0,
+                                      "cpu": {"writers_s": writers_s, "others_s": others_s}}]})
+        };
+        let get = |c: &Comparison, f: &str| {
+            c.changes
+                .iter()
+                .find(|ch| ch.figure == f)
+                .cloned()
+                .unwrap_or_else(|| panic!("no {f} in {c:?}"))
+        };
+        // The others' time from 0.3 to 0.7 ns per object beside the writers'
+        // 230: +133% of itself, +0.17% of an object's cost. Not judged a
+        // regression, though its own change is still shown.
+        let c = compare(&torture(230e-3, 0.3e-3), &torture(230e-3, 0.7e-3), 10.0);
+        let others = get(&c, "cpu.others_per_object_ns");
+        assert!(!others.regression, "{others:?}");
+        assert!(
+            (others.change_pct.unwrap() - 133.33).abs() < 0.01,
+            "{others:?}"
+        );
+        assert!((others.judged_pct.unwrap() - 0.4 / 230.3 * 100.0).abs() < 1e-3);
+        assert_eq!(c.regressions(), 0, "{c:?}");
+        let mut text = Vec::new();
+        write_text(&mut text, &c, true).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "cpu.others_per_object_ns: 0.300 -> 0.700 (+133.3%; +0.2% of an object's CPU time)"
+            ),
+            "{text}"
+        );
+        // From nothing to 1 ns: not an error count rising from zero.
+        let c = compare(&torture(200e-3, 0.0), &torture(200e-3, 1e-3), 10.0);
+        assert!(!get(&c, "cpu.others_per_object_ns").regression, "{c:?}");
+        // The others' time growing by a fifth of the whole object's is one,
+        // and so is its fall an improvement.
+        let c = compare(&torture(200e-3, 50e-3), &torture(200e-3, 100e-3), 10.0);
+        let others = get(&c, "cpu.others_per_object_ns");
+        assert!(others.regression, "{others:?}");
+        assert_eq!(others.judged_pct, Some(20.0));
+        let c = compare(&torture(200e-3, 100e-3), &torture(200e-3, 50e-3), 10.0);
+        assert!(get(&c, "cpu.others_per_object_ns").improvement, "{c:?}");
+        // The writers' figure is judged the same way: 200 to 225 beside
+        // others' 50 is +10% of the object's 250, not beyond 10%.
+        let c = compare(&torture(200e-3, 50e-3), &torture(225e-3, 50e-3), 10.0);
+        let writers = get(&c, "cpu.writer_per_object_ns");
+        assert_eq!(writers.judged_pct, Some(10.0));
+        assert!(!writers.regression && (writers.change_pct.unwrap() - 12.5).abs() < 1e-9);
+        // Other figures keep their own change.
+        assert_eq!(get(&c, "errors").judged_pct, None);
     }
 
     #[test]
