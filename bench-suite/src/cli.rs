@@ -177,8 +177,10 @@ pub struct RcuscaleArgs {
     /// Print a JSON array of {"impl","writers","readers","idle_threads","gps","per_gp_us",
     /// "latency_us":{...},"reads","duration_s","per_gp_rounds_us":[...]}, with
     /// "fqs":{"grace_periods","fqs_waits"} for the rcu-lite implementations
-    /// (the engine's counts over the run) and "cpu":{"writers_us","others_us"}
-    /// (CPU time per wait: the writers', and the process's other threads').
+    /// (the engine's counts over the run) and
+    /// "cpu":{"writers_us","others_us","others_timed_window"} (CPU time per
+    /// wait: the writers', and the process's other threads' over the timed
+    /// window).
     #[arg(long)]
     pub json: bool,
 }

@@ -44,6 +44,20 @@ impl ThreadCpuClock {
         (rc == 0).then_some(ThreadCpuClock(clock))
     }
 
+    /// The clock of the calling thread, which other threads of the process
+    /// can read while it lives; `None` where the platform lacks thread
+    /// clocks.
+    pub fn current() -> Option<ThreadCpuClock> {
+        if cfg!(miri) {
+            return None;
+        }
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: `pthread_self()` is the calling thread, alive for the
+        // call, and `clock` is a valid place for the result.
+        let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+        (rc == 0).then_some(ThreadCpuClock(clock))
+    }
+
     /// CPU time the thread has used so far; `None` once it has exited.
     pub fn read(self) -> Option<Duration> {
         read_clock(self.0)
@@ -159,6 +173,30 @@ mod tests {
         stay.send(()).unwrap();
         alive.join().unwrap();
         exits.join().unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
+    fn a_threads_own_clock_is_read_from_another_thread() {
+        let (go, told) = mpsc::channel::<()>();
+        let (clock_tx, clock_rx) = mpsc::channel();
+        let spinner = std::thread::spawn(move || {
+            clock_tx.send(ThreadCpuClock::current().unwrap()).unwrap();
+            told.recv().unwrap();
+            spin_for(Duration::from_millis(40));
+            told.recv().unwrap();
+        });
+        let clock = clock_rx.recv().unwrap();
+        let before = clock.read().unwrap();
+        let mine = this_thread().unwrap();
+        go.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // The spinner's time, not this (sleeping) thread's.
+        let spun = clock.read().unwrap() - before;
+        assert!(spun >= Duration::from_millis(5), "spinner charged {spun:?}");
+        assert!(this_thread().unwrap() - mine < Duration::from_millis(5));
+        go.send(()).unwrap();
+        spinner.join().unwrap();
     }
 
     #[test]

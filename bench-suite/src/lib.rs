@@ -24,6 +24,7 @@ pub mod cli;
 pub mod compare;
 pub mod cpu_time;
 pub mod delay;
+pub mod end_gate;
 pub mod fault;
 pub mod liburcu;
 pub mod locktorture;

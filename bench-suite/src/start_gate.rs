@@ -23,6 +23,9 @@
 //!   `parties` have arrived, and `false` in every party once the gate was
 //!   [cancelled](StartGate::cancel) first; a gate opens or is cancelled once,
 //!   and a later call of either changes nothing.
+//! - [`StartGate::wait_last`] calls its closure only once every other
+//!   party has arrived and before any has left, then opens the gate: a run
+//!   reads what its timed window starts from (CPU clocks) there.
 //! - Every thread that waits at a gate obeys its answer: on `false` it
 //!   returns at once, measuring nothing, so the scope's joins end.
 //! - A party that panics before the gate opens cancels it, through the
@@ -113,6 +116,33 @@ impl StartGate {
                 state => return state == OPEN,
             }
         }
+    }
+
+    /// [`wait`](Self::wait) for the coordinator, taking its arrival last:
+    /// it waits until every other party has arrived, calls `before_opening`
+    /// (which reads what the timed window starts from: no party has yet
+    /// left the gate, and each has done its set-up), then arrives, opening
+    /// the gate. Returns `false`, without calling `before_opening`, once
+    /// the gate was cancelled. It polls the arrivals with short sleeps: the
+    /// coordinator's own CPU time while the others set up is a few wake-ups.
+    #[must_use = "a cancelled gate means the run is off: return without measuring"]
+    pub fn wait_last(&self, before_opening: impl FnOnce()) -> bool {
+        loop {
+            // Acquire: pairs with the AcqRel exchange that cancelled the
+            // gate. Only the coordinator's own arrival can open it.
+            if self.state.load(Acquire) != WAITING {
+                return self.wait();
+            }
+            // Acquire: pairs with the arrivals' AcqRel increments, so that
+            // what each party did before it arrived happens before
+            // `before_opening`.
+            if self.arrived.load(Acquire) + 1 >= self.parties {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        before_opening();
+        self.wait()
     }
 
     /// A guard for a party's thread to hold from its first line: if the
@@ -234,6 +264,35 @@ pub fn spawn_scoped<'scope, T: Send + 'scope>(
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn the_coordinator_arriving_last_reads_before_any_party_leaves() {
+        let gate = StartGate::new(4);
+        let arrived_before = AtomicUsize::new(usize::MAX);
+        let left = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    assert!(gate.wait());
+                    left.fetch_add(1, Relaxed);
+                });
+            }
+            assert!(gate.wait_last(|| {
+                arrived_before.store(gate.arrived.load(Relaxed), Relaxed);
+                assert_eq!(left.load(Relaxed), 0);
+            }));
+        });
+        assert_eq!(arrived_before.load(Relaxed), 3);
+        assert_eq!(left.load(Relaxed), 3);
+        // Cancelled first: `false`, and nothing is read.
+        let gate = StartGate::new(3);
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(!gate.wait()));
+            s.spawn(|| gate.cancel());
+            assert!(!gate.wait_last(|| panic!("read on a cancelled gate")));
+        });
+    }
 
     #[test]
     fn the_gate_opens_when_every_party_has_arrived() {

@@ -33,15 +33,16 @@ mod peers;
 mod published;
 mod rcu_lite;
 
-use crate::cpu_time;
+use crate::cpu_time::{self, ThreadCpuClock};
+use crate::end_gate::EndGate;
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
 use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A primitive whose writers wait for readers.
@@ -130,8 +131,10 @@ impl std::iter::Sum for FqsCounts {
     }
 }
 
-/// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (the run's
-/// start gate), then stays parked until the run sets `stop` and unparks
+/// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (a gate
+/// the idle threads pass, all registered, before the readers and writers
+/// are started: their wake-ups stay out of the timed window), then stays
+/// parked until the run sets `stop` and unparks
 /// it (`EndOfRun`). Returns at once if the gate was cancelled.
 pub fn idle_wait(ready: &StartGate, stop: &AtomicBool) {
     if !ready.wait() {
@@ -301,8 +304,16 @@ pub struct CpuPerWait {
     pub writers_us: f64,
     /// The CPU time of the process's threads other than the writers and
     /// readers (a grace-period or scanner thread that does the waiting work
-    /// for them, idle threads, the harness's), over all waits.
+    /// for them, idle threads, the harness's) over the timed window, which
+    /// leaves out creating, registering and ending the threads; over all
+    /// waits.
     pub others_us: f64,
+    /// Whether `others_us` covers the timed window only: `false` in results
+    /// saved before 2026-12-05, whose figure was the process's CPU time
+    /// while the run's threads lived, less the writers' and readers' over
+    /// their whole lives, and so also counted starting the threads.
+    #[serde(default)]
+    pub others_timed_window: bool,
 }
 
 impl Outcome {
@@ -420,8 +431,8 @@ struct Run {
 struct RunCpu {
     /// The writers', each over its own waits.
     writers: Duration,
-    /// Everyone else's: the process's while the run's threads lived, less
-    /// what the writers and readers used over their whole lives.
+    /// Everyone else's: the process's over the timed window, less what the
+    /// writers and readers used in it (see [`WindowReading`]).
     others: Duration,
 }
 
@@ -431,6 +442,36 @@ impl std::iter::Sum for RunCpu {
             writers: a.writers + b.writers,
             others: a.others + b.others,
         })
+    }
+}
+
+/// The process's CPU clock and the sum of the writers' and readers', read
+/// by the run's own thread at one moment: at the window's start, as it
+/// opens the start gate ([`StartGate::wait_last`]), and at its end, with every writer and reader done and
+/// held at the end gate ([`crate::end_gate`]). The process's time over the
+/// window less theirs is the other threads' (a scanner or grace-period
+/// thread, the idle threads, the run's own thread); creating the threads,
+/// registering them and their exit fall outside it.
+#[derive(Clone, Copy, Debug)]
+struct WindowReading {
+    process: Duration,
+    measured: Duration,
+}
+
+impl WindowReading {
+    /// `None` if a clock cannot be read.
+    fn take(clocks: &[ThreadCpuClock]) -> Option<WindowReading> {
+        Some(WindowReading {
+            process: cpu_time::process()?,
+            measured: cpu_time::sum(clocks)?,
+        })
+    }
+
+    /// The other threads' CPU time from `start` to `self`.
+    fn others_since(self, start: WindowReading) -> Option<Duration> {
+        let process = self.process.checked_sub(start.process)?;
+        let measured = self.measured.checked_sub(start.measured)?;
+        Some(process.saturating_sub(measured))
     }
 }
 
@@ -485,6 +526,7 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
             .map(|cpu| CpuPerWait {
                 writers_us: cpu.writers.as_secs_f64() * 1e6 / samples.len() as f64,
                 others_us: cpu.others.as_secs_f64() * 1e6 / samples.len() as f64,
+                others_timed_window: true,
             }),
     })
 }
@@ -499,7 +541,8 @@ fn run_once(
     let primitive = &*boxed;
     progress.set_label(imp.name);
     let stop = AtomicBool::new(false);
-    let start = StartGate::new(config.writers + config.readers + config.idle_threads + 1);
+    let idle_ready = StartGate::new(config.idle_threads + 1);
+    let start = StartGate::new(config.writers + config.readers + 1);
     // Without --waits: when the writers stop, set by the first one out of
     // the gate (see the writer's loop).
     let deadline = OnceLock::new();
@@ -511,11 +554,26 @@ fn run_once(
     // After a refusal the run is off: the threads already waiting at the
     // gate return without measuring (and `EndOfRun`'s drop sets `stop`).
     let call_off = |refused| {
+        idle_ready.cancel();
         start.cancel();
         refused
     };
-    let process_before = cpu_time::process();
+    // The writers' and readers' clocks, each put here by its thread before
+    // the gate (complete once it opens), and the gate they wait at, once
+    // done, until the window's last readings are taken.
+    let measured_clocks = Mutex::new(Vec::with_capacity(config.writers + config.readers));
+    let end_gate = EndGate::new();
     let (elapsed, samples, reads, fqs, cpu) = std::thread::scope(|s| {
+        // However the scope ends: no writer or reader waits for ever.
+        let _release = end_gate.release_on_drop();
+        let (measured_clocks, end_gate) = (&measured_clocks, &end_gate);
+        // A thread whose clock cannot be read puts `None`: no CPU figures.
+        let publish_clock = move || {
+            measured_clocks
+                .lock()
+                .expect("no thread panics holding it")
+                .push(ThreadCpuClock::current());
+        };
         let mut end_of_run = EndOfRun {
             stop: &stop,
             idle: Vec::with_capacity(config.idle_threads),
@@ -527,29 +585,38 @@ fn run_once(
                 "rcuscale idle",
                 thread("idle", i, config.idle_threads),
                 || {
-                    let _cancel = start.cancel_on_panic();
-                    primitive.idle_until(&start, &stop)
+                    let _cancel = idle_ready.cancel_on_panic();
+                    primitive.idle_until(&idle_ready, &stop)
                 },
             )
             .map_err(call_off)?;
             end_of_run.idle.push(idle.thread().clone());
         }
+        // Every idle thread registered before the readers and writers start
+        // (they park as those set up), or one panicked.
+        assert!(
+            idle_ready.wait(),
+            "rcuscale: a thread of {} panicked before the run started",
+            imp.name
+        );
         // Each reader is registered and has run a section before the
         // gate lets the writers go: a short run must not measure waits
         // with no reader running (see `GracePeriod::read_until`).
         let mut readers = Vec::with_capacity(config.readers);
         for i in 0..config.readers {
+            let (start, stop) = (&start, &stop);
             readers.push(
                 spawn_scoped(
                     s,
                     "rcuscale reader",
                     thread("reader", i, config.readers),
-                    || {
+                    move || {
+                        // Dropped last: a panic cancels the start gate
+                        // before the thread holds at the end gate.
+                        let _arrival = end_gate.arrival_on_drop();
                         let _cancel = start.cancel_on_panic();
-                        let cpu_before = cpu_time::this_thread();
-                        let reads = primitive.read_until(&start, &stop);
-                        let cpu = cpu_before.zip(cpu_time::this_thread()).map(|(a, b)| b - a);
-                        (reads, cpu)
+                        publish_clock();
+                        primitive.read_until(start, stop)
                     },
                 )
                 .map_err(call_off)?,
@@ -559,8 +626,10 @@ fn run_once(
         for w in 0..config.writers {
             let (start, stop, deadline) = (&start, &stop, &deadline);
             let body = move || {
+                // Dropped last, as the reader's.
+                let _arrival = end_gate.arrival_on_drop();
                 let _cancel = start.cancel_on_panic();
-                let life_before = cpu_time::this_thread();
+                publish_clock();
                 // With `--waits`, room for every sample up front: the
                 // push falls inside the next sample, and a reallocation
                 // there must not become the maximum the flag is for.
@@ -573,7 +642,7 @@ fn run_once(
                 let fqs_before = primitive.fqs_counts();
                 let first = Instant::now();
                 if !start.wait() {
-                    return (samples, first, first, None, None, None); // Called off.
+                    return (samples, first, first, None, None); // Called off.
                 }
                 let cpu_before = cpu_time::this_thread();
                 let first = Instant::now();
@@ -586,11 +655,9 @@ fn run_once(
                     stop,
                 };
                 let last = wait_until(primitive, w, first, &end, &mut samples);
-                let cpu_after = cpu_time::this_thread();
-                let waiting = cpu_before.zip(cpu_after).map(|(a, b)| b - a);
-                let life = life_before.zip(cpu_after).map(|(a, b)| b - a);
+                let waiting = cpu_before.zip(cpu_time::this_thread()).map(|(a, b)| b - a);
                 let fqs = fqs_before.zip(primitive.fqs_counts());
-                (samples, first, last, fqs, waiting, life)
+                (samples, first, last, fqs, waiting)
             };
             writers.push(
                 spawn_scoped(
@@ -604,8 +671,21 @@ fn run_once(
         }
         // Cancelled with no refusal of ours: a thread panicked in its set-up
         // (its message is above); the others return, and the scope joins them.
+        // The window starts as the gate opens: every thread has done its
+        // set-up and none has begun its work.
+        let mut clocks: Option<Vec<ThreadCpuClock>> = None;
+        let mut window_start = None;
         assert!(
-            start.wait(),
+            start.wait_last(|| {
+                // Every writer and reader put its clock before it arrived.
+                clocks = measured_clocks
+                    .lock()
+                    .expect("no thread panics holding it")
+                    .iter()
+                    .copied()
+                    .collect();
+                window_start = clocks.as_deref().and_then(WindowReading::take);
+            }),
             "rcuscale: a thread of {} panicked before the run started",
             imp.name
         );
@@ -622,19 +702,29 @@ fn run_once(
         // writer's last return, as the writers saw them: this thread may get
         // a CPU only well after they started (and with --waits, after they
         // finished).
+        // The window ends once every writer and reader is done and held at
+        // the end gate, alive: with --waits the readers run until the
+        // writers are done.
+        end_gate.wait_for(config.writers as u32);
+        stop.store(true, Relaxed);
+        end_gate.wait_for((config.writers + config.readers) as u32);
+        let window_end = clocks.as_deref().and_then(WindowReading::take);
+        end_gate.release();
+        let others = window_start
+            .zip(window_end)
+            .and_then(|(start, end)| end.others_since(start));
         let mut samples = Vec::new();
         let mut span: Option<(Instant, Instant)> = None;
         let mut readings = Vec::with_capacity(config.writers);
-        // Over the writers' waits, and over their whole lives; `None` once
-        // any thread's clock could not be read.
-        let (mut writers_waiting, mut writers_life) = (Some(Duration::ZERO), Some(Duration::ZERO));
+        // Over the writers' waits; `None` once any writer's clock could not
+        // be read.
+        let mut writers_waiting = Some(Duration::ZERO);
         for h in writers {
-            let (mine, first, last, counts, waiting, life) = h.join().expect("writer panicked");
+            let (mine, first, last, counts, waiting) = h.join().expect("writer panicked");
             samples.extend(mine);
             span = Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
             readings.push(counts);
             writers_waiting = writers_waiting.zip(waiting).map(|(sum, c)| sum + c);
-            writers_life = writers_life.zip(life).map(|(sum, c)| sum + c);
         }
         let fqs = FqsCounts::over_writers(&readings);
         let elapsed = span.map_or(Duration::ZERO, |(a, b)| b - a);
@@ -644,34 +734,14 @@ fn run_once(
             progress.set_position(base + config.duration.as_millis() as u64);
         }
         let mut reads = 0;
-        let mut readers_cpu = Some(Duration::ZERO);
         for h in readers {
-            let (mine, cpu) = h.join().expect("reader panicked");
-            reads += mine;
-            readers_cpu = readers_cpu.zip(cpu).map(|(sum, c)| sum + c);
+            reads += h.join().expect("reader panicked");
         }
-        Ok((
-            elapsed,
-            samples,
-            reads,
-            fqs,
-            (writers_waiting, writers_life, readers_cpu),
-        ))
+        let cpu = writers_waiting
+            .zip(others)
+            .map(|(writers, others)| RunCpu { writers, others });
+        Ok((elapsed, samples, reads, fqs, cpu))
     })?;
-    // Everything the process used while the run's threads lived, less what
-    // those threads used over their whole lives (set-up included): the
-    // other threads' (a scanner or grace-period thread, the idle threads,
-    // this one's, which also paid for creating the threads).
-    let process = process_before
-        .zip(cpu_time::process())
-        .map(|(a, b)| b.saturating_sub(a));
-    let cpu = match cpu {
-        (Some(writers), Some(writers_life), Some(readers)) => process.map(|process| RunCpu {
-            writers,
-            others: process.saturating_sub(writers_life + readers),
-        }),
-        _ => None,
-    };
     Ok(Run {
         name: imp.name,
         config,
@@ -1260,7 +1330,8 @@ mod tests {
             o.cpu,
             Some(CpuPerWait {
                 writers_us: 2.0,
-                others_us: 0.5
+                others_us: 0.5,
+                others_timed_window: true,
             })
         );
         let rounds = [run(10, Some((30, 10))), run(30, None)];

@@ -812,6 +812,7 @@ pub(crate) mod tests {
                 cpu: Some(rcuscale::CpuPerWait {
                     writers_us: 3.25,
                     others_us: 0.5,
+                    others_timed_window: true,
                 }),
             }],
             torture: vec![torture::Outcome {
@@ -1086,6 +1087,24 @@ pub(crate) mod tests {
             md.matches("\n| 8 | 200 |").count() + md.matches("\n| 384 | 9600 |").count();
         assert_eq!(sweep_rows, 2, "{md}");
         assert!(!results.any_failure());
+    }
+
+    /// The rcuscale paragraph says what the others' CPU time covered: the
+    /// timed window, or, in results saved before it did (read back with no
+    /// `others_timed_window`), the threads' start as well.
+    #[test]
+    fn the_others_cpu_time_is_described_as_the_run_measured_it() {
+        let window = "over the run's timed window, which leaves out starting";
+        let start = "which in this run's version of syncbench also paid for starting the threads";
+        let mut results = sample();
+        let md = document(&results).to_markdown();
+        assert!(md.contains(window) && !md.contains(start), "{md}");
+        let mut json = serde_json::to_value(&results).unwrap();
+        let cpu = json["rcuscale"][0]["cpu"].as_object_mut().unwrap();
+        assert_eq!(cpu.remove("others_timed_window"), Some(true.into()));
+        results = serde_json::from_value(json).unwrap();
+        let md = document(&results).to_markdown();
+        assert!(md.contains(start) && !md.contains(window), "{md}");
     }
 
     /// Single runs (a report read back from before rounds) are not said

@@ -676,7 +676,21 @@ fn locktorture_section(results: &Results) -> Section {
 
 fn rcuscale_section(results: &Results) -> Section {
     let mut section = Section::new("Waiting for readers (rcuscale)");
-    section.paragraph(
+    // Results saved before 2026-12-05 counted the threads' start in the
+    // others' CPU time (`CpuPerWait::others_timed_window`).
+    let others_over = if results
+        .rcuscale
+        .iter()
+        .filter_map(|o| o.cpu)
+        .all(|c| c.others_timed_window)
+    {
+        "the idle threads' and the harness's; over the run's timed window, which leaves out starting, \
+         registering and ending the threads"
+    } else {
+        "the idle threads' and the harness's, which in this run's version of syncbench also paid for \
+         starting the threads"
+    };
+    section.paragraph(format!(
         "W writers loop \"unpublish, wait until no reader holds it\". *Per-GP* is run time over all waits \
          (lower with concurrent writers when waits share work); latency is per wait, in microseconds. \
          *Idle* threads registered with the primitive, read once and then sleep: every scan or grace period \
@@ -691,9 +705,9 @@ fn rcuscale_section(results: &Results) -> Section {
          time, which per-GP time and the percentiles do not show. *Writer CPU* is the CPU time the \
          writers used per wait (a writer that spins while it waits uses it all along, one that sleeps \
          only to scan and wake), *others CPU* that of the process's other threads per wait (a \
-         grace-period or scanner thread that waits for the writers; the idle threads' and the \
-         harness's, which also pays for starting the threads), both over every round.",
-    );
+         grace-period or scanner thread that waits for the writers; {others_over}), both over every \
+         round."
+    ));
     let mut table = Table::new(&[
         "implementation",
         "writers>",
