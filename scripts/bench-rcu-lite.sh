@@ -105,9 +105,15 @@ for writers in sorted({r["writers"] for r in qsbr}):
             f"{ours['per_gp_us']:.2f} us, {waits(ours)}")
     if "liburcu-qsbr" in row:
         peer = row["liburcu-qsbr"]
-        paired_r = statistics.median(a / b for a, b in zip(ours["per_gp_rounds_us"], peer["per_gp_rounds_us"]))
+        # Round by round first: the rounds take turns, so a stretch of the
+        # host running slower falls on both sides of a pair, where a ratio
+        # of the two medians can pair a fast round with a slow one
+        # (docs/measuring.md: the guest switched speed mid-run).
+        pairs = [a / b for a, b in zip(ours["per_gp_rounds_us"], peer["per_gp_rounds_us"])]
         line += (f"; liburcu-qsbr {peer['per_gp_us']:.2f} us, {waits(peer)}; "
-                 f"per-GP {ours['per_gp_us'] / peer['per_gp_us']:.2f}x (paired rounds {paired_r:.2f}x)")
+                 f"per-GP paired rounds {statistics.median(pairs):.2f}x "
+                 f"({min(pairs):.2f}-{max(pairs):.2f}x; ratio of medians "
+                 f"{ours['per_gp_us'] / peer['per_gp_us']:.2f}x)")
     print(line)
 
 runs = [load(f"quick-qs-{i}") for i in range(1, int(sys.argv[2]) + 1)]

@@ -8,11 +8,13 @@
 //!   (`memb::read_lock` + `Rcu::read` + drop), as `syncbench refscale` times
 //!   them;
 //! - models of the memb fast path, the same memory operations written out
-//!   with plain statics, each with one piece removed: the load of
-//!   `driver_wait` that lets an unlock wake a sleeping grace-period driver
-//!   (the issue asks for that wake-up), the load of the thread's record
-//!   pointer (a record inside the thread-local block, as liburcu lays out its
-//!   readers, needs no such load), both, and the nesting check on unlock
+//!   with plain statics, each with one piece removed: the load of the
+//!   record's `wake_driver` flag that lets an unlock wake a grace-period
+//!   driver sleeping for this reader (the issue asks for that wake-up; until
+//!   2026-12-05 it was a load of the engine's `driver_wait` word), the load
+//!   of the thread's record pointer (a record inside the thread-local block,
+//!   as liburcu lays out its readers, needs no such load), both, and the
+//!   nesting check on unlock
 //!   (without it, dropping an outer guard before an inner one would end the
 //!   section early: unsound);
 //! - rcu-lite's qsbr section, which is the loop around one pointer load.
@@ -31,28 +33,34 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, compiler_fence};
 use std::time::Instant;
 
-/// A record word as rcu-lite's: nesting in the low 16 bits.
+/// A record as rcu-lite's: the word (nesting in the low 16 bits) and the
+/// flag a driver sets when it sleeps waiting for the record.
 #[repr(align(128))]
 struct Record {
     word: AtomicU64,
+    wake_driver: AtomicU32,
 }
 
 /// The newest grace period, nesting 1 (what an outermost lock stores).
 static GP_WORD: AtomicU64 = AtomicU64::new(0);
-/// Whether a driver sleeps waiting for readers.
-static DRIVER_WAIT: AtomicU32 = AtomicU32::new(0);
 /// The protected value.
 static VALUE: AtomicPtr<u64> = AtomicPtr::new(std::ptr::null_mut());
 /// A record outside the thread-local block, reached through `RECORD_PTR`.
 static RECORD: Record = Record {
     word: AtomicU64::new(0),
+    wake_driver: AtomicU32::new(0),
 };
 
 std::thread_local! {
     /// The pointer rcu-lite's fast path loads to find the thread's record.
     static RECORD_PTR: Cell<*const Record> = const { Cell::new(std::ptr::null()) };
     /// A record in the thread-local block itself.
-    static TLS_RECORD: Record = const { Record { word: AtomicU64::new(0) } };
+    static TLS_RECORD: Record = const {
+        Record {
+            word: AtomicU64::new(0),
+            wake_driver: AtomicU32::new(0),
+        }
+    };
 }
 
 #[cold]
@@ -62,7 +70,7 @@ fn off_the_fast_path(what: &str) -> ! {
 }
 
 /// One modelled section on `record`: lock, one protected load, unlock.
-/// `WAKE_CHECK`: load `driver_wait` after the unlock store. `NEST_CHECK`:
+/// `WAKE_CHECK`: load the record's wake-up flag after the unlock store. `NEST_CHECK`:
 /// load the word on unlock to see that this is the outermost guard.
 #[inline(always)]
 fn section<const WAKE_CHECK: bool, const NEST_CHECK: bool>(record: &Record) {
@@ -81,7 +89,7 @@ fn section<const WAKE_CHECK: bool, const NEST_CHECK: bool>(record: &Record) {
     }
     record.word.store(0, Release);
     compiler_fence(SeqCst);
-    if WAKE_CHECK && DRIVER_WAIT.load(Relaxed) != 0 {
+    if WAKE_CHECK && record.wake_driver.load(Relaxed) != 0 {
         off_the_fast_path("a driver sleeps");
     }
 }
@@ -148,7 +156,7 @@ fn main() {
     // Values the compiler cannot fold: an outermost lock stores nesting 1;
     // no driver sleeps.
     GP_WORD.store(black_box((7 << 16) | 1), Relaxed);
-    DRIVER_WAIT.store(black_box(0), Relaxed);
+    RECORD.wake_driver.store(black_box(0), Relaxed);
     VALUE.store(Box::into_raw(Box::new(42)), Release);
     RECORD_PTR.with(|p| p.set(&RECORD));
     let crossbeam_value = crossbeam_epoch::Atomic::new(42u64);
@@ -171,7 +179,7 @@ fn main() {
             Box::new(via_pointer::<true, true>),
         ),
         (
-            "model: no driver_wait load (no wake-up)",
+            "model: no wake-up flag load (no wake-up)",
             Box::new(via_pointer::<false, true>),
         ),
         (
@@ -179,7 +187,7 @@ fn main() {
             Box::new(in_tls_block::<true>),
         ),
         (
-            "model: TLS block, no driver_wait load",
+            "model: TLS block, no wake-up flag load",
             Box::new(in_tls_block::<false>),
         ),
         (

@@ -165,8 +165,9 @@ struct CallerShared {
 }
 
 /// Which fence a flavor's readers issue between storing their record word and
-/// their next loads (of shared data, or of `driver_wait`), and so which one
-/// the engine issues between its stores (`gp_word`, `driver_wait`) and its
+/// their next loads (of shared data, or of their `wake_driver` flag), and so
+/// which one the engine issues between its stores (`gp_word`, `driver_wait`
+/// and the holdouts' flags) and its
 /// loads of record words: the two halves of each store-buffering pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ReaderFence {
@@ -365,22 +366,31 @@ impl Engine {
         }
     }
 
-    /// Wakes the driver if it sleeps waiting for holdouts: the read side's only
-    /// contact with the writer side. Call after storing the record word and
-    /// `fence::light()`.
+    /// Wakes the driver if it sleeps, or is about to, waiting for `record`,
+    /// the caller's own: the read side's only contact with the writer side.
+    /// Call after storing the record word and `fence::light()`.
     #[inline(always)]
-    pub(crate) fn wake_driver_if_waiting(&self) {
+    pub(crate) fn wake_driver_if_flagged(&self, record: &Record) {
         // Relaxed: the caller's light() orders this load after its word store;
-        // it pairs with heavy() between the driver's WAITS_FOR_HOLDOUTS store
-        // and its recheck (`sleep_for_holdouts`, `fqs_wait`).
-        if self.reader.driver_wait.load(Relaxed) == WAITS_FOR_HOLDOUTS {
-            self.wake_driver();
+        // it pairs with heavy() between the driver's stores of
+        // WAITS_FOR_HOLDOUTS and of this flag and its recheck
+        // (`sleep_for_holdouts`, `fqs_wait`): either the recheck sees the
+        // word, or this load sees the flag and the CAS below the waiting
+        // state (or a later one). A record's own line: readers that the
+        // driver does not wait for read no shared line here.
+        if record.wake_driver.load(Relaxed) != 0 {
+            self.wake_driver(record);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn wake_driver(&self) {
+    fn wake_driver(&self, record: &Record) {
+        // Relaxed: the flag is a hint, set and cleared under the fences
+        // above; a clear that lands on a later flag for this record is
+        // harmless, since this thread's word store, ordered before the
+        // driver's recheck or seen by this CAS, already ended its hold.
+        record.wake_driver.store(0, Relaxed);
         // Only one holdout needs to wake it; the CAS keeps the others from
         // making the system call too.
         if self

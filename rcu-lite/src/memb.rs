@@ -18,8 +18,9 @@
 //! Dropping the [`Guard`]:
 //!
 //! - outermost: store nesting 0 with Release (the section's loads happen before
-//!   a scan that sees it), `fence::light()`, then one load of the engine's
-//!   `driver_wait` word and a predictable branch to wake a sleeping driver;
+//!   a scan that sees it), `fence::light()`, then one load of the record's
+//!   own `wake_driver` flag and a predictable branch to wake a driver that
+//!   sleeps waiting for this thread;
 //! - nested: subtract one.
 //!
 //! Only the owning thread writes its word, so no read-modify-write is needed.
@@ -192,10 +193,10 @@ pub(crate) fn unlock(record: &'static Record) {
         // before the grace period ends.
         record.word.store(0, Release);
         // fence::light() in membarrier mode: orders the store before the load
-        // of `driver_wait`; pairs with fence::heavy() in
+        // of the wake-up flag; pairs with fence::heavy() in
         // `Engine::sleep_for_holdouts`.
         compiler_fence(SeqCst);
-        engine().wake_driver_if_waiting();
+        engine().wake_driver_if_flagged(record);
     } else {
         unlock_slow(record, word);
     }
@@ -212,7 +213,7 @@ fn unlock_slow(record: &'static Record, word: u64) {
             record.word.store(word & SLOW_PATH, Release);
             // Pairs with fence::heavy() in `Engine::sleep_for_holdouts`.
             fence::light();
-            engine().wake_driver_if_waiting();
+            engine().wake_driver_if_flagged(record);
         }
         // Release: as the nested store in `lock_registered`.
         _ => record.word.store(word - NEST_ONE, Release),

@@ -22,7 +22,8 @@
 //! Each registration has its own record (see `record.rs`): online, its word is
 //! the engine's `gp_word` as of the last quiescent state (nesting 1); offline,
 //! nesting 0. Announcing a quiescent state is one Acquire load of `gp_word` and,
-//! if it moved, a Release store, `fence::full()` and the `driver_wait` check.
+//! if it moved, a Release store, `fence::full()` and the check of the
+//! record's `wake_driver` flag.
 //! A thread may hold several registrations; each is credited on its own.
 //!
 //! # Fences
@@ -237,10 +238,10 @@ fn report(record: &Record, word: u64) {
     // rechecks: everything before the quiescent state happens before the
     // grace period ends.
     record.word.store(word, Release);
-    // Orders the store before the load of `driver_wait`; pairs with the
+    // Orders the store before the load of the wake-up flag; pairs with the
     // engine's fence in `Engine::sleep_for_holdouts` (`ReaderFence::Full`).
     READER_FENCE.reader_side();
-    engine().wake_driver_if_waiting();
+    engine().wake_driver_if_flagged(record);
 }
 
 fn go_online(record: &Record) {

@@ -46,7 +46,7 @@
 //! word is then either the old owner's final `nesting == 0` or the new owner's
 //! own state, and both are judged correctly by the same rule.
 
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU64};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 use std::ptr;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
@@ -105,6 +105,16 @@ pub(crate) const fn is_quiescent_for(word: u64, gp: u64) -> bool {
 pub(crate) struct Record {
     /// The record word (see the module docs). Written by the owner only.
     pub(crate) word: AtomicU64,
+    /// Whether a driver about to sleep for holdouts counts on this record
+    /// to wake it (1) or not (0): set by the driver on each holdout before
+    /// it sleeps, cleared by the owner when it wakes the driver (leaving its
+    /// section, announcing a quiescent state, going offline), or by the
+    /// driver once the record has passed a quiescent state. Only flagged
+    /// readers wake the driver (`Engine::wake_driver_if_flagged`), as the
+    /// kernel's `rcu_read_unlock_special()` runs only for a task it
+    /// flagged: the other readers leave their sections without a system
+    /// call.
+    pub(crate) wake_driver: AtomicU32,
     /// Whether a thread owns this record.
     in_use: AtomicBool,
     /// The next record of the registry; set before the record is published and
@@ -121,6 +131,7 @@ impl Record {
     fn new() -> Record {
         Record {
             word: AtomicU64::new(0),
+            wake_driver: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
             #[cfg(not(loom))]
@@ -134,6 +145,7 @@ impl Record {
     pub(crate) const fn placeholder() -> Record {
         Record {
             word: AtomicU64::new(SLOW_PATH),
+            wake_driver: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
             owner: std::sync::atomic::AtomicU64::new(0),
