@@ -45,7 +45,7 @@
 //! `rcu_read_unlock_special()` runs only for a flagged task): when
 //! `driver_wait` itself was the flag, every busy reader's next unlock woke
 //! the driver, which rechecked, found the preempted holdout still inside,
-//! and slept again behind another heavy fence, about 30 times per grace
+//! and slept again behind another heavy fence, 19-30 times per grace
 //! period with 16 writers and 4 busy readers on 2 vCPUs.
 //!
 //! [`Fqs::FixedInterval`]: the kernel's pacing: a timed wait before scan 1 and
