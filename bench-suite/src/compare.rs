@@ -25,7 +25,11 @@
 //! run ([`Change::judged_pct`]): the others' time is often a fraction of a
 //! nanosecond per object (the threads that are neither readers nor writers
 //! barely run), and its doubling from 0.3 to 0.7 ns beside the writers' 230
-//! is no regression.
+//! is no regression. An rcuscale outcome's `cpu.others_us` is judged only
+//! between runs that measured it the same way: before 2026-12-05 it also
+//! counted starting the threads (`cpu.others_timed_window`, 0 or 1 here);
+//! across that change it is shown, not judged, with a note
+//! ([`Comparison::method_changes`]).
 //!
 //! # The gate
 //!
@@ -221,6 +225,9 @@ pub struct Comparison {
     /// a change there cannot be seen, so neither kind of line above rules
     /// it out.
     pub machine_unrecorded: Vec<String>,
+    /// Figures shown but not judged because the two runs measured them
+    /// differently (`measurement figure: why`).
+    pub method_changes: Vec<String>,
 }
 
 /// Fields of a run's `machine` that are measurements, not the machine's
@@ -310,6 +317,19 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                         figures.insert(per_object.to_owned(), s * 1e9 / replaced);
                     }
                 }
+            }
+            // How an rcuscale run measured its others' CPU time: see the
+            // module docs. Results saved before the window have no flag.
+            if figures.contains_key("cpu.others_us") {
+                let window = fields
+                    .get("cpu")
+                    .and_then(|cpu| cpu.get("others_timed_window"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                figures.insert(
+                    "cpu.others_timed_window".to_owned(),
+                    f64::from(u8::from(window)),
+                );
             }
             // Counts of work in a timed run, as rates: see the module docs.
             if let Some(d) = fields
@@ -407,6 +427,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
     // with the measurements only one run has.
     let mut only_old: Vec<String> = Vec::new();
     let mut only_new: Vec<String> = Vec::new();
+    let mut method_changes = Vec::new();
     for (measurement, new_figures) in &b {
         if let Some(old_figures) = a.get(measurement) {
             only_new.extend(
@@ -426,7 +447,20 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
                 only_old.push(format!("{measurement} {figure}"));
                 continue;
             };
-            let dir = direction(figure);
+            let mut dir = direction(figure);
+            let window = "cpu.others_timed_window";
+            if figure == "cpu.others_us" && old_figures.get(window) != new_figures.get(window) {
+                // Not like for like: shown, not judged.
+                dir = Direction::Neutral;
+                method_changes.push(format!(
+                    "{measurement} {figure}: the {} run's figure also counted starting the threads",
+                    if old_figures.get(window) == Some(&1.0) {
+                        "new"
+                    } else {
+                        "old"
+                    }
+                ));
+            }
             let change_pct = (o != 0.0).then(|| (n - o) / o.abs() * 100.0);
             // A role's CPU time per object, against both roles' (see the
             // module docs).
@@ -497,6 +531,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         machine_differences,
         machine_cost_changes,
         machine_unrecorded,
+        method_changes,
     }
 }
 
@@ -527,6 +562,24 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
             out,
             "note: machine fields recorded in one run only: {}; a change there cannot be seen",
             c.machine_unrecorded.join(", ")
+        )?;
+    }
+    // One line per reason, however many measurements share it (every
+    // rcuscale row of a report does); the JSON lists each.
+    let mut reasons: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for m in &c.method_changes {
+        let (what, why) = m.split_once(": ").unwrap_or((m, ""));
+        reasons.entry(why).or_default().push(what);
+    }
+    for (why, what) in reasons {
+        let first = what[0];
+        let more = match what.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        writeln!(
+            out,
+            "note: measured differently, not judged: {first}{more} ({why})"
         )?;
     }
     let line = |out: &mut dyn Write, ch: &Change, tag: &str| {
@@ -1034,6 +1087,56 @@ mod tests {
         assert!(!writers.regression && (writers.change_pct.unwrap() - 12.5).abs() < 1e-9);
         // Other figures keep their own change.
         assert_eq!(get(&c, "errors").judged_pct, None);
+    }
+
+    /// rcuscale's others' CPU time is judged only between runs that measured
+    /// it the same way: a run from before the timed window (no flag)
+    /// against one after it is shown with a note, not flagged.
+    #[test]
+    fn others_cpu_time_measured_two_ways_is_shown_not_judged() {
+        let run = |others_us: f64, window: Option<bool>| {
+            let mut cpu = json!({"writers_us": 3.0, "others_us": others_us});
+            if let Some(w) = window {
+                cpu["others_timed_window"] = json!(w);
+            }
+            json!({"profile": "quick", "machine": {"cpu": "X"},
+                   "rcuscale": [{"impl": "crossbeam-epoch", "writers": 1, "readers": 1,
+                                 "idle_threads": 256, "per_gp_us": 5.0, "cpu": cpu}]})
+        };
+        let others = |c: &Comparison| {
+            c.changes
+                .iter()
+                .find(|ch| ch.figure == "cpu.others_us")
+                .cloned()
+                .unwrap()
+        };
+        // The old way (thread start counted) against the new: not judged.
+        let c = compare(&run(0.5, None), &run(0.002, Some(true)), 10.0);
+        assert!(!others(&c).improvement && !others(&c).regression, "{c:?}");
+        assert_eq!(c.improvements() + c.regressions(), 0, "{c:?}");
+        assert_eq!(c.method_changes.len(), 1, "{c:?}");
+        assert!(c.method_changes[0].contains("the old run's figure also counted"));
+        let mut text = Vec::new();
+        write_text(&mut text, &c, false).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "note: measured differently, not judged: rcuscale idle_threads=256 \
+                 impl=crossbeam-epoch readers=1 writers=1 cpu.others_us (the old run's figure \
+                 also counted starting the threads)"
+            ),
+            "{text}"
+        );
+        // And the other way round.
+        let c = compare(&run(0.002, Some(true)), &run(0.5, Some(false)), 10.0);
+        assert!(!others(&c).regression, "{c:?}");
+        assert!(c.method_changes[0].contains("the new run's figure also counted"));
+        // The same way in both runs: judged as any time.
+        let c = compare(&run(0.5, Some(true)), &run(1.0, Some(true)), 10.0);
+        assert!(others(&c).regression, "{c:?}");
+        assert!(c.method_changes.is_empty());
+        let c = compare(&run(0.5, None), &run(1.0, None), 10.0);
+        assert!(others(&c).regression, "{c:?}");
     }
 
     #[test]
