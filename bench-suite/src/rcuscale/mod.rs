@@ -134,8 +134,8 @@ impl std::iter::Sum for FqsCounts {
 /// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (a gate
 /// the idle threads pass, all registered, before the readers and writers
 /// are started: their wake-ups stay out of the timed window), then stays
-/// parked until the run sets `stop` and unparks
-/// it (`EndOfRun`). Returns at once if the gate was cancelled.
+/// parked until the run sets `stop` and unparks it (`EndOfRun`). Returns
+/// at once if the gate was cancelled.
 pub fn idle_wait(ready: &StartGate, stop: &AtomicBool) {
     if !ready.wait() {
         return; // The run was called off.
@@ -447,11 +447,12 @@ impl std::iter::Sum for RunCpu {
 
 /// The process's CPU clock and the sum of the writers' and readers', read
 /// by the run's own thread at one moment: at the window's start, as it
-/// opens the start gate ([`StartGate::wait_last`]), and at its end, with every writer and reader done and
-/// held at the end gate ([`crate::end_gate`]). The process's time over the
-/// window less theirs is the other threads' (a scanner or grace-period
-/// thread, the idle threads, the run's own thread); creating the threads,
-/// registering them and their exit fall outside it.
+/// opens the start gate ([`StartGate::wait_last`]), and at its end, with
+/// every writer and reader done and held at the end gate
+/// ([`crate::end_gate`]). The process's time over the window less theirs
+/// is the other threads' (a scanner or grace-period thread, the idle
+/// threads, the run's own thread); creating the threads, registering them
+/// and their exit fall outside it.
 #[derive(Clone, Copy, Debug)]
 struct WindowReading {
     process: Duration,
@@ -669,12 +670,12 @@ fn run_once(
                 .map_err(call_off)?,
             );
         }
-        // Cancelled with no refusal of ours: a thread panicked in its set-up
-        // (its message is above); the others return, and the scope joins them.
         // The window starts as the gate opens: every thread has done its
         // set-up and none has begun its work.
         let mut clocks: Option<Vec<ThreadCpuClock>> = None;
         let mut window_start = None;
+        // Cancelled with no refusal of ours: a thread panicked in its set-up
+        // (its message is above); the others return, and the scope joins them.
         assert!(
             start.wait_last(|| {
                 // Every writer and reader put its clock before it arrived.
@@ -698,10 +699,6 @@ fn run_once(
             }
             stop.store(true, Relaxed);
         }
-        // The clock runs from the first writer's first wait to the last
-        // writer's last return, as the writers saw them: this thread may get
-        // a CPU only well after they started (and with --waits, after they
-        // finished).
         // The window ends once every writer and reader is done and held at
         // the end gate, alive: with --waits the readers run until the
         // writers are done.
@@ -713,6 +710,10 @@ fn run_once(
         let others = window_start
             .zip(window_end)
             .and_then(|(start, end)| end.others_since(start));
+        // The clock runs from the first writer's first wait to the last
+        // writer's last return, as the writers saw them: this thread may get
+        // a CPU only well after they started (and with --waits, after they
+        // finished).
         let mut samples = Vec::new();
         let mut span: Option<(Instant, Instant)> = None;
         let mut readings = Vec::with_capacity(config.writers);
