@@ -33,28 +33,33 @@ impl ThreadCpuClock {
     /// The clock of `thread`'s thread; `None` if the system has none for it
     /// (the thread has been joined, or the platform lacks thread clocks).
     pub fn of<T>(thread: &JoinHandle<T>) -> Option<ThreadCpuClock> {
-        if cfg!(miri) {
-            return None;
-        }
-        let mut clock: libc::clockid_t = 0;
-        // SAFETY: `as_pthread_t` is the handle's live (not yet joined: the
-        // handle is borrowed) thread, and `clock` is a valid place for the
-        // result.
-        let rc = unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) };
-        (rc == 0).then_some(ThreadCpuClock(clock))
+        // SAFETY: the handle's thread is live: not yet joined, since the
+        // handle is borrowed.
+        unsafe { Self::of_pthread(thread.as_pthread_t()) }
     }
 
     /// The clock of the calling thread, which other threads of the process
     /// can read while it lives; `None` where the platform lacks thread
     /// clocks.
     pub fn current() -> Option<ThreadCpuClock> {
+        // SAFETY: `pthread_self()` is the calling thread, alive for the call.
+        unsafe { Self::of_pthread(libc::pthread_self()) }
+    }
+
+    /// The clock of `thread`.
+    ///
+    /// # Safety
+    ///
+    /// `thread` must be a live (not joined, not exited and detached) thread
+    /// of this process.
+    unsafe fn of_pthread(thread: libc::pthread_t) -> Option<ThreadCpuClock> {
         if cfg!(miri) {
             return None;
         }
         let mut clock: libc::clockid_t = 0;
-        // SAFETY: `pthread_self()` is the calling thread, alive for the
-        // call, and `clock` is a valid place for the result.
-        let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+        // SAFETY: `thread` is live (the caller's contract), and `clock` is a
+        // valid place for the result.
+        let rc = unsafe { libc::pthread_getcpuclockid(thread, &mut clock) };
         (rc == 0).then_some(ThreadCpuClock(clock))
     }
 
