@@ -36,7 +36,7 @@ pub struct Machine {
 /// process. `MEMBARRIER_CMD_PRIVATE_EXPEDITED` interrupts only the CPUs that
 /// run a thread of the process, so a lone waiter on an idle machine pays the
 /// first and every contended run pays the second (on the 2-vCPU VM of the
-/// reference reports: 0.36 against 8.4-12.2 us, 10.88 in the current one).
+/// reference reports: 0.36 against 8.4-12.2 us, 8.68 in the current one).
 /// `cargo run --release -p bench-suite --example contention_floor` measures it
 /// at length.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
