@@ -45,6 +45,12 @@ pub struct GpConfig {
     /// only once it has passed a quiescent state, which it does when it waits
     /// between two FQS scans, as the kernel's grace-period kthread did before
     /// the patch. On by default.
+    ///
+    /// The switch matters under [`Fqs::FixedInterval`], where it turns an idle
+    /// grace period's two FQS waits into one. Under [`Fqs::Adaptive`] the
+    /// driver's wait for holdouts is its quiescent state and begins as soon
+    /// as scan 1 is over (at once when there are none), so off costs nothing
+    /// measurable there.
     pub quick_qs: bool,
     /// How FQS scans are paced.
     pub fqs: Fqs,
