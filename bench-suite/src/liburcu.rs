@@ -375,6 +375,44 @@ mod tests {
         });
     }
 
+    /// `qsbr_synchronize_rcu` runs a grace period: with a thread registered
+    /// (this one, offline outside the read loops), liburcu's qsbr flavor adds
+    /// `URCU_QSBR_GP_CTR` to its grace-period counter, `urcu_qsbr_gp.ctr`
+    /// (exported for the inlined quiescent-state and online calls, which copy
+    /// it), once per grace period on 64-bit targets (32-bit ones flip the
+    /// same bit twice, leaving the counter as it was, hence the cfg). In a
+    /// child process of its own, as the memb test above. Catches 'replace
+    /// linked::qsbr_synchronize_rcu with ()', which every other test let
+    /// live.
+    #[cfg(all(syncbench_liburcu, target_pointer_width = "64"))]
+    #[test]
+    fn qsbr_synchronize_rcu_runs_a_grace_period() {
+        if std::env::var_os(GRACE_PERIOD_CHILD).is_none() {
+            return test_support::in_a_child_process(
+                "liburcu::tests::qsbr_synchronize_rcu_runs_a_grace_period",
+                GRACE_PERIOD_CHILD,
+                "1",
+            );
+        }
+        unsafe extern "C" {
+            /// The first field of liburcu's `struct urcu_gp` (an `unsigned
+            /// long`).
+            static urcu_qsbr_gp: std::sync::atomic::AtomicUsize;
+        }
+        // SAFETY: liburcu-qsbr is linked (the shims' inlined quiescent-state
+        // and online calls read this counter), and liburcu writes it with
+        // single-word stores (`CMM_STORE_SHARED`).
+        let counter = || unsafe { urcu_qsbr_gp.load(std::sync::atomic::Ordering::SeqCst) };
+        QsbrReader::with(|_| {
+            for _ in 0..3 {
+                let before = counter();
+                qsbr_synchronize_rcu();
+                let after = counter();
+                assert_ne!(before, after, "no grace period: the counter did not move");
+            }
+        });
+    }
+
     /// Grace periods go on while threads are registered but not reading: a
     /// registration that is still alive, or one whose closure panicked (the
     /// thread was unregistered on the way out, not left on liburcu's list).
