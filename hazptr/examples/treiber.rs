@@ -155,3 +155,11 @@ fn main() {
         hazptr::Domain::global().retired_len()
     );
 }
+
+/// `cargo test` runs `main`'s check too (the example is `test = true` in
+/// `hazptr/Cargo.toml`): every pushed value is popped exactly once.
+#[cfg(test)]
+#[test]
+fn every_pushed_value_is_popped_once() {
+    main();
+}
