@@ -76,7 +76,18 @@ impl<T, F: Flavor> Rcu<T, F> {
     }
 
     /// The current value (`rcu_dereference()`), valid for as long as `guard`'s
-    /// read-side section lasts.
+    /// read-side section lasts. The reference cannot outlive the guard:
+    ///
+    /// ```compile_fail,E0505
+    /// use rcu_lite::{Rcu, memb};
+    ///
+    /// let cell = Rcu::<String>::new("v1".to_owned());
+    /// let guard = memb::read_lock();
+    /// let value = cell.read(&guard);
+    /// // cannot move out of `guard` because it is borrowed
+    /// drop(guard);
+    /// assert_eq!(value, "v1");
+    /// ```
     #[inline]
     pub fn read<'g, G: ReadGuard<Flavor = F>>(&'g self, _guard: &'g G) -> &'g T {
         // Acquire pairs with the AcqRel swap in `swap_current`: the value's

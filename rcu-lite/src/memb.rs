@@ -79,6 +79,16 @@ crate::thread_record::thread_record!(|record| {
 /// While any guard of a thread is alive, no grace period that began after the
 /// thread's outermost [`read_lock`] can complete, so objects it reached through
 /// [`crate::Rcu::read`] stay valid. Guards nest. `!Send` and `!Sync`.
+///
+/// A guard cannot leave its thread: its section is the thread's record's,
+/// and a drop on another thread would end a section that thread never
+/// entered.
+///
+/// ```compile_fail,E0277
+/// let guard = rcu_lite::memb::read_lock();
+/// // `*const ()` cannot be sent between threads safely
+/// std::thread::spawn(move || drop(guard));
+/// ```
 #[must_use = "the read-side section ends when the guard is dropped"]
 pub struct Guard {
     record: &'static Record,

@@ -90,6 +90,15 @@ fn add_online(delta: i32) {
 
 /// A thread's registration with the qsbr flavor; online while it exists,
 /// except inside [`QsbrThread::offline`]. `!Send` and `!Sync`.
+///
+/// A registration cannot leave its thread: it counts in the thread's online
+/// registrations, which the misuse checks of that thread's calls read.
+///
+/// ```compile_fail,E0277
+/// let registration = rcu_lite::qsbr::QsbrThread::register();
+/// // `*const ()` cannot be sent between threads safely
+/// std::thread::spawn(move || drop(registration));
+/// ```
 pub struct QsbrThread {
     /// Online (nesting 1) whenever a method other than `offline` can see it.
     record: &'static Record,
@@ -103,7 +112,28 @@ impl fmt::Debug for QsbrThread {
 }
 
 /// A qsbr read-side section: free. It borrows the registration, so no
-/// quiescent state can be announced while it lives.
+/// quiescent state can be announced while it lives:
+///
+/// ```compile_fail,E0502
+/// let mut registration = rcu_lite::qsbr::QsbrThread::register();
+/// let guard = registration.read_lock();
+/// // cannot borrow `registration` as mutable: `guard` borrows it
+/// registration.quiescent_state();
+/// drop(guard);
+/// ```
+///
+/// `!Send`: it protects references for its own thread's registration only,
+/// so it cannot go to another thread, even one that the registration
+/// outlives.
+///
+/// ```compile_fail,E0277
+/// let registration = rcu_lite::qsbr::QsbrThread::register();
+/// let guard = registration.read_lock();
+/// std::thread::scope(|s| {
+///     // `*const ()` cannot be shared between threads safely
+///     s.spawn(move || drop(guard));
+/// });
+/// ```
 #[must_use = "a guard only protects references while it is alive"]
 #[derive(Debug)]
 pub struct Guard<'t> {
