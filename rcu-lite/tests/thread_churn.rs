@@ -2,11 +2,21 @@
 //! keep a read guard in one, give their registry record back when they end
 //! (the second chance in `thread_record.rs`): the registry, which every scan
 //! walks, stays as large as the most threads registered at once. Its own
-//! binary, so that no other test registers threads meanwhile.
+//! binary, so that no other test registers threads meanwhile; the tests that
+//! register threads in this process take `SERIAL`.
 
 use rcu_lite::{memb, qsbr};
 use std::cell::RefCell;
+use std::sync::{Mutex, MutexGuard};
 use std::thread;
+
+/// Held by each test that registers threads in this process, so that the
+/// registry sizes one test reads count only its own threads.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// How long a grace period or barrier may take before the test counts it as
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
@@ -33,6 +43,7 @@ thread_local! {
 #[test]
 fn threads_that_read_during_their_teardown_give_their_records_back() {
     const THREADS: usize = if cfg!(miri) { 10 } else { 200 };
+    let _serial = serial();
     // Registered here, and in the first thread below: the registry's size
     // once a thread has come and gone.
     thread::spawn(|| drop(memb::read_lock())).join().unwrap();
@@ -64,6 +75,42 @@ fn threads_that_read_during_their_teardown_give_their_records_back() {
     // Nothing is left inside a section: grace periods still complete.
     test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
     test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
+}
+
+/// A thread that exits outside every section gives its record back at once
+/// (`Owner`'s destructor in `thread_record.rs`), so threads that come and go
+/// one at a time all use one record: the registry, which every scan walks,
+/// does not grow with them. Its word says "outside", so it never held up a
+/// grace period either: grace periods go on.
+#[test]
+fn threads_that_exit_outside_a_section_give_their_records_back() {
+    const THREADS: usize = if cfg!(miri) { 10 } else { 200 };
+    let _serial = serial();
+    // Registered here, then in a thread that comes and goes beside it: the
+    // registry's size from then on. (The other way round, this thread would
+    // take the record the first one gave back.)
+    drop(memb::read_lock());
+    thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+    let before = memb::grace_periods().records;
+    for _ in 0..THREADS {
+        thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+    }
+    let after = memb::grace_periods().records;
+    assert_eq!(
+        after, before,
+        "memb: {before} records before {THREADS} threads that each exited outside a section, \
+         {after} after: their records were not given back"
+    );
+    test_support::within_a_deadline(
+        "memb::synchronize_rcu after threads exited",
+        LIMIT,
+        memb::synchronize_rcu,
+    );
+    test_support::within_a_deadline(
+        "memb::synchronize_rcu_expedited after threads exited",
+        LIMIT,
+        memb::synchronize_rcu_expedited,
+    );
 }
 
 /// Set in the child process of
