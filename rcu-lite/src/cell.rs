@@ -102,12 +102,15 @@ impl<T, F: Flavor> Rcu<T, F> {
 
     /// Exclusive access: no reader can be in the cell while `&mut self` lives.
     pub fn get_mut(&mut self) -> &mut T {
+        // Acquire, as in `read`: pairs with the AcqRel swap in
+        // `swap_current` (whatever gave us `&mut self` already ordered it).
         // SAFETY: `&mut self` excludes readers and updaters; the value is live.
         unsafe { &mut *self.current.load(Acquire) }
     }
 
     /// The value, consuming the cell.
     pub fn into_inner(self) -> T {
+        // Acquire: as in `get_mut`.
         let current = self.current.load(Acquire);
         std::mem::forget(self);
         // SAFETY: an owned `Box`; `self` is forgotten, so it is not freed twice.
@@ -470,6 +473,7 @@ fn defer_drop<T: Send + 'static, F: Flavor>(old: Unpublished<T>) {
 
 impl<T, F: Flavor> Drop for Rcu<T, F> {
     fn drop(&mut self) {
+        // Acquire: as in `get_mut`.
         // SAFETY: `&mut self`: no reader borrows the cell (reads borrow it), and
         // the current value is an owned, live `Box`.
         drop(unsafe { Box::from_raw(self.current.load(Acquire)) });

@@ -287,6 +287,7 @@ impl Engine {
 
     /// The settings the next grace period will use.
     pub(crate) fn config(&self) -> GpConfig {
+        // Relaxed: a setting, read whole; no data is published through it.
         decode_config(self.config.load(Relaxed))
     }
 
@@ -336,6 +337,8 @@ impl Engine {
     /// Grace periods started and completed so far.
     pub(crate) fn counts(&self) -> GpCounts {
         let (completed, newest) = loop {
+            // Acquire pairs with the Release store of `completed` in
+            // `run_grace_period`, as in `poll_done`.
             let completed = self.callers.completed.load(Acquire);
             // A grace period counts as started once its init published
             // `gp_word`: a reader that sees `started >= n` and then enters a
@@ -360,6 +363,7 @@ impl Engine {
         GpCounts {
             started: completed + ahead,
             completed,
+            // Relaxed: statistics.
             fqs_waits: self.fqs_waits.load(Relaxed),
             by_worker: self.worker_gps.load(Relaxed),
             records: self.registry.iter().count(),
@@ -465,6 +469,9 @@ impl Engine {
     /// it if a grace period is needed).
     fn drive(&'static self, target: u64, own: &'static Record) {
         loop {
+            // Acquire pairs with the callers' AcqRel `fetch_or` in
+            // `synchronize` (its Release half); the CAS in `start_and_run`
+            // then confirms `state`.
             let state = self.callers.gp_state.load(Acquire);
             // Relaxed: only the driver (us) stores `completed`.
             let completed = self.callers.completed.load(Relaxed);
@@ -472,6 +479,10 @@ impl Engine {
                 if state & NEED_GP != 0 && self.crowded() && self.hand_over_to_worker(own) {
                     return;
                 }
+                // AcqRel, its Release half pairing with the Acquire half of
+                // the RMW that next takes `DRIVER` (a caller's `fetch_or` in
+                // `synchronize` or `wait_or_take_over`): the grace periods we
+                // completed happen before the ones it drives.
                 let old = self.callers.gp_state.fetch_and(!DRIVER, AcqRel);
                 if old & NEED_GP != 0 {
                     // Someone needs a grace period that has not started (the
@@ -492,6 +503,8 @@ impl Engine {
     /// meanwhile (a caller's `fetch_or` came in): the holder reloads.
     fn start_and_run(&self, state: u64, own: &Record) -> bool {
         let gp = (state >> STARTED_SHIFT) + 1;
+        // Relaxed: only the `DRIVER` holder stores `completed`, and taking
+        // the bit ordered the previous holder's stores before this load.
         debug_assert_eq!(
             gp,
             self.callers.completed.load(Relaxed) + 1,
@@ -639,7 +652,12 @@ impl Engine {
             if self.callers.completed.load(Acquire) >= target {
                 return false;
             }
+            // Relaxed: only a cheap look before the RMW below, which decides.
             if self.callers.gp_state.load(Relaxed) & DRIVER == 0 {
+                // AcqRel, as every RMW that takes `DRIVER`: Acquire pairs with
+                // the AcqRel `fetch_and(!DRIVER)` by which `drive` or
+                // `drive_for_others` gave the bit up, so the grace periods
+                // that holder completed happen before the ones we drive.
                 if self.callers.gp_state.fetch_or(DRIVER, AcqRel) & DRIVER == 0 {
                     return true;
                 }
@@ -649,6 +667,11 @@ impl Engine {
                 spin_loop();
                 continue;
             }
+            // Relaxed/Relaxed: nothing is published through `SLEEPERS`. RMWs
+            // on the eventcount are totally ordered: a completion or hand-off
+            // after this CAS sees the bit and wakes us, one before it fails
+            // the CAS (or the futex wait's own compare); what we read once
+            // woken is ordered by the Acquire load at the top of the loop.
             if events & SLEEPERS == 0
                 && self
                     .gp_done(target)
@@ -673,6 +696,8 @@ impl Engine {
 /// both. Call it inside the model: the setting lasts one execution.
 #[cfg(loom)]
 pub fn loom_worker_inline(on: bool) {
+    // Relaxed: a plain `std` setting, made before the model's threads
+    // start, which read it after their spawn.
     crate::memb::engine().loom_worker_inline.store(on, Relaxed);
     crate::qsbr::engine().loom_worker_inline.store(on, Relaxed);
 }

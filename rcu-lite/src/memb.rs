@@ -97,6 +97,8 @@ pub struct Guard {
 
 impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: the guard is `!Send`, so this is its thread reading its
+        // own word, which only it writes.
         f.debug_struct("memb::Guard")
             .field("nesting", &nesting(self.record.word.load(Relaxed)))
             .finish()
@@ -247,6 +249,7 @@ pub(crate) fn unbalanced_unlock() -> ! {
 
 /// Whether the calling thread is inside a read-side section.
 pub fn read_ongoing() -> bool {
+    // Relaxed: this thread's own word, which only it writes.
     registered_record().is_some_and(|record| nesting(record.word.load(Relaxed)) != 0)
 }
 

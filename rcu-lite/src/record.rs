@@ -181,6 +181,8 @@ impl Registry {
                     .compare_exchange(false, true, Acquire, Relaxed)
                     .is_ok()
             {
+                // Relaxed: the previous owner's last store, ordered before
+                // this load by the Acquire CAS above.
                 debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
                 // Relaxed: read only by this thread, or by its fork child.
                 #[cfg(not(loom))]
@@ -190,6 +192,8 @@ impl Registry {
         }
         let record: &'static Record = Box::leak(Box::new(Record::new()));
         let new = ptr::from_ref(record).cast_mut();
+        // Relaxed, both: the Release CAS below publishes `next` and rechecks
+        // `head`; the record is unreachable until it succeeds.
         let mut head = self.head.load(Relaxed);
         loop {
             record.next.store(head, Relaxed);
@@ -205,6 +209,7 @@ impl Registry {
     /// Gives `record` back for reuse. Its owner must have left it outside every
     /// section (`nesting == 0`) and must not touch it again.
     pub(crate) fn release(&self, record: &'static Record) {
+        // Relaxed: the owner (the caller) reads its own word.
         debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
         // No owner (0 is no thread's id) until `acquire` stores the next one:
         // a fork child then frees a record that a vanished thread had claimed
@@ -243,6 +248,9 @@ impl Registry {
             // `acquire` and records are never freed, so it is valid for
             // 'static; `next` fields were written before publication.
             let record: &'static Record = unsafe { next.as_ref() }?;
+            // Relaxed: each `next` was stored before the Release CAS that
+            // published its record, which the Acquire load of `head` above
+            // read or preceded (the CASes on `head` are one release sequence).
             next = record.next.load(Relaxed);
             Some(record)
         })

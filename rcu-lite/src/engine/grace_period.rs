@@ -79,6 +79,10 @@ impl Engine {
     /// Grace period `gp`, driven by the thread owning `own`.
     pub(super) fn grace_period(&self, gp: u64, own: &Record) {
         let config = self.config();
+        // Relaxed: a hint that picks this grace period's pacing and publishes
+        // no data. A request it misses is caught by `fqs_wait`'s SeqCst
+        // handshake with `request_expedited`; under adaptive FQS it would
+        // only have credited the driver at init, which its first wait does.
         let expedited = self.callers.expedite.load(Relaxed) >= gp;
 
         // rcu_gp_init(). Release pairs with the Acquire loads of `gp_word` in
@@ -177,6 +181,10 @@ impl Engine {
         if !holdouts.is_empty() {
             futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
         }
+        // Relaxed: publishes nothing. A holdout's CAS or an expedited
+        // caller's swap that reads it only skips a wake-up we no longer
+        // need; the next sleep stores `WAITS_FOR_HOLDOUTS` (SeqCst) before
+        // its fence and recheck.
         self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
     }
 
@@ -194,12 +202,15 @@ impl Engine {
         {
             // Under loom the timer is a yield: time must not steer the model.
             let _ = (holdouts, interval, early_wake);
+            // Relaxed: statistics.
             self.fqs_waits.fetch_add(1, Relaxed);
             crate::sync::yield_now();
+            // SeqCst: see `request_expedited`.
             self.callers.expedite.load(SeqCst) >= gp
         }
         #[cfg(not(loom))]
         {
+            // Relaxed: statistics.
             self.fqs_waits.fetch_add(1, Relaxed);
             let deadline = Instant::now() + interval;
             loop {
@@ -221,6 +232,7 @@ impl Engine {
                     self.reader_fence.engine_side();
                     recheck(holdouts, gp);
                     if holdouts.is_empty() {
+                        // Relaxed: as in `sleep_for_holdouts`.
                         self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
                         return false;
                     }
@@ -230,6 +242,7 @@ impl Engine {
                 }
                 // SeqCst: see `request_expedited`.
                 if self.callers.expedite.load(SeqCst) >= gp {
+                    // Relaxed: as in `sleep_for_holdouts`.
                     self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
                     return true;
                 }
@@ -239,6 +252,8 @@ impl Engine {
                     WAITS_FOR_TIMER
                 };
                 futex::wait(&self.reader.driver_wait, state, Some(left));
+                // Relaxed: as in `sleep_for_holdouts`; the next round stores
+                // its waiting state with SeqCst again.
                 self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
                 if early_wake {
                     recheck(holdouts, gp);
