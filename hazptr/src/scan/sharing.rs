@@ -511,9 +511,11 @@ pub(crate) fn reset_after_fork(shared: &Shared, thread: &mut Option<JoinHandle<(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::{Progress, drive_locked};
     use crate::Domain;
     use crate::sync::{AtomicBool, Ordering};
-    use std::time::Duration;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
     /// As in the scanner's tests: a hang fails with a message instead of
     /// stalling the binary.
@@ -564,6 +566,101 @@ mod tests {
                     !scan.driver.load(Ordering::Acquire),
                     "after_fork_parent kept the driver flag"
                 );
+            },
+        );
+    }
+
+    /// Callers that queue while a pass runs are all served by the next pass:
+    /// it takes every queued waiter, runs one scan (one flip of the wildcard
+    /// generation) and releases each waiter whose address no slot holds. The test
+    /// thread holds the driver flag (a pass in progress, taken as
+    /// `drive_once` takes it) while `CALLERS` threads queue and go to sleep,
+    /// then runs one pass under that flag: no caller can drive or scan alone
+    /// meanwhile, so one that the pass leaves behind stays asleep, and the
+    /// count of callers that returned is exact. (Catches a pass that takes
+    /// only the queue's first waiter or leaves the last one queued, a release
+    /// walk that stops a waiter short, and a pass that scans more than once,
+    /// per waiter or with a flip done twice.)
+    #[test]
+    fn callers_queued_during_a_pass_are_all_served_by_the_next_one() {
+        const CALLERS: u32 = 6;
+        test_support::within_a_deadline(
+            "callers queued behind a pass in progress",
+            TEST_DEADLINE,
+            || {
+                // Another test's fork hooks would take the driver flag.
+                let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
+                // In an `Arc`, and the callers not scoped: if this test fails,
+                // it fails with its message, leaving the callers a pass left
+                // behind asleep instead of joining them forever.
+                let domain = Arc::new(Domain::new());
+                let scan = &domain.shared.scan;
+                // No scanner thread: only the test thread drives (as in the
+                // scanner's tests).
+                scan.started.store(true, Ordering::Release);
+                // A pass in progress: taken as `drive_once` takes it.
+                assert!(
+                    scan.driver
+                        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                );
+                // One address per caller, never published: no slot holds any.
+                let objects: Vec<Box<u64>> = (0..u64::from(CALLERS)).map(Box::new).collect();
+                let callers: Vec<_> = objects
+                    .iter()
+                    .map(|object| {
+                        let addr = std::ptr::from_ref::<u64>(object) as usize;
+                        let domain = Arc::clone(&domain);
+                        std::thread::spawn(move || domain.synchronize(addr as *const u64))
+                    })
+                    .collect();
+                // A caller counts itself a sleeper only after its push (it
+                // found the flag taken, so it queued without scanning).
+                while scan.sleepers.load(Ordering::SeqCst) < CALLERS {
+                    std::thread::yield_now();
+                }
+                // Acquire, as a reader loads it; only the pass below flips it
+                // (no other scan of this domain runs: the flag is held and
+                // nothing is retired to it).
+                let generation_before = domain.shared.wildcard().load(Ordering::Acquire);
+                // One pass, what `drive_once` runs under the flag.
+                let progress = scan.buffers.with_mut(|buffers| {
+                    // SAFETY: this thread holds the driver flag, which owns
+                    // the buffers.
+                    let buffers = unsafe { &mut *buffers };
+                    drive_locked(&domain.shared, buffers)
+                });
+                assert_eq!(progress, Progress::Worked);
+                let generation_after = domain.shared.wildcard().load(Ordering::Acquire);
+                let moved = generation_after.wrapping_sub(generation_before);
+                assert_eq!(
+                    moved, 2,
+                    "one pass for {CALLERS} queued callers moved the wildcard generation by \
+                     {moved}, not by one flip (2)"
+                );
+                // A released caller returns; one left behind wakes with the
+                // others and sleeps again (the flag is still held).
+                let given_up = Instant::now() + TEST_DEADLINE / 2;
+                while callers.iter().any(|c| !c.is_finished()) && Instant::now() < given_up {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let released = callers.iter().filter(|c| c.is_finished()).count();
+                assert_eq!(
+                    released, CALLERS as usize,
+                    "one pass released {released} of {CALLERS} queued callers"
+                );
+                // Relaxed: the queue is read only for this check, by the
+                // thread that holds the flag and ran the pass.
+                assert!(
+                    scan.queue.load(Ordering::Relaxed).is_null(),
+                    "the pass left waiters queued"
+                );
+                // The pass is over (Release, as in `drive_once`).
+                scan.driver.store(false, Ordering::Release);
+                for caller in callers {
+                    caller.join().expect("synchronize returns");
+                }
+                drop(objects);
             },
         );
     }
