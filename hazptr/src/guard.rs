@@ -74,9 +74,6 @@ enum Home {
 /// protects the object a pointer currently refers to until the guard
 /// protects something else, is [reset](Guard::reset), or is dropped.
 ///
-/// A guard is tied to its thread (`!Send`): its slot belongs to the thread's
-/// slot block.
-///
 /// ```
 /// use hazptr::Guard;
 /// use std::sync::atomic::AtomicPtr;
@@ -88,6 +85,20 @@ enum Home {
 /// assert_eq!(unsafe { *p }, 42);
 /// drop(guard);
 /// # drop(unsafe { Box::from_raw(p) });
+/// ```
+///
+/// A guard is tied to its thread (`!Send`): its slot belongs to the thread's
+/// slot block. A guard moved to another thread does not compile:
+///
+/// ```compile_fail,E0277
+/// let guard = hazptr::Guard::new();
+/// std::thread::spawn(move || drop(guard)); // E0277: `Guard` is not `Send`
+/// ```
+///
+/// A thread that reads takes its own guard:
+///
+/// ```
+/// std::thread::spawn(|| drop(hazptr::Guard::new())).join().expect("the reader returns");
 /// ```
 pub struct Guard<'d> {
     slot: NonNull<AtomicUsize>,
