@@ -81,6 +81,7 @@ unsafe impl<T: Send + Sync> Sync for AtomicBox<'_, T> {}
 
 impl<T> fmt::Debug for AtomicBox<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: printed, never dereferenced.
         f.debug_struct("AtomicBox")
             .field("ptr", &self.ptr.load(Ordering::Relaxed))
             .finish_non_exhaustive()

@@ -191,6 +191,7 @@ impl Shared {
 
     fn find_or_add_block(&self) -> NonNull<SlotBlock> {
         let free = self.find_block(|b| {
+            // Relaxed: a hint that skips taken blocks; the CAS re-checks.
             !b.link.in_use.load(Ordering::Relaxed)
                 // Acquire pairs with the Release store in `give_back_block`:
                 // the previous owner's last writes (empty slots,
@@ -219,6 +220,7 @@ impl Shared {
     #[cold]
     fn take_orphaned_block(&self) -> Option<NonNull<SlotBlock>> {
         self.find_block(|b| {
+            // Relaxed: a hint that skips blocks in use; the CAS re-checks.
             b.link.orphaned.load(Ordering::Relaxed)
                 // Acquire pairs with the guards' Release stores of `EMPTY`:
                 // what they did under protection happens before our use.
@@ -241,6 +243,7 @@ impl Shared {
         // SAFETY: blocks live as long as `self`.
         let b = unsafe { block.as_ref() };
         retire::flush_batch(self, b);
+        // Relaxed: only this thread writes its block's slots.
         if !b.all_free(Ordering::Relaxed) {
             // A guard of this thread outlives its registration (a guard kept
             // in another thread-local whose destructor runs later). Its slot
@@ -293,6 +296,7 @@ fn claim_free_backup(list: &AtomicPtr<BackupSlot>) -> Option<NonNull<BackupSlot>
     while let Some(n) = NonNull::new(node) {
         // SAFETY: backup slots are freed only in `Drop for Shared`.
         let slot = unsafe { n.as_ref() };
+        // Relaxed: a hint that skips taken slots; the CAS re-checks.
         if !slot.in_use.load(Ordering::Relaxed)
             // Acquire pairs with the Release store in `Guard::drop` (or the
             // fork reset's).
@@ -330,6 +334,7 @@ impl Drop for Shared {
             block = b.link.next;
         }
         for head in &self.overflow {
+            // Relaxed: as for `blocks` above.
             let mut node = head.load(Ordering::Relaxed);
             while !node.is_null() {
                 // SAFETY: allocated by `Box::new` in `take_backup`, freed once.
@@ -433,6 +438,8 @@ impl DomainBuilder {
         crate::refuse_between_hooks("creating a Domain");
         Domain {
             shared: registered(Arc::new(Shared::new(
+                // Relaxed: the RMW alone makes each id distinct; the id
+                // publishes nothing.
                 NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 self.options,
             ))),
@@ -623,6 +630,8 @@ impl Shared {
     /// other give-back has.
     pub(crate) fn free_foreign_slots_after_fork(&self, own: usize) {
         self.for_each_block(|b| {
+            // Relaxed, here and below but for the `in_use` stores: the child
+            // has one thread (see above).
             if b.link.owner.is(own) || !b.link.in_use.load(Ordering::Relaxed) {
                 return;
             }
@@ -642,6 +651,7 @@ impl Shared {
             b.link.in_use.store(false, Ordering::Release);
         });
         self.for_each_backup(|n| {
+            // Relaxed: as for the blocks above.
             if n.owner.is(own) || !n.in_use.load(Ordering::Relaxed) {
                 return;
             }

@@ -115,6 +115,7 @@ pub struct Guard<'d> {
 
 impl fmt::Debug for Guard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: only this thread writes its guard's slot.
         f.debug_struct("Guard")
             .field("backup", &matches!(self.home, Home::Backup(_)))
             .field("protects", &self.slot_ref().load(Ordering::Relaxed))

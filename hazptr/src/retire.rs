@@ -89,6 +89,8 @@ pub(crate) fn now_ms() -> u32 {
 }
 
 fn period_passed(shared: &Shared) -> bool {
+    // Relaxed: a trigger hint; a stale time only runs a pass earlier or
+    // later, and the pass takes the list under the mutex.
     !cfg!(loom)
         && now_ms().wrapping_sub(shared.last_reclaim_ms.load(Ordering::Relaxed))
             >= RECLAIM_PERIOD_MS
@@ -190,6 +192,7 @@ impl Domain {
     /// Objects retired to this domain and not yet freed, batches of live
     /// threads excluded (for tests and statistics).
     pub fn retired_len(&self) -> usize {
+        // Relaxed: a statistic, read by nobody for synchronization.
         self.shared.retired_count.load(Ordering::Relaxed)
     }
 }
@@ -270,6 +273,7 @@ pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
 }
 
 fn maybe_reclaim(shared: &Shared) {
+    // Relaxed: a trigger hint; the pass takes the list under the mutex.
     if shared.retired_count.load(Ordering::Relaxed) >= shared.options.retire_threshold
         || period_passed(shared)
     {
@@ -281,6 +285,8 @@ fn maybe_reclaim(shared: &Shared) {
 pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
     let taken = {
         let mut list = shared.retired.lock().expect("not poisoned");
+        // Relaxed: under the mutex, as every write of them is; reads outside
+        // it are hints and statistics.
         shared.retired_count.store(0, Ordering::Relaxed);
         shared.last_reclaim_ms.store(now_ms(), Ordering::Relaxed);
         std::mem::take(&mut *list)
@@ -364,6 +370,7 @@ pub(crate) fn free_all(shared: &Shared) {
                 all.append(unsafe { &mut *batch });
             });
         });
+        // Relaxed: under the mutex, as in `reclaim_pass`.
         shared.retired_count.store(0, Ordering::Relaxed);
         all
     };

@@ -82,6 +82,7 @@ pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
         let mut backoff = Backoff::new();
         while is_wildcard(value) && is_older_wildcard(value, mine) {
             backoff.snooze();
+            // Acquire: as above.
             value = slot.load(Ordering::Acquire);
         }
     }

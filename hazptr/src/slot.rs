@@ -319,6 +319,7 @@ impl BackupSlot {
 ///
 /// `node` is valid, exclusively owned, and `set_next` writes its link field.
 pub(crate) unsafe fn push_node<N>(head: &AtomicPtr<N>, node: *mut N, set_next: impl Fn(*mut N)) {
+    // Relaxed: a first guess at the head; the CAS re-checks it.
     let mut current = head.load(Ordering::Relaxed);
     loop {
         set_next(current);

@@ -137,17 +137,24 @@ fn scanner_sleep(shared: &Shared, timeout: Option<std::time::Duration>) {
     if sleep && !scan.shutdown.load(Ordering::SeqCst) {
         futex_wait(&scan.scanner_state, SLEEPING, timeout);
     }
+    // SeqCst, as every access to `scanner_state` (see `wake_scanner`): a
+    // caller that reads AWAKE leaves its waiter to this thread, which sleeps
+    // without a timeout again only after a pass that finds nothing queued.
     scan.scanner_state.store(AWAKE, Ordering::SeqCst);
 }
 
 /// Stops and joins the scanner thread (domain drop).
 pub(crate) fn stop_scanner(shared: &Shared) {
     let scan = &shared.scan;
+    // SeqCst pairs with the SeqCst loads in `scanner_main` and
+    // `scanner_sleep` (with the fences, a Dekker pair with the latter).
     scan.shutdown.store(true, Ordering::SeqCst);
     // Pairs with the fence in `scanner_sleep`.
     atomic_fence(Ordering::SeqCst);
     let handle = scan.thread.lock().expect("not poisoned").take();
     if let Some(handle) = handle {
+        // SeqCst, as every access to `scanner_state`: a scanner not yet in
+        // its futex wait finds the word changed from SLEEPING and returns.
         scan.scanner_state.store(AWAKE, Ordering::SeqCst);
         futex_wake_all(&scan.scanner_state);
         // A scanner panic would already have been reported; the domain is

@@ -174,6 +174,8 @@ pub(super) fn synchronize_shared(shared: &Shared, addr: usize) {
         hits: Cell::new(0),
     };
     let me = ptr::from_ref(&waiter).cast_mut();
+    // Relaxed: a first guess at the head; the CAS below re-checks it and
+    // carries the ordering.
     let mut head = scan.queue.load(Ordering::Relaxed);
     loop {
         waiter.next.set(head);
@@ -263,6 +265,9 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
             }
         }
         wake_scanner(scan);
+        // SeqCst, as the bump in `wake_released`: read before the re-check
+        // below, so a release that the re-check misses bumps it after this
+        // load, and the futex wait then returns at once.
         let seq = scan.release_seq.load(Ordering::SeqCst);
         // SeqCst (Dekker with `wake_released`): either this re-check sees DONE,
         // or the scanner's `sleepers` load sees us and wakes; and if its bump
@@ -273,6 +278,8 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         if waiter.state.load(Ordering::SeqCst) != DONE {
             futex_wait(&scan.release_seq, seq, None);
         }
+        // SeqCst, as the increment; a driver that still counts us only
+        // wakes the futex once more.
         scan.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -596,7 +603,7 @@ mod tests {
                 let domain = Arc::new(Domain::new());
                 let scan = &domain.shared.scan;
                 // No scanner thread: only the test thread drives (as in the
-                // scanner's tests).
+                // scanner's tests). Release, as `start_scanner` stores it.
                 scan.started.store(true, Ordering::Release);
                 // A pass in progress: taken as `drive_once` takes it.
                 assert!(
@@ -616,6 +623,7 @@ mod tests {
                     .collect();
                 // A caller counts itself a sleeper only after its push (it
                 // found the flag taken, so it queued without scanning).
+                // SeqCst, as the callers' increments.
                 while scan.sleepers.load(Ordering::SeqCst) < CALLERS {
                     std::thread::yield_now();
                 }
