@@ -139,16 +139,12 @@ mod tests {
     #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
     fn the_scanner_thread_starts_before_the_timed_waits() {
         let hazptr = Hazptr::new(true);
-        let debug = format!("{:?}", hazptr.domain);
-        let id = debug
-            .split("id: ")
-            .nth(1)
-            .and_then(|rest| rest.split(',').next())
-            .expect("the domain's id");
+        let id = hazptr.domain.id();
         hazptr.prepare_writer();
         assert!(
             thread_appears(&format!("hazptr-scan-{id}")),
-            "no scanner thread for {debug} after prepare_writer"
+            "no scanner thread for {:?} after prepare_writer",
+            hazptr.domain
         );
     }
 }
