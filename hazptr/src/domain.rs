@@ -377,7 +377,8 @@ impl Drop for Shared {
 /// }
 /// let old = shared.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::AcqRel);
 /// domain.synchronize(old);
-/// // No reader still holds `old`.
+/// // SAFETY: `old` came from `Box::into_raw` and is freed once; the swap
+/// // unpublished it and `synchronize` waited out every guard that held it.
 /// drop(unsafe { Box::from_raw(old) });
 /// ```
 pub struct Domain {
