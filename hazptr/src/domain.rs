@@ -90,6 +90,11 @@ pub(crate) struct Shared {
     pub(crate) retired_count: AtomicUsize,
     /// When the last reclamation pass ran (`retire::now_ms`).
     pub(crate) last_reclaim_ms: AtomicU32,
+    /// Set while [`Domain::reclaim`] takes the batches of other threads'
+    /// blocks, under the retired-list mutex: an owner that finds it set
+    /// does not push onto its batch until it clears (see `retire`,
+    /// *Draining other threads' batches*).
+    pub(crate) draining: AtomicBool,
     /// Set when the owning [`Domain`] handle is dropped.
     pub(crate) dropped: AtomicBool,
 }
@@ -127,6 +132,7 @@ impl Shared {
             retired: Mutex::new(Vec::new()),
             retired_count: AtomicUsize::new(0),
             last_reclaim_ms: AtomicU32::new(retire::now_ms()),
+            draining: AtomicBool::new(false),
             dropped: AtomicBool::new(false),
         }
     }

@@ -24,15 +24,40 @@
 //! back. Each object is moved out of the list exactly once, so its deleter
 //! runs exactly once.
 //!
-//! [`Domain::reclaim`] hands over the caller's batch and runs a pass now.
-//! Objects in other live threads' batches (fewer than [`LOCAL_BATCH`] each)
-//! are handed over at their next batch boundary or exit. Dropping a domain
-//! frees everything, batches included.
+//! [`Domain::reclaim`] moves every thread's batch to the list (its own and,
+//! by draining, those of other live threads) and runs a pass now. Dropping a
+//! domain frees everything, batches included.
+//!
+//! # Draining other threads' batches
+//!
+//! An owner pushes onto its batch without the mutex, so a drainer must not
+//! touch the batch during a push. The two sides use the asymmetric fences
+//! the way a reader and a scan do (Dekker's handshake, as
+//! `synchronize_rcu()` against `rcu_read_lock()`):
+//!
+//! - the owner stores `pushing = true`, issues `fence::light()` (a compiler
+//!   fence in membarrier mode), loads the domain's `draining` flag (Acquire:
+//!   a drain it finds over happens before the push), and only if it is
+//!   clear pushes; then it stores `pushing = false` (Release). If
+//!   the flag is set, it clears `pushing` and waits until the flag clears
+//!   before it tries again;
+//! - the drainer, holding the retired-list mutex (which also keeps out the
+//!   owners' own hand-overs and other drainers), stores `draining = true`,
+//!   issues `fence::heavy()`, and then for each block waits until its
+//!   `pushing` reads false (Acquire: the last push happens before the take)
+//!   and moves the batch to the list. It clears `draining` (Release) last.
+//!
+//! After the heavy fence, an owner that has not yet stored `pushing = true`
+//! sees `draining` set and does not push; one that had is seen pushing and
+//! waited for. So no push overlaps a take, and the owner's fast path gains
+//! two plain stores, a compiler fence and a load of a line only drainers
+//! write.
 
 use crate::domain::{Domain, Shared};
 use crate::scan::{begin, for_each_slot, protects, read_slot};
 use crate::slot::SlotBlock;
-use crate::sync::Ordering;
+use crate::sync::{Ordering, spin_loop, yield_now};
+use membarrier_sim::fence;
 use std::ptr::NonNull;
 
 /// Objects a thread batches before handing them to the domain.
@@ -164,14 +189,16 @@ impl Domain {
         unsafe { self.retire(ptr, drop_box::<T>) }
     }
 
-    /// Hands the calling thread's batch to the domain and runs a reclamation
-    /// pass now: frees every object handed to the domain that no guard
-    /// protects. Returns how many objects it freed.
+    /// Runs a reclamation pass now over everything retired to the domain:
+    /// frees every retired object that no guard protects, including those
+    /// still in other live threads' batches. Returns how many objects it
+    /// freed.
     ///
-    /// Objects still in other live threads' batches (fewer than 64 each) are
-    /// not among them: those go at the owner's next batch boundary, time
-    /// check, `reclaim` or exit (see the module docs). Nor are objects a
-    /// concurrent pass has taken off the list.
+    /// Taking another thread's batch costs one heavy fence (a `membarrier()`
+    /// that interrupts the CPUs running the process), and a retire racing it
+    /// waits until the batches are moved. Not among the objects: those a
+    /// concurrent pass has taken off the list (it frees or keeps them
+    /// itself).
     ///
     /// # Panics
     ///
@@ -182,11 +209,14 @@ impl Domain {
     /// out of this call.
     pub fn reclaim(&self) -> usize {
         crate::refuse_between_hooks("Domain::reclaim");
-        if let Some(block) = self.block() {
-            // SAFETY: this thread's block, alive as long as the domain.
-            flush_batch(&self.shared, unsafe { block.as_ref() });
+        let shared = &self.shared;
+        {
+            let mut list = shared.retired.lock().expect("not poisoned");
+            let moved = drain_batches(shared, &mut list);
+            // Under the mutex, with the move, as in `flush_batch`.
+            shared.retired_count.fetch_add(moved, Ordering::Relaxed);
         }
-        reclaim_pass(&self.shared)
+        reclaim_pass(shared)
     }
 
     /// Objects retired to this domain and not yet freed, batches of live
@@ -202,18 +232,103 @@ impl Domain {
 fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
     // SAFETY: the calling thread owns `block`, alive as long as the domain.
     let b = unsafe { block.as_ref() };
+    // Relaxed: `fence::light()` orders it before the `draining` load, and
+    // pairs with the heavy fence in `drain_batches` (see the module docs):
+    // either that drainer sees this store or this thread sees its flag.
+    b.retired.pushing.store(true, Ordering::Relaxed);
+    fence::light();
+    // Ordered after the `pushing` store by the fence pair above. Acquire:
+    // pairs with the Release store that ends a drain, so that a drain this
+    // load finds over (its takes done) happens before the push.
+    if shared.draining.load(Ordering::Acquire) {
+        wait_out_drain(shared, b);
+    }
     let len = b.retired.batch.with_mut(|batch| {
         // SAFETY: only the owner touches its batch outside the retired-list
-        // mutex, and the owner is this thread (see `flush_batch`, `free_all`).
+        // mutex, and the owner is this thread; a drainer that holds the mutex
+        // waits for `pushing` to clear (see `flush_batch`, `drain_batches`,
+        // `free_all`).
         let batch = unsafe { &mut *batch };
         batch.push(retired);
         batch.len()
     });
+    // Release: pairs with the Acquire load in `drain_batches`, so that this
+    // push happens before a drainer takes the batch.
+    b.retired.pushing.store(false, Ordering::Release);
     let since = b.retired.since_check.get().wrapping_add(1);
     b.retired.since_check.set(since);
     if len >= LOCAL_BATCH || (since % TIME_CHECK_EVERY == 0 && period_passed(shared)) {
         hand_over(shared, b);
     }
+}
+
+/// The owner found a drain in progress: it steps out of its push until the
+/// drain ends, then announces the push again (the same handshake).
+#[cold]
+#[inline(never)]
+fn wait_out_drain(shared: &Shared, block: &SlotBlock) {
+    loop {
+        // Release: the drainer may be waiting for it; nothing of the batch
+        // was touched since the last clear, but the pairing is the same.
+        block.retired.pushing.store(false, Ordering::Release);
+        let mut spins = 0u32;
+        // Acquire: pairs with the Release store that ends the drain, so the
+        // drainer's take of this batch happens before the push.
+        while shared.draining.load(Ordering::Acquire) {
+            if spins < 64 {
+                spins += 1;
+                spin_loop();
+            } else {
+                yield_now();
+            }
+        }
+        // As in `retire_local`.
+        block.retired.pushing.store(true, Ordering::Relaxed);
+        fence::light();
+        // As in `retire_local`: ordered by the fence pair, Acquire for a
+        // drain that ended meanwhile.
+        if !shared.draining.load(Ordering::Acquire) {
+            return;
+        }
+    }
+}
+
+/// Moves every block's batch to `list`, the retired list whose mutex the
+/// caller holds (see the module docs, *Draining other threads' batches*).
+/// Returns how many objects it moved.
+fn drain_batches(shared: &Shared, list: &mut Vec<Retired>) -> usize {
+    // Relaxed: `fence::heavy()` orders it before the `pushing` loads below
+    // and pairs with each owner's `fence::light()`. Only mutex holders
+    // write it, so no other drainer races this store.
+    shared.draining.store(true, Ordering::Relaxed);
+    fence::heavy();
+    let mut moved = 0;
+    shared.for_each_block(|block| {
+        let mut spins = 0u32;
+        // Acquire: pairs with the owner's Release store that ends its push,
+        // so the batch as that push left it is what we take.
+        while block.retired.pushing.load(Ordering::Acquire) {
+            if spins < 64 {
+                spins += 1;
+                spin_loop();
+            } else {
+                yield_now();
+            }
+        }
+        block.retired.batch.with_mut(|batch| {
+            // SAFETY: the owner is not pushing and will not until `draining`
+            // clears (it saw the flag, or it stored `pushing` before the
+            // heavy fence and we waited it out); its hand-overs need the
+            // mutex we hold.
+            let batch = unsafe { &mut *batch };
+            moved += batch.len();
+            list.extend(batch.drain(..));
+        });
+    });
+    // Release: pairs with the Acquire load in `wait_out_drain`, so the takes
+    // above happen before a waiting owner's next push.
+    shared.draining.store(false, Ordering::Release);
+    moved
 }
 
 #[cold]
@@ -255,12 +370,13 @@ fn retire_shared(shared: &Shared, retired: Retired) {
 }
 
 /// Moves `block`'s batch to the domain's list. Called by the block's owner
-/// (batch boundary, `reclaim`, thread exit).
+/// (batch boundary, time check, thread exit); `Domain::reclaim` drains every
+/// block instead (`drain_batches`).
 pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
     let mut list = shared.retired.lock().expect("not poisoned");
     let moved = block.retired.batch.with_mut(|batch| {
         // SAFETY: the owner calls this, holding the retired-list mutex that
-        // `free_all` also takes.
+        // `free_all` and `drain_batches` also take.
         let batch = unsafe { &mut *batch };
         let n = batch.len();
         list.extend(batch.drain(..));

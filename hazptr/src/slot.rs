@@ -148,7 +148,9 @@ pub(crate) struct SlotBlock {
     pub(crate) link: LinkLine,
     /// Objects this thread retired and has not yet handed to the domain.
     /// Only the owner touches it, except under the domain's retired-list
-    /// mutex when the owner exits or the domain is dropped (see `retire`).
+    /// mutex: when the owner exits, when the domain is dropped, and when
+    /// `Domain::reclaim` drains the batch while the owner is not pushing
+    /// (see `retire`).
     pub(crate) retired: OwnerLine,
 }
 
@@ -156,6 +158,10 @@ pub(crate) struct SlotBlock {
 #[repr(C, align(64))]
 pub(crate) struct OwnerLine {
     pub(crate) batch: UnsafeCell<Vec<Retired>>,
+    /// Set by the owner while it pushes onto `batch` outside the
+    /// retired-list mutex; a drainer takes the batch only once it is clear
+    /// (see `retire`, *Draining other threads' batches*).
+    pub(crate) pushing: AtomicBool,
     /// Retires into this block so far, by all its owners in turn (a cheap
     /// clock for the time-based check, which reads the real clock every few
     /// retires). Not reset when a thread exits and the next one takes the
@@ -165,10 +171,11 @@ pub(crate) struct OwnerLine {
     pub(crate) since_check: Cell<u32>,
 }
 
-// SAFETY: the `Cell` (`since_check`) and the batch are only
-// touched by the owning thread, or under the domain's retired-list mutex after
-// the owner has stopped using the domain (see `retire`); everything else is
-// atomic or immutable after publication.
+// SAFETY: the `Cell` (`since_check`) is only touched by the owning thread;
+// the batch by the owning thread, or under the domain's retired-list mutex
+// after the owner has stopped using the domain or while a drainer has
+// excluded its pushes (the `pushing`/`draining` handshake; see `retire`);
+// everything else is atomic or immutable after publication.
 unsafe impl Sync for SlotBlock {}
 // SAFETY: as above; a block moves between threads only through the domain's
 // list (Release CAS on publication, Acquire CAS on takeover).
@@ -200,6 +207,7 @@ impl SlotBlock {
             },
             retired: OwnerLine {
                 batch: UnsafeCell::new(Vec::new()),
+                pushing: AtomicBool::new(false),
                 since_check: Cell::new(0),
             },
         }

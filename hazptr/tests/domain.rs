@@ -1468,6 +1468,66 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
     );
 }
 
+/// `reclaim()` frees what other live threads retired and still hold in
+/// their batches (fewer than a batch's 64 objects each, too few for a
+/// hand-over), not only what reached the domain's list: each of three threads
+/// retires 10 objects, then waits, alive, while the main thread reclaims. One
+/// of them keeps one object protected, which stays retired.
+#[test]
+fn reclaim_frees_objects_still_in_other_live_threads_batches() {
+    test_support::within_a_deadline("reclaim of other threads' batches", TEST_DEADLINE, || {
+        for domain in domains() {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let protected_src = AtomicPtr::new(tracked(&drops, 0));
+            let retired = Barrier::new(4);
+            let reclaimed = Barrier::new(4);
+            let (freed, left) = std::thread::scope(|s| {
+                for t in 0..3u64 {
+                    let (domain, drops) = (&domain, &drops);
+                    let (retired, reclaimed) = (&retired, &reclaimed);
+                    let protected_src = &protected_src;
+                    s.spawn(move || {
+                        let mut guard = domain.guard();
+                        if t == 0 {
+                            let p = guard.protect_ptr(protected_src);
+                            let unpublished = protected_src.swap(std::ptr::null_mut(), AcqRel);
+                            assert!(!p.is_null() && unpublished == p);
+                            // SAFETY: unpublished, retired once; the
+                            // guard still protects it.
+                            unsafe { domain.retire_box(unpublished) };
+                        }
+                        for i in 0..10 {
+                            // SAFETY: never published; retired once.
+                            unsafe { domain.retire_box(tracked(drops, 100 * t + i + 1)) };
+                        }
+                        retired.wait();
+                        // Alive, with the batch unhanded, until the main
+                        // thread has reclaimed.
+                        reclaimed.wait();
+                        drop(guard);
+                    });
+                }
+                retired.wait();
+                // A time check may have handed some over and freed them
+                // already; after `reclaim` every unprotected one is gone.
+                domain.reclaim();
+                let counts = (drops.load(SeqCst), domain.retired_len());
+                // Asserted once the threads are let go and joined.
+                reclaimed.wait();
+                counts
+            });
+            assert_eq!(
+                freed, 30,
+                "reclaim left unprotected objects of three live threads' batches"
+            );
+            assert_eq!(left, 1, "the protected object stays retired");
+            // Its guard gone with its thread, the last one goes too.
+            assert_eq!(domain.reclaim(), 1);
+            assert_eq!(drops.load(SeqCst), 31);
+        }
+    });
+}
+
 /// Short-lived threads that each retire a few objects (fewer than the time
 /// check's period) and exit, one after another: the count of retires into
 /// their block carries over from one owner to the next, so their clock checks

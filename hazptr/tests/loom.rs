@@ -223,6 +223,51 @@ fn retire_never_frees_a_protected_object() {
     });
 }
 
+/// Objects freed by `reclaim_counted`, in the current model iteration.
+static COUNTED_FREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `reclaim`, counted in [`COUNTED_FREES`].
+///
+/// # Safety
+///
+/// As [`reclaim`].
+unsafe fn reclaim_counted(p: *mut Obj) {
+    COUNTED_FREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: forwarded contract.
+    unsafe { reclaim(p) };
+}
+
+/// `reclaim()` takes the batch of another live thread while that thread may
+/// be pushing onto it: the `pushing`/`draining` handshake keeps the push and
+/// the take apart (loom checks the batch's cell), and the object is freed
+/// exactly once, by this pass, the thread's own hand-over or the domain's
+/// drop.
+#[test]
+fn reclaim_takes_a_batch_another_thread_is_retiring_into() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        COUNTED_FREES.store(0, std::sync::atomic::Ordering::Relaxed);
+        let domain = Arc::new(Domain::new());
+        let retirer = {
+            let domain = Arc::clone(&domain);
+            thread::spawn(move || {
+                // SAFETY: never published, retired once; `reclaim_counted`
+                // frees an `obj()` box.
+                unsafe { domain.retire(obj(), reclaim_counted) };
+                // SAFETY: as above.
+                unsafe { domain.retire(obj(), reclaim_counted) };
+            })
+        };
+        domain.reclaim();
+        retirer.join().unwrap();
+        drop(domain);
+        assert_eq!(
+            COUNTED_FREES.load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "each retired object freed exactly once"
+        );
+    });
+}
+
 /// The same, with the guard promoted to a backup slot while the pass runs:
 /// a pass keeps an object as soon as it sees its address, so it must read
 /// every block slot before any backup slot (`promote` writes the backup slot
