@@ -322,7 +322,7 @@ fn drain_batches(shared: &Shared, list: &mut Vec<Retired>) -> usize {
             // mutex we hold.
             let batch = unsafe { &mut *batch };
             moved += batch.len();
-            list.extend(batch.drain(..));
+            list.append(batch);
         });
     });
     // Release: pairs with the Acquire load in `wait_out_drain`, so the takes
