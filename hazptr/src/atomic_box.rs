@@ -292,6 +292,32 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
         // SAFETY: owned by the box, and `&mut self` excludes readers.
         NonNull::new(old).map(|p| unsafe { Box::from_raw(p.as_ptr()) })
     }
+
+    /// The value, to change in place without a guard or a retire, as
+    /// `AtomicPtr::get_mut` and `Mutex::get_mut` give theirs: `&mut self`
+    /// means no reader holds it and none can load it meanwhile.
+    ///
+    /// ```
+    /// use hazptr::AtomicBox;
+    ///
+    /// let mut config = AtomicBox::new(vec![1, 2]);
+    /// config.get_mut().expect("not null").push(3);
+    /// assert_eq!(config.into_inner().as_deref(), Some(&vec![1, 2, 3]));
+    /// ```
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        // Relaxed: `&mut self` means every other access happened before.
+        let p = self.ptr.load(Ordering::Relaxed);
+        // SAFETY: owned by the box; `&mut self` excludes readers (their
+        // references borrow the box), and the result borrows the box
+        // mutably, so no load or swap runs while it lives.
+        unsafe { p.as_mut() }
+    }
+
+    /// The value, the box consumed (what [`take`](Self::take) gives, without
+    /// a `mut` binding).
+    pub fn into_inner(mut self) -> Option<Box<T>> {
+        self.take()
+    }
 }
 
 #[cold]
