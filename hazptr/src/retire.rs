@@ -56,7 +56,7 @@
 use crate::domain::{Domain, Shared};
 use crate::scan::{begin, for_each_slot, protects, read_slot};
 use crate::slot::SlotBlock;
-use crate::sync::{Ordering, spin_loop, yield_now};
+use crate::sync::{Backoff, Ordering};
 use membarrier_sim::fence;
 use std::ptr::NonNull;
 
@@ -271,16 +271,11 @@ fn wait_out_drain(shared: &Shared, block: &SlotBlock) {
         // Release: the drainer may be waiting for it; nothing of the batch
         // was touched since the last clear, but the pairing is the same.
         block.retired.pushing.store(false, Ordering::Release);
-        let mut spins = 0u32;
+        let mut backoff = Backoff::new();
         // Acquire: pairs with the Release store that ends the drain, so the
         // drainer's take of this batch happens before the push.
         while shared.draining.load(Ordering::Acquire) {
-            if spins < 64 {
-                spins += 1;
-                spin_loop();
-            } else {
-                yield_now();
-            }
+            backoff.snooze();
         }
         // As in `retire_local`.
         block.retired.pushing.store(true, Ordering::Relaxed);
@@ -304,16 +299,11 @@ fn drain_batches(shared: &Shared, list: &mut Vec<Retired>) -> usize {
     fence::heavy();
     let mut moved = 0;
     shared.for_each_block(|block| {
-        let mut spins = 0u32;
+        let mut backoff = Backoff::new();
         // Acquire: pairs with the owner's Release store that ends its push,
         // so the batch as that push left it is what we take.
         while block.retired.pushing.load(Ordering::Acquire) {
-            if spins < 64 {
-                spins += 1;
-                spin_loop();
-            } else {
-                yield_now();
-            }
+            backoff.snooze();
         }
         block.retired.batch.with_mut(|batch| {
             // SAFETY: the owner is not pushing and will not until `draining`
