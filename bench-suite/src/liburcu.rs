@@ -365,14 +365,22 @@ mod tests {
         // this counter), and liburcu writes it with single-word stores
         // (`CMM_STORE_SHARED`).
         let counter = || unsafe { urcu_memb_gp.load(std::sync::atomic::Ordering::SeqCst) };
-        MembReader::with(|_| {
-            for _ in 0..3 {
-                let before = counter();
-                memb_synchronize_rcu();
-                let after = counter();
-                assert_ne!(before, after, "no grace period: the phase did not flip");
-            }
-        });
+        MembReader::with(|_| each_call_moves(counter, memb_synchronize_rcu));
+    }
+
+    /// Calls `synchronize` three times and asserts that each call moved
+    /// liburcu's grace-period `counter`.
+    #[cfg(syncbench_liburcu)]
+    fn each_call_moves(counter: impl Fn() -> usize, synchronize: fn()) {
+        for _ in 0..3 {
+            let before = counter();
+            synchronize();
+            assert_ne!(
+                before,
+                counter(),
+                "no grace period: the grace-period counter did not move"
+            );
+        }
     }
 
     /// `qsbr_synchronize_rcu` runs a grace period: with a thread registered
@@ -403,14 +411,7 @@ mod tests {
         // and online calls read this counter), and liburcu writes it with
         // single-word stores (`CMM_STORE_SHARED`).
         let counter = || unsafe { urcu_qsbr_gp.load(std::sync::atomic::Ordering::SeqCst) };
-        QsbrReader::with(|_| {
-            for _ in 0..3 {
-                let before = counter();
-                qsbr_synchronize_rcu();
-                let after = counter();
-                assert_ne!(before, after, "no grace period: the counter did not move");
-            }
-        });
+        QsbrReader::with(|_| each_call_moves(counter, qsbr_synchronize_rcu));
     }
 
     /// Grace periods go on while threads are registered but not reading: a
