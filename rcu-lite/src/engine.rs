@@ -91,7 +91,6 @@ const DRIVER_RUNNING: u32 = 0;
 /// `driver_wait`: the driver sleeps until a holdout passes a quiescent state.
 const WAITS_FOR_HOLDOUTS: u32 = 1;
 /// `driver_wait`: the driver sleeps until its FQS timer (or an expedited caller).
-#[cfg_attr(loom, allow(dead_code))]
 const WAITS_FOR_TIMER: u32 = 2;
 
 /// Checks for a caller needing a grace period before the worker parks.

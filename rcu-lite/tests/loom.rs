@@ -135,6 +135,25 @@ fn grace_period_waits_for_a_reader_that_began_before_it() {
     }
 }
 
+/// The same at the kernel's fixed FQS interval, where the driver's wait for
+/// holdouts is the fixed-interval wait that ends early once they pass
+/// (`fqs_wait`). Under loom that wait has no timer, so the holdout's unlock
+/// must wake the driver through the flag the driver set on its record, or
+/// the model deadlocks. With quick QS off the driver's first wait, for its
+/// own quiescent state, is the timer's (a yield under loom).
+#[test]
+fn fixed_interval_grace_period_is_woken_by_the_reader_it_waits_for() {
+    for quick_qs in [true, false] {
+        rcu_lite::loom_model_with_spurious_wakeups_too(move || {
+            memb::configure(GpConfig {
+                quick_qs,
+                fqs: Fqs::kernel(),
+            });
+            reader_against_updater(memb_reader, memb::synchronize_rcu);
+        });
+    }
+}
+
 /// A grace period does not wait for a reader whose section began after it: the
 /// reader holds its section until the updater's `synchronize_rcu()` has
 /// returned, which would never happen if the grace period waited for it.

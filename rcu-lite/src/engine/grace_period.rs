@@ -59,9 +59,7 @@
 //! grace period it needs in `expedite` and wakes a driver sleeping in a fixed
 //! interval wait; that grace period then runs adaptively with quick QS.
 
-#[cfg(not(loom))]
-use super::WAITS_FOR_TIMER;
-use super::{DRIVER_RUNNING, Engine, WAITS_FOR_HOLDOUTS};
+use super::{DRIVER_RUNNING, Engine, WAITS_FOR_HOLDOUTS, WAITS_FOR_TIMER};
 use crate::config::Fqs;
 use crate::futex;
 use crate::record::{Record, is_quiescent_for, reader_word};
@@ -198,66 +196,70 @@ impl Engine {
         interval: Duration,
         early_wake: bool,
     ) -> bool {
+        // Relaxed: statistics.
+        self.fqs_waits.fetch_add(1, Relaxed);
         #[cfg(loom)]
-        {
+        if !early_wake {
             // Under loom the timer is a yield: time must not steer the model.
-            let _ = (holdouts, interval, early_wake);
-            // Relaxed: statistics.
-            self.fqs_waits.fetch_add(1, Relaxed);
+            let _ = interval;
             crate::sync::yield_now();
             // SeqCst: see `request_expedited`.
-            self.callers.expedite.load(SeqCst) >= gp
+            return self.callers.expedite.load(SeqCst) >= gp;
         }
         #[cfg(not(loom))]
-        {
-            // Relaxed: statistics.
-            self.fqs_waits.fetch_add(1, Relaxed);
-            let deadline = Instant::now() + interval;
-            loop {
-                if early_wake && holdouts.is_empty() {
-                    return false;
-                }
-                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                    return false;
-                };
-                if left.is_zero() {
-                    return false;
-                }
-                if early_wake {
-                    // Arms the holdouts' wake-ups; the expedite check follows
-                    // the SeqCst store inside.
-                    self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
-                    flag_holdouts(holdouts);
-                    // As in `sleep_for_holdouts`.
-                    self.reader_fence.engine_side();
-                    recheck(holdouts, gp);
-                    if holdouts.is_empty() {
-                        // Relaxed: as in `sleep_for_holdouts`.
-                        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
-                        return false;
-                    }
-                } else {
-                    // SeqCst: see `request_expedited`.
-                    self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
-                }
-                // SeqCst: see `request_expedited`.
-                if self.callers.expedite.load(SeqCst) >= gp {
+        let deadline = Instant::now() + interval;
+        loop {
+            if early_wake && holdouts.is_empty() {
+                return false;
+            }
+            // Under loom no timer ends an early-wake wait, only the
+            // holdouts' wake-ups: the handshake the models check, where a
+            // lost wake-up is a deadlock (here it would cost the rest of
+            // the interval).
+            #[cfg(loom)]
+            let left = {
+                let _ = interval;
+                None
+            };
+            #[cfg(not(loom))]
+            let left = match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return false,
+            };
+            if early_wake {
+                // Arms the holdouts' wake-ups; the expedite check follows
+                // the SeqCst store inside.
+                self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+                flag_holdouts(holdouts);
+                // As in `sleep_for_holdouts`.
+                self.reader_fence.engine_side();
+                recheck(holdouts, gp);
+                if holdouts.is_empty() {
                     // Relaxed: as in `sleep_for_holdouts`.
                     self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
-                    return true;
+                    return false;
                 }
-                let state = if early_wake {
-                    WAITS_FOR_HOLDOUTS
-                } else {
-                    WAITS_FOR_TIMER
-                };
-                futex::wait(&self.reader.driver_wait, state, Some(left));
-                // Relaxed: as in `sleep_for_holdouts`; the next round stores
-                // its waiting state with SeqCst again.
+            } else {
+                // SeqCst: see `request_expedited`.
+                self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
+            }
+            // SeqCst: see `request_expedited`.
+            if self.callers.expedite.load(SeqCst) >= gp {
+                // Relaxed: as in `sleep_for_holdouts`.
                 self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
-                if early_wake {
-                    recheck(holdouts, gp);
-                }
+                return true;
+            }
+            let state = if early_wake {
+                WAITS_FOR_HOLDOUTS
+            } else {
+                WAITS_FOR_TIMER
+            };
+            futex::wait(&self.reader.driver_wait, state, left);
+            // Relaxed: as in `sleep_for_holdouts`; the next round stores
+            // its waiting state with SeqCst again.
+            self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+            if early_wake {
+                recheck(holdouts, gp);
             }
         }
     }
