@@ -139,8 +139,9 @@ fn grace_period_waits_for_a_reader_that_began_before_it() {
 /// holdouts is the fixed-interval wait that ends early once they pass
 /// (`fqs_wait`). Under loom that wait has no timer, so the holdout's unlock
 /// must wake the driver through the flag the driver set on its record, or
-/// the model deadlocks. With quick QS off the driver's first wait, for its
-/// own quiescent state, is the timer's (a yield under loom).
+/// the model deadlocks. The timer's own waits stay a yield under loom: the
+/// first, before scan 1, and with quick QS off the one that gives the driver
+/// its own quiescent state.
 #[test]
 fn fixed_interval_grace_period_is_woken_by_the_reader_it_waits_for() {
     for quick_qs in [true, false] {
