@@ -11,13 +11,25 @@
 //! A [`QsbrThread`] is a registration: while it is online, its thread may hold
 //! references obtained under any of its guards, so every grace period waits for
 //! it to announce a quiescent state ([`QsbrThread::quiescent_state`]) or go
-//! offline ([`QsbrThread::offline`]). Both take `&mut self`, so the borrow
-//! checker proves that no guard (which borrows the registration) is alive across
-//! them. A registration is online whenever code outside this module can reach
-//! it: it goes offline only for the closure passed to `offline` (and the waits
-//! of its own `synchronize_rcu` and `rcu_barrier`), and comes back online when
-//! that closure returns or unwinds, through a drop guard that no caller can
-//! forget. So the read side does no run-time work at all.
+//! offline. Announcing takes `&mut self`, so the borrow checker proves that no
+//! guard (which borrows the registration) is alive across it. A `QsbrThread`
+//! that code outside this module can reach is online. There are two ways to
+//! go offline:
+//!
+//! - [`QsbrThread::offline`] runs a closure offline (as do the waits of the
+//!   registration's own `synchronize_rcu` and `rcu_barrier`); a drop guard
+//!   that no caller can forget brings it back online when the closure returns
+//!   or unwinds.
+//! - [`QsbrThread::go_offline`] (`rcu_thread_offline()`) consumes the
+//!   registration and returns an [`OfflineQsbrThread`], which has no
+//!   `read_lock`; its [`OfflineQsbrThread::go_online`]
+//!   (`rcu_thread_online()`) gives the `QsbrThread` back. Consuming it proves
+//!   that no guard is alive, and forgetting the offline one only leaks a
+//!   record that no grace period waits for. This form suits a loop whose
+//!   blocking call is not one closure (an event loop, a `select!`).
+//!
+//! So the read side does no run-time work at all: which state a registration
+//! is in is a matter of its type.
 //!
 //! Each registration has its own record (see `record.rs`): online, its word is
 //! the engine's `gp_word` as of the last quiescent state (nesting 1); offline,
@@ -89,7 +101,8 @@ fn add_online(delta: i32) {
 }
 
 /// A thread's registration with the qsbr flavor; online while it exists,
-/// except inside [`QsbrThread::offline`]. `!Send` and `!Sync`.
+/// except inside [`QsbrThread::offline`] (and as the [`OfflineQsbrThread`]
+/// that [`QsbrThread::go_offline`] turns it into). `!Send` and `!Sync`.
 ///
 /// A registration cannot leave its thread: it counts in the thread's online
 /// registrations, which the misuse checks of that thread's calls read.
@@ -108,6 +121,49 @@ pub struct QsbrThread {
 impl fmt::Debug for QsbrThread {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QsbrThread").finish_non_exhaustive()
+    }
+}
+
+/// A registration taken offline by [`QsbrThread::go_offline`]
+/// (`rcu_thread_offline()`): no grace period waits for it, and it offers no
+/// read-side section. [`OfflineQsbrThread::go_online`] brings it back.
+/// Dropping it unregisters, as dropping a [`QsbrThread`] does; forgetting it
+/// leaks a record that stays offline, so nothing waits for it either.
+///
+/// It has no read-side section:
+///
+/// ```compile_fail,E0599
+/// let offline = rcu_lite::qsbr::QsbrThread::register().go_offline();
+/// // no method named `read_lock` found
+/// let _guard = offline.read_lock();
+/// ```
+///
+/// and no guard of the registration survives going offline:
+///
+/// ```compile_fail,E0505
+/// let registration = rcu_lite::qsbr::QsbrThread::register();
+/// let guard = registration.read_lock();
+/// // cannot move out of `registration` because it is borrowed
+/// let offline = registration.go_offline();
+/// drop(guard);
+/// ```
+///
+/// `!Send`, as the registration it came from:
+///
+/// ```compile_fail,E0277
+/// let offline = rcu_lite::qsbr::QsbrThread::register().go_offline();
+/// // `*const ()` cannot be sent between threads safely
+/// std::thread::spawn(move || drop(offline.go_online()));
+/// ```
+pub struct OfflineQsbrThread {
+    /// Offline (nesting 0) for as long as this value owns it.
+    record: &'static Record,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl fmt::Debug for OfflineQsbrThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OfflineQsbrThread").finish_non_exhaustive()
     }
 }
 
@@ -152,7 +208,7 @@ impl QsbrThread {
     /// registration starts online.
     pub fn register() -> QsbrThread {
         let record = engine().registry().acquire();
-        go_online(record);
+        mark_online(record);
         add_online(1);
         QsbrThread {
             record,
@@ -201,12 +257,58 @@ impl QsbrThread {
     /// let _guard = registration.read_lock();
     /// ```
     pub fn offline<R>(&mut self, blocking: impl FnOnce() -> R) -> R {
-        go_offline(self.record);
+        mark_offline(self.record);
         add_online(-1);
         let _back_online = BackOnline {
             record: self.record,
         };
         blocking()
+    }
+
+    /// Takes the registration offline (`rcu_thread_offline()`) until
+    /// [`OfflineQsbrThread::go_online`]: meanwhile it holds up no grace
+    /// period, and the thread may block or wait for a grace period itself.
+    /// Consuming `self` ends every guard first, as `quiescent_state` does.
+    ///
+    /// Use it where the offline stretch is not one closure, as in an event
+    /// loop; otherwise [`QsbrThread::offline`] reads more simply.
+    ///
+    /// ```
+    /// use rcu_lite::qsbr::{self, QsbrThread};
+    /// use std::sync::mpsc;
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// tx.send(1).unwrap();
+    /// drop(tx);
+    /// let mut registration = QsbrThread::register();
+    /// loop {
+    ///     // Offline while blocked in recv(), online again to handle the
+    ///     // message: the two calls sit in different arms.
+    ///     let offline = registration.go_offline();
+    ///     let message = rx.recv();
+    ///     qsbr::synchronize_rcu(); // allowed: no registration is online
+    ///     registration = offline.go_online();
+    ///     match message {
+    ///         Ok(n) => {
+    ///             let _guard = registration.read_lock();
+    ///             assert_eq!(n, 1);
+    ///         }
+    ///         Err(_) => break,
+    ///     }
+    /// }
+    /// ```
+    #[must_use = "dropping the offline registration unregisters the thread; \
+                  call go_online() to read again"]
+    pub fn go_offline(self) -> OfflineQsbrThread {
+        let record = self.record;
+        // Not dropped: that would unregister. The record changes hands.
+        std::mem::forget(self);
+        mark_offline(record);
+        add_online(-1);
+        OfflineQsbrThread {
+            record,
+            _not_send: PhantomData,
+        }
     }
 
     /// Waits for a grace period, taking this registration offline meanwhile
@@ -244,9 +346,35 @@ impl QsbrThread {
     }
 }
 
+impl OfflineQsbrThread {
+    /// Brings the registration back online (`rcu_thread_online()`) with a
+    /// fresh snapshot: grace periods that start from now on wait for it
+    /// again, and what it reads includes every update published before the
+    /// grace periods that ran while it was offline.
+    pub fn go_online(self) -> QsbrThread {
+        let record = self.record;
+        // Not dropped: that would unregister. The record changes hands.
+        std::mem::forget(self);
+        mark_online(record);
+        add_online(1);
+        QsbrThread {
+            record,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for OfflineQsbrThread {
+    fn drop(&mut self) {
+        // Offline already, and not counted among the thread's online
+        // registrations.
+        engine().registry().release(self.record);
+    }
+}
+
 impl Drop for QsbrThread {
     fn drop(&mut self) {
-        go_offline(self.record);
+        mark_offline(self.record);
         add_online(-1);
         engine().registry().release(self.record);
     }
@@ -256,7 +384,7 @@ impl Drop for BackOnline<'_> {
     fn drop(&mut self) {
         // `offline` took it offline, and its `&mut` borrow kept every other
         // use of the registration out since.
-        go_online(self.record);
+        mark_online(self.record);
         add_online(1);
     }
 }
@@ -274,7 +402,7 @@ fn report(record: &Record, word: u64) {
     engine().wake_driver_if_flagged(record);
 }
 
-fn go_online(record: &Record) {
+fn mark_online(record: &Record) {
     // Acquire: as in `quiescent_state`.
     let current = engine().reader.gp_word.load(Acquire);
     debug_assert_eq!(current & NEST_ONE, NEST_ONE);
@@ -291,7 +419,7 @@ fn go_online(record: &Record) {
     READER_FENCE.reader_side();
 }
 
-fn go_offline(record: &Record) {
+fn mark_offline(record: &Record) {
     report(record, 0);
 }
 

@@ -608,7 +608,7 @@ fn a_barrier_finding_nothing_queued_follows_the_callbacks_it_covers() {
 /// A qsbr reader coming back online reaches the new object: a scan credits it
 /// on the word it stores there, so its sections from then on must see every
 /// update published before that word's grace period. (Models the Acquire
-/// load of `gp_word` in `go_online`: made Relaxed, this model fails from 4
+/// load of `gp_word` in `mark_online`: made Relaxed, this model fails from 4
 /// preemptions on, so it runs with at least 4.)
 #[test]
 fn a_qsbr_reader_back_online_reaches_the_new_object() {

@@ -362,6 +362,41 @@ fn qsbr_offline_is_counted_in_and_out() {
     test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
 }
 
+/// The count of online registrations follows `go_offline` and
+/// `OfflineQsbrThread::go_online`: down while the registration is an
+/// `OfflineQsbrThread`, up again once it is back, and not down a second time
+/// when an `OfflineQsbrThread` is dropped.
+#[test]
+fn qsbr_go_offline_is_counted_in_and_out() {
+    assert_misuse(
+        "qsbr::synchronize_rcu after OfflineQsbrThread::go_online",
+        &["synchronize_rcu()", ONLINE],
+        || {
+            let offline = QsbrThread::register().go_offline();
+            // Offline, the thread may wait for a grace period.
+            qsbr::synchronize_rcu();
+            let _me = offline.go_online();
+            qsbr::synchronize_rcu();
+        },
+    );
+    assert_misuse(
+        "qsbr::synchronize_rcu, one registration online, another dropped offline",
+        &["synchronize_rcu()", ONLINE],
+        || {
+            let _online = QsbrThread::register();
+            drop(QsbrThread::register().go_offline());
+            qsbr::synchronize_rcu();
+        },
+    );
+    // Dropped offline, and the thread's count is back at 0: it may wait.
+    test_support::within_a_deadline("qsbr::synchronize_rcu after go_offline", LIMIT, || {
+        let offline = QsbrThread::register().go_offline();
+        qsbr::synchronize_rcu();
+        drop(offline);
+        qsbr::synchronize_rcu();
+    });
+}
+
 #[test]
 fn qsbr_rcu_barrier_with_an_online_registration() {
     assert_misuse(

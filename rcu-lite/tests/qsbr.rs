@@ -106,6 +106,86 @@ fn synchronize_waits_for_a_registration_back_online() {
     }
 }
 
+/// `OfflineQsbrThread::go_online` brings the registration back online with a
+/// fresh snapshot: a grace period that starts afterwards waits for it, as for
+/// any online registration.
+#[test]
+fn synchronize_waits_for_a_registration_brought_back_by_go_online() {
+    // Pay for the process's first grace period (membarrier registration)
+    // outside the check, as above.
+    qsbr::synchronize_rcu();
+    test_support::assert_waits_for_reader(
+        "qsbr::synchronize_rcu after OfflineQsbrThread::go_online",
+        Duration::from_millis(50),
+        || {
+            let offline = QsbrThread::register().go_offline();
+            // Offline, this thread may wait for a grace period itself.
+            qsbr::synchronize_rcu();
+            offline.go_online()
+        },
+        drop,
+        || {
+            test_support::within_a_deadline(
+                "qsbr::synchronize_rcu behind a registration back online",
+                LIMIT,
+                qsbr::synchronize_rcu,
+            )
+        },
+    );
+}
+
+/// A registration turned into an `OfflineQsbrThread` holds up no grace
+/// period for as long as it stays one.
+#[test]
+fn an_offline_qsbr_thread_holds_up_no_grace_period() {
+    let ready = Arc::new(Barrier::new(2));
+    let release = Arc::new(Barrier::new(2));
+    let reader = {
+        let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
+        thread::spawn(move || {
+            let offline = QsbrThread::register().go_offline();
+            ready.wait();
+            release.wait();
+            let mut me = offline.go_online();
+            me.quiescent_state();
+        })
+    };
+    ready.wait();
+    // If the offline registration held up grace periods, this would never
+    // return.
+    test_support::within_a_deadline(
+        "qsbr::synchronize_rcu with the only registration an OfflineQsbrThread",
+        Duration::from_secs(20),
+        qsbr::synchronize_rcu,
+    );
+    release.wait();
+    reader.join().unwrap();
+}
+
+/// Dropping an `OfflineQsbrThread` unregisters: the next registration takes
+/// its record over instead of the registry growing a new one each time.
+/// (Other tests of this binary register in parallel and may add a few
+/// records meanwhile; a leak would add one per round.)
+#[test]
+fn dropping_an_offline_qsbr_thread_gives_its_record_back() {
+    const ROUNDS: usize = 1_000;
+    let before = qsbr::grace_periods().records;
+    for _ in 0..ROUNDS {
+        let offline = QsbrThread::register().go_offline();
+        drop(offline);
+    }
+    // And the round trip: online, offline, online, dropped.
+    for _ in 0..ROUNDS {
+        drop(QsbrThread::register().go_offline().go_online());
+    }
+    let after = qsbr::grace_periods().records;
+    assert!(
+        after - before < ROUNDS / 10,
+        "{before} records before {ROUNDS} registrations dropped offline (and {ROUNDS} dropped \
+         after going online again), {after} after: their records were not given back"
+    );
+}
+
 /// A thread that stays online and keeps announcing quiescent states lets
 /// grace periods end: each announcement credits it.
 #[test]
