@@ -84,6 +84,7 @@ enum Home {
 /// // SAFETY: protected by `guard`; the pointer came from `Box::into_raw`.
 /// assert_eq!(unsafe { *p }, 42);
 /// drop(guard);
+/// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
 /// # drop(unsafe { Box::from_raw(p) });
 /// ```
 ///
@@ -162,6 +163,28 @@ impl Domain {
         let mut guard = self.take_slot();
         let ptr = guard.protect_ptr(src);
         (guard, ptr)
+    }
+
+    /// Protects what `src` points to, in this domain, for the duration of
+    /// `f`, which gets the protected pointer: [`scoped_ptr`] for a domain of
+    /// your own.
+    ///
+    /// ```
+    /// use hazptr::Domain;
+    /// use std::sync::atomic::AtomicPtr;
+    ///
+    /// let domain = Domain::new();
+    /// let shared = AtomicPtr::new(Box::into_raw(Box::new(41u64)));
+    /// // SAFETY: the pointer is protected in `domain` while the closure runs.
+    /// let v = domain.scoped_ptr(&shared, |p| unsafe { *p } + 1);
+    /// assert_eq!(v, 42);
+    /// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
+    /// # drop(unsafe { Box::from_raw(shared.into_inner()) });
+    /// ```
+    #[inline]
+    pub fn scoped_ptr<T, R>(&self, src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
+        let (_guard, ptr) = self.acquire(src);
+        f(ptr)
     }
 
     /// A free slot of this domain for a new guard (its value still `EMPTY`
@@ -329,6 +352,7 @@ impl<'d> Guard<'d> {
     /// // SAFETY: protected, and still published after the protection began.
     /// assert_eq!(unsafe { *p }, 5);
     /// drop(guard);
+    /// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
     /// # drop(unsafe { Box::from_raw(link.into_inner()) });
     /// ```
     ///
@@ -474,7 +498,8 @@ pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&
 }
 
 /// The raw form of [`scoped`]: protects what `src` points to (in the global
-/// domain) for the duration of `f`, which gets the protected pointer.
+/// domain; [`Domain::scoped_ptr`] for another) for the duration of `f`, which
+/// gets the protected pointer.
 ///
 /// ```
 /// use std::sync::atomic::AtomicPtr;
@@ -483,6 +508,7 @@ pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&
 /// // SAFETY: the pointer is protected while the closure runs.
 /// let v = hazptr::scoped_ptr(&shared, |p| unsafe { *p } + 1);
 /// assert_eq!(v, 42);
+/// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
 /// # drop(unsafe { Box::from_raw(shared.into_inner()) });
 /// ```
 #[inline]
@@ -502,6 +528,7 @@ pub fn scoped_ptr<T, R>(src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
 /// // SAFETY: protected until `guard` is dropped.
 /// assert_eq!(unsafe { *p }, 7);
 /// drop(guard); // the kernel's hazptr_release()
+/// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
 /// # drop(unsafe { Box::from_raw(p) });
 /// ```
 #[inline]

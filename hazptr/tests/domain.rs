@@ -740,6 +740,45 @@ fn scoped_protects_raw_pointers_and_boxes() {
     assert_eq!(hazptr::scoped(&boxed, |s| s.map(|s| s.len())), Some(3));
 }
 
+/// `Domain::scoped_ptr` protects in its own domain: that domain's
+/// `synchronize` waits for the closure to return.
+#[test]
+fn domain_scoped_ptr_protects_in_its_own_domain() {
+    test_support::within_a_deadline(
+        "synchronize of an address held by Domain::scoped_ptr",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let shared = AtomicPtr::new(Box::into_raw(Box::new(12u64)));
+                let protected = Barrier::new(2);
+                let releasing = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let read = domain.scoped_ptr(&shared, |p| {
+                            protected.wait();
+                            std::thread::sleep(Duration::from_millis(60));
+                            // SAFETY: protected until the closure returns.
+                            let read = unsafe { *p };
+                            releasing.store(true, SeqCst);
+                            read
+                        });
+                        assert_eq!(read, 12);
+                    });
+                    protected.wait();
+                    let old = shared.swap(std::ptr::null_mut(), AcqRel);
+                    domain.synchronize(old);
+                    assert!(
+                        releasing.load(SeqCst),
+                        "synchronize returned while Domain::scoped_ptr's closure ran ({domain:?})"
+                    );
+                    // SAFETY: unpublished and synchronized.
+                    drop(unsafe { Box::from_raw(old) });
+                });
+            }
+        },
+    );
+}
+
 #[test]
 fn an_empty_box_loads_nothing_until_a_value_is_stored() {
     for empty in [AtomicBox::<String>::null(), AtomicBox::default()] {
