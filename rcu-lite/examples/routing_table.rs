@@ -100,7 +100,7 @@ fn run(updates: u64) -> usize {
                 }
                 if lookups.is_multiple_of(4096) {
                     // Blocking: offline, so grace periods do not wait for us.
-                    worker.offline(|| thread::sleep(Duration::from_micros(100)));
+                    worker.while_offline(|| thread::sleep(Duration::from_micros(100)));
                 }
             }
         });

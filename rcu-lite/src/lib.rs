@@ -14,7 +14,7 @@
 //!   pay [`membarrier_sim::fence::heavy`] (like liburcu's memb flavor);
 //! - [`qsbr`]: read-side sections that cost nothing; registered threads
 //!   ([`qsbr::QsbrThread`]) announce quiescent states or go offline (around a
-//!   closure, or until [`qsbr::OfflineQsbrThread::go_online`]), with a
+//!   closure, or until [`qsbr::OfflineQsbrThread::online`]), with a
 //!   [`membarrier_sim::fence::full`] where that changes their state, so grace
 //!   periods pair with a `fence::full()` too and make no system call (like
 //!   liburcu's qsbr flavor).

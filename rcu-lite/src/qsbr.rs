@@ -16,13 +16,13 @@
 //! that code outside this module can reach is online. There are two ways to
 //! go offline:
 //!
-//! - [`QsbrThread::offline`] runs a closure offline (as do the waits of the
+//! - [`QsbrThread::while_offline`] runs a closure offline (as do the waits of the
 //!   registration's own `synchronize_rcu` and `rcu_barrier`); a drop guard
 //!   that no caller can forget brings it back online when the closure returns
 //!   or unwinds.
-//! - [`QsbrThread::go_offline`] (`rcu_thread_offline()`) consumes the
+//! - [`QsbrThread::offline`] (`rcu_thread_offline()`) consumes the
 //!   registration and returns an [`OfflineQsbrThread`], which has no
-//!   `read_lock`; its [`OfflineQsbrThread::go_online`]
+//!   `read_lock`; its [`OfflineQsbrThread::online`]
 //!   (`rcu_thread_online()`) gives the `QsbrThread` back. Consuming it proves
 //!   that no guard is alive, and forgetting the offline one only leaks a
 //!   record that no grace period waits for. This form suits a loop whose
@@ -101,8 +101,8 @@ fn add_online(delta: i32) {
 }
 
 /// A thread's registration with the qsbr flavor; online while it exists,
-/// except inside [`QsbrThread::offline`] (and as the [`OfflineQsbrThread`]
-/// that [`QsbrThread::go_offline`] turns it into). `!Send` and `!Sync`.
+/// except inside [`QsbrThread::while_offline`] (and as the [`OfflineQsbrThread`]
+/// that [`QsbrThread::offline`] turns it into). `!Send` and `!Sync`.
 ///
 /// A registration cannot leave its thread: it counts in the thread's online
 /// registrations, which the misuse checks of that thread's calls read.
@@ -113,7 +113,7 @@ fn add_online(delta: i32) {
 /// std::thread::spawn(move || drop(registration));
 /// ```
 pub struct QsbrThread {
-    /// Online (nesting 1) whenever a method other than `offline` can see it.
+    /// Online (nesting 1) whenever a method other than `while_offline` can see it.
     record: &'static Record,
     _not_send: PhantomData<*const ()>,
 }
@@ -124,16 +124,16 @@ impl fmt::Debug for QsbrThread {
     }
 }
 
-/// A registration taken offline by [`QsbrThread::go_offline`]
+/// A registration taken offline by [`QsbrThread::offline`]
 /// (`rcu_thread_offline()`): no grace period waits for it, and it offers no
-/// read-side section. [`OfflineQsbrThread::go_online`] brings it back.
+/// read-side section. [`OfflineQsbrThread::online`] brings it back.
 /// Dropping it unregisters, as dropping a [`QsbrThread`] does; forgetting it
 /// leaks a record that stays offline, so nothing waits for it either.
 ///
 /// It has no read-side section:
 ///
 /// ```compile_fail,E0599
-/// let offline = rcu_lite::qsbr::QsbrThread::register().go_offline();
+/// let offline = rcu_lite::qsbr::QsbrThread::register().offline();
 /// // no method named `read_lock` found
 /// let _guard = offline.read_lock();
 /// ```
@@ -144,16 +144,16 @@ impl fmt::Debug for QsbrThread {
 /// let registration = rcu_lite::qsbr::QsbrThread::register();
 /// let guard = registration.read_lock();
 /// // cannot move out of `registration` because it is borrowed
-/// let offline = registration.go_offline();
+/// let offline = registration.offline();
 /// drop(guard);
 /// ```
 ///
 /// `!Send`, as the registration it came from:
 ///
 /// ```compile_fail,E0277
-/// let offline = rcu_lite::qsbr::QsbrThread::register().go_offline();
+/// let offline = rcu_lite::qsbr::QsbrThread::register().offline();
 /// // `*const ()` cannot be sent between threads safely
-/// std::thread::spawn(move || drop(offline.go_online()));
+/// std::thread::spawn(move || drop(offline.online()));
 /// ```
 pub struct OfflineQsbrThread {
     /// Offline (nesting 0) for as long as this value owns it.
@@ -196,7 +196,7 @@ pub struct Guard<'t> {
     _thread: PhantomData<&'t QsbrThread>,
 }
 
-/// Brings a registration that [`QsbrThread::offline`] took offline back
+/// Brings a registration that [`QsbrThread::while_offline`] took offline back
 /// online when dropped, also when the closure unwinds. Private, so nothing can
 /// forget it.
 struct BackOnline<'t> {
@@ -253,10 +253,10 @@ impl QsbrThread {
     /// // A blocking wait, here for a grace period: with the registration
     /// // online, qsbr::synchronize_rcu() would panic (it would wait for
     /// // this very thread).
-    /// registration.offline(qsbr::synchronize_rcu);
+    /// registration.while_offline(qsbr::synchronize_rcu);
     /// let _guard = registration.read_lock();
     /// ```
-    pub fn offline<R>(&mut self, blocking: impl FnOnce() -> R) -> R {
+    pub fn while_offline<R>(&mut self, blocking: impl FnOnce() -> R) -> R {
         mark_offline(self.record);
         add_online(-1);
         let _back_online = BackOnline {
@@ -266,12 +266,12 @@ impl QsbrThread {
     }
 
     /// Takes the registration offline (`rcu_thread_offline()`) until
-    /// [`OfflineQsbrThread::go_online`]: meanwhile it holds up no grace
+    /// [`OfflineQsbrThread::online`]: meanwhile it holds up no grace
     /// period, and the thread may block or wait for a grace period itself.
     /// Consuming `self` ends every guard first, as `quiescent_state` does.
     ///
     /// Use it where the offline stretch is not one closure, as in an event
-    /// loop; otherwise [`QsbrThread::offline`] reads more simply.
+    /// loop; otherwise [`QsbrThread::while_offline`] reads more simply.
     ///
     /// ```
     /// use rcu_lite::qsbr::{self, QsbrThread};
@@ -284,10 +284,10 @@ impl QsbrThread {
     /// loop {
     ///     // Offline while blocked in recv(), online again to handle the
     ///     // message: the two calls sit in different arms.
-    ///     let offline = registration.go_offline();
+    ///     let offline = registration.offline();
     ///     let message = rx.recv();
     ///     qsbr::synchronize_rcu(); // allowed: no registration is online
-    ///     registration = offline.go_online();
+    ///     registration = offline.online();
     ///     match message {
     ///         Ok(n) => {
     ///             let _guard = registration.read_lock();
@@ -298,8 +298,8 @@ impl QsbrThread {
     /// }
     /// ```
     #[must_use = "dropping the offline registration unregisters the thread; \
-                  call go_online() to read again"]
-    pub fn go_offline(self) -> OfflineQsbrThread {
+                  call online() to read again"]
+    pub fn offline(self) -> OfflineQsbrThread {
         let record = self.record;
         // Not dropped: that would unregister. The record changes hands.
         std::mem::forget(self);
@@ -320,7 +320,7 @@ impl QsbrThread {
     /// wait for it, that is, for the caller (deadlock). Between the fork
     /// hooks, as [`synchronize_rcu`].
     pub fn synchronize_rcu(&mut self) {
-        self.offline(|| synchronize(false, "QsbrThread::synchronize_rcu"));
+        self.while_offline(|| synchronize(false, "QsbrThread::synchronize_rcu"));
     }
 
     /// [`QsbrThread::synchronize_rcu`], expedited (see
@@ -330,7 +330,7 @@ impl QsbrThread {
     ///
     /// As [`QsbrThread::synchronize_rcu`].
     pub fn synchronize_rcu_expedited(&mut self) {
-        self.offline(|| synchronize(true, "QsbrThread::synchronize_rcu_expedited"));
+        self.while_offline(|| synchronize(true, "QsbrThread::synchronize_rcu_expedited"));
     }
 
     /// Waits until every qsbr callback queued before this call has run (see
@@ -342,7 +342,7 @@ impl QsbrThread {
     /// If the thread has another online registration (the callbacks' grace
     /// period would wait for the caller), and otherwise as [`rcu_barrier`].
     pub fn rcu_barrier(&mut self) {
-        self.offline(|| barrier("QsbrThread::rcu_barrier"));
+        self.while_offline(|| barrier("QsbrThread::rcu_barrier"));
     }
 }
 
@@ -351,7 +351,7 @@ impl OfflineQsbrThread {
     /// fresh snapshot: grace periods that start from now on wait for it
     /// again, and what it reads includes every update published before the
     /// grace periods that ran while it was offline.
-    pub fn go_online(self) -> QsbrThread {
+    pub fn online(self) -> QsbrThread {
         let record = self.record;
         // Not dropped: that would unregister. The record changes hands.
         std::mem::forget(self);
@@ -535,8 +535,8 @@ pub fn poll_state_synchronize_rcu(state: GpState<Qsbr>) -> bool {
 
 /// Waits as [`synchronize_rcu`] does, unless the grace period `state` names
 /// has already completed (`cond_synchronize_rcu()`). A thread with an online
-/// [`QsbrThread`] calls it through [`QsbrThread::offline`]:
-/// `registration.offline(|| qsbr::cond_synchronize_rcu(state))`.
+/// [`QsbrThread`] calls it through [`QsbrThread::while_offline`]:
+/// `registration.while_offline(|| qsbr::cond_synchronize_rcu(state))`.
 ///
 /// # Panics
 ///

@@ -178,7 +178,7 @@ fn before_fork_with_an_online_qsbr_registration_panics() {
         let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(msg.contains("online qsbr registration"), "{msg}");
         // Offline, the same call is fine.
-        registration.offline(|| {
+        registration.while_offline(|| {
             fork::before_fork();
             fork::after_fork_parent();
         });

@@ -617,7 +617,7 @@ fn a_qsbr_reader_back_online_reaches_the_new_object() {
         reader_against_updater(
             |slot| {
                 let mut registration = QsbrThread::register();
-                registration.offline(|| ());
+                registration.while_offline(|| ());
                 let guard = registration.read_lock();
                 assert_eq!(slot.read(), 1, "reader reached a freed object");
                 drop(guard);

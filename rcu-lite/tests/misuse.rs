@@ -319,28 +319,28 @@ fn qsbr_synchronize_with_an_online_registration() {
 }
 
 /// The thread's count of online registrations, which the misuse panics
-/// test, follows `QsbrThread::offline`: down inside its closure, up again
+/// test, follows `QsbrThread::while_offline`: down inside its closure, up again
 /// after it, also when the closure unwinds, and down once when the
 /// registration is dropped.
 #[test]
-fn qsbr_offline_is_counted_in_and_out() {
+fn qsbr_while_offline_is_counted_in_and_out() {
     assert_misuse(
-        "qsbr::synchronize_rcu after QsbrThread::offline returned",
+        "qsbr::synchronize_rcu after QsbrThread::while_offline returned",
         &["synchronize_rcu()", ONLINE],
         || {
             let mut me = QsbrThread::register();
             // Offline, the thread may wait for a grace period.
-            me.offline(qsbr::synchronize_rcu);
+            me.while_offline(qsbr::synchronize_rcu);
             qsbr::synchronize_rcu();
         },
     );
     assert_misuse(
-        "qsbr::synchronize_rcu after QsbrThread::offline's closure unwound",
+        "qsbr::synchronize_rcu after QsbrThread::while_offline's closure unwound",
         &["synchronize_rcu()", ONLINE],
         || {
             let mut me = QsbrThread::register();
             let unwound = catch_unwind(std::panic::AssertUnwindSafe(|| {
-                me.offline(|| panic!("a panic inside QsbrThread::offline"))
+                me.while_offline(|| panic!("a panic inside QsbrThread::while_offline"))
             }));
             assert!(unwound.is_err());
             qsbr::synchronize_rcu();
@@ -354,7 +354,7 @@ fn qsbr_offline_is_counted_in_and_out() {
         || {
             let _online = QsbrThread::register();
             let mut gone = QsbrThread::register();
-            gone.offline(|| ());
+            gone.while_offline(|| ());
             drop(gone);
             qsbr::synchronize_rcu();
         },
@@ -362,20 +362,20 @@ fn qsbr_offline_is_counted_in_and_out() {
     test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
 }
 
-/// The count of online registrations follows `go_offline` and
-/// `OfflineQsbrThread::go_online`: down while the registration is an
+/// The count of online registrations follows `offline` and
+/// `OfflineQsbrThread::online`: down while the registration is an
 /// `OfflineQsbrThread`, up again once it is back, and not down a second time
 /// when an `OfflineQsbrThread` is dropped.
 #[test]
-fn qsbr_go_offline_is_counted_in_and_out() {
+fn qsbr_offline_and_online_are_counted_in_and_out() {
     assert_misuse(
-        "qsbr::synchronize_rcu after OfflineQsbrThread::go_online",
+        "qsbr::synchronize_rcu after OfflineQsbrThread::online",
         &["synchronize_rcu()", ONLINE],
         || {
-            let offline = QsbrThread::register().go_offline();
+            let offline = QsbrThread::register().offline();
             // Offline, the thread may wait for a grace period.
             qsbr::synchronize_rcu();
-            let _me = offline.go_online();
+            let _me = offline.online();
             qsbr::synchronize_rcu();
         },
     );
@@ -384,13 +384,13 @@ fn qsbr_go_offline_is_counted_in_and_out() {
         &["synchronize_rcu()", ONLINE],
         || {
             let _online = QsbrThread::register();
-            drop(QsbrThread::register().go_offline());
+            drop(QsbrThread::register().offline());
             qsbr::synchronize_rcu();
         },
     );
     // Dropped offline, and the thread's count is back at 0: it may wait.
-    test_support::within_a_deadline("qsbr::synchronize_rcu after go_offline", LIMIT, || {
-        let offline = QsbrThread::register().go_offline();
+    test_support::within_a_deadline("qsbr::synchronize_rcu after offline", LIMIT, || {
+        let offline = QsbrThread::register().offline();
         qsbr::synchronize_rcu();
         drop(offline);
         qsbr::synchronize_rcu();

@@ -63,10 +63,12 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
 fn synchronize_waits_for_a_registration_back_online() {
     type OfflineWait = fn(&mut QsbrThread);
     let waits: [(&str, OfflineWait); 5] = [
-        ("QsbrThread::offline", |me| assert_eq!(me.offline(|| 7), 7)),
-        ("QsbrThread::offline, its closure unwinding", |me| {
+        ("QsbrThread::while_offline", |me| {
+            assert_eq!(me.while_offline(|| 7), 7)
+        }),
+        ("QsbrThread::while_offline, its closure unwinding", |me| {
             let unwound = catch_unwind(AssertUnwindSafe(|| {
-                me.offline(|| panic!("a panic inside QsbrThread::offline"))
+                me.while_offline(|| panic!("a panic inside QsbrThread::while_offline"))
             }));
             assert!(
                 unwound.is_err(),
@@ -106,22 +108,22 @@ fn synchronize_waits_for_a_registration_back_online() {
     }
 }
 
-/// `OfflineQsbrThread::go_online` brings the registration back online with a
+/// `OfflineQsbrThread::online` brings the registration back online with a
 /// fresh snapshot: a grace period that starts afterwards waits for it, as for
 /// any online registration.
 #[test]
-fn synchronize_waits_for_a_registration_brought_back_by_go_online() {
+fn synchronize_waits_for_a_registration_brought_back_by_offline_qsbr_thread_online() {
     // Pay for the process's first grace period (membarrier registration)
     // outside the check, as above.
     qsbr::synchronize_rcu();
     test_support::assert_waits_for_reader(
-        "qsbr::synchronize_rcu after OfflineQsbrThread::go_online",
+        "qsbr::synchronize_rcu after OfflineQsbrThread::online",
         Duration::from_millis(50),
         || {
-            let offline = QsbrThread::register().go_offline();
+            let offline = QsbrThread::register().offline();
             // Offline, this thread may wait for a grace period itself.
             qsbr::synchronize_rcu();
-            offline.go_online()
+            offline.online()
         },
         drop,
         || {
@@ -143,10 +145,10 @@ fn an_offline_qsbr_thread_holds_up_no_grace_period() {
     let reader = {
         let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
         thread::spawn(move || {
-            let offline = QsbrThread::register().go_offline();
+            let offline = QsbrThread::register().offline();
             ready.wait();
             release.wait();
-            let mut me = offline.go_online();
+            let mut me = offline.online();
             me.quiescent_state();
         })
     };
@@ -171,12 +173,12 @@ fn dropping_an_offline_qsbr_thread_gives_its_record_back() {
     const ROUNDS: usize = 1_000;
     let before = qsbr::grace_periods().records;
     for _ in 0..ROUNDS {
-        let offline = QsbrThread::register().go_offline();
+        let offline = QsbrThread::register().offline();
         drop(offline);
     }
     // And the round trip: online, offline, online, dropped.
     for _ in 0..ROUNDS {
-        drop(QsbrThread::register().go_offline().go_online());
+        drop(QsbrThread::register().offline().online());
     }
     let after = qsbr::grace_periods().records;
     assert!(
@@ -224,7 +226,7 @@ fn an_offline_thread_holds_up_no_grace_period() {
         let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
         thread::spawn(move || {
             let mut me = QsbrThread::register();
-            me.offline(|| {
+            me.while_offline(|| {
                 ready.wait();
                 release.wait();
             });
@@ -262,7 +264,7 @@ fn a_registration_can_synchronize_and_read_afterwards() {
             let guard = me.read_lock();
             assert_eq!(*cell.read(&guard), 2);
             drop(guard);
-            me.offline(qsbr::rcu_barrier);
+            me.while_offline(qsbr::rcu_barrier);
         },
     );
 }

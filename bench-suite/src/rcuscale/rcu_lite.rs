@@ -245,7 +245,7 @@ impl GracePeriod for RcuLiteQsbr {
         let mut thread = self.register_and_read();
         // Offline at the gate: a writer's `prepare_writer` waits for a
         // grace period meanwhile.
-        if !thread.offline(|| ready.wait()) {
+        if !thread.while_offline(|| ready.wait()) {
             return 0; // The run was called off.
         }
         let mut n = 0;
@@ -268,7 +268,7 @@ impl GracePeriod for RcuLiteQsbr {
         // Registered (and scanned) until it exits; offline while idle, as a
         // qsbr thread that blocks must be.
         let mut thread = self.register_and_read();
-        thread.offline(|| idle_wait(ready, stop));
+        thread.while_offline(|| idle_wait(ready, stop));
     }
 
     fn fqs_counts(&self) -> Option<FqsCounts> {
