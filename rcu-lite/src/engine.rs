@@ -240,6 +240,10 @@ pub(crate) struct Engine {
     /// threads do not see each other's setting.
     #[cfg(loom)]
     loom_worker_inline: ConfigBool,
+    /// Under loom: see [`loom_fqs_timer_never_fires`]. In the engine for the
+    /// same reason as `loom_worker_inline`.
+    #[cfg(loom)]
+    loom_fqs_timer_never_fires: ConfigBool,
 }
 
 impl Engine {
@@ -275,6 +279,8 @@ impl Engine {
                 callbacks: CallbackQueue::new(),
                 #[cfg(loom)]
                 loom_worker_inline: ConfigBool::new(false),
+                #[cfg(loom)]
+                loom_fqs_timer_never_fires: ConfigBool::new(false),
             }
         }
     }
@@ -451,10 +457,18 @@ impl Engine {
     /// Asks for grace period `target` to run adaptively with quick QS, waking a
     /// driver that sleeps in a fixed-interval wait.
     fn request_expedited(&self, target: u64) {
-        // SeqCst, with the SeqCst load of `driver_wait` below, against the
-        // driver's SeqCst store of `driver_wait` and load of `expedite` in
-        // `fqs_wait`: either it sees the request or we see it asleep.
+        // A store-buffering pair with `fqs_wait`, which stores `driver_wait`,
+        // issues `fence::full()` and loads `expedite`: with our fence between
+        // this RMW and the load of `driver_wait` below, either the driver
+        // sees the request or we see it waiting and wake it. The accesses
+        // are SeqCst as well, which in C++ would be enough on its own, but
+        // loom checks SeqCst accesses only as Acquire/Release and found a
+        // lost wake-up without the fences (a false one); with them its model
+        // (`an_expedited_caller_wakes_a_driver_waiting_for_the_fqs_timer`)
+        // checks the pair exactly. Both sides are slow paths: a caller that
+        // waits anyway, a driver about to sleep.
         self.callers.expedite.fetch_max(target, SeqCst);
+        fence::full();
         if self.reader.driver_wait.load(SeqCst) != DRIVER_RUNNING
             && self.reader.driver_wait.swap(DRIVER_RUNNING, SeqCst) != DRIVER_RUNNING
         {
@@ -699,6 +713,26 @@ pub fn loom_worker_inline(on: bool) {
     // start, which read it after their spawn.
     crate::memb::engine().loom_worker_inline.store(on, Relaxed);
     crate::qsbr::engine().loom_worker_inline.store(on, Relaxed);
+}
+
+/// Under loom: makes the fixed-interval FQS waits that only a timer ends
+/// (the one before scan 1, and with quick QS off the driver's own) end only
+/// when an expedited caller asks for their grace period (`on`), instead of
+/// after a yield (`off`, the default). A model that turns it on checks the
+/// handshake of `request_expedited` with `fqs_wait`: a lost wake-up there is
+/// a deadlock that loom reports, where with a real timer it would cost the
+/// rest of the interval. Every grace period such a model runs must therefore
+/// be one an expedited caller asks for. Call it inside the model: the setting
+/// lasts one execution.
+#[cfg(loom)]
+pub fn loom_fqs_timer_never_fires(on: bool) {
+    // Relaxed: as in `loom_worker_inline`.
+    crate::memb::engine()
+        .loom_fqs_timer_never_fires
+        .store(on, Relaxed);
+    crate::qsbr::engine()
+        .loom_fqs_timer_never_fires
+        .store(on, Relaxed);
 }
 
 /// Declares the engine of the flavor module that invokes it, and

@@ -88,7 +88,7 @@ pub use config::{Fqs, GpConfig};
 pub use engine::GpCounts;
 #[cfg(loom)]
 #[doc(hidden)]
-pub use engine::loom_worker_inline;
+pub use engine::{loom_fqs_timer_never_fires, loom_worker_inline};
 pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};
 /// Under loom: runs a model twice, the second time with the futex model
 /// returning spuriously from every other wait of each thread, as a real futex

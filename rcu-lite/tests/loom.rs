@@ -155,6 +155,34 @@ fn fixed_interval_grace_period_is_woken_by_the_reader_it_waits_for() {
     }
 }
 
+/// An expedited caller ends a fixed-interval wait that only the FQS timer
+/// would end (`request_expedited` against `fqs_wait`). Under
+/// `loom_fqs_timer_never_fires` that timer never fires, so a lost wake-up is
+/// a deadlock: the driver must see the request after it publishes that it
+/// waits, or the caller must see it waiting and wake it. The caller asks
+/// only once grace period 1 has started, so that both grace periods of the
+/// model (1, the plain caller's, and 2, the expedited one's) are ones it
+/// asks for. With quick QS on, the wait is the one before scan 1; off, the
+/// driver's own too.
+#[test]
+fn an_expedited_caller_wakes_a_driver_waiting_for_the_fqs_timer() {
+    for quick_qs in [true, false] {
+        rcu_lite::loom_model_with_spurious_wakeups_too(move || {
+            memb::configure(GpConfig {
+                quick_qs,
+                fqs: Fqs::kernel(),
+            });
+            rcu_lite::loom_fqs_timer_never_fires(true);
+            let plain = thread::spawn(memb::synchronize_rcu);
+            while memb::grace_periods().started < 1 {
+                thread::yield_now();
+            }
+            memb::synchronize_rcu_expedited();
+            plain.join().unwrap();
+        });
+    }
+}
+
 /// A grace period does not wait for a reader whose section began after it: the
 /// reader holds its section until the updater's `synchronize_rcu()` has
 /// returned, which would never happen if the grace period waited for it.

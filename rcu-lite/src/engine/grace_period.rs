@@ -64,6 +64,7 @@ use crate::config::Fqs;
 use crate::futex;
 use crate::record::{Record, is_quiescent_for, reader_word};
 use crate::sync::spin_loop;
+use membarrier_sim::fence;
 use std::ptr;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use std::time::Duration;
@@ -198,9 +199,12 @@ impl Engine {
     ) -> bool {
         // Relaxed: statistics.
         self.fqs_waits.fetch_add(1, Relaxed);
+        // Under loom the timer is a yield: time must not steer the model.
+        // With `loom_fqs_timer_never_fires` there is no timer at all: the
+        // loop below waits untimed, and only an expedited caller's wake-up
+        // ends the wait.
         #[cfg(loom)]
-        if !early_wake {
-            // Under loom the timer is a yield: time must not steer the model.
+        if !early_wake && !self.loom_fqs_timer_never_fires.load(Relaxed) {
             let _ = interval;
             crate::sync::yield_now();
             // SeqCst: see `request_expedited`.
@@ -243,6 +247,11 @@ impl Engine {
                 // SeqCst: see `request_expedited`.
                 self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
             }
+            // Pairs with the fence in `request_expedited`, between our
+            // store of `driver_wait` above and this load (in the early-wake
+            // case the engine-side fence sits there too, but this one keeps
+            // the pair the same for both kinds of wait).
+            fence::full();
             // SeqCst: see `request_expedited`.
             if self.callers.expedite.load(SeqCst) >= gp {
                 // Relaxed: as in `sleep_for_holdouts`.
