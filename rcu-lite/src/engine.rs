@@ -240,10 +240,11 @@ pub(crate) struct Engine {
     /// threads do not see each other's setting.
     #[cfg(loom)]
     loom_worker_inline: ConfigBool,
-    /// Under loom: see [`loom_fqs_timer_never_fires`]. In the engine for the
-    /// same reason as `loom_worker_inline`.
+    /// Under loom: the fixed-interval waits that have no timer, a bit per
+    /// `grace_period::FqsWait` (see [`loom_fqs_timer_never_fires`]). In the
+    /// engine for the same reason as `loom_worker_inline`.
     #[cfg(loom)]
-    loom_fqs_timer_never_fires: ConfigBool,
+    loom_timerless_waits: ConfigU32,
 }
 
 impl Engine {
@@ -280,7 +281,7 @@ impl Engine {
                 #[cfg(loom)]
                 loom_worker_inline: ConfigBool::new(false),
                 #[cfg(loom)]
-                loom_fqs_timer_never_fires: ConfigBool::new(false),
+                loom_timerless_waits: ConfigU32::new(0),
             }
         }
     }
@@ -462,11 +463,13 @@ impl Engine {
         // this RMW and the load of `driver_wait` below, either the driver
         // sees the request or we see it waiting and wake it. The accesses
         // are SeqCst as well, which in C++ would be enough on its own, but
-        // loom checks SeqCst accesses only as Acquire/Release and found a
-        // lost wake-up without the fences (a false one); with them its model
+        // loom checks SeqCst accesses only as Acquire/Release and reported
+        // a lost wake-up without the fences (a false one). Under loom the
+        // fences are `membarrier-sim`'s SeqCst RMW of one word, stronger than
+        // C++ fences but a sound model of this pair, which its model
         // (`an_expedited_caller_wakes_a_driver_waiting_for_the_fqs_timer`)
-        // checks the pair exactly. Both sides are slow paths: a caller that
-        // waits anyway, a driver about to sleep.
+        // checks. Both sides are slow paths: a caller that waits anyway, a
+        // driver about to sleep.
         self.callers.expedite.fetch_max(target, SeqCst);
         fence::full();
         if self.reader.driver_wait.load(SeqCst) != DRIVER_RUNNING
@@ -715,24 +718,30 @@ pub fn loom_worker_inline(on: bool) {
     crate::qsbr::engine().loom_worker_inline.store(on, Relaxed);
 }
 
-/// Under loom: makes the fixed-interval FQS waits that only a timer ends
-/// (the one before scan 1, and with quick QS off the driver's own) end only
-/// when an expedited caller asks for their grace period (`on`), instead of
-/// after a yield (`off`, the default). A model that turns it on checks the
-/// handshake of `request_expedited` with `fqs_wait`: a lost wake-up there is
+/// Under loom: makes fixed-interval FQS waits that only a timer ends, the
+/// one before scan 1 (`before_scan_1`) and, with quick QS off, the one that
+/// gives the driver its own quiescent state (`drivers_own`), end only when an
+/// expedited caller asks for their grace period, instead of after a yield
+/// (both `false`, the default). A model that turns one on checks the
+/// handshake of `request_expedited` with `fqs_wait` there: a lost wake-up is
 /// a deadlock that loom reports, where with a real timer it would cost the
 /// rest of the interval. Every grace period such a model runs must therefore
-/// be one an expedited caller asks for. Call it inside the model: the setting
-/// lasts one execution.
+/// be one an expedited caller asks for. The two are separate switches
+/// because an expedite that ends the first wait also runs the rest of the
+/// grace period adaptively, so with both on the driver's own wait is never
+/// reached. Call it inside the model: the setting lasts one execution.
 #[cfg(loom)]
-pub fn loom_fqs_timer_never_fires(on: bool) {
+pub fn loom_fqs_timer_never_fires(before_scan_1: bool, drivers_own: bool) {
+    use grace_period::FqsWait;
+    let waits = (u32::from(before_scan_1) * FqsWait::BeforeScan1 as u32)
+        | (u32::from(drivers_own) * FqsWait::AfterScan as u32);
     // Relaxed: as in `loom_worker_inline`.
     crate::memb::engine()
-        .loom_fqs_timer_never_fires
-        .store(on, Relaxed);
+        .loom_timerless_waits
+        .store(waits, Relaxed);
     crate::qsbr::engine()
-        .loom_fqs_timer_never_fires
-        .store(on, Relaxed);
+        .loom_timerless_waits
+        .store(waits, Relaxed);
 }
 
 /// Declares the engine of the flavor module that invokes it, and

@@ -351,6 +351,8 @@ impl OfflineQsbrThread {
     /// fresh snapshot: grace periods that start from now on wait for it
     /// again, and what it reads includes every update published before the
     /// grace periods that ran while it was offline.
+    #[must_use = "dropping the registration unregisters the thread (and takes it offline \
+                  again); keep it to read"]
     pub fn online(self) -> QsbrThread {
         let record = self.record;
         // Not dropped: that would unregister. The record changes hands.
@@ -382,7 +384,7 @@ impl Drop for QsbrThread {
 
 impl Drop for BackOnline<'_> {
     fn drop(&mut self) {
-        // `offline` took it offline, and its `&mut` borrow kept every other
+        // `while_offline` took it offline, and its `&mut` borrow kept every other
         // use of the registration out since.
         mark_online(self.record);
         add_online(1);
@@ -407,7 +409,7 @@ fn mark_online(record: &Record) {
     let current = engine().reader.gp_word.load(Acquire);
     debug_assert_eq!(current & NEST_ONE, NEST_ONE);
     // Release: a scan that reads this word credits the thread, so what came
-    // before must happen before that scan. After an offline period the light
+    // before must happen before that scan. After an offline period the full
     // fence of `report` already orders it, but a recycled record's previous
     // owner is ordered before us only by our Acquire claim of the record
     // (`Registry::acquire`), which a Relaxed store would not pass on.

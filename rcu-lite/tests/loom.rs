@@ -162,8 +162,9 @@ fn fixed_interval_grace_period_is_woken_by_the_reader_it_waits_for() {
 /// waits, or the caller must see it waiting and wake it. The caller asks
 /// only once grace period 1 has started, so that both grace periods of the
 /// model (1, the plain caller's, and 2, the expedited one's) are ones it
-/// asks for. With quick QS on, the wait is the one before scan 1; off, the
-/// driver's own too.
+/// asks for. Two waits, one run each: with quick QS on, the one before scan
+/// 1; with quick QS off, the driver's own after scan 1 (the one before scan 1
+/// is then a yield, since an expedite that ended it would skip the other).
 #[test]
 fn an_expedited_caller_wakes_a_driver_waiting_for_the_fqs_timer() {
     for quick_qs in [true, false] {
@@ -172,7 +173,7 @@ fn an_expedited_caller_wakes_a_driver_waiting_for_the_fqs_timer() {
                 quick_qs,
                 fqs: Fqs::kernel(),
             });
-            rcu_lite::loom_fqs_timer_never_fires(true);
+            rcu_lite::loom_fqs_timer_never_fires(quick_qs, !quick_qs);
             let plain = thread::spawn(memb::synchronize_rcu);
             while memb::grace_periods().started < 1 {
                 thread::yield_now();

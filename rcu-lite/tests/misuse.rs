@@ -368,16 +368,27 @@ fn qsbr_while_offline_is_counted_in_and_out() {
 /// when an `OfflineQsbrThread` is dropped.
 #[test]
 fn qsbr_offline_and_online_are_counted_in_and_out() {
+    // Set once the offline wait returned, so that the panic checked below is
+    // the second call's: an `offline` that left the count up would panic in
+    // the first with the same message.
+    let waited_offline = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waited = std::sync::Arc::clone(&waited_offline);
     assert_misuse(
         "qsbr::synchronize_rcu after OfflineQsbrThread::online",
         &["synchronize_rcu()", ONLINE],
-        || {
+        move || {
             let offline = QsbrThread::register().offline();
             // Offline, the thread may wait for a grace period.
             qsbr::synchronize_rcu();
+            waited.store(true, std::sync::atomic::Ordering::SeqCst);
             let _me = offline.online();
             qsbr::synchronize_rcu();
         },
+    );
+    assert!(
+        waited_offline.load(std::sync::atomic::Ordering::SeqCst),
+        "qsbr::synchronize_rcu panicked with the registration offline: offline() left it \
+         counted online"
     );
     assert_misuse(
         "qsbr::synchronize_rcu, one registration online, another dropped offline",

@@ -55,7 +55,7 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
 }
 
 /// A registration comes back online, with a fresh snapshot, whenever a wait
-/// that took it offline ends: `offline`'s closure returning or unwinding, and
+/// that took it offline ends: `while_offline`'s closure returning or unwinding, and
 /// its own `synchronize_rcu`, `synchronize_rcu_expedited` and `rcu_barrier`.
 /// A grace period that starts afterwards waits for it, as for any online
 /// registration.

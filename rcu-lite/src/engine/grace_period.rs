@@ -71,6 +71,17 @@ use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
+/// Which fixed-interval FQS wait of a grace period `fqs_wait` runs (under
+/// loom, a bit of `Engine::loom_timerless_waits`).
+#[derive(Clone, Copy)]
+pub(super) enum FqsWait {
+    /// The wait between init and FQS scan 1 (`jiffies_till_first_fqs`).
+    BeforeScan1 = 1,
+    /// A wait after a scan: for holdouts, or, with quick QS off, the one
+    /// that gives the driver its own quiescent state.
+    AfterScan = 2,
+}
+
 /// Rechecks of the holdouts before the driver sleeps.
 const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 
@@ -79,7 +90,7 @@ impl Engine {
     pub(super) fn grace_period(&self, gp: u64, own: &Record) {
         let config = self.config();
         // Relaxed: a hint that picks this grace period's pacing and publishes
-        // no data. A request it misses is caught by `fqs_wait`'s SeqCst
+        // no data. A request it misses is caught by `fqs_wait`'s fence
         // handshake with `request_expedited`; under adaptive FQS it would
         // only have credited the driver at init, which its first wait does.
         let expedited = self.callers.expedite.load(Relaxed) >= gp;
@@ -100,7 +111,7 @@ impl Engine {
         if let Fqs::FixedInterval(interval) = fqs {
             // jiffies_till_first_fqs. The driver sleeps, but no scan has
             // sampled it yet, so this sleep cannot count as its quiescent state.
-            if self.fqs_wait(&mut holdouts, gp, interval, false) {
+            if self.fqs_wait(&mut holdouts, gp, interval, false, FqsWait::BeforeScan1) {
                 fqs = Fqs::Adaptive;
                 driver_holdout = false;
             }
@@ -132,7 +143,13 @@ impl Engine {
                 Fqs::FixedInterval(interval) => {
                     // Early wake only if the driver is already credited: its own
                     // sleep is seen by the next scan, not by a holdout's wake-up.
-                    let expedited = self.fqs_wait(&mut holdouts, gp, interval, !driver_holdout);
+                    let expedited = self.fqs_wait(
+                        &mut holdouts,
+                        gp,
+                        interval,
+                        !driver_holdout,
+                        FqsWait::AfterScan,
+                    );
                     // The next FQS scan: the driver slept since the last one.
                     driver_holdout = false;
                     recheck(&mut holdouts, gp);
@@ -189,25 +206,29 @@ impl Engine {
 
     /// One fixed-interval FQS wait of `interval`. Ends early if an expedited
     /// caller needs `gp` (returns `true`), or, when `early_wake`, once every
-    /// holdout has passed a quiescent state.
+    /// holdout has passed a quiescent state. `which` tells a loom model's
+    /// switch (`loom_fqs_timer_never_fires`) which wait this is.
     fn fqs_wait(
         &self,
         holdouts: &mut Vec<&'static Record>,
         gp: u64,
         interval: Duration,
         early_wake: bool,
+        which: FqsWait,
     ) -> bool {
         // Relaxed: statistics.
         self.fqs_waits.fetch_add(1, Relaxed);
+        #[cfg(not(loom))]
+        let _ = which;
         // Under loom the timer is a yield: time must not steer the model.
-        // With `loom_fqs_timer_never_fires` there is no timer at all: the
-        // loop below waits untimed, and only an expedited caller's wake-up
-        // ends the wait.
+        // For the waits `loom_fqs_timer_never_fires` names there is no timer
+        // at all: the loop below waits untimed, and only an expedited
+        // caller's wake-up ends the wait.
         #[cfg(loom)]
-        if !early_wake && !self.loom_fqs_timer_never_fires.load(Relaxed) {
+        if !early_wake && self.loom_timerless_waits.load(Relaxed) & which as u32 == 0 {
             let _ = interval;
             crate::sync::yield_now();
-            // SeqCst: see `request_expedited`.
+            // SeqCst, besides the `fence::full()` pair: see `request_expedited`.
             return self.callers.expedite.load(SeqCst) >= gp;
         }
         #[cfg(not(loom))]
@@ -244,7 +265,8 @@ impl Engine {
                     return false;
                 }
             } else {
-                // SeqCst: see `request_expedited`.
+                // SeqCst, besides the `fence::full()` pair: see
+                // `request_expedited`.
                 self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
             }
             // Pairs with the fence in `request_expedited`, between our
@@ -252,7 +274,7 @@ impl Engine {
             // case the engine-side fence sits there too, but this one keeps
             // the pair the same for both kinds of wait).
             fence::full();
-            // SeqCst: see `request_expedited`.
+            // SeqCst, besides the `fence::full()` pair: see `request_expedited`.
             if self.callers.expedite.load(SeqCst) >= gp {
                 // Relaxed: as in `sleep_for_holdouts`.
                 self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
