@@ -2,14 +2,87 @@
 //! pointers, for data-structure authors who manage their own pointers.
 //!
 //! Kernel counterparts: `rcu_read_lock()`/`rcu_read_unlock()` without a guard
-//! object, and `kfree_rcu()`.
+//! object, `rcu_dereference()` and `kfree_rcu()`.
 //!
 //! The safe layer ([`crate::memb::read_lock`], [`crate::Rcu`]) is built on the
 //! same operations; this layer only drops the compile-time pairing. Its
-//! obligations are the usual RCU ones, stated per function.
+//! obligations are the usual RCU ones, stated per function. Publishing is
+//! the caller's own `AtomicPtr` store or swap with Release (or stronger)
+//! ordering (`rcu_assign_pointer()`, `rcu_replace_pointer()`), which
+//! [`dereference`]'s Acquire load pairs with.
 
-use crate::flavor::Flavor;
+use crate::flavor::{Flavor, ReadGuard};
 use crate::memb;
+use std::sync::atomic::AtomicPtr;
+use std::sync::atomic::Ordering::Acquire;
+
+/// Loads the object `src` points to for the read-side section of `guard`
+/// (`rcu_dereference()`): `None` if `src` is null. The reference borrows both
+/// `src` and `guard`, so it cannot outlive the section, nor the structure
+/// that holds `src` (whose owner may free the current object at once when
+/// it is dropped).
+///
+/// ```
+/// use rcu_lite::{Memb, memb, raw};
+/// use std::sync::atomic::AtomicPtr;
+/// use std::sync::atomic::Ordering::AcqRel;
+///
+/// let config = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+/// {
+///     let guard = memb::read_lock();
+///     // SAFETY: `config` only ever holds `Box`es freed through
+///     // `defer_drop_box::<_, Memb>` once unpublished (or, below, once no
+///     // reader can be left).
+///     assert_eq!(unsafe { raw::dereference(&config, &guard) }, Some(&1));
+/// }
+/// // Publish a new value (Release, `rcu_replace_pointer()`) ...
+/// let old = config.swap(Box::into_raw(Box::new(2)), AcqRel);
+/// // ... and free the old one after a grace period (`kfree_rcu()`).
+/// // SAFETY: from `Box::into_raw`, unpublished by the swap above.
+/// unsafe { raw::defer_drop_box::<u64, Memb>(old) };
+/// memb::rcu_barrier();
+/// # // SAFETY: unpublished, and no section is open.
+/// # drop(unsafe { Box::from_raw(config.into_inner()) });
+/// ```
+///
+/// The reference ends with the guard:
+///
+/// ```compile_fail,E0597
+/// use rcu_lite::{memb, raw};
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let config = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+/// let value = {
+///     let guard = memb::read_lock();
+///     // `guard` does not live long enough
+///     unsafe { raw::dereference(&config, &guard) }
+/// };
+/// println!("{value:?}");
+/// ```
+///
+/// # Safety
+///
+/// 1. Every non-null pointer stored in `src` points to a valid `T`, published
+///    with a Release (or stronger) store or RMW, after which the `T` is not
+///    mutated except through interior mutability while it can be reached.
+/// 2. An object stored in `src` is freed (or its memory otherwise reused)
+///    only after a grace period of the guard's flavor that began after it
+///    was unpublished: through [`defer_drop_box`] with that flavor, after a
+///    `synchronize_rcu()` of that flavor, or once no read-side section can
+///    be open (the owner's `&mut` access, as in `Drop`).
+#[inline]
+pub unsafe fn dereference<'g, T: Sync, G: ReadGuard>(
+    src: &'g AtomicPtr<T>,
+    _guard: &'g G,
+) -> Option<&'g T> {
+    // Acquire pairs with the Release (or stronger) store that published the
+    // pointer: the object's initialization happens before our reads of it.
+    let ptr = src.load(Acquire);
+    // SAFETY: null or a valid `T` (contract 1); the guard's section began
+    // before this load, so no grace period that could free it has ended, and
+    // `'g` ends the reference with the section (contract 2).
+    unsafe { ptr.as_ref() }
+}
 
 /// Enters a memb read-side section without a guard (`rcu_read_lock()`). End it
 /// with [`memb_read_unlock`] on the same thread.
