@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
+use test_support::DropCounted as Tracked;
 
 /// How long a test that waits on other threads (a `synchronize`, a
 /// reclamation pass, a domain's drop, which stops its scanner thread) may run
@@ -18,32 +19,13 @@ use std::time::Duration;
 /// interpreted basic block of any thread, a busy test reads as minutes.
 const TEST_DEADLINE: Duration = Duration::from_secs(if cfg!(miri) { 600 } else { 30 });
 
-/// An object whose drop is counted.
-#[derive(Debug)]
-struct Tracked {
-    drops: Arc<AtomicUsize>,
-    value: u64,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, SeqCst);
-    }
-}
-
 fn tracked(drops: &Arc<AtomicUsize>, value: u64) -> *mut Tracked {
-    Box::into_raw(Box::new(Tracked {
-        drops: Arc::clone(drops),
-        value,
-    }))
+    Box::into_raw(Box::new(Tracked::new(value, drops)))
 }
 
 /// A `Tracked` box for an `AtomicBox`.
 fn boxed(drops: &Arc<AtomicUsize>, value: u64) -> Option<Box<Tracked>> {
-    Some(Box::new(Tracked {
-        drops: Arc::clone(drops),
-        value,
-    }))
+    Some(Box::new(Tracked::new(value, drops)))
 }
 
 fn domains() -> [Domain; 3] {
@@ -1471,10 +1453,7 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
                 (0..10)
                     .filter(|&i| {
                         let bomb = Box::into_raw(Box::new(Bomb {
-                            _counted: Tracked {
-                                drops: Arc::clone(drops),
-                                value: i,
-                            },
+                            _counted: Tracked::new(i, drops),
                             explode: i == 1,
                         }));
                         // SAFETY: never published; retired once; Box-allocated.

@@ -5,30 +5,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::thread;
 use std::time::Duration;
+use test_support::DropCounted as Counted;
 
 /// How long a grace period or barrier may take before the test counts it as
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Counts its drops.
-struct Counted {
-    value: u64,
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, SeqCst);
-    }
-}
-
 #[test]
 fn replace_defers_the_drop_until_readers_have_left() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let counted = |value| Counted {
-        value,
-        drops: Arc::clone(&drops),
-    };
+    let counted = |value| Counted::new(value, &drops);
     let cell: Rcu<Counted, Memb> = Rcu::new(counted(1));
     let guard = memb::read_lock();
     let seen = cell.read(&guard);

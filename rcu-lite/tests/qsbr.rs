@@ -136,34 +136,6 @@ fn synchronize_waits_for_a_registration_brought_back_by_offline_qsbr_thread_onli
     );
 }
 
-/// A registration turned into an `OfflineQsbrThread` holds up no grace
-/// period for as long as it stays one.
-#[test]
-fn an_offline_qsbr_thread_holds_up_no_grace_period() {
-    let ready = Arc::new(Barrier::new(2));
-    let release = Arc::new(Barrier::new(2));
-    let reader = {
-        let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
-        thread::spawn(move || {
-            let offline = QsbrThread::register().offline();
-            ready.wait();
-            release.wait();
-            let mut me = offline.online();
-            me.quiescent_state();
-        })
-    };
-    ready.wait();
-    // If the offline registration held up grace periods, this would never
-    // return.
-    test_support::within_a_deadline(
-        "qsbr::synchronize_rcu with the only registration an OfflineQsbrThread",
-        Duration::from_secs(20),
-        qsbr::synchronize_rcu,
-    );
-    release.wait();
-    reader.join().unwrap();
-}
-
 /// Dropping an `OfflineQsbrThread` unregisters: the next registration takes
 /// its record over instead of the registry growing a new one each time.
 /// (Other tests of this binary register in parallel and may add a few
@@ -218,30 +190,51 @@ fn quiescent_states_end_grace_periods_while_the_thread_stays_online() {
     );
 }
 
+/// An offline registration holds up no grace period, whichever way it went
+/// offline: inside `while_offline`'s closure, or as the `OfflineQsbrThread`
+/// that `offline` returns.
 #[test]
 fn an_offline_thread_holds_up_no_grace_period() {
-    let ready = Arc::new(Barrier::new(2));
-    let release = Arc::new(Barrier::new(2));
-    let reader = {
-        let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
-        thread::spawn(move || {
-            let mut me = QsbrThread::register();
-            me.while_offline(|| {
-                ready.wait();
-                release.wait();
-            });
-            me.quiescent_state();
-        })
-    };
-    ready.wait();
-    // If offline threads held up grace periods, this would never return.
-    test_support::within_a_deadline(
-        "qsbr::synchronize_rcu with the only registration offline",
-        Duration::from_secs(20),
-        qsbr::synchronize_rcu,
-    );
-    release.wait();
-    reader.join().unwrap();
+    type Offline = fn(QsbrThread, &Barrier, &Barrier) -> QsbrThread;
+    let ways: [(&str, Offline); 2] = [
+        (
+            "inside QsbrThread::while_offline",
+            |mut me, ready, release| {
+                me.while_offline(|| {
+                    ready.wait();
+                    release.wait();
+                });
+                me
+            },
+        ),
+        ("an OfflineQsbrThread", |me, ready, release| {
+            let offline = me.offline();
+            ready.wait();
+            release.wait();
+            offline.online()
+        }),
+    ];
+    for (way, offline_wait) in ways {
+        let ready = Arc::new(Barrier::new(2));
+        let release = Arc::new(Barrier::new(2));
+        let reader = {
+            let (ready, release) = (Arc::clone(&ready), Arc::clone(&release));
+            thread::spawn(move || {
+                let mut me = offline_wait(QsbrThread::register(), &ready, &release);
+                me.quiescent_state();
+            })
+        };
+        ready.wait();
+        // If offline registrations held up grace periods, this would never
+        // return.
+        test_support::within_a_deadline(
+            &format!("qsbr::synchronize_rcu with the only registration offline, {way}"),
+            Duration::from_secs(20),
+            qsbr::synchronize_rcu,
+        );
+        release.wait();
+        reader.join().unwrap();
+    }
 }
 
 #[test]

@@ -8,28 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::{AcqRel, SeqCst};
 use std::sync::atomic::{AtomicPtr, AtomicUsize};
 use std::time::Duration;
+use test_support::DropCounted as Counted;
 
 /// How long a grace period or barrier may take before the test counts it as
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// A value that counts its drops.
-struct Counted {
-    value: u64,
-    drops: Arc<AtomicUsize>,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, SeqCst);
-    }
-}
-
 fn published(value: u64, drops: &Arc<AtomicUsize>) -> *mut Counted {
-    Box::into_raw(Box::new(Counted {
-        value,
-        drops: Arc::clone(drops),
-    }))
+    Box::into_raw(Box::new(Counted::new(value, drops)))
 }
 
 #[test]

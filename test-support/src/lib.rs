@@ -293,6 +293,35 @@ impl Drop for Holders {
     }
 }
 
+/// A value whose drops are counted: tests of deferred reclamation check that
+/// an object is freed only after the readers that reached it have left, and
+/// freed once.
+#[derive(Debug)]
+pub struct DropCounted {
+    /// What readers check they still see.
+    pub value: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl DropCounted {
+    /// A value that adds one to `drops` when it is dropped.
+    pub fn new(value: u64, drops: &Arc<AtomicUsize>) -> DropCounted {
+        DropCounted {
+            value,
+            drops: Arc::clone(drops),
+        }
+    }
+}
+
+impl Drop for DropCounted {
+    fn drop(&mut self) {
+        // SeqCst: a test reads the count from another thread after a barrier
+        // or join that already orders it; the strongest ordering keeps that
+        // reasoning out of every test.
+        self.drops.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Checks that `wait` does not return before a reader that began before it
 /// has left: a thread calls `enter` (a read guard, a registration), signals,
 /// holds what it returned for `hold`, marks itself as leaving, and passes it
