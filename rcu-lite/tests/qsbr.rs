@@ -55,32 +55,49 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
 }
 
 /// A registration comes back online, with a fresh snapshot, whenever a wait
-/// that took it offline ends: `while_offline`'s closure returning or unwinding, and
-/// its own `synchronize_rcu`, `synchronize_rcu_expedited` and `rcu_barrier`.
-/// A grace period that starts afterwards waits for it, as for any online
-/// registration.
+/// that took it offline ends: `while_offline`'s closure returning or
+/// unwinding, its own `synchronize_rcu`, `synchronize_rcu_expedited` and
+/// `rcu_barrier`, and `OfflineQsbrThread::online`. A grace period that starts
+/// afterwards waits for it, as for any online registration.
 #[test]
 fn synchronize_waits_for_a_registration_back_online() {
-    type OfflineWait = fn(&mut QsbrThread);
-    let waits: [(&str, OfflineWait); 5] = [
-        ("QsbrThread::while_offline", |me| {
-            assert_eq!(me.while_offline(|| 7), 7)
+    type OfflineWait = fn(QsbrThread) -> QsbrThread;
+    let waits: [(&str, OfflineWait); 6] = [
+        ("QsbrThread::while_offline", |mut me| {
+            assert_eq!(me.while_offline(|| 7), 7);
+            me
         }),
-        ("QsbrThread::while_offline, its closure unwinding", |me| {
-            let unwound = catch_unwind(AssertUnwindSafe(|| {
-                me.while_offline(|| panic!("a panic inside QsbrThread::while_offline"))
-            }));
-            assert!(
-                unwound.is_err(),
-                "the closure's panic did not reach the caller"
-            );
-        }),
-        ("QsbrThread::synchronize_rcu", QsbrThread::synchronize_rcu),
         (
-            "QsbrThread::synchronize_rcu_expedited",
-            QsbrThread::synchronize_rcu_expedited,
+            "QsbrThread::while_offline, its closure unwinding",
+            |mut me| {
+                let unwound = catch_unwind(AssertUnwindSafe(|| {
+                    me.while_offline(|| panic!("a panic inside QsbrThread::while_offline"))
+                }));
+                assert!(
+                    unwound.is_err(),
+                    "the closure's panic did not reach the caller"
+                );
+                me
+            },
         ),
-        ("QsbrThread::rcu_barrier", QsbrThread::rcu_barrier),
+        ("QsbrThread::synchronize_rcu", |mut me| {
+            me.synchronize_rcu();
+            me
+        }),
+        ("QsbrThread::synchronize_rcu_expedited", |mut me| {
+            me.synchronize_rcu_expedited();
+            me
+        }),
+        ("QsbrThread::rcu_barrier", |mut me| {
+            me.rcu_barrier();
+            me
+        }),
+        ("OfflineQsbrThread::online", |me| {
+            let offline = me.offline();
+            // Offline, this thread may wait for a grace period itself.
+            qsbr::synchronize_rcu();
+            offline.online()
+        }),
     ];
     // The process's first grace period registers it for membarrier, which
     // can take longer than the reader's hold: a grace period that wrongly
@@ -91,11 +108,7 @@ fn synchronize_waits_for_a_registration_back_online() {
         test_support::assert_waits_for_reader(
             &format!("qsbr::synchronize_rcu after {name}"),
             Duration::from_millis(50),
-            move || {
-                let mut me = QsbrThread::register();
-                offline_wait(&mut me);
-                me
-            },
+            move || offline_wait(QsbrThread::register()),
             drop,
             || {
                 test_support::within_a_deadline(
@@ -106,34 +119,6 @@ fn synchronize_waits_for_a_registration_back_online() {
             },
         );
     }
-}
-
-/// `OfflineQsbrThread::online` brings the registration back online with a
-/// fresh snapshot: a grace period that starts afterwards waits for it, as for
-/// any online registration.
-#[test]
-fn synchronize_waits_for_a_registration_brought_back_by_offline_qsbr_thread_online() {
-    // Pay for the process's first grace period (membarrier registration)
-    // outside the check, as above.
-    qsbr::synchronize_rcu();
-    test_support::assert_waits_for_reader(
-        "qsbr::synchronize_rcu after OfflineQsbrThread::online",
-        Duration::from_millis(50),
-        || {
-            let offline = QsbrThread::register().offline();
-            // Offline, this thread may wait for a grace period itself.
-            qsbr::synchronize_rcu();
-            offline.online()
-        },
-        drop,
-        || {
-            test_support::within_a_deadline(
-                "qsbr::synchronize_rcu behind a registration back online",
-                LIMIT,
-                qsbr::synchronize_rcu,
-            )
-        },
-    );
 }
 
 /// Dropping an `OfflineQsbrThread` unregisters: the next registration takes
