@@ -2,8 +2,8 @@
 //! guards, and `defer_drop_box`, which frees only after the readers that
 //! could reach the object have left, and exactly once.
 
-use rcu_lite::qsbr::{self, QsbrThread};
-use rcu_lite::{Memb, Qsbr, memb, raw};
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Flavor, Memb, Qsbr, memb, raw};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{AcqRel, SeqCst};
 use std::sync::atomic::{AtomicPtr, AtomicUsize};
@@ -47,36 +47,34 @@ fn dereference_reads_what_was_published_under_either_flavor() {
     assert_eq!(drops.load(SeqCst), 1);
 }
 
-/// `defer_drop_box` frees the object only after a reader that reached it
-/// before the call has left (the barrier that waits for the drop must not
-/// return earlier), and frees it once.
-#[test]
-fn defer_drop_box_waits_for_a_reader_that_reached_the_object() {
+/// `defer_drop_box` of flavor `F` frees the object only after a reader that
+/// reached it before the call has left (the barrier that waits for the drop
+/// must not return earlier), and frees it once. The reader thread calls
+/// `enter`, which reads the object in a section and returns what keeps the
+/// thread a reader (a memb guard, an online qsbr registration); dropping it
+/// is the reader's leaving.
+fn assert_deferred_drop_waits_for_the_reader<F: Flavor, R: 'static>(
+    what: &str,
+    enter: fn(&AtomicPtr<Counted>) -> R,
+) {
     // The process's first grace period registers it for membarrier, which
     // can outlast the reader's hold: pay for it before the check.
-    memb::synchronize_rcu();
+    F::synchronize_rcu();
     let drops = Arc::new(AtomicUsize::new(0));
     let slot = Arc::new(AtomicPtr::new(published(1, &drops)));
     let reader_slot = Arc::clone(&slot);
+    let waiter_slot = Arc::clone(&slot);
     let drops_at_leave = Arc::new(AtomicUsize::new(usize::MAX));
     let at_leave = Arc::clone(&drops_at_leave);
-    let waiter_slot = Arc::clone(&slot);
-    let waiter_drops = Arc::clone(&drops);
+    let reader_drops = Arc::clone(&drops);
     test_support::assert_waits_for_reader(
-        "memb::rcu_barrier after raw::defer_drop_box",
+        &format!("{what}: rcu_barrier after raw::defer_drop_box"),
         Duration::from_millis(50),
-        move || {
-            let guard = memb::read_lock();
-            // SAFETY: objects leave `slot` through `defer_drop_box::<_, Memb>`
-            // or once no section is open.
-            let seen = unsafe { raw::dereference(&reader_slot, &guard) };
-            assert_eq!(seen.map(|c| c.value), Some(1));
-            guard
-        },
-        move |guard| {
-            // Still inside: the object it reached has not been dropped.
-            at_leave.store(waiter_drops.load(SeqCst), SeqCst);
-            drop(guard);
+        move || enter(&reader_slot),
+        move |reader| {
+            // Still a reader: the object it reached must not be dropped yet.
+            at_leave.store(reader_drops.load(SeqCst), SeqCst);
+            drop(reader);
         },
         || {
             test_support::within_a_deadline("raw::defer_drop_box, then rcu_barrier", LIMIT, {
@@ -84,8 +82,8 @@ fn defer_drop_box_waits_for_a_reader_that_reached_the_object() {
                 move || {
                     let old = waiter_slot.swap(published(2, &drops), AcqRel);
                     // SAFETY: from `Box::into_raw`, unpublished by the swap.
-                    unsafe { raw::defer_drop_box::<Counted, Memb>(old) };
-                    memb::rcu_barrier();
+                    unsafe { raw::defer_drop_box::<Counted, F>(old) };
+                    F::rcu_barrier();
                     assert_eq!(
                         drops.load(SeqCst),
                         1,
@@ -98,66 +96,42 @@ fn defer_drop_box_waits_for_a_reader_that_reached_the_object() {
     assert_eq!(
         drops_at_leave.load(SeqCst),
         0,
-        "the object was dropped while the reader that reached it was inside"
+        "{what}: the object was dropped while the reader that reached it was still one"
     );
     // Another barrier runs nothing more: dropped once.
-    memb::rcu_barrier();
+    F::rcu_barrier();
     assert_eq!(drops.load(SeqCst), 1);
     let last = slot.swap(std::ptr::null_mut(), AcqRel);
-    // SAFETY: unpublished by the swap, and no section is open.
+    // SAFETY: unpublished by the swap, and no reader is left.
     drop(unsafe { Box::from_raw(last) });
     assert_eq!(drops.load(SeqCst), 2);
 }
 
-/// The same for the qsbr flavor: the drop waits for an online registration's
-/// quiescent state.
 #[test]
-fn defer_drop_box_on_qsbr_waits_for_an_online_reader() {
-    qsbr::synchronize_rcu();
-    let drops = Arc::new(AtomicUsize::new(0));
-    let slot = Arc::new(AtomicPtr::new(published(1, &drops)));
-    let reader_slot = Arc::clone(&slot);
-    let waiter_slot = Arc::clone(&slot);
-    let waiter_drops = Arc::clone(&drops);
-    let drops_at_leave = Arc::new(AtomicUsize::new(usize::MAX));
-    let at_leave = Arc::clone(&drops_at_leave);
-    test_support::assert_waits_for_reader(
-        "qsbr::rcu_barrier after raw::defer_drop_box",
-        Duration::from_millis(50),
-        move || {
-            let registration = QsbrThread::register();
-            {
-                let guard = registration.read_lock();
-                // SAFETY: as in the memb test.
-                let seen = unsafe { raw::dereference(&reader_slot, &guard) };
-                assert_eq!(seen.map(|c| c.value), Some(1));
-            }
-            registration
-        },
-        move |registration| {
-            at_leave.store(waiter_drops.load(SeqCst), SeqCst);
-            // Dropping the registration takes it offline.
-            drop(registration);
-        },
-        || {
-            test_support::within_a_deadline("raw::defer_drop_box (qsbr)", LIMIT, {
-                let drops = Arc::clone(&drops);
-                move || {
-                    let old = waiter_slot.swap(published(2, &drops), AcqRel);
-                    // SAFETY: from `Box::into_raw`, unpublished by the swap.
-                    unsafe { raw::defer_drop_box::<Counted, Qsbr>(old) };
-                    qsbr::rcu_barrier();
-                    assert_eq!(drops.load(SeqCst), 1);
-                }
-            })
-        },
-    );
-    assert_eq!(
-        drops_at_leave.load(SeqCst),
-        0,
-        "the object was dropped while the registration that reached it was online"
-    );
-    let last = slot.swap(std::ptr::null_mut(), AcqRel);
-    // SAFETY: unpublished by the swap, and no registration is online.
-    drop(unsafe { Box::from_raw(last) });
+fn defer_drop_box_waits_for_a_memb_reader_that_reached_the_object() {
+    assert_deferred_drop_waits_for_the_reader::<Memb, _>("memb", |slot| {
+        let guard = memb::read_lock();
+        // SAFETY: objects leave the slot through `defer_drop_box::<_, Memb>`
+        // or once no section is open.
+        let seen = unsafe { raw::dereference(slot, &guard) };
+        assert_eq!(seen.map(|c| c.value), Some(1));
+        guard
+    });
+}
+
+/// For qsbr the reader is an online registration, whatever sections it
+/// ended: the drop waits for its quiescent state (here, going offline).
+#[test]
+fn defer_drop_box_waits_for_a_qsbr_registration_that_reached_the_object() {
+    assert_deferred_drop_waits_for_the_reader::<Qsbr, _>("qsbr", |slot| {
+        let registration = QsbrThread::register();
+        {
+            let guard = registration.read_lock();
+            // SAFETY: objects leave the slot through
+            // `defer_drop_box::<_, Qsbr>` or once no registration is online.
+            let seen = unsafe { raw::dereference(slot, &guard) };
+            assert_eq!(seen.map(|c| c.value), Some(1));
+        }
+        registration
+    });
 }
