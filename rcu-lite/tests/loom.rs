@@ -639,22 +639,34 @@ fn a_barrier_finding_nothing_queued_follows_the_callbacks_it_covers() {
 /// update published before that word's grace period. (Models the Acquire
 /// load of `gp_word` in `mark_online`: made Relaxed, this model fails from 4
 /// preemptions on, so it runs with at least 4.)
+///
+/// Both ways back online: the end of `while_offline`'s closure, and
+/// `OfflineQsbrThread::online`.
 #[test]
 fn a_qsbr_reader_back_online_reaches_the_new_object() {
-    model_with_preemptions(4, usize::MAX, || {
-        configure(true);
-        reader_against_updater(
-            |slot| {
-                let mut registration = QsbrThread::register();
-                registration.while_offline(|| ());
-                let guard = registration.read_lock();
-                assert_eq!(slot.read(), 1, "reader reached a freed object");
-                drop(guard);
-                drop(registration);
-            },
-            qsbr::synchronize_rcu,
-        );
-    });
+    let ways: [fn(&Slot); 2] = [
+        |slot| {
+            let mut registration = QsbrThread::register();
+            registration.while_offline(|| ());
+            let guard = registration.read_lock();
+            assert_eq!(slot.read(), 1, "reader reached a freed object");
+            drop(guard);
+            drop(registration);
+        },
+        |slot| {
+            let registration = QsbrThread::register().offline().online();
+            let guard = registration.read_lock();
+            assert_eq!(slot.read(), 1, "reader reached a freed object");
+            drop(guard);
+            drop(registration);
+        },
+    ];
+    for reader in ways {
+        model_with_preemptions(4, usize::MAX, move || {
+            configure(true);
+            reader_against_updater(reader, qsbr::synchronize_rcu);
+        });
+    }
 }
 
 /// Three threads call `memb::synchronize_rcu()` at once: two spawned
