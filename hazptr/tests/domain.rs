@@ -149,39 +149,63 @@ fn nested_guards_beyond_the_thread_slots_use_backup_slots() {
     );
 }
 
-#[test]
-fn synchronize_waits_for_a_guard_held_in_another_thread() {
-    test_support::within_a_deadline(
-        "synchronize of an address another thread's guard holds",
-        TEST_DEADLINE,
-        || {
-            for domain in domains() {
-                let shared = AtomicPtr::new(Box::into_raw(Box::new(11u64)));
-                let protected = Barrier::new(2);
-                let releasing = AtomicBool::new(false);
-                std::thread::scope(|s| {
-                    s.spawn(|| {
-                        let mut guard = domain.guard();
-                        let p = guard.protect_ptr(&shared);
+/// Checks, in every kind of domain, that `synchronize` of an address waits
+/// for another thread that protects it: `hold(domain, shared, held)`
+/// protects what `shared` points to, calls `held` with the protected pointer
+/// (which waits a while, reads the object and marks the protection as about
+/// to end), and then ends the protection.
+fn assert_synchronize_waits_for_a_holder(
+    what: &'static str,
+    hold: fn(&Domain, &AtomicPtr<u64>, &dyn Fn(*mut u64)),
+) {
+    test_support::within_a_deadline(what, TEST_DEADLINE, move || {
+        for domain in domains() {
+            let shared = AtomicPtr::new(Box::into_raw(Box::new(11u64)));
+            let protected = Barrier::new(2);
+            let releasing = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    hold(&domain, &shared, &|p| {
                         protected.wait();
                         std::thread::sleep(Duration::from_millis(60));
                         // SAFETY: still protected: the writer cannot have freed it.
                         assert_eq!(unsafe { *p }, 11);
                         releasing.store(true, SeqCst);
-                        drop(guard);
                     });
-                    protected.wait();
-                    let old = shared.swap(std::ptr::null_mut(), AcqRel);
-                    domain.synchronize(old);
-                    assert!(
-                        releasing.load(SeqCst),
-                        "synchronize returned under protection ({domain:?})"
-                    );
-                    // SAFETY: unpublished and synchronized.
-                    drop(unsafe { Box::from_raw(old) });
                 });
-            }
+                protected.wait();
+                let old = shared.swap(std::ptr::null_mut(), AcqRel);
+                domain.synchronize(old);
+                assert!(
+                    releasing.load(SeqCst),
+                    "{what}: synchronize returned under protection ({domain:?})"
+                );
+                // SAFETY: unpublished and synchronized.
+                drop(unsafe { Box::from_raw(old) });
+            });
+        }
+    });
+}
+
+#[test]
+fn synchronize_waits_for_a_guard_held_in_another_thread() {
+    assert_synchronize_waits_for_a_holder(
+        "synchronize of an address another thread's guard holds",
+        |domain, shared, held| {
+            let mut guard = domain.guard();
+            held(guard.protect_ptr(shared));
+            drop(guard);
         },
+    );
+}
+
+/// `Domain::scoped_ptr` protects in its own domain: that domain's
+/// `synchronize` waits for the closure to return.
+#[test]
+fn domain_scoped_ptr_protects_in_its_own_domain() {
+    assert_synchronize_waits_for_a_holder(
+        "synchronize of an address held by Domain::scoped_ptr",
+        |domain, shared, held| domain.scoped_ptr(shared, held),
     );
 }
 
@@ -720,45 +744,6 @@ fn scoped_protects_raw_pointers_and_boxes() {
     let domain = Domain::new();
     let boxed = AtomicBox::new_in(String::from("abc"), &domain);
     assert_eq!(hazptr::scoped(&boxed, |s| s.map(|s| s.len())), Some(3));
-}
-
-/// `Domain::scoped_ptr` protects in its own domain: that domain's
-/// `synchronize` waits for the closure to return.
-#[test]
-fn domain_scoped_ptr_protects_in_its_own_domain() {
-    test_support::within_a_deadline(
-        "synchronize of an address held by Domain::scoped_ptr",
-        TEST_DEADLINE,
-        || {
-            for domain in domains() {
-                let shared = AtomicPtr::new(Box::into_raw(Box::new(12u64)));
-                let protected = Barrier::new(2);
-                let releasing = AtomicBool::new(false);
-                std::thread::scope(|s| {
-                    s.spawn(|| {
-                        let read = domain.scoped_ptr(&shared, |p| {
-                            protected.wait();
-                            std::thread::sleep(Duration::from_millis(60));
-                            // SAFETY: protected until the closure returns.
-                            let read = unsafe { *p };
-                            releasing.store(true, SeqCst);
-                            read
-                        });
-                        assert_eq!(read, 12);
-                    });
-                    protected.wait();
-                    let old = shared.swap(std::ptr::null_mut(), AcqRel);
-                    domain.synchronize(old);
-                    assert!(
-                        releasing.load(SeqCst),
-                        "synchronize returned while Domain::scoped_ptr's closure ran ({domain:?})"
-                    );
-                    // SAFETY: unpublished and synchronized.
-                    drop(unsafe { Box::from_raw(old) });
-                });
-            }
-        },
-    );
 }
 
 #[test]
