@@ -52,7 +52,7 @@ use std::ptr::{self, NonNull};
 /// borrow it held may have ended (the domain's type does not name `T`, so the
 /// drop check cannot see it). A box of borrowed data does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// let name = String::from("v1");
 /// let slot = hazptr::AtomicBox::new(name.as_str()); // `name` does not live long enough
 /// slot.store(Some(Box::new("v2")));
@@ -61,7 +61,7 @@ use std::ptr::{self, NonNull};
 /// Nor does a box of a zero-sized type: its boxes all have one address,
 /// which a hazard pointer cannot tell apart.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// #[repr(align(8))]
 /// struct Marker;
 /// let slot = hazptr::AtomicBox::new(Marker); // size_of::<Marker>() == 0
@@ -149,6 +149,45 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
 
     /// Loads the current value and protects it with `guard` until the guard
     /// protects something else, is reset or dropped.
+    ///
+    /// The reference borrows the guard mutably, so it cannot outlive that
+    /// protection: each of these fails to compile while the value is still
+    /// used afterwards.
+    ///
+    /// ```compile_fail,E0505
+    /// let config = hazptr::AtomicBox::new(String::from("v1"));
+    /// let mut guard = hazptr::Guard::new();
+    /// let current = config.load(&mut guard).expect("set");
+    /// drop(guard); // E0505: the protection ends while `current` is in use
+    /// assert_eq!(current, "v1");
+    /// ```
+    ///
+    /// ```compile_fail,E0499
+    /// let config = hazptr::AtomicBox::new(String::from("v1"));
+    /// let mut guard = hazptr::Guard::new();
+    /// let current = config.load(&mut guard).expect("set");
+    /// guard.reset(); // E0499: as is resetting it
+    /// assert_eq!(current, "v1");
+    /// ```
+    ///
+    /// ```compile_fail,E0499
+    /// let first = hazptr::AtomicBox::new(1u64);
+    /// let second = hazptr::AtomicBox::new(2u64);
+    /// let mut guard = hazptr::Guard::new();
+    /// let one = first.load(&mut guard).expect("set");
+    /// let two = second.load(&mut guard).expect("set"); // E0499: as is protecting another
+    /// assert_eq!(*one + *two, 3);
+    /// ```
+    ///
+    /// Nor can it outlive the box, which owns the current value:
+    ///
+    /// ```compile_fail,E0505
+    /// let config = hazptr::AtomicBox::new(String::from("v1"));
+    /// let mut guard = hazptr::Guard::new();
+    /// let current = config.load(&mut guard).expect("set");
+    /// drop(config); // E0505: the box, and its value, go while `current` is in use
+    /// assert_eq!(current, "v1");
+    /// ```
     ///
     /// # Panics
     ///

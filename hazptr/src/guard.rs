@@ -296,6 +296,14 @@ impl<'d> Guard<'d> {
     ///
     /// `T` must be at least 2-aligned (checked at compile time): slot values
     /// with the low bit set are wildcards.
+    ///
+    /// ```compile_fail,E0080
+    /// use std::sync::atomic::AtomicPtr;
+    ///
+    /// let bytes = AtomicPtr::new(Box::into_raw(Box::new(7u8)));
+    /// let mut guard = hazptr::Guard::new();
+    /// guard.protect_ptr(&bytes); // E0080: `u8` is 1-aligned
+    /// ```
     #[inline]
     pub fn protect_ptr<T>(&mut self, src: &AtomicPtr<T>) -> *mut T {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
@@ -488,6 +496,17 @@ impl Drop for Guard<'_> {
 /// let config = AtomicBox::new(String::from("v1"));
 /// let len = hazptr::scoped(&config, |v| v.map_or(0, |s| s.len()));
 /// assert_eq!(len, 2);
+/// ```
+///
+/// The reference is good only inside `f`, whose guard is dropped when it
+/// returns: returning it does not compile (what `f` may return is a value
+/// of its own, as `len` above, or a clone).
+///
+/// ```compile_fail
+/// let config = hazptr::AtomicBox::new(String::from("v1"));
+/// // error: lifetime may not live long enough
+/// let escaped: Option<&String> = hazptr::scoped(&config, |v| v);
+/// assert_eq!(escaped.map(String::as_str), Some("v1"));
 /// ```
 #[inline]
 pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&T>) -> R) -> R {

@@ -4,7 +4,11 @@
 //! (`hazptr_acquire()`, `hazptr_release()`, `hazptr_synchronize()`, the
 //! wildcard, per-CPU slots with backup slots on overflow lists) and of the
 //! shared-scan series (`hazptr-shared-scan-rfc-v3`), in which concurrent
-//! `synchronize()` callers share one scan run by a per-domain scanner.
+//! `synchronize()` callers share one scan. A lone caller walks the slots
+//! itself; callers that find a scan under way queue a waiter on their
+//! stack, and whoever drives the next pass serves every queued waiter: a
+//! waiting caller, or the domain's scanner thread, which callers wake before
+//! they sleep.
 //!
 //! Threads stand in for CPUs: each thread gets a block of
 //! [`SLOTS_PER_THREAD`] slots per domain on first use, recycled when it

@@ -64,7 +64,13 @@ use std::ptr::NonNull;
 pub(crate) const LOCAL_BATCH: usize = if cfg!(loom) { 1 } else { 64 };
 /// Retires between two looks at the clock.
 pub(crate) const TIME_CHECK_EVERY: u32 = 8;
-/// A pass runs at least this often while objects are being retired.
+/// A thread hands its batch over early (before [`LOCAL_BATCH`] objects) if
+/// this long has passed since the domain's last reclamation pass. The clock
+/// is read only at every [`TIME_CHECK_EVERY`]th retire of a thread, so a
+/// thread that retires rarely hands over that much later (one retire a
+/// second: about every 8 s); the period bounds how long a busy retirer's
+/// objects wait, not a rare one's, which the domain's drop or
+/// [`Domain::reclaim`] frees.
 pub(crate) const RECLAIM_PERIOD_MS: u32 = 2;
 
 /// A retired object and the function that frees it.

@@ -224,8 +224,15 @@ mod tests {
              than the scan's ({mine:#x}): the scan did not flip the generation"
         );
         // And the scan takes it as no protection, without waiting (were it
-        // waited out, nothing would ever change this slot).
-        let slot = AtomicUsize::new(arriving);
-        assert_eq!(read_slot(&slot, mine), arriving);
+        // waited out, nothing would ever change this slot: under a deadline,
+        // so that such a regression fails instead of hanging the binary).
+        test_support::within_a_deadline(
+            "read_slot of a wildcard stored after the scan began",
+            std::time::Duration::from_secs(if cfg!(miri) { 600 } else { 30 }),
+            move || {
+                let slot = AtomicUsize::new(arriving);
+                assert_eq!(read_slot(&slot, mine), arriving);
+            },
+        );
     }
 }

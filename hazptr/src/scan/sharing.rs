@@ -291,7 +291,13 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
 ///
 /// `waiter` is queued and not yet released.
 unsafe fn release(waiter: *const Waiter) {
-    // SAFETY: still queued, so still alive (per the contract).
+    // SAFETY: still queued, so still alive (per the contract) when the
+    // reference is made and when the store begins. The store itself may
+    // release the waiter's thread, which may pop the frame before `store`
+    // returns: the pattern of rust-lang/rust#55005 (a `&` argument whose
+    // memory is freed during the call), which std's `Arc::drop` shares. It
+    // is sound as long as nothing reads or writes through `w` after the
+    // atomic write itself, which is all `AtomicU32::store` does.
     let w = unsafe { &*waiter };
     // SeqCst: Release pairs with the waiter's Acquire load; SeqCst for the
     // Dekker pattern in `wait_for_release`.
