@@ -396,13 +396,24 @@ impl Engine {
     #[cold]
     #[inline(never)]
     fn wake_driver(&self, record: &Record) {
-        // Relaxed: the flag is a hint, set and cleared under the fences
-        // above; a clear that lands on a later flag for this record is
-        // harmless, since this thread's word store, ordered before the
-        // driver's recheck or seen by this CAS, already ended its hold.
-        record.wake_driver.store(0, Relaxed);
+        // The clear may land on a later grace period's flag for this
+        // record: a qsbr thread that reported for grace period N, found its
+        // flag and was preempted here may be a holdout of N + 1 by the time
+        // it clears, its report of N too old, and the driver of N + 1 asleep
+        // counting on this flag, which the clear erases. The fences above do
+        // not cover that: this thread's fence preceded the driver's. So the
+        // clear is a swap, Acquire, paired with the Release store of the flag
+        // (`flag_holdouts`): a swap that erases a later flag reads it, so
+        // the driver's `WAITS_FOR_HOLDOUTS` store, before that flag store,
+        // happens before the CAS below, which then finds the driver waiting
+        // (or awake again, rechecking and flagging anew) and wakes it. (memb
+        // needs none of this: an unlock is outside every section, and a
+        // grace period that starts later never counts the thread a
+        // holdout.)
+        record.wake_driver.swap(0, Acquire);
         // Only one holdout needs to wake it; the CAS keeps the others from
-        // making the system call too.
+        // making the system call too. Relaxed: the swap above and the fences
+        // order it.
         if self
             .reader
             .driver_wait

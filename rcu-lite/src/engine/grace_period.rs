@@ -316,11 +316,17 @@ fn recheck(holdouts: &mut Vec<&'static Record>, gp: u64) {
 /// Call after storing `WAITS_FOR_HOLDOUTS` and before the engine's fence.
 fn flag_holdouts(holdouts: &[&'static Record]) {
     for record in holdouts {
-        // Relaxed: ordered before the recheck by the engine's fence that
-        // follows; see `Engine::wake_driver_if_flagged`. The load spares the
-        // line a write when a previous sleep already flagged it.
+        // Ordered before the recheck by the engine's fence that follows; see
+        // `Engine::wake_driver_if_flagged`. Release pairs with the Acquire
+        // swap in `Engine::wake_driver`: a holdout whose clear, left over
+        // from an earlier grace period, erases this flag sees our
+        // `WAITS_FOR_HOLDOUTS` store and wakes us. The load spares the line a
+        // write when a previous sleep of this grace period already flagged
+        // it (a flag the driver's recheck clears once the record passes, so
+        // a flag still set is this grace period's, and this sleep's fence
+        // pairs with the holdout's as for a fresh one).
         if record.wake_driver.load(Relaxed) == 0 {
-            record.wake_driver.store(1, Relaxed);
+            record.wake_driver.store(1, Release);
         }
     }
 }
