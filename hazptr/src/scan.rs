@@ -114,7 +114,8 @@ impl Domain {
     /// call allocates nothing (the scanner thread is started on first use,
     /// and the driver's lists of slot hits, with room for 64 to start, grow
     /// only when more hits are pending at once than ever before, and keep
-    /// that room).
+    /// that room). If the scanner thread cannot be spawned, callers scan
+    /// alone, and one tries the spawn again a second later.
     ///
     /// # Panics
     ///

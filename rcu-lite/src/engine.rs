@@ -228,7 +228,7 @@ pub(crate) struct Engine {
     worker_gps: ConfigU64,
     /// The thread that takes `DRIVER` over from callers under contention.
     #[cfg(not(loom))]
-    gp_worker: GpWorker,
+    pub(crate) gp_worker: GpWorker,
     /// What the worker passes as its own record when it drives: registered
     /// nowhere, so no scan skips or waits for anything on its account.
     #[cfg(not(loom))]

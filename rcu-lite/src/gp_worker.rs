@@ -6,8 +6,9 @@
 //! they come alone (a lone `synchronize_rcu()` on an idle machine costs no
 //! wake-up at all); the worker only takes over when a driver finishes its own
 //! grace period, finds another one needed (`NEED_GP`), and finds more than
-//! two waiters per CPU asleep (for memb on fewer than 4 CPUs, two waiters:
-//! `Engine::crowded`); with fewer, the driver
+//! two waiters per CPU asleep (for memb on fewer than 4 CPUs: two waiters
+//! while readers have held grace periods up of late, else more than one per
+//! CPU; `Engine::crowded`); with fewer, the driver
 //! hands `DRIVER` to one of the waiters instead (`Engine::hand_off`).
 //!
 //! # Invariants
@@ -50,18 +51,42 @@ pub(crate) const HANDED_OVER: u32 = 1;
 pub(crate) struct GpWorker {
     /// [`IDLE`] or [`HANDED_OVER`]: the futex word the worker parks on.
     handover: AtomicU32,
-    /// [`NOT_STARTED`], [`RUNNING`], or [`REFUSED`] (the system refused a
-    /// thread: drivers then hand over to waiters, as under loom). Only a
-    /// `DRIVER` holder reads or writes it, so starting needs no lock.
+    /// [`NOT_STARTED`] or [`RUNNING`]. Only a `DRIVER` holder reads or
+    /// writes it, so starting needs no lock.
     thread: AtomicU8,
+    /// When (milliseconds of [`clock_ms`], at least 1) the system last
+    /// refused to start the thread; 0 if it never did. Drivers then hand over
+    /// to waiters, as under loom, and try again [`RETRY_MS`] later rather
+    /// than on every hand-over (or never again: a refusal is often for
+    /// the moment, the process short of threads or memory). Only a `DRIVER`
+    /// holder touches it.
+    refused_ms: AtomicU32,
+    /// Tests: makes every start of the thread fail, and counts the tries.
+    #[cfg(test)]
+    fail_spawn: std::sync::atomic::AtomicBool,
+    #[cfg(test)]
+    spawn_tries: AtomicU32,
 }
 
 /// `GpWorker::thread`: no worker thread yet (or none in this fork child).
 const NOT_STARTED: u8 = 0;
 /// `GpWorker::thread`: the worker thread runs.
 const RUNNING: u8 = 1;
-/// `GpWorker::thread`: the system refused to start it.
-const REFUSED: u8 = 2;
+
+/// How long drivers go without a worker after the system refused to start
+/// its thread, before one tries again.
+const RETRY_MS: u32 = 1000;
+
+/// Milliseconds since the first call in this process (wraps after 49 days,
+/// which the wrapping comparison in `hand_over` allows for; it takes 0 as 1
+/// on both sides, as 0 stands for no refusal).
+fn clock_ms() -> u32 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u32
+}
 
 impl GpWorker {
     /// A worker that has not started.
@@ -69,6 +94,11 @@ impl GpWorker {
         GpWorker {
             handover: AtomicU32::new(IDLE),
             thread: AtomicU8::new(NOT_STARTED),
+            refused_ms: AtomicU32::new(0),
+            #[cfg(test)]
+            fail_spawn: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
+            spawn_tries: AtomicU32::new(0),
         }
     }
 
@@ -85,28 +115,40 @@ impl GpWorker {
     /// still the caller's, if no worker thread could be started.
     #[cold]
     pub(crate) fn hand_over(&'static self, engine: &'static Engine) -> bool {
-        // Relaxed: only the DRIVER holder (us) touches `thread`, and the RMWs
-        // on `gp_state` that pass the bit on order its accesses.
-        match self.thread.load(Relaxed) {
-            RUNNING => {}
-            REFUSED => return false,
-            _ => {
-                let spawned = std::thread::Builder::new()
-                    .name("rcu-lite-gp".to_owned())
-                    .spawn(move || self.park_and_drive(engine))
-                    .is_ok();
-                self.thread
-                    .store(if spawned { RUNNING } else { REFUSED }, Relaxed);
-                if !spawned {
-                    return false;
-                }
+        // Relaxed, here and for `refused_ms`: only the DRIVER holder (us)
+        // touches them, and the RMWs on `gp_state` that pass the bit on order
+        // their accesses.
+        if self.thread.load(Relaxed) != RUNNING {
+            let refused = self.refused_ms.load(Relaxed);
+            if refused != 0 && clock_ms().max(1).wrapping_sub(refused) < RETRY_MS {
+                return false;
             }
+            if !self.spawn(engine) {
+                self.refused_ms.store(clock_ms().max(1), Relaxed);
+                return false;
+            }
+            self.thread.store(RUNNING, Relaxed);
         }
         // Release pairs with the Acquire swap in `park_and_drive`: the grace
         // periods this driver completed happen before the worker's.
         self.handover.store(HANDED_OVER, Release);
         futex::wake_one(&self.handover);
         true
+    }
+
+    /// Starts the worker thread; false if the system refused.
+    fn spawn(&'static self, engine: &'static Engine) -> bool {
+        #[cfg(test)]
+        {
+            self.spawn_tries.fetch_add(1, Relaxed);
+            if self.fail_spawn.load(Relaxed) {
+                return false;
+            }
+        }
+        std::thread::Builder::new()
+            .name("rcu-lite-gp".to_owned())
+            .spawn(move || self.park_and_drive(engine))
+            .is_ok()
     }
 
     /// The worker thread: park until a driver hands over, then drive until no
@@ -120,5 +162,46 @@ impl GpWorker {
                 futex::wait(&self.handover, IDLE, None);
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{RETRY_MS, clock_ms};
+    use crate::engine::{Engine, ReaderFence};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    /// When the system refuses the worker thread, drivers go without it
+    /// (hand-over returns false) and try again only once per `RETRY_MS`,
+    /// neither on every hand-over nor never again. (Catches a refusal kept
+    /// for good, as before 2026-12-05: the try after the period never comes;
+    /// and one forgotten at once: every hand-over tries.)
+    #[test]
+    fn a_refused_worker_thread_is_tried_again_only_after_a_while() {
+        let engine: &'static Engine = Box::leak(Box::new(Engine::new(ReaderFence::Light)));
+        let worker = &engine.gp_worker;
+        worker.fail_spawn.store(true, Relaxed);
+        let began = std::time::Instant::now();
+        for _ in 0..100 {
+            assert!(!worker.hand_over(engine), "a hand-over to a refused worker succeeded");
+        }
+        let elapsed_ms = began.elapsed().as_millis();
+        let tries = worker.spawn_tries.load(Relaxed);
+        let allowed = 1 + elapsed_ms / u128::from(RETRY_MS);
+        assert!(
+            tries >= 1 && u128::from(tries) <= allowed,
+            "100 hand-overs in {elapsed_ms} ms tried to start the refused worker {tries} times \
+             (at most {allowed} expected)"
+        );
+        // As if `RETRY_MS` had passed: the next hand-over tries again.
+        worker
+            .refused_ms
+            .store(clock_ms().wrapping_sub(RETRY_MS).max(1), Relaxed);
+        assert!(!worker.hand_over(engine));
+        assert_eq!(
+            worker.spawn_tries.load(Relaxed),
+            tries + 1,
+            "no new try to start the worker once the retry period had passed"
+        );
     }
 }

@@ -14,6 +14,8 @@
 //!   `wake_scanner`), so no caller sleeps with the scanner asleep too.
 //! - With waiters pending (addresses still protected) it polls them with
 //!   backoff, sleeping with a timeout at most.
+//! - A failed spawn is tried again only [`SPAWN_RETRY_MS`] later; callers
+//!   scan alone meanwhile, as with sharing turned off.
 //! - A domain's drop stops and joins it ([`stop_scanner`]): the `shutdown`
 //!   flag against the scanner's sleep is a store-buffering (Dekker) pair,
 //!   with an `atomic_fence(SeqCst)` on each side between its store and its
@@ -21,6 +23,7 @@
 
 use super::sharing::{Progress, ScanState, drive_once};
 use crate::domain::Shared;
+use crate::retire::now_ms;
 use crate::sync::{
     Backoff, Ordering, Pause, ThreadBuilder, fence as atomic_fence, futex_wait, futex_wake_all,
     spin_loop,
@@ -50,6 +53,13 @@ pub(super) fn wake_scanner(scan: &ScanState) {
     }
 }
 
+/// After a failed spawn of the scanner thread, callers scan alone for this
+/// long before one tries again: a spawn fails when the process is out of
+/// threads or memory, which a retry on every call would only make worse (each
+/// try takes the `thread` lock, allocates the thread's name and makes a
+/// system call).
+pub(super) const SPAWN_RETRY_MS: u32 = 1000;
+
 /// Makes sure the scanner thread runs; false if it cannot be started (the
 /// caller then scans alone).
 #[inline]
@@ -62,6 +72,13 @@ pub(super) fn ensure_scanner(shared: &Arc<Shared>) -> bool {
 #[inline(never)]
 fn start_scanner(shared: &Arc<Shared>) -> bool {
     let scan = &shared.scan;
+    // Relaxed: a hint, read without the lock; a stale value only tries a
+    // spawn sooner or later.
+    let failed = scan.spawn_failed_ms.load(Ordering::Relaxed);
+    // `max(1)` as when it was stored (0 stands for none failed).
+    if failed != 0 && now_ms().max(1).wrapping_sub(failed) < SPAWN_RETRY_MS {
+        return false;
+    }
     let mut handle = scan.thread.lock().expect("not poisoned");
     // Relaxed, both: the `thread` lock orders them. `started` is stored
     // true under it (below); `stop_scanner` stores `shutdown` before it
@@ -72,6 +89,12 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
     }
     if scan.shutdown.load(Ordering::Relaxed) {
         return false;
+    }
+    #[cfg(test)]
+    scan.spawn_tries.fetch_add(1, Ordering::Relaxed);
+    #[cfg(test)]
+    if scan.fail_spawn.load(Ordering::Relaxed) {
+        return spawn_failed(scan);
     }
     let for_thread = Arc::clone(shared);
     let spawned = ThreadBuilder::new()
@@ -84,8 +107,16 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
             scan.started.store(true, Ordering::Release);
             true
         }
-        Err(_) => false,
+        Err(_) => spawn_failed(scan),
     }
+}
+
+/// Remembers when a spawn failed (see [`SPAWN_RETRY_MS`]); false, for the
+/// caller to scan alone.
+fn spawn_failed(scan: &ScanState) -> bool {
+    // Relaxed: a hint (see `start_scanner`). At least 1: 0 means none failed.
+    scan.spawn_failed_ms.store(now_ms().max(1), Ordering::Relaxed);
+    false
 }
 
 /// The scanner thread: drive the scan while there is work, sleep otherwise.
@@ -165,7 +196,7 @@ pub(crate) fn stop_scanner(shared: &Shared) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{SLEEPING, scanner_sleep};
+    use super::{SLEEPING, SPAWN_RETRY_MS, scanner_sleep};
     use crate::Domain;
     use crate::scan::sharing::drive_once;
     use crate::sync::{AtomicPtr, Ordering};
@@ -270,6 +301,48 @@ mod tests {
                 drop(unsafe { Box::from_raw(object) });
             },
         );
+    }
+
+    /// A domain whose scanner thread cannot be spawned has its callers scan
+    /// alone, and tries the spawn again only once per `SPAWN_RETRY_MS`, not on
+    /// every call; once that time has passed, a call spawns it. (Catches a
+    /// `start_scanner` that forgets the failure: every one of the calls below
+    /// then tries, taking the lock and allocating the thread's name.)
+    #[test]
+    fn a_failed_scanner_spawn_is_tried_again_only_after_a_while() {
+        let domain = Domain::new();
+        let scan = &domain.shared.scan;
+        scan.fail_spawn.store(true, Ordering::Relaxed);
+        let object = Box::into_raw(Box::new(1u64));
+        let began = Instant::now();
+        for _ in 0..200 {
+            domain.synchronize(object);
+        }
+        let elapsed_ms = began.elapsed().as_millis();
+        let tries = scan.spawn_tries.load(Ordering::Relaxed);
+        assert!(!scan.started.load(Ordering::Acquire));
+        // One try, and one more per retry period the calls took (on a slow
+        // machine they may take that long).
+        let allowed = 1 + elapsed_ms / u128::from(SPAWN_RETRY_MS);
+        assert!(
+            tries >= 1 && u128::from(tries) <= allowed,
+            "200 calls in {elapsed_ms} ms tried to spawn the failing scanner {tries} times \
+             (at most {allowed} expected)"
+        );
+        // The period over (as if `SPAWN_RETRY_MS` had passed), the next call
+        // spawns the thread.
+        scan.fail_spawn.store(false, Ordering::Relaxed);
+        let failed = scan.spawn_failed_ms.load(Ordering::Relaxed);
+        scan.spawn_failed_ms
+            .store(failed.wrapping_sub(SPAWN_RETRY_MS), Ordering::Relaxed);
+        domain.synchronize(object);
+        assert!(
+            scan.started.load(Ordering::Acquire),
+            "the scanner thread was not spawned once the retry period had passed"
+        );
+        drop(domain);
+        // SAFETY: never published.
+        drop(unsafe { Box::from_raw(object) });
     }
 
     /// An idle domain's scanner thread blocks in its futex wait instead of

@@ -133,7 +133,17 @@ pub(crate) struct ScanState {
     pub(super) started: AtomicBool,
     /// Set when the domain is dropped: the scanner exits.
     pub(super) shutdown: AtomicBool,
+    /// When (`retire::now_ms`, at least 1) the last try to spawn the scanner
+    /// thread failed; 0 if none did. Callers scan alone until
+    /// `SPAWN_RETRY_MS` later instead of trying again on every call.
+    pub(super) spawn_failed_ms: AtomicU32,
     pub(crate) thread: Mutex<Option<JoinHandle<()>>>,
+    /// Tests: makes every spawn of the scanner thread fail.
+    #[cfg(test)]
+    pub(super) fail_spawn: AtomicBool,
+    /// Tests: tries to spawn the scanner thread so far.
+    #[cfg(test)]
+    pub(super) spawn_tries: AtomicU32,
 }
 
 impl ScanState {
@@ -150,7 +160,12 @@ impl ScanState {
             }),
             started: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
+            spawn_failed_ms: AtomicU32::new(0),
             thread: Mutex::new(None),
+            #[cfg(test)]
+            fail_spawn: AtomicBool::new(false),
+            #[cfg(test)]
+            spawn_tries: AtomicU32::new(0),
         }
     }
 }
