@@ -88,6 +88,18 @@ impl<T, F: Flavor> Rcu<T, F> {
     /// drop(guard);
     /// assert_eq!(value, "v1");
     /// ```
+    ///
+    /// Only a guard of the cell's flavor will do: a memb section does not
+    /// hold up qsbr's grace periods, which free a qsbr cell's old values.
+    ///
+    /// ```compile_fail,E0271
+    /// use rcu_lite::{Qsbr, Rcu, memb};
+    ///
+    /// let cell = Rcu::<String, Qsbr>::new("v1".to_owned());
+    /// let guard = memb::read_lock();
+    /// // type mismatch resolving `<memb::Guard as ReadGuard>::Flavor == Qsbr`
+    /// assert_eq!(cell.read(&guard), "v1");
+    /// ```
     #[inline]
     pub fn read<'g, G: ReadGuard<Flavor = F>>(&'g self, _guard: &'g G) -> &'g T {
         // Acquire pairs with the AcqRel swap in `swap_current`: the value's

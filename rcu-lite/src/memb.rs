@@ -89,6 +89,19 @@ crate::thread_record::thread_record!(|record| {
 /// // `*const ()` cannot be sent between threads safely
 /// std::thread::spawn(move || drop(guard));
 /// ```
+///
+/// Nor can another thread share it (`!Sync`): a guard reached through a
+/// reference elsewhere would let that thread read as if inside this
+/// thread's section.
+///
+/// ```compile_fail,E0277
+/// let guard = rcu_lite::memb::read_lock();
+/// std::thread::scope(|s| {
+///     let shared = &guard;
+///     // `*const ()` cannot be shared between threads safely
+///     s.spawn(move || drop(shared));
+/// });
+/// ```
 #[must_use = "the read-side section ends when the guard is dropped"]
 pub struct Guard {
     record: &'static Record,

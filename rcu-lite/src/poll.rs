@@ -36,7 +36,15 @@ use std::marker::PhantomData;
 /// [`qsbr`](crate::qsbr)): names the grace period whose completion means a
 /// full grace period has elapsed since the call that made it. Check it with
 /// the same flavor's `poll_state_synchronize_rcu()`, or wait for it with
-/// `cond_synchronize_rcu()`.
+/// `cond_synchronize_rcu()`. Another flavor's does not compile:
+///
+/// ```compile_fail,E0308
+/// use rcu_lite::{memb, qsbr};
+///
+/// let state = memb::get_state_synchronize_rcu();
+/// // expected `GpState<Qsbr>`, found `GpState<Memb>`
+/// qsbr::poll_state_synchronize_rcu(state);
+/// ```
 pub struct GpState<F: Flavor> {
     /// The grace period to wait for (`Engine::poll_target`).
     target: u64,

@@ -60,6 +60,21 @@ use std::sync::atomic::Ordering::Acquire;
 /// println!("{value:?}");
 /// ```
 ///
+/// And with the pointer it was loaded from, whose owner frees what it points
+/// to:
+///
+/// ```compile_fail,E0505
+/// use rcu_lite::{memb, raw};
+/// use std::sync::atomic::AtomicPtr;
+///
+/// let config = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
+/// let guard = memb::read_lock();
+/// let value = unsafe { raw::dereference(&config, &guard) };
+/// // cannot move out of `config` because it is borrowed
+/// drop(unsafe { Box::from_raw(config.into_inner()) });
+/// println!("{value:?}");
+/// ```
+///
 /// # Safety
 ///
 /// 1. Every non-null pointer stored in `src` points to a valid `T`, published
