@@ -194,6 +194,17 @@ fn wildcard_flip_escape() {
     });
 }
 
+/// The same escape against the shared scan: the two flips are a lone
+/// caller's walk or a queued pass of the driver's, in whichever mix the
+/// interleaving gives, and the reader may be held across both.
+#[test]
+fn wildcard_flip_escape_shared() {
+    reader_against_writer(true, protect_and_read, |domain, src| {
+        replace_and_synchronize(domain, src);
+        replace_and_synchronize(domain, src);
+    });
+}
+
 /// A guard promoted from its block slot to a backup slot while a scan runs:
 /// the scan reads every block slot before any overflow list, so it sees the
 /// protection in one place or the other.
