@@ -47,6 +47,24 @@ use std::ptr::{self, NonNull};
 /// assert_eq!(*owned, vec![1, 2, 3, 99]);
 /// ```
 ///
+/// A box borrows its domain (`'d`), so a data structure cannot own both
+/// its domain and boxes in it, as a struct cannot borrow from itself. Give
+/// it a domain that outlives it instead: the global one (`AtomicBox::new`);
+/// one made beside it and lent to it (`examples/treiber.rs` takes a
+/// `&'d Domain`), whose drop then frees whatever the structure retired; or,
+/// for a structure that lives as long as the program, a leaked one, whose
+/// retired objects only reclamation passes free:
+///
+/// ```
+/// use hazptr::{AtomicBox, Domain};
+///
+/// let domain: &'static Domain = Box::leak(Box::new(Domain::new()));
+/// let config = AtomicBox::new_in(String::from("v1"), domain);
+/// config.store(Some(Box::new(String::from("v2"))));
+/// let mut guard = domain.guard();
+/// assert_eq!(config.load(&mut guard).map(String::as_str), Some("v2"));
+/// ```
+///
 /// `T: 'static`: a replaced value is dropped later, on whichever thread
 /// reclaims it, at the latest when the domain is dropped, and by then any
 /// borrow it held may have ended (the domain's type does not name `T`, so the
