@@ -1,6 +1,7 @@
 //! The safe `Rcu<T>` cell.
 
-use rcu_lite::{Memb, Rcu, memb};
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{Flavor, Memb, Qsbr, Rcu, memb};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::thread;
@@ -11,24 +12,135 @@ use test_support::DropCounted as Counted;
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-#[test]
-fn replace_defers_the_drop_until_readers_have_left() {
+/// Publishes `new` in `cell` through one of the calls that defer the old
+/// value's drop (`replace`, `update`).
+type Change<F> = fn(&Rcu<Counted, F>, Counted);
+
+fn replace<F: Flavor>(cell: &Rcu<Counted, F>, new: Counted) {
+    cell.replace(new);
+}
+
+fn update<F: Flavor>(cell: &Rcu<Counted, F>, new: Counted) {
+    cell.update(move |old| {
+        assert_eq!(old.value, 1, "the update function saw the current value");
+        new
+    });
+}
+
+/// Reads `cell` inside the memb section `guard` holds: the guard keeps the
+/// thread a reader.
+fn memb_read(guard: &memb::Guard, cell: &Rcu<Counted, Memb>) -> *const Counted {
+    cell.read(guard)
+}
+
+/// Reads `cell` inside a section of `registration`, which ends at once: what
+/// it read stays protected for as long as the registration stays online
+/// without a quiescent state (until it is dropped, here).
+fn qsbr_read(registration: &QsbrThread, cell: &Rcu<Counted, Qsbr>) -> *const Counted {
+    cell.read(&registration.read_lock())
+}
+
+/// `change` of an `Rcu<_, F>` cell leaves the old value alive while this
+/// thread, a reader (for as long as it holds what `enter` returns) that
+/// reached it before the change, is still one; a reader's read after the change sees the new value;
+/// the old value is dropped once the reader has left, by the time
+/// `rcu_barrier()` returns, and only once. `read` reads the cell as the
+/// reader. `what` names the flavor and the change in the messages. The drop
+/// count is checked before the old value is touched again, so a change that
+/// drops it at once fails here without a read of freed memory.
+fn assert_the_old_value_outlives_its_reader<F: Flavor, R>(
+    what: &str,
+    change: Change<F>,
+    enter: fn() -> R,
+    read: fn(&R, &Rcu<Counted, F>) -> *const Counted,
+) {
     let drops = Arc::new(AtomicUsize::new(0));
     let counted = |value| Counted::new(value, &drops);
-    let cell: Rcu<Counted, Memb> = Rcu::new(counted(1));
-    let guard = memb::read_lock();
-    let seen = cell.read(&guard);
-    cell.replace(counted(2));
+    let cell: Rcu<Counted, F> = Rcu::new(counted(1));
+    let reader = enter();
+    let seen = read(&reader, &cell);
+    change(&cell, counted(2));
+    // Time for the callback thread to run a grace period that wrongly did
+    // not wait for this reader, and the drop after it.
     thread::sleep(Duration::from_millis(20));
-    // Our section began before the replace: the old value must still be alive.
-    assert_eq!(seen.value, 1);
-    assert_eq!(drops.load(SeqCst), 0);
-    assert_eq!(cell.read(&guard).value, 2);
-    drop(guard);
-    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
-    assert_eq!(drops.load(SeqCst), 1);
+    assert_eq!(
+        drops.load(SeqCst),
+        0,
+        "{what}: the old value was dropped while a reader that reached it before the change \
+         was still one"
+    );
+    // SAFETY: not dropped (checked just above), and it cannot be while
+    // `reader` keeps this thread a reader.
+    assert_eq!(unsafe { &*seen }.value, 1);
+    // SAFETY: read just now by the reader that `reader` keeps this thread,
+    // which it still is.
+    let now = unsafe { &*read(&reader, &cell) };
+    assert_eq!(
+        now.value, 2,
+        "{what}: a read after the change did not see the new value"
+    );
+    drop(reader);
+    test_support::within_a_deadline(
+        &format!("{what}, then {}::rcu_barrier", F::NAME),
+        LIMIT,
+        F::rcu_barrier,
+    );
+    assert_eq!(
+        drops.load(SeqCst),
+        1,
+        "{what}: the old value was not dropped by the time rcu_barrier returned"
+    );
     drop(cell);
-    assert_eq!(drops.load(SeqCst), 2);
+    assert_eq!(
+        drops.load(SeqCst),
+        2,
+        "{what}: a value dropped twice or never"
+    );
+}
+
+/// `replace` defers the old value's drop past a memb reader that reached it
+/// before the call. Fails where `replace` drops the old value at once.
+#[test]
+fn replace_defers_the_drop_until_readers_have_left() {
+    assert_the_old_value_outlives_its_reader::<Memb, _>(
+        "memb, Rcu::replace",
+        replace,
+        memb::read_lock,
+        memb_read,
+    );
+}
+
+/// `update` defers the old value's drop past a memb reader that reached it
+/// before the call. Fails where `update` drops the old value at once instead
+/// of through `call_rcu`.
+#[test]
+fn update_defers_the_drop_until_readers_have_left() {
+    assert_the_old_value_outlives_its_reader::<Memb, _>(
+        "memb, Rcu::update",
+        update,
+        memb::read_lock,
+        memb_read,
+    );
+}
+
+/// A qsbr cell's `replace` and `update` defer the old value's drop past an
+/// online registration that read it, after its read-side section has ended
+/// and until it goes offline. Fails where either drops the old value at
+/// once (the `update` mutant: `update` dropping it instead of deferring).
+#[test]
+fn qsbr_replace_and_update_defer_the_drop_until_registrations_go_offline() {
+    assert_the_old_value_outlives_its_reader::<Qsbr, _>(
+        "qsbr, Rcu::replace",
+        replace,
+        QsbrThread::register,
+        qsbr_read,
+    );
+    assert_the_old_value_outlives_its_reader::<Qsbr, _>(
+        "qsbr, Rcu::update",
+        update,
+        QsbrThread::register,
+        qsbr_read,
+    );
 }
 
 /// Concurrent updates are serialized: each update function sees the value
