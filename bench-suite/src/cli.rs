@@ -167,12 +167,19 @@ pub struct RcuscaleArgs {
     /// "per_gp_rounds_us"); latency figures cover every wait of every round.
     #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
-    /// Kernel-like fixed force-quiescent-state interval in milliseconds (the
-    /// kernel's is 3). Affects rcu-lite, rcu-lite-noqs and rcu-lite-qsbr only;
-    /// without it they scan adaptively. Other implementations ignore it. Their
-    /// output then gives the FQS waits per grace period, from the engine's own
-    /// count (on an idle system one with quick QS, two without).
-    #[arg(long, allow_negative_numbers = true, value_parser = positive_milliseconds)]
+    /// Kernel-like fixed force-quiescent-state interval in milliseconds; given
+    /// without a value, the kernel's 3. Affects rcu-lite, rcu-lite-noqs and
+    /// rcu-lite-qsbr only; without the option they scan adaptively. Other
+    /// implementations ignore it. Their output then gives the FQS waits per
+    /// grace period, from the engine's own count (on an idle system one with
+    /// quick QS, two without).
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        num_args = 0..=1,
+        default_missing_value = "3",
+        value_parser = positive_milliseconds
+    )]
     pub fqs_interval_ms: Option<f64>,
     /// Print a JSON array of {"impl","writers","readers","idle_threads","gps","per_gp_us",
     /// "latency_us":{...},"reads","duration_s","per_gp_rounds_us":[...]}, with

@@ -1312,6 +1312,40 @@ fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_with
     assert_eq!(rows[0]["fqs"]["fqs_waits"], 0, "{}", rows[0]);
 }
 
+/// `--fqs-interval-ms` without a value is the fixed mode at the kernel's
+/// 3 ms: rcu-lite's idle grace periods (quick QS) each wait one interval
+/// before their scan, so none is shorter than 3 ms, and the engine counts one
+/// FQS wait each. (Catches the option refusing a missing value, or taking it
+/// as the adaptive mode or another interval.)
+#[test]
+fn rcuscale_fqs_interval_without_a_value_is_the_kernels_3_ms() {
+    let out = syncbench_within(
+        &[
+            "rcuscale",
+            "--impl",
+            "rcu-lite",
+            "--waits",
+            "3",
+            "--fqs-interval-ms",
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows[0];
+    assert_eq!(
+        row["fqs"],
+        serde_json::json!({"grace_periods": 3, "fqs_waits": 3}),
+        "{row}"
+    );
+    let p50 = row["latency_us"]["p50"].as_f64().unwrap();
+    assert!(p50 >= 3000.0, "a grace period shorter than 3 ms: {row}");
+    // Not the 1 ms or 1000 ms a wrong default or unit would give (the
+    // bound is loose: the machine may wake the driver late).
+    assert!(p50 < 1_000_000.0, "{row}");
+}
+
 /// `--fqs-interval-ms` is in milliseconds, fractions included: at 1000.5 ms
 /// rcu-lite (quick QS, no readers) waits one interval before its first scan,
 /// so its one grace period takes at least 1.0005 s, and not 1000 times more.
