@@ -183,7 +183,10 @@ mod tests {
         worker.fail_spawn.store(true, Relaxed);
         let began = std::time::Instant::now();
         for _ in 0..100 {
-            assert!(!worker.hand_over(engine), "a hand-over to a refused worker succeeded");
+            assert!(
+                !worker.hand_over(engine),
+                "a hand-over to a refused worker succeeded"
+            );
         }
         let elapsed_ms = began.elapsed().as_millis();
         let tries = worker.spawn_tries.load(Relaxed);

@@ -115,7 +115,8 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
 /// caller to scan alone.
 fn spawn_failed(scan: &ScanState) -> bool {
     // Relaxed: a hint (see `start_scanner`). At least 1: 0 means none failed.
-    scan.spawn_failed_ms.store(now_ms().max(1), Ordering::Relaxed);
+    scan.spawn_failed_ms
+        .store(now_ms().max(1), Ordering::Relaxed);
     false
 }
 
