@@ -49,7 +49,6 @@ use crate::registration::thread_holds;
 use crate::slot::{EMPTY, RESERVED, is_older_wildcard, is_wildcard};
 use crate::sync::{AtomicUsize, Backoff, Ordering};
 use membarrier_sim::fence;
-use scanner::ensure_scanner;
 use sharing::synchronize_shared;
 
 /// Starts a scan: flips the wildcard generation, then the heavy fence.
@@ -111,11 +110,13 @@ impl Domain {
     /// share one scan unless the domain was built with
     /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A marked
     /// `addr` (low bit set) stands for the object it marks, as in a guard. A
-    /// call allocates nothing (the scanner thread is started on first use,
-    /// and the driver's lists of slot hits, with room for 64 to start, grow
-    /// only when more hits are pending at once than ever before, and keep
-    /// that room). If the scanner thread cannot be spawned, callers scan
-    /// alone, and one tries the spawn again a second later.
+    /// call allocates nothing (the scanner thread is started by the first
+    /// call that has to queue, one that meets another caller's scan or a
+    /// protection of its address; the driver's lists of slot hits, with room
+    /// for 64 to start, grow only when more hits are pending at once than
+    /// ever before, and keep that room). A domain whose calls never meet
+    /// starts no thread. If the scanner thread cannot be spawned, callers
+    /// scan alone, and one tries the spawn again a second later.
     ///
     /// # Panics
     ///
@@ -145,7 +146,15 @@ impl Domain {
         // lock the fork hooks hold (a hand-over, `Domain::new`).
         crate::refuse_between_hooks("Domain::synchronize");
         let shared = &self.shared;
-        if shared.options.shared_scan && ensure_scanner(shared) {
+        // Under loom the scanner starts at the first call, as it did before
+        // it started lazily, so that the models run it beside every caller:
+        // with it idle, a lone caller's walk (correct in itself) decides
+        // most executions before any pass of the shared scan can go wrong
+        // (the models stopped catching a driver's pass that skipped the
+        // wildcard wait).
+        if shared.options.shared_scan {
+            #[cfg(loom)]
+            scanner::ensure_scanner(shared);
             synchronize_shared(shared, addr);
         } else {
             synchronize_alone(shared, addr);
@@ -163,7 +172,7 @@ fn synchronize_while_holding(addr: usize) -> ! {
 }
 
 /// One caller, one scan.
-fn synchronize_alone(shared: &Shared, addr: usize) {
+pub(super) fn synchronize_alone(shared: &Shared, addr: usize) {
     let mine = begin(shared);
     for_each_slot(shared, |slot| {
         let mut value = read_slot(slot, mine);

@@ -1,6 +1,8 @@
 //! Guards, synchronize, retire and domains, on real threads.
 #![cfg(not(loom))]
 
+mod common;
+
 use hazptr::{AtomicBox, Domain, Guard, usable_slots_per_thread};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -609,7 +611,7 @@ fn a_retire_that_reaches_the_threshold_reclaims_at_once() {
 
 /// A shared-scan domain's scanner thread carries its domain's id in its
 /// name, `hazptr-scan-{id}`, as `Domain::id` documents (and `no_alloc.rs`
-/// relies on).
+/// relies on): a caller that queues starts it, and it is found by that name.
 #[test]
 #[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
 fn the_scanner_thread_is_named_after_its_domains_id() {
@@ -617,23 +619,8 @@ fn the_scanner_thread_is_named_after_its_domains_id() {
         "a synchronize that starts the scanner",
         TEST_DEADLINE,
         || {
-            let domains = [Domain::new(), Domain::new()];
-            for domain in &domains {
-                // Starts the domain's scanner thread.
-                domain.synchronize(&1u64);
-            }
-            for domain in &domains {
-                let name = format!("hazptr-scan-{}", domain.id());
-                // The thread names itself once it runs, which may be after the
-                // synchronize returned (its caller drives scans meanwhile).
-                let deadline = std::time::Instant::now() + TEST_DEADLINE / 2;
-                while test_support::thread_states(&name).len() != 1 {
-                    assert!(
-                        std::time::Instant::now() < deadline,
-                        "no one thread named {name:?} ({domain:?})"
-                    );
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+            for domain in [Domain::new(), Domain::new()] {
+                common::start_scanner_thread(&domain, TEST_DEADLINE / 2);
             }
         },
     );

@@ -1,5 +1,6 @@
-//! The domain's scanner thread: started by the first shared `synchronize`,
-//! it drives the shared scan ([`drive_once`]) for callers that sleep, and
+//! The domain's scanner thread: started by the first shared `synchronize`
+//! that queues a waiter (a lone caller whose walk finds no protection of its
+//! address needs none), it drives the shared scan ([`drive_once`]) for callers that sleep, and
 //! sleeps on a futex when no waiter is queued or pending.
 //!
 //! # Invariants
@@ -197,7 +198,7 @@ pub(crate) fn stop_scanner(shared: &Shared) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{SLEEPING, SPAWN_RETRY_MS, scanner_sleep};
+    use super::{SLEEPING, SPAWN_RETRY_MS, ensure_scanner, scanner_sleep};
     use crate::Domain;
     use crate::scan::sharing::drive_once;
     use crate::sync::{AtomicPtr, Ordering};
@@ -226,10 +227,7 @@ mod tests {
                 // Another test's fork hooks would hold the domain.
                 let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
                 let domain = Domain::new();
-                let object = Box::into_raw(Box::new(1u64));
-                // Starts the scanner thread (this thread registers nowhere).
-                domain.synchronize(object);
-                assert!(domain.shared.scan.started.load(Ordering::Acquire));
+                assert!(ensure_scanner(&domain.shared));
                 // Dropped once the scanner is asleep, as it is in a domain
                 // idle for a while: the drop must wake it to stop (a scanner
                 // still running would see the shutdown flag unwoken). Bounded,
@@ -247,8 +245,6 @@ mod tests {
                     shared.upgrade().is_none(),
                     "the domain's shared part outlived its drop: its scanner thread still runs"
                 );
-                // SAFETY: never published.
-                drop(unsafe { Box::from_raw(object) });
             },
         );
     }
@@ -309,41 +305,97 @@ mod tests {
     /// every call; once that time has passed, a call spawns it. (Catches a
     /// `start_scanner` that forgets the failure: every one of the calls below
     /// then tries, taking the lock and allocating the thread's name.)
+    ///
+    /// The calls queue (not a lone caller's walk, which needs no scanner):
+    /// the driver flag is held as if another caller's pass ran, and they
+    /// fall back to scanning alone, past the held flag.
     #[test]
     fn a_failed_scanner_spawn_is_tried_again_only_after_a_while() {
-        let domain = Domain::new();
-        let scan = &domain.shared.scan;
-        scan.fail_spawn.store(true, Ordering::Relaxed);
-        let object = Box::into_raw(Box::new(1u64));
-        let began = Instant::now();
-        for _ in 0..200 {
-            domain.synchronize(object);
-        }
-        let elapsed_ms = began.elapsed().as_millis();
-        let tries = scan.spawn_tries.load(Ordering::Relaxed);
-        assert!(!scan.started.load(Ordering::Acquire));
-        // One try, and one more per retry period the calls took (on a slow
-        // machine they may take that long).
-        let allowed = 1 + elapsed_ms / u128::from(SPAWN_RETRY_MS);
-        assert!(
-            tries >= 1 && u128::from(tries) <= allowed,
-            "200 calls in {elapsed_ms} ms tried to spawn the failing scanner {tries} times \
-             (at most {allowed} expected)"
+        test_support::within_a_deadline(
+            "synchronize calls with a scanner that cannot start",
+            TEST_DEADLINE,
+            || {
+                let domain = Domain::new();
+                let scan = &domain.shared.scan;
+                scan.fail_spawn.store(true, Ordering::Relaxed);
+                let object = Box::into_raw(Box::new(1u64));
+                // Another caller's pass, as far as these calls can tell.
+                scan.driver.store(true, Ordering::Relaxed);
+                let began = Instant::now();
+                for _ in 0..200 {
+                    domain.synchronize(object);
+                }
+                let elapsed_ms = began.elapsed().as_millis();
+                let tries = scan.spawn_tries.load(Ordering::Relaxed);
+                assert!(!scan.started.load(Ordering::Acquire));
+                // One try, and one more per retry period the calls took (on a
+                // slow machine they may take that long).
+                let allowed = 1 + elapsed_ms / u128::from(SPAWN_RETRY_MS);
+                assert!(
+                    tries >= 1 && u128::from(tries) <= allowed,
+                    "200 calls in {elapsed_ms} ms tried to spawn the failing scanner {tries} \
+                     times (at most {allowed} expected)"
+                );
+                // The period over (as if `SPAWN_RETRY_MS` had passed), the next
+                // call that queues spawns the thread.
+                scan.fail_spawn.store(false, Ordering::Relaxed);
+                let failed = scan.spawn_failed_ms.load(Ordering::Relaxed);
+                scan.spawn_failed_ms
+                    .store(failed.wrapping_sub(SPAWN_RETRY_MS), Ordering::Relaxed);
+                scan.driver.store(false, Ordering::Relaxed);
+                assert!(
+                    ensure_scanner(&domain.shared),
+                    "the scanner thread was not spawned once the retry period had passed"
+                );
+                drop(domain);
+                // SAFETY: never published.
+                drop(unsafe { Box::from_raw(object) });
+            },
         );
-        // The period over (as if `SPAWN_RETRY_MS` had passed), the next call
-        // spawns the thread.
-        scan.fail_spawn.store(false, Ordering::Relaxed);
-        let failed = scan.spawn_failed_ms.load(Ordering::Relaxed);
-        scan.spawn_failed_ms
-            .store(failed.wrapping_sub(SPAWN_RETRY_MS), Ordering::Relaxed);
-        domain.synchronize(object);
-        assert!(
-            scan.started.load(Ordering::Acquire),
-            "the scanner thread was not spawned once the retry period had passed"
-        );
-        drop(domain);
-        // SAFETY: never published.
-        drop(unsafe { Box::from_raw(object) });
+    }
+
+    /// A lone caller whose walk finds no protection starts no scanner
+    /// thread; a caller that finds its address protected queues and starts
+    /// it (its caller may sleep, and a sleeping caller's waiter is the
+    /// scanner's to serve). (Catches the scanner started on every domain's
+    /// first call again, as before 2026-12-05; and a queued waiter without
+    /// one: the second call below then never returns.)
+    #[test]
+    fn only_a_caller_that_queues_starts_the_scanner_thread() {
+        test_support::within_a_deadline("a synchronize that queues", TEST_DEADLINE, || {
+            let domain = Domain::new();
+            let scan = &domain.shared.scan;
+            let object = Box::into_raw(Box::new(1u64));
+            for _ in 0..10 {
+                domain.synchronize(object);
+            }
+            assert!(
+                !scan.started.load(Ordering::Acquire),
+                "uncontended calls that found no protection started the scanner thread"
+            );
+            let published = AtomicPtr::new(object);
+            let mut guard = domain.guard();
+            assert_eq!(guard.protect_ptr(&published), object);
+            let addr = object as usize;
+            std::thread::scope(|s| {
+                let caller = s.spawn(|| domain.synchronize(addr as *const u64));
+                // The caller queues (its walk finds the guard) and starts
+                // the scanner before it waits.
+                let deadline = Instant::now() + TEST_DEADLINE / 2;
+                while !scan.started.load(Ordering::Acquire) {
+                    assert!(
+                        Instant::now() < deadline,
+                        "a caller that found its address protected started no scanner"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                drop(guard);
+                caller.join().expect("synchronize returns");
+            });
+            drop(domain);
+            // SAFETY: unpublished (never read again) and synchronized.
+            drop(unsafe { Box::from_raw(object) });
+        });
     }
 
     /// An idle domain's scanner thread blocks in its futex wait instead of
@@ -361,9 +413,8 @@ mod tests {
         // fork hook of another test that keeps it).
         test_support::within_a_deadline("an idle scanner thread", TEST_DEADLINE, || {
             let domain = Domain::new();
-            let object = Box::into_raw(Box::new(1u64));
-            // Starts the scanner thread; nothing is left for it to do.
-            domain.synchronize(object);
+            // Nothing is queued for it to do.
+            assert!(ensure_scanner(&domain.shared));
             test_support::until_asleep(
                 &format!("hazptr-scan-{}", domain.shared.id),
                 5,
@@ -371,8 +422,6 @@ mod tests {
                 "the idle scanner thread never blocked",
             );
             drop(domain);
-            // SAFETY: never published.
-            drop(unsafe { Box::from_raw(object) });
         });
     }
 }

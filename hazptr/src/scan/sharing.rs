@@ -56,8 +56,8 @@
 //! of the futex (the `futex-word` crate's, which `sync.rs` re-exports), so
 //! they cover the wake-up handshakes as well as the scan.
 
-use super::scanner::{AWAKE, wake_scanner};
-use super::{begin, for_each_slot, protects, read_slot};
+use super::scanner::{AWAKE, ensure_scanner, wake_scanner};
+use super::{begin, for_each_slot, protects, read_slot, synchronize_alone};
 use crate::bloom::Bloom;
 use crate::domain::Shared;
 use crate::sync::{
@@ -66,6 +66,7 @@ use crate::sync::{
 };
 use std::cell::Cell;
 use std::ptr;
+use std::sync::Arc;
 
 /// Spins a waiter does before sleeping (a scan takes microseconds; on an
 /// oversubscribed machine a spinning waiter only delays the driver).
@@ -126,7 +127,7 @@ pub(crate) struct ScanState {
     pub(super) sleepers: AtomicU32,
     /// Whoever drives the scan (a caller that finds it free, or the scanner
     /// thread; see [`drive_once`]) holds this.
-    driver: AtomicBool,
+    pub(super) driver: AtomicBool,
     /// Owned by whoever holds `driver`.
     buffers: UnsafeCell<Buffers>,
     /// Whether the scanner thread runs.
@@ -171,8 +172,11 @@ impl ScanState {
 }
 
 /// Queues a waiter for the scanner and waits for its release; a lone
-/// caller scans alone first (see [`lone_scan_protected`]).
-pub(super) fn synchronize_shared(shared: &Shared, addr: usize) {
+/// caller scans alone first (see [`lone_scan_protected`]). The scanner
+/// thread is started here, before the first waiter is queued: a domain
+/// whose callers never meet (and never find their address protected) needs
+/// none. If it cannot be started, the caller scans alone.
+pub(super) fn synchronize_shared(shared: &Arc<Shared>, addr: usize) {
     let scan = &shared.scan;
     // Relaxed: hints only. Whatever they read, the caller's own scan below
     // (unshared mode's algorithm) or its queued waiter covers `addr`.
@@ -180,6 +184,12 @@ pub(super) fn synchronize_shared(shared: &Shared, addr: usize) {
         && !scan.driver.load(Ordering::Relaxed)
         && !lone_scan_protected(shared, addr)
     {
+        return;
+    }
+    // Before queuing: a queued waiter whose caller sleeps needs the scanner
+    // (`wait_for_release` wakes it).
+    if !ensure_scanner(shared) {
+        synchronize_alone(shared, addr);
         return;
     }
     let waiter = Waiter {
