@@ -406,7 +406,9 @@ impl Engine {
         // (`flag_holdouts`): a swap that erases a later flag reads it, so
         // the driver's `WAITS_FOR_HOLDOUTS` store, before that flag store,
         // happens before the CAS below, which then finds the driver waiting
-        // (or awake again, rechecking and flagging anew) and wakes it. (memb
+        // (or awake again: it stores the flag afresh at each sleep, which
+        // this swap either erases, and reads, or leaves for this thread's
+        // next report) and wakes it. (memb
         // needs none of this: an unlock is outside every section, and a
         // grace period that starts later never counts the thread a
         // holdout.)

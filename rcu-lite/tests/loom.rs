@@ -773,3 +773,33 @@ fn a_record_claimed_by_an_unrelated_thread_carries_its_previous_owners_section()
         heir.join().unwrap();
     });
 }
+
+/// Two qsbr holdouts flagged across two grace periods: one may report a
+/// grace period that is already too old while the driver flags it for the
+/// next, and find its flag and clear it late, over a later flag; the other
+/// may wake the driver between two of its sleeps. Whatever the order, the
+/// driver is woken once each holdout has reported (a lost wake-up leaves it
+/// asleep for good, which loom reports as a deadlock). The weak-memory
+/// lost wake-up fixed in `flag_holdouts` on 2026-12-05 (the driver's load
+/// of a flag that a holdout's swap had already erased, read stale) is beyond
+/// this model: it passes with that bug at 2 and at 3 preemptions (10 s and
+/// 230 s); it checks the handshake's interleavings, not that outcome.
+#[test]
+fn qsbr_holdouts_flagged_across_two_grace_periods_wake_the_driver() {
+    rcu_lite::loom_model_with_spurious_wakeups_too(|| {
+        configure(true);
+        let holdout = || {
+            thread::spawn(|| {
+                let mut registration = QsbrThread::register();
+                registration.quiescent_state();
+                registration.quiescent_state();
+                drop(registration);
+            })
+        };
+        let (first, second) = (holdout(), holdout());
+        qsbr::synchronize_rcu();
+        qsbr::synchronize_rcu();
+        first.join().unwrap();
+        second.join().unwrap();
+    });
+}

@@ -319,15 +319,19 @@ fn flag_holdouts(holdouts: &[&'static Record]) {
         // Ordered before the recheck by the engine's fence that follows; see
         // `Engine::wake_driver_if_flagged`. Release pairs with the Acquire
         // swap in `Engine::wake_driver`: a holdout whose clear, left over
-        // from an earlier grace period, erases this flag sees our
-        // `WAITS_FOR_HOLDOUTS` store and wakes us. The load spares the line a
-        // write when a previous sleep of this grace period already flagged
-        // it (a flag the driver's recheck clears once the record passes, so
-        // a flag still set is this grace period's, and this sleep's fence
-        // pairs with the holdout's as for a fresh one).
-        if record.wake_driver.load(Relaxed) == 0 {
-            record.wake_driver.store(1, Release);
-        }
+        // from an earlier grace period or an earlier sleep, erases this flag
+        // read it, so it sees this sleep's `WAITS_FOR_HOLDOUTS` store (or a
+        // later state) and wakes us. Stored at every sleep, even where a
+        // load would find a flag still set: that 1 may be one a holdout's
+        // swap has already erased unseen (nothing orders our load after the
+        // swap), and skipping the store then leaves no flag for its next
+        // report and no `WAITS_FOR_HOLDOUTS` its failed CAS had to see: a
+        // qsbr holdout that reported too old a grace period while flagged,
+        // whose CAS read the `DRIVER_RUNNING` of a wake by another holdout,
+        // and the driver asleep for good (found in review, 2026-12-05; x86
+        // and loom cannot show it). One store to the holdout's line per
+        // sleep, beside a futex wait and the engine's fence.
+        record.wake_driver.store(1, Release);
     }
 }
 
