@@ -162,6 +162,34 @@ impl Domain {
     }
 }
 
+impl Domain {
+    /// Starts the domain's scanner thread now, unless it runs already; true
+    /// if it runs. Otherwise the first [`synchronize`](Domain::synchronize)
+    /// caller that has to queue starts it and pays for the spawn (tens of
+    /// microseconds) inside its wait: a program that wants no such outlier,
+    /// or a benchmark that times its first waits, starts it up front. False
+    /// for a domain built with
+    /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan), which has
+    /// no scanner, or if the thread cannot be spawned (a later call tries
+    /// again a second later at the earliest).
+    ///
+    /// ```
+    /// let domain = hazptr::Domain::new();
+    /// assert!(domain.start_scanner());
+    /// let unshared = hazptr::Domain::builder().shared_scan(false).build();
+    /// assert!(!unshared.start_scanner());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Between the calling thread's [`before_fork`](crate::fork::before_fork)
+    /// and `after_fork_*`, whose hooks hold the lock it takes.
+    pub fn start_scanner(&self) -> bool {
+        crate::refuse_between_hooks("Domain::start_scanner");
+        self.shared.options.shared_scan && scanner::ensure_scanner(&self.shared)
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn synchronize_while_holding(addr: usize) -> ! {

@@ -50,12 +50,11 @@ impl GracePeriod for Hazptr {
     }
 
     fn prepare_writer(&self) {
-        // The shared scan starts its scanner thread on the domain's first
-        // `synchronize`, and every run builds a new domain: one wait on an
-        // address no reader protects spawns it here, untimed, rather than
-        // inside the run's first timed wait.
-        let unprotected = 0u64;
-        self.domain.synchronize(&raw const unprotected);
+        // The shared scan starts its scanner thread when the first caller
+        // has to queue, and every run builds a new domain: start it here,
+        // untimed, rather than inside the run's first contended wait.
+        // (Unshared, there is none: false.)
+        self.domain.start_scanner();
     }
 
     fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
@@ -131,10 +130,10 @@ mod tests {
         assert_eq!(unsafe { *hazptr.current.slot().load(Relaxed) }, 7);
     }
 
-    /// The shared scan's scanner thread starts on a domain's first
-    /// `synchronize`: `prepare_writer` makes that call, untimed, so that no
-    /// run's first timed wait (its latency maximum, with `--waits` above
-    /// all) includes spawning a thread. Each run builds a new domain.
+    /// The shared scan's scanner thread starts when a domain's first caller
+    /// has to queue: `prepare_writer` starts it, untimed, so that no run's
+    /// first contended wait (its latency maximum, with `--waits` above all)
+    /// includes spawning a thread. Each run builds a new domain.
     #[test]
     #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
     fn the_scanner_thread_starts_before_the_timed_waits() {
