@@ -95,6 +95,10 @@ pub(crate) struct Shared {
     /// does not push onto its batch until it clears (see `retire`,
     /// *Draining other threads' batches*).
     pub(crate) draining: AtomicBool,
+    /// Owners waiting for a drain to end (`retire::wait_out_drain`): the
+    /// next drainer lets them push first, or drains that follow each other
+    /// closely could keep them waiting indefinitely.
+    pub(crate) drain_waiters: AtomicU32,
     /// Set when the owning [`Domain`] handle is dropped.
     pub(crate) dropped: AtomicBool,
 }
@@ -133,6 +137,7 @@ impl Shared {
             retired_count: AtomicUsize::new(0),
             last_reclaim_ms: AtomicU32::new(retire::now_ms()),
             draining: AtomicBool::new(false),
+            drain_waiters: AtomicU32::new(0),
             dropped: AtomicBool::new(false),
         }
     }
@@ -237,6 +242,7 @@ impl Shared {
                     .orphaned
                     .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
+        })
         })
     }
 

@@ -85,7 +85,7 @@ use crate::domain::{DOMAINS, Domain, Shared};
 use crate::registration::thread_token;
 use crate::retire::Retired;
 use crate::scan::{hold_driver, release_driver, reset_after_fork};
-use crate::sync::JoinHandle;
+use crate::sync::{JoinHandle, Ordering};
 use std::cell::Cell;
 use std::ptr;
 use std::sync::{Arc, MutexGuard, PoisonError, Weak};
@@ -264,6 +264,11 @@ pub fn after_fork_child() {
     for domain in &mut held.domains {
         let shared = &*domain.shared;
         shared.free_foreign_slots_after_fork(own);
+        // Owners that waited out a drain at the fork vanished with their
+        // threads (the forking thread was in the hooks, not waiting): a count
+        // of them left would keep the child's every drain waiting for them.
+        // Relaxed: the child's only thread.
+        shared.drain_waiters.store(0, Ordering::Relaxed);
         reset_after_fork(shared, &mut domain.thread);
     }
     drop(held);
