@@ -232,17 +232,29 @@ impl Shared {
     fn take_orphaned_block(&self) -> Option<NonNull<SlotBlock>> {
         self.find_block(|b| {
             // Relaxed: a hint that skips blocks in use; the CAS re-checks.
+            // Claimed before the slots are read: until the CAS reads the
+            // exiting owner's Release store, nothing orders our slot loads
+            // after that owner's last guard store, and they could read a
+            // slot's value from before the guard that outlived its
+            // registration took it (an `EMPTY` older than its `RESERVED`),
+            // on CPUs that do not keep loads in order (found in review,
+            // 2026-12-05; x86 does).
             b.link.orphaned.load(Ordering::Relaxed)
-                // Acquire pairs with the guards' Release stores of `EMPTY`:
-                // what they did under protection happens before our use.
-                && b.all_free(Ordering::Acquire)
                 // Acquire pairs with the Release store in `give_back_block`
-                // (the flushed batch); the CAS makes one taker win.
+                // (the flushed batch, and every slot store of the owner's
+                // guards before it); the CAS makes one taker win.
                 && b.link
                     .orphaned
                     .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
-        })
+                // Acquire pairs with the guards' Release stores of `EMPTY`:
+                // what they did under protection happens before our use. A
+                // guard still holds a slot: put the claim back (Release,
+                // for the next taker's CAS, as the owner's store was).
+                && (b.all_free(Ordering::Acquire) || {
+                    b.link.orphaned.store(true, Ordering::Release);
+                    false
+                })
         })
     }
 
