@@ -4,10 +4,11 @@
 //! test's `synchronize_rcu()` or callbacks move the flavors' grace-period
 //! counts.
 
+mod common;
+
 use rcu_lite::{Flavor, GpCounts, Memb, Qsbr, memb, qsbr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::mpsc;
 use std::time::Duration;
 use test_support::DropCounted as Counted;
 
@@ -17,22 +18,6 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// Callbacks each round queues.
 const CALLBACKS: usize = 1000;
-
-/// Holds the flavor's callback thread inside a callback until the returned
-/// sender sends: that callback's batch has been taken and its grace period
-/// has completed, so everything queued meanwhile waits in the queue.
-fn hold_the_callback_thread<F: Flavor>() -> mpsc::Sender<()> {
-    let (inside_tx, inside_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    F::call_rcu(move || {
-        inside_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
-    });
-    inside_rx
-        .recv_timeout(LIMIT)
-        .expect("the holding callback did not start: its grace period never ended");
-    release_tx
-}
 
 /// Queues [`CALLBACKS`] callbacks back to back, calls `queued`, and waits in
 /// `rcu_barrier()`; checks that each callback ran exactly once and its
@@ -101,7 +86,7 @@ fn callbacks_share_grace_periods<F: Flavor>(grace_periods: fn() -> GpCounts) {
         F::NAME
     );
 
-    let release = hold_the_callback_thread::<F>();
+    let release = common::hold_the_callback_thread::<F>(LIMIT);
     let behind_a_busy_worker = queue_and_barrier::<F>(grace_periods, move || {
         release.send(()).unwrap();
     });

@@ -6,35 +6,20 @@
 //! own, one test per flavor: no other test's callbacks move the counts or
 //! drive grace periods.
 
+mod common;
+
 use rcu_lite::{Flavor, GpState, Memb, Qsbr, memb, qsbr};
-use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long a grace period or barrier may take before the test counts it as
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Holds the flavor's callback thread inside a callback until the returned
-/// sender sends: that callback's batch has been taken, so the queue is
-/// empty and stays so until the caller queues.
-fn hold_the_callback_thread<F: Flavor>() -> mpsc::Sender<()> {
-    let (inside_tx, inside_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    F::call_rcu(move || {
-        inside_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
-    });
-    inside_rx
-        .recv_timeout(LIMIT)
-        .expect("the holding callback did not start: its grace period never ended");
-    release_tx
-}
-
 /// Through the `Flavor` trait; `module_pending` is the flavor module's own
 /// `callbacks_pending`, which must agree.
 fn counts_until_they_start<F: Flavor + 'static>(module_pending: fn() -> usize) {
     assert_eq!(F::callbacks_pending(), 0, "nothing queued yet");
-    let release = hold_the_callback_thread::<F>();
+    let release = common::hold_the_callback_thread::<F>(LIMIT);
     assert_eq!(
         F::callbacks_pending(),
         0,
@@ -73,7 +58,7 @@ fn until_elapsed<F: Flavor>(state: GpState<F>) {
 /// queues a callback: 101 pending after the first loop.)
 fn polls_share_one_queued_callback<F: Flavor + 'static>() {
     assert_eq!(F::callbacks_pending(), 0, "nothing queued yet");
-    let release = hold_the_callback_thread::<F>();
+    let release = common::hold_the_callback_thread::<F>(LIMIT);
     let first = F::start_poll_synchronize_rcu();
     assert_eq!(F::callbacks_pending(), 1, "a poll queues a callback");
     let later: Vec<GpState<F>> = (0..100).map(|_| F::start_poll_synchronize_rcu()).collect();
@@ -95,7 +80,7 @@ fn polls_share_one_queued_callback<F: Flavor + 'static>() {
 
     // A callback the caller queued serves a poll too: its batch is taken
     // after the poll, and waits for a grace period that begins after that.
-    let release = hold_the_callback_thread::<F>();
+    let release = common::hold_the_callback_thread::<F>(LIMIT);
     F::call_rcu(|| {});
     let state = F::start_poll_synchronize_rcu();
     assert_eq!(
