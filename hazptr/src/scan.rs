@@ -160,9 +160,7 @@ impl Domain {
             synchronize_alone(shared, addr);
         }
     }
-}
 
-impl Domain {
     /// Starts the domain's scanner thread now, unless it runs already; true
     /// if it runs. Otherwise the first [`synchronize`](Domain::synchronize)
     /// caller that has to queue starts it and pays for the spawn (tens of
