@@ -408,10 +408,9 @@ impl Engine {
         // happens before the CAS below, which then finds the driver waiting
         // (or awake again: it stores the flag afresh at each sleep, which
         // this swap either erases, and reads, or leaves for this thread's
-        // next report) and wakes it. (memb
-        // needs none of this: an unlock is outside every section, and a
-        // grace period that starts later never counts the thread a
-        // holdout.)
+        // next report) and wakes it. (memb needs none of this: an unlock is
+        // outside every section, and a grace period that starts later never
+        // counts the thread a holdout.)
         record.wake_driver.swap(0, Acquire);
         // Only one holdout needs to wake it; the CAS keeps the others from
         // making the system call too. Relaxed: the swap above and the fences
