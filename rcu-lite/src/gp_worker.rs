@@ -77,15 +77,16 @@ const RUNNING: u8 = 1;
 /// its thread, before one tries again.
 const RETRY_MS: u32 = 1000;
 
-/// Milliseconds since the first call in this process (wraps after 49 days,
-/// which the wrapping comparison in `hand_over` allows for; it takes 0 as 1
-/// on both sides, as 0 stands for no refusal).
+/// The wall clock in milliseconds, modulo 2^32 (the wrapping comparison in
+/// `hand_over` allows for that; it takes 0 as 1 on both sides, as 0 stands
+/// for no refusal). Not `Instant` against a start time kept in a
+/// `OnceLock`: a fork while another thread initialises one leaves the child
+/// a lock that blocks (see `engine/crowding.rs`, `available_cpus`). A clock
+/// that steps, either way, only makes the next try come sooner.
 fn clock_ms() -> u32 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_millis() as u32
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u32)
 }
 
 impl GpWorker {
