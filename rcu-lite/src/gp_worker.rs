@@ -141,6 +141,8 @@ impl GpWorker {
     fn spawn(&'static self, engine: &'static Engine) -> bool {
         #[cfg(test)]
         {
+            // Relaxed, both: a test's counter and switch, which the test
+            // thread itself reads and sets between its calls.
             self.spawn_tries.fetch_add(1, Relaxed);
             if self.fail_spawn.load(Relaxed) {
                 return false;

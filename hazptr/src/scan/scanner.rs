@@ -91,6 +91,8 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
     if scan.shutdown.load(Ordering::Relaxed) {
         return false;
     }
+    // Relaxed, both: a test's counter and switch, which the test thread
+    // itself reads and sets between its calls; they order nothing.
     #[cfg(test)]
     scan.spawn_tries.fetch_add(1, Ordering::Relaxed);
     #[cfg(test)]
