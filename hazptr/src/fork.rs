@@ -36,8 +36,8 @@
 //!   own guards keep protecting; each slot records its holder's thread token,
 //!   so this works from a thread-local destructor too), forgets every queued or pending waiter (all
 //!   of them belong to vanished threads: the forking thread was in the hooks)
-//!   and the scanner thread, which the next shared `synchronize` starts
-//!   anew. Then it gives the locks back.
+//!   and the scanner thread, which the next `synchronize` that queues a
+//!   waiter starts anew. Then it gives the locks back.
 //!
 //! Retired objects the vanished threads had not yet handed to their domain
 //! (at most 64 per thread) are never freed in the child, nor are objects a
@@ -50,8 +50,8 @@
 //! Locks inside std: std takes a process-wide lock while a thread starts and
 //! while it exits, so a child forked while another thread of the parent was
 //! doing either cannot start a thread (each waits for that lock for ever),
-//! and the child's next shared-scan `synchronize` starts its domain's
-//! scanner thread anew. Fork when no thread is starting or exiting, or
+//! and the child's next `synchronize` that queues a waiter starts its
+//! domain's scanner thread anew. Fork when no thread is starting or exiting, or
 //! keep the child to `exec` (as `std::process::Command` does). This
 //! workspace's fork tests run in a process of their own for this reason
 //! (`test_support::forking_test`).
@@ -267,6 +267,7 @@ pub fn after_fork_child() {
         // Owners that waited out a drain at the fork vanished with their
         // threads (the forking thread was in the hooks, not waiting): a count
         // of them left would keep the child's every drain waiting for them.
+        // (Their blocks' `pushing` flags went with the blocks, above.)
         // Relaxed: the child's only thread.
         shared.drain_waiters.store(0, Ordering::Relaxed);
         reset_after_fork(shared, &mut domain.thread);

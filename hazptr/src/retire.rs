@@ -213,9 +213,12 @@ impl Domain {
     ///
     /// Taking another thread's batch costs one heavy fence (a `membarrier()`
     /// that interrupts the CPUs running the process), and a retire racing it
-    /// waits until the batches are moved. Not among the objects: those a
-    /// concurrent pass has taken off the list (it frees or keeps them
-    /// itself).
+    /// waits until the batches are moved. A retire that found the last
+    /// drain under way goes first: this call may wait up to about 10 ms for
+    /// such retires, holding the domain's retired list (which hand-overs of
+    /// full batches, other passes and exiting threads then wait for). Not
+    /// among the objects: those a concurrent pass has taken off the list (it
+    /// frees or keeps them itself).
     ///
     /// # Panics
     ///
