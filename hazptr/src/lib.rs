@@ -5,8 +5,8 @@
 //! wildcard, per-CPU slots with backup slots on overflow lists) and of the
 //! shared-scan series (`hazptr-shared-scan-rfc-v3`), in which concurrent
 //! `synchronize()` callers share one scan. A lone caller walks the slots
-//! itself; callers that find a scan under way queue a waiter on their
-//! stack, and whoever drives the next pass serves every queued waiter: a
+//! itself; callers that find a scan under way, or whose walk finds their
+//! address protected, queue a waiter on their stack, and whoever drives the next pass serves every queued waiter: a
 //! waiting caller, or the domain's scanner thread, which callers wake before
 //! they sleep.
 //!

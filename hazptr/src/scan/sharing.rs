@@ -523,8 +523,9 @@ pub(crate) fn release_driver(shared: &Shared) {
 /// waiter and the scanner thread. The forking thread waits for nothing (it is
 /// in the fork hooks), so every waiter belongs to a thread that did not come
 /// along; the child never touches them again, since their stacks may be
-/// handed to the child's new threads. The next shared `synchronize` starts a
-/// new scanner thread.
+/// handed to the child's new threads. The child's first `synchronize` that
+/// queues starts a new scanner thread, even if the parent's last spawn
+/// failed less than `SPAWN_RETRY_MS` before the fork.
 #[cfg(not(loom))]
 pub(crate) fn reset_after_fork(shared: &Shared, thread: &mut Option<JoinHandle<()>>) {
     let scan = &shared.scan;
@@ -545,6 +546,7 @@ pub(crate) fn reset_after_fork(shared: &Shared, thread: &mut Option<JoinHandle<(
     // Relaxed: `ensure_scanner` reads it with Acquire, pairing with a later
     // `start_scanner`'s Release store; false here only sends it there.
     scan.started.store(false, Ordering::Relaxed);
+    scan.spawn_failed_ms.store(0, Ordering::Relaxed);
 }
 
 #[cfg(all(test, not(loom)))]
