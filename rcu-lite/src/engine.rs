@@ -382,7 +382,8 @@ impl Engine {
     #[inline(always)]
     pub(crate) fn wake_driver_if_flagged(&self, record: &Record) {
         // Relaxed: the caller's light() orders this load after its word store;
-        // it pairs with heavy() between the driver's stores of
+        // it pairs with the engine's fence (`ReaderFence::engine_side`:
+        // heavy() for memb, full() for qsbr) between the driver's stores of
         // WAITS_FOR_HOLDOUTS and of this flag and its recheck
         // (`sleep_for_holdouts`, `fqs_wait`): either the recheck sees the
         // word, or this load sees the flag and the CAS below the waiting

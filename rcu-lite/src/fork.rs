@@ -61,7 +61,13 @@
 //! doing either cannot start a thread (each waits for that lock for ever),
 //! and the child's next hand-over or `call_rcu()` starts a worker thread.
 //! Fork when no thread is starting or exiting, or keep the child to `exec`
-//! (as `std::process::Command` does). This workspace's fork tests run in a
+//! (as `std::process::Command` does). rcu-lite starts threads of its own at
+//! moments it picks: the callback worker at a flavor's first `call_rcu()`,
+//! the grace-period worker at the first hand-over to it (a crowd of waiting
+//! callers), and, while the system refuses that thread, again at most once
+//! a second as crowds form. So a program that forks from one thread while
+//! others call `synchronize_rcu()` cannot rule the hazard out unless the
+//! workers already run. This workspace's fork tests run in a
 //! process of their own for this reason (`test_support::forking_test`).
 //!
 //! # Registering them once

@@ -6,10 +6,10 @@
 //! they come alone (a lone `synchronize_rcu()` on an idle machine costs no
 //! wake-up at all); the worker only takes over when a driver finishes its own
 //! grace period, finds another one needed (`NEED_GP`), and finds more than
-//! two waiters per CPU asleep (for memb on fewer than 4 CPUs: two waiters
-//! while readers have held grace periods up of late, else more than one per
-//! CPU; `Engine::crowded`); with fewer, the driver
-//! hands `DRIVER` to one of the waiters instead (`Engine::hand_off`).
+//! two waiters per CPU asleep (for memb with `membarrier()` fences on fewer
+//! than 4 CPUs: two waiters while readers have held grace periods up of
+//! late, else more than one per CPU; `Engine::crowded`); with fewer, the
+//! driver hands `DRIVER` to one of the waiters instead (`Engine::hand_off`).
 //!
 //! # Invariants
 //!
@@ -77,16 +77,26 @@ const RUNNING: u8 = 1;
 /// its thread, before one tries again.
 const RETRY_MS: u32 = 1000;
 
-/// The wall clock in milliseconds, modulo 2^32 (the wrapping comparison in
-/// `hand_over` allows for that; it takes 0 as 1 on both sides, as 0 stands
-/// for no refusal). Not `Instant` against a start time kept in a
-/// `OnceLock`: a fork while another thread initialises one leaves the child
-/// a lock that blocks (see `engine/crowding.rs`, `available_cpus`). A clock
-/// that steps, either way, only makes the next try come sooner.
+/// The monotonic clock (`CLOCK_MONOTONIC`) in milliseconds, modulo 2^32 (the
+/// wrapping comparison in `hand_over` allows for that; it takes 0 as 1 on
+/// both sides, as 0 stands for no refusal). Not `Instant` against a start
+/// time kept in a `OnceLock`: a fork while another thread initialises one
+/// leaves the child a lock that blocks (see `engine/crowding.rs`,
+/// `available_cpus`); `clock_gettime` takes no lock. Not the wall clock
+/// either, which can be set back (before 1970 it would read as one
+/// constant and keep a refusal in force until it passed 1970 again).
 fn clock_ms() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u32)
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec for the call's duration.
+    // CLOCK_MONOTONIC is always supported on Linux, so the call cannot fail;
+    // were it to, `now` stays 0 and the caller tries again at once.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64)
+        .wrapping_mul(1000)
+        .wrapping_add(now.tv_nsec as u64 / 1_000_000) as u32
 }
 
 impl GpWorker {
@@ -104,11 +114,13 @@ impl GpWorker {
     }
 
     /// In a child of `fork()`, which has no worker thread: the next hand-over
-    /// starts one.
+    /// starts one, even if the parent's last start was refused less than
+    /// [`RETRY_MS`] before the fork.
     pub(crate) fn forget_thread_after_fork(&self) {
         // Relaxed: the child's only thread is the caller.
         self.thread.store(NOT_STARTED, Relaxed);
         self.handover.store(IDLE, Relaxed);
+        self.refused_ms.store(0, Relaxed);
     }
 
     /// Hands the caller's `DRIVER` bit of `engine` (whose worker this is) to
@@ -193,7 +205,8 @@ mod tests {
         }
         let elapsed_ms = began.elapsed().as_millis();
         let tries = worker.spawn_tries.load(Relaxed);
-        let allowed = 1 + elapsed_ms / u128::from(RETRY_MS);
+        // A period measured in whole milliseconds may be up to 1 ms short.
+        let allowed = 1 + elapsed_ms / u128::from(RETRY_MS - 1);
         assert!(
             tries >= 1 && u128::from(tries) <= allowed,
             "100 hand-overs in {elapsed_ms} ms tried to start the refused worker {tries} times \
@@ -208,6 +221,15 @@ mod tests {
             worker.spawn_tries.load(Relaxed),
             tries + 1,
             "no new try to start the worker once the retry period had passed"
+        );
+        // A fork child has its own thread limits: it does not keep the
+        // parent's refusal, and its next hand-over tries at once.
+        worker.forget_thread_after_fork();
+        assert!(!worker.hand_over(engine));
+        assert_eq!(
+            worker.spawn_tries.load(Relaxed),
+            tries + 2,
+            "a fork child kept the parent's refusal of the worker thread"
         );
     }
 }

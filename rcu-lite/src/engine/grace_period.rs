@@ -303,8 +303,10 @@ fn recheck(holdouts: &mut Vec<&'static Record>, gp: u64) {
         // Acquire pairs with the Release stores that end a section, report a
         // quiescent state or go offline.
         let holds = !is_quiescent_for(record.word.load(Acquire), gp);
-        // Relaxed: a hint (see `Engine::wake_driver`); the load spares the
-        // reader's line a write when the flag was never set.
+        // Relaxed: only drivers store 1, and this driver no longer counts on
+        // a record that passed a quiescent state for `gp` (an owner's racing
+        // swap stores 0 too). The load spares the reader's line a write when
+        // the flag was never set.
         if !holds && record.wake_driver.load(Relaxed) != 0 {
             record.wake_driver.store(0, Relaxed);
         }
