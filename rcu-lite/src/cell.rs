@@ -130,12 +130,15 @@ impl<T, F: Flavor> Rcu<T, F> {
     }
 
     /// Publishes `new` and returns the previous value's pointer. Caller holds
-    /// `update_lock`.
-    fn swap_current(&self, new: T) -> Unpublished<T> {
+    /// `update_lock`. The callers that have their value before they lock
+    /// box it first: the lock is then held for the swap alone, not for an
+    /// allocation (a `fork()` meanwhile leaves the child's copy of the
+    /// cell locked: see [`crate::fork`]).
+    fn swap_current(&self, new: Box<T>) -> Unpublished<T> {
         // AcqRel: Release pairs with the Acquire load in `read` (the new value
         // is initialized before readers see it); Acquire orders our later drop
         // of the old value after its publisher's writes.
-        Unpublished(self.current.swap(Box::into_raw(Box::new(new)), AcqRel))
+        Unpublished(self.current.swap(Box::into_raw(new), AcqRel))
     }
 
     /// Takes the update lock. `what` names the caller for the panic when this
@@ -178,6 +181,7 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
         let old = {
+            let new = Box::new(new);
             let _serialized = self.lock_updates("replace");
             self.swap_current(new)
         };
@@ -212,7 +216,7 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
             #[cfg(not(loom))]
             let _entered = updating.enter();
             let new = update(current);
-            self.swap_current(new)
+            self.swap_current(Box::new(new))
         };
         defer_drop::<T, F>(old);
     }
@@ -249,6 +253,7 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
         let old = {
+            let new = Box::new(new);
             let _serialized = self.lock_updates("replace_polled");
             self.swap_current(new)
         };
@@ -380,6 +385,7 @@ impl<T, F: Flavor> Rcu<T, F> {
         // leaked.
         F::refuse_to_wait_here("Rcu::replace_and_synchronize");
         let old = {
+            let new = Box::new(new);
             let _serialized = self.lock_updates("replace_and_synchronize");
             self.swap_current(new)
         };

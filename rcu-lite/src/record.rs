@@ -223,12 +223,17 @@ impl Registry {
 
     /// In a child of `fork()`: gives back every record held by a thread other
     /// than the caller, which are all gone, marking each outside every
-    /// section (memb) or offline (qsbr) first. The child's only thread is the
-    /// caller, so nothing races with these stores.
+    /// section (memb) or offline (qsbr) first. Clears every record's
+    /// wake-up flag, the caller's too: the driver that set one vanished
+    /// before its recheck cleared it, and a flag left would only cost the
+    /// record's next owner a needless wake-up call. The child's only thread
+    /// is the caller, so nothing races with these stores.
     #[cfg(not(loom))]
     pub(crate) fn release_vanished_owners(&self) {
         let me = thread_id();
         for record in self.iter() {
+            // Relaxed: single-threaded here (see above).
+            record.wake_driver.store(0, Relaxed);
             // Relaxed: single-threaded here (see above).
             if record.in_use.load(Relaxed) && record.owner.load(Relaxed) != me {
                 record.word.store(0, Relaxed);
