@@ -43,7 +43,15 @@
 //! (at most 64 per thread) are never freed in the child, nor are objects a
 //! reclamation pass of theirs had taken off the retired list; the parent
 //! frees its copies as usual. Everything already on a retired list is freed
-//! in the child by its next reclamation pass.
+//! in the child by its next reclamation pass, with two exceptions that
+//! leak in the child and never hang it: a domain whose drop another thread
+//! had begun (its drop waited for the hooks' locks, and never resumes in the
+//! child), and a block whose reuse another thread was claiming from an
+//! exited owner whose thread token the forking thread now has (the child
+//! takes the block for the forking thread's and never reuses it). A domain
+//! that had a scanner thread or other threads' registrations keeps its
+//! slot blocks for the child's life even once dropped there: the `Arc`s
+//! those threads held are never let go (its retired objects are freed).
 //!
 //! # What they cannot cover
 //!
