@@ -234,7 +234,7 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
                         protected.wait();
                         // Hold the guard until the free callers got through 8 calls
                         // (bounded, so a stuck run fails below instead of hanging).
-                        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                        let deadline = std::time::Instant::now() + TEST_DEADLINE / 2;
                         std::thread::sleep(Duration::from_millis(20));
                         while passes.load(Relaxed) < 8 && std::time::Instant::now() < deadline {
                             std::thread::sleep(Duration::from_millis(1));
@@ -1312,11 +1312,17 @@ fn a_block_whose_guard_outlives_its_thread_is_not_handed_over_while_held() {
                 .recv()
                 .expect("the holder's thread-local destructor runs");
             let addr = object.load(Relaxed) as usize;
+            let (registered_tx, registered_rx) = std::sync::mpsc::channel();
             let other = std::thread::spawn(move || {
                 // Registers this thread in the domain (takes a block).
                 drop(domain.guard());
+                registered_tx.send(()).expect("the test waits");
                 domain.synchronize(addr as *const u64);
             });
+            // Registered before the release, whatever the scheduler does (the
+            // holder's block must still be held when the other thread takes
+            // one); then a while for its synchronize to begin waiting.
+            registered_rx.recv().expect("the other thread registers");
             std::thread::sleep(Duration::from_millis(50));
             release.send(()).expect("the holder waits");
             let synchronized = other.join();

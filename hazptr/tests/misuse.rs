@@ -400,7 +400,7 @@ fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
 fn retires_between_the_fork_hooks_wait_for_the_next_retire() {
     test_support::within_a_deadline(
         "retires between the fork hooks",
-        std::time::Duration::from_secs(20),
+        test_support::misuse::HANG_LIMIT,
         || {
             use std::sync::Arc;
             use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -53,7 +53,10 @@ pub struct ForkHooks {
 
 /// How long a child may run before `SIGALRM` ends it (a hang then fails the
 /// test instead of stalling it).
-pub const CHILD_ALARM_S: u32 = 20;
+/// Well above the limits the children's own waits have (15-20 s), so that
+/// a slow child on a loaded machine fails with their messages, and below
+/// [`CHILD_PROCESS_LIMIT`], which a forking test's whole process runs under.
+pub const CHILD_ALARM_S: u32 = 40;
 
 /// Forks between `hooks`; the child runs the child hook and then `child`
 /// under a [`CHILD_ALARM_S`] alarm and exits 0 if both returned, 1 if either
