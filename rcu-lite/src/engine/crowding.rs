@@ -422,8 +422,16 @@ mod tests {
             drop(guard);
         });
         inside.recv().unwrap();
+        // The reader leaves once a scan has noted it (or after a while, for
+        // the assertion below to fail), not after a fixed time that a
+        // preempted synchronize_rcu could outlast.
         let release = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while engine.callers.gps_since_holdout.load(Relaxed) >= HOLDOUT_MEMORY_GPS
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             leave.send(()).unwrap();
         });
         crate::memb::synchronize_rcu();
