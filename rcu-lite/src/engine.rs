@@ -312,8 +312,15 @@ impl Engine {
     /// driving, frees the records of every other thread, and forgets the
     /// worker thread and the sleeping callers. `before_fork` checked that the
     /// caller was outside every read-side section and had no online qsbr
-    /// registration, so every section a grace period could wait for belonged
-    /// to a vanished thread and is over.
+    /// registration, so every section that began before it belonged to a
+    /// vanished thread and is over. The caller may have entered a section
+    /// since, between the hooks (`read_lock` is not refused there): it may
+    /// read nothing that a completed grace period lets the child free, as
+    /// every value whose callback the child holds was unpublished before
+    /// `before_fork` took the queue locks (an unpublisher still queueing
+    /// waited for them, and its value stays with its vanished thread), and
+    /// the grace periods that other threads waited for return in vanished
+    /// threads only.
     #[cfg(not(loom))]
     pub(crate) fn reset_after_fork(&self) {
         // Relaxed loads and stores: nothing runs concurrently in the child.
