@@ -279,6 +279,38 @@ fn reclaim_takes_a_batch_another_thread_is_retiring_into() {
     });
 }
 
+/// Two `reclaim()` calls back to back against a thread retiring: a retire
+/// that finds the first drain in progress counts itself in `drain_waiters`,
+/// and the second drain waits for it to get through before it sets
+/// `draining` again (bounded, a yield a step under loom). The waiting owner,
+/// the drainer that waits for it and the handshake must still keep every
+/// push and take apart and free each object exactly once, with no thread
+/// left waiting for another for good.
+#[test]
+fn retires_between_two_reclaims_are_each_freed_once() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        COUNTED_FREES.store(0, std::sync::atomic::Ordering::Relaxed);
+        let domain = Arc::new(Domain::new());
+        let retirer = {
+            let domain = Arc::clone(&domain);
+            thread::spawn(move || {
+                // SAFETY: never published, retired once; `reclaim_counted`
+                // frees an `obj()` box.
+                unsafe { domain.retire(obj(), reclaim_counted) };
+            })
+        };
+        domain.reclaim();
+        domain.reclaim();
+        retirer.join().unwrap();
+        drop(domain);
+        assert_eq!(
+            COUNTED_FREES.load(std::sync::atomic::Ordering::Relaxed),
+            1,
+            "the retired object freed exactly once"
+        );
+    });
+}
+
 /// The same, with the guard promoted to a backup slot while the pass runs:
 /// a pass keeps an object as soon as it sees its address, so it must read
 /// every block slot before any backup slot (`promote` writes the backup slot
