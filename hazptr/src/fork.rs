@@ -59,10 +59,10 @@
 //! while it exits, so a child forked while another thread of the parent was
 //! doing either cannot start a thread (each waits for that lock for ever),
 //! and the child's next `synchronize` that queues a waiter starts its
-//! domain's scanner thread anew. Fork when no thread is starting or exiting, or
-//! keep the child to `exec` (as `std::process::Command` does). This
-//! workspace's fork tests run in a process of their own for this reason
-//! (`test_support::forking_test`).
+//! domain's scanner thread anew. Fork when no thread is starting or
+//! exiting, or keep the child to `exec` (as `std::process::Command` does).
+//! This workspace's fork tests run in a process of their own for this
+//! reason (`test_support::forking_test`).
 //!
 //! # Registering them once
 //!

@@ -6,9 +6,9 @@
 //! shared-scan series (`hazptr-shared-scan-rfc-v3`), in which concurrent
 //! `synchronize()` callers share one scan. A lone caller walks the slots
 //! itself; callers that find a scan under way, or whose walk finds their
-//! address protected, queue a waiter on their stack, and whoever drives the next pass serves every queued waiter: a
-//! waiting caller, or the domain's scanner thread, which callers wake before
-//! they sleep.
+//! address protected, queue a waiter on their stack, and whoever drives the
+//! next pass serves every queued waiter: a waiting caller, or the domain's
+//! scanner thread, which callers wake before they sleep.
 //!
 //! Threads stand in for CPUs: each thread gets a block of
 //! [`SLOTS_PER_THREAD`] slots per domain on first use, recycled when it

@@ -67,8 +67,8 @@
 //! callers), and, while the system refuses that thread, again at most once
 //! a second as crowds form. So a program that forks from one thread while
 //! others call `synchronize_rcu()` cannot rule the hazard out unless the
-//! workers already run. This workspace's fork tests run in a
-//! process of their own for this reason (`test_support::forking_test`).
+//! workers already run. This workspace's fork tests run in a process of
+//! their own for this reason (`test_support::forking_test`).
 //!
 //! # Registering them once
 //!

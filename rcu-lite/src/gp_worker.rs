@@ -91,8 +91,8 @@ fn clock_ms() -> u32 {
         tv_nsec: 0,
     };
     // SAFETY: `now` is a valid, writable timespec for the call's duration.
-    // CLOCK_MONOTONIC is always supported on Linux, so the call cannot fail;
-    // were it to, `now` stays 0 and the caller tries again at once.
+    // The call cannot fail: it errs only for an unknown clock or a bad
+    // pointer, and Linux always has CLOCK_MONOTONIC.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
     (now.tv_sec as u64)
         .wrapping_mul(1000)
