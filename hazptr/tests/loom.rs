@@ -248,6 +248,42 @@ unsafe fn reclaim_counted(p: *mut Obj) {
     unsafe { reclaim(p) };
 }
 
+/// A thread retiring `retires` objects while this one calls `reclaim()`
+/// `reclaims` times: each object is freed exactly once, by a pass, the
+/// thread's own hand-over or the domain's drop.
+fn retirer_against_reclaims(retires: usize, reclaims: usize) {
+    // One model at a time counts in `COUNTED_FREES` (the test harness runs
+    // the tests of this binary in parallel).
+    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _counting = COUNTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    hazptr::loom_model_with_spurious_wakeups_too(move || {
+        COUNTED_FREES.store(0, std::sync::atomic::Ordering::Relaxed);
+        let domain = Arc::new(Domain::new());
+        let retirer = {
+            let domain = Arc::clone(&domain);
+            thread::spawn(move || {
+                for _ in 0..retires {
+                    // SAFETY: never published, retired once; `reclaim_counted`
+                    // frees an `obj()` box.
+                    unsafe { domain.retire(obj(), reclaim_counted) };
+                }
+            })
+        };
+        for _ in 0..reclaims {
+            domain.reclaim();
+        }
+        retirer.join().unwrap();
+        drop(domain);
+        assert_eq!(
+            COUNTED_FREES.load(std::sync::atomic::Ordering::Relaxed),
+            retires,
+            "each retired object freed exactly once"
+        );
+    });
+}
+
 /// `reclaim()` takes the batch of another live thread while that thread may
 /// be pushing onto it: the `pushing`/`draining` handshake keeps the push and
 /// the take apart (loom checks the batch's cell), and the object is freed
@@ -255,28 +291,7 @@ unsafe fn reclaim_counted(p: *mut Obj) {
 /// drop.
 #[test]
 fn reclaim_takes_a_batch_another_thread_is_retiring_into() {
-    hazptr::loom_model_with_spurious_wakeups_too(|| {
-        COUNTED_FREES.store(0, std::sync::atomic::Ordering::Relaxed);
-        let domain = Arc::new(Domain::new());
-        let retirer = {
-            let domain = Arc::clone(&domain);
-            thread::spawn(move || {
-                // SAFETY: never published, retired once; `reclaim_counted`
-                // frees an `obj()` box.
-                unsafe { domain.retire(obj(), reclaim_counted) };
-                // SAFETY: as above.
-                unsafe { domain.retire(obj(), reclaim_counted) };
-            })
-        };
-        domain.reclaim();
-        retirer.join().unwrap();
-        drop(domain);
-        assert_eq!(
-            COUNTED_FREES.load(std::sync::atomic::Ordering::Relaxed),
-            2,
-            "each retired object freed exactly once"
-        );
-    });
+    retirer_against_reclaims(2, 1);
 }
 
 /// Two `reclaim()` calls back to back against a thread retiring: a retire
@@ -288,27 +303,7 @@ fn reclaim_takes_a_batch_another_thread_is_retiring_into() {
 /// left waiting for another for good.
 #[test]
 fn retires_between_two_reclaims_are_each_freed_once() {
-    hazptr::loom_model_with_spurious_wakeups_too(|| {
-        COUNTED_FREES.store(0, std::sync::atomic::Ordering::Relaxed);
-        let domain = Arc::new(Domain::new());
-        let retirer = {
-            let domain = Arc::clone(&domain);
-            thread::spawn(move || {
-                // SAFETY: never published, retired once; `reclaim_counted`
-                // frees an `obj()` box.
-                unsafe { domain.retire(obj(), reclaim_counted) };
-            })
-        };
-        domain.reclaim();
-        domain.reclaim();
-        retirer.join().unwrap();
-        drop(domain);
-        assert_eq!(
-            COUNTED_FREES.load(std::sync::atomic::Ordering::Relaxed),
-            1,
-            "the retired object freed exactly once"
-        );
-    });
+    retirer_against_reclaims(1, 2);
 }
 
 /// The same, with the guard promoted to a backup slot while the pass runs:
