@@ -65,12 +65,13 @@ fn late_callers_share_one_grace_period<H>(
         .collect();
     // A late caller sleeps only in its wait for a grace period (the futex
     // wait of `wait_or_take_over`), which it reaches after the RMW that
-    // fixed its target: N + 1, as N had started. Asleep 5 looks in a row,
-    // 2 ms apart: not a short wait for an allocator lock.
+    // fixed its target: N + 1, as N had started. Asleep 10 looks in a row,
+    // 2 ms apart: not a short wait for an allocator lock, nor a thread's
+    // start held up on a loaded machine.
     for i in 0..LATE_CALLERS {
         test_support::until_asleep(
             &format!("{flavor}-late-{i}"),
-            5,
+            10,
             LIMIT,
             "a late caller waiting for a grace period",
         );
