@@ -195,6 +195,8 @@ mod tests {
     fn a_refused_worker_thread_is_tried_again_only_after_a_while() {
         let engine: &'static Engine = Box::leak(Box::new(Engine::new(ReaderFence::Light)));
         let worker = &engine.gp_worker;
+        // Relaxed, here and below: the hand-overs that read these fields
+        // run on this thread, and no worker thread ever starts.
         worker.fail_spawn.store(true, Relaxed);
         let began = std::time::Instant::now();
         for _ in 0..100 {

@@ -322,6 +322,8 @@ mod tests {
                 let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
                 let domain = Domain::new();
                 let scan = &domain.shared.scan;
+                // Relaxed, here and below: no scanner thread runs, and the
+                // calls that read these fields run on this thread.
                 scan.fail_spawn.store(true, Ordering::Relaxed);
                 let object = Box::into_raw(Box::new(1u64));
                 // Another caller's pass, as far as these calls can tell.

@@ -427,6 +427,8 @@ mod tests {
         // preempted synchronize_rcu could outlast.
         let release = std::thread::spawn(move || {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            // Relaxed: a heuristic counter; the release publishes nothing
+            // the test reads through it.
             while engine.callers.gps_since_holdout.load(Relaxed) >= HOLDOUT_MEMORY_GPS
                 && std::time::Instant::now() < deadline
             {
