@@ -373,7 +373,7 @@ impl Drop for Shared {
         }
         // Everything is freed: a deleter's panic may go on now.
         if let Some(panic) = panicked {
-            std::panic::resume_unwind(panic);
+            retire::pass_on(panic);
         }
     }
 }

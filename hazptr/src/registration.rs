@@ -155,6 +155,13 @@ pub(crate) fn thread_token() -> usize {
     TOKEN.try_with(|t| ptr::from_ref(t) as usize).unwrap_or(0)
 }
 
+/// True once the calling thread's registrations are being or have been
+/// destroyed (thread exit): what runs then runs in a thread-local
+/// destructor, out of which a panic aborts the process.
+pub(crate) fn thread_state_gone() -> bool {
+    REGISTRATIONS.try_with(|_| ()).is_err()
+}
+
 /// Finds or creates the calling thread's block in `shared`.
 #[cold]
 #[inline(never)]

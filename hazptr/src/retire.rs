@@ -64,6 +64,7 @@ use crate::scan::{begin, for_each_slot, protects, read_slot};
 use crate::slot::SlotBlock;
 use crate::sync::{Backoff, Ordering};
 use membarrier_sim::fence;
+use std::io::Write;
 use std::ptr::NonNull;
 
 /// Objects a thread batches before handing them to the domain.
@@ -162,7 +163,10 @@ impl Domain {
     /// `deleter` runs inside whichever call runs the reclamation pass (a later
     /// `retire`, [`Domain::reclaim`], the domain's drop), on that thread. If
     /// it panics, the rest of the pass is still freed and the panic then
-    /// comes out of that call.
+    /// comes out of that call; unless that thread is already unwinding, or
+    /// exiting with its hazptr state gone (a thread-local destructor), where
+    /// a panic would abort the process: then it is reported on stderr and
+    /// dropped.
     ///
     /// # Panics
     ///
@@ -226,7 +230,8 @@ impl Domain {
     /// [`before_fork`](crate::fork::before_fork) and `after_fork_*` (it would
     /// wait for itself). And if a deleter the pass runs panics: the pass
     /// still frees the rest of what it took, then the first such panic comes
-    /// out of this call.
+    /// out of this call (reported on stderr and dropped instead where it
+    /// would abort the process: see [`Domain::retire`]).
     pub fn reclaim(&self) -> usize {
         crate::refuse_between_hooks("Domain::reclaim");
         let shared = &self.shared;
@@ -473,7 +478,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
     // after the heavy fence (a reader that stores one later loaded its
     // pointer after the unpublish, so it cannot hold that object).
     if let Some(panic) = unsafe { reclaim_all(free) } {
-        std::panic::resume_unwind(panic);
+        pass_on(panic);
     }
     freed
 }
@@ -482,7 +487,8 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
 /// panics does not stop the others: an unwinding loop would drop the rest
 /// unfreed and out of every list (so a domain's drop would no longer free
 /// everything retired to it). Returns the first panic, for the caller to pass
-/// on once it is done; later ones are dropped.
+/// on once it is done ([`pass_on`]); later ones are dropped
+/// ([`drop_payload`]).
 ///
 /// # Safety
 ///
@@ -502,10 +508,54 @@ pub(crate) unsafe fn reclaim_all(
         let freed =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { r.reclaim() }));
         if let Err(panic) = freed {
-            first_panic.get_or_insert(panic);
+            match first_panic {
+                None => first_panic = Some(panic),
+                // Not `get_or_insert`, whose drop of the later payload
+                // could unwind out of this loop.
+                Some(_) => drop_payload(panic),
+            }
         }
     }
     first_panic
+}
+
+/// Passes a deleter's panic on to the caller, once its pass has freed
+/// everything it took; or, where passing it on would abort the process,
+/// reports it on stderr and drops it. That is while the thread is already
+/// unwinding (a `Replaced` or `Domain` dropped by an unwind can run a pass),
+/// and at thread exit once hazptr's per-thread state is gone (a pass run
+/// by a later thread-local destructor, or a domain's drop when the exiting
+/// thread held its last reference): a panic out of a thread-local
+/// destructor aborts.
+#[cold]
+pub(crate) fn pass_on(panic: Box<dyn std::any::Any + Send>) {
+    let while_ = if std::thread::panicking() {
+        "the thread was already unwinding"
+    } else if crate::registration::thread_state_gone() {
+        "the thread was exiting"
+    } else {
+        std::panic::resume_unwind(panic)
+    };
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a payload that is not a string");
+    // Not `eprintln!`, which panics if it cannot write.
+    let _ = writeln!(
+        std::io::stderr(),
+        "hazptr: a deleter panicked while {while_}, and passing the panic on would abort \
+         the process; it is dropped (every other object of the pass was freed): {message}"
+    );
+    drop_payload(panic);
+}
+
+/// Drops a panic's payload, whose own drop may panic too: that second
+/// panic's payload is leaked rather than let out.
+pub(crate) fn drop_payload(panic: Box<dyn std::any::Any + Send>) {
+    if let Err(inner) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(panic))) {
+        std::mem::forget(inner);
+    }
 }
 
 /// Frees every object retired to `shared`, without looking at slots
@@ -528,6 +578,6 @@ pub(crate) fn free_all(shared: &Shared) {
     };
     // SAFETY: no guard of the domain exists and the objects are unpublished.
     if let Some(panic) = unsafe { reclaim_all(all) } {
-        std::panic::resume_unwind(panic);
+        pass_on(panic);
     }
 }

@@ -1464,6 +1464,160 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
     );
 }
 
+/// Retires a bomb that explodes when freed and one counted object to
+/// `domain` from the calling thread: one retire each on a thread new to the
+/// domain runs no pass (no batch is full and the time check comes at the
+/// eighth), so both wait in the thread's batch for the next pass.
+fn retire_one_bomb(domain: &Domain, drops: &Arc<AtomicUsize>) {
+    for (i, explode) in [(1, true), (2, false)] {
+        let bomb = Box::into_raw(Box::new(Bomb {
+            _counted: Tracked::new(i, drops),
+            explode,
+        }));
+        // SAFETY: never published; retired once; Box-allocated.
+        unsafe { domain.retire_box(bomb) };
+    }
+    assert_eq!(drops.load(SeqCst), 0, "a retire ran a pass");
+}
+
+/// A pass that a drop runs during another panic's unwind (a `Replaced` or
+/// a `Domain` dropped by it) frees everything and reports a deleter's panic
+/// instead of raising it: a second panic would abort the process (which
+/// is how this test fails).
+#[test]
+fn a_deleter_that_panics_during_an_unwind_is_reported_not_raised() {
+    struct ReclaimOnDrop<'d>(&'d Domain);
+    impl Drop for ReclaimOnDrop<'_> {
+        fn drop(&mut self) {
+            assert!(std::thread::panicking());
+            assert_eq!(self.0.reclaim(), 2);
+        }
+    }
+    test_support::within_a_deadline("a pass during an unwind", TEST_DEADLINE, || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let domain = Domain::new();
+        retire_one_bomb(&domain, &drops);
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            let _pass = ReclaimOnDrop(&domain);
+            panic!("the first panic");
+        }))
+        .unwrap_err();
+        assert_eq!(unwound.downcast_ref::<&str>(), Some(&"the first panic"));
+        assert_eq!(drops.load(SeqCst), 2);
+        // The domain's drop, likewise.
+        let drops = Arc::new(AtomicUsize::new(0));
+        let domain = Domain::new();
+        retire_one_bomb(&domain, &drops);
+        let unwound = catch_unwind(AssertUnwindSafe(move || {
+            let _dropped_by_the_unwind = domain;
+            panic!("the first panic");
+        }))
+        .unwrap_err();
+        assert_eq!(unwound.downcast_ref::<&str>(), Some(&"the first panic"));
+        assert_eq!(drops.load(SeqCst), 2);
+    });
+}
+
+/// A panic payload whose own drop panics.
+struct LoudPayload;
+
+impl Drop for LoudPayload {
+    fn drop(&mut self) {
+        panic!("a payload whose drop panics");
+    }
+}
+
+/// A counted object whose drop panics with a [`LoudPayload`].
+struct LoudBomb {
+    _counted: Tracked,
+}
+
+impl Drop for LoudBomb {
+    fn drop(&mut self) {
+        std::panic::panic_any(LoudPayload);
+    }
+}
+
+/// A pass whose deleters panic twice drops the second payload, whose own
+/// drop panics, without leaving the pass: the objects after it are still
+/// freed, and the first payload comes out.
+#[test]
+fn a_second_panic_whose_payload_panics_on_drop_does_not_cut_the_pass_short() {
+    test_support::within_a_deadline("a pass with two loud panics", TEST_DEADLINE, || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let domain = Domain::new();
+        for i in 0..2 {
+            let bomb = Box::into_raw(Box::new(LoudBomb {
+                _counted: Tracked::new(i, &drops),
+            }));
+            // SAFETY: never published; retired once; Box-allocated.
+            unsafe { domain.retire_box(bomb) };
+        }
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(tracked(&drops, 2)) };
+        assert_eq!(drops.load(SeqCst), 0, "a retire ran a pass");
+        let first = catch_unwind(AssertUnwindSafe(|| domain.reclaim())).unwrap_err();
+        assert!(first.is::<LoudPayload>());
+        // Its drop would panic here.
+        std::mem::forget(first);
+        assert_eq!(drops.load(SeqCst), 3);
+    });
+}
+
+thread_local! {
+    static RECLAIM_AT_EXIT: std::cell::RefCell<Option<ReclaimAtExit>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs a pass of its domain in a thread-local destructor, after the
+/// thread's hazptr state is gone, and sends what came out of it.
+struct ReclaimAtExit {
+    domain: Arc<Domain>,
+    outcome: std::sync::mpsc::Sender<Result<usize, String>>,
+}
+
+impl Drop for ReclaimAtExit {
+    fn drop(&mut self) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.domain.reclaim())).map_err(|p| {
+            p.downcast_ref::<&str>()
+                .map_or_else(|| "a panic".to_owned(), |m| (*m).to_owned())
+        });
+        let _ = self.outcome.send(outcome);
+    }
+}
+
+/// A pass run at thread exit, once the thread's hazptr state is gone (by a
+/// later thread-local destructor), frees everything and reports a
+/// deleter's panic instead of raising it: out of a thread-local
+/// destructor, a panic aborts the process. (The destructor here catches
+/// what comes out, so that the test fails rather than aborts.)
+#[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "a forced slow path keeps no per-thread state for the exit to destroy"
+)]
+fn a_deleter_that_panics_at_thread_exit_is_reported_not_raised() {
+    test_support::within_a_deadline("a pass at thread exit", TEST_DEADLINE, || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let domain = Arc::new(Domain::new());
+        let (outcome, outcome_rx) = std::sync::mpsc::channel();
+        let exiting = {
+            let (domain, drops) = (Arc::clone(&domain), Arc::clone(&drops));
+            std::thread::spawn(move || {
+                // First used before the thread registers with the domain, so
+                // destroyed after its registration.
+                RECLAIM_AT_EXIT.with(|r| assert!(r.borrow().is_none()));
+                retire_one_bomb(&domain, &drops);
+                RECLAIM_AT_EXIT.with(|r| *r.borrow_mut() = Some(ReclaimAtExit { domain, outcome }));
+            })
+        };
+        exiting.join().expect("the thread exits cleanly");
+        // The exit handed the batch to the domain's list; the pass freed it.
+        assert_eq!(outcome_rx.recv().expect("the destructor ran"), Ok(2));
+        assert_eq!(drops.load(SeqCst), 2);
+    });
+}
+
 /// `reclaim()` frees what other live threads retired and still hold in
 /// their batches (fewer than a batch's 64 objects each, too few for a
 /// hand-over), not only what reached the domain's list: each of three threads
