@@ -97,11 +97,22 @@ pub(crate) struct CallbackQueue {
     /// Barrier callbacks that this flavor's callbacks queued on the other
     /// flavor's queue and that have not run yet ([`enter_cross_barrier`]).
     cross_barriers: AtomicU32,
-    /// Whether the worker thread was started (in this process: a fork child
-    /// has none).
+    /// Whether the worker thread runs, or is being started
+    /// (`WORKER_NOT_STARTED`, `WORKER_STARTING`, `WORKER_RUNNING`; in this
+    /// process: a fork child has none).
     #[cfg(not(loom))]
-    worker_started: std::sync::atomic::AtomicBool,
+    worker_state: std::sync::atomic::AtomicU8,
 }
+
+/// [`CallbackQueue::worker_state`]: no worker, and nobody starting one.
+#[cfg(not(loom))]
+const WORKER_NOT_STARTED: u8 = 0;
+/// A caller is spawning the worker; the others wait for the outcome.
+#[cfg(not(loom))]
+const WORKER_STARTING: u8 = 1;
+/// The worker thread was spawned.
+#[cfg(not(loom))]
+const WORKER_RUNNING: u8 = 2;
 
 /// The locks of a flavor's callback queue, held across `fork()` (`fork.rs`).
 #[cfg(not(loom))]
@@ -125,7 +136,7 @@ impl CallbackQueue {
                 started_total: AtomicUsize::new(0),
                 cross_barriers: AtomicU32::new(0),
                 #[cfg(not(loom))]
-                worker_started: std::sync::atomic::AtomicBool::new(false),
+                worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
             }
         }
     }
@@ -329,22 +340,63 @@ impl CallbackQueue {
             .is_empty()
     }
 
-    /// Starts the worker thread once.
+    /// Starts the worker thread once (see [`Self::start_worker_with`]).
     #[cfg(not(loom))]
+    #[inline]
     fn start_worker(&'static self, synchronize: fn(), flavor: &str) {
         // Relaxed: the thread needs nothing from the caller but the queue,
         // whose mutex orders everything.
-        if !self.worker_started.load(Relaxed) && !self.worker_started.swap(true, Relaxed) {
-            let spawned = std::thread::Builder::new()
-                .name(format!("rcu-lite-{flavor}-callbacks"))
-                .spawn(move || self.worker_loop(synchronize));
-            if let Err(err) = spawned {
-                // The callbacks stay queued; the next call_rcu() or
-                // rcu_barrier() tries again (and panics again if it fails).
-                self.worker_started.store(false, Relaxed);
-                panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
+        if self.worker_state.load(Relaxed) != WORKER_RUNNING {
+            self.start_worker_with(|| {
+                std::thread::Builder::new()
+                    .name(format!("rcu-lite-{flavor}-callbacks"))
+                    .spawn(move || self.worker_loop(synchronize))
+                    .map(drop)
+            });
+        }
+    }
+
+    /// Spawns the worker with `spawn` unless it runs. A caller that finds
+    /// another one spawning it waits for the outcome, and tries itself if
+    /// that failed: a caller returns only once a worker was spawned after
+    /// its callback was queued, or panics. (Returning at once, it could
+    /// leave its callback queued with no worker and no caller to try again,
+    /// the spawning caller having panicked.)
+    ///
+    /// # Panics
+    ///
+    /// If `spawn` fails; the callbacks stay queued, and the next
+    /// `call_rcu()` or `rcu_barrier()` tries again.
+    #[cfg(not(loom))]
+    #[cold]
+    fn start_worker_with(&self, spawn: impl FnOnce() -> std::io::Result<()>) {
+        let mut backoff = 0u32;
+        loop {
+            // Relaxed, as in `start_worker`: the CAS decides who spawns.
+            match self.worker_state.compare_exchange(
+                WORKER_NOT_STARTED,
+                WORKER_STARTING,
+                Relaxed,
+                Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(WORKER_RUNNING) => return,
+                // A spawn takes tens of microseconds.
+                Err(_starting) if backoff < 64 => {
+                    backoff += 1;
+                    spin_loop();
+                }
+                Err(_starting) => std::thread::yield_now(),
             }
         }
+        if let Err(err) = spawn() {
+            // The callbacks stay queued; the next call_rcu() or
+            // rcu_barrier() tries again (and panics again if it fails), as
+            // does a caller waiting in the loop above.
+            self.worker_state.store(WORKER_NOT_STARTED, Relaxed);
+            panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
+        }
+        self.worker_state.store(WORKER_RUNNING, Relaxed);
     }
 
     /// For `fork()`: waits until no batch is being taken, waited for or run,
@@ -385,8 +437,9 @@ impl CallbackQueue {
     #[cfg(not(loom))]
     pub(crate) fn forget_worker_after_fork(&self, queue: &mut QueueHeld) {
         queue.worker_asleep = false;
-        // Relaxed: the child's only thread is the caller.
-        self.worker_started.store(false, Relaxed);
+        // Relaxed: the child's only thread is the caller. A thread that
+        // was starting the worker did not come along either.
+        self.worker_state.store(WORKER_NOT_STARTED, Relaxed);
     }
 
     /// The worker: run batches; sleep while the queue is empty.
@@ -525,5 +578,58 @@ fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
     if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         // Its payload's drop panicked in turn: leak this one.
         mem::forget(inner);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A caller that finds the worker being started waits for the outcome,
+    /// and spawns it itself when that start fails. With a plain started flag
+    /// it returned at once, and its callback stayed queued with no worker
+    /// and nobody to try again once the starting caller panicked. A caller
+    /// that finds the worker running spawns nothing.
+    #[test]
+    fn a_caller_that_meets_a_failing_start_spawns_the_worker_itself() {
+        let queue = CallbackQueue::new();
+        let (spawning_tx, spawning) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let failing = s.spawn(|| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    queue.start_worker_with(|| {
+                        spawning_tx.send(()).expect("the test waits");
+                        // Long enough for the other caller to find the
+                        // worker starting.
+                        std::thread::sleep(Duration::from_millis(100));
+                        Err(std::io::Error::other("refused for the test"))
+                    });
+                }))
+            });
+            spawning.recv().expect("the first caller spawns");
+            let spawned = Cell::new(false);
+            queue.start_worker_with(|| {
+                spawned.set(true);
+                Ok(())
+            });
+            assert!(
+                spawned.get(),
+                "the second caller returned while the first one's start failed"
+            );
+            let failed = failing
+                .join()
+                .expect("caught")
+                .expect_err("its spawn failed");
+            let message = failed
+                .downcast_ref::<String>()
+                .expect("a formatted message");
+            assert!(
+                message.contains("cannot start the call_rcu() worker thread: refused for the test"),
+                "{message}"
+            );
+        });
+        assert_eq!(queue.worker_state.load(Relaxed), WORKER_RUNNING);
+        queue.start_worker_with(|| panic!("a second worker spawned"));
     }
 }
