@@ -8,7 +8,7 @@
 //!
 //! # Callers share grace periods
 //!
-//! `gp_state` holds the number of grace periods started (above bit 2), a
+//! `gp_state` holds the number of grace periods started (bits 2 and up), a
 //! `DRIVER` bit (some caller is driving) and a `NEED_GP` bit (a caller wants a
 //! grace period that has not started yet). A caller announces itself with one
 //! AcqRel `fetch_or(NEED_GP | DRIVER)`: its target is "started + 1" as that RMW
