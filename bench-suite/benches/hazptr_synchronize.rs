@@ -36,30 +36,32 @@ fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
                 let (start, current) = (&start, &current);
                 s.spawn(move || {
                     start.wait();
+                    let began = Instant::now();
                     for _ in 0..per_caller {
                         let old = current.swap(Box::into_raw(Box::new(c as u64)), AcqRel);
                         domain.synchronize(old);
                         // SAFETY: unpublished and synchronized.
                         drop(unsafe { Box::from_raw(old) });
                     }
-                    // The caller's own end: the last one ends the sample.
-                    Instant::now()
+                    // The caller's own start and end: the sample runs from
+                    // the first start to the last end, as the callers saw
+                    // them (this thread may get a CPU well after they began).
+                    (began, Instant::now())
                 })
             })
             .collect();
         start.wait();
-        let began = Instant::now();
         // Joined, not met at an end barrier: a caller that panics would
         // leave the others waiting there for ever.
-        let ended = callers
+        callers
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
-            .max()
-            .expect("at least one caller");
-        ended.saturating_duration_since(began)
+            .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
+            .map(|(began, ended)| ended.saturating_duration_since(began))
+            .expect("at least one caller")
     });
     // SAFETY: every thread is done.
     drop(unsafe { Box::from_raw(current.into_inner()) });

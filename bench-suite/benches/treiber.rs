@@ -97,27 +97,29 @@ fn pairs<S: Sync>(
             .map(|_| {
                 s.spawn(|| {
                     start.wait();
+                    let began = Instant::now();
                     for i in 0..iters {
                         pair(stack, i);
                     }
-                    // The thread's own end: the last one ends the sample.
-                    Instant::now()
+                    // The thread's own start and end: the sample runs from
+                    // the first start to the last end, as the threads saw
+                    // them (this thread may get a CPU well after they began).
+                    (began, Instant::now())
                 })
             })
             .collect();
         start.wait();
-        let began = Instant::now();
         // Joined, not met at an end barrier: a thread that panics would
         // leave the others waiting there for ever.
-        let ended = workers
+        workers
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
-            .max()
-            .expect("at least one thread");
-        ended.saturating_duration_since(began)
+            .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
+            .map(|(began, ended)| ended.saturating_duration_since(began))
+            .expect("at least one thread")
     })
 }
 
