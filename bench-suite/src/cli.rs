@@ -83,8 +83,9 @@ pub struct RefscaleArgs {
     /// Reader threads.
     #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: u32,
-    /// Read-side sections per reader per run.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Read-side sections per reader per run (at most 10^10: 80 s a run at
+    /// a peer's 8 ns).
+    #[arg(long, allow_negative_numbers = true, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000_000))]
     pub iterations: u64,
     /// Timed runs; the median is reported.
     #[arg(long, allow_negative_numbers = true, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -170,9 +171,10 @@ pub struct RcuscaleArgs {
     /// Kernel-like fixed force-quiescent-state interval in milliseconds; given
     /// without a value, the kernel's 3. Affects rcu-lite, rcu-lite-noqs and
     /// rcu-lite-qsbr only; without the option they scan adaptively. Other
-    /// implementations ignore it. Their output then gives the FQS waits per
-    /// grace period, from the engine's own count (on an idle system one with
-    /// quick QS, two without).
+    /// implementations run as without it (named on stderr; refused when
+    /// none of those chosen uses it). The paced ones' output then gives the
+    /// interval and the FQS waits per grace period, from the engine's own
+    /// count (on an idle system one with quick QS, two without).
     #[arg(
         long,
         allow_negative_numbers = true,
@@ -184,7 +186,8 @@ pub struct RcuscaleArgs {
     /// Print a JSON array of {"impl","writers","readers","idle_threads","gps","per_gp_us",
     /// "latency_us":{...},"reads","duration_s","per_gp_rounds_us":[...]}, with
     /// "fqs":{"grace_periods","fqs_waits"} for the rcu-lite implementations
-    /// (the engine's counts over the run) and
+    /// (the engine's counts over the run), "fqs_interval_ms" for those that
+    /// --fqs-interval-ms paced, and
     /// "cpu":{"writers_us","others_us","others_timed_window"} (CPU time per
     /// wait: the writers', and the process's other threads' over the timed
     /// window).
@@ -407,6 +410,21 @@ pub fn main() -> ExitCode {
 
 /// Exits with clap's usage-error status (2) and `message`, under the usage
 /// line of the subcommand that was run.
+/// The implementations `names` chooses from `list`; a name that is unknown
+/// or cannot run here is a usage error. What `all` leaves out because it
+/// cannot run here is named on stderr, so that a run without a peer says
+/// so.
+fn choose<'a, T: ?Sized, O: Default>(
+    list: &'a [Implementation<T, O>],
+    names: &[String],
+) -> Vec<&'a Implementation<T, O>> {
+    let chosen = registry::select(list, names).unwrap_or_else(|e| usage_error(e));
+    for left_out in registry::left_out_of_all(list, names) {
+        eprintln!("note: `all` leaves out {left_out}");
+    }
+    chosen
+}
+
 fn usage_error(message: impl std::fmt::Display) -> ! {
     let mut root = Cli::command();
     root.build();
@@ -440,8 +458,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Refscale(args) => {
-            let chosen = registry::select(refscale::implementations(), &args.implementations)
-                .unwrap_or_else(|e| usage_error(e));
+            let chosen = choose(refscale::implementations(), &args.implementations);
             let config = refscale::Config {
                 threads: args.threads as usize,
                 iterations: args.iterations,
@@ -460,8 +477,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if args.writers == 0 && args.readers == 0 {
                 usage_error("--writers and --readers are both 0: at least one thread is needed");
             }
-            let chosen = registry::select(locktorture::implementations(), &args.locks)
-                .unwrap_or_else(|e| usage_error(e));
+            let chosen = choose(locktorture::implementations(), &args.locks);
             let config = locktorture::Config {
                 writers: args.writers as usize,
                 readers: args.readers as usize,
@@ -498,8 +514,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             })
         }
         Command::Rcuscale(args) => {
-            let chosen = registry::select(rcuscale::implementations(), &args.implementations)
-                .unwrap_or_else(|e| usage_error(e));
+            let chosen = choose(rcuscale::implementations(), &args.implementations);
             let mut writer_counts: Vec<usize> = Vec::with_capacity(args.writers.len());
             for &w in &args.writers {
                 if writer_counts.contains(&(w as usize)) {
@@ -514,6 +529,26 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 duration: Duration::from_secs_f64(args.duration_s),
                 waits_per_writer: args.waits,
             };
+            if args.fqs_interval_ms.is_some() {
+                let ignoring: Vec<&str> = chosen
+                    .iter()
+                    .map(|imp| imp.name)
+                    .filter(|name| !rcuscale::FQS_PACED.contains(name))
+                    .collect();
+                if ignoring.len() == chosen.len() {
+                    usage_error(format!(
+                        "--fqs-interval-ms paces {} only, and none of them was chosen",
+                        rcuscale::FQS_PACED.join(", ")
+                    ));
+                }
+                if !ignoring.is_empty() {
+                    eprintln!(
+                        "note: --fqs-interval-ms paces {} only; {} run as without it",
+                        rcuscale::FQS_PACED.join(", "),
+                        ignoring.join(", ")
+                    );
+                }
+            }
             let options = rcuscale::Options {
                 fqs_interval: args
                     .fqs_interval_ms
@@ -537,8 +572,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Torture(args) => {
-            let mut chosen = registry::select(torture::implementations(), &args.implementations)
-                .unwrap_or_else(|e| usage_error(e));
+            let mut chosen = choose(torture::implementations(), &args.implementations);
             if args.deferred_only {
                 // `all` means every implementation that can run this way; a
                 // name given explicitly that cannot is an error.

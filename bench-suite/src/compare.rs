@@ -84,6 +84,7 @@ const IDENTITY_NUMBERS: &[&str] = &[
     "reads_per_write",
     "payload_bytes",
     "interval_ms",
+    "fqs_interval_ms",
 ];
 
 /// Numeric fields that are neither identity nor figures (run settings).

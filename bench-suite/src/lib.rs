@@ -39,3 +39,4 @@ pub mod start_gate;
 pub mod stats;
 pub mod torture;
 pub mod turns;
+pub mod wait_log;

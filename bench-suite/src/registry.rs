@@ -78,6 +78,25 @@ pub fn names_with_all<T: ?Sized, O>(list: &[Implementation<T, O>]) -> Vec<&'stat
     names
 }
 
+/// What `all` among `names` leaves out of `list` because it cannot run
+/// here, each as "name (why)"; empty if `names` has no `all`. Self-checks
+/// are left out of `all` by design and are not named.
+pub fn left_out_of_all<T: ?Sized, O: Default>(
+    list: &[Implementation<T, O>],
+    names: &[String],
+) -> Vec<String> {
+    if !names.iter().any(|n| n == "all") {
+        return Vec::new();
+    }
+    list.iter()
+        .filter(|imp| imp.origin != Origin::SelfCheck)
+        .filter_map(|imp| {
+            let why = imp.availability().err()?;
+            Some(format!("{} ({why})", imp.name))
+        })
+        .collect()
+}
+
 /// Expands the names given on the command line (`all` means every available
 /// one, self-checks excepted) into implementations, in the order given,
 /// without duplicates.
@@ -112,4 +131,58 @@ pub fn select<'a, T: ?Sized, O: Default>(
         }
     }
     Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: Implementation<()> = Implementation {
+        name: "ours",
+        summary: "",
+        origin: Origin::Workspace,
+        make: |_| Ok(Box::new(())),
+    };
+    const MISSING_PEER: Implementation<()> = Implementation {
+        name: "missing-peer",
+        summary: "",
+        origin: Origin::Peer,
+        make: |_| {
+            Err(Unavailable {
+                reason: "not linked".into(),
+                hint: "install it".into(),
+            })
+        },
+    };
+    const MISSING_CHECK: Implementation<()> = Implementation {
+        name: "missing-check",
+        summary: "",
+        origin: Origin::SelfCheck,
+        ..MISSING_PEER
+    };
+
+    /// `all` chooses what can run here and names what it leaves out, but
+    /// not the self-checks, which it never includes; names given one by
+    /// one leave nothing out, and one that cannot run is refused.
+    #[test]
+    fn all_names_what_it_leaves_out() {
+        let list = [OURS, MISSING_PEER, MISSING_CHECK];
+        let all = ["all".to_owned()];
+        let chosen: Vec<_> = select(&list, &all)
+            .unwrap()
+            .iter()
+            .map(|i| i.name)
+            .collect();
+        assert_eq!(chosen, ["ours"]);
+        assert_eq!(
+            left_out_of_all(&list, &all),
+            ["missing-peer (not linked (install it))"]
+        );
+        assert!(left_out_of_all(&list, &["ours".to_owned()]).is_empty());
+        let refused = select(&list, &["missing-peer".to_owned()]).err().unwrap();
+        assert_eq!(
+            refused,
+            "'missing-peer' cannot run here: not linked (install it)"
+        );
+    }
 }

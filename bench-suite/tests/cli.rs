@@ -343,6 +343,10 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
     let cases: &[(&[&str], &str)] = &[
         (&["refscale", "--impl", "nonesuch"], "possible values"),
         (&["refscale", "--threads", "0"], "0"),
+        (
+            &["refscale", "--iterations", "10000000001"],
+            "10000000001 is not in 1..=10000000000",
+        ),
         (&["locktorture", "--lock", "nonesuch"], "parking_lot"),
         (&["locktorture", "--duration-s", "0"], "more than 0 seconds"),
         (
@@ -1252,6 +1256,24 @@ fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
         let out = syncbench(&["rcuscale", "--fqs-interval-ms", bad]);
         assert_eq!(out.status.code(), Some(2), "--fqs-interval-ms {bad}");
     }
+    // An interval that would pace none of the chosen implementations is
+    // refused rather than ignored.
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "hazptr,crossbeam-epoch",
+        "--fqs-interval-ms",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "--fqs-interval-ms paces rcu-lite, rcu-lite-noqs, rcu-lite-qsbr only, and none of \
+             them was chosen"
+        ),
+        "{}",
+        stderr(&out)
+    );
     let help = syncbench(&["rcuscale", "--help"]);
     let help = String::from_utf8(help.stdout).unwrap();
     assert!(
@@ -1287,7 +1309,18 @@ fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_with
         out
     };
     let out = run(&["--fqs-interval-ms", "1", "--json"]);
+    // The implementation the interval does not pace is named, and its
+    // outcome records no interval; the others record theirs.
+    assert!(
+        stderr(&out).contains("note: --fqs-interval-ms paces rcu-lite, rcu-lite-noqs, rcu-lite-qsbr only; hazptr run as without it"),
+        "{}",
+        stderr(&out)
+    );
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for i in 0..3 {
+        assert_eq!(rows[i]["fqs_interval_ms"], 1.0, "{}", rows[i]);
+    }
+    assert!(rows[3].get("fqs_interval_ms").is_none(), "{}", rows[3]);
     let fqs = |i: usize| rows[i]["fqs"].clone();
     assert_eq!(
         fqs(0),
@@ -1307,9 +1340,15 @@ fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_with
         text.contains("rcu-lite-noqs FQS waits per grace period 2.00 (20 waits, 10 grace periods)"),
         "{text}"
     );
+    assert!(
+        text.contains("rcuscale: rcu-lite fqs-interval-ms=1 writers=1 ")
+            && text.contains("rcuscale: hazptr writers=1 "),
+        "{text}"
+    );
     let out = run(&["--json"]);
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows[0]["fqs"]["fqs_waits"], 0, "{}", rows[0]);
+    assert!(rows[0].get("fqs_interval_ms").is_none(), "{}", rows[0]);
 }
 
 /// `--fqs-interval-ms` without a value is the fixed mode at the kernel's

@@ -87,6 +87,7 @@ fn sample_results() -> Results {
                 10.0 / writers as f64,
                 12.0 / writers as f64,
             ],
+            fqs_interval_ms: None,
             fqs: None,
             cpu: None,
         })
@@ -138,6 +139,7 @@ fn sample_results() -> Results {
                 reads: 0,
                 duration_s: 1.0,
                 per_gp_rounds_us: vec![3000.0 * (i + 1) as f64],
+                fqs_interval_ms: None,
                 fqs: None,
                 cpu: None,
             })

@@ -39,6 +39,7 @@ use crate::progress::Progress;
 use crate::registry::Implementation;
 use crate::start_gate::{StartGate, ThreadRefused, spawn_scoped};
 use crate::stats;
+use crate::wait_log::WaitLog;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -181,6 +182,13 @@ pub struct Options {
     pub fqs_interval: Option<Duration>,
 }
 
+/// The implementations that [`Options::fqs_interval`] paces.
+pub const FQS_PACED: [&str; 3] = [
+    rcu_lite::RCU_LITE.name,
+    rcu_lite::RCU_LITE_NOQS.name,
+    rcu_lite::RCU_LITE_QSBR.name,
+];
+
 /// How many read-side sections the qsbr flavors' readers (`rcu-lite-qsbr`,
 /// `liburcu-qsbr`) run between two quiescent states: a qsbr writer waits for
 /// each online reader's next one.
@@ -243,14 +251,15 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// Summarizes samples given in microseconds.
-    pub fn of(samples_us: &[f64]) -> Latency {
+    /// Summarizes the waits of `log` (see [`WaitLog`] for how close each
+    /// figure is).
+    pub fn of(log: &WaitLog) -> Latency {
         Latency {
-            mean: stats::mean(samples_us),
-            p50: stats::percentile(samples_us, 50.0),
-            p99: stats::percentile(samples_us, 99.0),
-            max: samples_us.iter().copied().fold(f64::NAN, f64::max),
-            time_weighted_p50: Some(stats::time_weighted_median(samples_us)),
+            mean: log.mean_us(),
+            p50: log.percentile_us(50.0),
+            p99: log.percentile_us(99.0),
+            max: log.max_us(),
+            time_weighted_p50: Some(log.time_weighted_median_us()),
         }
     }
 }
@@ -270,7 +279,9 @@ pub struct Outcome {
     pub idle_threads: usize,
     /// Waits completed by all writers together.
     pub gps: u64,
-    /// Run duration / `gps`, microseconds.
+    /// Run duration / waits completed, microseconds: with several rounds,
+    /// the median round's (see `per_gp_rounds_us`), while `gps` and
+    /// `duration_s` cover them all.
     pub per_gp_us: f64,
     /// Latency of individual waits, microseconds.
     pub latency_us: Latency,
@@ -281,6 +292,12 @@ pub struct Outcome {
     /// Each round's per-GP time, microseconds, in the order they ran;
     /// `per_gp_us` is their median.
     pub per_gp_rounds_us: Vec<f64>,
+    /// The fixed FQS interval the run was paced at, milliseconds
+    /// ([`Options::fqs_interval`]); `None` for the implementations it does
+    /// not pace ([`FQS_PACED`]), for runs without it, and in results saved
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fqs_interval_ms: Option<f64>,
     /// The implementation's own grace-period and FQS-wait counts over every
     /// round ([`GracePeriod::fqs_counts`]); `None` for implementations that
     /// keep none, and in results saved before they were counted.
@@ -317,6 +334,15 @@ pub struct CpuPerWait {
 }
 
 impl Outcome {
+    /// Records the FQS interval `options` paced this implementation at
+    /// (none for those it does not pace: [`FQS_PACED`]).
+    fn paced_by(mut self, options: &Options) -> Outcome {
+        if FQS_PACED.contains(&self.name.as_str()) {
+            self.fqs_interval_ms = options.fqs_interval.map(|i| i.as_secs_f64() * 1e3);
+        }
+        self
+    }
+
     /// The lowest and highest per-round per-GP time.
     pub fn per_gp_range(&self) -> (f64, f64) {
         let lo = self
@@ -409,7 +435,8 @@ pub fn measure_with(
     options: &Options,
     progress: &mut Progress,
 ) -> Result<Outcome, Failure> {
-    Ok(run_once(imp, config, options, progress)?.summary()?)
+    let outcome = run_once(imp, config, options, progress)?.summary()?;
+    Ok(outcome.paced_by(options))
 }
 
 /// One run of one implementation: its totals and every wait's latency.
@@ -417,7 +444,7 @@ struct Run {
     name: &'static str,
     config: Config,
     elapsed: Duration,
-    samples: Vec<f64>,
+    waits: WaitLog,
     reads: u64,
     /// The run's grace periods and FQS waits ([`FqsCounts::over_writers`]).
     fqs: Option<FqsCounts>,
@@ -479,7 +506,7 @@ impl WindowReading {
 impl Run {
     /// `None` for a run without waits (see [`NoWaits`]).
     fn per_gp_us(&self) -> Option<f64> {
-        let waits = self.samples.len();
+        let waits = self.waits.count();
         (waits > 0).then(|| self.elapsed.as_nanos() as f64 / 1000.0 / waits as f64)
     }
 
@@ -500,11 +527,12 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
         .map(Run::per_gp_us)
         .collect::<Option<_>>()
         .ok_or_else(no_waits)?;
-    let samples: Vec<f64> = runs
-        .iter()
-        .flat_map(|r| r.samples.iter().copied())
-        .collect();
-    if samples.is_empty() {
+    let mut waits = WaitLog::new();
+    for r in runs {
+        waits.merge(&r.waits);
+    }
+    let count = waits.count();
+    if count == 0 {
         return Err(no_waits());
     }
     Ok(Outcome {
@@ -512,12 +540,14 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
         writers: config.writers,
         readers: config.readers,
         idle_threads: config.idle_threads,
-        gps: samples.len() as u64,
+        gps: count,
         per_gp_us: stats::median(&per_gp_rounds),
-        latency_us: Latency::of(&samples),
+        latency_us: Latency::of(&waits),
         reads: runs.iter().map(|r| r.reads).sum(),
         duration_s: runs.iter().map(|r| r.elapsed.as_secs_f64()).sum(),
         per_gp_rounds_us: per_gp_rounds,
+        // Set by the caller, which knows the options.
+        fqs_interval_ms: None,
         // `None` if a run has none.
         fqs: runs.iter().map(|r| r.fqs).sum(),
         cpu: runs
@@ -525,8 +555,8 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
             .map(|r| r.cpu)
             .sum::<Option<RunCpu>>()
             .map(|cpu| CpuPerWait {
-                writers_us: cpu.writers.as_secs_f64() * 1e6 / samples.len() as f64,
-                others_us: cpu.others.as_secs_f64() * 1e6 / samples.len() as f64,
+                writers_us: cpu.writers.as_secs_f64() * 1e6 / count as f64,
+                others_us: cpu.others.as_secs_f64() * 1e6 / count as f64,
                 others_timed_window: true,
             }),
     })
@@ -564,7 +594,7 @@ fn run_once(
     // done, until the window's last readings are taken.
     let measured_clocks = Mutex::new(Vec::with_capacity(config.writers + config.readers));
     let end_gate = EndGate::new();
-    let (elapsed, samples, reads, fqs, cpu) = std::thread::scope(|s| {
+    let (elapsed, waits, reads, fqs, cpu) = std::thread::scope(|s| {
         // However the scope ends: no writer or reader waits for ever.
         let _release = end_gate.release_on_drop();
         let (measured_clocks, end_gate) = (&measured_clocks, &end_gate);
@@ -631,19 +661,16 @@ fn run_once(
                 let _arrival = end_gate.arrival_on_drop();
                 let _cancel = start.cancel_on_panic();
                 publish_clock();
-                // With `--waits`, room for every sample up front: the
-                // push falls inside the next sample, and a reallocation
-                // there must not become the maximum the flag is for.
                 let limit = config.waits_per_writer.unwrap_or(u64::MAX);
-                let room = config.waits_per_writer.map_or(1 << 14, |n| n.min(1 << 24));
-                let mut samples = Vec::with_capacity(room as usize);
+                // Fixed size, whatever the number of waits: see `WaitLog`.
+                let mut waits = WaitLog::new();
                 primitive.prepare_writer();
                 // Before the gate: after this writer's own set-up, before
                 // any writer's first wait (see `FqsCounts::over_writers`).
                 let fqs_before = primitive.fqs_counts();
                 let first = Instant::now();
                 if !start.wait() {
-                    return (samples, first, first, None, None); // Called off.
+                    return (waits, first, first, None, None); // Called off.
                 }
                 let cpu_before = cpu_time::this_thread();
                 let first = Instant::now();
@@ -655,10 +682,10 @@ fn run_once(
                         .then(|| *deadline.get_or_init(|| first + config.duration)),
                     stop,
                 };
-                let last = wait_until(primitive, w, first, &end, &mut samples);
+                let last = wait_until(primitive, w, first, &end, &mut waits);
                 let waiting = cpu_before.zip(cpu_time::this_thread()).map(|(a, b)| b - a);
                 let fqs = fqs_before.zip(primitive.fqs_counts());
-                (samples, first, last, fqs, waiting)
+                (waits, first, last, fqs, waiting)
             };
             writers.push(
                 spawn_scoped(
@@ -714,7 +741,7 @@ fn run_once(
         // writer's last return, as the writers saw them: this thread may get
         // a CPU only well after they started (and with --waits, after they
         // finished).
-        let mut samples = Vec::new();
+        let mut waits = WaitLog::new();
         let mut span: Option<(Instant, Instant)> = None;
         let mut readings = Vec::with_capacity(config.writers);
         // Over the writers' waits; `None` once any writer's clock could not
@@ -722,7 +749,7 @@ fn run_once(
         let mut writers_waiting = Some(Duration::ZERO);
         for h in writers {
             let (mine, first, last, counts, waiting) = h.join().expect("writer panicked");
-            samples.extend(mine);
+            waits.merge(&mine);
             span = Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
             readings.push(counts);
             writers_waiting = writers_waiting.zip(waiting).map(|(sum, c)| sum + c);
@@ -741,13 +768,13 @@ fn run_once(
         let cpu = writers_waiting
             .zip(others)
             .map(|(writers, others)| RunCpu { writers, others });
-        Ok((elapsed, samples, reads, fqs, cpu))
+        Ok((elapsed, waits, reads, fqs, cpu))
     })?;
     Ok(Run {
         name: imp.name,
         config,
         elapsed,
-        samples,
+        waits,
         reads,
         fqs,
         cpu,
@@ -763,12 +790,11 @@ struct Until<'a> {
     stop: &'a AtomicBool,
 }
 
-/// A writer's waits from `first` until `end`, each one's latency (us)
-/// pushed into `samples`; returns the clock's reading at the last one's
-/// return.
+/// A writer's waits from `first` until `end`, each one's latency recorded
+/// in `waits`; returns the clock's reading at the last one's return.
 ///
 /// One clock read per wait: each return's reading starts the next wait, so
-/// the loop's own work (the push and the checks, a few ns) is not added to
+/// the loop's own work (the record and the checks, a few ns) is not added to
 /// per-GP time twice, and per-GP time and mean latency stay close. The
 /// checks follow the wait, so every writer completes one even if the run is
 /// over before it starts. Each writer stops at the deadline by its own
@@ -780,17 +806,17 @@ fn wait_until(
     writer: usize,
     first: Instant,
     end: &Until<'_>,
-    samples: &mut Vec<f64>,
+    waits: &mut WaitLog,
 ) -> Instant {
     let mut last = first;
     loop {
         primitive.update_and_wait(writer);
         let now = Instant::now();
-        samples.push((now - last).as_nanos() as f64 / 1000.0);
+        waits.record(now - last);
         last = now;
         // Relaxed: `stop` publishes nothing; it pairs with no other access
         // (the join orders the rest).
-        if samples.len() as u64 >= end.waits
+        if waits.count() >= end.waits
             || end.deadline.is_some_and(|d| now >= d)
             || end.stop.load(Relaxed)
         {
@@ -837,8 +863,8 @@ fn measure_entries(
     let outcomes = entries
         .iter()
         .zip(runs)
-        .map(|((imp, config), runs)| summarize(imp.name, *config, &runs))
-        .collect::<Result<_, _>>()?;
+        .map(|((imp, config), runs)| Ok(summarize(imp.name, *config, &runs)?.paced_by(options)))
+        .collect::<Result<_, NoWaits>>()?;
     Ok(outcomes)
 }
 
@@ -885,9 +911,12 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         } else {
             String::new()
         };
+        let paced = o
+            .fqs_interval_ms
+            .map_or(String::new(), |ms| format!(" fqs-interval-ms={ms}"));
         writeln!(
             out,
-            "rcuscale: {} writers={} readers={} gps={} per-GP {:.2} us{rounds}; latency us: mean {:.2} p50 {:.2} p99 {:.2} max {:.2} time-weighted p50 {}; reads {}",
+            "rcuscale: {}{paced} writers={} readers={} gps={} per-GP {:.2} us{rounds}; latency us: mean {:.2} p50 {:.2} p99 {:.2} max {:.2} time-weighted p50 {}; reads {}",
             o.name,
             o.writers,
             o.readers,
@@ -1016,11 +1045,11 @@ mod tests {
                 .contains("hazptr completed no wait: the run was too short")
         );
         // One round without waits among rounds with them is refused too.
-        let run = |samples: Vec<f64>| Run {
+        let run = |waits_us: Vec<f64>| Run {
             name: "x",
             config: config(1, Duration::ZERO),
             elapsed: Duration::from_micros(4),
-            samples,
+            waits: WaitLog::of_us(&waits_us),
             reads: 0,
             fqs: None,
             cpu: None,
@@ -1128,13 +1157,15 @@ mod tests {
         1
     }
 
-    /// Waits of 1 ms, counted.
-    struct MillisecondWaits(AtomicUsize);
+    /// Waits of 1 ms, counted, and when the latest one began.
+    #[derive(Default)]
+    struct MillisecondWaits(AtomicUsize, Mutex<Option<Instant>>);
 
     impl GracePeriod for MillisecondWaits {
         fn update_and_wait(&self, _writer: usize) {
             // Relaxed: counted and read back on the test's own thread.
             self.0.fetch_add(1, Relaxed);
+            *self.1.lock().unwrap() = Some(Instant::now());
             std::thread::sleep(Duration::from_millis(1));
         }
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
@@ -1152,7 +1183,7 @@ mod tests {
     #[test]
     fn a_writer_stops_at_its_deadline_by_its_own_clock() {
         test_support::within_a_deadline("a writer's deadline", Duration::from_secs(60), || {
-            let primitive = MillisecondWaits(AtomicUsize::new(0));
+            let primitive = MillisecondWaits::default();
             let never = AtomicBool::new(false);
             let first = Instant::now();
             let end = Until {
@@ -1160,15 +1191,15 @@ mod tests {
                 deadline: Some(first + Duration::from_millis(20)),
                 stop: &never,
             };
-            let mut samples = Vec::new();
-            let last = wait_until(&primitive, 0, first, &end, &mut samples);
+            let mut waits = WaitLog::new();
+            let last = wait_until(&primitive, 0, first, &end, &mut waits);
             assert!(last >= first + Duration::from_millis(20));
-            // Every wait is sampled, and the last one returned past the
-            // deadline: the one before it did not, or the loop would have
-            // stopped there.
-            assert_eq!(samples.len(), primitive.0.load(Relaxed));
-            let before_last: f64 = samples[..samples.len() - 1].iter().sum();
-            assert!(before_last < 20_000.0, "{samples:?}");
+            // Every wait is recorded, and the last one returned past the
+            // deadline: it began before it, or the loop would have stopped
+            // at the one before.
+            assert_eq!(waits.count(), primitive.0.load(Relaxed) as u64);
+            let began = primitive.1.lock().unwrap().expect("a wait began");
+            assert!(began < first + Duration::from_millis(20));
         });
     }
 
@@ -1176,24 +1207,24 @@ mod tests {
     /// after at least one wait.
     #[test]
     fn a_writer_stops_after_its_waits_or_at_stop() {
-        let primitive = MillisecondWaits(AtomicUsize::new(0));
+        let primitive = MillisecondWaits::default();
         let (never, stopped) = (AtomicBool::new(false), AtomicBool::new(true));
-        let mut samples = Vec::new();
+        let mut waits = WaitLog::new();
         let three = Until {
             waits: 3,
             deadline: None,
             stop: &never,
         };
-        wait_until(&primitive, 0, Instant::now(), &three, &mut samples);
-        assert_eq!(samples.len(), 3);
+        wait_until(&primitive, 0, Instant::now(), &three, &mut waits);
+        assert_eq!(waits.count(), 3);
         let at_stop = Until {
             waits: u64::MAX,
             deadline: Some(Instant::now() + Duration::from_secs(3600)),
             stop: &stopped,
         };
-        samples.clear();
-        wait_until(&primitive, 0, Instant::now(), &at_stop, &mut samples);
-        assert_eq!((samples.len(), primitive.0.load(Relaxed)), (1, 4));
+        let mut waits = WaitLog::new();
+        wait_until(&primitive, 0, Instant::now(), &at_stop, &mut waits);
+        assert_eq!((waits.count(), primitive.0.load(Relaxed)), (1, 4));
     }
 
     /// A writer that panics at its first wait, beside readers and idle
@@ -1317,7 +1348,7 @@ mod tests {
             name: "x",
             config: config(1, Duration::ZERO),
             elapsed: Duration::from_micros(100),
-            samples: vec![1.0; waits],
+            waits: WaitLog::of_us(&vec![1.0; waits]),
             reads: 0,
             fqs: None,
             cpu: cpu.map(|(writers, others)| RunCpu {
@@ -1372,11 +1403,11 @@ mod tests {
     /// the counts cover every wait and read of every round.
     #[test]
     fn rounds_merge_into_the_median_per_gp_and_latency_over_every_wait() {
-        let run = |elapsed_us: u64, samples: Vec<f64>, reads: u64| Run {
+        let run = |elapsed_us: u64, waits_us: Vec<f64>, reads: u64| Run {
             name: "x",
             config: config(2, Duration::ZERO),
             elapsed: Duration::from_micros(elapsed_us),
-            samples,
+            waits: WaitLog::of_us(&waits_us),
             reads,
             fqs: None,
             cpu: None,
@@ -1448,7 +1479,7 @@ mod tests {
             name: "x",
             config: config(1, Duration::ZERO),
             elapsed: Duration::from_micros(30),
-            samples: vec![10.0, 10.0, 10.0],
+            waits: WaitLog::of_us(&[10.0, 10.0, 10.0]),
             reads: 0,
             fqs,
             cpu: None,

@@ -953,6 +953,7 @@ mod tests {
             reads: 1,
             duration_s: 1.0,
             per_gp_rounds_us: vec![mean / writers as f64],
+            fqs_interval_ms: None,
             fqs: None,
             cpu: None,
         }

@@ -808,6 +808,7 @@ pub(crate) mod tests {
                 reads: 10,
                 duration_s: 1.0,
                 per_gp_rounds_us: vec![12.0, 12.5, 14.25],
+                fqs_interval_ms: None,
                 fqs: None,
                 cpu: Some(rcuscale::CpuPerWait {
                     writers_us: 3.25,
@@ -882,6 +883,7 @@ pub(crate) mod tests {
             reads: 0,
             duration_s: mean * 100.0 / 1e6,
             per_gp_rounds_us: vec![mean],
+            fqs_interval_ms: None,
             fqs: None,
             cpu: None,
         }
