@@ -408,8 +408,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Exits with clap's usage-error status (2) and `message`, under the usage
-/// line of the subcommand that was run.
 /// The implementations `names` chooses from `list`; a name that is unknown
 /// or cannot run here is a usage error. What `all` leaves out because it
 /// cannot run here is named on stderr, so that a run without a peer says
@@ -418,13 +416,16 @@ fn choose<'a, T: ?Sized, O: Default>(
     list: &'a [Implementation<T, O>],
     names: &[String],
 ) -> Vec<&'a Implementation<T, O>> {
-    let chosen = registry::select(list, names).unwrap_or_else(|e| usage_error(e));
-    for left_out in registry::left_out_of_all(list, names) {
+    let (chosen, left_out) =
+        registry::select_noting(list, names).unwrap_or_else(|e| usage_error(e));
+    for left_out in left_out {
         eprintln!("note: `all` leaves out {left_out}");
     }
     chosen
 }
 
+/// Exits with clap's usage-error status (2) and `message`, under the usage
+/// line of the subcommand that was run.
 fn usage_error(message: impl std::fmt::Display) -> ! {
     let mut root = Cli::command();
     root.build();

@@ -78,25 +78,6 @@ pub fn names_with_all<T: ?Sized, O>(list: &[Implementation<T, O>]) -> Vec<&'stat
     names
 }
 
-/// What `all` among `names` leaves out of `list` because it cannot run
-/// here, each as "name (why)"; empty if `names` has no `all`. Self-checks
-/// are left out of `all` by design and are not named.
-pub fn left_out_of_all<T: ?Sized, O: Default>(
-    list: &[Implementation<T, O>],
-    names: &[String],
-) -> Vec<String> {
-    if !names.iter().any(|n| n == "all") {
-        return Vec::new();
-    }
-    list.iter()
-        .filter(|imp| imp.origin != Origin::SelfCheck)
-        .filter_map(|imp| {
-            let why = imp.availability().err()?;
-            Some(format!("{} ({why})", imp.name))
-        })
-        .collect()
-}
-
 /// Expands the names given on the command line (`all` means every available
 /// one, self-checks excepted) into implementations, in the order given,
 /// without duplicates.
@@ -104,15 +85,35 @@ pub fn select<'a, T: ?Sized, O: Default>(
     list: &'a [Implementation<T, O>],
     names: &[String],
 ) -> Result<Vec<&'a Implementation<T, O>>, String> {
+    select_noting(list, names).map(|(chosen, _)| chosen)
+}
+
+/// What [`select_noting`] returns: the implementations chosen, and what
+/// `all` left out, each as "name (why)".
+pub type Chosen<'a, T, O> = (Vec<&'a Implementation<T, O>>, Vec<String>);
+
+/// [`select`], and what `all` left out because it cannot run here
+/// (self-checks, which `all` never includes, are not named).
+pub fn select_noting<'a, T: ?Sized, O: Default>(
+    list: &'a [Implementation<T, O>],
+    names: &[String],
+) -> Result<Chosen<'a, T, O>, String> {
     let mut chosen: Vec<&Implementation<T, O>> = Vec::new();
+    let mut left_out = Vec::new();
     for name in names {
         if name == "all" {
             for imp in list {
-                if imp.origin != Origin::SelfCheck
-                    && imp.availability().is_ok()
-                    && !chosen.iter().any(|c| c.name == imp.name)
-                {
-                    chosen.push(imp);
+                if imp.origin == Origin::SelfCheck || chosen.iter().any(|c| c.name == imp.name) {
+                    continue;
+                }
+                match imp.availability() {
+                    Ok(()) => chosen.push(imp),
+                    Err(why) => {
+                        let note = format!("{} ({why})", imp.name);
+                        if !left_out.contains(&note) {
+                            left_out.push(note);
+                        }
+                    }
                 }
             }
             continue;
@@ -130,7 +131,7 @@ pub fn select<'a, T: ?Sized, O: Default>(
             chosen.push(imp);
         }
     }
-    Ok(chosen)
+    Ok((chosen, left_out))
 }
 
 #[cfg(test)]
@@ -168,17 +169,12 @@ mod tests {
     fn all_names_what_it_leaves_out() {
         let list = [OURS, MISSING_PEER, MISSING_CHECK];
         let all = ["all".to_owned()];
-        let chosen: Vec<_> = select(&list, &all)
-            .unwrap()
-            .iter()
-            .map(|i| i.name)
-            .collect();
+        let (chosen, left_out) = select_noting(&list, &all).unwrap();
+        let chosen: Vec<_> = chosen.iter().map(|i| i.name).collect();
         assert_eq!(chosen, ["ours"]);
-        assert_eq!(
-            left_out_of_all(&list, &all),
-            ["missing-peer (not linked (install it))"]
-        );
-        assert!(left_out_of_all(&list, &["ours".to_owned()]).is_empty());
+        assert_eq!(left_out, ["missing-peer (not linked (install it))"]);
+        let (_, left_out) = select_noting(&list, &["ours".to_owned()]).unwrap();
+        assert!(left_out.is_empty());
         let refused = select(&list, &["missing-peer".to_owned()]).err().unwrap();
         assert_eq!(
             refused,

@@ -164,9 +164,10 @@ impl Domain {
     /// `retire`, [`Domain::reclaim`], the domain's drop), on that thread. If
     /// it panics, the rest of the pass is still freed and the panic then
     /// comes out of that call; unless that thread is already unwinding, or
-    /// exiting with its hazptr state gone (a thread-local destructor), where
-    /// a panic would abort the process: then it is reported on stderr and
-    /// dropped.
+    /// exiting with its hazptr registrations gone (a thread-local destructor
+    /// that runs after them), where a panic would abort the process: then
+    /// it is reported on stderr and dropped. (Other thread-local destructors
+    /// look like ordinary code: there it still aborts.)
     ///
     /// # Panics
     ///
@@ -523,10 +524,14 @@ pub(crate) unsafe fn reclaim_all(
 /// everything it took; or, where passing it on would abort the process,
 /// reports it on stderr and drops it. That is while the thread is already
 /// unwinding (a `Replaced` or `Domain` dropped by an unwind can run a pass),
-/// and at thread exit once hazptr's per-thread state is gone (a pass run
-/// by a later thread-local destructor, or a domain's drop when the exiting
-/// thread held its last reference): a panic out of a thread-local
-/// destructor aborts.
+/// and at the exit of a thread that registered with a domain, once its
+/// registrations are gone (a pass run by a thread-local destructor that
+/// runs after theirs, or a domain's drop when they held its last
+/// reference): a panic out of a thread-local destructor aborts. Other
+/// thread-local destructors cannot be told apart from ordinary code (std
+/// has no way to ask), so a deleter's panic in a pass they run, on a thread
+/// that never registered or before its registrations are dropped, is
+/// passed on and aborts.
 #[cold]
 pub(crate) fn pass_on(panic: Box<dyn std::any::Any + Send>) {
     let while_ = if std::thread::panicking() {

@@ -53,9 +53,6 @@ pub(crate) type Callback = Box<dyn FnOnce() + Send + 'static>;
 
 /// Spins of a `rcu_barrier()` caller before it sleeps.
 const BARRIER_SPINS: u32 = if cfg!(loom) { 1 } else { 100 };
-/// How often a waiting `rcu_barrier()` checks that a worker is there to run
-/// its callback.
-const BARRIER_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -310,12 +307,10 @@ impl CallbackQueue {
                 spins += 1;
                 spin_loop();
             } else {
-                // Timed: if the worker's start failed after our callback was
-                // queued (our enqueue saw it starting and did not try), nobody
-                // would run the callback; start it again from here.
-                futex::wait(&done, 0, Some(BARRIER_RECHECK));
-                #[cfg(not(loom))]
-                self.start_worker(synchronize, flavor);
+                // Untimed: our enqueue returned, so a worker was spawned
+                // after our callback was queued (`start_worker_with`), and
+                // the worker never exits.
+                futex::wait(&done, 0, None);
             }
         }
     }
@@ -344,9 +339,11 @@ impl CallbackQueue {
     #[cfg(not(loom))]
     #[inline]
     fn start_worker(&'static self, synchronize: fn(), flavor: &str) {
-        // Relaxed: the thread needs nothing from the caller but the queue,
-        // whose mutex orders everything.
-        if self.worker_state.load(Relaxed) != WORKER_RUNNING {
+        // Acquire: pairs with the Release store of `WORKER_RUNNING` in
+        // `start_worker_with`, so that a caller that returns finds the spawn
+        // done. (The worker needs nothing from the caller but the queue,
+        // whose mutex orders the callbacks.)
+        if self.worker_state.load(Acquire) != WORKER_RUNNING {
             self.start_worker_with(|| {
                 std::thread::Builder::new()
                     .name(format!("rcu-lite-{flavor}-callbacks"))
@@ -365,19 +362,31 @@ impl CallbackQueue {
     ///
     /// # Panics
     ///
-    /// If `spawn` fails; the callbacks stay queued, and the next
+    /// If `spawn` fails or panics; the callbacks stay queued, and the next
     /// `call_rcu()` or `rcu_barrier()` tries again.
     #[cfg(not(loom))]
     #[cold]
     fn start_worker_with(&self, spawn: impl FnOnce() -> std::io::Result<()>) {
+        /// Puts the state back to `WORKER_NOT_STARTED` unless defused: a
+        /// `spawn` that panics must not leave the others waiting for ever.
+        struct NotStartedUnlessDefused<'a>(&'a std::sync::atomic::AtomicU8);
+        impl Drop for NotStartedUnlessDefused<'_> {
+            fn drop(&mut self) {
+                // Relaxed: publishes nothing; the next caller's CAS only
+                // needs the value.
+                self.0.store(WORKER_NOT_STARTED, Relaxed);
+            }
+        }
         let mut backoff = 0u32;
         loop {
-            // Relaxed, as in `start_worker`: the CAS decides who spawns.
+            // The CAS decides who spawns (Relaxed: it publishes nothing);
+            // Acquire on failure, as in `start_worker`, for a caller that
+            // returns on `WORKER_RUNNING`.
             match self.worker_state.compare_exchange(
                 WORKER_NOT_STARTED,
                 WORKER_STARTING,
                 Relaxed,
-                Relaxed,
+                Acquire,
             ) {
                 Ok(_) => break,
                 Err(WORKER_RUNNING) => return,
@@ -389,14 +398,17 @@ impl CallbackQueue {
                 Err(_starting) => std::thread::yield_now(),
             }
         }
+        let not_started = NotStartedUnlessDefused(&self.worker_state);
         if let Err(err) = spawn() {
             // The callbacks stay queued; the next call_rcu() or
             // rcu_barrier() tries again (and panics again if it fails), as
-            // does a caller waiting in the loop above.
-            self.worker_state.store(WORKER_NOT_STARTED, Relaxed);
+            // does a caller waiting in the loop above: `not_started` puts
+            // the state back.
             panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
         }
-        self.worker_state.store(WORKER_RUNNING, Relaxed);
+        std::mem::forget(not_started);
+        // Release: pairs with the Acquire loads in `start_worker` and above.
+        self.worker_state.store(WORKER_RUNNING, Release);
     }
 
     /// For `fork()`: waits until no batch is being taken, waited for or run,
@@ -631,5 +643,51 @@ mod tests {
         });
         assert_eq!(queue.worker_state.load(Relaxed), WORKER_RUNNING);
         queue.start_worker_with(|| panic!("a second worker spawned"));
+    }
+
+    /// A caller that finds the worker being started, by a start that then
+    /// succeeds, spawns none itself, and returns only once that start is
+    /// done.
+    #[test]
+    fn a_caller_that_meets_a_succeeding_start_waits_for_it_and_spawns_nothing() {
+        let queue = CallbackQueue::new();
+        let spawned = std::sync::atomic::AtomicBool::new(false);
+        let (spawning_tx, spawning) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                queue.start_worker_with(|| {
+                    spawning_tx.send(()).expect("the test waits");
+                    std::thread::sleep(Duration::from_millis(100));
+                    // Relaxed: the Release store of `WORKER_RUNNING` after
+                    // the spawn orders it before the other caller's return.
+                    spawned.store(true, Relaxed);
+                    Ok(())
+                });
+            });
+            spawning.recv().expect("the first caller spawns");
+            queue.start_worker_with(|| panic!("a second worker spawned"));
+            assert!(
+                spawned.load(Relaxed),
+                "the second caller returned before the first one's start was done"
+            );
+        });
+    }
+
+    /// A `spawn` that panics puts the state back, so that the next caller
+    /// tries again instead of waiting for ever.
+    #[test]
+    fn a_spawn_that_panics_leaves_the_worker_to_be_started_again() {
+        let queue = CallbackQueue::new();
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            queue.start_worker_with(|| panic!("a spawn that panics"));
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(queue.worker_state.load(Relaxed), WORKER_NOT_STARTED);
+        let spawned = Cell::new(false);
+        queue.start_worker_with(|| {
+            spawned.set(true);
+            Ok(())
+        });
+        assert!(spawned.get());
     }
 }

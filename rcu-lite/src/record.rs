@@ -88,12 +88,15 @@ pub(crate) const SNAPSHOT_MASK: u64 = u64::MAX >> NEST_BITS;
 /// Whether a record whose word is `word` does not hold up grace period `gp`,
 /// the newest started.
 ///
-/// A record inside a section with a snapshot older than `gp` holds up `gp`,
-/// and held up every grace period after its snapshot, so that snapshot is
-/// `gp - 1` at the oldest (`gp - 2` if its load raced an init): never 2^48
-/// grace periods old. No reader can have seen a grace period newer than `gp`.
-/// So "the snapshot is `gp`" is the same test as "at least `gp`", and it
-/// still holds once the 48-bit snapshots wrap.
+/// No reader can have seen a grace period newer than `gp`, so a snapshot
+/// that is not `gp` is older, and the record holds `gp` up. A section's
+/// snapshot is usually `gp - 1` or `gp - 2` (its load raced an init), but
+/// can be any number of grace periods old: a reader stopped between its
+/// load of the grace-period word and its store of the snapshot reads as
+/// outside every section meanwhile, and grace periods complete without it.
+/// Testing equality keeps such a reader held up however old its snapshot
+/// is, unless a whole multiple of 2^48 grace periods passed in that window
+/// (years of back-to-back grace periods: see the design note's *Limits*).
 #[inline]
 pub(crate) const fn is_quiescent_for(word: u64, gp: u64) -> bool {
     nesting(word) == 0 || snapshot(word) == gp & SNAPSHOT_MASK
