@@ -47,7 +47,11 @@
 //! already has several threads waits for an RCU grace period: milliseconds,
 //! or longer on a busy machine. Every fence called meanwhile, on any thread,
 //! waits for the decision. A program whose first fence could run in a signal
-//! handler, or under a deadline, calls [`mode`] once at startup.
+//! handler, or under a deadline, calls [`mode`] once at startup. So does one
+//! that forks while other threads may be making their first fence call: a
+//! child forked in the middle of the decision inherits it unfinished, and
+//! its fences wait for ever (hazptr's and rcu-lite's fork hooks call [`mode`]
+//! for this reason).
 //!
 //! # Loom
 //!
@@ -313,13 +317,14 @@ pub fn mode() -> Mode {
 ///
 /// Returns `Ok(())` if `wanted` is now the mode (including when it already
 /// was), or `Err(current)` if another mode was already decided, which cannot be
-/// changed. Asking for [`Mode::Membarrier`] on a kernel that does not support it
-/// decides SeqCst and returns `Err(Mode::SeqCst)`.
+/// changed. Asking for [`Mode::Membarrier`] decides as the first fence would:
+/// SeqCst where `SYNCPRIMS_FENCE=seqcst` asks for it or the kernel does not
+/// support membarrier, returning `Err(Mode::SeqCst)`.
 pub fn force(wanted: Mode) -> Result<(), Mode> {
     let decided = *DECISION.get_or_init(|| {
         let decided = match wanted {
             Mode::SeqCst => Mode::SeqCst,
-            Mode::Membarrier => decide_from_kernel(),
+            Mode::Membarrier => decide(),
         };
         publish_fast_mode(decided);
         decided
@@ -357,10 +362,13 @@ fn decide() -> Mode {
 }
 
 fn decide_from_kernel() -> Mode {
-    if cfg!(any(loom, miri, syncprims_tsan)) {
-        return Mode::SeqCst;
-    }
-    match crate::sys::register(crate::sys::Command::PrivateExpedited) {
+    #[cfg(any(loom, miri, syncprims_tsan))]
+    return Mode::SeqCst;
+    // `ENOMEM` is retried, as by `heavy`: the kernel could not allocate the
+    // registration's CPU mask for now, and taking it for a refusal would
+    // leave the process on SeqCst fences for good.
+    #[cfg(not(any(loom, miri, syncprims_tsan)))]
+    match retrying_out_of_memory(|| crate::sys::register(crate::sys::Command::PrivateExpedited)) {
         Ok(()) => Mode::Membarrier,
         Err(_) => Mode::SeqCst,
     }

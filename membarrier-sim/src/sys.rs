@@ -556,6 +556,20 @@ impl CpuList {
         (!ranges.is_empty()).then_some(CpuList { ranges })
     }
 
+    /// The list of `cpus`, given in strictly ascending order; `None` if
+    /// there are none or they are out of order.
+    fn of_ascending(cpus: &[u32]) -> Option<CpuList> {
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        for &cpu in cpus {
+            match ranges.last_mut() {
+                Some((_, hi)) if cpu <= *hi => return None,
+                Some((_, hi)) if cpu == *hi + 1 => *hi = cpu,
+                _ => ranges.push((cpu, cpu)),
+            }
+        }
+        (!ranges.is_empty()).then_some(CpuList { ranges })
+    }
+
     /// Whether `cpu` is in the list.
     pub fn contains(&self, cpu: u32) -> bool {
         self.ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&cpu))
@@ -597,22 +611,35 @@ impl fmt::Display for CpuList {
 }
 
 /// The online CPUs, from `/sys/devices/system/cpu/online`; where that file is
-/// missing or unreadable, `0..available_parallelism`.
+/// missing or unreadable, the CPUs the calling thread may run on (online
+/// ones all, as the kernel keeps the mask within the active CPUs: a CPU
+/// left out is refused as [`Error::BadCpu`], never passed off as online);
+/// where that cannot be read either, `0..available_parallelism`.
 pub fn online_cpus() -> CpuList {
     let listed = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
+    let allowed = rustix::thread::sched_getaffinity(None).ok().map(|set| {
+        (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&cpu| set.is_set(cpu))
+            .filter_map(|cpu| u32::try_from(cpu).ok())
+            .collect::<Vec<u32>>()
+    });
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
-    online_cpus_from(listed.as_deref(), parallelism)
+    online_cpus_from(listed.as_deref(), allowed.as_deref(), parallelism)
 }
 
 /// [`online_cpus`] on given inputs: the kernel's list when it parses, else
-/// CPUs `0..parallelism` (at least CPU 0, at most `u32::MAX + 1` CPUs).
-fn online_cpus_from(listed: Option<&str>, parallelism: usize) -> CpuList {
-    listed.and_then(CpuList::parse).unwrap_or_else(|| {
-        let last = u32::try_from(parallelism.saturating_sub(1)).unwrap_or(u32::MAX);
-        CpuList {
-            ranges: vec![(0, last)],
-        }
-    })
+/// the `allowed` CPUs (ascending) when there are any, else CPUs
+/// `0..parallelism` (at least CPU 0, at most `u32::MAX + 1` CPUs).
+fn online_cpus_from(listed: Option<&str>, allowed: Option<&[u32]>, parallelism: usize) -> CpuList {
+    listed
+        .and_then(CpuList::parse)
+        .or_else(|| allowed.and_then(CpuList::of_ascending))
+        .unwrap_or_else(|| {
+            let last = u32::try_from(parallelism.saturating_sub(1)).unwrap_or(u32::MAX);
+            CpuList {
+                ranges: vec![(0, last)],
+            }
+        })
 }
 
 #[cfg(test)]
@@ -643,18 +670,38 @@ mod tests {
 
     #[test]
     fn online_cpus_falls_back_to_the_parallelism_when_the_list_is_missing() {
-        let fallback = online_cpus_from(None, 4);
+        let fallback = online_cpus_from(None, None, 4);
         assert_eq!(fallback.len(), 4);
         assert_eq!(fallback.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(fallback.to_string(), "0-3");
         // An unparsable file falls back the same way.
-        assert_eq!(online_cpus_from(Some("garbage\n"), 2).to_string(), "0-1");
+        assert_eq!(
+            online_cpus_from(Some("garbage\n"), None, 2).to_string(),
+            "0-1"
+        );
         // A single CPU, and no parallelism reported at all, both mean CPU 0.
-        assert_eq!(online_cpus_from(None, 1).to_string(), "0");
-        assert_eq!(online_cpus_from(None, 0).to_string(), "0");
+        assert_eq!(online_cpus_from(None, None, 1).to_string(), "0");
+        assert_eq!(online_cpus_from(None, None, 0).to_string(), "0");
         // The kernel's list wins over the parallelism (a CPU set may be
         // smaller than the online CPUs, and hold holes).
-        assert_eq!(online_cpus_from(Some("0-1,4\n"), 1).to_string(), "0-1,4");
+        assert_eq!(
+            online_cpus_from(Some("0-1,4\n"), None, 1).to_string(),
+            "0-1,4"
+        );
+        // Without the list, the CPUs the thread may run on, by number: under
+        // `taskset -c 4-7` those are CPUs 4-7, not 0-3.
+        let pinned = [4, 5, 6, 7, 9];
+        assert_eq!(
+            online_cpus_from(None, Some(&pinned), 5).to_string(),
+            "4-7,9"
+        );
+        assert_eq!(
+            online_cpus_from(Some("0-15"), Some(&pinned), 5).to_string(),
+            "0-15"
+        );
+        // An empty or unordered set is no answer: the parallelism is used.
+        assert_eq!(online_cpus_from(None, Some(&[]), 2).to_string(), "0-1");
+        assert_eq!(online_cpus_from(None, Some(&[3, 1]), 2).to_string(), "0-1");
         // What this machine reports is a non-empty list (miri's isolation
         // refuses the file's `open`).
         if !cfg!(miri) {

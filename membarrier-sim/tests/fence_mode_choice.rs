@@ -182,6 +182,24 @@ fn the_environment_variable_selects_the_seqcst_fallback() {
     );
 }
 
+/// `SYNCPRIMS_FENCE=seqcst` holds against code that forces membarrier mode
+/// too: the variable is the user's way out of a fence mode that misbehaves
+/// on their system, so `force(Mode::Membarrier)` settles on SeqCst, without
+/// registering.
+#[test]
+fn the_environment_variable_holds_against_forcing_membarrier_mode() {
+    if std::env::var(fence::MODE_ENV).as_deref() != Ok("seqcst") {
+        return test_support::in_a_child_process(
+            "the_environment_variable_holds_against_forcing_membarrier_mode",
+            fence::MODE_ENV,
+            "seqcst",
+        );
+    }
+    assert_eq!(fence::force(Mode::Membarrier), Err(Mode::SeqCst));
+    assert_eq!(fence::mode(), Mode::SeqCst);
+    assert!(!sys::is_registered(Command::PrivateExpedited));
+}
+
 /// A seccomp filter (a container runtime's, say) that answers `EPERM` to
 /// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`: registering reports that it
 /// was refused, not that the process should register, and the fences fall

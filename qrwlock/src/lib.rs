@@ -83,6 +83,9 @@
 //! unlock's one read-modify-write, so threads using the lock at that moment
 //! can see the bad word before the repair: they may panic in turn or be left
 //! waiting. The panic reports a bug; it does not make a racing misuse safe.
+//! And an unlock that takes what another thread holds or has counted (a
+//! writer's byte, a waiting reader's count) looks like a correct one: it
+//! does not panic, and may let a reader and a writer in together.
 //!
 //! # Not in this crate
 //!

@@ -234,9 +234,11 @@ impl RawQRwLock {
     /// the word its add returns, and otherwise queues.
     #[inline]
     fn read_lock_unless(&self, writer_bits: u32) {
-        // Acquire: pairs with the Release unlock of the last writer (through
-        // the RMWs after it, a writer's WAITING `fetch_or` among them), when
-        // no bit of `writer_bits` is set and we are in.
+        // Acquire: pairs with the Release unlock or `downgrade` of the last
+        // writer, through the RMWs on the word after it, which continue its
+        // release sequence (for a recursive reader, a later writer's WAITING
+        // `fetch_or` among them), when no bit of `writer_bits` is set and we
+        // are in.
         let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
         if cnts & (writer_bits | READER_OVERFLOW) != 0 {
             self.read_lock_slow(cnts);
@@ -295,8 +297,11 @@ impl RawQRwLock {
     ///
     /// If the lock has no reader at all, or is write-locked (an unlock without
     /// a lock; a reader waiting at the front of the queue is counted but does
-    /// not hold it), after restoring the count; with other readers inside,
-    /// such a misuse cannot be told apart from a correct unlock.
+    /// not hold it), after restoring the count. Where the count has other
+    /// readers in it, such a misuse cannot be told apart from a correct
+    /// unlock: readers inside, a reader waiting at the front (which then
+    /// enters uncounted), or a reader's momentary add as it backs off (that
+    /// reader panics instead).
     #[inline]
     pub unsafe fn read_unlock(&self) {
         // Release: pairs with the Acquire CAS of the writer that takes the
@@ -504,12 +509,37 @@ impl RawQRwLock {
 
     /// Takes back a bias added on a fast path that then found a writer bit,
     /// waking a writer at the front if this leaves it free to go.
+    ///
+    /// # Panics
+    ///
+    /// If the count had no reader left to take back: a `read_unlock` by a
+    /// thread that held nothing took this reader's bias in between (it
+    /// looked like a correct unlock to that thread). After restoring the
+    /// word, so that the count does not wrap into the overflow bit and stop
+    /// every reader and writer for good.
     fn undo_reader_bias(&self) {
         // Relaxed: this reader accessed nothing the lock protects.
         let cnts = self.cnts.fetch_sub(READER_BIAS, Ordering::Relaxed);
+        if cnts < READER_BIAS {
+            self.bias_taken_by_a_stray_unlock();
+        }
         if cnts & HEAD_SLEEPING != 0 {
             self.wake_head(cnts - READER_BIAS);
         }
+    }
+
+    /// [`Self::undo_reader_bias`] found its bias gone: restores the word
+    /// its subtraction wrapped, and reports the misuse.
+    #[cold]
+    #[inline(never)]
+    fn bias_taken_by_a_stray_unlock(&self) -> ! {
+        let before = self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
+        self.wake_after_repair(before);
+        panic!(
+            "qrwlock: a read_unlock by a thread that held no read lock took the count of a \
+             reader backing off from a writer (an unlock without a matching read lock, on \
+             another thread)"
+        );
     }
 
     #[cold]
@@ -985,6 +1015,52 @@ mod tests {
                 assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
             },
         );
+    }
+
+    /// A stray `read_unlock` that takes the bias of a reader backing off
+    /// from a waiting writer passes for a correct unlock (the count it sees
+    /// is that reader's); the reader's undo then finds nothing to take back,
+    /// restores the word and panics naming the misuse. Before, its
+    /// subtraction wrapped the count into the overflow bit: every later
+    /// reader panicked with the overflow message and writers waited for
+    /// ever.
+    #[test]
+    fn a_readers_undo_after_a_stray_unlock_took_its_bias_panics_and_restores_the_word() {
+        let lock = RawQRwLock::new();
+        // A writer waiting at the front, as it leaves the word.
+        lock.cnts.fetch_or(WRITER_WAITING, Ordering::Relaxed);
+        // A reader's fast-path add, exactly as `read_lock` does it.
+        let cnts = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        assert_ne!(cnts & WRITER_WAITING, 0, "read_lock backs off for this");
+        // SAFETY: deliberately wrong (no hold): the misuse under test; the
+        // count it takes is the reader's.
+        unsafe { lock.read_unlock() };
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), WRITER_WAITING);
+        // The writer takes the lock from the word with no reader.
+        lock.cnts
+            .compare_exchange(
+                WRITER_WAITING,
+                WRITER_LOCKED,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .unwrap();
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lock.undo_reader_bias();
+        }))
+        .unwrap_err();
+        let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
+        assert!(
+            message.contains("took the count of a reader backing off"),
+            "{message}"
+        );
+        // The writer's hold, and nothing else.
+        assert_eq!(lock.cnts.load(Ordering::Relaxed), WRITER_LOCKED);
+        // SAFETY: the writer's hold, taken above.
+        unsafe { lock.write_unlock() };
+        lock.read_lock();
+        // SAFETY: taken on the line above.
+        unsafe { lock.read_unlock() };
     }
 
     /// A reader at the front asleep behind a writer that wakes and finds the
