@@ -69,8 +69,11 @@
 //!   the moment the caller's CPU starts the call to the moment it sees it
 //!   complete: mutex wait, IPI, windows), the longest mutex wait, and
 //!   *stalls*: calls that waited longer than the watchdog (1 s by default),
-//!   the stand-in for the hard lockups the seed reports. Calls still waiting
-//!   at the end count as stalls if they have already waited that long.
+//!   the seed's callers stalled behind the global mutex. A stall is time
+//!   queued on the mutex, not a lockup: a holder spins with preemption off
+//!   for at most its target's interrupts-off window, so the hard lockups the
+//!   seed reports are not modelled. Calls still waiting at the end count as
+//!   stalls if they have already waited that long.
 //!
 //! # Why the defaults are what they are
 //!
