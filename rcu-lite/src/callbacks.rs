@@ -307,9 +307,8 @@ impl CallbackQueue {
                 spins += 1;
                 spin_loop();
             } else {
-                // Untimed: our enqueue returned, so a worker was spawned
-                // after our callback was queued (`start_worker_with`), and
-                // the worker never exits.
+                // Untimed: our enqueue returned, so a worker runs to take
+                // our callback (`start_worker_with`), and it never exits.
                 futex::wait(&done, 0, None);
             }
         }
@@ -355,8 +354,8 @@ impl CallbackQueue {
 
     /// Spawns the worker with `spawn` unless it runs. A caller that finds
     /// another one spawning it waits for the outcome, and tries itself if
-    /// that failed: a caller returns only once a worker was spawned after
-    /// its callback was queued, or panics. (Returning at once, it could
+    /// that failed: a caller returns only once a worker runs, to take the
+    /// callback it queued, or panics. (Returning at once, it could
     /// leave its callback queued with no worker and no caller to try again,
     /// the spawning caller having panicked.)
     ///

@@ -43,8 +43,8 @@ pub(super) fn wake_scanner(scan: &ScanState) {
     // RMW on the same queue: if it came first, the scanner's swap takes our
     // waiter; if the swap came first, our push read from it or from a later
     // push in its release sequence (SeqCst: Release there, Acquire here), so
-    // this load sees SLEEPING. No fence needed: the
-    // queue's modification order decides it, which loom checks exactly.
+    // this load sees SLEEPING. No fence needed: the queue's modification
+    // order decides it, which loom checks exactly.
     if scan.scanner_state.load(Ordering::SeqCst) == SLEEPING
         && scan
             .scanner_state
