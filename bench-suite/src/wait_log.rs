@@ -48,8 +48,8 @@ const fn bucket_of(ns: u64) -> usize {
 /// waits follow one another, so their sum is at most its run's length: a
 /// `u64` holds 584 years of them, all writers and rounds merged. Past that
 /// it saturates (rcuscale's limits allow it only for 1,000 rounds of a day
-/// each with thousands of writers), and the figures read from buckets are
-/// then low, never out of order or `NaN`.
+/// each with thousands of writers), and the figures read from that bucket
+/// are then low, though never `NaN`.
 #[derive(Clone, Copy, Debug, Default)]
 struct Bucket {
     count: u64,
@@ -266,7 +266,7 @@ mod tests {
             &[1.0, 1.0, 1.0, 2.0],
             &[1.0, 1.0, 1.0, 4.0],
             &[5.0],
-            &[1.0, 8.0, 8.0, 2.0, 30.0, 30.0],
+            &[5.0, 6.0, 5.0, 5.0, 5.0, 5.0],
         ] {
             assert_eq!(
                 WaitLog::of_us(waits).time_weighted_median_us(),
@@ -274,6 +274,14 @@ mod tests {
                 "{waits:?}"
             );
         }
+        // Waits of different lengths in one bucket (10,000 and 10,020 ns
+        // share one 64 ns wide): figures read from it are their mean, where
+        // the list gives the wait itself.
+        let shared = WaitLog::of_us(&[1.0, 10.0, 10.02]);
+        assert_eq!(stats::time_weighted_median(&[1.0, 10.0, 10.02]), 10.0);
+        assert!((shared.time_weighted_median_us() - 10.01).abs() < 1e-9);
+        assert!((shared.percentile_us(50.0) - 10.01).abs() < 1e-9);
+        assert_eq!(shared.max_us(), 10.02);
     }
 
     /// Spread waits: every figure within 0.8% of the exact one (the mean and

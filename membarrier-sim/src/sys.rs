@@ -617,23 +617,40 @@ impl fmt::Display for CpuList {
 /// where that cannot be read either, `0..available_parallelism`.
 pub fn online_cpus() -> CpuList {
     let listed = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
-    let allowed = rustix::thread::sched_getaffinity(None).ok().map(|set| {
+    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    online_cpus_from(listed.as_deref(), allowed_cpus, parallelism)
+}
+
+/// The CPUs the calling thread may run on, ascending; `None` if they
+/// cannot be read.
+#[cfg(target_os = "linux")]
+fn allowed_cpus() -> Option<Vec<u32>> {
+    let set = rustix::thread::sched_getaffinity(None).ok()?;
+    Some(
         (0..rustix::thread::CpuSet::MAX_CPU)
             .filter(|&cpu| set.is_set(cpu))
             .filter_map(|cpu| u32::try_from(cpu).ok())
-            .collect::<Vec<u32>>()
-    });
-    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
-    online_cpus_from(listed.as_deref(), allowed.as_deref(), parallelism)
+            .collect(),
+    )
+}
+
+/// The CPUs the calling thread may run on: not read off Linux.
+#[cfg(not(target_os = "linux"))]
+fn allowed_cpus() -> Option<Vec<u32>> {
+    None
 }
 
 /// [`online_cpus`] on given inputs: the kernel's list when it parses, else
-/// the `allowed` CPUs (ascending) when there are any, else CPUs
-/// `0..parallelism` (at least CPU 0, at most `u32::MAX + 1` CPUs).
-fn online_cpus_from(listed: Option<&str>, allowed: Option<&[u32]>, parallelism: usize) -> CpuList {
+/// the `allowed` CPUs (ascending; asked only then) when there are any, else
+/// CPUs `0..parallelism` (at least CPU 0, at most `u32::MAX + 1` CPUs).
+fn online_cpus_from(
+    listed: Option<&str>,
+    allowed: impl FnOnce() -> Option<Vec<u32>>,
+    parallelism: usize,
+) -> CpuList {
     listed
         .and_then(CpuList::parse)
-        .or_else(|| allowed.and_then(CpuList::of_ascending))
+        .or_else(|| allowed().as_deref().and_then(CpuList::of_ascending))
         .unwrap_or_else(|| {
             let last = u32::try_from(parallelism.saturating_sub(1)).unwrap_or(u32::MAX);
             CpuList {
@@ -670,38 +687,46 @@ mod tests {
 
     #[test]
     fn online_cpus_falls_back_to_the_parallelism_when_the_list_is_missing() {
-        let fallback = online_cpus_from(None, None, 4);
+        let fallback = online_cpus_from(None, || None, 4);
         assert_eq!(fallback.len(), 4);
         assert_eq!(fallback.iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(fallback.to_string(), "0-3");
         // An unparsable file falls back the same way.
         assert_eq!(
-            online_cpus_from(Some("garbage\n"), None, 2).to_string(),
+            online_cpus_from(Some("garbage\n"), || None, 2).to_string(),
             "0-1"
         );
         // A single CPU, and no parallelism reported at all, both mean CPU 0.
-        assert_eq!(online_cpus_from(None, None, 1).to_string(), "0");
-        assert_eq!(online_cpus_from(None, None, 0).to_string(), "0");
+        assert_eq!(online_cpus_from(None, || None, 1).to_string(), "0");
+        assert_eq!(online_cpus_from(None, || None, 0).to_string(), "0");
         // The kernel's list wins over the parallelism (a CPU set may be
         // smaller than the online CPUs, and hold holes).
         assert_eq!(
-            online_cpus_from(Some("0-1,4\n"), None, 1).to_string(),
+            online_cpus_from(Some("0-1,4\n"), || None, 1).to_string(),
             "0-1,4"
         );
         // Without the list, the CPUs the thread may run on, by number: under
         // `taskset -c 4-7` those are CPUs 4-7, not 0-3.
-        let pinned = [4, 5, 6, 7, 9];
+        let pinned = || Some(vec![4, 5, 6, 7, 9]);
+        assert_eq!(online_cpus_from(None, pinned, 5).to_string(), "4-7,9");
+        let not_asked = || -> Option<Vec<u32>> { panic!("the mask is read with the list there") };
         assert_eq!(
-            online_cpus_from(None, Some(&pinned), 5).to_string(),
-            "4-7,9"
-        );
-        assert_eq!(
-            online_cpus_from(Some("0-15"), Some(&pinned), 5).to_string(),
+            online_cpus_from(Some("0-15"), not_asked, 5).to_string(),
             "0-15"
         );
         // An empty or unordered set is no answer: the parallelism is used.
-        assert_eq!(online_cpus_from(None, Some(&[]), 2).to_string(), "0-1");
-        assert_eq!(online_cpus_from(None, Some(&[3, 1]), 2).to_string(), "0-1");
+        assert_eq!(
+            online_cpus_from(None, || Some(vec![]), 2).to_string(),
+            "0-1"
+        );
+        assert_eq!(
+            online_cpus_from(None, || Some(vec![3, 1]), 2).to_string(),
+            "0-1"
+        );
+        // This machine's mask, where it can be read, is a list.
+        if let Some(allowed) = (!cfg!(miri)).then(allowed_cpus).flatten() {
+            assert!(CpuList::of_ascending(&allowed).is_some(), "{allowed:?}");
+        }
         // What this machine reports is a non-empty list (miri's isolation
         // refuses the file's `open`).
         if !cfg!(miri) {

@@ -184,7 +184,10 @@ impl RawQRwLock {
     ///
     /// # Panics
     ///
-    /// If about 2 million read locks are held at once (leaked guards).
+    /// If about 2 million read locks are held at once (leaked guards). And
+    /// on another thread's misuse: a stray `read_unlock` that took this
+    /// reader's count as it backed off from a writer, or whose wrapped count
+    /// it met (see [`RawQRwLock::read_unlock`]).
     #[inline]
     pub fn read_lock(&self) {
         self.read_lock_unless(WRITER_MASK);
@@ -274,7 +277,7 @@ impl RawQRwLock {
         if cnts & (writer_bits | READER_OVERFLOW) == 0 {
             return true;
         }
-        self.undo_reader_bias();
+        self.undo_reader_bias(cnts);
         if cnts & READER_OVERFLOW != 0 {
             reader_overflow();
         }
@@ -430,7 +433,7 @@ impl RawQRwLock {
     fn read_lock_slow(&self, cnts: u32) {
         // Take our bias back: we may not enter now, and a writer at the front
         // may be waiting for the count to drain.
-        self.undo_reader_bias();
+        self.undo_reader_bias(cnts);
         if cnts & READER_OVERFLOW != 0 {
             reader_overflow();
         }
@@ -507,8 +510,9 @@ impl RawQRwLock {
         self.wait_queue.unlock(&node);
     }
 
-    /// Takes back a bias added on a fast path that then found a writer bit,
-    /// waking a writer at the front if this leaves it free to go.
+    /// Takes back a bias added on a fast path that then found a writer bit
+    /// (`added_to` is what the add returned), waking a writer at the front if
+    /// this leaves it free to go.
     ///
     /// # Panics
     ///
@@ -516,11 +520,15 @@ impl RawQRwLock {
     /// thread that held nothing took this reader's bias in between (it
     /// looked like a correct unlock to that thread). After restoring the
     /// word, so that the count does not wrap into the overflow bit and stop
-    /// every reader and writer for good.
-    fn undo_reader_bias(&self) {
+    /// every reader and writer for good. Not where the add itself landed on
+    /// a wrapped count (`added_to` has the overflow bit): that was a stray
+    /// unlock's own subtraction, whose repair is still to come and would
+    /// count a reader twice after ours; the caller panics with the overflow
+    /// message then.
+    fn undo_reader_bias(&self, added_to: u32) {
         // Relaxed: this reader accessed nothing the lock protects.
         let cnts = self.cnts.fetch_sub(READER_BIAS, Ordering::Relaxed);
-        if cnts < READER_BIAS {
+        if cnts < READER_BIAS && added_to & READER_OVERFLOW == 0 {
             self.bias_taken_by_a_stray_unlock();
         }
         if cnts & HEAD_SLEEPING != 0 {
@@ -1010,7 +1018,7 @@ mod tests {
                     0,
                     "the writer still sleeps"
                 );
-                lock.undo_reader_bias();
+                lock.undo_reader_bias(cnts);
                 writer.join().unwrap();
                 assert_eq!(lock.cnts.load(Ordering::Relaxed), 0);
             },
@@ -1046,7 +1054,7 @@ mod tests {
             )
             .unwrap();
         let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            lock.undo_reader_bias();
+            lock.undo_reader_bias(cnts);
         }))
         .unwrap_err();
         let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
@@ -1061,6 +1069,42 @@ mod tests {
         lock.read_lock();
         // SAFETY: taken on the line above.
         unsafe { lock.read_unlock() };
+    }
+
+    /// A reader whose fast-path add lands on a count that a stray
+    /// `read_unlock` wrapped (its repair not yet made) backs off without
+    /// repairing anything itself: the stray unlock's repair is still to
+    /// come, and a second one would leave a reader counted that does not
+    /// exist, so that writers wait for ever. The word ends as it began.
+    #[test]
+    fn a_reader_that_lands_on_a_stray_unlocks_wrap_leaves_the_repair_to_it() {
+        let lock = RawQRwLock::new();
+        // The stray unlock's subtraction, as `read_unlock` makes it.
+        let stray = lock.cnts.fetch_sub(READER_BIAS, Ordering::Release);
+        assert_eq!(stray, 0);
+        // A reader's fast-path add on the wrapped word, and its undo.
+        let added_to = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        assert_ne!(
+            added_to & READER_OVERFLOW,
+            0,
+            "read_lock backs off for this"
+        );
+        lock.undo_reader_bias(added_to);
+        // The stray unlock's repair, and its panic.
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lock.read_unlock_slow(stray);
+        }))
+        .unwrap_err();
+        let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
+        assert!(message.contains("that no reader holds"), "{message}");
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            0,
+            "a reader counted twice or lost"
+        );
+        lock.write_lock();
+        // SAFETY: taken on the line above.
+        unsafe { lock.write_unlock() };
     }
 
     /// A reader at the front asleep behind a writer that wakes and finds the
