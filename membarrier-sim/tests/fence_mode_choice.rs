@@ -268,7 +268,10 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
             return;
         }
         if seqcst_asked_for() {
-            eprintln!("{}=seqcst in the environment: case not run", fence::MODE_ENV);
+            eprintln!(
+                "{}=seqcst in the environment: case not run",
+                fence::MODE_ENV
+            );
             return;
         }
         assert_eq!(fence::force(Mode::Membarrier), Ok(()));
