@@ -110,9 +110,9 @@ pub struct LocktortureArgs {
     /// Seconds each lock is tortured.
     #[arg(long, allow_negative_numbers = true, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
-    /// Seconds between statistics lines during the run (text output only);
-    /// at least 0.01.
-    #[arg(long, allow_negative_numbers = true, value_parser = stat_interval_seconds)]
+    /// Seconds between statistics lines during the run (text output only,
+    /// so not with `--json`); at least 0.01.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "json", value_parser = stat_interval_seconds)]
     pub stat_interval_s: Option<f64>,
     /// Inject faults: panics inside write and read sections, some caught
     /// (the thread then takes the lock again) and some fatal to their

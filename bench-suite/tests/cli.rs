@@ -380,6 +380,12 @@ fn bad_input_is_refused_with_status_2_and_the_valid_choices() {
             &["locktorture", "--stat-interval-s", "0.000001"],
             "at least 0.01 seconds",
         ),
+        // Statistics lines are text output: with --json they would be
+        // dropped without a word.
+        (
+            &["locktorture", "--json", "--stat-interval-s", "1"],
+            "cannot be used with",
+        ),
         (&["torture", "--stall-limit-s", "0.5"], "at least 1 second"),
         (
             &["locktorture", "--stall-limit-s", "0"],
