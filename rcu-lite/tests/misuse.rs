@@ -324,15 +324,28 @@ fn qsbr_synchronize_with_an_online_registration() {
 /// registration is dropped.
 #[test]
 fn qsbr_while_offline_is_counted_in_and_out() {
+    // Set once the offline wait returned, so that the panic checked below is
+    // the second call's: a `while_offline` that left the count up would panic
+    // inside its closure with the same message.
+    let waited_offline = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waited = std::sync::Arc::clone(&waited_offline);
     assert_misuse(
         "qsbr::synchronize_rcu after QsbrThread::while_offline returned",
         &["synchronize_rcu()", ONLINE],
-        || {
+        move || {
             let mut me = QsbrThread::register();
             // Offline, the thread may wait for a grace period.
-            me.while_offline(qsbr::synchronize_rcu);
+            me.while_offline(|| {
+                qsbr::synchronize_rcu();
+                waited.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
             qsbr::synchronize_rcu();
         },
+    );
+    assert!(
+        waited_offline.load(std::sync::atomic::Ordering::SeqCst),
+        "qsbr::synchronize_rcu panicked inside QsbrThread::while_offline: the registration \
+         was left counted online"
     );
     assert_misuse(
         "qsbr::synchronize_rcu after QsbrThread::while_offline's closure unwound",

@@ -12,8 +12,21 @@ use std::time::{Duration, Instant};
 /// never ending (a lost wake-up): generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// Held by every test here for its whole run. The tests keep qsbr
+/// registrations online, and a grace period waits for all of them: run side
+/// by side, one test's online reader would hold up another test's grace
+/// period, and a registration that wrongly stayed offline could go unseen
+/// (as `qsbr_register.rs` says of its own test).
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
+    let _alone = alone();
     let synchronized = Arc::new(AtomicBool::new(false));
     let (online_tx, online_at_return) = mpsc::channel();
     let seen = Arc::clone(&synchronized);
@@ -61,6 +74,7 @@ fn synchronize_waits_for_an_online_thread_until_its_quiescent_state() {
 /// afterwards waits for it, as for any online registration.
 #[test]
 fn synchronize_waits_for_a_registration_back_online() {
+    let _alone = alone();
     type OfflineWait = fn(QsbrThread) -> QsbrThread;
     let waits: [(&str, OfflineWait); 6] = [
         ("QsbrThread::while_offline", |mut me| {
@@ -127,6 +141,7 @@ fn synchronize_waits_for_a_registration_back_online() {
 /// records meanwhile; a leak would add one per round.)
 #[test]
 fn dropping_an_offline_qsbr_thread_gives_its_record_back() {
+    let _alone = alone();
     const ROUNDS: usize = 1_000;
     let before = qsbr::grace_periods().records;
     for _ in 0..ROUNDS {
@@ -149,6 +164,7 @@ fn dropping_an_offline_qsbr_thread_gives_its_record_back() {
 /// grace periods end: each announcement credits it.
 #[test]
 fn quiescent_states_end_grace_periods_while_the_thread_stays_online() {
+    let _alone = alone();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
         let stop = Arc::clone(&stop);
@@ -180,6 +196,7 @@ fn quiescent_states_end_grace_periods_while_the_thread_stays_online() {
 /// that `offline` returns.
 #[test]
 fn an_offline_thread_holds_up_no_grace_period() {
+    let _alone = alone();
     type Offline = fn(QsbrThread, &Barrier, &Barrier) -> QsbrThread;
     let ways: [(&str, Offline); 2] = [
         (
@@ -224,6 +241,7 @@ fn an_offline_thread_holds_up_no_grace_period() {
 
 #[test]
 fn a_registration_can_synchronize_and_read_afterwards() {
+    let _alone = alone();
     // All of it on the deadline's thread, since a registration cannot move
     // to another thread.
     test_support::within_a_deadline(
@@ -251,6 +269,7 @@ fn a_registration_can_synchronize_and_read_afterwards() {
 /// the registration is offline, and leaves it online.
 #[test]
 fn a_registration_can_wait_for_callbacks_and_read_afterwards() {
+    let _alone = alone();
     test_support::within_a_deadline("QsbrThread::rcu_barrier", LIMIT, || {
         let cell = Rcu::<u64, Qsbr>::new(1);
         let mut me = QsbrThread::register();
@@ -273,6 +292,7 @@ fn a_registration_can_wait_for_callbacks_and_read_afterwards() {
 /// A registration's `Debug` output names its type and nothing else.
 #[test]
 fn a_registrations_debug_output_names_it() {
+    let _alone = alone();
     let me = QsbrThread::register();
     assert_eq!(format!("{me:?}"), "QsbrThread { .. }");
 }
