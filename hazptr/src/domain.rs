@@ -340,7 +340,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         // Nobody else references the domain any more: free every retired
         // object (no guard can exist), then the blocks and backup slots.
-        let mut leftovers = std::mem::take(&mut *self.retired.lock().expect("not poisoned"));
+        let mut leftovers = std::mem::take(&mut *crate::sync::lock(&self.retired));
         self.for_each_block(|b| {
             // SAFETY: no thread uses the block any more (the last reference to
             // the domain is going away).

@@ -39,6 +39,12 @@
 //!   and the scanner thread, which the next `synchronize` that queues a
 //!   waiter starts anew. Then it gives the locks back.
 //!
+//! A thread that exits between the hooks (a misuse) gives the locks back at
+//! its exit, before its own batch of retired objects is handed over. Hooks
+//! ended while a panic unwinds (an `after_fork_*` in a `Drop`) leave the
+//! domains usable: the release poisons the locks, and the crate ignores that
+//! poison (`sync::lock`).
+//!
 //! Retired objects the vanished threads had not yet handed to their domain
 //! (at most 64 per thread) are never freed in the child, nor are objects a
 //! reclamation pass of theirs had taken off the retired list; the parent
@@ -119,8 +125,8 @@ impl DomainHeld {
         // stored next to them keeps alive (and in place) until after they
         // drop (field order above).
         let domain: &'static Shared = unsafe { &*Arc::as_ptr(&shared) };
-        let thread = domain.scan.thread.lock().expect("not poisoned");
-        let retired = domain.retired.lock().expect("not poisoned");
+        let thread = crate::sync::lock(&domain.scan.thread);
+        let retired = crate::sync::lock(&domain.retired);
         hold_driver(domain);
         DomainHeld {
             thread,
@@ -168,8 +174,19 @@ struct ReleaseAtExit;
 
 impl Drop for ReleaseAtExit {
     fn drop(&mut self) {
-        drop(take_held_if_any());
+        release_at_thread_exit();
     }
+}
+
+/// Releases what this thread still holds between the hooks, at its exit.
+/// [`RELEASE_AT_EXIT`]'s destructor calls it, and so does the thread's
+/// registrations' destructor before it hands its retired batch over (which
+/// takes a retired-list lock `before_fork` holds): thread-local destructors
+/// run in the reverse order of their first use, so a thread whose first
+/// guard or retire came after its `before_fork` has its registrations
+/// destroyed first, and without this would wait for its own lock for ever.
+pub(crate) fn release_at_thread_exit() {
+    drop(take_held_if_any());
 }
 
 /// What this thread holds between the hooks, taken out of [`HELD`].

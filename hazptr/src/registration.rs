@@ -215,6 +215,10 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
 
 impl Drop for Registrations {
     fn drop(&mut self) {
+        // A thread that exits between the fork hooks (a misuse) holds the
+        // retired-list locks that the hand-overs below take.
+        #[cfg(not(loom))]
+        crate::fork::release_at_thread_exit();
         // Later thread-local destructors that use hazard pointers must not
         // find the blocks in the cache: they go to backup slots instead.
         let _ = FAST.try_with(|fast| {

@@ -237,7 +237,7 @@ impl Domain {
         crate::refuse_between_hooks("Domain::reclaim");
         let shared = &self.shared;
         {
-            let mut list = shared.retired.lock().expect("not poisoned");
+            let mut list = crate::sync::lock(&shared.retired);
             let moved = drain_batches(shared, &mut list);
             // Under the mutex, with the move, as in `flush_batch`.
             shared.retired_count.fetch_add(moved, Ordering::Relaxed);
@@ -401,7 +401,7 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     } else {
         "Domain::retire after this thread's hazptr state was destroyed (thread exit)"
     });
-    let mut list = shared.retired.lock().expect("not poisoned");
+    let mut list = crate::sync::lock(&shared.retired);
     list.push(retired);
     // Under the mutex, with the push, as in `flush_batch`: a pass that took
     // the list between the two would reset the count and free the object,
@@ -415,7 +415,7 @@ fn retire_shared(shared: &Shared, retired: Retired) {
 /// (batch boundary, time check, thread exit); `Domain::reclaim` drains every
 /// block instead (`drain_batches`).
 pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
-    let mut list = shared.retired.lock().expect("not poisoned");
+    let mut list = crate::sync::lock(&shared.retired);
     let moved = block.retired.batch.with_mut(|batch| {
         // SAFETY: the owner calls this, holding the retired-list mutex that
         // `free_all` and `drain_batches` also take.
@@ -442,7 +442,7 @@ fn maybe_reclaim(shared: &Shared) {
 /// One reclamation pass over the domain's list; returns how many it freed.
 pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
     let taken = {
-        let mut list = shared.retired.lock().expect("not poisoned");
+        let mut list = crate::sync::lock(&shared.retired);
         // Relaxed: under the mutex, as every write of them is; reads outside
         // it are hints and statistics.
         shared.retired_count.store(0, Ordering::Relaxed);
@@ -469,7 +469,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         .partition(|r| hazards.binary_search(&r.addr()).is_ok());
     if !kept.is_empty() {
         let n = kept.len();
-        let mut list = shared.retired.lock().expect("not poisoned");
+        let mut list = crate::sync::lock(&shared.retired);
         list.extend(kept);
         // Under the mutex, as in `flush_batch`.
         shared.retired_count.fetch_add(n, Ordering::Relaxed);
@@ -567,7 +567,7 @@ pub(crate) fn drop_payload(panic: Box<dyn std::any::Any + Send>) {
 /// (domain drop: no guard of the domain exists).
 pub(crate) fn free_all(shared: &Shared) {
     let all = {
-        let mut list = shared.retired.lock().expect("not poisoned");
+        let mut list = crate::sync::lock(&shared.retired);
         let mut all = std::mem::take(&mut *list);
         shared.for_each_block(|b| {
             b.retired.batch.with_mut(|batch| {

@@ -12,20 +12,36 @@
 pub(crate) use loom::{
     cell::UnsafeCell,
     hint::spin_loop,
-    sync::Mutex,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence},
+    sync::{Mutex, MutexGuard},
     thread::{Builder as ThreadBuilder, JoinHandle, yield_now},
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
     hint::spin_loop,
-    sync::Mutex,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence},
+    sync::{Mutex, MutexGuard},
     thread::{Builder as ThreadBuilder, JoinHandle, yield_now},
 };
 
 use std::time::Duration;
+
+/// Locks one of a domain's mutexes (its retired list, its scanner thread's
+/// handle), whatever the poison flag says. No code panics halfway through
+/// an update under them: a list is pushed onto or taken whole, a handle
+/// stored or taken. But the fork hooks hold them across the caller's own
+/// code, and an `after_fork_*` called while a panic unwinds (from a `Drop`)
+/// releases them while the thread panics, which poisons them. Refusing a
+/// poisoned lock would then turn every later hand-over of retired objects,
+/// reclamation pass and scanner start into a panic, and a thread's exit,
+/// which hands its batch over from a thread-local destructor, into an abort.
+#[inline]
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// `std`'s `UnsafeCell` with loom's closure-based accessor.
 #[cfg(not(loom))]

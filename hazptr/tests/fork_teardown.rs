@@ -178,3 +178,82 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
         "exit",
     );
 }
+
+#[test]
+fn a_thread_whose_first_guard_follows_its_before_fork_exits_between_the_hooks() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        // The thread's registrations are first used after `before_fork`, so
+        // their destructor runs before the one that releases the hooks'
+        // locks, and hands the thread's batch over under a lock the hooks
+        // hold.
+        thread::spawn(|| {
+            fork::before_fork();
+            drop(Guard::new());
+            let domain = Domain::global();
+            let object = Box::into_raw(Box::new(3u64));
+            // SAFETY: never published; freed once, by the domain.
+            unsafe { domain.retire_box(object) };
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        let domain = Domain::new();
+        let obj = 9u64;
+        domain.synchronize(&obj);
+        Domain::global().synchronize(&obj);
+        Domain::global().reclaim();
+        drop(domain);
+        return;
+    }
+    test_support::in_a_child_process(
+        "a_thread_whose_first_guard_follows_its_before_fork_exits_between_the_hooks",
+        CHILD_ENV,
+        "first use after before_fork",
+    );
+}
+
+/// Calls `after_fork_parent` when dropped.
+struct AfterForkParentWhenDropped;
+
+impl Drop for AfterForkParentWhenDropped {
+    fn drop(&mut self) {
+        fork::after_fork_parent();
+    }
+}
+
+#[test]
+fn the_hooks_released_during_an_unwind_leave_the_domains_usable() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        // `after_fork_parent` runs while the refused `synchronize` unwinds:
+        // the locks the hooks held are released by a panicking thread.
+        let boxed = hazptr::AtomicBox::new(0u64);
+        let refused = std::panic::catch_unwind(|| {
+            fork::before_fork();
+            let _after = AfterForkParentWhenDropped;
+            Domain::global().synchronize(&1u64);
+        });
+        assert!(refused.is_err(), "synchronize between the hooks is refused");
+        // Hand-overs of the thread's batch and reclamation passes take the
+        // retired-list lock; a thread's exit hands its batch over too.
+        for i in 0..200 {
+            boxed.store(Some(Box::new(i)));
+        }
+        Domain::global().reclaim();
+        thread::spawn(|| {
+            let _guard = Guard::new();
+            let object = Box::into_raw(Box::new(4u64));
+            // SAFETY: never published; freed once, by the domain.
+            unsafe { Domain::global().retire_box(object) };
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        let domain = Domain::new();
+        domain.synchronize(&1u64);
+        drop(domain);
+        return;
+    }
+    test_support::in_a_child_process(
+        "the_hooks_released_during_an_unwind_leave_the_domains_usable",
+        CHILD_ENV,
+        "released while unwinding",
+    );
+}

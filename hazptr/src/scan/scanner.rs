@@ -81,7 +81,7 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
     if failed != 0 && now_ms().max(1).wrapping_sub(failed) < SPAWN_RETRY_MS {
         return false;
     }
-    let mut handle = scan.thread.lock().expect("not poisoned");
+    let mut handle = crate::sync::lock(&scan.thread);
     // Relaxed, both: the `thread` lock orders them. `started` is stored
     // true under it (below); `stop_scanner` stores `shutdown` before it
     // takes the lock, so a start that takes the lock after it sees the
@@ -187,7 +187,7 @@ pub(crate) fn stop_scanner(shared: &Shared) {
     scan.shutdown.store(true, Ordering::SeqCst);
     // Pairs with the fence in `scanner_sleep`.
     atomic_fence(Ordering::SeqCst);
-    let handle = scan.thread.lock().expect("not poisoned").take();
+    let handle = crate::sync::lock(&scan.thread).take();
     if let Some(handle) = handle {
         // SeqCst, as every access to `scanner_state`: a scanner not yet in
         // its futex wait finds the word changed from SLEEPING and returns.
