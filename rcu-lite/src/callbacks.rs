@@ -171,10 +171,7 @@ impl CallbackQueue {
         #[cfg(loom)]
         let _ = (synchronize, flavor);
         let wake = {
-            let mut pending = self
-                .pending
-                .lock()
-                .expect("never poisoned: no user code runs under it");
+            let mut pending = crate::sync::lock(&self.pending);
             let callback = match callback {
                 Some(callback) => Some(callback),
                 // A closure that captures nothing: boxing it allocates nothing.
@@ -211,17 +208,8 @@ impl CallbackQueue {
     /// Takes every queued callback, waits for a grace period, and runs them.
     /// Returns how many ran.
     pub(crate) fn run_batch(&self, synchronize: fn()) -> usize {
-        let _one_batch_at_a_time = self
-            .batch_lock
-            .lock()
-            .expect("never poisoned: callbacks run under catch_unwind");
-        let batch = mem::take(
-            &mut self
-                .pending
-                .lock()
-                .expect("never poisoned: no user code runs under it")
-                .callbacks,
-        );
+        let _one_batch_at_a_time = crate::sync::lock(&self.batch_lock);
+        let batch = mem::take(&mut crate::sync::lock(&self.pending).callbacks);
         if batch.is_empty() {
             return 0;
         }
@@ -324,14 +312,10 @@ impl CallbackQueue {
     /// own callback as usual.
     #[inline]
     fn settled(&self) -> bool {
-        let Ok(_no_batch) = self.batch_lock.try_lock() else {
+        let Some(_no_batch) = crate::sync::try_lock(&self.batch_lock) else {
             return false;
         };
-        self.pending
-            .lock()
-            .expect("never poisoned: no user code runs under it")
-            .callbacks
-            .is_empty()
+        crate::sync::lock(&self.pending).callbacks.is_empty()
     }
 
     /// Starts the worker thread once (see [`Self::start_worker_with`]).
@@ -415,30 +399,20 @@ impl CallbackQueue {
     /// a callback may queue callbacks of another flavor.
     #[cfg(not(loom))]
     pub(crate) fn hold_batches(&'static self) -> BatchHeld {
-        self.batch_lock
-            .lock()
-            .expect("never poisoned: callbacks run under catch_unwind")
+        crate::sync::lock(&self.batch_lock)
     }
 
     /// [`Self::hold_batches`] if no batch is running now.
     #[cfg(not(loom))]
     pub(crate) fn try_hold_batches(&'static self) -> Option<BatchHeld> {
-        match self.batch_lock.try_lock() {
-            Ok(held) => Some(held),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-            Err(std::sync::TryLockError::Poisoned(_)) => {
-                unreachable!("never poisoned: callbacks run under catch_unwind")
-            }
-        }
+        crate::sync::try_lock(&self.batch_lock)
     }
 
     /// For `fork()`, after [`Self::hold_batches`]: locks the queue, so that
     /// the child copies it whole.
     #[cfg(not(loom))]
     pub(crate) fn hold_queue(&'static self) -> QueueHeld {
-        self.pending
-            .lock()
-            .expect("never poisoned: no user code runs under it")
+        crate::sync::lock(&self.pending)
     }
 
     /// In a child of `fork()`, with the queue held: the worker thread did not
@@ -479,10 +453,7 @@ impl CallbackQueue {
     /// (the worker then runs another batch instead of sleeping: the
     /// `call_rcu()` that queued it found the worker awake and woke nobody).
     fn prepare_to_sleep(&self) -> Option<u32> {
-        let mut pending = self
-            .pending
-            .lock()
-            .expect("never poisoned: no user code runs under it");
+        let mut pending = crate::sync::lock(&self.pending);
         if !pending.callbacks.is_empty() {
             return None;
         }

@@ -37,6 +37,10 @@
 //!   flavor starts a worker, after a grace period (and in the parent too: each
 //!   process has its copy). Then it releases the locks.
 //!
+//! Hooks ended while a panic unwinds (an `after_fork_*` in a `Drop`) leave
+//! the callback queues usable: the release poisons their locks, and the crate
+//! ignores that poison (`sync::lock`).
+//!
 //! They cover rcu-lite's own state, not an [`Rcu`](crate::Rcu) cell's: a
 //! cell whose update lock another thread held at the fork (inside `replace`
 //! or an `update` function) stays locked in the child, as any

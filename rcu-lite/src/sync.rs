@@ -10,7 +10,7 @@
 pub(crate) use loom::{
     hint::spin_loop,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, MutexGuard},
     thread::yield_now,
 };
 
@@ -18,6 +18,32 @@ pub(crate) use loom::{
 pub(crate) use std::{
     hint::spin_loop,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, MutexGuard},
     thread::yield_now,
 };
+
+/// Locks one of the callback queues' mutexes (a flavor's queue, its batch
+/// lock), whatever the poison flag says. No code panics under them halfway
+/// through an update (a callback is pushed, a queue taken whole; callbacks
+/// run under `catch_unwind`), but the fork hooks hold them across the
+/// caller's own code, and an `after_fork_*` called while a panic unwinds
+/// (from a `Drop`) releases them while the thread panics, which poisons
+/// them. Refusing a poisoned lock would then break `call_rcu()`,
+/// `rcu_barrier()`, polled grace periods and the worker thread for the rest
+/// of the process.
+#[inline]
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// [`lock`] if the mutex is free now, ignoring poison the same way.
+#[inline]
+pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match mutex.try_lock() {
+        Ok(held) => Some(held),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}

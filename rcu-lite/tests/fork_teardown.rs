@@ -71,3 +71,61 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
         "exit",
     );
 }
+
+/// Calls `after_fork_parent` when dropped.
+struct AfterForkParentWhenDropped;
+
+impl Drop for AfterForkParentWhenDropped {
+    fn drop(&mut self) {
+        fork::after_fork_parent();
+    }
+}
+
+#[test]
+fn the_hooks_released_during_an_unwind_leave_the_callbacks_usable() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        use rcu_lite::qsbr;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        // `after_fork_parent` runs while the refused `synchronize_rcu`
+        // unwinds: the locks the hooks held are released by a panicking
+        // thread.
+        let refused = std::panic::catch_unwind(|| {
+            fork::before_fork();
+            let _after = AfterForkParentWhenDropped;
+            memb::synchronize_rcu();
+        });
+        assert!(
+            refused.is_err(),
+            "synchronize_rcu between the hooks is refused"
+        );
+        // Both flavors' queues and batch locks were held.
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..3 {
+            let memb_ran = Arc::clone(&ran);
+            memb::call_rcu(move || {
+                memb_ran.fetch_add(1, SeqCst);
+            });
+            let qsbr_ran = Arc::clone(&ran);
+            qsbr::call_rcu(move || {
+                qsbr_ran.fetch_add(1, SeqCst);
+            });
+        }
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
+        assert_eq!(ran.load(SeqCst), 6);
+        // `replace` frees the old value through `call_rcu`.
+        let cell = rcu_lite::Rcu::<u64, rcu_lite::Memb>::new(1);
+        cell.replace(2);
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        // And the hooks themselves work again.
+        fork::before_fork();
+        fork::after_fork_parent();
+        return;
+    }
+    test_support::in_a_child_process(
+        "the_hooks_released_during_an_unwind_leave_the_callbacks_usable",
+        CHILD_ENV,
+        "released while unwinding",
+    );
+}
