@@ -201,7 +201,9 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     ///
     /// As [`Rcu::replace`], and if `update` calls `replace`, `update` or
     /// `replace_and_synchronize` on this same cell (the lock is not
-    /// reentrant).
+    /// reentrant). If `update` calls `before_fork` (and so returns between
+    /// the hooks), the update is refused when it returns, before its value
+    /// is published.
     pub fn update(&self, update: impl FnOnce(&T) -> T) {
         // As in `replace`.
         #[cfg(not(loom))]
@@ -216,6 +218,10 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
             #[cfg(not(loom))]
             let _entered = updating.enter();
             let new = update(current);
+            // Again, for an `update` that called `before_fork` (a misuse its
+            // docs name): refused before publishing, as in `replace`.
+            #[cfg(not(loom))]
+            crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
             self.swap_current(Box::new(new))
         };
         defer_drop::<T, F>(old);

@@ -439,11 +439,16 @@ fn a_replace_between_the_hooks_is_refused_before_the_cells_update_lock() {
     let cell: &'static Rcu<u64> = Box::leak(Box::new(Rcu::new(1)));
     let (forked_tx, forked) = std::sync::mpsc::channel();
     let (refused_tx, refused) = std::sync::mpsc::channel::<()>();
+    let (updating_tx, updating) = std::sync::mpsc::channel::<()>();
     let forking = thread::spawn(move || {
         fork::before_fork();
         forked_tx.send(()).expect("the test waits");
-        // Until the other thread is inside its update.
-        thread::sleep(Duration::from_millis(100));
+        // Until the other thread is inside its update, holding the update
+        // lock, and then long enough for it to block in its `call_rcu`.
+        updating
+            .recv()
+            .expect("the updater runs its update function");
+        thread::sleep(Duration::from_millis(50));
         let outcome = catch_unwind(|| cell.replace(3));
         refused_tx.send(()).expect("the test waits");
         fork::after_fork_parent();
@@ -454,6 +459,7 @@ fn a_replace_between_the_hooks_is_refused_before_the_cells_update_lock() {
     // update lock.
     let updater = thread::spawn(move || {
         cell.update(|v| {
+            updating_tx.send(()).expect("the forking thread waits");
             memb::call_rcu(|| {});
             v + 1
         })
@@ -477,4 +483,37 @@ fn a_replace_between_the_hooks_is_refused_before_the_cells_update_lock() {
         2,
         "the refused replace published nothing"
     );
+}
+
+/// `Rcu::update`'s function must not call `before_fork` (it runs holding the
+/// cell's update lock). If it does, the update is refused once the function
+/// returns, before anything is published: `update` would queue the old
+/// value's drop with `call_rcu`, which waits for the queue lock the hooks
+/// now hold.
+#[test]
+fn before_fork_inside_an_update_function_publishes_nothing() {
+    let _serial = serial();
+    let cell = Rcu::<u64>::new(1);
+    let err = catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cell.update(|v| {
+            fork::before_fork();
+            v + 1
+        })
+    }))
+    .expect_err("refused");
+    fork::after_fork_parent();
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("between rcu_lite::fork::before_fork()"),
+        "{msg}"
+    );
+    let guard = memb::read_lock();
+    assert_eq!(
+        *cell.read(&guard),
+        1,
+        "the refused update published its value"
+    );
+    drop(guard);
+    cell.update(|v| v + 1);
+    assert_eq!(*cell.read(&memb::read_lock()), 2);
 }
