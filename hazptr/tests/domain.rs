@@ -606,6 +606,34 @@ fn retire_reclaims_by_count_without_explicit_reclaim() {
     });
 }
 
+/// A thread's batch is handed to the domain's list once it holds 64
+/// objects: after every retire, at most 63 are in neither the list nor
+/// freed. The time check (every 8th retire) can only hand a batch over
+/// sooner, so this holds whatever the clock does. (The count test above can
+/// be met by the time check alone on a slow machine.)
+#[test]
+#[cfg_attr(
+    feature = "force-slow-path",
+    ignore = "tests the thread's own batch, which the force-slow-path feature bypasses"
+)]
+fn a_threads_batch_is_handed_over_when_it_is_full() {
+    // A threshold no test reaches: objects handed over stay on the list
+    // unless the period's pass frees them, and both are counted.
+    let domain = Domain::builder().retire_threshold(1 << 30).build();
+    let drops = Arc::new(AtomicUsize::new(0));
+    for i in 0..1_000u64 {
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(tracked(&drops, i)) };
+        let accounted = drops.load(SeqCst) as u64 + domain.retired_len() as u64;
+        let in_batch = i + 1 - accounted;
+        assert!(
+            in_batch < 64,
+            "{in_batch} objects still in the thread's batch after {} retires",
+            i + 1
+        );
+    }
+}
+
 /// A retire that brings the domain's list to its threshold runs a pass at
 /// once: with a forced slow path (each retire goes straight to the domain's
 /// list) and a threshold of 1, every unprotected object is freed inside its
@@ -657,55 +685,61 @@ fn dropping_a_domain_frees_everything_retired_to_it() {
         TEST_DEADLINE,
         || {
             let drops = Arc::new(AtomicUsize::new(0));
-            let domain = Domain::new();
-            // A thread that retires and exits (its batch is handed over at exit) and
-            // a thread that retires and is still alive when the domain is dropped.
-            let parked = Barrier::new(2);
-            let dropped = Barrier::new(2);
-            let before_the_drop = std::thread::scope(|s| {
-                s.spawn(|| {
+            let domain = Arc::new(Domain::new());
+            // A thread that retires and exits (its batch is handed over at
+            // exit) and a thread that retires and is still alive, its batch
+            // not handed over, when the domain is dropped.
+            let retirer = {
+                let (domain, drops) = (Arc::clone(&domain), Arc::clone(&drops));
+                std::thread::spawn(move || {
                     for i in 0..10 {
                         // SAFETY: never published; retired once.
                         unsafe { domain.retire_box(tracked(&drops, i)) };
                     }
                 })
-                .join()
-                .unwrap();
-                let domain_ref = &domain;
-                let drops_ref = &drops;
-                let (parked, dropped) = (&parked, &dropped);
-                s.spawn(move || {
+            };
+            retirer.join().expect("the first retiring thread");
+            let parked = Arc::new(Barrier::new(2));
+            let dropped = Arc::new(Barrier::new(2));
+            let alive = {
+                let (domain, drops) = (Arc::clone(&domain), Arc::clone(&drops));
+                let (parked, dropped) = (Arc::clone(&parked), Arc::clone(&dropped));
+                std::thread::spawn(move || {
                     for i in 0..10 {
                         // SAFETY: never published; retired once.
-                        unsafe { domain_ref.retire_box(tracked(drops_ref, i)) };
+                        unsafe { domain.retire_box(tracked(&drops, i)) };
                     }
+                    // The test thread's reference is then the last one.
+                    drop(domain);
                     parked.wait();
                     dropped.wait();
-                });
-                parked.wait();
-                // Protected while it is retired, so that no reclamation pass
-                // can free all 21 before the drop: with a forced slow path
-                // every retire goes to the domain's list, where a pass that
-                // the 2 ms period triggers (a loaded machine) frees the rest.
-                let object = tracked(&drops, 99);
-                let mut guard = domain.guard();
-                // SAFETY: never published, so never unpublished either.
-                unsafe { guard.protect_raw(object) };
-                // SAFETY: never published; retired once.
-                unsafe { domain.retire_box(object) };
-                let before_the_drop = drops.load(SeqCst);
-                drop(guard);
-                dropped.wait();
-                before_the_drop
-            });
-            // Checked outside the scope: a panic inside it would leave the
-            // other thread waiting on `dropped` and the scope waiting for it.
+                })
+            };
+            parked.wait();
+            // Protected while it is retired, so that no reclamation pass
+            // can free all 21 before the drop: with a forced slow path
+            // every retire goes to the domain's list, where a pass that
+            // the 2 ms period triggers (a loaded machine) frees the rest.
+            let object = tracked(&drops, 99);
+            let mut guard = domain.guard();
+            // SAFETY: never published, so never unpublished either.
+            unsafe { guard.protect_raw(object) };
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(object) };
+            let before_the_drop = drops.load(SeqCst);
+            drop(guard);
+            let domain = Arc::into_inner(domain).expect("the last reference to the domain");
+            drop(domain);
+            let after_the_drop = drops.load(SeqCst);
+            // Released only now: the thread was alive through the drop.
+            dropped.wait();
+            alive.join().expect("the thread alive through the drop");
             assert!(
                 before_the_drop < 21,
                 "all 21 objects freed before the domain was dropped ({before_the_drop})"
             );
-            drop(domain);
-            assert_eq!(drops.load(SeqCst), 21);
+            assert_eq!(after_the_drop, 21, "the domain's drop left objects unfreed");
+            assert_eq!(drops.load(SeqCst), 21, "an object was freed twice");
         },
     );
 }
@@ -942,16 +976,30 @@ fn synchronize_waits_for_a_protection_promoted_after_the_scan() {
                 assert_eq!(p, old);
                 let old_addr = old as usize;
                 std::thread::scope(|s| {
-                    s.spawn(|| {
-                domain.synchronize(old_addr as *const u64);
-                assert!(
-                    dropped.load(SeqCst),
-                    "synchronize returned while a promoted guard still protected the object \
-                     (shared_scan = {shared_scan})"
-                );
-            });
-                    // Let the scan find the block slot, then move the protection.
-                    std::thread::sleep(Duration::from_millis(50));
+                    std::thread::Builder::new()
+                        .name("promote-waiter".into())
+                        .spawn_scoped(s, || {
+                            domain.synchronize(old_addr as *const u64);
+                            assert!(
+                                dropped.load(SeqCst),
+                                "synchronize returned while a promoted guard still protected \
+                                 the object (shared_scan = {shared_scan})"
+                            );
+                        })
+                        .expect("spawn the waiter");
+                    // Let the scan find the block slot (the waiter then sleeps:
+                    // queued, or backing off in an unshared scan), then move
+                    // the protection. Miri offers no /proc to see the sleep.
+                    if cfg!(miri) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    } else {
+                        test_support::until_asleep(
+                            "promote-waiter",
+                            3,
+                            TEST_DEADLINE / 4,
+                            "the waiter for the protected address",
+                        );
+                    }
                     guard.promote();
                     std::thread::sleep(Duration::from_millis(100));
                     dropped.store(true, SeqCst);

@@ -24,6 +24,15 @@ fn a_barrier_with_nothing_queued_waits_for_no_grace_period<F: Flavor + 'static>(
             "{}::rcu_barrier() with nothing ever queued started a grace period",
             F::NAME
         );
+        // Nor a callback worker (miri offers no /proc to look).
+        if !cfg!(miri) {
+            assert_eq!(
+                test_support::thread_states(&format!("rcu-lite-{}-callbacks", F::NAME)),
+                [],
+                "{}::rcu_barrier() with nothing ever queued started a callback worker",
+                F::NAME
+            );
+        }
         // With a callback queued it waits for the callback, and so for its
         // grace period.
         let ran = Arc::new(AtomicBool::new(false));
@@ -36,6 +45,15 @@ fn a_barrier_with_nothing_queued_waits_for_no_grace_period<F: Flavor + 'static>(
             F::NAME
         );
         assert!(grace_periods().started > before);
+        // The worker that ran it stays (so the look above can see one).
+        if !cfg!(miri) {
+            assert_eq!(
+                test_support::thread_states(&format!("rcu-lite-{}-callbacks", F::NAME)).len(),
+                1,
+                "one {} callback worker once a callback ran",
+                F::NAME
+            );
+        }
     });
 }
 

@@ -121,12 +121,23 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
                     readers.hold(memb::read_lock);
                     readers.hold(QsbrThread::register);
                     // The callers' grace periods now wait for the memb reader: once one has
-                    // started after it entered, it stays in progress across the fork.
+                    // started after it entered, it stays in progress across the fork. One
+                    // that had started before it completes, and then the next one waits.
+                    // So: one started after the hold (read below), or the one in progress
+                    // then if it is still in progress 50 ms later (it started after the
+                    // reader entered, and so no later one can start).
+                    let held_at = memb::grace_periods().started;
                     let deadline = Instant::now() + Duration::from_secs(10);
                     loop {
                         let counts = memb::grace_periods();
                         if counts.started > counts.completed {
-                            break;
+                            if counts.started > held_at {
+                                break;
+                            }
+                            thread::sleep(Duration::from_millis(50));
+                            if memb::grace_periods().completed < held_at {
+                                break;
+                            }
                         }
                         assert!(
                             Instant::now() < deadline,
