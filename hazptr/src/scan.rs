@@ -193,7 +193,9 @@ impl Domain {
 fn synchronize_while_holding(addr: usize) -> ! {
     panic!(
         "hazptr: synchronize({addr:#x}) called while this thread holds a guard protecting \
-         that address; it would wait for itself forever (drop or reset the guard first)"
+         that address; it would wait for itself forever (drop or reset the guard first; a \
+         guard protects the address it last loaded until then, even once that object is gone \
+         and its address reused)"
     )
 }
 
