@@ -262,6 +262,7 @@ impl CallbackQueue {
         }
         #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
+        crate::cell::refuse_to_wait_in_an_update(flavor, name);
         if self.settled() {
             return;
         }

@@ -195,15 +195,14 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// grace period (`synchronize_rcu`, `rcu_barrier`, or
     /// [`fork::before_fork`](crate::fork::before_fork), which waits for a
     /// running callback batch and so for that batch's grace period), since a
-    /// reader may be waiting for that lock in a `replace` inside its section.
+    /// reader may be waiting for that lock in a `replace` inside its section,
+    /// or a callback in one of its own. Those calls panic there.
     ///
     /// # Panics
     ///
     /// As [`Rcu::replace`], and if `update` calls `replace`, `update` or
     /// `replace_and_synchronize` on this same cell (the lock is not
-    /// reentrant). If `update` calls `before_fork` (and so returns between
-    /// the hooks), the update is refused when it returns, before its value
-    /// is published.
+    /// reentrant).
     pub fn update(&self, update: impl FnOnce(&T) -> T) {
         // As in `replace`.
         #[cfg(not(loom))]
@@ -218,10 +217,6 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
             #[cfg(not(loom))]
             let _entered = updating.enter();
             let new = update(current);
-            // Again, for an `update` that called `before_fork` (a misuse its
-            // docs name): refused before publishing, as in `replace`.
-            #[cfg(not(loom))]
-            crate::fork::refuse_between_hooks(F::NAME, crate::fork::Refused::Queuing);
             self.swap_current(Box::new(new))
         };
         defer_drop::<T, F>(old);
@@ -388,7 +383,12 @@ impl<T, F: Flavor> Rcu<T, F> {
     pub fn replace_and_synchronize(&self, new: T) -> T {
         // The wait's misuse checks before anything is published: a panic in
         // the wait itself would leave `new` published and the old value
-        // leaked.
+        // leaked. Inside an update of this same cell, that misuse is the one
+        // to name.
+        #[cfg(not(loom))]
+        if Updating::runs(self.address()) {
+            updated_from_its_own_update("replace_and_synchronize");
+        }
         F::refuse_to_wait_here("Rcu::replace_and_synchronize");
         let old = {
             let new = Box::new(new);
@@ -474,6 +474,40 @@ impl Drop for Entered<'_> {
             innermost.set(self.0.outer.get());
         });
     }
+}
+
+/// Panics if the calling thread runs an [`Rcu::update`] function: `flavor`'s
+/// `name` would wait for a grace period (or a callback batch) holding that
+/// cell's update lock, which a reader inside its section or a callback may
+/// be waiting for (`replace` of the same cell), and neither could then end.
+/// The kernel's rule: no waiting for a grace period under a lock that
+/// readers or callbacks take.
+#[inline]
+pub(crate) fn refuse_to_wait_in_an_update(flavor: &str, name: &str) {
+    #[cfg(not(loom))]
+    if runs_an_update() {
+        waited_in_an_update(flavor, name);
+    }
+    #[cfg(loom)]
+    let _ = (flavor, name);
+}
+
+/// Whether the calling thread runs an [`Rcu::update`] function.
+#[cfg(not(loom))]
+pub(crate) fn runs_an_update() -> bool {
+    !UPDATING.with(Cell::get).is_null()
+}
+
+#[cold]
+#[inline(never)]
+#[cfg(not(loom))]
+fn waited_in_an_update(flavor: &str, name: &str) -> ! {
+    panic!(
+        "rcu_lite::{flavor}::{name}() called inside an Rcu::update() function: it would wait \
+         holding the cell's update lock, which a reader inside its section or a callback may \
+         be waiting for (deadlock); wait after update() returns, or use \
+         Rcu::replace_and_synchronize()"
+    )
 }
 
 #[cold]

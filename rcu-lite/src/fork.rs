@@ -180,6 +180,12 @@ pub fn before_fork() {
     if between_the_hooks() {
         misuse("twice without after_fork_parent() or after_fork_child()");
     }
+    if crate::cell::runs_an_update() {
+        misuse(
+            "inside an Rcu::update() function (it waits for a running callback batch holding \
+             the cell's update lock, which a callback may be waiting for)",
+        );
+    }
     // The fence mode is decided once, by the first fence or registration: a
     // thread deciding it at the fork would leave the child a `OnceLock` that
     // blocks its first fence forever.

@@ -275,7 +275,8 @@ pub fn read_ongoing() -> bool {
 /// wait for the caller itself (deadlock). Also between the calling thread's
 /// [`fork::before_fork`](crate::fork::before_fork) and `after_fork_*`: a
 /// reader of another thread may then be waiting in `call_rcu()` inside its
-/// section.
+/// section. And inside an [`Rcu::update`](crate::Rcu::update) function: a
+/// reader may be waiting for that cell's update lock inside its section.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }
@@ -297,10 +298,12 @@ fn synchronize(expedited: bool, name: &'static str) {
 }
 
 /// Panics if a grace period waited for here, by `name`, could never end: the
-/// calling thread is inside a read-side section, or between the fork hooks.
+/// calling thread is inside a read-side section, between the fork hooks, or
+/// inside an [`Rcu::update`](crate::Rcu::update) function.
 pub(crate) fn refuse_to_wait_here(name: &'static str) {
     #[cfg(not(loom))]
     crate::fork::refuse_between_hooks("memb", crate::fork::Refused::Waiting(name));
+    crate::cell::refuse_to_wait_in_an_update("memb", name);
     if read_ongoing() {
         panic!(
             "rcu_lite::memb::{name}() called inside a read-side critical section: the grace \
@@ -425,6 +428,8 @@ pub fn loom_run_callback_worker_until(done: impl Fn() -> bool) {
 ///
 /// If called from inside a memb RCU callback (it would wait for itself), inside
 /// a read-side section (the callbacks' grace period would wait for the caller),
+/// inside an [`Rcu::update`](crate::Rcu::update) function (a callback may be
+/// waiting for that cell's update lock),
 /// from inside a qsbr callback while a memb callback waits in
 /// `qsbr::rcu_barrier()` (each worker would wait for the other), or as
 /// [`call_rcu`].

@@ -435,7 +435,9 @@ fn mark_offline(record: &Record) {
 /// Use [`QsbrThread::synchronize_rcu`] or go offline first. Also between the
 /// calling thread's [`fork::before_fork`](crate::fork::before_fork) and
 /// `after_fork_*`: a reader of another thread may then be waiting in
-/// `call_rcu()` without having reported a quiescent state.
+/// `call_rcu()` without having reported a quiescent state. And inside an
+/// [`Rcu::update`](crate::Rcu::update) function: a reader may be waiting for
+/// that cell's update lock without having reported one.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }
@@ -456,10 +458,12 @@ fn synchronize(expedited: bool, name: &'static str) {
 }
 
 /// Panics if a grace period waited for here, by `name`, could never end: the
-/// calling thread has an online registration, or is between the fork hooks.
+/// calling thread has an online registration, is between the fork hooks, or
+/// runs an [`Rcu::update`](crate::Rcu::update) function.
 pub(crate) fn refuse_to_wait_here(name: &'static str) {
     #[cfg(not(loom))]
     crate::fork::refuse_between_hooks("qsbr", crate::fork::Refused::Waiting(name));
+    crate::cell::refuse_to_wait_in_an_update("qsbr", name);
     if online_count() != 0 {
         panic!(
             "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread, which \
@@ -576,7 +580,9 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 ///
 /// If called from inside a qsbr RCU callback (it would wait for itself), or while
 /// the thread has an online [`QsbrThread`] (the callbacks' grace period would
-/// wait for this thread), from inside a memb callback while a qsbr callback
+/// wait for this thread), inside an [`Rcu::update`](crate::Rcu::update)
+/// function (a callback may be waiting for that cell's update lock), from
+/// inside a memb callback while a qsbr callback
 /// waits in `memb::rcu_barrier()` (each worker would wait for the other), or
 /// as [`call_rcu`].
 ///

@@ -443,6 +443,89 @@ fn qsbr_rcu_barrier_with_an_online_registration() {
     test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
 }
 
+/// An update function holds its cell's update lock: every wait for a grace
+/// period or a callback batch there is refused, of either flavor, and the
+/// update publishes nothing. (A reader that calls `replace` on the cell
+/// inside its section, or a callback that does, would otherwise wait for
+/// the lock while the grace period waits for it.) `fork::before_fork` there:
+/// `tests/fork.rs`.
+#[test]
+fn waiting_inside_an_update_function_panics() {
+    type Wait = fn();
+    let waits: [(&str, &str, Wait); 10] = [
+        (
+            "memb::synchronize_rcu",
+            "rcu_lite::memb::synchronize_rcu()",
+            memb::synchronize_rcu,
+        ),
+        (
+            "memb::synchronize_rcu_expedited",
+            "rcu_lite::memb::synchronize_rcu_expedited()",
+            memb::synchronize_rcu_expedited,
+        ),
+        (
+            "memb::cond_synchronize_rcu",
+            "rcu_lite::memb::cond_synchronize_rcu()",
+            || memb::cond_synchronize_rcu(memb::get_state_synchronize_rcu()),
+        ),
+        ("memb::rcu_barrier", "rcu_lite::memb::rcu_barrier()", || {
+            memb::call_rcu(|| {});
+            memb::rcu_barrier();
+        }),
+        (
+            "qsbr::synchronize_rcu",
+            "rcu_lite::qsbr::synchronize_rcu()",
+            qsbr::synchronize_rcu,
+        ),
+        ("qsbr::rcu_barrier", "rcu_lite::qsbr::rcu_barrier()", || {
+            qsbr::call_rcu(|| {});
+            qsbr::rcu_barrier();
+        }),
+        (
+            "QsbrThread::synchronize_rcu",
+            "rcu_lite::qsbr::QsbrThread::synchronize_rcu()",
+            || QsbrThread::register().synchronize_rcu(),
+        ),
+        (
+            "QsbrThread::rcu_barrier",
+            "rcu_lite::qsbr::QsbrThread::rcu_barrier()",
+            || QsbrThread::register().rcu_barrier(),
+        ),
+        (
+            "Rcu::replace_and_synchronize of another cell",
+            "Rcu::replace_and_synchronize()",
+            || {
+                Rcu::<u64, Memb>::new(0).replace_and_synchronize(1);
+            },
+        ),
+        ("Retired::into_inner", "Retired::into_inner()", || {
+            Rcu::<u64, Memb>::new(0).replace_polled(1).into_inner();
+        }),
+    ];
+    let cell = std::sync::Arc::new(Rcu::<u64, Memb>::new(1));
+    for (what, name, wait) in waits {
+        let outer = std::sync::Arc::clone(&cell);
+        assert_misuse(
+            &format!("{what} inside an Rcu::update function"),
+            &[name, "inside an Rcu::update() function"],
+            move || {
+                outer.update(|v| {
+                    wait();
+                    v + 1
+                })
+            },
+        );
+    }
+    assert_eq!(
+        cell.replace_and_synchronize(0),
+        1,
+        "a refused update published its value"
+    );
+    // Outside the update function the same waits work.
+    test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+    test_support::within_a_deadline("qsbr::rcu_barrier", LIMIT, qsbr::rcu_barrier);
+}
+
 #[test]
 fn a_cell_updated_from_its_own_update_function() {
     let cell = std::sync::Arc::new(Rcu::<u64, Memb>::new(1));
