@@ -167,6 +167,16 @@ impl CallbackQueue {
     /// [`Self::request_grace_period`].
     fn queue(&'static self, callback: Option<Callback>, synchronize: fn(), flavor: &str) {
         #[cfg(not(loom))]
+        if crate::fork::between_the_hooks() && std::thread::panicking() {
+            // A drop run by the unwind of a refused call (`Rcu::replace`'s
+            // new value, say) queues a callback: refusing it would be a
+            // second panic, which aborts the process. The callback is leaked
+            // instead, never run and never dropped (what it would free stays
+            // allocated), as hazptr leaks a retire there.
+            mem::forget(callback);
+            return;
+        }
+        #[cfg(not(loom))]
         crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
         #[cfg(loom)]
         let _ = (synchronize, flavor);
@@ -388,6 +398,19 @@ impl CallbackQueue {
             // rcu_barrier() tries again (and panics again if it fails), as
             // does a caller waiting in the loop above: `not_started` puts
             // the state back.
+            if std::thread::panicking() {
+                // A drop run by an unwind queued the callback (a `Retired`
+                // dropped unclaimed, a value's `Drop` that calls `replace`):
+                // a second panic would abort the process. Reported instead;
+                // the callback waits for the next start like the others.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "rcu-lite: cannot start the call_rcu() worker thread: {err}; not raised, \
+                     since this thread is already unwinding: the callback stays queued for \
+                     the next call_rcu() or rcu_barrier() that starts the worker"
+                );
+                return;
+            }
             panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
         }
         std::mem::forget(not_started);
@@ -642,6 +665,35 @@ mod tests {
                 "the second caller returned before the first one's start was done"
             );
         });
+    }
+
+    /// A start that fails while the caller is already unwinding (a drop run
+    /// by a panic queued a callback) reports the failure instead of a second
+    /// panic, which would abort the process; the next caller starts it.
+    #[test]
+    fn a_start_that_fails_during_an_unwind_is_reported_not_raised() {
+        let queue = CallbackQueue::new();
+        /// Starts the worker, with a spawn that fails, when dropped.
+        struct StartWhenDropped<'a>(&'a CallbackQueue);
+        impl Drop for StartWhenDropped<'_> {
+            fn drop(&mut self) {
+                self.0
+                    .start_worker_with(|| Err(std::io::Error::other("refused for the test")));
+            }
+        }
+        let unwound = catch_unwind(AssertUnwindSafe(|| {
+            let _start = StartWhenDropped(&queue);
+            panic!("the first panic");
+        }));
+        let payload = unwound.expect_err("the first panic reaches catch_unwind");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the first panic"));
+        assert_eq!(queue.worker_state.load(Relaxed), WORKER_NOT_STARTED);
+        let spawned = Cell::new(false);
+        queue.start_worker_with(|| {
+            spawned.set(true);
+            Ok(())
+        });
+        assert!(spawned.get());
     }
 
     /// A `spawn` that panics puts the state back, so that the next caller

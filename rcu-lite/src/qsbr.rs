@@ -567,6 +567,11 @@ pub fn cond_synchronize_rcu(state: GpState<Qsbr>) {
 /// If the callback thread cannot be started (the system refuses a new
 /// thread): `callback` is queued all the same, and runs once a later
 /// `call_rcu()` or [`rcu_barrier`] of this flavor starts the thread.
+///
+/// Neither panics while the calling thread is already unwinding (a drop that
+/// a panic runs), where a second panic would abort the process: a failed
+/// start is reported on stderr instead (the callback stays queued), and
+/// between the fork hooks the callback is leaked, never run nor dropped.
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
         .callbacks

@@ -129,3 +129,38 @@ fn the_hooks_released_during_an_unwind_leave_the_callbacks_usable() {
         "released while unwinding",
     );
 }
+
+/// Queues a callback when dropped.
+struct QueuesWhenDropped;
+
+impl Drop for QueuesWhenDropped {
+    fn drop(&mut self) {
+        memb::call_rcu(|| {});
+    }
+}
+
+#[test]
+fn a_drop_that_queues_a_callback_while_a_refused_call_unwinds_between_the_hooks() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        let cell = rcu_lite::Rcu::<Option<QueuesWhenDropped>, rcu_lite::Memb>::new(None);
+        fork::before_fork();
+        // Refused between the hooks; its new value is dropped by the unwind,
+        // and that drop's `call_rcu` must not panic a second time (an abort).
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cell.replace(Some(QueuesWhenDropped));
+        }));
+        assert!(
+            refused.is_err(),
+            "Rcu::replace between the hooks is refused"
+        );
+        fork::after_fork_parent();
+        memb::call_rcu(|| {});
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        return;
+    }
+    test_support::in_a_child_process(
+        "a_drop_that_queues_a_callback_while_a_refused_call_unwinds_between_the_hooks",
+        CHILD_ENV,
+        "a callback queued by an unwind",
+    );
+}
