@@ -88,6 +88,13 @@ pub(crate) struct Shared {
     pub(crate) retired: Mutex<Vec<Retired>>,
     /// Objects in `retired` (read without the lock to decide on a pass).
     pub(crate) retired_count: AtomicUsize,
+    /// Of those, the ones a pass found protected and put back (read without
+    /// the lock to decide on a pass; see `retire::maybe_reclaim`).
+    pub(crate) kept_count: AtomicUsize,
+    /// Tests: turns off the time-based pass trigger, which makes counts
+    /// depend on the clock.
+    #[cfg(test)]
+    pub(crate) period_off: AtomicBool,
     /// When the last reclamation pass ran (`retire::now_ms`).
     pub(crate) last_reclaim_ms: AtomicU32,
     /// Set while [`Domain::reclaim`] takes the batches of other threads'
@@ -135,6 +142,9 @@ impl Shared {
             scan: ScanState::new(),
             retired: Mutex::new(Vec::new()),
             retired_count: AtomicUsize::new(0),
+            kept_count: AtomicUsize::new(0),
+            #[cfg(test)]
+            period_off: AtomicBool::new(false),
             last_reclaim_ms: AtomicU32::new(retire::now_ms()),
             draining: AtomicBool::new(false),
             drain_waiters: AtomicU32::new(0),
@@ -452,7 +462,9 @@ impl DomainBuilder {
     }
 
     /// How many retired objects handed to the domain trigger a reclamation
-    /// pass (default 1000; at least 1).
+    /// pass (default 1000; at least 1). Counted since the last pass, and a
+    /// pass that found more objects than this still protected waits for as
+    /// many new ones (the 2 ms period's pass comes sooner if it is due).
     pub fn retire_threshold(mut self, objects: usize) -> Self {
         self.options.retire_threshold = objects.max(1);
         self

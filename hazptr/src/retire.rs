@@ -11,7 +11,9 @@
 //! block, counted across the threads that own it in turn) finds the last
 //! reclamation pass [`RECLAIM_PERIOD_MS`] ago, and when the thread exits.
 //! After a hand-over, a pass runs if the domain holds at least its threshold
-//! of objects (default 1000) or the period has passed. A thread's exit runs
+//! of objects (default 1000) retired since the last pass, and at least as
+//! many as that pass put back protected (`enough_for_a_pass`), or if the
+//! period has passed. A thread's exit runs
 //! no pass (it holds no `&Domain`: the domain could be dropping meanwhile);
 //! the block's next owner, whose retires continue the count, does.
 //!
@@ -132,6 +134,11 @@ pub(crate) fn now_ms() -> u32 {
 }
 
 fn period_passed(shared: &Shared) -> bool {
+    // Relaxed: a test's switch, set before the retires it affects.
+    #[cfg(test)]
+    if shared.period_off.load(Ordering::Relaxed) {
+        return false;
+    }
     // Relaxed: a trigger hint; a stale time only runs a pass earlier or
     // later, and the pass takes the list under the mutex.
     !cfg!(loom)
@@ -431,12 +438,28 @@ pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
 }
 
 fn maybe_reclaim(shared: &Shared) {
-    // Relaxed: a trigger hint; the pass takes the list under the mutex.
-    if shared.retired_count.load(Ordering::Relaxed) >= shared.options.retire_threshold
+    // Relaxed, both: trigger hints; the pass takes the list under the mutex.
+    let count = shared.retired_count.load(Ordering::Relaxed);
+    let kept = shared.kept_count.load(Ordering::Relaxed).min(count);
+    if enough_for_a_pass(count - kept, kept, shared.options.retire_threshold)
         || period_passed(shared)
     {
         reclaim_pass(shared);
     }
+}
+
+/// Whether `new` objects retired since the last pass, beside `kept` that it
+/// found protected and put back, call for another pass: at least the
+/// threshold, and at least as many as were kept. A pass walks the whole list
+/// and every slot, so with readers holding more retired objects than the
+/// threshold, a count of the whole list would run a pass on every hand-over,
+/// each freeing a handful; this way a pass has at least as many new objects
+/// to free as old ones to look at again (folly's `max(threshold,
+/// 2 * hazard pointers)` has the same aim). Objects waiting for a pass stay
+/// under `2 * kept + threshold`, or the period's pass frees them.
+#[inline]
+fn enough_for_a_pass(new: usize, kept: usize, threshold: usize) -> bool {
+    new >= threshold.max(kept)
 }
 
 /// One reclamation pass over the domain's list; returns how many it freed.
@@ -446,6 +469,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         // Relaxed: under the mutex, as every write of them is; reads outside
         // it are hints and statistics.
         shared.retired_count.store(0, Ordering::Relaxed);
+        shared.kept_count.store(0, Ordering::Relaxed);
         shared.last_reclaim_ms.store(now_ms(), Ordering::Relaxed);
         std::mem::take(&mut *list)
     };
@@ -473,6 +497,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         list.extend(kept);
         // Under the mutex, as in `flush_batch`.
         shared.retired_count.fetch_add(n, Ordering::Relaxed);
+        shared.kept_count.fetch_add(n, Ordering::Relaxed);
     }
     let freed = free.len();
     // SAFETY: unpublished before retire, and no slot held their addresses
@@ -579,10 +604,78 @@ pub(crate) fn free_all(shared: &Shared) {
         });
         // Relaxed: under the mutex, as in `reclaim_pass`.
         shared.retired_count.store(0, Ordering::Relaxed);
+        shared.kept_count.store(0, Ordering::Relaxed);
         all
     };
     // SAFETY: no guard of the domain exists and the objects are unpublished.
     if let Some(panic) = unsafe { reclaim_all(all) } {
         pass_on(panic);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Domain;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Counts its drops.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// With more retired objects protected than the threshold, a pass runs
+    /// once as many new objects have come as it kept, not at every retire
+    /// (each would look at every protected one again to free one object).
+    #[test]
+    fn a_pass_waits_for_as_many_new_objects_as_it_kept() {
+        let domain = Domain::builder()
+            .retire_threshold(10)
+            .force_slow_path(true)
+            .build();
+        domain.shared.period_off.store(true, Ordering::Relaxed);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut guards = Vec::new();
+        for _ in 0..100 {
+            let object = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
+            let mut guard = domain.guard();
+            // SAFETY: never published, so never unpublished either.
+            unsafe { guard.protect_raw(object) };
+            guards.push(guard);
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(object) };
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "a protected object freed");
+        // Passes at 10, 20, 40 and 80 objects kept them all: 100 kept, 20
+        // of them not looked at yet, but counted as new since the last pass.
+        let kept = domain.shared.kept_count.load(Ordering::Relaxed);
+        assert_eq!(kept, 80);
+        let new_needed = kept.max(10) - (100 - kept);
+        for i in 0..new_needed - 1 {
+            let object = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(object) };
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                0,
+                "a pass ran after {} new objects, with {kept} kept",
+                100 - kept + i + 1
+            );
+        }
+        let object = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(object) };
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            new_needed,
+            "the pass at {kept} new objects freed every unprotected one"
+        );
+        drop(guards);
+        assert_eq!(domain.reclaim(), 100);
     }
 }
