@@ -11,6 +11,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 use test_support::Holders;
 
+/// Held by every test here for its whole run: a `replace_polled`'s started
+/// poll must elapse with nobody else calling `synchronize_rcu()`, which
+/// another test here running beside it would do.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How long a grace period may take before the test counts it as never
 /// ending: generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -89,6 +99,7 @@ fn poll_until_taken<F: rcu_lite::Flavor>(mut retired: Retired<Flagged, F>) -> Fl
 
 #[test]
 fn try_into_inner_gives_nothing_back_while_a_reader_holds_the_old_value() {
+    let _alone = alone();
     let (first, first_dropped) = Flagged::new(1);
     let cell = Arc::new(Rcu::<Flagged>::new(first));
     let reader = reader_inside(&cell, 1);
@@ -109,6 +120,7 @@ fn try_into_inner_gives_nothing_back_while_a_reader_holds_the_old_value() {
 
 #[test]
 fn into_inner_waits_for_a_reader_of_the_old_value() {
+    let _alone = alone();
     let cell = Arc::new(Rcu::<Flagged>::new(Flagged::new(1).0));
     let reader = reader_inside(&cell, 1);
     let retired = cell.replace_polled(Flagged::new(2).0);
@@ -124,6 +136,7 @@ fn into_inner_waits_for_a_reader_of_the_old_value() {
 
 #[test]
 fn dropped_unclaimed_before_its_grace_period_the_value_goes_to_call_rcu() {
+    let _alone = alone();
     let (first, first_dropped) = Flagged::new(1);
     let cell = Arc::new(Rcu::<Flagged>::new(first));
     let reader = reader_inside(&cell, 1);
@@ -137,6 +150,7 @@ fn dropped_unclaimed_before_its_grace_period_the_value_goes_to_call_rcu() {
 
 #[test]
 fn dropped_unclaimed_after_its_grace_period_the_value_is_dropped_at_once() {
+    let _alone = alone();
     let (first, first_dropped) = Flagged::new(1);
     let cell = Rcu::<Flagged, Memb>::new(first);
     let retired = cell.replace_polled(Flagged::new(2).0);
@@ -148,6 +162,7 @@ fn dropped_unclaimed_after_its_grace_period_the_value_is_dropped_at_once() {
 
 #[test]
 fn a_qsbr_cell_waits_for_an_online_registration() {
+    let _alone = alone();
     let cell = Arc::new(Rcu::<Flagged, Qsbr>::new(Flagged::new(1).0));
     let mut reader = Holders::new();
     {

@@ -11,6 +11,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 use test_support::Holders;
 
+/// Held by every test here for its whole run: a started poll must elapse
+/// with nobody else calling `synchronize_rcu()`, which another test here
+/// running beside it would do.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How long a grace period may take before the test counts it as never
 /// ending: generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -33,6 +43,7 @@ fn poll_until_elapsed<F: Flavor>(state: GpState<F>) {
 /// the grace period a `start_poll_synchronize_rcu()` cookie names.
 #[test]
 fn a_started_poll_elapses_without_another_caller() {
+    let _alone = alone();
     poll_until_elapsed(memb::start_poll_synchronize_rcu());
     poll_until_elapsed(qsbr::start_poll_synchronize_rcu());
 }
@@ -42,6 +53,7 @@ fn a_started_poll_elapses_without_another_caller() {
 /// has elapsed and stays so.
 #[test]
 fn a_memb_reader_inside_since_before_the_cookie_holds_it_up() {
+    let _alone = alone();
     let mut reader = Holders::new();
     reader.hold(memb::read_lock);
     let state = memb::get_state_synchronize_rcu();
@@ -64,6 +76,7 @@ fn a_memb_reader_inside_since_before_the_cookie_holds_it_up() {
 /// before the cookie, and `cond_synchronize_rcu` as the waiter.
 #[test]
 fn a_qsbr_registration_online_since_before_the_cookie_holds_it_up() {
+    let _alone = alone();
     let mut reader = Holders::new();
     // Online from registration until dropped on release.
     reader.hold(QsbrThread::register);
@@ -83,6 +96,7 @@ fn a_qsbr_registration_online_since_before_the_cookie_holds_it_up() {
 /// which the deadline fails.
 #[test]
 fn cond_synchronize_returns_at_once_for_an_elapsed_cookie() {
+    let _alone = alone();
     test_support::within_a_deadline("cond_synchronize_rcu of an elapsed cookie", LIMIT, || {
         let state = memb::get_state_synchronize_rcu();
         memb::synchronize_rcu();
@@ -98,6 +112,7 @@ fn cond_synchronize_returns_at_once_for_an_elapsed_cookie() {
 /// from `start_poll` is waited out by `cond_synchronize_rcu`.
 #[test]
 fn the_flavor_trait_polls_both_flavors() {
+    let _alone = alone();
     fn round<F: Flavor>() {
         let state = F::start_poll_synchronize_rcu();
         F::cond_synchronize_rcu(state);
@@ -113,6 +128,7 @@ fn the_flavor_trait_polls_both_flavors() {
 /// its cookie elapses once the section has ended.
 #[test]
 fn start_poll_inside_a_section_does_not_wait() {
+    let _alone = alone();
     test_support::within_a_deadline("start_poll inside a section", LIMIT, || {
         let state = {
             let _guard = memb::read_lock();
