@@ -229,6 +229,10 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
                 let releasing = AtomicBool::new(false);
                 let passes = AtomicUsize::new(0);
                 let passes_while_held = AtomicUsize::new(0);
+                // Set once every held caller is asleep: the free callers start
+                // only then, so no release of theirs wakes the held ones while
+                // they are being looked at.
+                let free_go = AtomicBool::new(false);
                 let old = std::thread::scope(|s| {
                     s.spawn(|| {
                         let mut guard = domain.guard();
@@ -236,7 +240,7 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
                         protected.wait();
                         // Every held caller is waiting (asleep: queued behind the
                         // scan, or backing off in an unshared one) before the free
-                        // callers' passes count.
+                        // callers start.
                         // (Miri offers no /proc to see that: there a pause stands in.)
                         if cfg!(miri) {
                             std::thread::sleep(Duration::from_millis(20));
@@ -249,17 +253,15 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
                                 "a caller of the held address",
                             );
                         }
-                        let before = passes.load(Relaxed);
-                        // Hold the guard until the free callers got through 8 more
+                        free_go.store(true, SeqCst);
+                        // Hold the guard until the free callers got through 8
                         // calls (bounded, so a stuck run fails below instead of
                         // hanging).
                         let deadline = std::time::Instant::now() + TEST_DEADLINE / 4;
-                        while passes.load(Relaxed) < before + 8
-                            && std::time::Instant::now() < deadline
-                        {
+                        while passes.load(Relaxed) < 8 && std::time::Instant::now() < deadline {
                             std::thread::sleep(Duration::from_millis(1));
                         }
-                        passes_while_held.store(passes.load(Relaxed) - before, Relaxed);
+                        passes_while_held.store(passes.load(Relaxed), Relaxed);
                         // SAFETY: still protected: no caller can have returned.
                         assert_eq!(unsafe { *p }, 5);
                         releasing.store(true, SeqCst);
@@ -281,6 +283,9 @@ fn concurrent_callers_wait_out_a_held_guard_while_others_pass() {
                             })
                             .expect("spawn a caller of the held address");
                         s.spawn(|| {
+                            while !free_go.load(SeqCst) && !releasing.load(SeqCst) {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
                             let free = Box::into_raw(Box::new(0u64));
                             while !releasing.load(SeqCst) {
                                 domain.synchronize(free);

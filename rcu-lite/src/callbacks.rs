@@ -99,6 +99,9 @@ pub(crate) struct CallbackQueue {
     /// process: a fork child has none).
     #[cfg(not(loom))]
     worker_state: std::sync::atomic::AtomicU8,
+    /// Tests: makes every spawn of the worker fail.
+    #[cfg(all(test, not(loom)))]
+    fail_spawn: std::sync::atomic::AtomicBool,
 }
 
 /// [`CallbackQueue::worker_state`]: no worker, and nobody starting one.
@@ -134,6 +137,8 @@ impl CallbackQueue {
                 cross_barriers: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
+                #[cfg(all(test, not(loom)))]
+                fail_spawn: std::sync::atomic::AtomicBool::new(false),
             }
         }
     }
@@ -305,12 +310,30 @@ impl CallbackQueue {
             } else if spins < BARRIER_SPINS {
                 spins += 1;
                 spin_loop();
+            } else if !self.worker_runs() {
+                // Our enqueue returned without a worker: its start failed
+                // while this thread unwinds (`start_worker_with` reports
+                // that instead of panicking), and nobody may ever take our
+                // callback. A panic here aborts the process, with this
+                // message, rather than hanging it.
+                barrier_without_a_worker(flavor, name);
             } else {
-                // Untimed: our enqueue returned, so a worker runs to take
-                // our callback (`start_worker_with`), and it never exits.
+                // Untimed: our enqueue returned with a worker running
+                // (`start_worker_with`), which takes our callback and never
+                // exits.
                 futex::wait(&done, 0, None);
             }
         }
+    }
+
+    /// Whether the worker thread was spawned (Acquire: pairs with the
+    /// Release store of `WORKER_RUNNING` in `start_worker_with`). Under loom
+    /// no worker thread runs: the barrier does its work.
+    fn worker_runs(&self) -> bool {
+        #[cfg(not(loom))]
+        return self.worker_state.load(Acquire) == WORKER_RUNNING;
+        #[cfg(loom)]
+        true
     }
 
     /// Whether every callback queued so far has run: none is queued and no
@@ -339,6 +362,11 @@ impl CallbackQueue {
         // whose mutex orders the callbacks.)
         if self.worker_state.load(Acquire) != WORKER_RUNNING {
             self.start_worker_with(|| {
+                // Relaxed: a test's switch, set before its calls.
+                #[cfg(test)]
+                if self.fail_spawn.load(Relaxed) {
+                    return Err(std::io::Error::other("refused for the test"));
+                }
                 std::thread::Builder::new()
                     .name(format!("rcu-lite-{flavor}-callbacks"))
                     .spawn(move || self.worker_loop(synchronize))
@@ -352,7 +380,10 @@ impl CallbackQueue {
     /// that failed: a caller returns only once a worker runs, to take the
     /// callback it queued, or panics. (Returning at once, it could
     /// leave its callback queued with no worker and no caller to try again,
-    /// the spawning caller having panicked.)
+    /// the spawning caller having panicked.) The one exception: a caller
+    /// that is already unwinding, whose failed spawn is reported on stderr
+    /// (a second panic would abort the process); it returns with no worker
+    /// running, and `barrier` checks for that.
     ///
     /// # Panics
     ///
@@ -576,6 +607,15 @@ fn callback_left_the_worker(left: &str) -> ! {
 /// and a panic payload's own `Drop` may panic; either would end the worker
 /// with its batch half run, and no worker would start again.
 #[cold]
+#[inline(never)]
+fn barrier_without_a_worker(flavor: &str, name: &str) -> ! {
+    panic!(
+        "rcu_lite::{flavor}::{name}() called while this thread unwinds, and the call_rcu() \
+         worker thread cannot be started: no thread would run the callbacks it waits for"
+    )
+}
+
+#[cold]
 fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
     let _ = writeln!(
         std::io::stderr(),
@@ -694,6 +734,45 @@ mod tests {
             Ok(())
         });
         assert!(spawned.get());
+    }
+
+    /// A barrier made while its thread unwinds, whose worker cannot start,
+    /// would wait for ever for callbacks nobody runs: it panics, which there
+    /// aborts the process, with a message that says why.
+    #[test]
+    #[cfg_attr(miri, ignore = "starts a child process, which miri cannot")]
+    fn a_barrier_while_unwinding_with_no_worker_aborts_with_a_message() {
+        const CHILD: &str = "RCU_LITE_BARRIER_WITHOUT_A_WORKER_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let queue: &'static CallbackQueue = Box::leak(Box::new(CallbackQueue::new()));
+            queue.fail_spawn.store(true, Relaxed);
+            // Queued, and its start refused with a panic.
+            let refused = catch_unwind(AssertUnwindSafe(|| {
+                queue.enqueue(Box::new(|| {}), || {}, "memb");
+            }));
+            assert!(refused.is_err());
+            /// Waits for the queue's callbacks when dropped.
+            struct BarrierWhenDropped(&'static CallbackQueue);
+            impl Drop for BarrierWhenDropped {
+                fn drop(&mut self) {
+                    self.0.barrier(|| {}, "memb", "rcu_barrier");
+                }
+            }
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                let _barrier = BarrierWhenDropped(queue);
+                panic!("the first panic");
+            }));
+            return;
+        }
+        let stderr = test_support::stderr_of_an_aborted_child_process(
+            "callbacks::tests::a_barrier_while_unwinding_with_no_worker_aborts_with_a_message",
+            CHILD,
+            "a barrier without a worker",
+        );
+        assert!(
+            stderr.contains("rcu_lite::memb::rcu_barrier() called while this thread unwinds"),
+            "{stderr}"
+        );
     }
 
     /// A `spawn` that panics puts the state back, so that the next caller

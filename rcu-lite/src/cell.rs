@@ -321,7 +321,8 @@ impl<T: Send + 'static, F: Flavor> Retired<T, F> {
     ///
     /// As the flavor's `synchronize_rcu()`, whether or not it would wait:
     /// inside a read-side section (memb), with an online registration on
-    /// this thread (qsbr), or between the fork hooks. The value is then
+    /// this thread (qsbr), between the fork hooks, or inside an
+    /// [`Rcu::update`] function. The value is then
     /// dropped after a grace period, as by [`Rcu::replace`] (leaked
     /// between the fork hooks: see [`Retired`]).
     pub fn into_inner(mut self) -> T {
@@ -378,8 +379,8 @@ impl<T, F: Flavor> Rcu<T, F> {
     ///
     /// As the flavor's `synchronize_rcu()`: inside a read-side section (memb),
     /// with an online registration on this thread (qsbr), or between the
-    /// calling thread's fork hooks; before publishing anything. Also from
-    /// inside an [`Rcu::update`] function of this cell.
+    /// calling thread's fork hooks, or inside an [`Rcu::update`] function
+    /// (of this cell or another); before publishing anything.
     pub fn replace_and_synchronize(&self, new: T) -> T {
         // The wait's misuse checks before anything is published: a panic in
         // the wait itself would leave `new` published and the old value
@@ -505,8 +506,7 @@ fn waited_in_an_update(flavor: &str, name: &str) -> ! {
     panic!(
         "rcu_lite::{flavor}::{name}() called inside an Rcu::update() function: it would wait \
          holding the cell's update lock, which a reader inside its section or a callback may \
-         be waiting for (deadlock); wait after update() returns, or use \
-         Rcu::replace_and_synchronize()"
+         be waiting for (deadlock); wait after update() returns"
     )
 }
 

@@ -22,8 +22,9 @@
 //!
 //! - [`before_fork`] checks that the calling thread is outside every memb
 //!   read-side section, has no online qsbr registration and is not running
-//!   RCU callbacks (each would make the child wait for a thread frozen in the
-//!   parent's state, or deadlock here), then takes both flavors' callback
+//!   RCU callbacks or an `Rcu::update` function (each would make the child
+//!   wait for a thread frozen in the parent's state, or deadlock here), then
+//!   takes both flavors' callback
 //!   batch locks and then both queue locks, so that no batch is half taken and
 //!   no queue half written when the memory is copied.
 //! - [`after_fork_parent`] releases them.
@@ -95,10 +96,10 @@
 //! assert_eq!(rc, 0);
 //! ```
 //!
-//! Every fork then has to come from outside read-side sections, with the
-//! forking thread's qsbr registration offline: the misuse panic inside a
-//! handler aborts the process (it cannot unwind out of an `extern "C"`
-//! function).
+//! Every fork then has to come from outside read-side sections, RCU
+//! callbacks and `Rcu::update` functions, with the forking thread's qsbr
+//! registration offline: the misuse panic inside a handler aborts the
+//! process (it cannot unwind out of an `extern "C"` function).
 
 use crate::callbacks::{self, BatchHeld, QueueHeld};
 use crate::{memb, qsbr};
@@ -165,7 +166,8 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// # Panics
 ///
 /// If the calling thread is inside a memb read-side section, has an online
-/// [`qsbr::QsbrThread`], is running RCU callbacks, or already called
+/// [`qsbr::QsbrThread`], is running RCU callbacks or an
+/// [`Rcu::update`](crate::Rcu::update) function, or already called
 /// `before_fork` without an `after_fork_*`.
 pub fn before_fork() {
     if memb::read_ongoing() {

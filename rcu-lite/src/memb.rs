@@ -439,6 +439,10 @@ pub fn loom_run_callback_worker_until(done: impl Fn() -> bool) {
 /// `qsbr::rcu_barrier()` (each worker would wait for the other), or as
 /// [`call_rcu`].
 ///
+/// While the calling thread unwinds (a drop that a panic runs), a callback
+/// thread that cannot be started (see [`call_rcu`]) leaves nobody to run the
+/// callbacks this waits for: it panics then, which aborts the process.
+///
 /// Waits forever, without a panic, if a queued memb callback waits for qsbr
 /// (`qsbr::rcu_barrier()`, `qsbr::synchronize_rcu()`) and this thread has an
 /// online [`QsbrThread`](crate::qsbr::QsbrThread) that the callback's qsbr

@@ -318,7 +318,8 @@ impl QsbrThread {
     ///
     /// If the thread has another online registration: the grace period would
     /// wait for it, that is, for the caller (deadlock). Between the fork
-    /// hooks, as [`synchronize_rcu`].
+    /// hooks and inside an [`Rcu::update`](crate::Rcu::update) function, as
+    /// [`synchronize_rcu`].
     pub fn synchronize_rcu(&mut self) {
         self.while_offline(|| synchronize(false, "QsbrThread::synchronize_rcu"));
     }
@@ -590,6 +591,10 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 /// inside a memb callback while a qsbr callback
 /// waits in `memb::rcu_barrier()` (each worker would wait for the other), or
 /// as [`call_rcu`].
+///
+/// While the calling thread unwinds (a drop that a panic runs), a callback
+/// thread that cannot be started (see [`call_rcu`]) leaves nobody to run the
+/// callbacks this waits for: it panics then, which aborts the process.
 ///
 /// Waits forever, without a panic, if a queued qsbr callback waits for memb
 /// (`memb::rcu_barrier()`, `memb::synchronize_rcu()`) and this thread is

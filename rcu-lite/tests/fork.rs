@@ -503,29 +503,33 @@ fn a_replace_between_the_hooks_is_refused_before_the_cells_update_lock() {
 #[test]
 fn before_fork_inside_an_update_function_publishes_nothing() {
     let _serial = serial();
-    let cell = Rcu::<u64>::new(1);
-    let err = catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cell.update(|v| {
-            fork::before_fork();
-            v + 1
-        })
-    }))
-    .expect_err("refused");
-    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(
-        msg.contains("before_fork() called inside an Rcu::update() function"),
-        "{msg}"
-    );
-    let guard = memb::read_lock();
-    assert_eq!(
-        *cell.read(&guard),
-        1,
-        "the refused update published its value"
-    );
-    drop(guard);
-    // Nothing is held: the hooks and updates work.
-    fork::before_fork();
-    fork::after_fork_parent();
-    cell.update(|v| v + 1);
-    assert_eq!(*cell.read(&memb::read_lock()), 2);
+    // Under a deadline, as every wait here: `before_fork` waits for a
+    // running callback batch.
+    test_support::within_a_deadline("before_fork inside an update function", LIMIT, || {
+        let cell = Rcu::<u64>::new(1);
+        let err = catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cell.update(|v| {
+                fork::before_fork();
+                v + 1
+            })
+        }))
+        .expect_err("refused");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("before_fork() called inside an Rcu::update() function"),
+            "{msg}"
+        );
+        let guard = memb::read_lock();
+        assert_eq!(
+            *cell.read(&guard),
+            1,
+            "the refused update published its value"
+        );
+        drop(guard);
+        // Nothing is held: the hooks and updates work.
+        fork::before_fork();
+        fork::after_fork_parent();
+        cell.update(|v| v + 1);
+        assert_eq!(*cell.read(&memb::read_lock()), 2);
+    });
 }

@@ -493,14 +493,18 @@ fn waiting_inside_an_update_function_panics() {
         ),
         (
             "Rcu::replace_and_synchronize of another cell",
-            "Rcu::replace_and_synchronize()",
+            "rcu_lite::memb::Rcu::replace_and_synchronize() called inside",
             || {
                 Rcu::<u64, Memb>::new(0).replace_and_synchronize(1);
             },
         ),
-        ("Retired::into_inner", "Retired::into_inner()", || {
-            Rcu::<u64, Memb>::new(0).replace_polled(1).into_inner();
-        }),
+        (
+            "Retired::into_inner",
+            "rcu_lite::memb::Retired::into_inner() called inside",
+            || {
+                Rcu::<u64, Memb>::new(0).replace_polled(1).into_inner();
+            },
+        ),
     ];
     let cell = std::sync::Arc::new(Rcu::<u64, Memb>::new(1));
     for (what, name, wait) in waits {
