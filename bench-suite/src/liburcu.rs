@@ -29,7 +29,8 @@
 use crate::registry::Unavailable;
 
 /// How to make the liburcu peers available.
-pub const INSTALL_HINT: &str = "apt-get install -y liburcu-dev";
+pub const INSTALL_HINT: &str =
+    "apt-get install -y liburcu-dev pkg-config, then cargo clean -p bench-suite and build again";
 
 /// Whether this build links liburcu.
 pub const LINKED: bool = cfg!(syncbench_liburcu);
@@ -302,7 +303,10 @@ mod tests {
             );
             assert!(why.hint.contains(INSTALL_HINT), "{}", why.hint);
         } else {
-            assert_eq!(why.hint, "apt-get install -y liburcu-dev");
+            assert_eq!(
+                why.hint,
+                "apt-get install -y liburcu-dev pkg-config, then cargo clean -p bench-suite and build again"
+            );
             assert!(
                 text.contains("pkg-config") && text.contains(INSTALL_HINT),
                 "{text}"

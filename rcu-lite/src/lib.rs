@@ -2,7 +2,8 @@
 //!
 //! A user-space rebuild of Tree RCU's grace-period engine and of the patch that
 //! reports the grace-period driver's own quiescent state at the end of
-//! `rcu_gp_init()` (`../shared/seeds/rcu-gp-kthread-qs-early-v2.txt`): with it,
+//! `rcu_gp_init()` (the patch "Reduce synchronize_rcu() latency by reporting GP
+//! kthread's CPU QS early", v2, on the kernel's RCU list): with it,
 //! on an idle system one force-quiescent-state (FQS) scan suffices instead of
 //! two. [`GpConfig::quick_qs`] switches it off for comparison and
 //! [`Fqs::FixedInterval`] paces scans as the kernel does.
