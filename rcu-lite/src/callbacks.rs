@@ -172,17 +172,20 @@ impl CallbackQueue {
     /// [`Self::request_grace_period`].
     fn queue(&'static self, callback: Option<Callback>, synchronize: fn(), flavor: &str) {
         #[cfg(not(loom))]
-        if crate::fork::between_the_hooks() && std::thread::panicking() {
-            // A drop run by the unwind of a refused call (`Rcu::replace`'s
-            // new value, say) queues a callback: refusing it would be a
-            // second panic, which aborts the process. The callback is leaked
-            // instead, never run and never dropped (what it would free stays
-            // allocated), as hazptr leaks a retire there.
+        if crate::fork::between_the_hooks() {
+            // Refused: leaked, never run and never dropped. What it owns
+            // (an object readers may still reach, to be freed after a grace
+            // period) must not be dropped now, as the unwind would.
             mem::forget(callback);
-            return;
+            if std::thread::panicking() {
+                // A drop run by the unwind of a refused call (`Rcu::replace`'s
+                // new value, say) queues a callback: refusing it would be a
+                // second panic, which aborts the process. As hazptr leaks a
+                // retire there.
+                return;
+            }
+            crate::fork::between_hooks(flavor, crate::fork::Refused::Queuing);
         }
-        #[cfg(not(loom))]
-        crate::fork::refuse_between_hooks(flavor, crate::fork::Refused::Queuing);
         #[cfg(loom)]
         let _ = (synchronize, flavor);
         let wake = {

@@ -294,9 +294,10 @@ pub(crate) fn refuse_between_hooks(flavor: &str, refused: Refused) {
     }
 }
 
+/// The panic of [`refuse_between_hooks`].
 #[cold]
 #[inline(never)]
-fn between_hooks(flavor: &str, refused: Refused) -> ! {
+pub(crate) fn between_hooks(flavor: &str, refused: Refused) -> ! {
     let (name, why) = match refused {
         Refused::Queuing => (
             "call_rcu() or rcu_barrier() (or Rcu::replace/update, raw::defer_drop_box)".to_owned(),

@@ -400,15 +400,17 @@ pub fn cond_synchronize_rcu(state: GpState<Memb>) {
 /// # Panics
 ///
 /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
-/// and `after_fork_*` (it would wait for the queue lock the thread holds).
-/// If the callback thread cannot be started (the system refuses a new
+/// and `after_fork_*` (it would wait for the queue lock the thread holds);
+/// `callback` is then leaked, neither run nor dropped (what it owns may
+/// still be reachable by readers). If the callback thread cannot be started (the system refuses a new
 /// thread): `callback` is queued all the same, and runs once a later
 /// `call_rcu()` or [`rcu_barrier`] of this flavor starts the thread.
 ///
 /// Neither panics while the calling thread is already unwinding (a drop that
 /// a panic runs), where a second panic would abort the process: a failed
 /// start is reported on stderr instead (the callback stays queued), and
-/// between the fork hooks the callback is leaked, never run nor dropped.
+/// between the fork hooks the refusal returns, with the callback leaked as
+/// above.
 pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
     engine()
         .callbacks

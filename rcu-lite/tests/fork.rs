@@ -406,6 +406,41 @@ fn queuing_callbacks_or_waiting_for_readers_between_the_fork_hooks_panics() {
     }
 }
 
+/// A `call_rcu` refused between the hooks leaks its callback: what the
+/// callback owns may still be reachable by readers until a grace period
+/// (`call_rcu(move || drop(old))`), so the refusal's unwind must not drop it.
+#[test]
+fn a_refused_call_rcu_neither_runs_nor_drops_its_callback() {
+    let _serial = serial();
+    /// Sets its flag when dropped.
+    struct Flagged(Arc<AtomicBool>);
+    impl Drop for Flagged {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let ran = Arc::new(AtomicBool::new(false));
+    let (owned, flag) = (Flagged(Arc::clone(&dropped)), Arc::clone(&ran));
+    test_support::within_a_deadline("a call_rcu between the hooks", LIMIT, move || {
+        fork::before_fork();
+        let refused = catch_unwind(std::panic::AssertUnwindSafe(move || {
+            memb::call_rcu(move || {
+                let _owned = owned;
+                flag.store(true, SeqCst);
+            })
+        }));
+        fork::after_fork_parent();
+        assert!(refused.is_err(), "call_rcu between the hooks is refused");
+        memb::rcu_barrier();
+    });
+    assert!(!ran.load(SeqCst), "the refused callback ran");
+    assert!(
+        !dropped.load(SeqCst),
+        "the refused callback was dropped, and what it owned with it"
+    );
+}
+
 /// A qsbr callback that waits in `memb::rcu_barrier()` holds the qsbr batch
 /// lock until the memb worker runs a batch. `before_fork` must not hold the
 /// memb batch lock while it waits for the qsbr one.
