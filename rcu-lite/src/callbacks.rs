@@ -26,7 +26,9 @@
 //! - The worker starts on the first `call_rcu()` (or `rcu_barrier()`) and
 //!   lives as long as the process. A callback is queued before the worker is
 //!   started: a `call_rcu()` whose start fails panics with its callback
-//!   queued, and the next start runs it. The worker sleeps on a futex while
+//!   queued, and the next start runs it (while its thread already unwinds,
+//!   it reports the failure on standard error instead of a second panic;
+//!   a barrier then left without a worker panics, and so aborts). The worker sleeps on a futex while
 //!   the queue is empty and is woken by the `call_rcu()` that finds it asleep. A panicking callback is reported on
 //!   standard error and does not stop the worker. A callback that returns
 //!   with a memb read-side section open or a qsbr registration online on the
@@ -147,8 +149,10 @@ impl CallbackQueue {
     /// `synchronize_rcu` is `synchronize`, starting the worker if needed.
     ///
     /// Queued before the worker is started: if the start fails, this panics
-    /// with the callback queued, and the next `call_rcu()` or `rcu_barrier()`
-    /// that starts a worker runs it. (Started first, a failed start dropped
+    /// with the callback queued (or, while the thread already unwinds,
+    /// reports it on standard error), and the next `call_rcu()` or
+    /// `rcu_barrier()` that starts a worker runs it. Between the fork hooks
+    /// the callback is leaked and this panics (returns, while unwinding). (Started first, a failed start dropped
     /// the callback unrun: `Rcu::replace` had already published its new
     /// value, and the old one was never dropped.)
     pub(crate) fn enqueue(&'static self, callback: Callback, synchronize: fn(), flavor: &str) {
@@ -316,10 +320,16 @@ impl CallbackQueue {
             } else if !self.worker_runs() {
                 // Our enqueue returned without a worker: its start failed
                 // while this thread unwinds (`start_worker_with` reports
-                // that instead of panicking), and nobody may ever take our
-                // callback. A panic here aborts the process, with this
-                // message, rather than hanging it.
-                barrier_without_a_worker(flavor, name);
+                // that instead of panicking). Another caller's start may be
+                // under way: wait for it, or try again. If there is still no
+                // worker, nobody may ever take our callback: a panic here
+                // aborts the process, with this message, rather than
+                // hanging it.
+                #[cfg(not(loom))]
+                self.start_worker(synchronize, flavor);
+                if !self.worker_runs() {
+                    barrier_without_a_worker(flavor, name);
+                }
             } else {
                 // Untimed: our enqueue returned with a worker running
                 // (`start_worker_with`), which takes our callback and never
@@ -390,8 +400,9 @@ impl CallbackQueue {
     ///
     /// # Panics
     ///
-    /// If `spawn` fails or panics; the callbacks stay queued, and the next
-    /// `call_rcu()` or `rcu_barrier()` tries again.
+    /// If `spawn` fails or panics, unless the thread already unwinds (see
+    /// above); the callbacks stay queued, and the next `call_rcu()` or
+    /// `rcu_barrier()` tries again.
     #[cfg(not(loom))]
     #[cold]
     fn start_worker_with(&self, spawn: impl FnOnce() -> std::io::Result<()>) {
@@ -605,10 +616,7 @@ fn callback_left_the_worker(left: &str) -> ! {
     std::process::abort()
 }
 
-/// Reports a callback's panic on standard error. Nothing here may unwind into
-/// the batch: `eprintln!` panics when standard error is gone (a closed pipe),
-/// and a panic payload's own `Drop` may panic; either would end the worker
-/// with its batch half run, and no worker would start again.
+/// The panic of a barrier left without a worker (see `barrier`).
 #[cold]
 #[inline(never)]
 fn barrier_without_a_worker(flavor: &str, name: &str) -> ! {
@@ -618,6 +626,10 @@ fn barrier_without_a_worker(flavor: &str, name: &str) -> ! {
     )
 }
 
+/// Reports a callback's panic on standard error. Nothing here may unwind into
+/// the batch: `eprintln!` panics when standard error is gone (a closed pipe),
+/// and a panic payload's own `Drop` may panic; either would end the worker
+/// with its batch half run, and no worker would start again.
 #[cold]
 fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
     let _ = writeln!(

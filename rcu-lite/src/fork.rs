@@ -160,8 +160,10 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
 /// `Rcu::update`, `raw::defer_drop_box`) block in every other thread; in the
 /// forking thread they would wait for the lock it holds itself, so they panic
-/// instead. So does `synchronize_rcu()` there: a reader of another thread may
-/// be blocked in `call_rcu()` inside its section.
+/// instead (a refused `call_rcu()` leaks its callback, and one made while the
+/// thread already unwinds returns instead). So does `synchronize_rcu()` there:
+/// a reader of another thread may be blocked in `call_rcu()` inside its
+/// section.
 ///
 /// # Panics
 ///

@@ -362,7 +362,11 @@ pub fn get_state_synchronize_rcu() -> GpState<Memb> {
 ///
 /// # Panics
 ///
-/// As [`call_rcu`].
+/// As [`call_rcu`]. Where `call_rcu` would not panic because the calling
+/// thread already unwinds (between the fork hooks, or with a callback
+/// thread that cannot be started), the cookie comes back with no grace
+/// period driven for it: it elapses only once another caller's grace
+/// period does.
 pub fn start_poll_synchronize_rcu() -> GpState<Memb> {
     crate::poll::start_poll(&engine().callbacks, synchronize_rcu)
 }
@@ -438,18 +442,20 @@ pub fn loom_run_callback_worker_until(done: impl Fn() -> bool) {
 /// inside an [`Rcu::update`](crate::Rcu::update) function (a callback may be
 /// waiting for that cell's update lock),
 /// from inside a qsbr callback while a memb callback waits in
-/// `qsbr::rcu_barrier()` (each worker would wait for the other), or as
-/// [`call_rcu`].
-///
-/// While the calling thread unwinds (a drop that a panic runs), a callback
-/// thread that cannot be started (see [`call_rcu`]) leaves nobody to run the
-/// callbacks this waits for: it panics then, which aborts the process.
+/// `qsbr::rcu_barrier()` (each worker would wait for the other), between
+/// the fork hooks, or if the callback thread cannot be started (as
+/// [`call_rcu`]). Unlike `call_rcu`, also while the calling thread unwinds
+/// (a drop that a panic runs), which aborts the process: between the hooks,
+/// or with no callback thread, nobody would run the callbacks it waits for.
 ///
 /// Waits forever, without a panic, if a queued memb callback waits for qsbr
 /// (`qsbr::rcu_barrier()`, `qsbr::synchronize_rcu()`) and this thread has an
 /// online [`QsbrThread`](crate::qsbr::QsbrThread) that the callback's qsbr
 /// grace period waits for: take it offline first.
 pub fn rcu_barrier() {
+    // First: inside an update function, the advice of the message below
+    // (leave the section) would not be enough.
+    crate::cell::refuse_to_wait_in_an_update("memb", "rcu_barrier");
     if read_ongoing() {
         barrier_inside_a_section();
     }

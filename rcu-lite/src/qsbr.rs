@@ -524,7 +524,11 @@ pub fn get_state_synchronize_rcu() -> GpState<Qsbr> {
 ///
 /// # Panics
 ///
-/// As [`call_rcu`].
+/// As [`call_rcu`]. Where `call_rcu` would not panic because the calling
+/// thread already unwinds (between the fork hooks, or with a callback
+/// thread that cannot be started), the cookie comes back with no grace
+/// period driven for it: it elapses only once another caller's grace
+/// period does.
 pub fn start_poll_synchronize_rcu() -> GpState<Qsbr> {
     crate::poll::start_poll(&engine().callbacks, synchronize_rcu)
 }
@@ -591,12 +595,11 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 /// wait for this thread), inside an [`Rcu::update`](crate::Rcu::update)
 /// function (a callback may be waiting for that cell's update lock), from
 /// inside a memb callback while a qsbr callback
-/// waits in `memb::rcu_barrier()` (each worker would wait for the other), or
-/// as [`call_rcu`].
-///
-/// While the calling thread unwinds (a drop that a panic runs), a callback
-/// thread that cannot be started (see [`call_rcu`]) leaves nobody to run the
-/// callbacks this waits for: it panics then, which aborts the process.
+/// waits in `memb::rcu_barrier()` (each worker would wait for the other),
+/// between the fork hooks, or if the callback thread cannot be started (as
+/// [`call_rcu`]). Unlike `call_rcu`, also while the calling thread unwinds
+/// (a drop that a panic runs), which aborts the process: between the hooks,
+/// or with no callback thread, nobody would run the callbacks it waits for.
 ///
 /// Waits forever, without a panic, if a queued qsbr callback waits for memb
 /// (`memb::rcu_barrier()`, `memb::synchronize_rcu()`) and this thread is
@@ -607,6 +610,9 @@ pub fn rcu_barrier() {
 }
 
 fn barrier(name: &'static str) {
+    // First: inside an update function, the advice of the message below
+    // (`QsbrThread::rcu_barrier()`) would be refused too.
+    crate::cell::refuse_to_wait_in_an_update("qsbr", name);
     if online_count() != 0 {
         panic!(
             "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread: the \
