@@ -722,6 +722,17 @@ mod tests {
         });
     }
 
+    /// The state is back to no worker, and the next caller spawns one.
+    fn assert_the_next_start_spawns(queue: &CallbackQueue) {
+        assert_eq!(queue.worker_state.load(Relaxed), WORKER_NOT_STARTED);
+        let spawned = Cell::new(false);
+        queue.start_worker_with(|| {
+            spawned.set(true);
+            Ok(())
+        });
+        assert!(spawned.get());
+    }
+
     /// A start that fails while the caller is already unwinding (a drop run
     /// by a panic queued a callback) reports the failure instead of a second
     /// panic, which would abort the process; the next caller starts it.
@@ -742,13 +753,7 @@ mod tests {
         }));
         let payload = unwound.expect_err("the first panic reaches catch_unwind");
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"the first panic"));
-        assert_eq!(queue.worker_state.load(Relaxed), WORKER_NOT_STARTED);
-        let spawned = Cell::new(false);
-        queue.start_worker_with(|| {
-            spawned.set(true);
-            Ok(())
-        });
-        assert!(spawned.get());
+        assert_the_next_start_spawns(&queue);
     }
 
     /// A barrier made while its thread unwinds, whose worker cannot start,
@@ -799,12 +804,6 @@ mod tests {
             queue.start_worker_with(|| panic!("a spawn that panics"));
         }));
         assert!(panicked.is_err());
-        assert_eq!(queue.worker_state.load(Relaxed), WORKER_NOT_STARTED);
-        let spawned = Cell::new(false);
-        queue.start_worker_with(|| {
-            spawned.set(true);
-            Ok(())
-        });
-        assert!(spawned.get());
+        assert_the_next_start_spawns(&queue);
     }
 }
