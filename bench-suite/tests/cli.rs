@@ -1180,7 +1180,7 @@ fn liburcu_peers_are_listed_with_their_availability() {
         }
         assert!(
             text.contains("[unavailable: liburcu")
-                && text.contains("apt-get install -y liburcu-dev)]")
+                && text.contains(&format!("{})]", bench_suite::liburcu::INSTALL_HINT))
                 && text.contains(cause),
             "{text}"
         );
