@@ -424,6 +424,8 @@ impl<'d> Guard<'d> {
         self.slot_ref().store(EMPTY, Ordering::Release);
         self.slot = NonNull::from(&n.value);
         self.home = Home::Backup(backup);
+        // A backup slot's guard calls `fence::light()`, as one taken there.
+        self.light_is_compiler_fence = false;
     }
 }
 
@@ -574,10 +576,13 @@ mod tests {
             && fence::mode() == Mode::Membarrier
             && !cfg!(feature = "force-slow-path");
         for domain in [&Domain::new(), Domain::global()] {
-            let first = domain.guard();
+            let mut first = domain.guard();
             let nested = domain.guard();
             assert_eq!(first.light_is_compiler_fence, first_slot_is_offered);
             assert!(!nested.light_is_compiler_fence);
+            // Promoted to a backup slot, it is a backup slot's guard.
+            first.promote();
+            assert!(!first.light_is_compiler_fence);
         }
         let slow = Domain::builder().force_slow_path(true).build();
         let backup = slow.guard();
