@@ -227,9 +227,14 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
                         waiting.iter().all(|w| !w.is_finished()),
                         "a synchronize returned while a reader held its object"
                     );
-                    let status = fork_and_wait(HOOKS, || {
-                        child_work(domains, held, (in_block, in_backup), mine)
-                    });
+                    // SAFETY: the child works with addresses (which `synchronize`
+                    // takes), its own guards and objects of its own: no reference
+                    // that another thread's guard protected.
+                    let status = unsafe {
+                        fork_and_wait(HOOKS, || {
+                            child_work(domains, held, (in_block, in_backup), mine)
+                        })
+                    };
                     assert_child_succeeded(status, "its hazptr work");
                     // The parent goes on: release the readers, and everyone completes.
                     readers.release();
@@ -326,10 +331,15 @@ fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
                         after_child: after_fork_parent_then_child,
                         ..HOOKS
                     };
-                    let status = fork_and_wait(hooks, || {
-                        // The vanished reader's protection is gone.
-                        domain.synchronize(obj.load(Relaxed));
-                    });
+                    // SAFETY: the child works with addresses (which `synchronize`
+                    // takes), its own guards and objects of its own: no reference
+                    // that another thread's guard protected.
+                    let status = unsafe {
+                        fork_and_wait(hooks, || {
+                            // The vanished reader's protection is gone.
+                            domain.synchronize(obj.load(Relaxed));
+                        })
+                    };
                     assert_child_succeeded(status, "its hooks and a synchronize");
                     reader.release();
                 },

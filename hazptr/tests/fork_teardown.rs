@@ -33,10 +33,13 @@ struct ForkWhenDropped;
 
 impl Drop for ForkWhenDropped {
     fn drop(&mut self) {
-        let status = fork_and_wait(HOOKS, || {
-            let obj = 7u64;
-            Domain::global().synchronize(&obj);
-        });
+        // SAFETY: the child synchronizes an address of its own object.
+        let status = unsafe {
+            fork_and_wait(HOOKS, || {
+                let obj = 7u64;
+                Domain::global().synchronize(&obj);
+            })
+        };
         // Relaxed: read after the thread's join.
         FORK_STATUS.store(status, Relaxed);
     }
@@ -73,26 +76,30 @@ impl Drop for GuardsThenFork {
         let addr = late.protect_ptr(obj) as usize;
         assert!(late.is_backup());
         guards.push((late, Domain::global(), addr));
-        let status = fork_and_wait(HOOKS, move || {
-            // Each of this thread's protections still holds in the child: a
-            // synchronize of its address waits until its guard goes.
-            let waiters: Vec<_> = guards
-                .iter()
-                .map(|&(_, domain, addr)| {
-                    thread::spawn(move || domain.synchronize(addr as *const u64))
-                })
-                .collect();
-            thread::sleep(Duration::from_millis(100));
-            let early = waiters.iter().filter(|w| w.is_finished()).count();
-            drop(guards);
-            for w in waiters {
-                w.join().expect("synchronize of an own address");
-            }
-            assert_eq!(
-                early, 0,
-                "a synchronize returned while the forking thread's guard protected its address"
-            );
-        });
+        // SAFETY: the child works with addresses and this thread's own
+        // guards: no reference that another thread's guard protected.
+        let status = unsafe {
+            fork_and_wait(HOOKS, move || {
+                // Each of this thread's protections still holds in the child: a
+                // synchronize of its address waits until its guard goes.
+                let waiters: Vec<_> = guards
+                    .iter()
+                    .map(|&(_, domain, addr)| {
+                        thread::spawn(move || domain.synchronize(addr as *const u64))
+                    })
+                    .collect();
+                thread::sleep(Duration::from_millis(100));
+                let early = waiters.iter().filter(|w| w.is_finished()).count();
+                drop(guards);
+                for w in waiters {
+                    w.join().expect("synchronize of an own address");
+                }
+                assert_eq!(
+                    early, 0,
+                    "a synchronize returned while the forking thread's guard protected its address"
+                );
+            })
+        };
         // Relaxed: read after the thread's join.
         FORK_STATUS.store(status, Relaxed);
     }

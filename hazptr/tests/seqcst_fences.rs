@@ -206,18 +206,22 @@ fn a_fork_child_frees_foreign_slots_but_keeps_the_first_one_back() {
             });
             held_rx.recv().expect("the holder protects");
             assert_eq!(domain.thread_blocks(), 1);
-            let status = fork_and_wait(HOOKS, move || {
-                // The holder did not come along: its block is free here, and this
-                // thread takes it over.
-                thread::spawn(move || all_but_one_block_slot_serve_guards(domain))
-                    .join()
-                    .expect("the child's guards were placed as expected");
-                assert_eq!(
-                    domain.thread_blocks(),
-                    1,
-                    "the child made a block of its own"
-                );
-            });
+            // SAFETY: the child takes guards of its own; it uses no reference
+            // that another thread's guard protected.
+            let status = unsafe {
+                fork_and_wait(HOOKS, move || {
+                    // The holder did not come along: its block is free here, and this
+                    // thread takes it over.
+                    thread::spawn(move || all_but_one_block_slot_serve_guards(domain))
+                        .join()
+                        .expect("the child's guards were placed as expected");
+                    assert_eq!(
+                        domain.thread_blocks(),
+                        1,
+                        "the child made a block of its own"
+                    );
+                })
+            };
             release_tx.send(()).expect("the holder waits");
             holder.join().expect("the holder exits");
             assert_child_succeeded(status, "its guards on the holder's freed block");

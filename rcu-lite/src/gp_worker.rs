@@ -10,6 +10,8 @@
 //! than 4 CPUs: two waiters while readers have held grace periods up of
 //! late, else more than one per CPU; `Engine::crowded`); with fewer, the
 //! driver hands `DRIVER` to one of the waiters instead (`Engine::hand_off`).
+//! Its thread starts on the first hand-over, or before it when a program calls
+//! `start_grace_period_worker()` (`GpWorker::start`).
 //!
 //! # Invariants
 //!
@@ -21,6 +23,10 @@
 //!   the worker drives. The only other way is its own exit path: having
 //!   cleared the bit, it takes it back with an RMW if a caller asked meanwhile
 //!   and nobody else took it (`Engine::drive_for_others`).
+//! - One worker thread per engine: a start claims `thread` from
+//!   `NOT_STARTED` to `STARTING` before it spawns, and a hand-over that
+//!   finds another thread's start under way goes without the worker, as
+//!   after a refusal.
 //! - At most one hand-over is pending: only a `DRIVER` holder hands over, and
 //!   the worker consumes the hand-over before it drives and releases the bit
 //!   only after it stops driving.
@@ -51,8 +57,12 @@ pub(crate) const HANDED_OVER: u32 = 1;
 pub(crate) struct GpWorker {
     /// [`IDLE`] or [`HANDED_OVER`]: the futex word the worker parks on.
     handover: AtomicU32,
-    /// [`NOT_STARTED`] or [`RUNNING`]. Only a `DRIVER` holder reads or
-    /// writes it, so starting needs no lock.
+    /// [`NOT_STARTED`], [`STARTING`] or [`RUNNING`]. A start claims it
+    /// from `NOT_STARTED` with a CAS, so that one thread at a time spawns:
+    /// a `DRIVER` holder in [`hand_over`](GpWorker::hand_over), or any
+    /// thread in [`start`](GpWorker::start). Relaxed throughout: it says
+    /// whether a thread exists, and publishes nothing the worker reads
+    /// (the hand-over word does that).
     thread: AtomicU8,
     /// When (milliseconds of [`clock_ms`], at least 1) the system last
     /// refused to start the thread; 0 if it never did. Drivers then hand over
@@ -70,8 +80,10 @@ pub(crate) struct GpWorker {
 
 /// `GpWorker::thread`: no worker thread yet (or none in this fork child).
 const NOT_STARTED: u8 = 0;
+/// `GpWorker::thread`: a thread is spawning the worker thread.
+const STARTING: u8 = 1;
 /// `GpWorker::thread`: the worker thread runs.
-const RUNNING: u8 = 1;
+const RUNNING: u8 = 2;
 
 /// How long drivers go without a worker after the system refused to start
 /// its thread, before one tries again.
@@ -128,25 +140,69 @@ impl GpWorker {
     /// still the caller's, if no worker thread could be started.
     #[cold]
     pub(crate) fn hand_over(&'static self, engine: &'static Engine) -> bool {
-        // Relaxed, here and for `refused_ms`: only the DRIVER holder (us)
-        // touches them, and the RMWs on `gp_state` that pass the bit on order
-        // their accesses.
+        // Relaxed, for `thread` see its field; for `refused_ms`: only the
+        // DRIVER holder (us) touches it, and the RMWs on `gp_state` that
+        // pass the bit on order its accesses.
         if self.thread.load(Relaxed) != RUNNING {
             let refused = self.refused_ms.load(Relaxed);
             if refused != 0 && clock_ms().max(1).wrapping_sub(refused) < RETRY_MS {
                 return false;
             }
-            if !self.spawn(engine) {
-                self.refused_ms.store(clock_ms().max(1), Relaxed);
+            // Another thread's `start` spawning it: without a worker this
+            // time, as after a refusal.
+            if !self.try_spawn(engine) {
+                if self.thread.load(Relaxed) == NOT_STARTED {
+                    self.refused_ms.store(clock_ms().max(1), Relaxed);
+                }
                 return false;
             }
-            self.thread.store(RUNNING, Relaxed);
         }
         // Release pairs with the Acquire swap in `park_and_drive`: the grace
         // periods this driver completed happen before the worker's.
         self.handover.store(HANDED_OVER, Release);
         futex::wake_one(&self.handover);
         true
+    }
+
+    /// Starts the worker thread now, if it does not run yet, rather than on
+    /// the first crowded grace period (`start_grace_period_worker`). Returns
+    /// whether it runs: false if the system refused the thread. Waits for
+    /// another thread's start under way, which may yet be refused.
+    pub(crate) fn start(&'static self, engine: &'static Engine) -> bool {
+        loop {
+            // Relaxed: see `thread`.
+            match self.thread.load(Relaxed) {
+                RUNNING => return true,
+                STARTING => std::thread::yield_now(),
+                _ => {
+                    if self.try_spawn(engine) {
+                        return true;
+                    }
+                    if self.thread.load(Relaxed) == NOT_STARTED {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Claims the start (`NOT_STARTED` to `STARTING`) and spawns the worker
+    /// thread. False if another thread holds the claim (`thread` is then
+    /// `STARTING` or `RUNNING`) or the system refused the thread (`thread`
+    /// is back to `NOT_STARTED`).
+    fn try_spawn(&'static self, engine: &'static Engine) -> bool {
+        // Relaxed, all three: see `thread`.
+        if self
+            .thread
+            .compare_exchange(NOT_STARTED, STARTING, Relaxed, Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        let spawned = self.spawn(engine);
+        self.thread
+            .store(if spawned { RUNNING } else { NOT_STARTED }, Relaxed);
+        spawned
     }
 
     /// Starts the worker thread; false if the system refused.
@@ -182,7 +238,7 @@ impl GpWorker {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{RETRY_MS, clock_ms};
+    use super::{NOT_STARTED, RETRY_MS, RUNNING, clock_ms};
     use crate::engine::{Engine, ReaderFence};
     use std::sync::atomic::Ordering::Relaxed;
 
@@ -233,5 +289,50 @@ mod tests {
             tries + 2,
             "a fork child kept the parent's refusal of the worker thread"
         );
+    }
+
+    /// `start` spawns the worker thread once, however many threads ask at
+    /// the same time, and every one of them returns once it runs. (Catches a
+    /// start without the claim: two threads both spawn.)
+    #[test]
+    fn concurrent_starts_spawn_one_worker_thread() {
+        let engine: &'static Engine = Box::leak(Box::new(Engine::new(ReaderFence::Light)));
+        let worker = &engine.gp_worker;
+        let barrier = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    barrier.wait();
+                    assert!(worker.start(engine), "a start of the worker failed");
+                    // Relaxed: `start` itself read RUNNING on this thread.
+                    assert_eq!(worker.thread.load(Relaxed), RUNNING);
+                });
+            }
+        });
+        assert!(worker.start(engine));
+        // Relaxed: the counter of the starts above, all joined.
+        assert_eq!(
+            worker.spawn_tries.load(Relaxed),
+            1,
+            "the worker thread was spawned more than once"
+        );
+    }
+
+    /// A start the system refuses returns false and leaves the worker not
+    /// started, for the next start or hand-over to try again; it does not
+    /// count as a driver's refusal, which would keep drivers from trying for
+    /// `RETRY_MS`.
+    #[test]
+    fn a_refused_start_leaves_the_worker_to_the_next_try() {
+        let engine: &'static Engine = Box::leak(Box::new(Engine::new(ReaderFence::Light)));
+        let worker = &engine.gp_worker;
+        // Relaxed, here and below: the test thread alone uses this engine.
+        worker.fail_spawn.store(true, Relaxed);
+        assert!(!worker.start(engine), "a refused start reported a worker");
+        assert_eq!(worker.thread.load(Relaxed), NOT_STARTED);
+        assert_eq!(worker.refused_ms.load(Relaxed), 0);
+        worker.fail_spawn.store(false, Relaxed);
+        assert!(worker.start(engine), "the start after a refusal failed");
+        assert_eq!(worker.spawn_tries.load(Relaxed), 2);
     }
 }

@@ -646,6 +646,24 @@ pub fn config() -> GpConfig {
     engine().config()
 }
 
+/// Starts this flavor's grace-period worker thread now, if it does not run
+/// yet, and returns whether it runs (false if the system refused the thread).
+///
+/// Callers drive their own grace periods while they come alone; the worker
+/// takes over when many wait at once, and its thread starts then, inside
+/// that grace period. A program that times its first crowded
+/// `synchronize_rcu()` calls, or cannot afford a thread spawn inside one,
+/// starts it here first. Not under loom, which has no worker thread.
+///
+/// ```
+/// assert!(rcu_lite::qsbr::start_grace_period_worker());
+/// ```
+#[cfg(not(loom))]
+pub fn start_grace_period_worker() -> bool {
+    let engine = engine();
+    engine.gp_worker.start(engine)
+}
+
 /// How many grace periods this flavor has started and completed.
 pub fn grace_periods() -> GpCounts {
     engine().counts()

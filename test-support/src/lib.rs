@@ -63,10 +63,22 @@ pub const CHILD_ALARM_S: u32 = 40;
 /// panicked. Returns the child's wait status. A child's panic message goes
 /// straight to the process's stderr: the test harness's capture of the
 /// output, which the child inherits, would keep it in the child's memory.
-pub fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
+///
+/// # Safety
+///
+/// The contract of the crates' fork hooks (`hazptr::fork`, `rcu_lite::fork`),
+/// which `hooks` are: `child` uses no reference that only another thread's
+/// guard, read-side section or registration protected. The child has none of
+/// the other threads, and its `after_child` hook releases what they held, so
+/// whatever such a reference points to may be freed in the child. (A safe
+/// function here would let safe code read freed memory: a `&'static T`
+/// loaded through a guard that another thread leaked.)
+pub unsafe fn fork_and_wait(hooks: ForkHooks, child: impl FnOnce()) -> i32 {
     (hooks.before)();
-    // SAFETY: the child only runs Rust code that glibc's fork handlers make
-    // safe in practice (allocation, threads) and then `_exit`s.
+    // SAFETY: the caller's promise covers what the child touches of the
+    // parent's synchronization state; for the rest, the child only runs Rust
+    // code that glibc's fork handlers make safe in practice (allocation,
+    // threads) and then `_exit`s.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
@@ -520,6 +532,22 @@ pub fn thread_states(name: &str) -> Vec<char> {
     states
 }
 
+/// Whether a thread of this process named `name` (see [`thread_states`])
+/// appears within `limit`: a thread sets its name once it runs, a little
+/// after the call that spawned it returned.
+pub fn thread_appears(name: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if !thread_states(name).is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Returns once the one thread of this process named `name` has been seen
 /// asleep (`S`, see [`thread_states`]) on `looks` reads in a row, 2 ms
 /// apart; panics with `what` and the states last read if that has not
@@ -574,8 +602,11 @@ mod tests {
             after_parent: nothing,
             after_child: panicking_child_hook,
         };
-        // SAFETY: plain libc call, in the child only.
-        let status = fork_and_wait(hooks, || unsafe { libc::_exit(0) });
+        // SAFETY: the child uses nothing of the parent's.
+        let status = unsafe {
+            // SAFETY: plain libc call, in the child only.
+            fork_and_wait(hooks, || libc::_exit(0))
+        };
         assert!(
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1,
             "wait status {status:#x}"
@@ -584,7 +615,8 @@ mod tests {
             after_child: nothing,
             ..hooks
         };
-        assert_child_succeeded(fork_and_wait(fine, || {}), "nothing");
+        // SAFETY: the child uses nothing of the parent's.
+        assert_child_succeeded(unsafe { fork_and_wait(fine, || {}) }, "nothing");
     }
 
     /// Set in the child processes of the tests below.

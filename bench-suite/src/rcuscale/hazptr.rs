@@ -96,29 +96,7 @@ impl GracePeriod for Hazptr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
-
-    /// Whether a thread named `name` (as `/proc` shows it: 15 bytes at most)
-    /// appears within a second.
-    fn thread_appears(name: &str) -> bool {
-        let name = &name[..name.len().min(15)];
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline {
-            let found = std::fs::read_dir("/proc/self/task")
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|task| {
-                    std::fs::read_to_string(task.path().join("comm"))
-                        .is_ok_and(|comm| comm.trim_end() == name)
-                });
-            if found {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        false
-    }
+    use std::time::Duration;
 
     /// Each update publishes the writer's new object in place of the old
     /// one (which it frees once the wait is over).
@@ -141,7 +119,7 @@ mod tests {
         let id = hazptr.domain.id();
         hazptr.prepare_writer();
         assert!(
-            thread_appears(&format!("hazptr-scan-{id}")),
+            test_support::thread_appears(&format!("hazptr-scan-{id}"), Duration::from_secs(1)),
             "no scanner thread for {:?} after prepare_writer",
             hazptr.domain
         );

@@ -144,6 +144,11 @@ impl GracePeriod for RcuLite {
         // `synchronize_rcu` registers a thread on its first call; a read
         // lock does the same, untimed.
         drop(memb::read_lock());
+        // The grace-period worker's thread would otherwise start inside the
+        // first crowded wait of the process (as hazptr's scanner would in
+        // each run's first contended wait): start it here, untimed. Without
+        // it (refused), drivers hand over to waiters, timed as such.
+        memb::start_grace_period_worker();
     }
 
     fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
@@ -239,6 +244,8 @@ impl GracePeriod for RcuLiteQsbr {
         // The first `synchronize_rcu` claims the thread's own record, which
         // a driver needs; the readers wait at the start gate offline.
         qsbr::synchronize_rcu();
+        // As for memb.
+        qsbr::start_grace_period_worker();
     }
 
     fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
@@ -288,6 +295,40 @@ mod tests {
         rcu_lite.update_and_wait(7);
         // SAFETY: never null; no writer runs beside this load.
         assert_eq!(unsafe { *rcu_lite.current.slot().load(Acquire) }, 7);
+    }
+
+    /// The grace-period worker's thread starts when many callers first wait
+    /// at once: `prepare_writer` starts it, untimed, so that no crowded
+    /// run's first waits include spawning a thread (one per process and
+    /// flavor). In a child process, where no other test started it before.
+    #[test]
+    #[cfg_attr(miri, ignore = "reads /proc and spawns a process")]
+    fn the_grace_period_worker_starts_before_the_timed_waits() {
+        use std::time::Duration;
+        const CASE: &str = "SYNCBENCH_TEST_GP_WORKER_FLAVOR";
+        let Ok(flavor) = std::env::var(CASE) else {
+            for flavor in ["memb", "qsbr"] {
+                test_support::in_a_child_process(
+                    "rcuscale::rcu_lite::tests::the_grace_period_worker_starts_before_the_timed_waits",
+                    CASE,
+                    flavor,
+                );
+            }
+            return;
+        };
+        assert!(
+            test_support::thread_states("rcu-lite-gp").is_empty(),
+            "a grace-period worker ran before the test"
+        );
+        let implementation: Box<dyn GracePeriod> = match flavor.as_str() {
+            "memb" => Box::new(RcuLite::new(true, &Options::default())),
+            _ => Box::new(RcuLiteQsbr::new(&Options::default())),
+        };
+        implementation.prepare_writer();
+        assert!(
+            test_support::thread_appears("rcu-lite-gp", Duration::from_secs(1)),
+            "{flavor}: no grace-period worker thread after prepare_writer"
+        );
     }
 
     /// An `rcu-lite-qsbr` run sets the qsbr flavor's configuration, not
