@@ -289,7 +289,7 @@ impl Shared {
             return;
         }
         b.link.owner.clear();
-        // Release pairs with the Acquire CAS in `take_block`.
+        // Release pairs with the Acquire CAS in `find_or_add_block`.
         b.link.in_use.store(false, Ordering::Release);
     }
 

@@ -480,7 +480,7 @@ impl Drop for Guard<'_> {
                 let n = unsafe { node.as_ref() };
                 crate::registration::forget_backup(n.domain, node);
                 n.owner.clear();
-                // Release pairs with the Acquire CAS in `take_backup`: the
+                // Release pairs with the Acquire CAS in `claim_free_backup`: the
                 // next holder sees the slot empty.
                 n.in_use.store(false, Ordering::Release);
             }

@@ -151,6 +151,7 @@ impl Default for RawQRwLock {
 
 impl core::fmt::Debug for RawQRwLock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Relaxed: a snapshot to print; nothing is read on its strength.
         let cnts = self.cnts.load(Ordering::Relaxed);
         f.debug_struct("RawQRwLock")
             .field("readers", &(cnts >> READER_SHIFT))
@@ -271,7 +272,7 @@ impl RawQRwLock {
             }
             return false;
         }
-        // Acquire: as in `read_lock`. The Relaxed look above may miss a bit
+        // Acquire: as in `read_lock_unless`. The Relaxed look above may miss a bit
         // set just before; the add reads the latest word, so its value decides.
         let cnts = self.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
         if cnts & (writer_bits | READER_OVERFLOW) == 0 {
@@ -339,6 +340,8 @@ impl RawQRwLock {
     /// `queued_write_trylock()`. Never waits.
     #[inline]
     pub fn try_write_lock(&self) -> bool {
+        // Relaxed: only a filter that spares a held lock's line the CAS; the
+        // CAS below is what acquires.
         self.cnts.load(Ordering::Relaxed) == 0
             && self
                 .cnts
@@ -457,6 +460,8 @@ impl RawQRwLock {
         if cnts & HEAD_SLEEPING != 0 {
             // Our bit, left by a wake that came before the waker cleared it:
             // clear it so later unlocks do not issue a pointless wake.
+            // (Relaxed: the wait above already acquired; an RMW keeps the
+            // word's release sequences whole.)
             self.cnts.fetch_and(!HEAD_SLEEPING, Ordering::Relaxed);
         }
         // Admit the readers queued right behind us (we are inside, so no
@@ -476,7 +481,8 @@ impl RawQRwLock {
         let node = QNode::new(true);
         let entry = self.wait_queue.lock(&node);
         debug_assert_eq!(entry, Entry::Front, "writers are never admitted");
-        // At the front. Take the lock directly if it is free.
+        // At the front. Take the lock directly if it is free. (Relaxed: a
+        // filter for the CAS, which acquires.)
         if self.cnts.load(Ordering::Relaxed) == 0
             && self
                 .cnts
@@ -532,7 +538,10 @@ impl RawQRwLock {
             self.bias_taken_by_a_stray_unlock();
         }
         if cnts & HEAD_SLEEPING != 0 {
-            self.wake_head(cnts - READER_BIAS);
+            // Wrapping: below the bias when the add landed on a stray
+            // unlock's wrap (left to its repair above); the word is then
+            // wrapped as well, and `wake_head` finds no one free to go.
+            self.wake_head(cnts.wrapping_sub(READER_BIAS));
         }
     }
 
@@ -670,8 +679,10 @@ mod tests {
         assert_eq!(READER_OVERFLOW & READER_MASK, READER_OVERFLOW);
     }
 
+    /// The word's values for readers, a writer and a downgrade (the
+    /// kernel's layout, but for the count, which starts at bit 10).
     #[test]
-    fn word_follows_the_kernel_layout() {
+    fn word_counts_readers_and_the_writer_as_laid_out() {
         let lock = RawQRwLock::new();
         lock.read_lock();
         lock.read_lock();
@@ -1105,6 +1116,37 @@ mod tests {
         lock.write_lock();
         // SAFETY: taken on the line above.
         unsafe { lock.write_unlock() };
+    }
+
+    /// The same with a writer holding the lock and another asleep at the
+    /// front when the stray unlock wraps the word: the reader's undo finds
+    /// the sleeper bit under a count below its bias and leaves the wake to
+    /// the repair, which wakes the front writer to recheck. (Until
+    /// 2026-12-05 the undo's subtraction overflowed: "attempt to subtract
+    /// with overflow" in builds with overflow checks, instead of the
+    /// misuse's message.)
+    #[test]
+    fn a_reader_that_lands_on_a_stray_unlocks_wrap_over_a_sleeping_head() {
+        let lock = RawQRwLock::new();
+        let held = WRITER_LOCKED | WRITER_WAITING | HEAD_SLEEPING;
+        lock.cnts.store(held, Ordering::Relaxed);
+        let stray = lock.cnts.fetch_sub(READER_BIAS, Ordering::Release);
+        assert_eq!(stray, held);
+        let added_to = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        assert_ne!(added_to & READER_OVERFLOW, 0);
+        // Returns: the panic is the stray unlock's, in its repair.
+        lock.undo_reader_bias(added_to);
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lock.read_unlock_slow(stray);
+        }))
+        .unwrap_err();
+        let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
+        assert!(message.contains("that no reader holds"), "{message}");
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed) & !HEAD_SLEEPING,
+            WRITER_LOCKED | WRITER_WAITING,
+            "a reader counted twice or lost"
+        );
     }
 
     /// A reader at the front asleep behind a writer that wakes and finds the

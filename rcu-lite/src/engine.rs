@@ -385,10 +385,12 @@ impl Engine {
 
     /// Wakes the driver if it sleeps, or is about to, waiting for `record`,
     /// the caller's own: the read side's only contact with the writer side.
-    /// Call after storing the record word and `fence::light()`.
+    /// Call after storing the record word and the reader's fence
+    /// (`fence::light()` for memb, `fence::full()` for qsbr).
     #[inline(always)]
     pub(crate) fn wake_driver_if_flagged(&self, record: &Record) {
-        // Relaxed: the caller's light() orders this load after its word store;
+        // Relaxed: the caller's fence (light() or full()) orders this load
+        // after its word store;
         // it pairs with the engine's fence (`ReaderFence::engine_side`:
         // heavy() for memb, full() for qsbr) between the driver's stores of
         // WAITS_FOR_HOLDOUTS and of this flag and its recheck
@@ -627,7 +629,7 @@ impl Engine {
     fn run_grace_period(&self, gp: u64, own: &Record) {
         self.grace_period(gp, own);
         // Release pairs with the Acquire load of `completed` in
-        // `wait_for_gp`: the readers' sections this grace period waited for
+        // `wait_or_take_over` (`wait_for_gp`'s): the readers' sections this grace period waited for
         // (ordered before our Acquire loads of their words) happen before
         // the waiters return.
         self.callers.completed.store(gp, Release);

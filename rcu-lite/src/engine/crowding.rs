@@ -42,6 +42,7 @@ impl Engine {
     /// add a wake-up of the worker to every grace period (the calling driver
     /// comes back at once and drives the next one itself).
     pub(super) fn crowded(&self) -> bool {
+        // Relaxed: a model's switch, set before its threads start.
         #[cfg(loom)]
         return self.loom_worker_inline.load(Relaxed);
         // Relaxed: a heuristic; no data depends on it.

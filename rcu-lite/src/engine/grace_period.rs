@@ -223,7 +223,8 @@ impl Engine {
         // Under loom the timer is a yield: time must not steer the model.
         // For the waits `loom_fqs_timer_never_fires` names there is no timer
         // at all: the loop below waits untimed, and only an expedited
-        // caller's wake-up ends the wait.
+        // caller's wake-up ends the wait. (Relaxed: a model's switch, set
+        // before its threads start.)
         #[cfg(loom)]
         if !early_wake && self.loom_timerless_waits.load(Relaxed) & which as u32 == 0 {
             let _ = interval;
