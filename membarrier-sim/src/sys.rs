@@ -461,7 +461,8 @@ fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
     {
         // SAFETY: `Cpuid::from_raw` requires "the value of a valid Linux CPU
         // ID" (rustix's contract). `OnlineCpu::new` found `cpu` in the online
-        // list (or, without `/sys`, below the available parallelism); a CPU
+        // list (or, without `/sys`, among the CPUs the thread may run on, or
+        // failing that below the available parallelism); a CPU
         // gone offline since is still a CPU ID, and the kernel range-checks
         // `cpu_id` in `membarrier_private_expedited()` anyway.
         let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
@@ -484,17 +485,21 @@ enum Call {
     /// Its `REGISTER_*` command.
     Register,
     /// The command itself; `registered`: whether [`register`] had succeeded
-    /// for it, or it needs no registration (read after the failure, so a
-    /// registration racing the call counts as one: the kernel keeps a
-    /// registration once made).
+    /// for it, or the kernel does not check the caller's registration for it
+    /// (read after the failure, so a registration racing the call counts as
+    /// one: the kernel keeps a registration once made).
     Issue { registered: bool },
 }
 
 #[cfg(target_os = "linux")]
 impl Call {
     fn issue(command: Command) -> Call {
+        // `GLOBAL_EXPEDITED`'s registration makes a process a target of
+        // other processes' barriers; the kernel issues the command for any
+        // caller (`membarrier_global_expedited()` checks no registration),
+        // so an `EPERM` there is a filter's, not "register first".
         Call::Issue {
-            registered: is_registered(command),
+            registered: command == Command::GlobalExpedited || is_registered(command),
         }
     }
 }

@@ -347,10 +347,50 @@ fn einval_to_a_command_the_kernel_does_not_list_is_unsupported() {
     );
 }
 
+/// `MEMBARRIER_CMD_GLOBAL_EXPEDITED` needs no registration of the caller
+/// (registering makes a process one of its targets): the kernel issues it
+/// unregistered, and an `EPERM` to it (a seccomp filter's) is reported as a
+/// refusal, not as "register first", which would not help. (Until
+/// 2026-12-05 it was reported as `NotRegistered`.)
+#[test]
+fn global_expedited_needs_no_registration_and_its_eperm_is_a_refusal() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "global_expedited_needs_no_registration_and_its_eperm_is_a_refusal",
+            CHILD,
+            "1",
+        );
+    }
+    if !sys::query().contains(Command::GlobalExpedited) {
+        eprintln!("no GLOBAL_EXPEDITED on this kernel: case not run");
+        return;
+    }
+    assert!(!sys::is_registered(Command::GlobalExpedited));
+    sys::issue(Command::GlobalExpedited)
+        .expect("the kernel issues GLOBAL_EXPEDITED for an unregistered caller");
+    if let Err(e) = refuse_membarrier_command(GLOBAL_EXPEDITED) {
+        eprintln!("cannot install a seccomp filter here ({e}): rest of the case not run");
+        return;
+    }
+    let err = sys::issue(Command::GlobalExpedited).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Refused {
+                command: Command::GlobalExpedited,
+                registering: false
+            }
+        ),
+        "{err}"
+    );
+}
+
 /// `MEMBARRIER_CMD_QUERY` in `uapi/linux/membarrier.h`.
 const QUERY: u32 = 0;
 /// `MEMBARRIER_CMD_GLOBAL` in `uapi/linux/membarrier.h`.
 const GLOBAL: u32 = 1 << 0;
+/// `MEMBARRIER_CMD_GLOBAL_EXPEDITED` in `uapi/linux/membarrier.h`.
+const GLOBAL_EXPEDITED: u32 = 1 << 1;
 /// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
 const REGISTER_PRIVATE_EXPEDITED: u32 = 1 << 4;
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` in `uapi/linux/membarrier.h`.
