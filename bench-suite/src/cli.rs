@@ -276,7 +276,8 @@ pub struct AdviseArgs {
     /// Threads sharing the payload.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: u32,
-    /// Size of the shared payload in bytes.
+    /// Size of the shared payload in bytes, rounded up to whole 8-byte
+    /// words (the size measured and reported).
     #[arg(long, allow_negative_numbers = true, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
     pub payload_bytes: u64,
     /// Seconds each run of a contender lasts; at least 0.01 (an untimed
@@ -639,13 +640,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             })
         }
         Command::Advise(args) => {
-            let config = advise::Config {
-                reads_per_write: args.reads_per_write,
-                threads: args.threads as usize,
-                payload_bytes: args.payload_bytes as usize,
-                duration: Duration::from_secs_f64(args.duration_s),
-                rounds: args.rounds as usize,
-            };
+            let config = advise::Config::new(
+                args.reads_per_write,
+                args.threads as usize,
+                args.payload_bytes as usize,
+                Duration::from_secs_f64(args.duration_s),
+                args.rounds as usize,
+            );
             let mut progress = crate::progress::Progress::new(
                 advise::implementations().len() as u64 * u64::from(args.rounds),
                 "advise",

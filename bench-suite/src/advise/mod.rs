@@ -13,8 +13,10 @@
 //! Contenders take turns: each round runs every contender once, in an order
 //! rotated from round to round, and a contender's figures are those of its
 //! median run. A slow stretch of the machine then costs several contenders
-//! one run each instead of every run of one. A lead under [`TIE_MARGIN`] is
-//! reported as a tie.
+//! one run each instead of every run of one. The lead of the fastest over the
+//! next is the median of their per-round ratios (runs of one round ran
+//! back to back), as the report pairs its runs; a lead under [`TIE_MARGIN`]
+//! is reported as a tie.
 
 mod ours;
 mod peers;
@@ -145,13 +147,37 @@ pub struct Config {
     pub reads_per_write: u32,
     /// Threads.
     pub threads: usize,
-    /// Payload size in bytes (rounded up to whole 8-byte words).
+    /// Payload size in bytes: whole 8-byte words (see [`Config::new`]).
     pub payload_bytes: usize,
-    /// How long each run of a contender lasts.
-    #[serde(skip)]
+    /// How long each run of a contender lasts (JSON: `duration_s`).
+    #[serde(rename = "duration_s", serialize_with = "seconds")]
     pub duration: Duration,
     /// Runs of each contender, taken in turns with the others'.
     pub rounds: usize,
+}
+
+impl Config {
+    /// The workload, its payload of `payload_bytes` rounded up to whole
+    /// 8-byte words (at least one): the size measured, and reported.
+    pub fn new(
+        reads_per_write: u32,
+        threads: usize,
+        payload_bytes: usize,
+        duration: Duration,
+        rounds: usize,
+    ) -> Config {
+        Config {
+            reads_per_write,
+            threads,
+            payload_bytes: payload_bytes.div_ceil(8).max(1) * 8,
+            duration,
+            rounds,
+        }
+    }
+}
+
+fn seconds<S: serde::Serializer>(duration: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(duration.as_secs_f64())
 }
 
 /// A lead smaller than this, fastest over next fastest, is within the spread
@@ -370,16 +396,24 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
         [best, next, ..] => (
             Some(best.name.clone()),
             format!(
-                "use {}: {} ops/s ({} reads/s, {} writes/s), {:.2}x the next best ({}, {} ops/s){} \
+                "use {}: {} ops/s ({} reads/s, {} writes/s), {:.2}x the next best ({}, {} ops/s{}){} \
                  for {} reads per write on {} threads with a {}-byte payload",
                 best.name,
                 rate(best.ops_per_s),
                 rate(best.reads_per_s),
                 rate(best.writes_per_s),
-                best.ops_per_s / next.ops_per_s,
+                lead(best, next),
                 next.name,
                 rate(next.ops_per_s),
-                if best.ops_per_s / next.ops_per_s < TIE_MARGIN {
+                if paired(best, next) {
+                    format!(
+                        "; the median of {} rounds' ratios",
+                        best.runs_ops_per_s.len()
+                    )
+                } else {
+                    String::new()
+                },
+                if lead(best, next) < TIE_MARGIN {
                     format!(
                         ": a tie within the spread of repeated runs, so {} serves as well",
                         next.name
@@ -420,6 +454,30 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
         recommended,
         reason,
         warning,
+    }
+}
+
+/// Whether `a`'s and `b`'s runs pair up round by round (both ran every
+/// round, and more than once).
+fn paired(a: &Outcome, b: &Outcome) -> bool {
+    a.runs_ops_per_s.len() == b.runs_ops_per_s.len() && a.runs_ops_per_s.len() > 1
+}
+
+/// How far `best` leads `next`: the median of their per-round throughput
+/// ratios where their runs pair up (a slow stretch of the machine then
+/// weighs on both sides of a ratio alike), else the ratio of their figures.
+/// Below 1 where the rounds put `next` ahead, whatever the medians say.
+fn lead(best: &Outcome, next: &Outcome) -> f64 {
+    if paired(best, next) {
+        let ratios: Vec<f64> = best
+            .runs_ops_per_s
+            .iter()
+            .zip(&next.runs_ops_per_s)
+            .map(|(b, n)| b / n)
+            .collect();
+        crate::stats::median(&ratios)
+    } else {
+        best.ops_per_s / next.ops_per_s
     }
 }
 
@@ -667,6 +725,74 @@ mod tests {
             runs_ops_per_s: vec![ops],
             skipped: None,
         }
+    }
+
+    /// The lead pairs the runs round by round: a contender whose median run
+    /// fell in a slow stretch of the machine that the other's missed is not
+    /// trailing by the ratio of the medians. Rounds of a, b: 110, 100; then
+    /// the machine slows 3.3x from a's turn on: 33, 100 and 33, 30. The
+    /// medians say b by 3.03x; the rounds say a in two of three. (Until
+    /// 2026-12-05 the advice was "use b: ... 3.03x the next best".)
+    #[test]
+    fn the_lead_pairs_runs_taken_in_turns() {
+        let runs = |name: &str, all: [f64; 3]| {
+            combine(all.iter().map(|&ops| outcome(name, ops, 0)).collect())
+        };
+        let advice = recommend(
+            workload(),
+            vec![
+                runs("a", [110.0, 33.0, 33.0]),
+                runs("b", [100.0, 100.0, 30.0]),
+            ],
+        );
+        assert_eq!(
+            advice.recommended.as_deref(),
+            Some("b"),
+            "the higher median leads"
+        );
+        assert!(
+            advice
+                .reason
+                .contains("0.91x the next best (a, 33.0 ops/s; the median of 3 rounds' ratios)")
+                && advice.reason.contains("a tie"),
+            "{}",
+            advice.reason
+        );
+        // Rounds that agree keep the lead: 2x in each.
+        let clear = recommend(
+            workload(),
+            vec![
+                runs("a", [100.0, 50.0, 80.0]),
+                runs("b", [50.0, 25.0, 40.0]),
+            ],
+        );
+        assert!(
+            clear.reason.contains("2.00x the next best") && !clear.reason.contains("a tie"),
+            "{}",
+            clear.reason
+        );
+    }
+
+    /// The payload is measured in whole words, and the workload says so:
+    /// `--payload-bytes 65` measures and reports 72 bytes. The JSON gives
+    /// the run length that every rate depends on.
+    #[test]
+    fn the_workload_reports_what_was_measured() {
+        let config = Config::new(10, 2, 65, Duration::from_millis(250), 3);
+        assert_eq!(config.payload_bytes, 72);
+        assert_eq!(
+            Config::new(10, 2, 1, Duration::from_millis(250), 3).payload_bytes,
+            8
+        );
+        let advice = recommend(config, vec![outcome("a", 2.0e6, 0), outcome("b", 1.0e6, 0)]);
+        assert!(
+            advice.reason.contains("with a 72-byte payload"),
+            "{}",
+            advice.reason
+        );
+        let json = serde_json::to_value(&advice).expect("the advice serializes");
+        assert_eq!(json["workload"]["duration_s"], 0.25, "{json}");
+        assert_eq!(json["workload"]["payload_bytes"], 72, "{json}");
     }
 
     #[test]
