@@ -78,8 +78,9 @@ fn section<const WAKE_CHECK: bool, const NEST_CHECK: bool>(record: &Record) {
     if record.word.load(Relaxed) & 0xffff != 0 {
         off_the_fast_path("nested");
     }
-    // Acquire, as rcu-lite's snapshot of `gp_word`.
-    record.word.store(GP_WORD.load(Acquire), Relaxed);
+    // Acquire and Release, as rcu-lite's snapshot of `gp_word` and its
+    // store (the same code as Relaxed on x86, not on aarch64).
+    record.word.store(GP_WORD.load(Acquire), Release);
     compiler_fence(SeqCst);
     // SAFETY: `VALUE` points at a leaked `Box` set in `main`, never freed.
     black_box(unsafe { *VALUE.load(Acquire) });

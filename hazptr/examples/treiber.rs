@@ -26,9 +26,12 @@ struct Node<T> {
     next: *mut Node<T>,
 }
 
-// SAFETY: a node is shared between threads only through the stack, which
-// hands out `&T` (needs `T: Sync`) and moves `T` across threads (needs
-// `T: Send`); `next` is only read, and only under protection.
+// SAFETY: a node is shared between threads only through the stack. Its
+// `next` is only read, and only under protection; its value is moved out
+// once, by the pop whose CAS unlinked it, on whatever thread that runs
+// (needs `T: Send`), and is never reached through `&T` by two threads.
+// `T: Sync` is more than that needs: the stack asks for it because
+// `AtomicBox` requires its pointee to be `Send + Sync`.
 unsafe impl<T: Send + Sync> Send for Node<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for Node<T> {}
@@ -162,4 +165,46 @@ fn main() {
 #[test]
 fn every_pushed_value_is_popped_once() {
     main();
+}
+
+/// A stack in a domain of its own (`new_in`), dropped with values still on
+/// it and popped nodes retired (in this thread's batch, which the domain's
+/// drop frees too), and then its domain: every value is dropped
+/// exactly once (the popped ones by their popper, the rest by the stack's
+/// drop), and the domain's drop frees the retired nodes without dropping
+/// their moved-out values again.
+#[cfg(test)]
+#[test]
+fn dropping_the_stack_and_its_domain_drops_every_value_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            // Relaxed: read on this thread after the drops.
+            self.0.fetch_add(1, Relaxed);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::new();
+    let stack = TreiberStack::new_in(&domain);
+    for _ in 0..10 {
+        stack.push(Counted(Arc::clone(&drops)));
+    }
+    for _ in 0..3 {
+        drop(stack.pop().expect("ten were pushed"));
+    }
+    assert_eq!(drops.load(Relaxed), 3, "the popped values, by their popper");
+    drop(stack);
+    assert_eq!(
+        drops.load(Relaxed),
+        10,
+        "the values left on the stack, by its drop"
+    );
+    drop(domain);
+    assert_eq!(
+        drops.load(Relaxed),
+        10,
+        "a retired node dropped its value again"
+    );
 }

@@ -42,8 +42,11 @@
 //!
 //! [`Guard::protect_ptr`] on a plain `AtomicPtr`, [`Domain::synchronize`],
 //! [`Domain::retire`] (unsafe: the caller states the object is unpublished)
-//! and [`Guard::promote`] are what data-structure authors build on; see
-//! `examples/treiber.rs` for a lock-free stack.
+//! and [`Guard::promote`] are what data-structure authors build on.
+//! `examples/treiber.rs`, a lock-free stack, stays one level up: it loads
+//! through [`AtomicBox::load`] and unlinks with
+//! [`AtomicBox::compare_exchange_ptr`], then retires the unlinked node with
+//! [`AtomicBox::retire_ptr`].
 //!
 //! # `fork()`
 //!

@@ -7,8 +7,9 @@
 //!   `thread.read_lock()` for free, announces a quiescent state every 64
 //!   lookups, and goes offline around a sleep, as a worker that blocks must;
 //! - the writer publishes each new version with `Rcu::update`, which defers
-//!   the old one's drop to a grace period through `call_rcu`, and waits with
-//!   `rcu_barrier()` at the end until every deferred drop has run.
+//!   the old one's drop to a grace period through `call_rcu`; once every
+//!   thread has finished, `rcu_barrier()` of each flavor waits until every
+//!   deferred drop has run, before the drops are counted.
 //!
 //! Every table a reader reaches must still be alive and whole: each route
 //! carries the table's version, and a dropped table is poisoned first.

@@ -541,7 +541,10 @@ pub fn grace_periods() -> GpCounts {
 ///         // Everything queued so far is freed before this returns.
 ///         memb::rcu_barrier();
 ///     }
+///     assert!(memb::callbacks_pending() <= 256);
 /// }
+/// memb::rcu_barrier();
+/// assert_eq!(memb::callbacks_pending(), 0);
 /// ```
 pub fn callbacks_pending() -> usize {
     engine().callbacks.pending()

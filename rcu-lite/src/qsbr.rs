@@ -690,7 +690,10 @@ pub fn grace_periods() -> GpCounts {
 ///         // Everything queued so far is freed before this returns.
 ///         qsbr::rcu_barrier();
 ///     }
+///     assert!(qsbr::callbacks_pending() <= 256);
 /// }
+/// qsbr::rcu_barrier();
+/// assert_eq!(qsbr::callbacks_pending(), 0);
 /// ```
 pub fn callbacks_pending() -> usize {
     engine().callbacks.pending()
