@@ -31,15 +31,17 @@ for run in $(seq "${RUNS:-1}"); do
 import json, sys
 rows = {r["lock"]: r for r in json.load(open(sys.argv[1]))}
 total = lambda r: r["writes"]["total"] + r["reads"]["total"]
+# Compared as rates: each lock's window is its own measured duration_s.
+rate = lambda r: total(r) / r["duration_s"]
 # The kernel's and syncbench's test, in whole numbers: max / 2 > min.
 starved = lambda c: c["max"] // 2 > c["min"]
-pl = total(rows["parking_lot"])
+pl = rate(rows["parking_lot"])
 for name, r in rows.items():
     w, rd = r["writes"], r["reads"]
     share = (w["total"] / r["writers"]) / max(rd["total"] / r["readers"], 1e-9)
     flags = ("writers???" if starved(w) else "") + (" readers???" if starved(rd) else "")
     print(f"{name:12} fail={r['fail']} writes={w['total']} reads={rd['total']} "
-          f"writer_share={share:.3f} total={total(r)} total/parking_lot={total(r) / pl:.2f} {flags}")
+          f"writer_share={share:.3f} total={total(r)} per_s/parking_lot={rate(r) / pl:.2f} {flags}")
 PY
 done
 

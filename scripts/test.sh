@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The workspace's tests: every crate's unit, integration and doc tests, hazptr's
-# again with its force-slow-path feature and again in SeqCst fence mode, then
-# the loom models of every crate that has them (tests/loom.rs).
+# again with its force-slow-path feature and again in SeqCst fence mode (and
+# rcu-lite's example in that mode), bench-suite's examples on tiny arguments,
+# then the loom models of every crate that has them (tests/loom.rs).
 #
 #   ./scripts/test.sh            # all of it
 #   LOOM_MAX_PREEMPTIONS=3 ./scripts/test.sh   # a deeper loom search
@@ -32,6 +33,19 @@ cargo test -p hazptr --features force-slow-path
 # counts a thread's slots must allow for (tests/seqcst_fences.rs checks the
 # slot itself). No rebuild: the mode is read at run time.
 SYNCPRIMS_FENCE=seqcst cargo test -p hazptr
+SYNCPRIMS_FENCE=seqcst cargo test -p rcu-lite --example routing_table
+
+# bench-suite's examples measure the floors the docs quote; `cargo test` only
+# builds them. Each runs once on tiny arguments (a few seconds in all), so
+# that one that panics, hangs or no longer parses its arguments is seen.
+for example in "callback_backlog 50 1" "callers_per_gp 0.05 1/0,2/1" \
+    "contention_floor 200 4" "read_floor 1 10000" "registration_churn 8 16" \
+    "timer_lateness 5 100"; do
+    read -r name args <<< "$example"
+    echo "== example $name $args"
+    # shellcheck disable=SC2086 # the arguments split on purpose
+    timeout 120 cargo run -q -p bench-suite --example "$name" -- $args
+done
 
 # Loom builds every crate with `--cfg loom`; a separate target directory keeps
 # that from invalidating the normal build.
