@@ -235,9 +235,8 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "membarrier: {command} refused with EPERM although the process registered for it \
-                 (or it needs no registration): \
-                 a seccomp filter or security module (a container or sandbox) installed since then \
-                 blocks membarrier(2)"
+                 (or the kernel checks no registration of its caller): \
+                 a seccomp filter or security module (a container or sandbox) blocks membarrier(2)"
             ),
             Error::BadCpu { cpu, online } => write!(
                 f,

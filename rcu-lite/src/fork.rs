@@ -72,7 +72,10 @@
 //! callers), and, while the system refuses that thread, again at most once
 //! a second as crowds form. So a program that forks from one thread while
 //! others call `synchronize_rcu()` cannot rule the hazard out unless the
-//! workers already run. This workspace's fork tests run in a process of
+//! workers already run: `start_grace_period_worker()` of each flavor starts
+//! its grace-period worker, returning once it runs, and a first `call_rcu()`
+//! followed by `rcu_barrier()` leaves the callback worker running. This
+//! workspace's fork tests run in a process of
 //! their own for this reason (`test_support::forking_test`).
 //!
 //! # Registering them once

@@ -60,9 +60,11 @@ pub(crate) struct GpWorker {
     /// [`NOT_STARTED`], [`STARTING`] or [`RUNNING`]. A start claims it
     /// from `NOT_STARTED` with a CAS, so that one thread at a time spawns:
     /// a `DRIVER` holder in [`hand_over`](GpWorker::hand_over), or any
-    /// thread in [`start`](GpWorker::start). Relaxed throughout: it says
-    /// whether a thread exists, and publishes nothing the worker reads
-    /// (the hand-over word does that).
+    /// thread in [`start`](GpWorker::start). The spawner puts it back to
+    /// `NOT_STARTED` if the system refused the thread; the worker itself
+    /// stores `RUNNING` once it runs, past std's thread start-up. Relaxed
+    /// but for that store and [`start`](GpWorker::start)'s load: it
+    /// publishes nothing the worker reads (the hand-over word does that).
     thread: AtomicU8,
     /// When (milliseconds of [`clock_ms`], at least 1) the system last
     /// refused to start the thread; 0 if it never did. Drivers then hand over
@@ -80,10 +82,21 @@ pub(crate) struct GpWorker {
 
 /// `GpWorker::thread`: no worker thread yet (or none in this fork child).
 const NOT_STARTED: u8 = 0;
-/// `GpWorker::thread`: a thread is spawning the worker thread.
+/// `GpWorker::thread`: a thread is spawning the worker thread, or spawned
+/// it and it has not run yet.
 const STARTING: u8 = 1;
 /// `GpWorker::thread`: the worker thread runs.
 const RUNNING: u8 = 2;
+
+/// What [`GpWorker::try_spawn`] did.
+enum Spawn {
+    /// Spawned the worker thread.
+    Spawned,
+    /// Another thread holds the start: `thread` was `STARTING` or `RUNNING`.
+    Busy,
+    /// The system refused the thread: `thread` is back to `NOT_STARTED`.
+    Refused,
+}
 
 /// How long drivers go without a worker after the system refused to start
 /// its thread, before one tries again.
@@ -137,7 +150,8 @@ impl GpWorker {
 
     /// Hands the caller's `DRIVER` bit of `engine` (whose worker this is) to
     /// the worker, starting it on first use. Returns `false`, with the bit
-    /// still the caller's, if no worker thread could be started.
+    /// still the caller's, if no worker thread could be started, or another
+    /// thread's start of it is under way.
     #[cold]
     pub(crate) fn hand_over(&'static self, engine: &'static Engine) -> bool {
         // Relaxed, for `thread` see its field; for `refused_ms`: only the
@@ -148,13 +162,20 @@ impl GpWorker {
             if refused != 0 && clock_ms().max(1).wrapping_sub(refused) < RETRY_MS {
                 return false;
             }
-            // Another thread's `start` spawning it: without a worker this
-            // time, as after a refusal.
-            if !self.try_spawn(engine) {
-                if self.thread.load(Relaxed) == NOT_STARTED {
-                    self.refused_ms.store(clock_ms().max(1), Relaxed);
+            match self.try_spawn(engine) {
+                // Handed over below: the worker takes it once it runs.
+                Spawn::Spawned => {}
+                // Another start under way: without a worker this time, as
+                // after a refusal, unless it finished meanwhile.
+                Spawn::Busy => {
+                    if self.thread.load(Relaxed) != RUNNING {
+                        return false;
+                    }
                 }
-                return false;
+                Spawn::Refused => {
+                    self.refused_ms.store(clock_ms().max(1), Relaxed);
+                    return false;
+                }
             }
         }
         // Release pairs with the Acquire swap in `park_and_drive`: the grace
@@ -166,19 +187,19 @@ impl GpWorker {
 
     /// Starts the worker thread now, if it does not run yet, rather than on
     /// the first crowded grace period (`start_grace_period_worker`). Returns
-    /// whether it runs: false if the system refused the thread. Waits for
-    /// another thread's start under way, which may yet be refused.
+    /// whether it runs: false if the system refused the thread. Returns only
+    /// once the worker runs (so that a `fork()` right after cannot copy
+    /// std's start-up of it half done), waiting for another thread's start
+    /// under way, which may yet be refused.
     pub(crate) fn start(&'static self, engine: &'static Engine) -> bool {
         loop {
-            // Relaxed: see `thread`.
-            match self.thread.load(Relaxed) {
+            // Acquire pairs with the worker's Release store of RUNNING: its
+            // start-up happens before our return.
+            match self.thread.load(Acquire) {
                 RUNNING => return true,
                 STARTING => std::thread::yield_now(),
                 _ => {
-                    if self.try_spawn(engine) {
-                        return true;
-                    }
-                    if self.thread.load(Relaxed) == NOT_STARTED {
+                    if let Spawn::Refused = self.try_spawn(engine) {
                         return false;
                     }
                 }
@@ -187,22 +208,22 @@ impl GpWorker {
     }
 
     /// Claims the start (`NOT_STARTED` to `STARTING`) and spawns the worker
-    /// thread. False if another thread holds the claim (`thread` is then
-    /// `STARTING` or `RUNNING`) or the system refused the thread (`thread`
-    /// is back to `NOT_STARTED`).
-    fn try_spawn(&'static self, engine: &'static Engine) -> bool {
-        // Relaxed, all three: see `thread`.
+    /// thread, which stores `RUNNING` once it runs.
+    fn try_spawn(&'static self, engine: &'static Engine) -> Spawn {
+        // Relaxed, both: see `thread`.
         if self
             .thread
             .compare_exchange(NOT_STARTED, STARTING, Relaxed, Relaxed)
             .is_err()
         {
-            return false;
+            return Spawn::Busy;
         }
-        let spawned = self.spawn(engine);
-        self.thread
-            .store(if spawned { RUNNING } else { NOT_STARTED }, Relaxed);
-        spawned
+        if self.spawn(engine) {
+            Spawn::Spawned
+        } else {
+            self.thread.store(NOT_STARTED, Relaxed);
+            Spawn::Refused
+        }
     }
 
     /// Starts the worker thread; false if the system refused.
@@ -225,6 +246,8 @@ impl GpWorker {
     /// The worker thread: park until a driver hands over, then drive until no
     /// grace period is needed.
     fn park_and_drive(&self, engine: &'static Engine) -> ! {
+        // Release pairs with the Acquire load in `start`.
+        self.thread.store(RUNNING, Release);
         loop {
             // Acquire pairs with the Release store in `hand_over`.
             if self.handover.swap(IDLE, Acquire) == HANDED_OVER {

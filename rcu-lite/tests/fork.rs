@@ -327,8 +327,8 @@ fn after_fork_parent_in_the_child_panics_and_after_fork_child_still_works() {
                         after_child: after_fork_parent_then_child,
                         ..HOOKS
                     };
-                    // SAFETY: the child reads only cells of its own, in sections of
-                    // its own: no reference that another thread's section protected.
+                    // SAFETY: the child reads nothing under RCU: it holds no
+                    // reference that another thread's section protected.
                     let status = unsafe {
                         fork_and_wait(hooks, || {
                             memb::synchronize_rcu();

@@ -413,14 +413,7 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
                 } else {
                     String::new()
                 },
-                if lead(best, next) < TIE_MARGIN {
-                    format!(
-                        ": a tie within the spread of repeated runs, so {} serves as well",
-                        next.name
-                    )
-                } else {
-                    String::new()
-                },
+                tie_note(best, next),
                 config.reads_per_write,
                 config.threads,
                 config.payload_bytes
@@ -454,6 +447,30 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
         recommended,
         reason,
         warning,
+    }
+}
+
+/// What the advice adds when `best` does not lead `next` clearly: a lead
+/// within the spread of repeated runs, or one under 1, where the rounds put
+/// `next` ahead although its median run was slower (the evidence
+/// disagrees, as the report calls it: a tie too, not a win for either).
+fn tie_note(best: &Outcome, next: &Outcome) -> String {
+    let lead = lead(best, next);
+    if lead < 1.0 {
+        format!(
+            ": a tie, the evidence disagreeing: the rounds put {} ahead by {:.2}x although \
+             its median run was slower, so {} serves as well",
+            next.name,
+            1.0 / lead,
+            next.name
+        )
+    } else if lead < TIE_MARGIN {
+        format!(
+            ": a tie within the spread of repeated runs, so {} serves as well",
+            next.name
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -754,9 +771,26 @@ mod tests {
             advice
                 .reason
                 .contains("0.91x the next best (a, 33.0 ops/s; the median of 3 rounds' ratios)")
-                && advice.reason.contains("a tie"),
+                && advice
+                    .reason
+                    .contains("a tie, the evidence disagreeing: the rounds put a ahead by 1.10x"),
             "{}",
             advice.reason
+        );
+        // Rounds that put the median's loser well ahead: 0.50x, a tie
+        // whose wording says so (not "the spread of repeated runs").
+        let reversed = recommend(
+            workload(),
+            vec![
+                runs("a", [1.0, 100.0, 100.0]),
+                runs("b", [50.0, 200.0, 60.0]),
+            ],
+        );
+        assert!(
+            reversed.reason.contains("0.50x the next best")
+                && reversed.reason.contains("the rounds put b ahead by 2.00x"),
+            "{}",
+            reversed.reason
         );
         // Rounds that agree keep the lead: 2x in each.
         let clear = recommend(

@@ -246,7 +246,12 @@ fn deferred_free_section(results: &Results) -> Section {
             o.writers.to_string(),
             format!("{:.0}", rate(o)),
             rounds_cell(&o.replaced_per_s_by_round()),
-            format!("{:.2}x", rate(o) / best),
+            // No lock of the mix passed its checks: no baseline.
+            if best > 0.0 {
+                format!("{:.2}x", rate(o) / best)
+            } else {
+                "-".to_owned()
+            },
             or_dash(
                 o.writers_cpu_share()
                     .map(|share| format!("{:.0}%", share * 100.0)),
@@ -597,8 +602,7 @@ fn locktorture_section(results: &Results) -> Section {
                 p.writers == o.writers && p.readers == o.readers && p.why_failed().is_none()
             })
             .map(rate)
-            .fold(0.0, f64::max)
-            .max(f64::MIN_POSITIVE);
+            .fold(0.0, f64::max);
         let rounds = o.starved_by_round();
         let starved = starved_cell(&rounds, |s| (Some(s.writers), Some(s.readers)));
         let starved_served = starved_cell(&rounds, |s| {
