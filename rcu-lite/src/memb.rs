@@ -500,7 +500,9 @@ pub fn config() -> GpConfig {
 /// Starts this flavor's grace-period worker thread now, if it does not run
 /// yet, and returns whether it runs (false if the system refused the thread).
 /// It returns once the thread runs, so a `fork()` right after it does not
-/// copy the thread's start-up half done (see [`fork`](crate::fork)).
+/// copy the thread's start-up half done (see [`fork`](crate::fork)); and so
+/// it waits for ever where no thread can start meanwhile, as in a shared
+/// library's constructor on glibc before 2.35 (the loader's lock).
 ///
 /// Callers drive their own grace periods while they come alone; the worker
 /// takes over when many wait at once, and its thread starts then, inside

@@ -459,12 +459,13 @@ fn tie_note(best: &Outcome, next: &Outcome) -> String {
     if lead < 1.0 {
         format!(
             ": a tie, the evidence disagreeing: the rounds put {} ahead by {:.2}x although \
-             its median run was slower, so {} serves as well",
+             its median run was no faster, so {} serves as well",
             next.name,
             1.0 / lead,
             next.name
         )
-    } else if lead < TIE_MARGIN {
+    } else if lead < TIE_MARGIN || lead.is_nan() {
+        // (NaN: no work done on either side of a ratio, no lead either.)
         format!(
             ": a tie within the spread of repeated runs, so {} serves as well",
             next.name

@@ -237,8 +237,7 @@ fn deferred_free_section(results: &Results) -> Section {
         .iter()
         .filter(|o| !o.failed())
         .map(rate)
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
+        .fold(0.0f64, f64::max);
     for o in &results.deferred_free {
         table.row(vec![
             o.name.clone(),
@@ -246,12 +245,8 @@ fn deferred_free_section(results: &Results) -> Section {
             o.writers.to_string(),
             format!("{:.0}", rate(o)),
             rounds_cell(&o.replaced_per_s_by_round()),
-            // No lock of the mix passed its checks: no baseline.
-            if best > 0.0 {
-                format!("{:.2}x", rate(o) / best)
-            } else {
-                "-".to_owned()
-            },
+            // No run passed its checks: no baseline.
+            ratio_to_best(rate(o), best),
             or_dash(
                 o.writers_cpu_share()
                     .map(|share| format!("{:.0}%", share * 100.0)),
@@ -558,6 +553,16 @@ fn starved_cell(
     }
 }
 
+/// `value` over `best` as "1.23x", or "-" where no run gave a baseline
+/// (`best` 0: every run failed its checks, or none did any work).
+fn ratio_to_best(value: f64, best: f64) -> String {
+    if best > 0.0 {
+        format!("{:.2}x", value / best)
+    } else {
+        "-".to_owned()
+    }
+}
+
 fn locktorture_section(results: &Results) -> Section {
     let mut section = Section::new("Reader-writer locks under contention (locktorture)");
     section.paragraph(format!(
@@ -615,7 +620,8 @@ fn locktorture_section(results: &Results) -> Section {
             o.writes.total.to_string(),
             o.reads.total.to_string(),
             rounds_cell(&o.writes_per_s_by_round()),
-            format!("{:.2}x", rate(o) / best),
+            // No lock of the mix passed its checks: no baseline.
+            ratio_to_best(rate(o), best),
             format!("{:.3}", o.writer_share()),
             starved,
             starved_served,
@@ -868,6 +874,27 @@ mod tests {
         for row in rows {
             assert!(row.contains("| 1.00x |"), "{row}");
         }
+        // Where no lock of the mix passed its checks, no ratio ("-"), not
+        // one to a baseline of nothing ("infx").
+        for o in &mut results.locktorture {
+            o.fail = 1;
+        }
+        let markdown = document(&results).to_markdown();
+        let rows: Vec<&str> = markdown
+            .lines()
+            .filter(|l| l.starts_with("| lock-a |") || l.starts_with("| lock-b |"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{markdown}");
+        for row in rows {
+            assert!(row.contains("| - |") && !row.contains("inf"), "{row}");
+        }
+    }
+
+    #[test]
+    fn ratio_to_best_gives_no_ratio_without_a_baseline() {
+        assert_eq!(ratio_to_best(3.0, 2.0), "1.50x");
+        assert_eq!(ratio_to_best(3.0, 0.0), "-");
+        assert_eq!(ratio_to_best(0.0, 0.0), "-");
     }
 
     /// The quick-QS figures over three runs (two would make every median
