@@ -6,6 +6,15 @@ pub fn median(samples: &[f64]) -> f64 {
     percentile(samples, 50.0)
 }
 
+/// The median of the ratios `a[i] / b[i]` of runs taken in turns (run `i`
+/// of each in the same round), so that a slow stretch of the machine weighs
+/// on both sides of a ratio alike; `NaN` for no runs.
+pub fn median_of_ratios(a: &[f64], b: &[f64]) -> f64 {
+    debug_assert_eq!(a.len(), b.len(), "runs taken in turns pair up");
+    let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    median(&ratios)
+}
+
 /// The `p`-th percentile (0..=100) of `samples`, linearly interpolated between
 /// closest ranks; `NaN` for no samples.
 pub fn percentile(samples: &[f64], p: f64) -> f64 {

@@ -487,13 +487,7 @@ fn paired(a: &Outcome, b: &Outcome) -> bool {
 /// Below 1 where the rounds put `next` ahead, whatever the medians say.
 fn lead(best: &Outcome, next: &Outcome) -> f64 {
     if paired(best, next) {
-        let ratios: Vec<f64> = best
-            .runs_ops_per_s
-            .iter()
-            .zip(&next.runs_ops_per_s)
-            .map(|(b, n)| b / n)
-            .collect();
-        crate::stats::median(&ratios)
+        crate::stats::median_of_ratios(&best.runs_ops_per_s, &next.runs_ops_per_s)
     } else {
         best.ops_per_s / next.ops_per_s
     }

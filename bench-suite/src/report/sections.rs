@@ -400,14 +400,7 @@ fn ordered<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 /// (`refscale::measure_in_turns` gives every contender of one thread count
 /// the same number of runs, in turns).
 pub(super) fn paired_ratio(o: &refscale::Outcome, best: &refscale::Outcome) -> f64 {
-    debug_assert_eq!(o.runs_ns.len(), best.runs_ns.len());
-    let ratios: Vec<f64> = o
-        .runs_ns
-        .iter()
-        .zip(&best.runs_ns)
-        .map(|(a, b)| a / b)
-        .collect();
-    stats::median(&ratios)
+    stats::median_of_ratios(&o.runs_ns, &best.runs_ns)
 }
 
 fn refscale_section(results: &Results) -> Section {
@@ -865,13 +858,18 @@ mod tests {
         b.writes = crate::report::tests::counts(6_670, 1_668, 1_667);
         b.reads = crate::report::tests::counts(13_340, 834, 833);
         results.locktorture = vec![a, b];
-        let markdown = document(&results).to_markdown();
-        let rows: Vec<&str> = markdown
-            .lines()
-            .filter(|l| l.starts_with("| lock-a |") || l.starts_with("| lock-b |"))
-            .collect();
-        assert_eq!(rows.len(), 2, "{markdown}");
-        for row in rows {
+        // The two locks' rows of the table.
+        let rows = |results: &Results| -> Vec<String> {
+            let markdown = document(results).to_markdown();
+            let rows: Vec<String> = markdown
+                .lines()
+                .filter(|l| l.starts_with("| lock-a |") || l.starts_with("| lock-b |"))
+                .map(str::to_owned)
+                .collect();
+            assert_eq!(rows.len(), 2, "{markdown}");
+            rows
+        };
+        for row in rows(&results) {
             assert!(row.contains("| 1.00x |"), "{row}");
         }
         // Where no lock of the mix passed its checks, no ratio ("-"), not
@@ -879,13 +877,7 @@ mod tests {
         for o in &mut results.locktorture {
             o.fail = 1;
         }
-        let markdown = document(&results).to_markdown();
-        let rows: Vec<&str> = markdown
-            .lines()
-            .filter(|l| l.starts_with("| lock-a |") || l.starts_with("| lock-b |"))
-            .collect();
-        assert_eq!(rows.len(), 2, "{markdown}");
-        for row in rows {
+        for row in rows(&results) {
             assert!(row.contains("| - |") && !row.contains("inf"), "{row}");
         }
     }
