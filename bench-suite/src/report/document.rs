@@ -144,8 +144,7 @@ impl Document {
                             .collect();
                         let _ = writeln!(md, "|{}|", align.join("|"));
                         for row in &t.rows {
-                            let cells: Vec<String> =
-                                row.iter().map(|c| c.replace('|', "\\|")).collect();
+                            let cells: Vec<String> = row.iter().map(|c| markdown_cell(c)).collect();
                             let _ = writeln!(md, "| {} |", cells.join(" | "));
                         }
                         md.push('\n');
@@ -276,6 +275,17 @@ fn inline(text: &str) -> String {
     out
 }
 
+/// A table cell as markdown: `|` escaped (it would end the cell), `<` as
+/// `&lt;` (a renderer would take `<non-string panic payload>` for a tag and
+/// drop it), and line breaks as `<br>` (a newline would end the row: panic
+/// messages such as `assert_eq!`'s span lines).
+fn markdown_cell(cell: &str) -> String {
+    cell.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace("\r\n", "<br>")
+        .replace('\n', "<br>")
+}
+
 fn strip_xml_prolog(svg: &str) -> &str {
     match svg.find("<svg") {
         Some(i) => &svg[i..],
@@ -286,6 +296,30 @@ fn strip_xml_prolog(svg: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cell with a line break stays in its row, and `<` stays visible
+    /// (a renderer takes `<non-string panic payload>` for a tag). Until
+    /// 2026-12-05 only `|` was escaped: an `assert_eq!` message ended the
+    /// table at its first line.
+    #[test]
+    fn a_markdown_cell_keeps_its_row_and_its_text() {
+        let mut doc = Document::default();
+        let mut s = Section::new("Failures");
+        let mut t = Table::new(&["name", "why"]);
+        t.row(vec![
+            "a".into(),
+            "panicked: <non-string panic payload>\n  left: 1\n right: 2".into(),
+        ]);
+        s.table(t);
+        doc.sections.push(s);
+        let md = doc.to_markdown();
+        assert!(
+            md.contains(
+                "| a | panicked: &lt;non-string panic payload><br>  left: 1<br> right: 2 |\n"
+            ),
+            "{md}"
+        );
+    }
 
     #[test]
     fn one_model_two_renderings() {

@@ -1242,6 +1242,40 @@ pub(crate) mod tests {
         );
     }
 
+    /// A per-GP plot shows one reader count, the one measured at the most
+    /// writer counts, and says which: the full profile's idle-0 mixes also
+    /// run 1 writer with no reader and 16 with 4, whose points the plot
+    /// joined with the 1-reader ones until 2026-12-05.
+    #[test]
+    fn an_rcuscale_plot_shows_one_reader_count() {
+        let mut results = sample();
+        let mix = |writers: usize, readers: usize, per_gp_us: f64| rcuscale::Outcome {
+            name: "waiter".into(),
+            writers,
+            readers,
+            idle_threads: 0,
+            per_gp_us,
+            ..results.rcuscale[0].clone()
+        };
+        results.rcuscale = vec![
+            mix(1, 0, 111.0),
+            mix(1, 1, 10.0),
+            mix(4, 1, 11.0),
+            mix(16, 1, 12.5),
+            mix(16, 4, 444.0),
+        ];
+        let doc = document(&results);
+        let (_, svg) = doc
+            .plots()
+            .find(|(f, _)| *f == "plots/rcuscale-per-gp.svg")
+            .expect("the idle-0 plot");
+        assert!(svg.contains("1 reader"), "{svg}");
+        // Three points and the legend's marker.
+        assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
+        // The y axis spans the 1-reader figures only (10-12.5 us).
+        assert!(!svg.contains("100.0"), "{svg}");
+    }
+
     /// The per-GP plots: one per idle-thread count, named for it (no suffix
     /// for none), each with the contenders measured there at two or more
     /// writer counts with a positive per-GP time.

@@ -8,15 +8,24 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Colours for series, in order.
-const PALETTE: [RGBColor; 6] = [
+/// Colours for series, in order (ten: as many contenders as a report's
+/// largest plot has, each its own).
+const PALETTE: [RGBColor; 10] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x2c, 0xa0, 0x2c),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
 ];
+
+/// Width of the line charts' legend column, right of the plotting area (the
+/// legend drawn inside it would hide the points under it).
+const LEGEND_WIDTH: u32 = 200;
 
 /// A named series of values, one per category (bars) or per point (lines).
 #[derive(Clone, Debug)]
@@ -27,6 +36,9 @@ pub struct Series {
     pub values: Vec<Option<f64>>,
     /// Lines: (x, y) points. Bars: unused.
     pub points: Vec<(f64, f64)>,
+    /// The palette entry, where a contender keeps its colour across plots
+    /// whatever other series each leaves out; else the series' position.
+    pub colour: Option<usize>,
 }
 
 impl Series {
@@ -36,6 +48,7 @@ impl Series {
             name: name.into(),
             values,
             points: Vec::new(),
+            colour: None,
         }
     }
 
@@ -45,7 +58,18 @@ impl Series {
             name: name.into(),
             values: Vec::new(),
             points,
+            colour: None,
         }
+    }
+
+    /// The same series in palette entry `i`.
+    pub fn with_colour(mut self, i: usize) -> Series {
+        self.colour = Some(i);
+        self
+    }
+
+    fn palette_colour(&self, position: usize) -> RGBColor {
+        PALETTE[self.colour.unwrap_or(position) % PALETTE.len()]
     }
 }
 
@@ -114,7 +138,7 @@ pub fn bar_chart(
                     .draw()
                     .expect("mesh");
                 for (s, ser) in series.iter().enumerate() {
-                    let color = PALETTE[s % PALETTE.len()];
+                    let color = ser.palette_colour(s);
                     chart
                         .draw_series(ser.values.iter().enumerate().filter_map(|(i, v)| {
                             v.map(|v| {
@@ -165,8 +189,10 @@ pub fn bar_chart(
     svg
 }
 
-/// Lines with markers: each series a set of (x, y) points. `log_x`/`log_y`
-/// use logarithmic axes; values must then be positive.
+/// Lines with markers: each series a set of (x, y) points, joined in
+/// order of x. `log_x`/`log_y` use logarithmic axes; points they cannot
+/// show (not positive, or not finite) are left out, as from the axes'
+/// bounds. The legend stands right of the plotting area.
 pub fn line_chart(
     title: &str,
     x_label: &str,
@@ -177,15 +203,31 @@ pub fn line_chart(
 ) -> String {
     let mut svg = String::new();
     {
-        let area = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
+        let width = 900 + LEGEND_WIDTH;
+        let area = SVGBackend::with_string(&mut svg, (width, 420)).into_drawing_area();
         area.fill(&WHITE).expect("fill");
-        let pts = || series.iter().flat_map(|s| s.points.iter().copied());
+        let shown = |v: f64, log: bool| v.is_finite() && (!log || v > 0.0);
+        let lines: Vec<Vec<(f64, f64)>> = series
+            .iter()
+            .map(|s| {
+                let mut points: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|&(x, y)| shown(x, log_x) && shown(y, log_y))
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                points
+            })
+            .collect();
+        let pts = || lines.iter().flatten().copied();
         let (x_lo, x_hi) = bounds(pts().map(|p| p.0), log_x);
         let (y_lo, y_hi) = bounds(pts().map(|p| p.1), log_y);
         let mut builder = ChartBuilder::on(&area);
         builder
             .caption(title, ("sans-serif", 18))
             .margin(12)
+            .margin_right(LEGEND_WIDTH + 12)
             .x_label_area_size(40)
             .y_label_area_size(70);
         macro_rules! draw {
@@ -198,33 +240,32 @@ pub fn line_chart(
                     .light_line_style(WHITE)
                     .draw()
                     .expect("mesh");
-                for (s, ser) in series.iter().enumerate() {
-                    let color = PALETTE[s % PALETTE.len()];
+                let style =
+                    TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Left, VPos::Center));
+                for (s, (ser, points)) in series.iter().zip(&lines).enumerate() {
+                    let color = ser.palette_colour(s);
                     chart
                         .draw_series(LineSeries::new(
-                            ser.points.iter().copied(),
+                            points.iter().copied(),
                             color.stroke_width(2),
                         ))
-                        .expect("line")
-                        .label(ser.name.as_str())
-                        .legend(move |(x, y)| {
-                            PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
-                        });
+                        .expect("line");
                     chart
-                        .draw_series(
-                            ser.points
-                                .iter()
-                                .map(|&p| Circle::new(p, 3, color.filled())),
-                        )
+                        .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                         .expect("points");
+                    // Its legend entry, in the column right of the plot.
+                    let x = (width - LEGEND_WIDTH) as i32;
+                    let y = 50 + 20 * s as i32;
+                    area.draw(&PathElement::new(
+                        [(x, y), (x + 18, y)],
+                        color.stroke_width(2),
+                    ))
+                    .expect("legend line");
+                    area.draw(&Circle::new((x + 9, y), 3, color.filled()))
+                        .expect("legend marker");
+                    area.draw(&Text::new(ser.name.as_str(), (x + 24, y), style.clone()))
+                        .expect("legend text");
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.3))
-                    .draw()
-                    .expect("legend");
             }};
         }
         match (log_x, log_y) {
@@ -521,5 +562,76 @@ mod tests {
         );
         assert!(svg.contains("<svg") && svg.contains("shared"));
         assert!(svg.matches("<circle").count() >= 3, "{svg}");
+    }
+
+    /// Every line series has its own colour (eight here, as rcuscale's
+    /// plots have), a series keeps the colour it is given whatever the
+    /// others, and the legend stands right of the plotting area, where it
+    /// hides no point: until 2026-12-05 it sat over the plot's upper left,
+    /// on the 1-writer points, and the palette repeated after six.
+    #[test]
+    fn line_chart_colours_and_legend() {
+        let series: Vec<Series> = (0..8)
+            .map(|i| {
+                Series::line(
+                    format!("series-{i}"),
+                    vec![(1.0, 1.0 + i as f64), (16.0, 2.0)],
+                )
+            })
+            .collect();
+        let svg = line_chart("t", "x", "y", &series, true, true);
+        let colour = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        for (i, c) in PALETTE.iter().take(8).enumerate() {
+            assert!(
+                svg.contains(&colour(*c)),
+                "series {i}'s colour missing: {svg}"
+            );
+        }
+        // The legend's text starts in the column right of the plot.
+        let at = svg
+            .find("\nseries-0\n</text>")
+            .unwrap_or_else(|| panic!("no legend text: {svg}"));
+        let tag = &svg[svg[..at].rfind("<text").expect("a text element")..at];
+        let x: i32 = tag
+            .split("x=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|x| x.parse().ok())
+            .expect("the text's x");
+        assert!(x > 900, "legend text at x = {x}: {tag}");
+        // A series given palette entry 9 is drawn in it, first or not.
+        let svg = line_chart(
+            "t",
+            "x",
+            "y",
+            &[Series::line("only", vec![(1.0, 1.0), (2.0, 2.0)]).with_colour(9)],
+            false,
+            false,
+        );
+        assert!(svg.contains(&colour(PALETTE[9])), "{svg}");
+        assert!(!svg.contains(&colour(PALETTE[0])), "{svg}");
+    }
+
+    /// Points a log axis cannot show are left out of the line, not drawn
+    /// off the chart; the rest are joined in order of x.
+    #[test]
+    fn line_chart_leaves_out_what_a_log_axis_cannot_show() {
+        let svg = line_chart(
+            "t",
+            "x",
+            "y",
+            &[Series::line(
+                "s",
+                vec![(16.0, 2.0), (1.0, 0.0), (4.0, 1.0), (2.0, f64::NAN)],
+            )],
+            true,
+            true,
+        );
+        assert_eq!(
+            svg.matches("<circle").count(),
+            2 + 1,
+            "two points and the legend's: {svg}"
+        );
+        assert!(!svg.contains("-2147483648"), "{svg}");
     }
 }

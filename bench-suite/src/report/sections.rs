@@ -655,7 +655,9 @@ fn locktorture_section(results: &Results) -> Section {
             .filter(|o| (o.writers, o.readers) == mix)
             .collect();
         let categories: Vec<String> = rows.iter().map(|o| o.lock.clone()).collect();
-        let per = |c: locktorture::Counts, n: usize| Some(c.per_thread(n).max(0.5));
+        // No bar for a side with no acquisition at all (a log axis has no
+        // 0; the table gives the 0).
+        let per = |c: locktorture::Counts, n: usize| Some(c.per_thread(n)).filter(|v| *v > 0.0);
         let series = vec![
             Series::bars(
                 "per writer thread",
@@ -668,7 +670,7 @@ fn locktorture_section(results: &Results) -> Section {
         ];
         section.plot(
             "plots/locktorture.svg",
-            "Acquisitions per thread, writers vs readers (log scale; a writer bar far left of its reader bar means writer starvation)",
+            "Acquisitions per thread, writers vs readers (log scale; a writer bar far left of its reader bar means writer starvation, and a missing bar a side with no acquisition at all)",
             plots::bar_chart(
                 &format!("locktorture, {} writers / {} readers: acquisitions per thread", mix.0, mix.1),
                 "acquisitions per thread (log)",
@@ -760,40 +762,57 @@ fn rcuscale_section(results: &Results) -> Section {
     section.table(table);
     let names = ordered(results.rcuscale.iter().map(|o| o.name.as_str()));
     let idles = ordered_numbers(results.rcuscale.iter().map(|o| o.idle_threads));
-    // One plot per idle-thread count, so each contender keeps one colour.
+    // One plot per idle-thread count, each contender in its own colour in
+    // every plot. A plot shows one reader count: the one measured at the
+    // most writer counts (the full profile also runs 1 writer with no
+    // reader and 16 with 4, which would join points of different mixes).
     for &idle in &idles {
+        let at_idle = || results.rcuscale.iter().filter(|o| o.idle_threads == idle);
+        let Some(readers) = ordered_numbers(at_idle().map(|o| o.readers))
+            .into_iter()
+            .max_by_key(|&r| {
+                let writers =
+                    ordered_numbers(at_idle().filter(|o| o.readers == r).map(|o| o.writers));
+                // The most writer counts; among equals, the fewest readers.
+                (writers.len(), std::cmp::Reverse(r))
+            })
+        else {
+            continue;
+        };
         let series: Vec<Series> = names
             .iter()
-            .map(|n| {
-                let points = results
-                    .rcuscale
-                    .iter()
-                    .filter(|o| o.name == *n && o.idle_threads == idle && o.per_gp_us > 0.0)
+            .enumerate()
+            .map(|(i, n)| {
+                let points = at_idle()
+                    .filter(|o| o.name == *n && o.readers == readers && o.per_gp_us > 0.0)
                     .map(|o| (o.writers as f64, o.per_gp_us))
                     .collect();
-                Series::line(*n, points)
+                Series::line(*n, points).with_colour(i)
             })
             .filter(|s| s.points.len() > 1)
             .collect();
         if series.is_empty() {
             continue;
         }
+        let with_readers = format!("{readers} reader{}", if readers == 1 { "" } else { "s" });
         let (file, title) = if idle == 0 {
             (
                 "plots/rcuscale-per-gp.svg".to_owned(),
-                "Per-GP time vs concurrent callers".to_owned(),
+                format!("Per-GP time vs concurrent callers, {with_readers}"),
             )
         } else {
             (
                 format!("plots/rcuscale-per-gp-idle{idle}.svg"),
-                format!("Per-GP time vs concurrent callers, {idle} idle registered threads"),
+                format!(
+                    "Per-GP time vs concurrent callers, {with_readers}, {idle} idle registered threads"
+                ),
             )
         };
         section.plot(
             file,
             format!(
-                "Effective per-grace-period time against concurrent synchronize callers, {idle} idle threads \
-                 (lower is better)"
+                "Effective per-grace-period time against concurrent synchronize callers, {with_readers}, \
+                 {idle} idle threads (lower is better)"
             ),
             plots::line_chart(&title, "concurrent callers (writers)", "per-GP time, us", &series, true, true),
         );
@@ -810,7 +829,7 @@ fn torture_section(results: &Results) -> Section {
          hazptr's writers wait for readers and free at once on half their replacements, rcu-lite's on a \
          quarter (and a quarter more once a later writer finds the polled grace period over), qrwlock's \
          free under the write lock (and one read in four nests a recursive read), while crossbeam-epoch, \
-         haphazard and seize always defer. Compare *replaced* and \
+         haphazard and seize always defer. Compare rates (*handed over/s*) and \
          *unreclaimed max* across primitives in the next table, where every writer only defers.",
     );
     let mut table = Table::new(&[
