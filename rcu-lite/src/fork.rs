@@ -161,7 +161,9 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// [`after_fork_child`] in the child, on the same thread. Blocks while a
 /// `call_rcu` batch is running. Until the `after_fork_*` call, `call_rcu()`
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
-/// `Rcu::update`, `raw::defer_drop_box`) block in every other thread; in the
+/// `Rcu::update`, `raw::defer_drop_box`, `start_poll_synchronize_rcu()`,
+/// `Rcu::replace_polled`, dropping an unclaimed `Retired`) block in every
+/// other thread; in the
 /// forking thread they would wait for the lock it holds itself, so they panic
 /// instead (a refused `call_rcu()` leaks its callback, and one made while the
 /// thread already unwinds returns instead). So does `synchronize_rcu()` there:
@@ -260,6 +262,15 @@ pub fn after_fork_parent() {
 /// (`Box::leak`, `mem::forget`) and handed, as `&'static T`, to the forking
 /// thread. Calling `fork()` is `unsafe`; the caller promises that the child
 /// uses no such reference.
+///
+/// A grace period the parent had in progress counts as complete here: its
+/// driver did not come along. So a polled cookie
+/// (`get_state_synchronize_rcu()`) that the forking thread took between the
+/// hooks, inside a read-side section of its own that began before the
+/// cookie (or, for qsbr, while online), can read as elapsed in the child
+/// while that section is still open. The safe layer cannot get there
+/// (`Rcu::replace_polled` is refused between the hooks); code that frees
+/// through the raw layer on such a cookie must end the section first.
 ///
 /// # Panics
 ///

@@ -338,7 +338,9 @@ pub fn get_state_synchronize_rcu() -> GpState<Memb> {
 /// nothing, as [`call_rcu`] would, whose grace period the callback thread
 /// drives (`start_poll_synchronize_rcu()`). Only when no callback is queued:
 /// one that is already gets such a grace period, so polls while a grace
-/// period is held up queue one callback in all. Never blocks.
+/// period is held up queue one callback in all. Never waits for a grace
+/// period; like `call_rcu()`, it waits for the callback-queue lock while
+/// another thread is between its fork hooks.
 ///
 /// Freeing an unpublished object once a grace period has elapsed, without
 /// waiting for one:
