@@ -162,8 +162,9 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// `call_rcu` batch is running. Until the `after_fork_*` call, `call_rcu()`
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
 /// `Rcu::update`, `raw::defer_drop_box`, `start_poll_synchronize_rcu()`,
-/// `Rcu::replace_polled`, dropping an unclaimed `Retired`) block in every
-/// other thread; in the
+/// `Rcu::replace_polled`) block in every other thread; so does dropping an
+/// unclaimed `Retired` whose grace period has not ended (on the forking
+/// thread it leaks the value instead); in the
 /// forking thread they would wait for the lock it holds itself, so they panic
 /// instead (a refused `call_rcu()` leaks its callback, and one made while the
 /// thread already unwinds returns instead). So does `synchronize_rcu()` there:
@@ -316,7 +317,9 @@ pub(crate) fn refuse_between_hooks(flavor: &str, refused: Refused) {
 pub(crate) fn between_hooks(flavor: &str, refused: Refused) -> ! {
     let (name, why) = match refused {
         Refused::Queuing => (
-            "call_rcu() or rcu_barrier() (or Rcu::replace/update, raw::defer_drop_box)".to_owned(),
+            "call_rcu() or rcu_barrier() (or Rcu::replace/update/replace_polled, \
+             raw::defer_drop_box, start_poll_synchronize_rcu)"
+                .to_owned(),
             "it would wait for the callback-queue lock that this thread holds for the fork",
         ),
         Refused::Waiting(name) => (

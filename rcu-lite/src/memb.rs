@@ -339,8 +339,9 @@ pub fn get_state_synchronize_rcu() -> GpState<Memb> {
 /// drives (`start_poll_synchronize_rcu()`). Only when no callback is queued:
 /// one that is already gets such a grace period, so polls while a grace
 /// period is held up queue one callback in all. Never waits for a grace
-/// period; like `call_rcu()`, it waits for the callback-queue lock while
-/// another thread is between its fork hooks.
+/// period; like `call_rcu()`, it may wait for the callback-queue lock (held
+/// while another thread is between its fork hooks) and, on a flavor's first
+/// call, for the start of its callback worker.
 ///
 /// Freeing an unpublished object once a grace period has elapsed, without
 /// waiting for one:

@@ -278,12 +278,13 @@ fn inline(text: &str) -> String {
 /// A table cell as markdown: `|` escaped (it would end the cell), `<` as
 /// `&lt;` (a renderer would take `<non-string panic payload>` for a tag and
 /// drop it), and line breaks as `<br>` (a newline would end the row: panic
-/// messages such as `assert_eq!`'s span lines).
+/// messages such as `assert_eq!`'s span lines). Inside a code span the
+/// entity and the break show literally; the report puts none in cells.
 fn markdown_cell(cell: &str) -> String {
     cell.replace('|', "\\|")
         .replace('<', "&lt;")
         .replace("\r\n", "<br>")
-        .replace('\n', "<br>")
+        .replace(['\r', '\n'], "<br>")
 }
 
 fn strip_xml_prolog(svg: &str) -> &str {

@@ -125,7 +125,13 @@ pub fn bar_chart(
         } else {
             0.0
         };
-        let hi = if log { max * 40.0 } else { max * 1.45 };
+        // Above `lo` even with no positive value (a log axis from 0.1 down
+        // to 4e-8 would be drawn inverted).
+        let hi = if log {
+            (max * 40.0).max(lo * 10.0)
+        } else {
+            max * 1.45
+        };
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart;
