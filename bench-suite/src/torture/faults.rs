@@ -234,12 +234,16 @@ fn inject<'scope>(scope: &'scope Scope<'scope, '_>, shared: &'scope Shared, kind
                     if !object.is_live() {
                         shared.error();
                     }
+                    let seq = object.seq();
                     let before = shared.replaced_total();
                     let began = Instant::now();
                     std::thread::sleep(length);
                     let stalled = began.elapsed();
-                    // Reclamation must have waited for this section.
-                    if !object.is_live() {
+                    // Reclamation must have waited for this section: the
+                    // object is live and still the same one (a sleep that
+                    // overran the quarantine could find a premature free's
+                    // memory reused by a new object).
+                    if !object.is_still(seq) {
                         shared.error();
                     }
                     // More replacements than writers: at least one began

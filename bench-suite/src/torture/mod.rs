@@ -514,10 +514,11 @@ fn held_read(primitive: &dyn Torture, hold: impl FnOnce()) -> bool {
     let mut hold = Some(hold);
     primitive.read_with(&mut |object| {
         live &= object.is_live();
+        let seq = object.seq();
         if let Some(hold) = hold.take() {
             hold();
         }
-        live &= object.is_live();
+        live &= object.is_still(seq);
     });
     live
 }

@@ -105,7 +105,26 @@ impl TortureObject {
     pub fn seq(&self) -> u64 {
         self.seq
     }
+
+    /// Whether the object is live and still the one of sequence number
+    /// `seq`, which a reader noted when it reached it: what a reader checks
+    /// after holding a section long. An object freed under it, past the
+    /// quarantine, and its memory reused for a new object (the same size)
+    /// reads as live; only its sequence number tells.
+    #[inline]
+    pub fn is_still(&self, seq: u64) -> bool {
+        self.is_live() && self.seq == seq
+    }
 }
+
+// The quarantine outlasts the longest injected stall with room for a
+// stalled reader's late wake-up: a stall that outlives it can miss a
+// premature free whose memory went to a new object (`is_still` then tells,
+// by the sequence number).
+const _: () = assert!(
+    QUARANTINE_MIN_AGE.as_millis() >= crate::fault::STALL_MAX.as_millis() * 2,
+    "the torture quarantine must outlast twice the longest injected stall"
+);
 
 /// Bookkeeping for one torture run's objects.
 #[derive(Debug, Default)]
@@ -314,6 +333,23 @@ pub(crate) fn reclaim_in_place(object: &TortureObject) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `is_still` tells a reused object from the one a reader reached: a
+    /// live object of another sequence number fails it, as does a poisoned
+    /// one of the same.
+    #[test]
+    fn is_still_tells_the_object_a_reader_reached() {
+        let ledger = Arc::new(Ledger::default());
+        let reached = TortureObject::new(&ledger, 7);
+        let other = TortureObject::new(&ledger, 8);
+        assert!(reached.is_still(7));
+        assert!(
+            other.is_live() && !other.is_still(7),
+            "a new object passed for the old one"
+        );
+        reached.magic.store(0, Relaxed);
+        assert!(!reached.is_still(7), "a poisoned object passed");
+    }
 
     /// An object reclaimed in place reads as reclaimed and is counted once;
     /// the primitive's own reclamation then counts a second one and hands
