@@ -95,7 +95,7 @@ pub struct MembarrierArgs {
     /// CPUs: simulated (sim default 384, threaded default 8) or targeted (real default: all online; real refuses it with --targets).
     #[arg(long, allow_negative_numbers = true)]
     pub cpus: Option<u32>,
-    /// Caller threads (default 25 per CPU, as the selftest's hammers; real: per target CPU).
+    /// Caller threads (default 25 per CPU, as the selftest's hammers; real: 25 per target CPU by default, and a given count is the total).
     #[arg(long, allow_negative_numbers = true)]
     pub callers: Option<u32>,
     /// Serialization of expedited commands (sim and threaded; default global, the kernel today).
