@@ -74,7 +74,8 @@ pub const WRITER_MASK: u32 = WRITER_LOCKED | WRITER_WAITING;
 /// that leaves other readers inside while a writer waits leaves the bit set),
 /// by a misuse repair that sees it (which wakes it too), or by the head
 /// itself: a writer's acquiring CAS, a reader's `fetch_and` once inside.
-/// Ignored by every lock decision.
+/// Waits and wake-ups ignore it; the free-lock tests (a writer's CAS from 0)
+/// do not, so a leftover bit can fail a `try_write` (see docs/qrwlock.md).
 pub const HEAD_SLEEPING: u32 = 0x200;
 
 /// Where the reader count starts (`_QR_SHIFT`).

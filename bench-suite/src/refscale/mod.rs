@@ -145,7 +145,8 @@ fn one_run(
 /// A slow stretch of the machine (a host hiccup, another process) then lands
 /// on one run of several contenders, which their medians discard, rather
 /// than on every run of whichever contender ran then, and no contender
-/// always runs first or after the same one. A reader thread the OS refuses
+/// always runs first (given as many runs as contenders; each still follows
+/// the same one in every run but the one it starts). A reader thread the OS refuses
 /// ends the runs with the error, naming it.
 pub fn measure_all(
     chosen: &[&Implementation<dyn ReadSide>],
@@ -172,7 +173,7 @@ pub fn measure_in_turns(
         )?;
     }
     // In turns, the order rotated from run to run, so that no contender
-    // always runs first (or right after the same one).
+    // always runs first.
     let runs_ns = crate::turns::try_in_turns(chosen.len(), config.runs, |i| {
         progress.set_label(chosen[i].name);
         let ns = one_run(
