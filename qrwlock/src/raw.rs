@@ -1083,6 +1083,29 @@ mod tests {
         unsafe { lock.read_unlock() };
     }
 
+    /// Replays, on `lock` with the word `held`, a stray `read_unlock`'s
+    /// subtraction (as `read_unlock` makes it), a reader's fast-path add on
+    /// the wrapped word and its undo, which must return, then the stray
+    /// unlock's repair and its panic, naming the misuse.
+    fn a_reader_lands_on_a_stray_unlocks_wrap(lock: &RawQRwLock, held: u32) {
+        lock.cnts.store(held, Ordering::Relaxed);
+        let stray = lock.cnts.fetch_sub(READER_BIAS, Ordering::Release);
+        assert_eq!(stray, held);
+        let added_to = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
+        assert_ne!(
+            added_to & READER_OVERFLOW,
+            0,
+            "read_lock backs off for this"
+        );
+        lock.undo_reader_bias(added_to);
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lock.read_unlock_slow(stray);
+        }))
+        .unwrap_err();
+        let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
+        assert!(message.contains("that no reader holds"), "{message}");
+    }
+
     /// A reader whose fast-path add lands on a count that a stray
     /// `read_unlock` wrapped (its repair not yet made) backs off without
     /// repairing anything itself: the stray unlock's repair is still to
@@ -1091,24 +1114,7 @@ mod tests {
     #[test]
     fn a_reader_that_lands_on_a_stray_unlocks_wrap_leaves_the_repair_to_it() {
         let lock = RawQRwLock::new();
-        // The stray unlock's subtraction, as `read_unlock` makes it.
-        let stray = lock.cnts.fetch_sub(READER_BIAS, Ordering::Release);
-        assert_eq!(stray, 0);
-        // A reader's fast-path add on the wrapped word, and its undo.
-        let added_to = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
-        assert_ne!(
-            added_to & READER_OVERFLOW,
-            0,
-            "read_lock backs off for this"
-        );
-        lock.undo_reader_bias(added_to);
-        // The stray unlock's repair, and its panic.
-        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            lock.read_unlock_slow(stray);
-        }))
-        .unwrap_err();
-        let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
-        assert!(message.contains("that no reader holds"), "{message}");
+        a_reader_lands_on_a_stray_unlocks_wrap(&lock, 0);
         assert_eq!(
             lock.cnts.load(Ordering::Relaxed),
             0,
@@ -1129,20 +1135,10 @@ mod tests {
     #[test]
     fn a_reader_that_lands_on_a_stray_unlocks_wrap_over_a_sleeping_head() {
         let lock = RawQRwLock::new();
-        let held = WRITER_LOCKED | WRITER_WAITING | HEAD_SLEEPING;
-        lock.cnts.store(held, Ordering::Relaxed);
-        let stray = lock.cnts.fetch_sub(READER_BIAS, Ordering::Release);
-        assert_eq!(stray, held);
-        let added_to = lock.cnts.fetch_add(READER_BIAS, Ordering::Acquire);
-        assert_ne!(added_to & READER_OVERFLOW, 0);
-        // Returns: the panic is the stray unlock's, in its repair.
-        lock.undo_reader_bias(added_to);
-        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            lock.read_unlock_slow(stray);
-        }))
-        .unwrap_err();
-        let message = panic.downcast_ref::<&str>().copied().unwrap_or("");
-        assert!(message.contains("that no reader holds"), "{message}");
+        a_reader_lands_on_a_stray_unlocks_wrap(
+            &lock,
+            WRITER_LOCKED | WRITER_WAITING | HEAD_SLEEPING,
+        );
         assert_eq!(
             lock.cnts.load(Ordering::Relaxed) & !HEAD_SLEEPING,
             WRITER_LOCKED | WRITER_WAITING,
