@@ -22,6 +22,13 @@
 //!   by domain id, from [`remember_backup`] (the guard's slow path) to
 //!   [`forget_backup`] (its drop), so that [`thread_holds`] sees every slot
 //!   of this thread, its block's and its backups'.
+//! - A thread with a registration has armed the exit key ([`settle_exit_key`]):
+//!   glibc runs the thread-local destructors once, then the POSIX key
+//!   destructors, and a thread whose first registration came from a key
+//!   destructor (another library's exit hook calling into Rust) never runs
+//!   `REGISTRATIONS`' destructor. The exit key's destructor then gives the
+//!   blocks back; after the thread-local destructor it finds nothing (the
+//!   list is gone or empty).
 //! - The address of `TOKEN` is the thread's token ([`thread_token`]),
 //!   unique among live threads: slot owners are recorded by it, and it
 //!   spreads threads over a domain's overflow lists.
@@ -32,6 +39,7 @@ use crate::sync::Ordering;
 use std::cell::{Cell, RefCell};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
+use std::sync::atomic::compiler_fence;
 
 /// The destructor-free thread-local cache the fast path reads.
 struct FastCache {
@@ -202,35 +210,101 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
             block
         })
         .ok()?;
+    #[cfg(not(loom))]
+    arm_exit_key();
     let _ = FAST.try_with(|fast| {
         if shared.id == GLOBAL_ID {
             fast.global.set(block.as_ptr());
         } else {
-            fast.user_id.set(shared.id);
+            // Three steps, with compiler fences between them, so that a
+            // signal handler that acquires on this thread in between never
+            // pairs the new id with the old block (a block of another
+            // domain, perhaps given back above): it sees no cached block and
+            // registers itself, which finds this registration in the list.
+            fast.user_id.set(0);
+            compiler_fence(Ordering::SeqCst);
             fast.user_block.set(block.as_ptr());
+            compiler_fence(Ordering::SeqCst);
+            fast.user_id.set(shared.id);
         }
     });
     Some(block)
 }
 
-impl Drop for Registrations {
-    fn drop(&mut self) {
+impl Registrations {
+    /// Gives every block of the exiting thread back: the thread-local's
+    /// destructor, or the exit key's when that one never runs.
+    fn give_back_all(&self) {
         // A thread that exits between the fork hooks (a misuse) holds the
         // retired-list locks that the hand-overs below take.
         #[cfg(not(loom))]
         crate::fork::release_at_thread_exit();
-        // Later thread-local destructors that use hazard pointers must not
-        // find the blocks in the cache: they go to backup slots instead.
+        // Later destructors that use hazard pointers must not find the
+        // blocks in the cache: they go to backup slots instead (after the
+        // thread-local destructor), or register again (after the exit key's,
+        // which a new registration arms again).
         let _ = FAST.try_with(|fast| {
             fast.global.set(ptr::null_mut());
             fast.user_id.set(0);
             fast.user_block.set(ptr::null_mut());
         });
-        for r in self.list.get_mut().drain(..) {
+        // Taken out first: a give-back takes no thread-local borrow.
+        let Ok(mut list) = self.list.try_borrow_mut() else {
+            return;
+        };
+        let list = std::mem::take(&mut *list);
+        for r in list {
             // SAFETY: this thread owns `r.block` and is exiting.
             unsafe { r.shared.give_back_block(r.block) };
         }
     }
+}
+
+impl Drop for Registrations {
+    fn drop(&mut self) {
+        self.give_back_all();
+    }
+}
+
+/// The exit key: a POSIX thread-specific key whose destructor gives back the
+/// blocks of a thread whose `REGISTRATIONS` destructor never runs (see the
+/// module docs). `None` if the process ran out of keys: such a thread's
+/// blocks then stay in use, as they did before the key.
+#[cfg(not(loom))]
+static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
+
+/// Creates the exit key if no thread has yet. `fork::before_fork` calls it
+/// too: a thread creating it at the fork would leave the child a `OnceLock`
+/// that blocks every registration forever.
+#[cfg(not(loom))]
+pub(crate) fn settle_exit_key() -> Option<libc::pthread_key_t> {
+    *EXIT_KEY.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid place for the new key; the destructor is
+        // a function for the whole process's life.
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(give_back_at_key_exit)) };
+        (rc == 0).then_some(key)
+    })
+}
+
+/// Sets the calling thread's exit-key value (a registration): a non-null
+/// value is what makes glibc call the key's destructor at thread exit.
+#[cold]
+#[cfg(not(loom))]
+fn arm_exit_key() {
+    if let Some(key) = settle_exit_key() {
+        // SAFETY: a key this process created and never deletes; the value is
+        // a flag, never dereferenced.
+        let _ = unsafe { libc::pthread_setspecific(key, ptr::dangling::<libc::c_void>()) };
+    }
+}
+
+/// The exit key's destructor: gives back what `REGISTRATIONS` still holds.
+/// Its own destructor ran first when it runs at all, and then the list is
+/// gone (`try_with` fails) or empty.
+#[cfg(not(loom))]
+unsafe extern "C" fn give_back_at_key_exit(_: *mut libc::c_void) {
+    let _ = REGISTRATIONS.try_with(Registrations::give_back_all);
 }
 
 /// The calling thread's slot values, for the synchronize-while-holding check:
