@@ -96,6 +96,11 @@ pub(crate) fn online_count() -> u32 {
     ONLINE.with(Cell::get)
 }
 
+/// Adds `delta` to the calling thread's online registrations. Going online
+/// counts up before [`mark_online`], going offline counts down after
+/// `mark_offline`, so the count never runs below the online records: a
+/// `synchronize_rcu` that a signal handler runs in between panics as a call
+/// from an online thread instead of waiting forever for this thread.
 fn add_online(delta: i32) {
     ONLINE.with(|c| c.set(c.get().wrapping_add_signed(delta)));
 }
@@ -208,8 +213,8 @@ impl QsbrThread {
     /// registration starts online.
     pub fn register() -> QsbrThread {
         let record = engine().registry().acquire();
-        mark_online(record);
         add_online(1);
+        mark_online(record);
         QsbrThread {
             record,
             _not_send: PhantomData,
@@ -358,8 +363,8 @@ impl OfflineQsbrThread {
         let record = self.record;
         // Not dropped: that would unregister. The record changes hands.
         std::mem::forget(self);
-        mark_online(record);
         add_online(1);
+        mark_online(record);
         QsbrThread {
             record,
             _not_send: PhantomData,
@@ -387,8 +392,8 @@ impl Drop for BackOnline<'_> {
     fn drop(&mut self) {
         // `while_offline` took it offline, and its `&mut` borrow kept every other
         // use of the registration out since.
-        mark_online(self.record);
         add_online(1);
+        mark_online(self.record);
     }
 }
 

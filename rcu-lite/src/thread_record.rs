@@ -29,10 +29,17 @@
 //! see the open section (in `read_ongoing`, the misuse checks, a nested raw
 //! section): the guard's drop ends its section as usual. A thread that
 //! registers again during its own thread-local teardown (a destructor that
-//! reads) gets a record that `OWNER`, gone, cannot give back.
+//! reads) gets a record that `OWNER`, gone, cannot give back. And a thread
+//! whose first registration comes from a POSIX key destructor (another
+//! library's exit hook calling into Rust) touches `OWNER` first there, after
+//! glibc ran the thread-local destructors: the destructor that touch
+//! registers never runs (`tests/key_destructor_first_use.rs`).
 //!
-//! Both go back in a second chance: a POSIX thread-specific key per flavor
-//! whose destructor gives the record back. glibc runs those destructors after
+//! All three go back in a second chance: a POSIX thread-specific key per
+//! flavor whose destructor gives the record back. Every registration arms it
+//! with the record, and `OWNER` disarms it when it gives the record back
+//! itself; the key's destructor takes the record from an `OWNER` whose
+//! destructor did not run, so that neither gives it back twice. glibc runs those destructors after
 //! every thread-local destructor (`__call_tls_dtors`, which Rust's use, then
 //! `__nptl_deallocate_tsd`). Other keys' destructors may still run code
 //! afterwards (glibc takes keys in index order, pass after pass), and one that
@@ -53,6 +60,9 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::atomic::Ordering::Relaxed;
 
+/// Arms a flavor's second chance with a record, or disarms it (`None`).
+pub(crate) type SecondChance = fn(Option<&'static Record>);
+
 /// Gives this thread's record back to its engine when the thread exits.
 pub(crate) struct Owner {
     /// The record, or null before registration.
@@ -61,8 +71,9 @@ pub(crate) struct Owner {
     engine: Cell<*const Engine>,
     /// Clears the fast-path `RECORD` thread-local (std only).
     clear_fast_slot: Cell<Option<fn()>>,
-    /// Hands the record to the second chance (see the module docs; std only).
-    release_after_teardown: Cell<Option<fn(&'static Record)>>,
+    /// Arms the second chance with the record, or disarms it (`None`) (see
+    /// the module docs; std only).
+    second_chance: Cell<Option<SecondChance>>,
 }
 
 impl Owner {
@@ -73,7 +84,7 @@ impl Owner {
                 record: Cell::new(ptr::null()),
                 engine: Cell::new(ptr::null()),
                 clear_fast_slot: Cell::new(None),
-                release_after_teardown: Cell::new(None),
+                second_chance: Cell::new(None),
             }
         }
     }
@@ -84,12 +95,23 @@ impl Owner {
         record: &'static Record,
         engine: &'static Engine,
         clear: Option<fn()>,
-        release_after_teardown: Option<fn(&'static Record)>,
+        second_chance: Option<SecondChance>,
     ) {
         self.record.set(record);
         self.engine.set(engine);
         self.clear_fast_slot.set(clear);
-        self.release_after_teardown.set(release_after_teardown);
+        self.second_chance.set(second_chance);
+    }
+
+    /// Gives up the record without releasing it, if it is `record`: the
+    /// second chance released it (a thread whose first registration came
+    /// from a key destructor, whose `OWNER` destructor glibc never runs; on
+    /// a platform that ran it later, it must not release the record again).
+    #[cfg(not(loom))]
+    pub(crate) fn disown(&self, record: &'static Record) {
+        if ptr::eq(self.record.get(), record) {
+            self.record.set(ptr::null());
+        }
     }
 }
 
@@ -109,33 +131,38 @@ impl Drop for Owner {
             if let Some(clear) = self.clear_fast_slot.get() {
                 clear();
             }
+            // The second chance, armed at registration, must not release
+            // it again once another thread may have claimed it.
+            if let Some(second_chance) = self.second_chance.get() {
+                second_chance(None);
+            }
             engine.registry().release(record);
         }
-        // Otherwise the record stays this thread's until the second chance,
-        // and the fast slot (which has no destructor) keeps pointing at it:
-        // the guard's drop, and any read lock, `read_ongoing` or misuse check
-        // made by a later destructor, see the open section, not a fresh
-        // record.
-        else if let Some(release) = self.release_after_teardown.get() {
-            release(record);
-        }
+        // Otherwise the record stays this thread's until the second chance
+        // (armed with it at registration), and the fast slot (which has no
+        // destructor) keeps pointing at it: the guard's drop, and any read
+        // lock, `read_ongoing` or misuse check made by a later destructor,
+        // see the open section, not a fresh record.
     }
 }
 
 /// The second chance (see the module docs): a thread-specific key whose
-/// destructor, `give_back`, gets the record when the thread ends. `key` is
-/// the flavor's, created on first use; without one (the process ran out of
-/// keys) the record stays registered, as it did before keys were used.
+/// destructor, `give_back`, gets the record when the thread ends, armed with
+/// `record` at every registration and disarmed (`None`) when `OWNER` gives
+/// the record back itself. `key` is the flavor's, created on first use;
+/// without one (the process ran out of keys) a record that `OWNER` cannot
+/// give back stays registered, as it did before keys were used.
 #[cfg(not(loom))]
-pub(crate) fn release_after_teardown(
+pub(crate) fn set_second_chance(
     key: &'static std::sync::OnceLock<Option<libc::pthread_key_t>>,
     give_back: unsafe extern "C" fn(*mut libc::c_void),
-    record: &'static Record,
+    record: Option<&'static Record>,
 ) {
     if let Some(key) = teardown_key(key, give_back) {
+        let value = record.map_or(ptr::null(), |r| ptr::from_ref(r).cast());
         // SAFETY: a key this process created and never deletes. A non-null
         // value is what makes glibc call the destructor at thread exit.
-        let _ = unsafe { libc::pthread_setspecific(key, ptr::from_ref(record).cast()) };
+        let _ = unsafe { libc::pthread_setspecific(key, value) };
     }
 }
 
@@ -160,23 +187,25 @@ pub(crate) fn teardown_key(
 
 /// The second chance's destructor body: gives `record` back to `engine` if
 /// it is outside every section, after `clear` points the fast slot back at
-/// the placeholder.
+/// the placeholder and `disown` takes it from an `OWNER` whose destructor
+/// did not run.
 ///
 /// # Safety
 ///
-/// `record` is the calling thread's record, set by [`release_after_teardown`],
-/// and the thread runs no more Rust code that could use it.
+/// `record` is the calling thread's record, set by [`set_second_chance`].
 #[cfg(not(loom))]
 pub(crate) unsafe fn give_back_after_teardown(
     record: *mut libc::c_void,
     engine: &'static Engine,
     clear: fn(),
+    disown: fn(&'static Record),
 ) {
     // SAFETY: registry records are never freed (the caller passes one).
     let record: &'static Record = unsafe { &*record.cast::<Record>().cast_const() };
     // Relaxed: only this thread writes its word.
     if nesting(record.word.load(Relaxed)) == 0 {
         clear();
+        disown(record);
         engine.registry().release(record);
     }
 }
@@ -266,22 +295,25 @@ macro_rules! thread_record {
             on_register(record);
             #[cfg(not(loom))]
             {
+                // Keeps the fast slot's store after `on_register`'s stores in
+                // program order, for a signal handler on this thread: one
+                // that found the record in the slot before its word was set
+                // would read without the fence that word calls for.
+                std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
                 RECORD.with(|slot| slot.set(record));
-                // During the thread's own teardown `OWNER` may be gone: the
-                // record then goes back at the second chance (module docs).
-                if OWNER
-                    .try_with(|owner| {
-                        owner.own(
-                            record,
-                            engine,
-                            Some(clear_fast_slot),
-                            Some(release_after_teardown),
-                        )
-                    })
-                    .is_err()
-                {
-                    release_after_teardown(record);
-                }
+                // During the thread's own teardown `OWNER` may be gone, and
+                // first touched in a key destructor its destructor never
+                // runs: the second chance is armed either way, and `OWNER`
+                // disarms it when it gives the record back (module docs).
+                set_second_chance(Some(record));
+                let _ = OWNER.try_with(|owner| {
+                    owner.own(
+                        record,
+                        engine,
+                        Some(clear_fast_slot),
+                        Some(set_second_chance),
+                    )
+                });
             }
             #[cfg(loom)]
             OWNER.with(|owner| owner.own(record, engine, None, None));
@@ -313,8 +345,14 @@ macro_rules! thread_record {
         }
 
         #[cfg(not(loom))]
-        fn release_after_teardown(record: &'static $crate::record::Record) {
-            $crate::thread_record::release_after_teardown(&TEARDOWN_KEY, give_back, record);
+        fn set_second_chance(record: Option<&'static $crate::record::Record>) {
+            $crate::thread_record::set_second_chance(&TEARDOWN_KEY, give_back, record);
+        }
+
+        /// Takes `record` from `OWNER` if its destructor has not run.
+        #[cfg(not(loom))]
+        fn disown(record: &'static $crate::record::Record) {
+            let _ = OWNER.try_with(|owner| owner.disown(record));
         }
 
         /// The key's destructor.
@@ -323,7 +361,12 @@ macro_rules! thread_record {
             // SAFETY: glibc passes the value this thread set, its record, once
             // every thread-local destructor has run.
             unsafe {
-                $crate::thread_record::give_back_after_teardown(record, engine(), clear_fast_slot)
+                $crate::thread_record::give_back_after_teardown(
+                    record,
+                    engine(),
+                    clear_fast_slot,
+                    disown,
+                )
             }
         }
     };
