@@ -2,9 +2,10 @@
 //! grace period, with no reader and with one reader thread running sections
 //! back to back?
 //!
-//! rcu-lite against liburcu's memb flavor and crossbeam-epoch, through the
+//! rcu-lite's two flavors against liburcu's and crossbeam-epoch, through the
 //! same `GracePeriod` implementations `syncbench rcuscale` runs, each in its
-//! default pacing (rcu-lite: adaptive FQS). The reader thread starts before
+//! default pacing (rcu-lite: adaptive FQS). The qsbr readers announce a
+//! quiescent state every 64 sections, as in rcuscale. The reader thread starts before
 //! the timed region and runs until the benchmark ends.
 //!
 //! Quick QS on and off (`rcu-lite`, `rcu-lite-noqs`) are compared at the
@@ -14,9 +15,9 @@
 //! begins at once, so the switch changes nothing measurable there
 //! (`docs/rcu-lite.md`, *Measuring it*).
 //!
-//! `readers=0` is not a like-for-like comparison for `liburcu-memb`: with no
+//! `readers=0` is not a like-for-like comparison for liburcu: with no
 //! registered reader, liburcu's `synchronize_rcu()` skips its fence and its
-//! scan, while rcu-lite's caller is itself registered and pays the heavy
+//! scan, while rcu-lite's memb caller is itself registered and pays the heavy
 //! fence (`docs/measuring.md`, *rcuscale: waiting for readers*). Compare the flavors at
 //! `readers=1`; `readers=0` shows each one's cost with nobody to wait for.
 //!
@@ -31,7 +32,13 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// The contenders in their default pacing, with no reader and with one.
-const CONTENDERS: [&str; 3] = ["rcu-lite", "liburcu-memb", "crossbeam-epoch"];
+const CONTENDERS: [&str; 5] = [
+    "rcu-lite",
+    "liburcu-memb",
+    "rcu-lite-qsbr",
+    "liburcu-qsbr",
+    "crossbeam-epoch",
+];
 
 /// The quick-QS pair at the kernel's FQS interval, with no reader.
 const QUICK_QS_PAIR: [&str; 2] = ["rcu-lite", "rcu-lite-noqs"];
@@ -75,11 +82,21 @@ fn bench_waits(
             // Set however the scope ends: a wait that panics inside the
             // benchmark must not leave the readers reading for ever.
             let _stop = StopOnDrop(&stop);
+            // A spawn the OS refuses panics here: the guard then cancels the
+            // gate, so that the readers already started return.
+            let _cancel = ready.cancel_on_panic();
             for _ in 0..readers {
-                s.spawn(|| primitive.read_until(&ready, &stop));
+                s.spawn(|| {
+                    // A reader that panics in its set-up calls the start off.
+                    let _cancel = ready.cancel_on_panic();
+                    primitive.read_until(&ready, &stop)
+                });
             }
             // Every reader registered and reading before the first wait.
-            assert!(ready.wait(), "nothing calls this gate off");
+            assert!(
+                ready.wait(),
+                "rcu_synchronize: a reader thread of {name} panicked before the start"
+            );
             let id = BenchmarkId::new(name, format!("{pacing}readers={readers}"));
             group.bench_function(id, |b| {
                 b.iter_custom(|iters| {

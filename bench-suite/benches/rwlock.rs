@@ -6,9 +6,9 @@
 //! - `uncontended-write`: one thread, write lock + increment + unlock.
 //! - `read-mostly-2t`: two threads on one lock, each doing 1 write per 100
 //!   reads; the time is per operation pair (one operation on each thread), so
-//!   throughput is 2 / time. Threads are spawned and released by a barrier
-//!   outside the timed region; each times its own loop and the slower one
-//!   counts.
+//!   throughput is 2 / time. Threads are spawned and released by a start gate
+//!   outside the timed region; the time runs from the first thread's start
+//!   to the last one's end.
 //! - `nested-read` and `nested-read-mostly-2t`: the same with every read a
 //!   nested pair, a read lock and a second one inside it that a waiting
 //!   writer does not hold up (a plain second `read` could deadlock behind
@@ -19,9 +19,9 @@
 //! `cargo bench -p bench-suite --bench rwlock` (add `-- --quick` for a
 //! minute-long run). Run under `flock /work/bench.lock` on a shared machine.
 
+use bench_suite::start_gate::StartGate;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 /// One contender: a reader-writer lock around a `u64`.
@@ -169,43 +169,59 @@ fn uncontended<L: BenchLock>(c: &mut Criterion) {
 
 /// `iters` operations on each of two threads, 1 write per
 /// `READS_PER_WRITE` reads (each a `read`), the threads' writes staggered by
-/// half a period.
+/// half a period. The time runs from the first thread's start to the last
+/// one's end: the stretches where one thread runs alone (the other not yet
+/// past the barrier, or done) are part of the sample, as they are of its
+/// wall time. `read` is a generic closure, not a function pointer, so that it
+/// inlines into the loop as `write` does.
 fn read_mostly_pair<L: BenchLock>(
-    lock: &Arc<Padded<L>>,
+    lock: &Padded<L>,
     iters: u64,
-    read: fn(&L) -> u64,
+    read: impl Fn(&L) -> u64 + Sync,
 ) -> Duration {
-    let start = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = (0..2u64)
-        .map(|t| {
-            let (lock, start) = (lock.clone(), start.clone());
-            std::thread::spawn(move || {
-                let lock = &lock.0;
-                let offset = t * (READS_PER_WRITE / 2);
-                start.wait();
-                let began = Instant::now();
-                for i in 0..iters {
-                    if (i + offset) % (READS_PER_WRITE + 1) == READS_PER_WRITE {
-                        lock.write();
-                    } else {
-                        black_box(read(lock));
+    let start = StartGate::new(2);
+    std::thread::scope(|s| {
+        // A spawn the OS refuses panics here: the guard then cancels the
+        // gate, so that the thread already started returns and the scope can
+        // join it (at a `Barrier` it would wait for ever).
+        let _cancel = start.cancel_on_panic();
+        let threads: Vec<_> = (0..2u64)
+            .map(|t| {
+                let (lock, start, read) = (&lock.0, &start, &read);
+                s.spawn(move || {
+                    let offset = t * (READS_PER_WRITE / 2);
+                    if !start.wait() {
+                        return None;
                     }
-                }
-                began.elapsed()
+                    let began = Instant::now();
+                    for i in 0..iters {
+                        if (i + offset) % (READS_PER_WRITE + 1) == READS_PER_WRITE {
+                            lock.write();
+                        } else {
+                            black_box(read(lock));
+                        }
+                    }
+                    Some((began, Instant::now()))
+                })
             })
-        })
-        .collect();
-    threads
-        .into_iter()
-        .map(|t| t.join().expect("bench thread panicked"))
-        .max()
-        .expect("two threads")
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .expect("the gate opened for both threads")
+            })
+            .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
+            .map(|(began, ended)| ended.saturating_duration_since(began))
+            .expect("two threads")
+    })
 }
 
 fn read_mostly<L: BenchLock>(c: &mut Criterion) {
     let mut group = c.benchmark_group("rwlock");
     group.throughput(Throughput::Elements(2));
-    let lock = Arc::new(Padded(L::new()));
+    let lock = Padded(L::new());
     group.bench_function(BenchmarkId::new(L::NAME, "read-mostly-2t"), |b| {
         b.iter_custom(|iters| read_mostly_pair(&lock, iters, L::read))
     });
@@ -220,7 +236,7 @@ fn nested<L: NestedRead>(c: &mut Criterion) {
         b.iter(|| black_box(black_box(&lock.0).nested_read()))
     });
     group.throughput(Throughput::Elements(2));
-    let lock = Arc::new(Padded(L::new()));
+    let lock = Padded(L::new());
     group.bench_function(BenchmarkId::new(L::NAME, "nested-read-mostly-2t"), |b| {
         b.iter_custom(|iters| read_mostly_pair(&lock, iters, L::nested_read))
     });

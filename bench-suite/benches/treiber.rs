@@ -3,11 +3,11 @@
 //! against the same stack on haphazard. Time per iteration = one push+pop
 //! pair on each thread (threads run concurrently), on 1 and 2 threads, and on
 //! one thread per CPU where the machine has more than 2.
+use bench_suite::start_gate::StartGate;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::mem::ManuallyDrop;
 use std::ptr;
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 #[allow(dead_code)]
@@ -91,12 +91,18 @@ fn pairs<S: Sync>(
     iters: u64,
     pair: impl Fn(&S, u64) + Sync,
 ) -> Duration {
-    let start = Barrier::new(threads + 1);
+    let start = StartGate::new(threads + 1);
     std::thread::scope(|s| {
+        // A spawn the OS refuses panics here: the guard then cancels the
+        // gate, so that the threads already started return and the scope
+        // can join them (at a `Barrier` they would wait for ever).
+        let _cancel = start.cancel_on_panic();
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    start.wait();
+                    if !start.wait() {
+                        return None;
+                    }
                     let began = Instant::now();
                     for i in 0..iters {
                         pair(stack, i);
@@ -104,11 +110,14 @@ fn pairs<S: Sync>(
                     // The thread's own start and end: the sample runs from
                     // the first start to the last end, as the threads saw
                     // them (this thread may get a CPU well after they began).
-                    (began, Instant::now())
+                    Some((began, Instant::now()))
                 })
             })
             .collect();
-        start.wait();
+        assert!(
+            start.wait(),
+            "the start was cancelled with every thread started"
+        );
         // Joined, not met at an end barrier: a thread that panics would
         // leave the others waiting there for ever.
         workers
@@ -116,6 +125,7 @@ fn pairs<S: Sync>(
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    .expect("the gate opened for every thread")
             })
             .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
             .map(|(began, ended)| ended.saturating_duration_since(began))
