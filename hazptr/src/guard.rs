@@ -213,8 +213,11 @@ impl<'d> Guard<'d> {
 
     /// Takes a free slot of `block`, if it has one; the global domain's
     /// guards pass its wildcard word, others `None` (read from the block).
-    /// The caller stores into the slot before anything else can look for a
-    /// free one.
+    /// The caller stores into the slot before anything else on this thread
+    /// looks for a free one, except a signal handler, which may take the
+    /// same slot: it must drop its guard before it returns (crate docs,
+    /// *Signal handlers*), and the interrupted store then lands on an empty
+    /// slot.
     ///
     /// `block` must be the calling thread's block in a domain that outlives
     /// `'d` (callers get it from the thread's registration).

@@ -56,6 +56,21 @@
 //! [`fork::after_fork_parent`] / [`fork::after_fork_child`] right after it
 //! (see [`fork`]); a child that `exec`s at once needs neither.
 //!
+//! # Signal handlers
+//!
+//! A signal handler may take guards, protect and load through them, if its
+//! thread has already registered in the domain (a guard taken there before
+//! the handler can run; the first guard of the process also chooses the
+//! fence mode), the handler drops its guards before it returns, and the
+//! thread never holds more than [`usable_slots_per_thread`] guards in all,
+//! the handler's included. That fast path is thread-local reads and atomic
+//! stores. Nothing else is async-signal-safe: a first registration and a
+//! backup slot (more guards, a domain that forces the slow path) allocate
+//! and borrow thread-local state that the interrupted code may hold;
+//! `retire`, `reclaim`, `synchronize` and the [`AtomicBox`] updates can wait
+//! for the interrupted code's own protection, or push into the retire batch
+//! it is pushing into.
+//!
 //! # Cargo features
 //!
 //! `force-slow-path`: every acquire in every domain takes the slow path (a

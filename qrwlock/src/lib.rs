@@ -66,7 +66,13 @@
 //!   reader: it waits only while a writer holds the lock, so it enters past a
 //!   waiting writer, and a nested hold taken with it cannot deadlock. Such
 //!   readers do not yield to a waiting writer; take the outermost hold with
-//!   `read`.
+//!   `read`. That is recursion within a thread, not an interrupt context: a
+//!   signal handler that waits for the lock deadlocks when the thread it
+//!   interrupted holds the write lock or waits in the queue (the handler's
+//!   node queues behind its own thread's). From a handler use only the try
+//!   forms ([`RawQRwLock::try_read_lock`],
+//!   [`RawQRwLock::try_read_lock_recursive`], `lock_api`'s `try_read`),
+//!   which never wait.
 //! - **No upgrade.** A write lock asked for while holding a read lock waits
 //!   for that hold forever, and since it has set the waiting bit, every later
 //!   reader of any thread queues behind it: the whole lock stops, with no

@@ -50,6 +50,17 @@
 //! deadlock: it panics with a message saying so, as does an unbalanced unlock.
 //! A process that forks once rcu-lite is in use calls the hooks in [`fork`]
 //! around `fork()`, as liburcu's users do.
+//!
+//! In a signal handler, `memb::read_lock()`, its guard's drop and
+//! [`Rcu::read`] are safe once the thread has registered (a read lock taken
+//! on it before the handler can run): the handler's sections are balanced,
+//! so it leaves the nesting word as it found it, as in liburcu. A first
+//! registration in a handler allocates, and the interrupted code may
+//! overwrite it (the record is then never given back). A qsbr handler must
+//! register its own `QsbrThread` (allocating if no record is free).
+//! `synchronize_rcu`, `call_rcu`, `rcu_barrier` and the cell's updates are
+//! not for handlers: they wait for the interrupted code, or for a lock it
+//! holds.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 /// Defines a function as `const fn` except under loom, whose atomics and
