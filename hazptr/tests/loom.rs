@@ -11,8 +11,8 @@
 
 use hazptr::{AtomicBox, Domain};
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::AtomicPtr;
-use loom::sync::atomic::Ordering::{AcqRel, Acquire};
+use loom::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use loom::sync::atomic::{AtomicBool, AtomicPtr};
 use loom::thread;
 use std::sync::Arc;
 
@@ -180,6 +180,55 @@ fn concurrent_callers_of_the_shared_scan_are_each_released() {
         other_caller.join().unwrap();
         free_last(&first);
         free_last(&second);
+    });
+}
+
+/// Two callers queued for one pass, one of whose addresses a guard protects
+/// from before either call: the pass's hit holds the waiter of that address,
+/// and only it. (A hit credited to whichever waiter heads the batch releases
+/// the protected address's caller while the guard still holds it, which the
+/// flag below catches, or holds the other caller, whose join the guard's
+/// drop waits for: a deadlock.) The guard is taken before the callers start,
+/// so that no reader sits in its wildcard window (see the model above).
+/// One preemption is enough to queue both waiters for one pass (a caller
+/// preempted between its push and its drive), and all this model can
+/// afford: with the scanner it has four threads, and at two preemptions it
+/// had not finished after 17 minutes.
+#[test]
+fn a_hit_holds_the_waiter_of_its_own_address() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(1);
+    builder.check(|| {
+        let domain = Arc::new(Domain::builder().shared_scan(true).build());
+        let src = AtomicPtr::new(obj());
+        let (guard, held) = domain.acquire(&src);
+        let guard_dropped = Arc::new(AtomicBool::new(false));
+        let held_addr = held as usize;
+        let held_caller = {
+            let (domain, guard_dropped) = (Arc::clone(&domain), Arc::clone(&guard_dropped));
+            thread::spawn(move || {
+                domain.synchronize(held_addr as *mut Obj);
+                // Acquire pairs with the Release store below, through the
+                // scan's Acquire load of the emptied slot.
+                assert!(
+                    guard_dropped.load(Acquire),
+                    "synchronize returned while a guard still protected its address"
+                );
+            })
+        };
+        let other = obj();
+        let other_addr = other as usize;
+        let other_caller = {
+            let domain = Arc::clone(&domain);
+            thread::spawn(move || domain.synchronize(other_addr as *mut Obj))
+        };
+        other_caller.join().unwrap();
+        guard_dropped.store(true, Release);
+        drop(guard);
+        held_caller.join().unwrap();
+        // SAFETY: never published.
+        unsafe { reclaim(other) };
+        free_last(&src);
     });
 }
 

@@ -370,6 +370,34 @@ fn a_memb_readers_second_section_does_not_cover_its_first() {
     });
 }
 
+/// A memb reader whose snapshot is two grace periods old: it loads
+/// `gp_word` before the first grace period begins, stores it only after
+/// that grace period credited it (its word still said "outside"), then reads
+/// the object that the second grace period's caller unpublishes. The second
+/// grace period must hold it: a snapshot older than the grace period is not
+/// quiescent, however old. (Catches a holdout rule that credits snapshots
+/// two or more grace periods behind, such as one that waits only for the
+/// previous grace period's: it needs the reader stalled across a whole grace
+/// period and a preemption on each side of it, so this runs with at least
+/// 4.)
+#[test]
+fn a_snapshot_two_grace_periods_old_is_still_waited_for() {
+    model_with_preemptions(4, usize::MAX, || {
+        configure(true);
+        let slot = Slot::new();
+        let reader_thread = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || memb_reader(&slot))
+        };
+        memb::synchronize_rcu();
+        let old = slot.unpublish();
+        memb::synchronize_rcu();
+        // SAFETY: unpublished, and a grace period elapsed since.
+        unsafe { retire_now(old) };
+        reader_thread.join().unwrap();
+    });
+}
+
 /// A qsbr reader's quiescent state ends what it may hold: in its next section
 /// it must reach the new object, or the updater that saw the quiescent state
 /// would free the old one under it. (Models the Acquire load of `gp_word` in
