@@ -120,8 +120,9 @@ const INSIDE_CHILD_ENV: &str = "RCU_LITE_THREAD_CHURN_EXIT_INSIDE_CHILD";
 /// A thread that exits inside a section (its guard forgotten) keeps its
 /// record, still inside, as the crate documents: grace periods go on waiting
 /// for it, and no later thread takes the record over, which would end that
-/// section (the new owner's first store clears the word). In a child
-/// process, which is left with a grace period that never ends.
+/// section (the new owner's first store clears the word). Its exit says so
+/// on stderr: nothing else would explain the hang. In a child process,
+/// which is left with a grace period that never ends.
 #[test]
 #[cfg_attr(
     miri,
@@ -148,9 +149,19 @@ fn a_thread_that_exits_inside_a_section_keeps_its_record() {
         );
         return;
     }
-    test_support::in_a_child_process(
+    let (status, stderr) = test_support::run_in_a_child_process(
         "a_thread_that_exits_inside_a_section_keeps_its_record",
         INSIDE_CHILD_ENV,
         "1",
+    );
+    assert!(status.success(), "the child failed ({status:?}); stderr:\n{stderr}");
+    // The exit says what will hang, once: the four later threads exited
+    // outside every section.
+    assert_eq!(
+        stderr
+            .matches("rcu-lite: a thread exited inside a read-side section")
+            .count(),
+        1,
+        "the thread's exit inside its section was not reported once; stderr:\n{stderr}"
     );
 }
