@@ -12,12 +12,15 @@
 //! # Invariants
 //!
 //! - A block in `FAST` is also in `REGISTRATIONS`, and this thread owns it
-//!   until the list's destructor gives it back. That destructor clears
-//!   `FAST` first, so a later thread-local destructor that acquires finds no
-//!   block and takes a backup slot instead.
+//!   until the list's destructor (or the exit key's) gives it back. The
+//!   give-back clears `FAST` first, so a later thread-local destructor that
+//!   acquires finds no block and takes a backup slot instead.
 //! - `FAST` caches the global domain's block and the last user domain's, by
 //!   domain id; ids are never reused, so a cached id of a dropped domain
-//!   matches no live one.
+//!   matches no live one. The user pair is written only with
+//!   `user_updating` set, and a signal handler that finds it set leaves the
+//!   pair alone: a handler's write between the interrupted code's block and
+//!   id stores would otherwise pair one domain's id with another's block.
 //! - `HELD_BACKUPS` lists the backup slots this thread's guards hold, keyed
 //!   by domain id, from [`remember_backup`] (the guard's slow path) to
 //!   [`forget_backup`] (its drop), so that [`thread_holds`] sees every slot
@@ -48,6 +51,8 @@ struct FastCache {
     /// The id and block of the last user domain this thread used.
     user_id: Cell<u64>,
     user_block: Cell<*mut SlotBlock>,
+    /// Set while this thread writes `user_id` and `user_block`.
+    user_updating: Cell<bool>,
 }
 
 impl FastCache {
@@ -81,6 +86,7 @@ thread_local! {
             global: Cell::new(ptr::null_mut()),
             user_id: Cell::new(0),
             user_block: Cell::new(ptr::null_mut()),
+            user_updating: Cell::new(false),
         }
     };
     static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
@@ -94,6 +100,7 @@ loom::thread_local! {
         global: Cell::new(ptr::null_mut()),
         user_id: Cell::new(0),
         user_block: Cell::new(ptr::null_mut()),
+        user_updating: Cell::new(false),
     };
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static TOKEN: u8 = 0;
@@ -207,25 +214,32 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
                 shared: Arc::clone(shared),
                 block,
             });
+            #[cfg(not(loom))]
+            arm_exit_key();
             block
         })
         .ok()?;
-    #[cfg(not(loom))]
-    arm_exit_key();
     let _ = FAST.try_with(|fast| {
         if shared.id == GLOBAL_ID {
             fast.global.set(block.as_ptr());
-        } else {
+        } else if !fast.user_updating.get() {
             // Three steps, with compiler fences between them, so that a
             // signal handler that acquires on this thread in between never
             // pairs the new id with the old block (a block of another
             // domain, perhaps given back above): it sees no cached block and
-            // registers itself, which finds this registration in the list.
+            // registers itself, which finds its registration in the list
+            // and, finding `user_updating` set, leaves the pair to this
+            // update instead of writing a pair of its own into the middle
+            // of it.
+            fast.user_updating.set(true);
+            compiler_fence(Ordering::SeqCst);
             fast.user_id.set(0);
             compiler_fence(Ordering::SeqCst);
             fast.user_block.set(block.as_ptr());
             compiler_fence(Ordering::SeqCst);
             fast.user_id.set(shared.id);
+            compiler_fence(Ordering::SeqCst);
+            fast.user_updating.set(false);
         }
     });
     Some(block)
@@ -248,11 +262,13 @@ impl Registrations {
             fast.user_id.set(0);
             fast.user_block.set(ptr::null_mut());
         });
-        // Taken out first: a give-back takes no thread-local borrow.
-        let Ok(mut list) = self.list.try_borrow_mut() else {
-            return;
+        // Taken out first, and the borrow ended: a give-back may drop the
+        // last handle of a dropped domain (running its deleters), and a
+        // signal handler may register, both of which borrow the list.
+        let list = match self.list.try_borrow_mut() {
+            Ok(mut list) => std::mem::take(&mut *list),
+            Err(_) => return,
         };
-        let list = std::mem::take(&mut *list);
         for r in list {
             // SAFETY: this thread owns `r.block` and is exiting.
             unsafe { r.shared.give_back_block(r.block) };

@@ -201,7 +201,7 @@ pub fn before_fork() {
     // blocks its first fence forever.
     let _ = membarrier_sim::fence::mode();
     // The same for each flavor's second-chance key (`thread_record.rs`),
-    // created by the first thread that needs it during its exit.
+    // created by the first registration of the flavor.
     memb::settle_teardown_key();
     qsbr::settle_teardown_key();
     // Every batch lock before any queue lock: a callback may queue callbacks

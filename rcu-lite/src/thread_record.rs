@@ -128,13 +128,16 @@ impl Drop for Owner {
         if nesting(record.word.load(Relaxed)) == 0 {
             // The fast slot must not keep pointing at a record that another
             // thread may now claim.
-            if let Some(clear) = self.clear_fast_slot.get() {
-                clear();
-            }
             // The second chance, armed at registration, must not release
-            // it again once another thread may have claimed it.
+            // it again once another thread may have claimed it. Disarmed
+            // before the fast slot is cleared: a signal handler that reads
+            // after the clear registers a record of its own and arms the
+            // key with it, which a later disarm would lose.
             if let Some(second_chance) = self.second_chance.get() {
                 second_chance(None);
+            }
+            if let Some(clear) = self.clear_fast_slot.get() {
+                clear();
             }
             engine.registry().release(record);
         }
@@ -169,8 +172,7 @@ pub(crate) fn set_second_chance(
 /// The flavor's second-chance key, created on first use (`None` if the
 /// process ran out of keys). Also called by `fork::before_fork`: a thread
 /// creating it at the fork would leave the child a `OnceLock` that blocks
-/// forever every thread that later needs the key (one exiting with a guard
-/// kept in a later thread-local, or registering during its teardown).
+/// forever every thread that later registers (each arms the key).
 #[cfg(not(loom))]
 pub(crate) fn teardown_key(
     key: &'static std::sync::OnceLock<Option<libc::pthread_key_t>>,

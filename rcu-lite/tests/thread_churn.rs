@@ -154,7 +154,10 @@ fn a_thread_that_exits_inside_a_section_keeps_its_record() {
         INSIDE_CHILD_ENV,
         "1",
     );
-    assert!(status.success(), "the child failed ({status:?}); stderr:\n{stderr}");
+    assert!(
+        status.success(),
+        "the child failed ({status:?}); stderr:\n{stderr}"
+    );
     // The exit says what will hang, once: the four later threads exited
     // outside every section.
     assert_eq!(
