@@ -118,17 +118,33 @@ pub struct GpCounts {
     pub records: usize,
 }
 
-/// What the read side touches: one read-mostly cache line.
+/// What the read side touches: one read-mostly cache line, written once per
+/// grace period.
 #[repr(align(128))]
 pub(crate) struct ReaderShared {
     /// `reader_word(newest grace period started)`: what a memb reader stores
     /// when it enters its outermost section and a qsbr thread when it reports a
     /// quiescent state or comes online. Written by the driver only.
     pub(crate) gp_word: AtomicU64,
-    /// `DRIVER_RUNNING`, `WAITS_FOR_HOLDOUTS` or `WAITS_FOR_TIMER`: the futex
-    /// word the driver sleeps on.
-    pub(crate) driver_wait: AtomicU32,
 }
+
+/// The futex word the driver sleeps on, alone on its cache lines: the driver
+/// writes it around every sleep and FQS wait, a flagged holdout and an
+/// expedited caller exchange it, and readers' fast paths never read it. (It
+/// shared `gp_word`'s line until 2026-12-06, so each of those writes took the
+/// line from every reader.)
+#[repr(align(128))]
+pub(crate) struct DriverWait {
+    /// `DRIVER_RUNNING`, `WAITS_FOR_HOLDOUTS` or `WAITS_FOR_TIMER`.
+    pub(crate) word: AtomicU32,
+}
+
+// The layout the comments above state.
+const _: () = {
+    assert!(size_of::<ReaderShared>() == 128 && align_of::<ReaderShared>() == 128);
+    assert!(size_of::<DriverWait>() == 128 && align_of::<DriverWait>() == 128);
+    assert!(size_of::<CallerShared>() == 128 && align_of::<CallerShared>() == 128);
+};
 
 /// What `synchronize` callers touch, away from the readers' line.
 #[repr(align(128))]
@@ -213,6 +229,7 @@ impl ReaderFence {
 /// One flavor's grace-period engine, its registry and its callback queue.
 pub(crate) struct Engine {
     pub(crate) reader: ReaderShared,
+    pub(crate) driver_wait: DriverWait,
     /// The fence pair this flavor's readers and this engine use.
     reader_fence: ReaderFence,
     callers: CallerShared,
@@ -255,7 +272,9 @@ impl Engine {
             Engine {
                 reader: ReaderShared {
                     gp_word: AtomicU64::new(reader_word(0)),
-                    driver_wait: AtomicU32::new(DRIVER_RUNNING),
+                },
+                driver_wait: DriverWait {
+                    word: AtomicU32::new(DRIVER_RUNNING),
                 },
                 reader_fence,
                 callers: CallerShared {
@@ -337,7 +356,7 @@ impl Engine {
             self.callers.completed.store(started, Release);
             self.announce_completion(started);
         }
-        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+        self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
         self.callers.sleeping.store(0, Relaxed);
         self.callers.waiting.store(0, Relaxed);
         self.gp_worker.forget_thread_after_fork();
@@ -426,12 +445,12 @@ impl Engine {
         // making the system call too. Relaxed: the swap above and the fences
         // order it.
         if self
-            .reader
             .driver_wait
+            .word
             .compare_exchange(WAITS_FOR_HOLDOUTS, DRIVER_RUNNING, Relaxed, Relaxed)
             .is_ok()
         {
-            futex::wake_one(&self.reader.driver_wait);
+            futex::wake_one(&self.driver_wait.word);
         }
     }
 
@@ -494,10 +513,10 @@ impl Engine {
         // driver about to sleep.
         self.callers.expedite.fetch_max(target, SeqCst);
         fence::full();
-        if self.reader.driver_wait.load(SeqCst) != DRIVER_RUNNING
-            && self.reader.driver_wait.swap(DRIVER_RUNNING, SeqCst) != DRIVER_RUNNING
+        if self.driver_wait.word.load(SeqCst) != DRIVER_RUNNING
+            && self.driver_wait.word.swap(DRIVER_RUNNING, SeqCst) != DRIVER_RUNNING
         {
-            futex::wake_one(&self.reader.driver_wait);
+            futex::wake_one(&self.driver_wait.word);
         }
     }
 

@@ -115,7 +115,12 @@ struct Buffers {
     cleared: Vec<(*const Waiter, bool)>,
 }
 
-/// The shared-scan part of a domain.
+/// The shared-scan part of a domain, on cache lines of its own: every
+/// `synchronize` writes the queue, each pass the driver flag, the release
+/// count and the sleepers, and none of that may take from the readers the
+/// line with the domain's id, which a user domain's every acquire reads
+/// (`registration::block`).
+#[repr(align(128))]
 pub(crate) struct ScanState {
     /// Queued waiters (a Treiber stack of stack-allocated nodes).
     queue: AtomicPtr<Waiter>,

@@ -188,20 +188,20 @@ impl Engine {
         // (its grace period already runs adaptively), so it takes no part in
         // `request_expedited`'s handshake; a request that finds this state
         // only wakes the driver, which rechecks and sleeps again.
-        self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+        self.driver_wait.word.store(WAITS_FOR_HOLDOUTS, SeqCst);
         flag_holdouts(holdouts);
         // Pairs with the readers' fence between a word store and their load
         // of their flag (`wake_driver_if_flagged`).
         self.reader_fence.engine_side();
         recheck(holdouts, gp);
         if !holdouts.is_empty() {
-            futex::wait(&self.reader.driver_wait, WAITS_FOR_HOLDOUTS, None);
+            futex::wait(&self.driver_wait.word, WAITS_FOR_HOLDOUTS, None);
         }
         // Relaxed: publishes nothing. A holdout's CAS or an expedited
         // caller's swap that reads it only skips a wake-up we no longer
         // need; the next sleep stores `WAITS_FOR_HOLDOUTS` (SeqCst) before
         // its fence and recheck.
-        self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+        self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
     }
 
     /// One fixed-interval FQS wait of `interval`. Ends early if an expedited
@@ -255,20 +255,20 @@ impl Engine {
             if early_wake {
                 // Arms the holdouts' wake-ups; the expedite check follows
                 // the SeqCst store inside.
-                self.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, SeqCst);
+                self.driver_wait.word.store(WAITS_FOR_HOLDOUTS, SeqCst);
                 flag_holdouts(holdouts);
                 // As in `sleep_for_holdouts`.
                 self.reader_fence.engine_side();
                 recheck(holdouts, gp);
                 if holdouts.is_empty() {
                     // Relaxed: as in `sleep_for_holdouts`.
-                    self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                    self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
                     return false;
                 }
             } else {
                 // SeqCst, besides the `fence::full()` pair: see
                 // `request_expedited`.
-                self.reader.driver_wait.store(WAITS_FOR_TIMER, SeqCst);
+                self.driver_wait.word.store(WAITS_FOR_TIMER, SeqCst);
             }
             // Pairs with the fence in `request_expedited`, between our
             // store of `driver_wait` above and this load (in the early-wake
@@ -278,7 +278,7 @@ impl Engine {
             // SeqCst, besides the `fence::full()` pair: see `request_expedited`.
             if self.callers.expedite.load(SeqCst) >= gp {
                 // Relaxed: as in `sleep_for_holdouts`.
-                self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+                self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
                 return true;
             }
             let state = if early_wake {
@@ -286,10 +286,10 @@ impl Engine {
             } else {
                 WAITS_FOR_TIMER
             };
-            futex::wait(&self.reader.driver_wait, state, left);
+            futex::wait(&self.driver_wait.word, state, left);
             // Relaxed: as in `sleep_for_holdouts`; the next round stores
             // its waiting state with SeqCst again.
-            self.reader.driver_wait.store(DRIVER_RUNNING, Relaxed);
+            self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
             if early_wake {
                 recheck(holdouts, gp);
             }
@@ -351,14 +351,14 @@ mod tests {
     fn only_a_flagged_holdout_wakes_the_sleeping_driver() {
         let engine = Engine::new(ReaderFence::Light);
         let (holdout, bystander) = (engine.registry.acquire(), engine.registry.acquire());
-        engine.reader.driver_wait.store(WAITS_FOR_HOLDOUTS, Relaxed);
+        engine.driver_wait.word.store(WAITS_FOR_HOLDOUTS, Relaxed);
         flag_holdouts(&[holdout]);
         assert_eq!(holdout.wake_driver.load(Relaxed), 1);
         assert_eq!(bystander.wake_driver.load(Relaxed), 0);
         engine.wake_driver_if_flagged(bystander);
-        assert_eq!(engine.reader.driver_wait.load(Relaxed), WAITS_FOR_HOLDOUTS);
+        assert_eq!(engine.driver_wait.word.load(Relaxed), WAITS_FOR_HOLDOUTS);
         engine.wake_driver_if_flagged(holdout);
-        assert_eq!(engine.reader.driver_wait.load(Relaxed), DRIVER_RUNNING);
+        assert_eq!(engine.driver_wait.word.load(Relaxed), DRIVER_RUNNING);
         assert_eq!(holdout.wake_driver.load(Relaxed), 0);
     }
 
