@@ -46,8 +46,11 @@ PY
 done
 
 if [ -z "${SKIP_CRITERION:-}" ]; then
-    echo "== criterion rwlock (--quick)"
-    "${lock[@]}" cargo bench -p bench-suite --bench rwlock -- --quick > /dev/null
+    # Full sampling (the bench's 0.5 s warm-up and 2 s of samples per
+    # benchmark, about 1.5 minutes in all): `--quick` keeps two samples and
+    # no warm-up, too few for the medians read below.
+    echo "== criterion rwlock (full sampling)"
+    "${lock[@]}" cargo bench -p bench-suite --bench rwlock > /dev/null
     python3 - "$target" <<'PY'
 import json, os, sys
 base = os.path.join(sys.argv[1], "criterion", "rwlock")
