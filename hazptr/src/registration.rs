@@ -237,6 +237,8 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
             compiler_fence(Ordering::SeqCst);
             fast.user_block.set(block.as_ptr());
             compiler_fence(Ordering::SeqCst);
+            #[cfg(all(test, not(loom)))]
+            tests::interrupt_mid_update();
             fast.user_id.set(shared.id);
             compiler_fence(Ordering::SeqCst);
             fast.user_updating.set(false);
@@ -368,4 +370,67 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
             })
         })
         .unwrap_or(false)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Run between the cache's block and id stores, as a signal
+        /// handler could, once.
+        static MID_UPDATE: Cell<Option<Box<dyn FnOnce()>>> = const { Cell::new(None) };
+    }
+
+    pub(super) fn interrupt_mid_update() {
+        if let Some(interrupt) = MID_UPDATE.take() {
+            interrupt();
+        }
+    }
+
+    /// The block of `domain` in this thread's registration list.
+    fn listed_block(domain: &Domain) -> *mut SlotBlock {
+        REGISTRATIONS.with(|regs| {
+            regs.list
+                .borrow()
+                .iter()
+                .find(|r| r.shared.id == domain.id())
+                .map_or(ptr::null_mut(), |r| r.block.as_ptr())
+        })
+    }
+
+    /// A handler that acquires in another domain while the interrupted code
+    /// writes the user-domain cache leaves the cache pairing each id with
+    /// its own domain's block. (Without the `user_updating` flag the handler
+    /// wrote its own pair into the middle of the update, and the interrupted
+    /// code's id store then paired the first domain's id with the second's
+    /// block: that domain's later guards protected where its scans never
+    /// look.)
+    #[test]
+    fn an_acquire_interrupting_the_cache_update_leaves_each_id_on_its_block() {
+        let first = Domain::new();
+        let second: &'static Domain = Box::leak(Box::new(Domain::new()));
+        // Registered in both, the second last: the next acquire in the
+        // first misses the cache and updates it.
+        drop(first.guard());
+        drop(second.guard());
+        MID_UPDATE.set(Some(Box::new(move || drop(second.guard()))));
+        drop(first.guard());
+        assert!(MID_UPDATE.take().is_none(), "the interruption ran");
+        for domain in [&first, second] {
+            let cached = FAST.with(|fast| fast.block_of(domain.id()));
+            assert!(
+                cached.is_null() || cached == listed_block(domain),
+                "the cache hands domain {} another domain's block",
+                domain.id()
+            );
+        }
+        // And a guard of the first domain now sits in the first domain's
+        // block, where its scans look.
+        assert_eq!(
+            first.block().map(NonNull::as_ptr),
+            Some(listed_block(&first))
+        );
+    }
 }

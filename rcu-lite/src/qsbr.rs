@@ -420,6 +420,8 @@ fn mark_online(record: &Record) {
     // owner is ordered before us only by our Acquire claim of the record
     // (`Registry::acquire`), which a Relaxed store would not pass on.
     record.word.store(current, Release);
+    #[cfg(all(test, not(loom)))]
+    tests::interrupt_after_marking_online();
     // Orders the store before the thread's next reads; pairs with the
     // engine's fence in `Engine::grace_period` (`ReaderFence::Full`). A
     // grace period's scan that misses this store (and credits the thread as
@@ -709,4 +711,47 @@ pub fn grace_periods() -> GpCounts {
 /// ```
 pub fn callbacks_pending() -> usize {
     engine().callbacks.pending()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    std::thread_local! {
+        /// Run once the record is marked online, as a signal handler could,
+        /// once.
+        static AFTER_MARKING_ONLINE: Cell<Option<fn()>> = const { Cell::new(None) };
+        /// What the interruption saw: the thread's online registrations.
+        static SEEN_ONLINE: Cell<Option<u32>> = const { Cell::new(None) };
+    }
+
+    pub(super) fn interrupt_after_marking_online() {
+        if let Some(interrupt) = AFTER_MARKING_ONLINE.take() {
+            interrupt();
+        }
+    }
+
+    /// A registration is counted online before its record is marked, on
+    /// each way online (`register`, `online`, the end of `while_offline`):
+    /// a `synchronize_rcu` that a signal handler runs once the record is
+    /// marked then panics as the misuse it is, instead of waiting for its
+    /// own thread forever. (Marked first, the count read 0 there.)
+    #[test]
+    fn a_registration_is_counted_online_before_it_is_marked() {
+        let seen = || {
+            AFTER_MARKING_ONLINE.set(Some(|| SEEN_ONLINE.set(Some(online_count()))));
+        };
+        seen();
+        let mut registration = QsbrThread::register();
+        assert_eq!(SEEN_ONLINE.take(), Some(1), "register");
+        seen();
+        registration.while_offline(|| ());
+        assert_eq!(SEEN_ONLINE.take(), Some(1), "back from while_offline");
+        let offline = registration.offline();
+        seen();
+        let registration = offline.online();
+        assert_eq!(SEEN_ONLINE.take(), Some(1), "online");
+        drop(registration);
+        assert_eq!(online_count(), 0);
+    }
 }
