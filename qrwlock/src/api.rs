@@ -108,8 +108,9 @@ pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T>
 
 /// Recursive read locks on an [`RwLock`]: a shared hold that a writer waiting
 /// at the front of the queue does not hold up, so a thread that already reads
-/// may read again (see [`RawQRwLock::read_lock_recursive`]). `parking_lot`'s
-/// `read_recursive`; `lock_api` 0.5 has no trait for it, hence this one.
+/// may read again (see [`RawQRwLock::read_lock_recursive`]). `parking_lot`
+/// 0.12's `read_recursive` (0.13 has none: its `RecursiveRwLock` makes every
+/// read recursive); `lock_api` 0.5 has no trait for it, hence this one.
 ///
 /// ```
 /// use qrwlock::{ReadRecursive, RwLock};

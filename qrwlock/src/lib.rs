@@ -21,8 +21,12 @@
 //! ```
 //!
 //! - [`RwLock`] is `lock_api::RwLock<RawQRwLock, T>`: guards, `try_read`,
-//!   `try_write`, `downgrade` and the rest of `lock_api`'s API, plus
-//!   [`ReadRecursive`]'s `read_recursive` for nested read holds.
+//!   `try_write`, `downgrade` (`RawRwLock` and `RawRwLockDowngrade`), plus
+//!   [`ReadRecursive`]'s `read_recursive` for nested read holds. Not the
+//!   upgradable, timed or fair parts of `lock_api` (`upgradable_read`,
+//!   `try_read_for`, `unlock_fair`): see *Not in this crate*. Guards are
+//!   `Send` (`GuardSend`: an unlock does not depend on the thread that
+//!   locked), where parking_lot's default is `GuardNoSend`.
 //! - [`RawQRwLock`] is the raw layer (`read_lock`, `write_unlock`, ...), for
 //!   data-structure authors who keep the data elsewhere.
 //! - [`cond_load_acquire`] is the user-space `atomic_cond_read_acquire()` the
@@ -95,7 +99,8 @@
 //!
 //! # Not in this crate
 //!
-//! Upgradable reads, timeouts, and priority inheritance.
+//! Upgradable reads, timeouts, fair unlocking (`unlock_fair`, `bump`), and
+//! priority inheritance.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod futex;

@@ -210,7 +210,7 @@ impl RawQRwLock {
     /// writer waiting at the front of the queue does not stop it. The
     /// kernel's reader in interrupt context (`queued_read_lock_slowpath()`
     /// under `in_interrupt()`), which is what makes its recursive read locks
-    /// work; `parking_lot`'s `read_recursive`.
+    /// work; `parking_lot` 0.12's `read_recursive`.
     ///
     /// A thread that already holds the lock shared may take it again this way
     /// while a writer waits for that first hold: the writer cannot be inside

@@ -538,11 +538,26 @@ impl<T, F: Flavor> Drop for Rcu<T, F> {
     }
 }
 
-impl<T: fmt::Debug, F: Flavor> fmt::Debug for Rcu<T, F> {
+/// Names the flavor, not the value: reading it takes a read-side section of
+/// the cell's flavor, which a qsbr thread enters only through its
+/// registration. Print `cell.read(&guard)` for the value.
+impl<T, F: Flavor> fmt::Debug for Rcu<T, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Rcu")
             .field("flavor", &F::NAME)
             .finish_non_exhaustive()
+    }
+}
+
+/// `Rcu::from(value)`, as `Rcu::new(value)`.
+///
+/// ```
+/// let cell: rcu_lite::Rcu<u32> = 7.into();
+/// assert_eq!(*cell.read(&rcu_lite::memb::read_lock()), 7);
+/// ```
+impl<T, F: Flavor> From<T> for Rcu<T, F> {
+    fn from(value: T) -> Rcu<T, F> {
+        Rcu::new(value)
     }
 }
 

@@ -80,6 +80,26 @@ impl<F: Flavor> PartialEq for GpState<F> {
 
 impl<F: Flavor> Eq for GpState<F> {}
 
+/// Consistent with `PartialEq`: cookies can key a set or a map (the
+/// updates waiting for each grace period, say).
+///
+/// ```
+/// use rcu_lite::memb;
+/// use std::collections::HashMap;
+///
+/// let mut waiting: HashMap<_, Vec<&str>> = HashMap::new();
+/// waiting.entry(memb::get_state_synchronize_rcu()).or_default().push("a");
+/// waiting.entry(memb::get_state_synchronize_rcu()).or_default().push("b");
+/// assert_eq!(waiting.len(), 1, "no grace period started in between");
+/// memb::synchronize_rcu();
+/// assert!(waiting.keys().all(|&state| memb::poll_state_synchronize_rcu(state)));
+/// ```
+impl<F: Flavor> std::hash::Hash for GpState<F> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.target.hash(state);
+    }
+}
+
 impl<F: Flavor> fmt::Debug for GpState<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GpState")

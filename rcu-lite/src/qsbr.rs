@@ -196,9 +196,14 @@ impl fmt::Debug for OfflineQsbrThread {
 /// });
 /// ```
 #[must_use = "a guard only protects references while it is alive"]
-#[derive(Debug)]
 pub struct Guard<'t> {
     _thread: PhantomData<&'t QsbrThread>,
+}
+
+impl fmt::Debug for Guard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("qsbr::Guard").finish_non_exhaustive()
+    }
 }
 
 /// Brings a registration that [`QsbrThread::while_offline`] took offline back
