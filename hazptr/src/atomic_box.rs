@@ -114,6 +114,28 @@ impl<T: Send + Sync + 'static> Default for AtomicBox<'static, T> {
     }
 }
 
+/// `AtomicBox::from(value)`, as [`AtomicBox::new`]: in the global domain.
+impl<T: Send + Sync + 'static> From<T> for AtomicBox<'static, T> {
+    fn from(value: T) -> Self {
+        AtomicBox::new(value)
+    }
+}
+
+/// An owned box or none, published as it is (no new allocation), in the
+/// global domain.
+///
+/// ```
+/// let shared = hazptr::AtomicBox::from(Some(Box::new(5)));
+/// assert_eq!(hazptr::scoped(&shared, |v| v.copied()), Some(5));
+/// let empty = hazptr::AtomicBox::<u32>::from(None);
+/// assert!(empty.load_ptr().is_null());
+/// ```
+impl<T: Send + Sync + 'static> From<Option<Box<T>>> for AtomicBox<'static, T> {
+    fn from(value: Option<Box<T>>) -> Self {
+        AtomicBox::from_box_in(value, Domain::global())
+    }
+}
+
 impl<T: Send + Sync + 'static> AtomicBox<'static, T> {
     /// A box holding `value`, in the global domain.
     pub fn new(value: T) -> Self {
