@@ -121,6 +121,20 @@ impl<T: Send + Sync + 'static> From<T> for AtomicBox<'static, T> {
     }
 }
 
+/// An owned box, published as it is (no new allocation), in the global
+/// domain. (Without it, `AtomicBox::from(Box::new(x))` would resolve to
+/// `From<T>` and box the box.)
+///
+/// ```
+/// let shared: hazptr::AtomicBox<u32> = hazptr::AtomicBox::from(Box::new(5));
+/// assert_eq!(hazptr::scoped(&shared, |v| v.copied()), Some(5));
+/// ```
+impl<T: Send + Sync + 'static> From<Box<T>> for AtomicBox<'static, T> {
+    fn from(value: Box<T>) -> Self {
+        AtomicBox::from_box_in(Some(value), Domain::global())
+    }
+}
+
 /// An owned box or none, published as it is (no new allocation), in the
 /// global domain.
 ///
