@@ -2,7 +2,7 @@
 //! concurrent callers, the shared scan against every caller scanning alone
 //! (the shared-scan series' question). One reader protects the current
 //! object meanwhile, from before the clock starts. Time per iteration = wall time / total calls.
-use bench_suite::start_gate::{StartGate, StopOnDrop};
+use bench_suite::start_gate::{StartGate, StopOnDrop, first_start_to_last_end};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hazptr::Domain;
 use std::hint::black_box;
@@ -51,9 +51,7 @@ fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
                         // SAFETY: unpublished and synchronized.
                         drop(unsafe { Box::from_raw(old) });
                     }
-                    // The caller's own start and end: the sample runs from
-                    // the first start to the last end, as the callers saw
-                    // them (this thread may get a CPU well after they began).
+                    // Its own start and end (see `first_start_to_last_end`).
                     Some((began, Instant::now()))
                 })
             })
@@ -71,12 +69,11 @@ fn run(domain: &Domain, callers: usize, iters: u64) -> Duration {
             })
             .collect();
         assert!(started, "the reader thread panicked before the start");
-        spans
-            .into_iter()
-            .map(|span| span.expect("the gate opened for every caller"))
-            .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
-            .map(|(began, ended)| ended.saturating_duration_since(began))
-            .expect("at least one caller")
+        first_start_to_last_end(
+            spans
+                .into_iter()
+                .map(|span| span.expect("the gate opened for every caller")),
+        )
     });
     // SAFETY: every thread is done.
     drop(unsafe { Box::from_raw(current.into_inner()) });

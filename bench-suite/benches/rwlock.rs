@@ -19,7 +19,7 @@
 //! `cargo bench -p bench-suite --bench rwlock` (add `-- --quick` for a
 //! minute-long run). Run under `flock /work/bench.lock` on a shared machine.
 
-use bench_suite::start_gate::StartGate;
+use bench_suite::start_gate::{StartGate, first_start_to_last_end};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -205,16 +205,11 @@ fn read_mostly_pair<L: BenchLock>(
                 })
             })
             .collect();
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    .expect("the gate opened for both threads")
-            })
-            .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
-            .map(|(began, ended)| ended.saturating_duration_since(began))
-            .expect("two threads")
+        first_start_to_last_end(threads.into_iter().map(|t| {
+            t.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .expect("the gate opened for both threads")
+        }))
     })
 }
 

@@ -3,7 +3,7 @@
 //! against the same stack on haphazard. Time per iteration = one push+pop
 //! pair on each thread (threads run concurrently), on 1 and 2 threads, and on
 //! one thread per CPU where the machine has more than 2.
-use bench_suite::start_gate::StartGate;
+use bench_suite::start_gate::{StartGate, first_start_to_last_end};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::mem::ManuallyDrop;
@@ -107,9 +107,7 @@ fn pairs<S: Sync>(
                     for i in 0..iters {
                         pair(stack, i);
                     }
-                    // The thread's own start and end: the sample runs from
-                    // the first start to the last end, as the threads saw
-                    // them (this thread may get a CPU well after they began).
+                    // Its own start and end (see `first_start_to_last_end`).
                     Some((began, Instant::now()))
                 })
             })
@@ -120,16 +118,11 @@ fn pairs<S: Sync>(
         );
         // Joined, not met at an end barrier: a thread that panics would
         // leave the others waiting there for ever.
-        workers
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    .expect("the gate opened for every thread")
-            })
-            .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
-            .map(|(began, ended)| ended.saturating_duration_since(began))
-            .expect("at least one thread")
+        first_start_to_last_end(workers.into_iter().map(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .expect("the gate opened for every thread")
+        }))
     })
 }
 

@@ -49,6 +49,7 @@ use std::sync::atomic::{
     Ordering::{AcqRel, Acquire, Relaxed},
 };
 use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
 
 /// [`StartGate::state`]: parties are arriving.
 const WAITING: u32 = 0;
@@ -194,6 +195,18 @@ impl Drop for StopOnDrop<'_> {
         // Relaxed: the flag publishes nothing; the joins order the rest.
         self.0.store(true, Relaxed);
     }
+}
+
+/// A sample's wall time as its threads saw it, from the earliest of their
+/// own starts to the latest of their own ends: a thread may get a CPU well
+/// after the others began, and a stretch where one thread ran alone is part
+/// of the sample. Panics on no spans.
+pub fn first_start_to_last_end(spans: impl IntoIterator<Item = (Instant, Instant)>) -> Duration {
+    spans
+        .into_iter()
+        .reduce(|(b0, e0), (b1, e1)| (b0.min(b1), e0.max(e1)))
+        .map(|(began, ended)| ended.saturating_duration_since(began))
+        .expect("at least one thread's span")
 }
 
 /// The OS refused to start a thread a run asked for.

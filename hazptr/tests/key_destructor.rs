@@ -41,19 +41,7 @@ extern "C" fn at_key_destruction(_: *mut libc::c_void) {
 fn a_registration_made_in_a_key_destructor_gives_its_block_back() {
     const THREADS: usize = 20;
     DOMAIN.get_or_init(Domain::new);
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: a valid out-pointer and an `extern "C"` destructor.
-    let created = unsafe { libc::pthread_key_create(&raw mut key, Some(at_key_destruction)) };
-    assert_eq!(created, 0);
-    for _ in 0..THREADS {
-        std::thread::spawn(move || {
-            // SAFETY: a key of this process; the value is only a flag.
-            let set = unsafe { libc::pthread_setspecific(key, std::ptr::dangling()) };
-            assert_eq!(set, 0);
-        })
-        .join()
-        .expect("the thread ran");
-    }
+    test_support::threads_exiting_through_a_key(THREADS, at_key_destruction);
     assert_eq!(RAN.load(SeqCst), THREADS, "every key destructor ran");
     let domain = DOMAIN.get().expect("set");
     // One after another, the threads can all use one block: one block per

@@ -29,25 +29,12 @@ extern "C" fn first_use_at_key_destruction(_: *mut libc::c_void) {
 #[test]
 fn a_record_registered_in_a_key_destructor_goes_back() {
     const THREADS: usize = 20;
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: a valid out-pointer and an `extern "C"` destructor.
-    let created =
-        unsafe { libc::pthread_key_create(&raw mut key, Some(first_use_at_key_destruction)) };
-    assert_eq!(created, 0);
     // This thread's own records, and the grace-period worker's.
     drop(memb::read_lock());
     memb::synchronize_rcu();
     qsbr::synchronize_rcu();
     let (memb_before, qsbr_before) = (memb::grace_periods().records, qsbr::grace_periods().records);
-    for _ in 0..THREADS {
-        std::thread::spawn(move || {
-            // SAFETY: a key of this process; the value is only a flag.
-            let set = unsafe { libc::pthread_setspecific(key, std::ptr::dangling()) };
-            assert_eq!(set, 0);
-        })
-        .join()
-        .expect("the thread ran");
-    }
+    test_support::threads_exiting_through_a_key(THREADS, first_use_at_key_destruction);
     assert_eq!(RAN.load(SeqCst), THREADS, "every key destructor ran");
     // One after another, the threads can all reuse one record per flavor.
     let (memb_after, qsbr_after) = (memb::grace_periods().records, qsbr::grace_periods().records);

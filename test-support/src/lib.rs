@@ -23,6 +23,9 @@
 //! - [`CountingAllocator`] is a global allocator that counts allocations
 //!   and live bytes, for the tests that prove code allocates nothing;
 //!   [`uncounted`] leaves a test's scaffolding out of its counts.
+//! - [`threads_exiting_through_a_key`] runs threads whose exit calls a
+//!   POSIX key destructor after their thread-local destructors, as another
+//!   library's "at thread exit" hook that calls into Rust would.
 //! - [`thread_states`] reads the scheduler state of this process's threads
 //!   of one name from `/proc`, for the tests that check a worker thread
 //!   sleeps once it has nothing to do; [`until_asleep`] waits for one to.
@@ -500,6 +503,32 @@ pub fn run_in_a_child_process(
          stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     (status, stderr)
+}
+
+/// Runs `threads` threads one after another, each of which only sets a
+/// POSIX thread-specific key (created here) whose destructor is `at_exit`:
+/// glibc runs `at_exit` in each thread's exit after every thread-local
+/// destructor, as it would another library's "at thread exit" hook that
+/// calls into Rust. Returns once the last thread is joined.
+pub fn threads_exiting_through_a_key(
+    threads: usize,
+    at_exit: unsafe extern "C" fn(*mut libc::c_void),
+) {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: a valid out-pointer and an `extern "C"` destructor for the
+    // process's whole life (the key is never deleted).
+    let created = unsafe { libc::pthread_key_create(&raw mut key, Some(at_exit)) };
+    assert_eq!(created, 0, "pthread_key_create");
+    for _ in 0..threads {
+        thread::spawn(move || {
+            // SAFETY: a key of this process; the value is only a flag, and
+            // non-null, which is what makes glibc call the destructor.
+            let set = unsafe { libc::pthread_setspecific(key, std::ptr::dangling()) };
+            assert_eq!(set, 0, "pthread_setspecific");
+        })
+        .join()
+        .expect("the thread ran");
+    }
 }
 
 /// The scheduler state (`R`, `S`, ...) of each of this process's threads
