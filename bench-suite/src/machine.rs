@@ -188,6 +188,17 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
     FenceLatency::of(us)
 }
 
+/// The fence mode's name, with the kernel's answer when it refused
+/// membarrier (`seqcst (membarrier: ...)`): the reason the read sides pay a
+/// real fence here.
+fn fence_mode() -> String {
+    let mode = membarrier_sim::fence::mode();
+    match membarrier_sim::fence::fallback_reason() {
+        Some(reason) => format!("{mode} (membarrier: {reason})"),
+        None => mode.to_string(),
+    }
+}
+
 impl Machine {
     /// Describes the current machine.
     pub fn current() -> Machine {
@@ -204,7 +215,7 @@ impl Machine {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel,
             rustc: env!("SYNCBENCH_RUSTC_VERSION").to_owned(),
-            fence_mode: membarrier_sim::fence::mode().to_string(),
+            fence_mode: fence_mode(),
             heavy_fence: HeavyFenceCost::measure(),
             full_fence_ns: Some(full_fence_ns()),
         }

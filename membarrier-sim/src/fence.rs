@@ -34,7 +34,11 @@
 //! The mode is decided once per process, at the first call of any function here:
 //! SeqCst if the `SYNCPRIMS_FENCE` environment variable is `seqcst`, else
 //! membarrier when the kernel supports and accepts registration for
-//! `PRIVATE_EXPEDITED`, else SeqCst. Any other value of the variable,
+//! `PRIVATE_EXPEDITED` and then carries out one such barrier, else SeqCst
+//! ([`fallback_reason`] keeps the kernel's answer). The trial barrier is
+//! there for sandboxes that filter membarrier by command, letting the
+//! registration through but not the barrier: choosing membarrier mode there
+//! would abort the process at its first heavy fence. Any other value of the variable,
 //! `membarrier` included, leaves the automatic choice: it cannot force
 //! membarrier mode where registration fails. The mode never changes
 //! afterwards, because a light fence issued under one mode only pairs with
@@ -288,7 +292,11 @@ fn retrying_out_of_memory(
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 fn heavy_failed(err: crate::sys::Error) -> ! {
-    eprintln!("{}", heavy_failure_message(&err));
+    use std::io::Write as _;
+    // Not `eprintln!`: it panics when stderr cannot be written (a closed
+    // pipe gives EPIPE, SIGPIPE being ignored in Rust programs), and that
+    // panic would unwind out of `heavy()` instead of aborting.
+    let _ = writeln!(std::io::stderr(), "{}", heavy_failure_message(&err));
     std::process::abort()
 }
 
@@ -361,16 +369,37 @@ fn decide() -> Mode {
     }
 }
 
+/// Why the kernel's membarrier was not chosen: the error its registration,
+/// or the trial barrier after it, returned (see the module docs, *Mode
+/// choice*). `None` while the mode is undecided, in membarrier mode, and in
+/// SeqCst mode chosen by `SYNCPRIMS_FENCE`, [`force`], `cfg(loom)`,
+/// `cfg(miri)` or `cfg(syncprims_tsan)`. It tells an unsupported kernel
+/// (`ENOSYS`, a `QUERY` without the command) from a sandbox's refusal
+/// (`EPERM`), which the mode alone cannot.
+pub fn fallback_reason() -> Option<&'static crate::sys::Error> {
+    FALLBACK_REASON.get()
+}
+
+/// Set at most once, by the decision, before `DECISION` holds `SeqCst`.
+static FALLBACK_REASON: OnceLock<crate::sys::Error> = OnceLock::new();
+
 fn decide_from_kernel() -> Mode {
     #[cfg(any(loom, miri, syncprims_tsan))]
     return Mode::SeqCst;
     // `ENOMEM` is retried, as by `heavy`: the kernel could not allocate the
     // registration's CPU mask for now, and taking it for a refusal would
-    // leave the process on SeqCst fences for good.
+    // leave the process on SeqCst fences for good. The trial barrier runs
+    // before any light fence has been issued (they all wait for this
+    // decision), so refusing membarrier mode here is still safe.
     #[cfg(not(any(loom, miri, syncprims_tsan)))]
-    match retrying_out_of_memory(|| crate::sys::register(crate::sys::Command::PrivateExpedited)) {
+    match retrying_out_of_memory(|| crate::sys::register(crate::sys::Command::PrivateExpedited))
+        .and_then(|()| retrying_out_of_memory(crate::sys::private_expedited))
+    {
         Ok(()) => Mode::Membarrier,
-        Err(_) => Mode::SeqCst,
+        Err(reason) => {
+            let _ = FALLBACK_REASON.set(reason);
+            Mode::SeqCst
+        }
     }
 }
 

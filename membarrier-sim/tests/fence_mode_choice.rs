@@ -247,10 +247,92 @@ fn refused_registration_falls_back_to_seqcst_fences() {
         Mode::SeqCst,
         "a refused registration must leave the fences in SeqCst mode"
     );
+    let reason = fence::fallback_reason();
+    assert!(
+        matches!(
+            reason,
+            Some(Error::Refused {
+                command: Command::PrivateExpedited,
+                registering: true
+            })
+        ),
+        "fallback_reason(): {reason:?}"
+    );
     let before = private_expedited_issued();
     fence::light();
     fence::heavy();
     assert_eq!(private_expedited_issued(), before);
+}
+
+/// A seccomp filter that lets the registration through but answers `EPERM`
+/// to `MEMBARRIER_CMD_PRIVATE_EXPEDITED` itself, installed before the first
+/// fence (a sandbox that filters membarrier by command): the mode choice's
+/// trial barrier is refused, so the fences fall back to SeqCst, keeping the
+/// refusal as the reason. Choosing membarrier mode on the registration
+/// alone would abort the process at the first `heavy()`.
+#[test]
+fn a_refused_trial_barrier_falls_back_to_seqcst_fences() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "a_refused_trial_barrier_falls_back_to_seqcst_fences",
+            CHILD,
+            "1",
+        );
+    }
+    if !sys::query().contains(Command::PrivateExpedited) || seqcst_asked_for() {
+        assert_eq!(fence::mode(), Mode::SeqCst);
+        assert!(seqcst_asked_for() || fence::fallback_reason().is_some());
+        return;
+    }
+    if let Err(e) = refuse_membarrier_command(PRIVATE_EXPEDITED) {
+        eprintln!("cannot install a seccomp filter here ({e}): case not run");
+        return;
+    }
+    assert_eq!(
+        fence::mode(),
+        Mode::SeqCst,
+        "membarrier mode chosen although the kernel refuses the barrier"
+    );
+    assert!(
+        sys::is_registered(Command::PrivateExpedited),
+        "the registration itself was allowed"
+    );
+    let reason = fence::fallback_reason();
+    assert!(
+        matches!(
+            reason,
+            Some(Error::Refused {
+                command: Command::PrivateExpedited,
+                registering: false
+            })
+        ),
+        "fallback_reason(): {reason:?}"
+    );
+    let before = private_expedited_issued();
+    fence::light();
+    fence::heavy();
+    assert_eq!(private_expedited_issued(), before);
+}
+
+/// Membarrier mode chosen the usual way leaves no fallback reason.
+#[test]
+fn membarrier_mode_has_no_fallback_reason() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "membarrier_mode_has_no_fallback_reason",
+            CHILD,
+            "1",
+        );
+    }
+    match fence::mode() {
+        Mode::Membarrier => assert!(fence::fallback_reason().is_none()),
+        Mode::SeqCst if seqcst_asked_for() => assert!(fence::fallback_reason().is_none()),
+        Mode::SeqCst => {
+            let reason = fence::fallback_reason();
+            assert!(reason.is_some(), "SeqCst mode with no reason given");
+            eprintln!("SeqCst fences here: {}", reason.unwrap());
+        }
+    }
 }
 
 /// A seccomp filter installed after the process chose membarrier mode, that
@@ -280,6 +362,9 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
         if let Err(e) = refuse_membarrier_command(PRIVATE_EXPEDITED) {
             eprintln!("cannot install a seccomp filter here ({e}): case not run");
             return;
+        }
+        if std::env::var(CHILD).as_deref() == Ok(STDERR_CLOSED) {
+            stderr_to_a_pipe_nobody_reads();
         }
         fence::heavy();
         panic!("heavy() returned although the kernel refused the barrier");
@@ -311,6 +396,33 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
         !stderr.contains("heavy() returned"),
         "heavy() returned before aborting:\n{stderr}"
     );
+
+    // Again with the child's stderr a pipe whose reader has gone: writing
+    // the message fails with EPIPE (Rust programs ignore SIGPIPE), and
+    // `heavy()` must still abort rather than panic over the failed write
+    // (which would unwind, and end the test harness with status 101).
+    let (status, stderr) = test_support::run_in_a_child_process(TEST, CHILD, STDERR_CLOSED);
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGABRT),
+        "with stderr closed, the child was not aborted ({status:?}); stderr before:\n{stderr}"
+    );
+}
+
+/// The child value that makes the abort case write into a closed pipe.
+const STDERR_CLOSED: &str = "stderr-closed";
+
+/// Points this process's stderr at a pipe whose read end is closed.
+fn stderr_to_a_pipe_nobody_reads() {
+    let mut ends = [0; 2];
+    // SAFETY: `ends` is a two-element array, as pipe(2) writes; the read end
+    // is closed and the write end replaces fd 2, closing nothing else.
+    unsafe {
+        assert_eq!(libc::pipe(ends.as_mut_ptr()), 0);
+        assert_eq!(libc::close(ends[0]), 0);
+        assert_eq!(libc::dup2(ends[1], 2), 2);
+        assert_eq!(libc::close(ends[1]), 0);
+    }
 }
 
 /// A kernel that does not know a command answers `EINVAL` to it and leaves
