@@ -215,7 +215,11 @@ pub(crate) unsafe fn give_back_after_teardown(
         // with no message is the hardest misuse to find, so this says so;
         // a panic cannot leave this `extern "C"` destructor, and std's
         // stderr may need thread-locals that are gone, so it is one write.
-        const MESSAGE: &[u8] = b"rcu-lite: a thread exited inside a read-side section             (a memb::Guard leaked with mem::forget, or a raw::memb_read_lock() never             ended): every later grace period waits for it forever\n";
+        const MESSAGE: &str = concat!(
+            "rcu-lite: a thread exited inside a read-side section (a memb::Guard leaked ",
+            "with mem::forget, or a raw::memb_read_lock() never ended): every later grace ",
+            "period waits for it forever\n",
+        );
         // SAFETY: a valid buffer of that length; fd 2 is at worst closed,
         // and then the write fails harmlessly.
         let _ = unsafe { libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len()) };

@@ -167,4 +167,12 @@ fn a_thread_that_exits_inside_a_section_keeps_its_record() {
         1,
         "the thread's exit inside its section was not reported once; stderr:\n{stderr}"
     );
+    // One line, in words: what was leaked and what it does.
+    assert!(
+        stderr.contains(
+            "read-side section (a memb::Guard leaked with mem::forget, or a \
+             raw::memb_read_lock() never ended): every later grace period waits for it forever\n"
+        ),
+        "the message is not the one line expected; stderr:\n{stderr}"
+    );
 }
