@@ -269,6 +269,15 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     }
 
     /// Replaces the value and retires the old one.
+    ///
+    /// The retire may run a reclamation pass on this thread, dropping other
+    /// objects retired earlier (see [`Domain::retire`] on where deleters run:
+    /// a `T` whose `Drop` takes a lock that updaters hold can deadlock here).
+    ///
+    /// # Panics
+    ///
+    /// If the retire runs a pass and a dropped value panics, as
+    /// [`Domain::retire`] says.
     pub fn store(&self, value: Option<Box<T>>) {
         drop(self.swap(value));
     }

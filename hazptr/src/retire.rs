@@ -168,7 +168,14 @@ impl Domain {
     /// passed.
     ///
     /// `deleter` runs inside whichever call runs the reclamation pass (a later
-    /// `retire`, [`Domain::reclaim`], the domain's drop), on that thread. If
+    /// `retire`, an [`AtomicBox`](crate::AtomicBox) update or a
+    /// [`Replaced`](crate::Replaced) drop, [`Domain::reclaim`], the domain's
+    /// drop), on that thread, while it holds whatever that caller holds. So
+    /// a deleter must not take a lock that threads hold while they retire or
+    /// update (it would wait for its own thread), nor wait for a grace
+    /// period or a [`Domain::synchronize`] (the caller may be inside a read
+    /// section or hold a guard); hand such work elsewhere (a channel, or
+    /// rcu-lite's `call_rcu`). If
     /// it panics, the rest of the pass is still freed and the panic then
     /// comes out of that call; unless that thread is already unwinding, or
     /// exiting with its hazptr registrations gone (a thread-local destructor
@@ -186,6 +193,13 @@ impl Domain {
     /// gone): it would wait for the retired-list lock the thread holds. While
     /// the thread is already unwinding, such a retire leaks the object
     /// instead of panicking again.
+    ///
+    /// # Aborts
+    ///
+    /// If it runs inside another retire on the same thread: from a global
+    /// allocator's `dealloc` that the first retire's batch growth called, or
+    /// from a signal handler. Retiring from either is not supported (the
+    /// batch is mid-push); the process prints why and aborts.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
@@ -265,6 +279,16 @@ impl Domain {
 fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
     // SAFETY: the calling thread owns `block`, alive as long as the domain.
     let b = unsafe { block.as_ref() };
+    // Only this thread sets `pushing` (a drainer only reads it; the fork
+    // child's reset is single-threaded), and it clears it before returning:
+    // seen set here, this retire runs inside another one's push, from a
+    // global allocator that the batch's growth called, or from a signal
+    // handler. A second `&mut` to the batch mid-push would corrupt it.
+    // Relaxed: this thread's own store.
+    #[cfg(not(loom))]
+    if b.retired.pushing.load(Ordering::Relaxed) {
+        retire_reentered();
+    }
     // Relaxed: `fence::light()` orders it before the `draining` load, and
     // pairs with the heavy fence in `drain_batches` (see the module docs):
     // either that drainer sees this store or this thread sees its flag.
@@ -293,6 +317,24 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
     if len >= LOCAL_BATCH || (since % TIME_CHECK_EVERY == 0 && period_passed(shared)) {
         hand_over(shared, b);
     }
+}
+
+/// A retire inside a retire on one thread (see `retire_local`): abort, since
+/// neither call can go on (the batch is mid-push) and a panic could not
+/// leave a global allocator or a signal handler soundly. One raw write: the
+/// allocator may be what called us, so nothing here may allocate.
+#[cfg(not(loom))]
+#[cold]
+#[inline(never)]
+fn retire_reentered() -> ! {
+    const MESSAGE: &str = concat!(
+        "hazptr: a retire ran inside another retire on the same thread (from a global ",
+        "allocator, or a signal handler, that the first one's push called into): aborting\n",
+    );
+    // SAFETY: a valid buffer of that length; fd 2 is at worst closed, and
+    // then the write fails harmlessly.
+    let _ = unsafe { libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len()) };
+    std::process::abort()
 }
 
 /// The owner found a drain in progress: it steps out of its push until the
@@ -408,6 +450,14 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     } else {
         "Domain::retire after this thread's hazptr state was destroyed (thread exit)"
     });
+    // A retire from inside the push below (a global allocator's `dealloc`,
+    // a signal handler) would wait for the mutex this thread holds: refused
+    // as in `retire_local`. `try_with`: at thread exit the flag may be gone,
+    // and then the retire goes ahead unchecked.
+    #[cfg(not(loom))]
+    if PUSHING_SHARED.try_with(|pushing| pushing.replace(true)) == Ok(true) {
+        retire_reentered();
+    }
     let mut list = crate::sync::lock(&shared.retired);
     list.push(retired);
     // Under the mutex, with the push, as in `flush_batch`: a pass that took
@@ -415,7 +465,16 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     // and the late add would leave it counted.
     shared.retired_count.fetch_add(1, Ordering::Relaxed);
     drop(list);
+    #[cfg(not(loom))]
+    let _ = PUSHING_SHARED.try_with(|pushing| pushing.set(false));
     maybe_reclaim(shared);
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Set while this thread pushes onto a domain's retired list in
+    /// `retire_shared` (see there).
+    static PUSHING_SHARED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Moves `block`'s batch to the domain's list. Called by the block's owner
