@@ -43,6 +43,16 @@
 //! [`AtomicU32`] is loom's under `cfg(loom)` and std's otherwise, as in the
 //! crates that use this one.
 
+// Only Linux (and Android, its kernel) has `futex(2)`; a port would need each
+// system's own word wait (`__ulock_wait`, `_umtx_op`, `WaitOnAddress`) and a
+// new argument for `wake_all_at`, whose dangling-address reasoning holds for
+// Linux private futexes only.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+compile_error!(
+    "futex-word, and hazptr, qrwlock and rcu-lite, which sleep on it, support Linux only \
+     (they need futex(2)); membarrier-sim builds elsewhere with SeqCst fences"
+);
+
 #[cfg(loom)]
 pub use loom::sync::atomic::AtomicU32;
 #[cfg(not(loom))]

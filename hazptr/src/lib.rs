@@ -79,6 +79,11 @@
 //! [`DomainBuilder::force_slow_path`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// 64-bit atomics hold the domain ids; 32-bit targets with them (i686, armv7)
+// build, those without (armv5te, mips, powerpc, riscv32) are not supported.
+#[cfg(not(target_has_atomic = "64"))]
+compile_error!("hazptr needs 64-bit atomics (the domain ids), which this target lacks");
+
 mod atomic_box;
 mod bloom;
 mod domain;

@@ -20,8 +20,7 @@
 use std::fmt;
 use std::io;
 #[cfg(debug_assertions)]
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 /// A membarrier command this crate can issue or register for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -263,8 +262,9 @@ impl std::error::Error for Error {
 /// Per command, in [`Command::ALL`] order: the calls that succeeded (see
 /// [`issued`]). Only with debug assertions: every thread calling
 /// `fence::heavy()` would otherwise share one more contended cache line.
+/// `usize`, not `u64`: the crate builds on targets without 64-bit atomics.
 #[cfg(debug_assertions)]
-static ISSUED: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static ISSUED: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
 
 /// How many calls of `command` have succeeded through this module in this
 /// process, in builds with debug assertions; `None` in builds without them,
@@ -276,7 +276,7 @@ pub fn issued(command: Command) -> Option<u64> {
     {
         // Relaxed: a statistic; the caller's own calls, sequenced before
         // this load on its thread, are counted in it.
-        Some(ISSUED[command.index()].load(Ordering::Relaxed))
+        Some(ISSUED[command.index()].load(Ordering::Relaxed) as u64)
     }
     #[cfg(not(debug_assertions))]
     {

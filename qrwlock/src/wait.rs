@@ -279,7 +279,7 @@ impl Spin {
 /// line, and if the word still holds `seen`, WFE sleeps until the monitor is
 /// cleared by another CPU's write to that line, or an event (including the
 /// kernel's 10 kHz event stream, which bounds the sleep).
-#[cfg(all(target_arch = "aarch64", not(loom)))]
+#[cfg(all(target_arch = "aarch64", not(loom), not(miri)))]
 #[inline]
 fn wait_for_change(word: &AtomicU32, seen: u32) {
     // SAFETY: the asm reads the 4-byte aligned word `word` points to with a
@@ -305,7 +305,7 @@ fn wait_for_change(word: &AtomicU32, seen: u32) {
 }
 
 /// One round of the wait hint: a few `pause` (x86) or `yield` (other) hints.
-#[cfg(all(not(target_arch = "aarch64"), not(loom)))]
+#[cfg(all(any(not(target_arch = "aarch64"), miri), not(loom)))]
 #[inline]
 fn wait_for_change(_word: &AtomicU32, _seen: u32) {
     for _ in 0..4 {

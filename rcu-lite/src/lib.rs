@@ -63,6 +63,15 @@
 //! holds.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// 64-bit atomics hold the read-side record word and the grace-period
+// sequence; 32-bit targets with them (i686, armv7) build, those without
+// (armv5te, mips, powerpc, riscv32) are not supported.
+#[cfg(not(target_has_atomic = "64"))]
+compile_error!(
+    "rcu-lite needs 64-bit atomics (the read-side record word and the grace-period \
+     sequence), which this target lacks"
+);
+
 /// Defines a function as `const fn` except under loom, whose atomics and
 /// mutexes have no `const` constructors.
 macro_rules! const_unless_loom {
