@@ -20,7 +20,8 @@
 use std::fmt;
 use std::io;
 #[cfg(debug_assertions)]
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A membarrier command this crate can issue or register for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
