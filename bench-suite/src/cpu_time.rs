@@ -106,11 +106,18 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Instant;
 
-    /// Spins for `wall` of wall time, using the CPU all along.
-    fn spin_for(wall: Duration) {
+    /// Spins until this thread's own CPU clock has advanced `cpu`: on a
+    /// loaded machine a spin of fixed wall time may get almost no CPU. Gives
+    /// up after 20 s of wall time (the caller's assertions then fail).
+    fn spin_cpu(cpu: Duration) {
+        let start = this_thread().expect("Linux has thread clocks");
         let began = Instant::now();
-        while began.elapsed() < wall {
-            std::hint::spin_loop();
+        while this_thread().expect("Linux has thread clocks") - start < cpu
+            && began.elapsed() < Duration::from_secs(20)
+        {
+            for _ in 0..1_000 {
+                std::hint::spin_loop();
+            }
         }
     }
 
@@ -119,14 +126,20 @@ mod tests {
     fn a_spinning_thread_is_charged_and_a_sleeping_one_is_not() {
         let (go_spin, spin_told) = mpsc::channel::<()>();
         let (go_sleep, sleep_told) = mpsc::channel::<()>();
-        let spinner = std::thread::spawn(move || {
-            spin_told.recv().unwrap();
-            spin_for(Duration::from_millis(60));
-            spin_told.recv().unwrap();
+        let (done, done_rx) = mpsc::channel::<()>();
+        let spinner = std::thread::spawn({
+            let done = done.clone();
+            move || {
+                spin_told.recv().unwrap();
+                spin_cpu(Duration::from_millis(10));
+                done.send(()).unwrap();
+                spin_told.recv().unwrap();
+            }
         });
         let sleeper = std::thread::spawn(move || {
             sleep_told.recv().unwrap();
             std::thread::sleep(Duration::from_millis(60));
+            done.send(()).unwrap();
             sleep_told.recv().unwrap();
         });
         let spin_clock = ThreadCpuClock::of(&spinner).expect("Linux has thread clocks");
@@ -134,15 +147,19 @@ mod tests {
         let (spin0, sleep0) = (spin_clock.read().unwrap(), sleep_clock.read().unwrap());
         go_spin.send(()).unwrap();
         go_sleep.send(()).unwrap();
-        // Both are done with their 60 ms well before this wait ends, and
-        // blocked in their second `recv` when their clocks are read.
-        std::thread::sleep(Duration::from_millis(150));
+        // Both are done, and on their way to their second `recv`, when their
+        // clocks are read.
+        done_rx.recv().unwrap();
+        done_rx.recv().unwrap();
         let spun = spin_clock.read().unwrap() - spin0;
         let slept = sleep_clock.read().unwrap() - sleep0;
-        // The spinner ran at least part of its 60 ms (on a loaded machine,
-        // less than all of it: wall time, not CPU time, ends its loop); the
-        // sleeper used only what a wake-up costs.
-        assert!(spun >= Duration::from_millis(5), "spinner charged {spun:?}");
+        // The spinner ran until its own clock passed 10 ms, so another
+        // thread's reading of that clock shows it; the sleeper used only
+        // what a wake-up costs.
+        assert!(
+            spun >= Duration::from_millis(10),
+            "spinner charged {spun:?}"
+        );
         assert!(
             slept < Duration::from_millis(5),
             "sleeper charged {slept:?}"
@@ -185,20 +202,25 @@ mod tests {
     fn a_threads_own_clock_is_read_from_another_thread() {
         let (go, told) = mpsc::channel::<()>();
         let (clock_tx, clock_rx) = mpsc::channel();
+        let (done, done_rx) = mpsc::channel::<()>();
         let spinner = std::thread::spawn(move || {
             clock_tx.send(ThreadCpuClock::current().unwrap()).unwrap();
             told.recv().unwrap();
-            spin_for(Duration::from_millis(40));
+            spin_cpu(Duration::from_millis(10));
+            done.send(()).unwrap();
             told.recv().unwrap();
         });
         let clock = clock_rx.recv().unwrap();
         let before = clock.read().unwrap();
         let mine = this_thread().unwrap();
         go.send(()).unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-        // The spinner's time, not this (sleeping) thread's.
+        done_rx.recv().unwrap();
+        // The spinner's time, not this (waiting) thread's.
         let spun = clock.read().unwrap() - before;
-        assert!(spun >= Duration::from_millis(5), "spinner charged {spun:?}");
+        assert!(
+            spun >= Duration::from_millis(10),
+            "spinner charged {spun:?}"
+        );
         assert!(this_thread().unwrap() - mine < Duration::from_millis(5));
         go.send(()).unwrap();
         spinner.join().unwrap();
@@ -208,7 +230,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "miri has no CPU-time clocks")]
     fn the_process_clock_counts_the_calling_thread() {
         let before = process().unwrap();
-        spin_for(Duration::from_millis(30));
+        spin_cpu(Duration::from_millis(5));
         assert!(process().unwrap() > before);
     }
 
@@ -218,7 +240,7 @@ mod tests {
         let before = this_thread().unwrap();
         std::thread::sleep(Duration::from_millis(30));
         let slept = this_thread().unwrap() - before;
-        spin_for(Duration::from_millis(30));
+        spin_cpu(Duration::from_millis(10));
         let spun = this_thread().unwrap() - before - slept;
         assert!(slept < Duration::from_millis(5), "{slept:?}");
         assert!(spun > slept, "{spun:?} against {slept:?}");

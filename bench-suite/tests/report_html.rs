@@ -12,7 +12,8 @@ use bench_suite::progress::Progress;
 use bench_suite::report::{self, Profile, Results};
 use bench_suite::{locktorture, membarrier, rcuscale, refscale, torture};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]
@@ -154,8 +155,18 @@ fn sample_results() -> Results {
     }
 }
 
+/// How long chromium may take over one screenshot: seconds when it works.
+/// A headless chromium that stalls would otherwise hold CI until its budget
+/// runs out; this fails the test instead.
+const CHROMIUM_LIMIT: Duration = Duration::from_secs(180);
+
 fn screenshot(chromium: &Path, html: &Path, png: &Path, profile_dir: &Path) {
-    let run = Command::new(chromium)
+    // Its output goes to a file, not a pipe: helper processes that outlive
+    // the browser (the crash handler) would keep a pipe open, and reading
+    // it to the end would wait for them.
+    let log_path = profile_dir.with_extension("log");
+    let log = std::fs::File::create(&log_path).expect("a log file for chromium");
+    let mut child = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -164,6 +175,7 @@ fn screenshot(chromium: &Path, html: &Path, png: &Path, profile_dir: &Path) {
             "--no-first-run",
             "--disable-background-networking",
             "--disable-component-update",
+            "--disable-crash-reporter",
             "--disable-sync",
             "--hide-scrollbars",
             "--window-size=1200,2600",
@@ -171,15 +183,32 @@ fn screenshot(chromium: &Path, html: &Path, png: &Path, profile_dir: &Path) {
         .arg(format!("--user-data-dir={}", profile_dir.display()))
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", html.display()))
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
         .expect("chromium runs");
+    let began = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("chromium's status") {
+            break status;
+        }
+        if began.elapsed() > CHROMIUM_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "chromium still running after {CHROMIUM_LIMIT:?} (killed); its output:\n{}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     // Chromium logs harmless D-Bus complaints on a headless machine; show its
     // output only when it fails.
     assert!(
-        run.status.success(),
-        "chromium exited with {}:\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
+        status.success(),
+        "chromium exited with {status}:\n{}",
+        std::fs::read_to_string(&log_path).unwrap_or_default()
     );
 }
 

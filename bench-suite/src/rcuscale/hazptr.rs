@@ -119,7 +119,7 @@ mod tests {
         let id = hazptr.domain.id();
         hazptr.prepare_writer();
         assert!(
-            test_support::thread_appears(&format!("hazptr-scan-{id}"), Duration::from_secs(1)),
+            test_support::thread_appears(&format!("hazptr-scan-{id}"), Duration::from_secs(20)),
             "no scanner thread for {:?} after prepare_writer",
             hazptr.domain
         );
