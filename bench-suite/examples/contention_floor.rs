@@ -44,7 +44,13 @@ fn main() {
         membarrier_sim::fence::mode().name()
     );
     for busy in 0..cpus {
-        let FenceLatency { p50, p99, mean } = heavy_fence_us(busy, samples);
+        let FenceLatency { p50, p99, mean } = match heavy_fence_us(busy, samples) {
+            Ok(latency) => latency,
+            Err(refused) => {
+                eprintln!("contention_floor: cannot start {busy} spinning thread(s): {refused}");
+                std::process::exit(1);
+            }
+        };
         println!(
             "  {busy} other CPU(s) running a spinning thread of this process: \
              p50 {p50:.2} p99 {p99:.2} mean {mean:.2}"

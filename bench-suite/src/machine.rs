@@ -44,7 +44,7 @@ pub struct HeavyFenceCost {
     /// No other thread of the process runs.
     pub idle_us: f64,
     /// Every other CPU runs a spinning thread of the process (`None` on a
-    /// machine with one CPU).
+    /// machine with one CPU, or where the spinners could not be started).
     pub busy_us: Option<f64>,
 }
 
@@ -56,8 +56,14 @@ impl HeavyFenceCost {
     pub fn measure() -> HeavyFenceCost {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         HeavyFenceCost {
-            idle_us: heavy_fence_us(0, FENCE_SAMPLES).p50,
-            busy_us: busy_spinners(cpus).map(|others| heavy_fence_us(others, FENCE_SAMPLES).p50),
+            idle_us: heavy_fence_us(0, FENCE_SAMPLES)
+                .expect("no thread to start without spinners")
+                .p50,
+            // A refused spinner (a thread limit) leaves the figure out
+            // rather than failing the report before it measured anything.
+            busy_us: busy_spinners(cpus)
+                .and_then(|others| heavy_fence_us(others, FENCE_SAMPLES).ok())
+                .map(|latency| latency.p50),
         }
     }
 }
@@ -124,7 +130,12 @@ impl FenceLatency {
 /// never shares the timing thread's CPU (which would leave another CPU idle
 /// and make the fence cheap); where pinning fails, the scheduler places them.
 /// The caller gets its own affinity back before this returns.
-pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
+///
+/// # Errors
+///
+/// If a spinner thread cannot be started (a thread limit): the ones already
+/// started are stopped first.
+pub fn heavy_fence_us(spinners: usize, samples: usize) -> std::io::Result<FenceLatency> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
     use std::time::{Duration, Instant};
@@ -146,20 +157,29 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
     };
     let stop = Arc::new(AtomicBool::new(false));
     let running = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..spinners)
-        .map(|i| {
-            let (stop, running, pin) = (Arc::clone(&stop), Arc::clone(&running), pin.clone());
-            std::thread::spawn(move || {
+    let mut threads = Vec::with_capacity(spinners);
+    for i in 0..spinners {
+        let (stop_flag, running, pin) = (Arc::clone(&stop), Arc::clone(&running), pin.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("fence-spinner-{i}"))
+            .spawn(move || {
                 pin(1 + i);
                 // Relaxed: a start count and a stop flag; nothing is published
                 // through them (the join orders the end).
                 running.fetch_add(1, Relaxed);
-                while !stop.load(Relaxed) {
+                while !stop_flag.load(Relaxed) {
                     std::hint::spin_loop();
                 }
-            })
-        })
-        .collect();
+            });
+        match spawned {
+            Ok(thread) => threads.push(thread),
+            Err(refused) => {
+                stop.store(true, Relaxed);
+                threads.into_iter().for_each(|t| t.join().expect("spinner"));
+                return Err(refused);
+            }
+        }
+    }
     // Timed on the calling thread (a spawned timing thread measured the
     // idle fence 0.15 us dearer on the 2-vCPU VM), pinned for the duration
     // and given its own affinity back afterwards.
@@ -185,7 +205,7 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> FenceLatency {
     }
     stop.store(true, Relaxed);
     threads.into_iter().for_each(|t| t.join().expect("spinner"));
-    FenceLatency::of(us)
+    Ok(FenceLatency::of(us))
 }
 
 /// The fence mode's name, with the kernel's answer when it refused
@@ -357,7 +377,7 @@ mod tests {
                 "{summary}"
             );
         }
-        let latency = heavy_fence_us(1, 100);
+        let latency = heavy_fence_us(1, 100).expect("one spinner starts");
         assert!(latency.p50 <= latency.p99, "{latency:?}");
         assert!(latency.mean > 0.0, "{latency:?}");
         assert_eq!(

@@ -354,13 +354,42 @@ pub struct Written {
 /// Runs `profile` and writes `report.md`, `report.html`, `plots/*.svg` and
 /// `results.json` into `out`. An `out` that cannot hold them is refused
 /// before the minutes of measuring.
+///
+/// If the report cannot be written after all (a disk that filled up
+/// meanwhile), the measurements are not lost: they go to
+/// `syncbench-results-PID.json` in the temporary folder, and the error
+/// names it, for `report --from`.
 pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     create_folders(out)?;
     let results = measure(profile)?;
-    write(results, out)
+    write_keeping_the_measurements(results, out)
 }
 
-/// Creates `out` and `out/plots`; the error names the folder.
+/// [`write`], and where it fails, the measurements saved to
+/// `syncbench-results-PID.json` in the temporary folder, named in the error.
+fn write_keeping_the_measurements(results: Results, out: &Path) -> std::io::Result<Written> {
+    let saved = serde_json::to_vec_pretty(&results).map_err(std::io::Error::other)?;
+    write(results, out).map_err(|e| {
+        let kept =
+            std::env::temp_dir().join(format!("syncbench-results-{}.json", std::process::id()));
+        let rescue = match std::fs::write(&kept, &saved) {
+            Ok(()) => format!(
+                "the measurements were saved to {kept}: `syncbench report --from {kept} --out \
+                 FOLDER` writes the report from them",
+                kept = kept.display()
+            ),
+            Err(also) => format!(
+                "and saving the measurements to {} failed too ({also}): they are lost",
+                kept.display()
+            ),
+        };
+        std::io::Error::new(e.kind(), format!("{e}; {rescue}"))
+    })
+}
+
+/// Creates `out` and `out/plots`, and checks that files can be created in
+/// both (a folder that exists is not enough: it may be read-only); the
+/// error names the folder.
 fn create_folders(out: &Path) -> std::io::Result<()> {
     let plots = out.join("plots");
     std::fs::create_dir_all(&plots).map_err(|e| {
@@ -368,7 +397,19 @@ fn create_folders(out: &Path) -> std::io::Result<()> {
             e.kind(),
             format!("cannot create the folder {}: {e}", plots.display()),
         )
-    })
+    })?;
+    for folder in [out, plots.as_path()] {
+        let probe = files::temporary_path(&folder.join("write-probe"));
+        std::fs::write(&probe, b"")
+            .and_then(|()| std::fs::remove_file(&probe))
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot write into the folder {}: {e}", folder.display()),
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// The report's markdown, in `out`.
@@ -1335,6 +1376,63 @@ pub(crate) mod tests {
             .expect("a locktorture plot");
         assert!(svg.contains("locktorture, 1 writers / 30 readers"), "{svg}");
         assert!(svg.contains("lock-b") && !svg.contains("lock-a"), "{svg}");
+    }
+
+    /// A folder that exists but takes no new file is refused before any
+    /// measuring: `create_dir_all` alone accepted it, and the minutes of
+    /// measurements were then lost at the write. (A read-only folder would
+    /// not do as the case: the tests may run as root. A directory in the way
+    /// of the probe file fails its write for anyone.)
+    #[test]
+    fn a_folder_that_takes_no_file_is_refused_up_front() {
+        let out = empty_folder("no-file");
+        for folder in [out.clone(), out.join("plots")] {
+            std::fs::create_dir_all(&folder).unwrap();
+            let probe = files::temporary_path(&folder.join("write-probe"));
+            std::fs::create_dir(&probe).unwrap();
+            let err = create_folders(&out).expect_err("a folder that takes no file");
+            assert!(
+                err.to_string().contains(&format!(
+                    "cannot write into the folder {}",
+                    folder.display()
+                )),
+                "{err}"
+            );
+            std::fs::remove_dir(&probe).unwrap();
+        }
+        create_folders(&out).expect("the folders take files again");
+        assert!(temporaries(&out).is_empty(), "{:?}", temporaries(&out));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A report that cannot be written after the measuring keeps the
+    /// measurements in a file the error names, which `report --from` reads
+    /// back.
+    #[test]
+    fn a_report_that_cannot_be_written_keeps_its_measurements() {
+        let out = empty_folder("keeps");
+        std::fs::create_dir_all(out.join(JSON)).unwrap();
+        let Err(err) = write_keeping_the_measurements(sample(), &out) else {
+            panic!("a folder in the way of results.json, and the report was written");
+        };
+        let message = err.to_string();
+        let kept =
+            std::env::temp_dir().join(format!("syncbench-results-{}.json", std::process::id()));
+        assert!(
+            message.contains(&format!(
+                "the measurements were saved to {}",
+                kept.display()
+            )),
+            "{message}"
+        );
+        let text = std::fs::read_to_string(&kept).unwrap();
+        let back = read_back(&text).expect("the saved measurements read back");
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&sample()).unwrap()
+        );
+        std::fs::remove_file(&kept).unwrap();
+        std::fs::remove_dir_all(&out).unwrap();
     }
 
     /// A folder for one test's reports, empty and not yet created.
