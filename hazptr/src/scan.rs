@@ -129,7 +129,10 @@ impl Domain {
     /// destructor that runs after hazptr's own per-thread state is gone, for
     /// an address that a guard kept in another thread-local of the same
     /// thread still protects (the check finds the thread's slots through
-    /// that state; see `docs/hazptr.md`, *Misuse that panics*).
+    /// that state; see `docs/hazptr.md`, *Misuse that panics*). Nor are
+    /// waits through another primitive: a caller holding a lock that the
+    /// guard's holder is waiting for, or waiting inside an RCU read-side
+    /// section while that holder waits for a grace period, hangs.
     pub fn synchronize<T>(&self, addr: *const T) {
         // As a guard stores it: a marked pointer's object is what its guards
         // protect, and a null or a sentinel (`RESERVED` included) is no

@@ -277,6 +277,12 @@ pub fn read_ongoing() -> bool {
 /// reader of another thread may then be waiting in `call_rcu()` inside its
 /// section. And inside an [`Rcu::update`](crate::Rcu::update) function: a
 /// reader may be waiting for that cell's update lock inside its section.
+///
+/// Other waits of that shape are not caught and hang: a caller that holds a
+/// lock (a mutex, a `qrwlock` guard) that some reader takes inside its
+/// read-side section, or a hazptr guard whose `synchronize` that reader
+/// waits in, waits for a reader that waits for the caller. Release such
+/// locks and guards first, or take them outside read-side sections.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }
@@ -454,7 +460,11 @@ pub fn loom_run_callback_worker_until(done: impl Fn() -> bool) {
 /// Waits forever, without a panic, if a queued memb callback waits for qsbr
 /// (`qsbr::rcu_barrier()`, `qsbr::synchronize_rcu()`) and this thread has an
 /// online [`QsbrThread`](crate::qsbr::QsbrThread) that the callback's qsbr
-/// grace period waits for: take it offline first.
+/// grace period waits for: take it offline first. Likewise if a queued
+/// callback (or the drop of a value `Rcu::replace` deferred) takes a lock
+/// this thread holds, or synchronizes on a hazptr guard it holds: release
+/// them before the barrier. A callback that never returns stalls every
+/// later callback and barrier of the flavor.
 pub fn rcu_barrier() {
     // First: inside an update function, the advice of the message below
     // (leave the section) would not be enough.

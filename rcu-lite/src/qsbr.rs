@@ -451,6 +451,10 @@ fn mark_offline(record: &Record) {
 /// `call_rcu()` without having reported a quiescent state. And inside an
 /// [`Rcu::update`](crate::Rcu::update) function: a reader may be waiting for
 /// that cell's update lock without having reported one.
+///
+/// Not caught, and a hang: a caller holding a lock (a mutex, a `qrwlock`
+/// guard) that an online reader waits for before its next quiescent state.
+/// Release such locks first.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }
@@ -619,7 +623,10 @@ pub fn call_rcu(callback: impl FnOnce() + Send + 'static) {
 /// Waits forever, without a panic, if a queued qsbr callback waits for memb
 /// (`memb::rcu_barrier()`, `memb::synchronize_rcu()`) and this thread is
 /// inside a memb read-side section that the callback's memb grace period
-/// waits for: leave it first.
+/// waits for: leave it first. Likewise if a queued callback (or the drop of
+/// a value `Rcu::replace` deferred) takes a lock this thread holds. A
+/// callback that never returns stalls every later callback and barrier of
+/// the flavor.
 pub fn rcu_barrier() {
     barrier("rcu_barrier");
 }
