@@ -284,6 +284,7 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
 
     /// Replaces the value and returns the old one as [`Replaced`]: retired
     /// when dropped, or handed back by [`Replaced::synchronize`].
+    #[must_use = "dropping the old value retires it: use store() for that"]
     pub fn swap(&self, value: Option<Box<T>>) -> Option<Replaced<'d, T>> {
         let new = value.map_or(ptr::null_mut(), Box::into_raw);
         // AcqRel: Release publishes the new object to readers' Acquire
@@ -459,6 +460,18 @@ pub struct CompareExchangeError<T> {
 unsafe impl<T: Send> Send for CompareExchangeError<T> {}
 // SAFETY: as above; shared access reads `new` through `&Box<T>`.
 unsafe impl<T: Sync> Sync for CompareExchangeError<T> {}
+
+impl<T> fmt::Display for CompareExchangeError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "compare_exchange found {:p} instead of the expected pointer",
+            self.current
+        )
+    }
+}
+
+impl<T> std::error::Error for CompareExchangeError<T> {}
 
 impl<T> fmt::Debug for CompareExchangeError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -101,6 +101,7 @@ enum Home {
 /// ```
 /// std::thread::spawn(|| drop(hazptr::Guard::new())).join().expect("the reader returns");
 /// ```
+#[must_use = "a guard protects only while it lives: dropping it at once releases its slot"]
 pub struct Guard<'d> {
     slot: NonNull<AtomicUsize>,
     wildcard: NonNull<AtomicUsize>,
@@ -157,8 +158,11 @@ impl Domain {
     /// Protects the object `src` points to with a new guard (the kernel's
     /// `hazptr_acquire()`): finds a free slot, then the wildcard, light fence,
     /// load, store of [`Guard::protect_ptr`]. Returns the guard and the
-    /// protected pointer.
+    /// protected pointer, which stays protected only while the guard lives:
+    /// bind it to a name (`let (guard, p) = ...`, not `let (_, p) = ...`,
+    /// which drops the guard at once and leaves `p` unprotected).
     #[inline]
+    #[must_use = "the pointer is protected only while the returned guard lives"]
     pub fn acquire<T>(&self, src: &AtomicPtr<T>) -> (Guard<'_>, *mut T) {
         let mut guard = self.take_slot();
         let ptr = guard.protect_ptr(src);
@@ -543,6 +547,8 @@ pub fn scoped_ptr<T, R>(src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
 
 /// [`Domain::acquire`] in the global domain: protects what `src` points to
 /// with a new guard and returns both (the kernel's `hazptr_acquire()`).
+/// The pointer is protected only while the guard lives: bind the guard to a
+/// name (`let (_, p) = ...` drops it at once).
 ///
 /// ```
 /// use std::sync::atomic::AtomicPtr;
@@ -556,6 +562,7 @@ pub fn scoped_ptr<T, R>(src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
 /// # drop(unsafe { Box::from_raw(p) });
 /// ```
 #[inline]
+#[must_use = "the pointer is protected only while the returned guard lives"]
 pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
     let mut guard = Guard::take_global();
     let ptr = guard.protect_ptr(src);

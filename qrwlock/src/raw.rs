@@ -202,6 +202,7 @@ impl RawQRwLock {
     ///
     /// As [`RawQRwLock::read_lock`].
     #[inline]
+    #[must_use = "if it returns true the lock is held, and must be unlocked"]
     pub fn try_read_lock(&self) -> bool {
         self.try_read_lock_unless(WRITER_MASK)
     }
@@ -258,6 +259,7 @@ impl RawQRwLock {
     ///
     /// As [`RawQRwLock::read_lock`].
     #[inline]
+    #[must_use = "if it returns true the lock is held, and must be unlocked"]
     pub fn try_read_lock_recursive(&self) -> bool {
         self.try_read_lock_unless(WRITER_LOCKED)
     }
@@ -340,6 +342,7 @@ impl RawQRwLock {
     /// Acquires the lock exclusively if nobody holds it or waits for it:
     /// `queued_write_trylock()`. Never waits.
     #[inline]
+    #[must_use = "if it returns true the lock is held, and must be unlocked"]
     pub fn try_write_lock(&self) -> bool {
         // Relaxed: only a filter that spares a held lock's line the CAS; the
         // CAS below is what acquires.

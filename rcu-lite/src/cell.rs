@@ -279,6 +279,7 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
 /// ended, and otherwise hands it to `call_rcu`, as [`Rcu::replace`] does
 /// (between the calling thread's fork hooks, where `call_rcu` is refused,
 /// it leaks the value instead).
+#[must_use = "dropping a Retired defers its value as Rcu::replace would: use replace() for that"]
 pub struct Retired<T: Send + 'static, F: Flavor> {
     /// The unpublished value; `None` once handed out.
     old: Option<Unpublished<T>>,
@@ -288,12 +289,14 @@ pub struct Retired<T: Send + 'static, F: Flavor> {
 
 impl<T: Send + 'static, F: Flavor> Retired<T, F> {
     /// The cookie of the grace period this value waits for.
+    #[must_use]
     pub fn state(&self) -> GpState<F> {
         self.state
     }
 
     /// Whether the grace period has ended, so that the value can be taken
     /// (`poll_state_synchronize_rcu()`).
+    #[must_use]
     pub fn is_ready(&self) -> bool {
         F::poll_state_synchronize_rcu(self.state)
     }

@@ -335,6 +335,7 @@ pub(crate) fn refuse_to_wait_here(name: &'static str) {
 /// memb::synchronize_rcu();
 /// assert!(memb::poll_state_synchronize_rcu(state));
 /// ```
+#[must_use = "the cookie is what poll_state_synchronize_rcu() checks"]
 pub fn get_state_synchronize_rcu() -> GpState<Memb> {
     GpState::new(engine().poll_target())
 }
@@ -386,6 +387,7 @@ pub fn start_poll_synchronize_rcu() -> GpState<Memb> {
 /// `state` has ended. Never blocks, and may be called anywhere, inside a
 /// read-side section too; but a section of this thread that began before
 /// the cookie holds it up until it ends.
+#[must_use = "polling only reads whether the grace period ended"]
 pub fn poll_state_synchronize_rcu(state: GpState<Memb>) -> bool {
     engine().poll_done(state.target())
 }

@@ -117,6 +117,7 @@ fn add_online(delta: i32) {
 /// // `*const ()` cannot be sent between threads safely
 /// std::thread::spawn(move || drop(registration));
 /// ```
+#[must_use = "a registration is online while it lives: dropping it at once unregisters"]
 pub struct QsbrThread {
     /// Online (nesting 1) whenever a method other than `while_offline` can see it.
     record: &'static Record,
@@ -507,6 +508,7 @@ pub(crate) fn refuse_to_wait_here(name: &'static str) {
 /// qsbr::synchronize_rcu();
 /// assert!(qsbr::poll_state_synchronize_rcu(state));
 /// ```
+#[must_use = "the cookie is what poll_state_synchronize_rcu() checks"]
 pub fn get_state_synchronize_rcu() -> GpState<Qsbr> {
     GpState::new(engine().poll_target())
 }
@@ -559,6 +561,7 @@ pub fn start_poll_synchronize_rcu() -> GpState<Qsbr> {
 /// online registration too; but while this thread's registration stays
 /// online without a quiescent state, the cookie cannot elapse (its online
 /// time is a section that began before the cookie).
+#[must_use = "polling only reads whether the grace period ended"]
 pub fn poll_state_synchronize_rcu(state: GpState<Qsbr>) -> bool {
     engine().poll_done(state.target())
 }
