@@ -375,6 +375,10 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
 
     /// Retires `ptr` to this box's domain, to be freed as a `Box<T>`.
     ///
+    /// # Panics and aborts
+    ///
+    /// As [`Domain::retire`].
+    ///
     /// # Safety
     ///
     /// As [`Domain::retire_box`]: `ptr` came from `Box::into_raw`, is
@@ -549,6 +553,11 @@ impl<T: Send> Replaced<'_, T> {
     }
 
     /// Retires it now (what dropping does).
+    ///
+    /// # Panics and aborts
+    ///
+    /// As [`Domain::retire`] (a drop while the thread unwinds leaks the
+    /// object rather than panic between the fork hooks).
     pub fn retire(self) {
         drop(self);
     }

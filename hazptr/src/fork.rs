@@ -219,7 +219,7 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// for these locks), `reclaim`, a `retire` (an `AtomicBox` update included)
 /// with no batch to keep its object in (on a domain with a forced slow path,
 /// or in a thread-local destructor that runs after hazptr's per-thread state
-/// is gone), and creating or dropping a domain.
+/// is gone), `Domain::start_scanner`, and creating or dropping a domain.
 pub fn before_fork() {
     if between_hooks() {
         panic!(

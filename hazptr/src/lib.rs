@@ -132,6 +132,11 @@ pub fn synchronize<T>(addr: *const T) {
 
 /// [`Domain::retire`] in the global domain.
 ///
+/// # Panics and aborts
+///
+/// As [`Domain::retire`]: a deleter's panic, the refusal between the fork
+/// hooks, and the abort of a retire inside a retire.
+///
 /// # Safety
 ///
 /// As [`Domain::retire`].

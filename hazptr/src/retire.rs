@@ -218,6 +218,10 @@ impl Domain {
 
     /// [`Domain::retire`] with the deleter `drop(Box::from_raw(ptr))`.
     ///
+    /// # Panics and aborts
+    ///
+    /// As [`Domain::retire`].
+    ///
     /// # Safety
     ///
     /// As [`Domain::retire`], and `ptr` came from `Box::into_raw`.

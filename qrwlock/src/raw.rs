@@ -218,7 +218,10 @@ impl RawQRwLock {
     /// (it enters only with no reader counted), so this returns at once,
     /// where [`RawQRwLock::read_lock`] would queue behind the writer for good.
     /// It finds a writer inside only when the calling thread holds no read
-    /// lock here; then it queues like `read_lock`, in FIFO order.
+    /// lock here; then it queues like `read_lock`, in FIFO order. If that
+    /// writer is the calling thread itself (it holds the write lock), this
+    /// never returns, as `read_lock` and `write_lock` would not: no lock of
+    /// this crate is reentrant for a writer.
     ///
     /// Recursive readers do not yield to a waiting writer: while they keep
     /// overlapping, the writer waits. Take the outermost hold with `read_lock`
@@ -657,7 +660,9 @@ impl RawQRwLock {
 #[inline(never)]
 fn reader_overflow() -> ! {
     panic!(
-        "qrwlock: reader count overflow (about 2 million read locks held at once: leaked guards?)"
+        "qrwlock: reader count overflow (about 2 million read locks held at once: leaked \
+         guards?), or a read unlock without a matching read lock on another thread wrapped \
+         the count"
     )
 }
 

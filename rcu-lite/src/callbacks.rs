@@ -278,8 +278,9 @@ impl CallbackQueue {
         let running = IN_CALLBACK.with(Cell::get);
         if std::ptr::eq(running, self) {
             panic!(
-                "rcu_lite::{flavor}::{name}() called from inside an RCU callback of the same \
-                 flavor: the callback worker would wait for its own batch forever (deadlock)"
+                "{path} called from inside an RCU callback of the same \
+                 flavor: the callback worker would wait for its own batch forever (deadlock)",
+                path = crate::api_path(flavor, name)
             );
         }
         #[cfg(not(loom))]
@@ -582,9 +583,10 @@ impl Drop for CrossBarrier {
 #[inline(never)]
 fn cross_barriers_both_ways(flavor: &str, name: &str) -> ! {
     panic!(
-        "rcu_lite::{flavor}::{name}() called from inside an RCU callback of the other \
+        "{path} called from inside an RCU callback of the other \
          flavor while a {flavor} callback waits in that flavor's rcu_barrier(): each callback \
-         worker would wait for the other forever (deadlock)"
+         worker would wait for the other forever (deadlock)",
+        path = crate::api_path(flavor, name)
     )
 }
 
@@ -621,8 +623,9 @@ fn callback_left_the_worker(left: &str) -> ! {
 #[inline(never)]
 fn barrier_without_a_worker(flavor: &str, name: &str) -> ! {
     panic!(
-        "rcu_lite::{flavor}::{name}() called while this thread unwinds, and the call_rcu() \
-         worker thread cannot be started: no thread would run the callbacks it waits for"
+        "{path} called while this thread unwinds, and the call_rcu() \
+         worker thread cannot be started: no thread would run the callbacks it waits for",
+        path = crate::api_path(flavor, name)
     )
 }
 

@@ -507,9 +507,10 @@ pub(crate) fn runs_an_update() -> bool {
 #[cfg(not(loom))]
 fn waited_in_an_update(flavor: &str, name: &str) -> ! {
     panic!(
-        "rcu_lite::{flavor}::{name}() called inside an Rcu::update() function: it would wait \
+        "{path} called inside an Rcu::update() function: it would wait \
          holding the cell's update lock, which a reader inside its section or a callback may \
-         be waiting for (deadlock); wait after update() returns"
+         be waiting for (deadlock); wait after update() returns",
+        path = crate::api_path(flavor, name)
     )
 }
 

@@ -317,20 +317,21 @@ pub(crate) fn refuse_between_hooks(flavor: &str, refused: Refused) {
 pub(crate) fn between_hooks(flavor: &str, refused: Refused) -> ! {
     let (name, why) = match refused {
         Refused::Queuing => (
-            "call_rcu() or rcu_barrier() (or Rcu::replace/update/replace_polled, \
-             raw::defer_drop_box, start_poll_synchronize_rcu)"
-                .to_owned(),
+            format!(
+                "rcu_lite::{flavor}::call_rcu() or rcu_barrier() (or Rcu::replace/update/\
+                 replace_polled, raw::defer_drop_box, start_poll_synchronize_rcu)"
+            ),
             "it would wait for the callback-queue lock that this thread holds for the fork",
         ),
         Refused::Waiting(name) => (
-            format!("{name}()"),
+            crate::api_path(flavor, name),
             "until after_fork_*() every other thread's call_rcu() waits for the callback-queue \
              lock that this thread holds, even inside a read-side section, and the grace \
              period would wait for such a reader",
         ),
     };
     panic!(
-        "rcu_lite::{flavor}::{name} called between rcu_lite::fork::before_fork() and \
+        "{name} called between rcu_lite::fork::before_fork() and \
          after_fork_parent()/after_fork_child() on the forking thread: {why} (deadlock)"
     )
 }

@@ -118,3 +118,15 @@ pub use flavor::{Flavor, Memb, Qsbr, ReadGuard};
 #[doc(hidden)]
 pub use futex_word::loom_model_with_spurious_wakeups_too;
 pub use poll::GpState;
+
+/// How a misuse message names the public function `name` of `flavor` that
+/// the user called, with its parentheses: `rcu_lite::memb::synchronize_rcu()`,
+/// or for the cell's methods, which live at the crate root,
+/// `rcu_lite::Rcu::replace_and_synchronize() (on a memb cell)`.
+pub(crate) fn api_path(flavor: &str, name: &str) -> String {
+    if name.starts_with("Rcu::") || name.starts_with("Retired::") {
+        format!("rcu_lite::{name}() (on a {flavor} cell)")
+    } else {
+        format!("rcu_lite::{flavor}::{name}()")
+    }
+}

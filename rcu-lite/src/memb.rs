@@ -312,9 +312,10 @@ pub(crate) fn refuse_to_wait_here(name: &'static str) {
     crate::cell::refuse_to_wait_in_an_update("memb", name);
     if read_ongoing() {
         panic!(
-            "rcu_lite::memb::{name}() called inside a read-side critical section: the grace \
+            "{path} called inside a read-side critical section: the grace \
              period would wait for this very thread forever (deadlock); drop every \
-             memb::Guard first"
+             memb::Guard (and end every raw::memb_read_lock() section) first",
+            path = crate::api_path("memb", name)
         );
     }
 }
@@ -485,7 +486,7 @@ fn barrier_inside_a_section() -> ! {
     panic!(
         "rcu_lite::memb::rcu_barrier() called inside a read-side critical section: the \
          callbacks' grace period would wait for this very thread forever (deadlock); drop \
-         every memb::Guard first"
+         every memb::Guard (and end every raw::memb_read_lock() section) first"
     )
 }
 

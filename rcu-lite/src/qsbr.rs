@@ -484,11 +484,38 @@ pub(crate) fn refuse_to_wait_here(name: &'static str) {
     crate::cell::refuse_to_wait_in_an_update("qsbr", name);
     if online_count() != 0 {
         panic!(
-            "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread, which \
-             is inside a read-side critical section until its next quiescent state: the grace \
-             period would wait for this very thread forever (deadlock); use \
-             QsbrThread::synchronize_rcu() or take the registration offline first"
+            "{path} called while this thread has {which} online QsbrThread, which is inside a \
+             read-side critical section until its next quiescent state: the grace period would \
+             wait for this very thread forever (deadlock); {advice}",
+            path = crate::api_path("qsbr", name),
+            which = online_registration(name),
+            advice = wait_advice(name, "synchronize_rcu"),
         );
+    }
+}
+
+/// "an", or "another" for a `QsbrThread` method, which took its own
+/// registration offline before it waits: only another one can be online.
+fn online_registration(name: &str) -> &'static str {
+    if name.starts_with("QsbrThread::") {
+        "another"
+    } else {
+        "an"
+    }
+}
+
+/// What to do instead of the refused wait `name`: a `QsbrThread` method
+/// already waits offline, so only taking the other registration offline
+/// helps; elsewhere, the registration's own method (`method`) or
+/// `while_offline` does.
+fn wait_advice(name: &str, method: &str) -> String {
+    if name.starts_with("QsbrThread::") {
+        "take the other registration offline first (offline() or while_offline)".to_owned()
+    } else {
+        format!(
+            "call QsbrThread::{method}() on the registration, or wait inside \
+             registration.while_offline(|| ...)"
+        )
     }
 }
 
@@ -640,9 +667,11 @@ fn barrier(name: &'static str) {
     crate::cell::refuse_to_wait_in_an_update("qsbr", name);
     if online_count() != 0 {
         panic!(
-            "rcu_lite::qsbr::{name}() called while this thread has an online QsbrThread: the \
-             callbacks' grace period would wait for this very thread forever (deadlock); use \
-             QsbrThread::rcu_barrier() or take the registration offline first"
+            "{path} called while this thread has {which} online QsbrThread: the callbacks' \
+             grace period would wait for this very thread forever (deadlock); {advice}",
+            path = crate::api_path("qsbr", name),
+            which = online_registration(name),
+            advice = wait_advice(name, "rcu_barrier"),
         );
     }
     engine().callbacks.barrier(synchronize_rcu, "qsbr", name);

@@ -356,7 +356,7 @@ fn queuing_callbacks_or_waiting_for_readers_between_the_fork_hooks_panics() {
         }),
         (
             "Rcu::replace_and_synchronize",
-            "rcu_lite::memb::Rcu::replace_and_synchronize()",
+            "rcu_lite::Rcu::replace_and_synchronize() (on a memb cell)",
             || {
                 Rcu::<u64>::new(1).replace_and_synchronize(2);
             },

@@ -16,6 +16,10 @@ use test_support::misuse::*;
 
 const IN_SECTION: &str = "called inside a read-side critical section";
 const ONLINE: &str = "has an online QsbrThread";
+/// The same refusal of a `QsbrThread` method, which waits offline itself:
+/// only another registration can be in the way, and the advice says so.
+const ANOTHER_ONLINE: &str = "has another online QsbrThread";
+const TAKE_THE_OTHER_OFFLINE: &str = "take the other registration offline first";
 const IN_CALLBACK: &str = "called from inside an RCU callback";
 
 /// How long a grace period or barrier may take before the test counts it as
@@ -258,7 +262,11 @@ fn before_fork_inside_a_callback() {
 fn qsbr_synchronize_with_an_online_registration() {
     assert_misuse(
         "qsbr::synchronize_rcu while online",
-        &["synchronize_rcu()", ONLINE],
+        &[
+            "synchronize_rcu()",
+            ONLINE,
+            "call QsbrThread::synchronize_rcu() on the registration",
+        ],
         || {
             let _me = QsbrThread::register();
             qsbr::synchronize_rcu();
@@ -284,7 +292,11 @@ fn qsbr_synchronize_with_an_online_registration() {
     );
     assert_misuse(
         "QsbrThread::synchronize_rcu while another registration is online",
-        &["QsbrThread::synchronize_rcu()", ONLINE],
+        &[
+            "QsbrThread::synchronize_rcu()",
+            ANOTHER_ONLINE,
+            TAKE_THE_OTHER_OFFLINE,
+        ],
         || {
             let _other = QsbrThread::register();
             let mut me = QsbrThread::register();
@@ -293,7 +305,11 @@ fn qsbr_synchronize_with_an_online_registration() {
     );
     assert_misuse(
         "QsbrThread::synchronize_rcu_expedited while another registration is online",
-        &["QsbrThread::synchronize_rcu_expedited()", ONLINE],
+        &[
+            "QsbrThread::synchronize_rcu_expedited()",
+            ANOTHER_ONLINE,
+            TAKE_THE_OTHER_OFFLINE,
+        ],
         || {
             let _other = QsbrThread::register();
             let mut me = QsbrThread::register();
@@ -425,7 +441,11 @@ fn qsbr_offline_and_online_are_counted_in_and_out() {
 fn qsbr_rcu_barrier_with_an_online_registration() {
     assert_misuse(
         "qsbr::rcu_barrier while online",
-        &["rcu_barrier()", ONLINE],
+        &[
+            "rcu_barrier()",
+            ONLINE,
+            "call QsbrThread::rcu_barrier() on the registration",
+        ],
         || {
             let _me = QsbrThread::register();
             qsbr::rcu_barrier();
@@ -433,7 +453,11 @@ fn qsbr_rcu_barrier_with_an_online_registration() {
     );
     assert_misuse(
         "QsbrThread::rcu_barrier while another registration is online",
-        &["QsbrThread::rcu_barrier()", ONLINE],
+        &[
+            "QsbrThread::rcu_barrier()",
+            ANOTHER_ONLINE,
+            TAKE_THE_OTHER_OFFLINE,
+        ],
         || {
             let _other = QsbrThread::register();
             let mut me = QsbrThread::register();
@@ -493,14 +517,14 @@ fn waiting_inside_an_update_function_panics() {
         ),
         (
             "Rcu::replace_and_synchronize of another cell",
-            "rcu_lite::memb::Rcu::replace_and_synchronize() called inside",
+            "rcu_lite::Rcu::replace_and_synchronize() (on a memb cell) called inside",
             || {
                 Rcu::<u64, Memb>::new(0).replace_and_synchronize(1);
             },
         ),
         (
             "Retired::into_inner",
-            "rcu_lite::memb::Retired::into_inner() called inside",
+            "rcu_lite::Retired::into_inner() (on a memb cell) called inside",
             || {
                 Rcu::<u64, Memb>::new(0).replace_polled(1).into_inner();
             },
