@@ -365,7 +365,7 @@ pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     write_keeping_the_measurements(results, out)
 }
 
-/// [`write`], and where it fails, the measurements saved to
+/// [`write()`], and where it fails, the measurements saved to
 /// `syncbench-results-PID.json` in the temporary folder, named in the error.
 fn write_keeping_the_measurements(results: Results, out: &Path) -> std::io::Result<Written> {
     let saved = serde_json::to_vec_pretty(&results).map_err(std::io::Error::other)?;
