@@ -69,7 +69,8 @@
 //! and borrow thread-local state that the interrupted code may hold;
 //! `retire`, `reclaim`, `synchronize` and the [`AtomicBox`] updates can wait
 //! for the interrupted code's own protection, or push into the retire batch
-//! it is pushing into (a retire inside a retire aborts with a message).
+//! it is pushing into (a retire inside a retire's push or hand-over aborts
+//! with a message).
 //! For the same reasons a global allocator must not use this crate.
 //!
 //! # Cargo features

@@ -196,10 +196,12 @@ impl Domain {
     ///
     /// # Aborts
     ///
-    /// If it runs inside another retire on the same thread: from a global
-    /// allocator's `dealloc` that the first retire's batch growth called, or
-    /// from a signal handler. Retiring from either is not supported (the
-    /// batch is mid-push); the process prints why and aborts.
+    /// If it runs inside another retire's push or hand-over on the same
+    /// thread (or a reclamation pass's work on the domain's list): from a
+    /// global allocator's `dealloc` that the growth of the batch or the list
+    /// called, or from a signal handler. Retiring from either is not
+    /// supported (the batch or the list is mid-change); the process prints
+    /// why and aborts. Deleters may retire: they run after all that.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
@@ -262,6 +264,7 @@ impl Domain {
         crate::refuse_between_hooks("Domain::reclaim");
         let shared = &self.shared;
         {
+            let _held = ListHeld::new();
             let mut list = crate::sync::lock(&shared.retired);
             let moved = drain_batches(shared, &mut list);
             // Under the mutex, with the move, as in `flush_batch`.
@@ -287,10 +290,12 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
     // child's reset is single-threaded), and it clears it before returning:
     // seen set here, this retire runs inside another one's push, from a
     // global allocator that the batch's growth called, or from a signal
-    // handler. A second `&mut` to the batch mid-push would corrupt it.
-    // Relaxed: this thread's own store.
+    // handler. A second `&mut` to the batch mid-push would corrupt it. The
+    // same callers inside a hand-over (`flush_batch`, which drains the batch
+    // under the retired-list mutex) would push into the batch it drains, or
+    // wait for the mutex this thread holds. Relaxed: this thread's own store.
     #[cfg(not(loom))]
-    if b.retired.pushing.load(Ordering::Relaxed) {
+    if b.retired.pushing.load(Ordering::Relaxed) || holding_a_retired_list() {
         retire_reentered();
     }
     // Relaxed: `fence::light()` orders it before the `draining` load, and
@@ -323,8 +328,9 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
     }
 }
 
-/// A retire inside a retire on one thread (see `retire_local`): abort, since
-/// neither call can go on (the batch is mid-push) and a panic could not
+/// A retire inside a retire's push or hand-over on one thread (see
+/// `retire_local`): abort, since neither call can go on (the batch or the
+/// list is mid-change, the list's mutex held) and a panic could not
 /// leave a global allocator or a signal handler soundly. One raw write: the
 /// allocator may be what called us, so nothing here may allocate.
 #[cfg(not(loom))]
@@ -332,8 +338,9 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
 #[inline(never)]
 fn retire_reentered() -> ! {
     const MESSAGE: &str = concat!(
-        "hazptr: a retire ran inside another retire on the same thread (from a global ",
-        "allocator, or a signal handler, that the first one's push called into): aborting\n",
+        "hazptr: a retire ran inside another retire's push or hand-over on the same thread ",
+        "(from a global allocator that the list's growth called, or a signal handler): ",
+        "aborting\n",
     );
     // SAFETY: a valid buffer of that length; fd 2 is at worst closed, and
     // then the write fails harmlessly.
@@ -456,12 +463,12 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     });
     // A retire from inside the push below (a global allocator's `dealloc`,
     // a signal handler) would wait for the mutex this thread holds: refused
-    // as in `retire_local`. `try_with`: at thread exit the flag may be gone,
-    // and then the retire goes ahead unchecked.
+    // as in `retire_local`.
     #[cfg(not(loom))]
-    if PUSHING_SHARED.try_with(|pushing| pushing.replace(true)) == Ok(true) {
+    if holding_a_retired_list() {
         retire_reentered();
     }
+    let held = ListHeld::new();
     let mut list = crate::sync::lock(&shared.retired);
     list.push(retired);
     // Under the mutex, with the push, as in `flush_batch`: a pass that took
@@ -469,22 +476,55 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     // and the late add would leave it counted.
     shared.retired_count.fetch_add(1, Ordering::Relaxed);
     drop(list);
-    #[cfg(not(loom))]
-    let _ = PUSHING_SHARED.try_with(|pushing| pushing.set(false));
+    // Before the pass: its deleters may retire.
+    drop(held);
     maybe_reclaim(shared);
 }
 
 #[cfg(not(loom))]
 std::thread_local! {
-    /// Set while this thread pushes onto a domain's retired list in
-    /// `retire_shared` (see there).
-    static PUSHING_SHARED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// How many retired-list mutexes this thread holds, by way of
+    /// [`ListHeld`]: a retire that finds it above 0 runs inside a hand-over,
+    /// push or pass of its own thread (see `retire_local`).
+    static RETIRED_LISTS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread holds a retired-list mutex (see `RETIRED_LISTS_HELD`).
+/// `try_with`: at thread exit the count may be gone, and then a retire
+/// goes ahead unchecked.
+#[cfg(not(loom))]
+#[inline]
+fn holding_a_retired_list() -> bool {
+    RETIRED_LISTS_HELD.try_with(|held| held.get() != 0) == Ok(true)
+}
+
+/// Marks, while it lives, that this thread holds (or is about to take) a
+/// retired-list mutex; declared before the lock, so that it outlives the
+/// guard. Deleters must run after it is dropped: they may retire.
+struct ListHeld;
+
+impl ListHeld {
+    #[inline]
+    fn new() -> ListHeld {
+        #[cfg(not(loom))]
+        let _ = RETIRED_LISTS_HELD.try_with(|held| held.set(held.get() + 1));
+        ListHeld
+    }
+}
+
+impl Drop for ListHeld {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        let _ = RETIRED_LISTS_HELD.try_with(|held| held.set(held.get() - 1));
+    }
 }
 
 /// Moves `block`'s batch to the domain's list. Called by the block's owner
 /// (batch boundary, time check, thread exit); `Domain::reclaim` drains every
 /// block instead (`drain_batches`).
 pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
+    let _held = ListHeld::new();
     let mut list = crate::sync::lock(&shared.retired);
     let moved = block.retired.batch.with_mut(|batch| {
         // SAFETY: the owner calls this, holding the retired-list mutex that
@@ -528,6 +568,7 @@ fn enough_for_a_pass(new: usize, kept: usize, threshold: usize) -> bool {
 /// One reclamation pass over the domain's list; returns how many it freed.
 pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
     let taken = {
+        let _held = ListHeld::new();
         let mut list = crate::sync::lock(&shared.retired);
         // Relaxed: under the mutex, as every write of them is; reads outside
         // it are hints and statistics.
@@ -556,6 +597,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         .partition(|r| hazards.binary_search(&r.addr()).is_ok());
     if !kept.is_empty() {
         let n = kept.len();
+        let _held = ListHeld::new();
         let mut list = crate::sync::lock(&shared.retired);
         list.extend(kept);
         // Under the mutex, as in `flush_batch`.
@@ -655,6 +697,7 @@ pub(crate) fn drop_payload(panic: Box<dyn std::any::Any + Send>) {
 /// (domain drop: no guard of the domain exists).
 pub(crate) fn free_all(shared: &Shared) {
     let all = {
+        let _held = ListHeld::new();
         let mut list = crate::sync::lock(&shared.retired);
         let mut all = std::mem::take(&mut *list);
         shared.for_each_block(|b| {

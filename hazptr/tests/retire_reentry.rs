@@ -1,19 +1,26 @@
-//! A retire inside a retire on one thread: a global allocator whose
-//! `dealloc` retires, called by the first retire's batch growth. The batch
-//! is mid-push then, and a second push would take a second `&mut` to it;
-//! hazptr aborts with a message instead. Runs in a child process (the
-//! abort), with an allocator of its own, so this file holds one test.
+//! A retire inside another retire's push or hand-over on one thread: a
+//! global allocator whose `dealloc` retires, called by the growth of the
+//! thread's batch (the push) or of the domain's retired list (the hand-over,
+//! under the list's mutex). The first would take a second `&mut` to the
+//! batch mid-push, the second would push into the batch being drained or
+//! wait for the mutex its own thread holds; hazptr aborts with a message
+//! instead. A retire from a `dealloc` anywhere else (a reclamation pass
+//! freeing its buffers, after the list's mutex is released) is allowed, and
+//! the cases go on through such retires. Each case runs in a child process
+//! (the abort), with this file's allocator.
 #![cfg(all(not(loom), not(miri)))]
 
+use hazptr::Domain;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::LazyLock;
 
 /// Set in the child: run the case instead of starting a child.
 const CHILD: &str = "HAZPTR_RETIRE_REENTRY_CHILD";
 
 thread_local! {
-    /// Armed by the case just before the retire whose push grows the batch.
-    static RETIRE_ON_DEALLOC: Cell<bool> = const { Cell::new(false) };
+    /// The domain the next `dealloc` on this thread retires into, once.
+    static RETIRE_ON_DEALLOC: Cell<Option<&'static Domain>> = const { Cell::new(None) };
 }
 
 /// `System`, with `realloc` left to the default (alloc, copy, dealloc), so
@@ -34,13 +41,10 @@ unsafe impl GlobalAlloc for RetiringAllocator {
         // SAFETY: forwarded contract.
         unsafe { System.dealloc(ptr, layout) };
         // `try_with`: the thread-local may be gone at thread exit.
-        if RETIRE_ON_DEALLOC
-            .try_with(|armed| armed.replace(false))
-            .unwrap_or(false)
-        {
+        if let Ok(Some(domain)) = RETIRE_ON_DEALLOC.try_with(Cell::take) {
             // SAFETY: `TARGET` is a static nobody publishes or frees; the
             // deleter does nothing.
-            unsafe { hazptr::retire(std::ptr::addr_of!(TARGET).cast_mut(), ignore) };
+            unsafe { domain.retire(std::ptr::addr_of!(TARGET).cast_mut(), ignore) };
         }
     }
 }
@@ -53,30 +57,27 @@ static TARGET: u64 = 0;
 /// A deleter for objects that are not freed.
 unsafe fn ignore(_: *mut u64) {}
 
-#[test]
-fn a_retire_from_the_allocator_inside_a_retire_aborts_with_a_message() {
-    const TEST: &str = "a_retire_from_the_allocator_inside_a_retire_aborts_with_a_message";
-    if std::env::var_os(CHILD).is_some() {
-        // Registers the thread (a slot block and its empty batch) untimed.
-        drop(hazptr::Guard::new());
-        // Pushes until the batch's buffer grows: every capacity is a power
-        // of two, so within 64 pushes one of them frees the old buffer
-        // (a hand-over at 64 empties the batch, and the next push allocates
-        // anew without freeing, so the loop stops at the first growth).
-        for _ in 0..64 {
-            RETIRE_ON_DEALLOC.with(|armed| armed.set(true));
-            // SAFETY: as in `dealloc`.
-            unsafe { hazptr::retire(std::ptr::addr_of!(TARGET).cast_mut(), ignore) };
-            if RETIRE_ON_DEALLOC.with(|armed| armed.get()) {
-                // No dealloc in that retire: disarm for what follows.
-                RETIRE_ON_DEALLOC.with(|armed| armed.set(false));
-            } else {
-                panic!("the allocator's retire inside a retire returned");
-            }
-        }
-        panic!("no retire grew its batch");
+/// Retires `TARGET` to `domain` `unarmed` times, then up to `armed` more
+/// times with the allocator armed for each; returns only if no retire
+/// aborted.
+fn retire_armed(domain: &'static Domain, unarmed: usize, armed: usize) {
+    // Registers the thread (a slot block and its empty batch) first.
+    drop(domain.guard());
+    for _ in 0..unarmed {
+        // SAFETY: as in `dealloc`.
+        unsafe { domain.retire(std::ptr::addr_of!(TARGET).cast_mut(), ignore) };
     }
-    let (status, stderr) = test_support::run_in_a_child_process(TEST, CHILD, "1");
+    for _ in 0..armed {
+        RETIRE_ON_DEALLOC.with(|next| next.set(Some(domain)));
+        // SAFETY: as in `dealloc`.
+        unsafe { domain.retire(std::ptr::addr_of!(TARGET).cast_mut(), ignore) };
+    }
+    RETIRE_ON_DEALLOC.with(|next| next.set(None));
+}
+
+/// Runs `case` in a child and checks that it aborted with the message.
+fn aborts_with_the_message(case: &str) {
+    let (status, stderr) = test_support::run_in_a_child_process(case, CHILD, "1");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
         status.signal(),
@@ -85,9 +86,38 @@ fn a_retire_from_the_allocator_inside_a_retire_aborts_with_a_message() {
     );
     assert!(
         stderr.contains(
-            "hazptr: a retire ran inside another retire on the same thread (from a global \
-             allocator"
+            "hazptr: a retire ran inside another retire's push or hand-over on the same thread"
         ),
         "no message naming the misuse; stderr:\n{stderr}"
     );
+}
+
+/// The batch's buffer grows at its fifth push (capacities are powers of
+/// two from 4), freeing the old one: the retire from that `dealloc` runs
+/// mid-push. With a forced slow path the push goes to the domain's list,
+/// under its mutex, and grows the same way.
+#[test]
+fn a_retire_from_the_allocator_inside_a_push_aborts_with_a_message() {
+    const TEST: &str = "a_retire_from_the_allocator_inside_a_push_aborts_with_a_message";
+    if std::env::var_os(CHILD).is_some() {
+        retire_armed(Domain::global(), 0, 10_000);
+        panic!("10000 armed retires and none aborted");
+    }
+    aborts_with_the_message(TEST);
+}
+
+/// After a first hand-over the batch keeps its capacity of 64 and no longer
+/// grows; the domain's list grows at later hand-overs (while no pass takes
+/// it: a threshold out of reach leaves only the 2 ms period's passes), under
+/// its mutex, and the retire from that `dealloc` runs mid-hand-over.
+#[test]
+fn a_retire_from_the_allocator_inside_a_hand_over_aborts_with_a_message() {
+    const TEST: &str = "a_retire_from_the_allocator_inside_a_hand_over_aborts_with_a_message";
+    static DOMAIN: LazyLock<Domain> =
+        LazyLock::new(|| Domain::builder().retire_threshold(usize::MAX / 4).build());
+    if std::env::var_os(CHILD).is_some() {
+        retire_armed(&DOMAIN, 64, 100_000);
+        panic!("100000 armed retires and none aborted");
+    }
+    aborts_with_the_message(TEST);
 }
