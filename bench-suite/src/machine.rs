@@ -209,12 +209,13 @@ pub fn heavy_fence_us(spinners: usize, samples: usize) -> std::io::Result<FenceL
 }
 
 /// The fence mode's name, with the kernel's answer when it refused
-/// membarrier (`seqcst (membarrier: ...)`): the reason the read sides pay a
-/// real fence here.
+/// membarrier (`seqcst (membarrier: ...)`, the error's own words): the
+/// reason the read sides pay a real fence here.
 fn fence_mode() -> String {
     let mode = membarrier_sim::fence::mode();
     match membarrier_sim::fence::fallback_reason() {
-        Some(reason) => format!("{mode} (membarrier: {reason})"),
+        // Each `sys::Error` message begins with "membarrier: ".
+        Some(reason) => format!("{mode} ({reason})"),
         None => mode.to_string(),
     }
 }

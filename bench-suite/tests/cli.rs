@@ -14,17 +14,12 @@ fn syncbench(args: &[&str]) -> Output {
     // A short torture run whose timed window a loaded machine left without a
     // read or a replacement "checked nothing" and exits 1 for that alone: it
     // says nothing of the implementations, so it is run again (up to four
-    // runs in all). Errors found are never retried away.
+    // runs in all). A run that found errors, or failed otherwise, is never
+    // rerun.
     for _ in 0..3 {
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
         if args.first() != Some(&"torture")
             || out.status.success()
-            || !text.contains("checked nothing")
-            || torture_found_errors(&text)
+            || !torture_only_checked_nothing(&String::from_utf8_lossy(&out.stdout))
         {
             break;
         }
@@ -33,20 +28,52 @@ fn syncbench(args: &[&str]) -> Output {
     out
 }
 
-/// Whether a torture run's output (text or `--json`) counts an error for
-/// any implementation: an `errors` figure other than 0.
-fn torture_found_errors(output: &str) -> bool {
-    ["errors: ", "\"errors\": ", "\"errors\":"]
-        .iter()
-        .any(|key| {
-            output.match_indices(key).any(|(at, _)| {
-                let digits: String = output[at + key.len()..]
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                !digits.is_empty() && digits.chars().any(|d| d != '0')
-            })
-        })
+/// Whether a failed torture run's stdout (text or `--json`) shows only
+/// "checked nothing" failures: every implementation either passed (0
+/// errors) or failed for that alone, which counts one error and nothing
+/// else (`torture::Run::finish`).
+fn torture_only_checked_nothing(stdout: &str) -> bool {
+    const CHECKED_NOTHING: &str = "checked nothing";
+    if let Ok(serde_json::Value::Array(rows)) = serde_json::from_str(stdout) {
+        let mut any = false;
+        for row in &rows {
+            let errors = row["errors"].as_u64();
+            match row["failure"].as_str() {
+                None if errors == Some(0) => {}
+                Some(f) if f.starts_with(CHECKED_NOTHING) && errors == Some(1) => any = true,
+                _ => return false,
+            }
+        }
+        return any;
+    }
+    // Text: "torture: NAME readers=... errors: N[ !!!]" per implementation,
+    // and "torture: NAME FAILURE: ..." for one that failed.
+    let mut any = false;
+    for line in stdout.lines() {
+        let Some(rest) = line.strip_prefix("torture: ") else {
+            continue;
+        };
+        let Some((name, rest)) = rest.split_once(' ') else {
+            continue;
+        };
+        if let Some(failure) = rest.strip_prefix("FAILURE: ") {
+            if !failure.starts_with(CHECKED_NOTHING) {
+                return false;
+            }
+            any = true;
+        } else if let Some((_, count)) = rest.rsplit_once(" errors: ") {
+            let count: u64 = match count.trim_end_matches(" !!!").parse() {
+                Ok(n) => n,
+                Err(_) => return false,
+            };
+            let checked_nothing =
+                stdout.contains(&format!("torture: {name} FAILURE: {CHECKED_NOTHING}"));
+            if count != u64::from(checked_nothing) {
+                return false;
+            }
+        }
+    }
+    any
 }
 
 fn stderr(out: &Output) -> String {
@@ -2671,19 +2698,49 @@ fn report_refuses_an_out_it_cannot_create_before_measuring() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The retry in `syncbench()` never reruns a torture run that found errors.
+/// The retry in `syncbench()` reruns a torture run whose only failure is
+/// "checked nothing" (which counts one error), and never one that found
+/// errors, in the text and JSON forms `torture` prints.
 #[test]
 fn the_checked_nothing_retry_tells_errors_found_from_none() {
-    assert!(torture_found_errors(
-        "torture: busted readers=4 writers=2 duration=0.3s reads: 1 replaced: 0 errors: 2157 !!!"
-    ));
-    assert!(torture_found_errors(
-        "[{\"impl\": \"busted\", \"errors\": 10}]"
-    ));
-    assert!(!torture_found_errors(
-        "torture: hazptr readers=4 writers=2 duration=0.2s reads: 0 replaced: 2 errors: 0"
-    ));
-    assert!(!torture_found_errors(
-        "[{\"impl\": \"hazptr\", \"errors\": 0}]"
-    ));
+    let checked_nothing = "torture: hazptr readers=4 writers=2 duration=0.0s reads: 10 replaced: 0 \
+         unreclaimed max: 0 (sampled by half: 0/0) errors: 1 !!!\n\
+         torture: hazptr cpu: readers 0.00 s, writers 0.00 s (50% of the run's), others 0.00 s\n\
+         torture: hazptr FAILURE: checked nothing: 10 reads and 0 replacements in the 0.000100 \
+         s timed window (a use-after-free needs both to be seen); run longer !!!\n";
+    assert!(torture_only_checked_nothing(checked_nothing));
+    let beside_a_pass = format!(
+        "torture: crossbeam-epoch readers=4 writers=2 duration=0.3s reads: 5 replaced: 7 \
+         unreclaimed max: 3 (sampled by half: 0/3) errors: 0\n{checked_nothing}"
+    );
+    assert!(torture_only_checked_nothing(&beside_a_pass));
+    let found_errors = "torture: busted readers=4 writers=2 duration=0.3s reads: 19261861 \
+         replaced: 247272 unreclaimed max: 3 (sampled by half: 0/3) errors: 2157 !!!\n";
+    assert!(!torture_only_checked_nothing(found_errors));
+    // Errors found and nothing checked in the same run: errors beyond the one.
+    let both = checked_nothing.replace("errors: 1 !!!", "errors: 3 !!!");
+    assert!(!torture_only_checked_nothing(&both));
+    let other_failure = "torture: hazptr readers=4 writers=2 duration=0.3s reads: 5 replaced: 7 \
+         unreclaimed max: 3 (sampled by half: 0/3) errors: 1 !!!\n\
+         torture: hazptr FAILURE: the OS refused to start reader thread 3 of 4 !!!\n";
+    assert!(!torture_only_checked_nothing(other_failure));
+    let json = |errors: u64, failure: Option<&str>| {
+        serde_json::json!([
+            {"impl": "crossbeam-epoch", "errors": 0},
+            {"impl": "hazptr", "errors": errors, "failure": failure},
+        ])
+        .to_string()
+    };
+    assert!(torture_only_checked_nothing(&json(
+        1,
+        Some("checked nothing: 10 reads and 0 replacements")
+    )));
+    assert!(!torture_only_checked_nothing(&json(
+        2,
+        Some("checked nothing: 10 reads and 0 replacements")
+    )));
+    assert!(!torture_only_checked_nothing(&json(
+        1,
+        Some("a reader stalled")
+    )));
 }

@@ -326,8 +326,9 @@ pub fn mode() -> Mode {
 /// Returns `Ok(())` if `wanted` is now the mode (including when it already
 /// was), or `Err(current)` if another mode was already decided, which cannot be
 /// changed. Asking for [`Mode::Membarrier`] decides as the first fence would:
-/// SeqCst where `SYNCPRIMS_FENCE=seqcst` asks for it or the kernel does not
-/// support membarrier, returning `Err(Mode::SeqCst)`.
+/// SeqCst where `SYNCPRIMS_FENCE=seqcst` asks for it, the kernel does not
+/// support membarrier, or refuses its registration or the trial barrier
+/// after it ([`fallback_reason`] says which), returning `Err(Mode::SeqCst)`.
 pub fn force(wanted: Mode) -> Result<(), Mode> {
     let decided = *DECISION.get_or_init(|| {
         let decided = match wanted {

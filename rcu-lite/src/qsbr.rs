@@ -506,11 +506,14 @@ fn online_registration(name: &str) -> &'static str {
 
 /// What to do instead of the refused wait `name`: a `QsbrThread` method
 /// already waits offline, so only taking the other registration offline
-/// helps; elsewhere, the registration's own method (`method`) or
-/// `while_offline` does.
+/// helps; a cell's method has no registration's counterpart, so
+/// `while_offline` does; elsewhere, the registration's own method
+/// (`method`) or `while_offline` does.
 fn wait_advice(name: &str, method: &str) -> String {
     if name.starts_with("QsbrThread::") {
         "take the other registration offline first (offline() or while_offline)".to_owned()
+    } else if name.starts_with("Rcu::") || name.starts_with("Retired::") {
+        "call it inside registration.while_offline(|| ...)".to_owned()
     } else {
         format!(
             "call QsbrThread::{method}() on the registration, or wait inside \

@@ -320,7 +320,11 @@ fn qsbr_synchronize_with_an_online_registration() {
     let inner = std::sync::Arc::clone(&cell);
     assert_misuse(
         "Rcu<_, Qsbr>::replace_and_synchronize while online",
-        &[ONLINE],
+        &[
+            "rcu_lite::Rcu::replace_and_synchronize() (on a qsbr cell)",
+            ONLINE,
+            "call it inside registration.while_offline",
+        ],
         move || {
             let _me = QsbrThread::register();
             inner.replace_and_synchronize(2);

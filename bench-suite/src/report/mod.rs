@@ -370,21 +370,45 @@ pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
 fn write_keeping_the_measurements(results: Results, out: &Path) -> std::io::Result<Written> {
     let saved = serde_json::to_vec_pretty(&results).map_err(std::io::Error::other)?;
     write(results, out).map_err(|e| {
-        let kept =
-            std::env::temp_dir().join(format!("syncbench-results-{}.json", std::process::id()));
-        let rescue = match std::fs::write(&kept, &saved) {
-            Ok(()) => format!(
+        let rescue = match save_in_the_temporary_folder(&saved) {
+            Ok(kept) => format!(
                 "the measurements were saved to {kept}: `syncbench report --from {kept} --out \
                  FOLDER` writes the report from them",
                 kept = kept.display()
             ),
             Err(also) => format!(
-                "and saving the measurements to {} failed too ({also}): they are lost",
-                kept.display()
+                "and saving the measurements in {} failed too ({also}): they are lost",
+                std::env::temp_dir().display()
             ),
         };
         std::io::Error::new(e.kind(), format!("{e}; {rescue}"))
     })
+}
+
+/// Writes `bytes` to a new file `syncbench-results-PID[-N].json` in the
+/// temporary folder, never over an existing file (nor through a link
+/// someone planted there), and returns its path.
+fn save_in_the_temporary_folder(bytes: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write as _;
+    let pid = std::process::id();
+    let mut last = None;
+    for n in 0..10 {
+        let name = match n {
+            0 => format!("syncbench-results-{pid}.json"),
+            n => format!("syncbench-results-{pid}-{n}.json"),
+        };
+        let path = std::env::temp_dir().join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => return file.write_all(bytes).map(|()| path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.expect("ten names tried"))
 }
 
 /// Creates `out` and `out/plots`, and checks that files can be created in
@@ -1416,15 +1440,12 @@ pub(crate) mod tests {
             panic!("a folder in the way of results.json, and the report was written");
         };
         let message = err.to_string();
-        let kept =
-            std::env::temp_dir().join(format!("syncbench-results-{}.json", std::process::id()));
-        assert!(
-            message.contains(&format!(
-                "the measurements were saved to {}",
-                kept.display()
-            )),
-            "{message}"
-        );
+        let kept = message
+            .split_once("the measurements were saved to ")
+            .and_then(|(_, rest)| rest.split_once(": `syncbench report --from"))
+            .map(|(path, _)| PathBuf::from(path))
+            .unwrap_or_else(|| panic!("no saved file named: {message}"));
+        assert!(kept.starts_with(std::env::temp_dir()), "{message}");
         let text = std::fs::read_to_string(&kept).unwrap();
         let back = read_back(&text).expect("the saved measurements read back");
         assert_eq!(
