@@ -6,6 +6,7 @@
 
 use hazptr::{Domain, Guard, fork};
 use std::panic::catch_unwind;
+use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use std::thread;
@@ -371,6 +372,60 @@ fn a_first_guard_between_the_hooks_after_a_dropped_domain() {
             // The next registration gives the dropped domain's block back.
             let later = Domain::new();
             drop(later.guard());
+        },
+    );
+}
+
+/// While the fork hooks hold a domain's driver flag, a caller that queues
+/// behind them wakes the scanner thread, which finds the flag taken. It
+/// must wait for it asleep (its backoff's timed sleeps), not in
+/// `sched_yield` back to back: that burned a CPU for as long as the hooks
+/// were held and, at SCHED_FIFO, would keep a lower-priority flag holder
+/// sharing its CPU from ever running. A yielding thread never shows as
+/// asleep.
+#[test]
+fn a_scanner_waits_asleep_for_the_driver_flag_the_hooks_hold() {
+    let domain = leak(Domain::new());
+    assert!(
+        domain.start_scanner(),
+        "the shared-scan domain started no scanner"
+    );
+    let scanner = format!("hazptr-scan-{}", domain.id());
+    assert!(
+        test_support::thread_appears(&scanner, Duration::from_secs(20)),
+        "no thread named {scanner:?}"
+    );
+    test_support::within_a_deadline(
+        "a synchronize queued behind the fork hooks",
+        TEST_DEADLINE,
+        move || {
+            fork::before_fork();
+            // An address nobody protects: the caller returns once a pass
+            // runs, which only the hooks' end lets happen.
+            let caller = thread::Builder::new()
+                .name("hooked-caller".into())
+                .spawn(move || domain.synchronize(ptr::without_provenance::<u64>(0x1000)))
+                .expect("spawn the caller");
+            // Asleep, the caller has queued its waiter and woken the scanner
+            // (`wait_for_release`).
+            test_support::until_asleep(
+                "hooked-caller",
+                5,
+                Duration::from_secs(20),
+                "the caller queued behind the hooks",
+            );
+            test_support::until_asleep(
+                &scanner,
+                5,
+                Duration::from_secs(20),
+                "the scanner waiting for the driver flag the hooks hold",
+            );
+            assert!(
+                !caller.is_finished(),
+                "synchronize returned while the hooks held its pass"
+            );
+            fork::after_fork_parent();
+            caller.join().expect("the caller");
         },
     );
 }

@@ -131,8 +131,15 @@ fn scanner_main(shared: &Shared) {
     loop {
         match drive_once(shared) {
             Progress::Worked => backoff = Backoff::new(),
-            Progress::Busy => crate::sync::yield_now(),
-            Progress::Pending => match backoff.next_pause() {
+            // Another thread holds the driver flag: a caller's pass, which
+            // may wait for a reader preempted in its wildcard window, or the
+            // fork hooks, held for as long as their caller likes. The
+            // scanner backs off into timed sleeps as for pending hits (a
+            // queued caller's `wake_scanner` ends them): `sched_yield` back
+            // to back burned a CPU for as long as the flag was held, and at
+            // SCHED_FIFO kept a lower-priority holder on its CPU from ever
+            // running again.
+            Progress::Busy | Progress::Pending => match backoff.next_pause() {
                 Pause::Spin(n) => (0..n).for_each(|_| spin_loop()),
                 Pause::Yield => crate::sync::yield_now(),
                 Pause::Sleep(timeout) => scanner_sleep(shared, Some(timeout)),

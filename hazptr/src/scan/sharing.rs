@@ -504,6 +504,7 @@ fn for_each_waiter(batch: *mut Waiter, mut f: impl FnMut(&Waiter)) {
 /// for long with the flag held (only for readers in their wildcard window).
 #[cfg(not(loom))]
 pub(crate) fn hold_driver(shared: &Shared) {
+    let mut backoff = crate::sync::Backoff::new();
     // Acquire: as in `drive_once`; the previous driver's buffer writes are
     // visible to `reset_after_fork`.
     while shared
@@ -512,7 +513,9 @@ pub(crate) fn hold_driver(shared: &Shared) {
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
-        crate::sync::yield_now();
+        // Backs off into sleeps: the pass may wait for a preempted reader,
+        // and a yield-only wait would keep it from running at SCHED_FIFO.
+        backoff.snooze();
     }
 }
 
