@@ -43,7 +43,7 @@
 //! against a racing `call_rcu()`.
 
 use crate::futex;
-use crate::sync::{Arc, AtomicU32, AtomicUsize, Mutex, spin_loop};
+use crate::sync::{Arc, AtomicU32, AtomicU64, Mutex, spin_loop};
 use std::cell::Cell;
 use std::io::Write;
 use std::mem;
@@ -89,10 +89,13 @@ pub(crate) struct CallbackQueue {
     /// Held while a batch is taken, waited for and run.
     batch_lock: Mutex<()>,
     /// Callbacks ever queued; written only under the queue lock, read by
-    /// [`Self::pending`] without it.
-    queued_total: AtomicUsize,
+    /// [`Self::pending`] without it. 64 bits on every target: a `usize`
+    /// total wraps on a 32-bit one after 2^32 callbacks (about an hour at a
+    /// million a second), which made `pending` read 0 (release) or panicked
+    /// in `call_rcu` and killed the worker mid-batch (debug).
+    queued_total: AtomicU64,
     /// Callbacks that have started running; written only under `batch_lock`.
-    started_total: AtomicUsize,
+    started_total: AtomicU64,
     /// Barrier callbacks that this flavor's callbacks queued on the other
     /// flavor's queue and that have not run yet ([`enter_cross_barrier`]).
     cross_barriers: AtomicU32,
@@ -134,8 +137,8 @@ impl CallbackQueue {
                 }),
                 wake_seq: AtomicU32::new(0),
                 batch_lock: Mutex::new(()),
-                queued_total: AtomicUsize::new(0),
-                started_total: AtomicUsize::new(0),
+                queued_total: AtomicU64::new(0),
+                started_total: AtomicU64::new(0),
                 cross_barriers: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
@@ -268,7 +271,9 @@ impl CallbackQueue {
         // the queued total, but two Relaxed loads may see them at different
         // moments, hence the saturating subtraction.
         let started = self.started_total.load(Relaxed);
-        self.queued_total.load(Relaxed).saturating_sub(started)
+        let pending = self.queued_total.load(Relaxed).saturating_sub(started);
+        // At most the callbacks in memory at once, which a usize counts.
+        usize::try_from(pending).unwrap_or(usize::MAX)
     }
 
     /// `rcu_barrier()`: returns once every callback queued before the call has

@@ -9,7 +9,7 @@
 #[cfg(loom)]
 pub(crate) use loom::{
     hint::spin_loop,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64},
     sync::{Arc, Mutex, MutexGuard},
     thread::yield_now,
 };
@@ -17,7 +17,7 @@ pub(crate) use loom::{
 #[cfg(not(loom))]
 pub(crate) use std::{
     hint::spin_loop,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64},
     sync::{Arc, Mutex, MutexGuard},
     thread::yield_now,
 };
