@@ -22,6 +22,14 @@ pub enum Fqs {
     /// thread holds out wait `interval` again before the next scan. A wait ends
     /// early once every holdout has passed a quiescent state and the driver has
     /// already been credited (the kernel's `rcu_gp_fqs_check_wake()`).
+    ///
+    /// Every wait sleeps, however short the interval: one that is over
+    /// before the driver gets to sleep (a few microseconds: the scan and a
+    /// heavy fence come first) still sleeps once, for 50 us (the kernel's
+    /// default timer slack, to which a normal thread's shorter timed waits
+    /// are lengthened anyway), as the kernel's grace-period kthread sleeps
+    /// at least one jiffy. However short the interval, the driver never
+    /// rescans a holdout back to back. Zero is refused.
     FixedInterval(Duration),
 }
 
@@ -115,8 +123,8 @@ pub(crate) fn decode_config(word: u64) -> GpConfig {
 #[inline(never)]
 pub(crate) fn zero_fqs_interval() -> ! {
     panic!(
-        "rcu_lite: configure() with Fqs::FixedInterval(0): the driver would rescan its holdouts \
-         without ever waiting, using a CPU for as long as a reader holds out; Fqs::Adaptive \
-         gives the fastest grace periods"
+        "rcu_lite: configure() with Fqs::FixedInterval(0): a zero interval asks for scans \
+         without waiting between them, which the driver never does (every FQS wait sleeps); \
+         Fqs::Adaptive gives the fastest grace periods"
     )
 }

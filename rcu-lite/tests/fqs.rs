@@ -135,6 +135,73 @@ fn expedited_callers_cut_an_hour_long_fqs_wait_short() {
     });
 }
 
+/// The calling thread's CPU time.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the calling thread's CPU clock into `ts`, a live timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// With a fixed interval shorter than the driver's way to its sleep (1 ns
+/// here), every FQS wait still sleeps, as the kernel's grace-period kthread
+/// sleeps at least a jiffy: a grace period held up by a reader uses part of
+/// a CPU while it waits (a fifth, on a 2-vCPU VM whose heavy fence, a
+/// membarrier IPI, costs tens of microseconds). Before, a wait whose deadline had passed
+/// when it was reached returned without sleeping, and the driver rescanned
+/// its holdout back to back for the whole of the reader's section (a CPU's
+/// worth, and at SCHED_FIFO a reader sharing its CPU would never have run).
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "holds a reader for 300 ms and reads a thread CPU clock"
+)]
+fn every_fqs_wait_sleeps_however_short_the_interval() {
+    const HOLD: Duration = Duration::from_millis(300);
+    let config = GpConfig {
+        quick_qs: true,
+        fqs: Fqs::FixedInterval(Duration::from_nanos(1)),
+    };
+    let (cpu, wall, waits) = with_config(config, || {
+        let (entered_tx, entered_rx) = mpsc::channel();
+        let reader = thread::spawn(move || {
+            let guard = memb::read_lock();
+            entered_tx.send(()).unwrap();
+            thread::sleep(HOLD);
+            drop(guard);
+        });
+        entered_rx.recv().unwrap();
+        let (result_tx, result_rx) = mpsc::channel();
+        test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, move || {
+            let waits = memb::grace_periods().fqs_waits;
+            let (cpu, wall) = (thread_cpu_time(), Instant::now());
+            memb::synchronize_rcu();
+            result_tx
+                .send((
+                    thread_cpu_time() - cpu,
+                    wall.elapsed(),
+                    memb::grace_periods().fqs_waits - waits,
+                ))
+                .unwrap();
+        });
+        reader.join().unwrap();
+        result_rx.recv().unwrap()
+    });
+    assert!(
+        waits >= 2,
+        "a grace period held up by a reader for {HOLD:?} made {waits} FQS waits over {wall:?}"
+    );
+    assert!(
+        cpu < wall * 3 / 4,
+        "a grace period with a 1 ns FQS interval used {cpu:?} of CPU over {wall:?} \
+         ({waits} FQS waits): its driver rescanned its holdout without sleeping"
+    );
+}
+
 #[test]
 fn configure_returns_the_previous_settings() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

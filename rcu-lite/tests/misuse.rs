@@ -620,7 +620,7 @@ fn a_zero_fixed_fqs_interval() {
     let before = memb::config();
     assert_misuse(
         "configure with Fqs::FixedInterval(0)",
-        &["Fqs::FixedInterval(0)", "without ever waiting"],
+        &["Fqs::FixedInterval(0)", "without waiting between them"],
         || {
             memb::configure(rcu_lite::GpConfig {
                 quick_qs: true,

@@ -85,6 +85,14 @@ pub(super) enum FqsWait {
 /// Rechecks of the holdouts before the driver sleeps.
 const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 
+/// The sleep of a fixed-interval FQS wait whose interval was over before it
+/// slept at all (see `fqs_wait`): the kernel's default timer slack, which
+/// lengthens any shorter timed wait of a normal thread to about this anyway;
+/// a real-time thread, which has no slack, sleeps as long, so that a reader
+/// sharing its CPU runs for most of each round.
+#[cfg(not(loom))]
+const SHORTEST_FQS_SLEEP: Duration = Duration::from_micros(50);
+
 impl Engine {
     /// Grace period `gp`, driven by the thread owning `own`.
     pub(super) fn grace_period(&self, gp: u64, own: &Record) {
@@ -234,6 +242,15 @@ impl Engine {
         }
         #[cfg(not(loom))]
         let deadline = Instant::now() + interval;
+        // Whether this wait has slept yet. It sleeps at least once, as the
+        // kernel's grace-period kthread sleeps at least one jiffy between
+        // FQS scans: an interval shorter than the way here (the scan, the
+        // heavy fence below) would otherwise make the driver rescan a
+        // holdout back to back, burning a CPU for as long as the reader's
+        // section and, at SCHED_FIFO, keeping a reader that shares its CPU
+        // from ever ending it.
+        #[cfg(not(loom))]
+        let mut slept = false;
         loop {
             if early_wake && holdouts.is_empty() {
                 return false;
@@ -250,6 +267,7 @@ impl Engine {
             #[cfg(not(loom))]
             let left = match deadline.checked_duration_since(Instant::now()) {
                 Some(left) if !left.is_zero() => Some(left),
+                _ if !slept => Some(SHORTEST_FQS_SLEEP),
                 _ => return false,
             };
             if early_wake {
@@ -287,6 +305,10 @@ impl Engine {
                 WAITS_FOR_TIMER
             };
             futex::wait(&self.driver_wait.word, state, left);
+            #[cfg(not(loom))]
+            {
+                slept = true;
+            }
             // Relaxed: as in `sleep_for_holdouts`; the next round stores
             // its waiting state with SeqCst again.
             self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
