@@ -123,7 +123,8 @@ pub struct LocktortureArgs {
     /// Seconds the writers (all together), the readers (all together) or
     /// the fault driver may make no progress before the run counts a hang
     /// and fails; at least 1 (injected stalls last up to 0.3 s). One thread
-    /// the lock starves while the others of its side get in is no hang.
+    /// the lock starves while the others of its side get in is no hang. A
+    /// pause of the whole process (Ctrl-Z, a debugger) counts as 1 s.
     #[arg(long, allow_negative_numbers = true, default_value_t = locktorture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
     /// Print a JSON array of {"lock","writers","readers","duration_s","writes","reads",
@@ -234,7 +235,8 @@ pub struct TortureArgs {
     pub deferred_only: bool,
     /// Seconds a thread may make no progress before the run counts a hang
     /// and fails; at least 1 (injected stalls last up to 0.3 s). Raise it for
-    /// long soaks on a loaded machine.
+    /// long soaks on a loaded machine. A pause of the whole process (Ctrl-Z,
+    /// a debugger) counts as 1 s.
     #[arg(long, allow_negative_numbers = true, default_value_t = torture::Config::STALL_LIMIT.as_secs_f64(), value_parser = stall_limit_seconds)]
     pub stall_limit_s: f64,
     /// Print a JSON array of {"impl","reads","replaced","errors","unreclaimed_max",

@@ -85,30 +85,56 @@ pub fn stall_length(n: u64) -> Duration {
     STALL_MIN + Duration::from_millis(step % span)
 }
 
-/// Watches one progress counter: how long since it last moved.
+/// Watches one progress counter: how long it has not moved while watched.
+///
+/// The time counted between two observations is at most
+/// [`ProgressWatch::LONGEST_GAP`]. The harnesses observe every 100 ms; a
+/// longer gap means the watching thread itself did not run: the whole
+/// process was stopped (Ctrl-Z, a debugger, a frozen cgroup, a paused VM) or
+/// starved. The watched threads did not run either, so that time says
+/// nothing of them. Counted whole, a pause of 20 s made the first check after
+/// it report a hang of every thread that had not yet counted again.
 #[derive(Debug)]
 pub struct ProgressWatch {
     last: u64,
-    since: Instant,
+    observed_at: Instant,
+    still: Duration,
 }
 
 impl ProgressWatch {
+    /// The most of one gap between observations counted as time the counter
+    /// stood still.
+    pub const LONGEST_GAP: Duration = Duration::from_secs(1);
+
     /// A watch that starts now at `value`.
     pub fn new(value: u64) -> ProgressWatch {
+        ProgressWatch::new_at(value, Instant::now())
+    }
+
+    fn new_at(value: u64, now: Instant) -> ProgressWatch {
         ProgressWatch {
             last: value,
-            since: Instant::now(),
+            observed_at: now,
+            still: Duration::ZERO,
         }
     }
 
     /// Records the counter's current `value`; returns how long it has not
-    /// moved.
+    /// moved (gaps longer than [`Self::LONGEST_GAP`] counted as that).
     pub fn observe(&mut self, value: u64) -> Duration {
-        if value != self.last {
+        self.observe_at(value, Instant::now())
+    }
+
+    fn observe_at(&mut self, value: u64, now: Instant) -> Duration {
+        let gap = now.saturating_duration_since(self.observed_at);
+        self.observed_at = now;
+        if value == self.last {
+            self.still += gap.min(Self::LONGEST_GAP);
+        } else {
             self.last = value;
-            self.since = Instant::now();
+            self.still = Duration::ZERO;
         }
-        self.since.elapsed()
+        self.still
     }
 }
 
@@ -199,6 +225,36 @@ pub fn rss_kib() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A counter that stands still while watched every 100 ms for the stall
+    /// limit is a hang; one watched across a 30 s pause of the whole process
+    /// is not, until it has stood still for the limit after the pause too.
+    #[test]
+    fn a_watch_counts_a_pause_of_the_process_as_one_gap() {
+        let limit = Duration::from_secs(20);
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+
+        let mut watched = ProgressWatch::new_at(0, t0);
+        let mut still = Duration::ZERO;
+        for tick in 1..=200 {
+            still = watched.observe_at(0, at(tick * 100));
+        }
+        assert_eq!(still, limit, "20 s of 100 ms observations");
+
+        let mut paused = ProgressWatch::new_at(0, t0);
+        assert_eq!(paused.observe_at(0, at(100)), Duration::from_millis(100));
+        // The process stopped for 30 s: one gap, counted as the longest.
+        let after = paused.observe_at(0, at(30_100));
+        assert_eq!(
+            after,
+            Duration::from_millis(100) + ProgressWatch::LONGEST_GAP
+        );
+        assert!(after < limit, "a 30 s pause alone counted as a hang");
+        // Moving resets it; standing still again counts from there.
+        assert_eq!(paused.observe_at(1, at(30_200)), Duration::ZERO);
+        assert_eq!(paused.observe_at(1, at(30_300)), Duration::from_millis(100));
+    }
 
     #[test]
     fn wind_down_reports_a_panic_before_a_thread_still_running() {
