@@ -50,16 +50,27 @@ impl Bloom {
 mod tests {
     use super::Bloom;
 
+    /// Addresses like those of the target's mappings: where the inserted
+    /// objects are, and where the others are.
+    #[cfg(target_pointer_width = "64")]
+    const INSERTED_BASE: usize = 0x7f00_0000_1000;
+    #[cfg(target_pointer_width = "64")]
+    const OTHER_BASE: usize = 0x5500_0000_0000;
+    #[cfg(not(target_pointer_width = "64"))]
+    const INSERTED_BASE: usize = 0xb700_1000;
+    #[cfg(not(target_pointer_width = "64"))]
+    const OTHER_BASE: usize = 0x5500_0000;
+
     #[test]
     fn no_false_negatives_and_few_false_positives() {
         let mut bloom = Bloom::new();
-        let inserted: Vec<usize> = (0..16).map(|i| 0x7f00_0000_1000 + i * 0x40).collect();
+        let inserted: Vec<usize> = (0..16).map(|i| INSERTED_BASE + i * 0x40).collect();
         for &a in &inserted {
             bloom.insert(a);
         }
         assert!(inserted.iter().all(|&a| bloom.may_contain(a)));
         let false_positives = (0..10_000usize)
-            .map(|i| 0x5500_0000_0000 + i * 0x30)
+            .map(|i| OTHER_BASE + i * 0x30)
             .filter(|&a| bloom.may_contain(a))
             .count();
         assert!(false_positives < 500, "{false_positives} of 10000");

@@ -580,12 +580,15 @@ impl CpuList {
         self.ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&cpu))
     }
 
-    /// How many CPUs the list holds.
+    /// How many CPUs the list holds (at most `usize::MAX`: a 32-bit target
+    /// cannot count the 2^32 of a list `0-4294967295`).
     pub fn len(&self) -> usize {
-        self.ranges
+        let cpus: u64 = self
+            .ranges
             .iter()
-            .map(|&(lo, hi)| (hi - lo) as usize + 1)
-            .sum()
+            .map(|&(lo, hi)| u64::from(hi - lo) + 1)
+            .sum();
+        usize::try_from(cpus).unwrap_or(usize::MAX)
     }
 
     /// Whether the list is empty (never, for a parsed list).
@@ -686,7 +689,7 @@ mod tests {
         // The widest range counts every CPU without overflowing.
         assert_eq!(
             CpuList::parse("0-4294967295").unwrap().len(),
-            u32::MAX as usize + 1
+            usize::try_from(1_u64 << 32).unwrap_or(usize::MAX)
         );
     }
 

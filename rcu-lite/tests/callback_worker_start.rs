@@ -26,14 +26,15 @@ impl Drop for Counted {
     }
 }
 
-/// The process's mapped size, from `/proc/self/status`.
-fn vm_size() -> u64 {
+/// The process's mapped size, from `/proc/self/status` (in the type of a
+/// limit: 32 bits on a 32-bit target, where the test failed to build).
+fn vm_size() -> libc::rlim_t {
     let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
     let line = status
         .lines()
         .find(|line| line.starts_with("VmSize:"))
         .expect("a VmSize line");
-    let kib: u64 = line
+    let kib: libc::rlim_t = line
         .split_whitespace()
         .nth(1)
         .and_then(|kib| kib.parse().ok())
