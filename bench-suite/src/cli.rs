@@ -427,6 +427,17 @@ fn choose<'a, T: ?Sized, O: Default>(
     chosen
 }
 
+/// Refuses `--faults` in a build that aborts on panic: its faults are
+/// panics that the harness catches, and the first would end the process.
+fn refuse_faults_without_unwinding(faults: bool) {
+    if faults && cfg!(panic = "abort") {
+        usage_error(
+            "--faults injects panics and catches them, which this build of syncbench cannot: it \
+             was built with panic = \"abort\" (build it with the default, panic = \"unwind\")",
+        );
+    }
+}
+
 /// Exits with clap's usage-error status (2) and `message`, under the usage
 /// line of the subcommand that was run.
 fn usage_error(message: impl std::fmt::Display) -> ! {
@@ -481,6 +492,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if args.writers == 0 && args.readers == 0 {
                 usage_error("--writers and --readers are both 0: at least one thread is needed");
             }
+            refuse_faults_without_unwinding(args.faults);
             let chosen = choose(locktorture::implementations(), &args.locks);
             let config = locktorture::Config {
                 writers: args.writers as usize,
@@ -606,6 +618,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     ));
                 }
             }
+            refuse_faults_without_unwinding(args.faults);
             let total = Duration::from_secs_f64(args.duration_s);
             let config = torture::Config {
                 readers: args.readers as usize,

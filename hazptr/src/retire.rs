@@ -181,7 +181,9 @@ impl Domain {
     /// exiting with its hazptr registrations gone (a thread-local destructor
     /// that runs after them), where a panic would abort the process: then
     /// it is reported on stderr and dropped. (Other thread-local destructors
-    /// look like ordinary code: there it still aborts.)
+    /// look like ordinary code: there it still aborts.) All of this is with
+    /// `panic = "unwind"`; with `panic = "abort"` a deleter's panic aborts the
+    /// process, from whichever thread ran the pass.
     ///
     /// # Panics
     ///

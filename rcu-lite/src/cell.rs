@@ -167,6 +167,12 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// Publishes `new`; the old value is dropped on the callback thread after a
     /// grace period (`rcu_replace_pointer()` + `call_rcu()`).
     ///
+    /// Old values wait for their grace period in memory, without bound: while
+    /// a reader holds a grace period up, every `replace` or `update` keeps
+    /// one more (the flavor's `callbacks_pending` counts them; see
+    /// `call_rcu`). A value whose drop panics is reported on stderr, with
+    /// `panic = "unwind"`; with `panic = "abort"` the process aborts.
+    ///
     /// # Panics
     ///
     /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)

@@ -617,6 +617,15 @@ pub fn cond_synchronize_rcu(state: GpState<Qsbr>) {
 /// hold up every later grace period, so the worker aborts the process with a
 /// message naming it.
 ///
+/// Callbacks wait in memory until their grace period ends, without bound:
+/// while a reader holds a grace period up (a section that never ends, a
+/// qsbr thread that stays online), every `call_rcu()` adds its callback to
+/// the queue, as the kernel's does. [`callbacks_pending`] shows the
+/// backlog; a writer that may outpace its readers can wait on
+/// [`rcu_barrier`] past a bound. A callback that panics is reported on
+/// stderr and the worker goes on, with `panic = "unwind"`; with
+/// `panic = "abort"` it aborts the process.
+///
 /// # Panics
 ///
 /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)
