@@ -19,6 +19,7 @@
 //! ```
 //! (seconds per row, default 1; rows, default 1/0,8/0,16/0,32/0,1/1,16/1).
 
+use bench_suite::wait_log::WaitLog;
 use rcu_lite::memb;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -29,8 +30,9 @@ use std::time::{Duration, Instant};
 struct Row {
     writers: usize,
     readers: usize,
-    /// Each call's latency, in nanoseconds, sorted.
-    latencies_ns: Vec<u64>,
+    /// Every call's latency, bucketed: memory that does not grow with the
+    /// calls (a list of them grew by about 10 MB a second).
+    latencies: WaitLog,
     /// The longest writer's span.
     span: Duration,
     grace_periods: u64,
@@ -79,7 +81,7 @@ fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
         .map(|_| {
             let start_line = Arc::clone(&start_line);
             std::thread::spawn(move || {
-                let mut latencies_ns = Vec::with_capacity(1 << 16);
+                let mut latencies = WaitLog::new();
                 start_line.wait();
                 let start = Instant::now();
                 let end = start + duration;
@@ -89,20 +91,20 @@ fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
                         break;
                     }
                     memb::synchronize_rcu();
-                    latencies_ns.push(u64::try_from(call.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                    latencies.record(call.elapsed());
                 }
-                (start.elapsed(), latencies_ns)
+                (start.elapsed(), latencies)
             })
         })
         .collect();
     let before = memb::grace_periods();
     start_line.wait();
-    let mut latencies_ns = Vec::new();
+    let mut latencies = WaitLog::new();
     let mut span = Duration::ZERO;
     for writer in writer_threads {
         let (writer_span, writer_latencies) = writer.join().expect("a writer panicked");
         span = span.max(writer_span);
-        latencies_ns.extend(writer_latencies);
+        latencies.merge(&writer_latencies);
     }
     let after = memb::grace_periods();
     // Relaxed: see the readers' load; join() orders their ends.
@@ -110,11 +112,10 @@ fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
     for reader in reader_threads {
         reader.join().expect("a reader panicked");
     }
-    latencies_ns.sort_unstable();
     Row {
         writers,
         readers,
-        latencies_ns,
+        latencies,
         span,
         grace_periods: after.completed - before.completed,
         by_worker: after.by_worker - before.by_worker,
@@ -122,7 +123,7 @@ fn measure(writers: usize, readers: usize, duration: Duration) -> Row {
 }
 
 fn print_row(row: &Row) {
-    let calls = row.latencies_ns.len();
+    let calls = row.latencies.count();
     if calls == 0 {
         println!(
             "{{\"writers\":{},\"readers\":{},\"calls\":0}}",
@@ -130,9 +131,7 @@ fn print_row(row: &Row) {
         );
         return;
     }
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let percentile = |p: f64| us(row.latencies_ns[((calls - 1) as f64 * p) as usize]);
-    let mean = row.latencies_ns.iter().map(|&ns| us(ns)).sum::<f64>() / calls as f64;
+    let mean = row.latencies.mean_us();
     println!(
         "{{\"writers\":{},\"readers\":{},\"calls\":{calls},\"grace_periods\":{},\"by_worker\":{},\
          \"us_per_call\":{:.3},\"callers_per_gp\":{:.2},\"latency_us\":{{\"mean\":{mean:.2},\
@@ -143,8 +142,8 @@ fn print_row(row: &Row) {
         row.by_worker,
         row.span.as_secs_f64() * 1e6 / calls as f64,
         calls as f64 / row.grace_periods.max(1) as f64,
-        percentile(0.5),
-        percentile(0.99),
-        percentile(1.0),
+        row.latencies.percentile_us(50.0),
+        row.latencies.percentile_us(99.0),
+        row.latencies.max_us(),
     );
 }
