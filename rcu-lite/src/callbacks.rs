@@ -422,7 +422,7 @@ impl CallbackQueue {
                 self.0.store(WORKER_NOT_STARTED, Relaxed);
             }
         }
-        let mut backoff = 0u32;
+        let mut rounds = 0;
         loop {
             // The CAS decides who spawns (Relaxed: it publishes nothing);
             // Acquire on failure, as in `start_worker`, for a caller that
@@ -435,12 +435,7 @@ impl CallbackQueue {
             ) {
                 Ok(_) => break,
                 Err(WORKER_RUNNING) => return,
-                // A spawn takes tens of microseconds.
-                Err(_starting) if backoff < 64 => {
-                    backoff += 1;
-                    spin_loop();
-                }
-                Err(_starting) => std::thread::yield_now(),
+                Err(_starting) => crate::sync::wait_for_a_start(&mut rounds),
             }
         }
         let not_started = NotStartedUnlessDefused(&self.worker_state);
@@ -726,6 +721,47 @@ mod tests {
             assert!(
                 spawned.load(Relaxed),
                 "the second caller returned before the first one's start was done"
+            );
+        });
+    }
+
+    /// A caller that finds another thread's start under way waits for it
+    /// asleep once the start takes long: a 200 ms spawn costs it a few
+    /// milliseconds of CPU, where yielding back to back cost it most of the
+    /// 200 ms (and at SCHED_FIFO, above the starter on its CPU, the start
+    /// would never have finished).
+    #[test]
+    #[cfg_attr(miri, ignore = "reads a thread CPU clock, and sleeps 200 ms")]
+    fn a_caller_waits_for_a_slow_start_asleep() {
+        fn thread_cpu_time() -> Duration {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: writes the calling thread's CPU clock into a live
+            // timespec.
+            let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        }
+        const SPAWN: Duration = Duration::from_millis(200);
+        let queue = CallbackQueue::new();
+        let (spawning_tx, spawning) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                queue.start_worker_with(|| {
+                    spawning_tx.send(()).expect("the test waits");
+                    std::thread::sleep(SPAWN);
+                    Ok(())
+                });
+            });
+            spawning.recv().expect("the first caller spawns");
+            let (cpu, wall) = (thread_cpu_time(), std::time::Instant::now());
+            queue.start_worker_with(|| panic!("a second worker spawned"));
+            let (cpu, wall) = (thread_cpu_time() - cpu, wall.elapsed());
+            assert!(
+                cpu < SPAWN / 4,
+                "waiting {wall:?} for another thread's start used {cpu:?} of CPU"
             );
         });
     }

@@ -192,12 +192,13 @@ impl GpWorker {
     /// std's start-up of it half done), waiting for another thread's start
     /// under way, which may yet be refused.
     pub(crate) fn start(&'static self, engine: &'static Engine) -> bool {
+        let mut rounds = 0;
         loop {
             // Acquire pairs with the worker's Release store of RUNNING: its
             // start-up happens before our return.
             match self.thread.load(Acquire) {
                 RUNNING => return true,
-                STARTING => std::thread::yield_now(),
+                STARTING => crate::sync::wait_for_a_start(&mut rounds),
                 _ => {
                     if let Spawn::Refused = self.try_spawn(engine) {
                         return false;

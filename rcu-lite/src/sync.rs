@@ -47,3 +47,23 @@ pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
         Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
+
+/// One round of waiting for another thread to start a worker thread
+/// (`pthread_create`: tens of microseconds, longer under memory pressure):
+/// spins, then yields a few times, then sleeps 50 us a round. It ends in
+/// sleeps, not yields: a waiter of a higher real-time priority than the
+/// starter, sharing its CPU, would otherwise never let the start finish,
+/// and any waiter would burn a CPU for as long as a slow start lasts.
+#[cfg(not(loom))]
+pub(crate) fn wait_for_a_start(rounds: &mut u32) {
+    const SPINS: u32 = 64;
+    const YIELDS: u32 = 4;
+    *rounds = rounds.saturating_add(1);
+    if *rounds <= SPINS {
+        spin_loop();
+    } else if *rounds <= SPINS + YIELDS {
+        yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+}
