@@ -5,10 +5,11 @@
 //! `csrc/` are compiled against them (so liburcu's inline read-side fast paths
 //! are what syncbench measures), the libraries are linked, and
 //! `cfg(syncbench_liburcu)` is set. Otherwise the workspace still builds and
-//! the liburcu peers are listed as unavailable with the install hint; so they
-//! are, with `cfg(syncbench_liburcu_broken)` and the compiler's complaint,
-//! when pkg-config finds liburcu but the shims do not compile against its
-//! headers. Setting `SYNCBENCH_NO_LIBURCU` makes this script act as if
+//! the liburcu peers are listed as unavailable with the install hint and
+//! pkg-config's answer; so they are, with `cfg(syncbench_liburcu_broken)` and
+//! the compiler's or linker's complaint, when pkg-config finds liburcu but
+//! the shims do not compile against its headers, or a small program linked
+//! with its libraries does not link or (unless cross-compiling) run. Setting `SYNCBENCH_NO_LIBURCU` makes this script act as if
 //! liburcu were absent, to test that path, and sets
 //! `cfg(syncbench_liburcu_disabled)` so that the peers say they were disabled
 //! rather than not found. Setting `SYNCPRIMS_REQUIRE_LIBURCU` (as `.ci/run`
@@ -23,6 +24,31 @@ const FLAVORS: [(&str, &str); 2] = [
     ("liburcu-memb", "csrc/urcu_memb_shim.c"),
     ("liburcu-qsbr", "csrc/urcu_qsbr_shim.c"),
 ];
+
+/// The package a flavor's library is also found under, where its own `.pc`
+/// file is missing: liburcu 0.11.0-0.11.3, 0.12.0-0.12.2 and 0.13.0 (Ubuntu
+/// 20.04, Debian 11) ship no `liburcu-memb.pc`, but their default library,
+/// `liburcu`, is the memb flavor and exports the `urcu_memb_*` functions.
+const ALSO_FOUND_AS: [(&str, &str); 1] = [("liburcu-memb", "liburcu")];
+
+/// The program that checks that the libraries pkg-config named link and
+/// load (`probe_links_and_loads`): a stale `.pc` file, or a library outside
+/// the loader's path, compiles the shims and then fails every link or every
+/// start of a bench-suite binary.
+const PROBE: &str = "\
+void urcu_memb_register_thread(void);
+void urcu_memb_unregister_thread(void);
+void urcu_qsbr_register_thread(void);
+void urcu_qsbr_unregister_thread(void);
+int main(void)
+{
+\turcu_memb_register_thread();
+\turcu_memb_unregister_thread();
+\turcu_qsbr_register_thread();
+\turcu_qsbr_unregister_thread();
+\treturn 0;
+}
+";
 
 fn main() {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
@@ -67,13 +93,10 @@ fn liburcu() {
     let required = std::env::var_os("SYNCPRIMS_REQUIRE_LIBURCU").is_some();
     let mut libraries = Vec::new();
     for (package, _) in FLAVORS {
-        match pkg_config::Config::new()
-            .atleast_version("0.11")
-            .cargo_metadata(false)
-            .probe(package)
-        {
+        match find(package) {
             Ok(library) => libraries.push(library),
             Err(why) => {
+                let why = not_found_reason(&why);
                 assert!(
                     !required,
                     "SYNCPRIMS_REQUIRE_LIBURCU is set but pkg-config did not find {package} \
@@ -81,8 +104,9 @@ fn liburcu() {
                 );
                 println!(
                     "cargo:warning={package} not found by pkg-config: the liburcu peers are \
-                     unavailable (apt-get install -y liburcu-dev)"
+                     unavailable (apt-get install -y liburcu-dev pkg-config): {why}"
                 );
+                println!("cargo:rustc-env=SYNCBENCH_LIBURCU_NOT_FOUND={why}");
                 return;
             }
         }
@@ -114,16 +138,22 @@ fn liburcu() {
     // the peers unavailable, as a missing liburcu does, instead of failing
     // the whole workspace's build. The compiler's own messages are printed
     // as warnings by `cc`.
-    if let Err(why) = build.try_compile("syncbench_liburcu_shim") {
-        let why = compile_error_summary(&why.to_string());
+    let broken = match build.try_compile("syncbench_liburcu_shim") {
+        Err(why) => Some(format!(
+            "the shims in bench-suite/csrc/ did not compile against its headers ({})",
+            compile_error_summary(&why.to_string())
+        )),
+        Ok(()) => probe_links_and_loads(&build, &libraries).err(),
+    };
+    if let Some(why) = broken {
         assert!(
             !required,
-            "SYNCPRIMS_REQUIRE_LIBURCU is set but the liburcu shims in csrc/ did not compile \
-             against the headers pkg-config found: {why}"
+            "SYNCPRIMS_REQUIRE_LIBURCU is set but liburcu, found by pkg-config, cannot be used: \
+             {why}"
         );
         println!(
-            "cargo:warning=liburcu was found by pkg-config but the shims in csrc/ did not \
-             compile against it, so the liburcu peers are unavailable: {why}"
+            "cargo:warning=liburcu was found by pkg-config, but {why}, so the liburcu peers are \
+             unavailable"
         );
         println!("cargo:rustc-cfg=syncbench_liburcu_broken");
         println!("cargo:rustc-env=SYNCBENCH_LIBURCU_BUILD_ERROR={why}");
@@ -133,12 +163,118 @@ fn liburcu() {
     for library in &libraries {
         for path in &library.link_paths {
             println!("cargo:rustc-link-search=native={}", path.display());
+            // pkg-config names no directory the loader searches anyway (it
+            // leaves out the system ones): one it names is where the
+            // libraries are found at run time too (a `--prefix=/opt/urcu`
+            // install), which cargo does not tell the loader outside its
+            // own target directory.
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", path.display());
         }
         for lib in &library.libs {
             println!("cargo:rustc-link-lib=dylib={lib}");
         }
     }
     println!("cargo:rustc-cfg=syncbench_liburcu");
+}
+
+/// pkg-config's library for `package`, or for the package it is also found
+/// under ([`ALSO_FOUND_AS`]); the error is the first one's.
+fn find(package: &str) -> Result<pkg_config::Library, pkg_config::Error> {
+    let probe = |name: &str| {
+        pkg_config::Config::new()
+            .atleast_version("0.11")
+            .cargo_metadata(false)
+            .probe(name)
+    };
+    probe(package).or_else(|why| {
+        let Some((_, other)) = ALSO_FOUND_AS.iter().find(|(flavor, _)| *flavor == package) else {
+            return Err(why);
+        };
+        let library = probe(other).map_err(|_| why)?;
+        println!(
+            "cargo:warning=pkg-config has no {package} (liburcu before 0.11.4, 0.12.3 or 0.13.1 \
+             shipped none): using {other}, liburcu's default flavor, which is memb"
+        );
+        Ok(library)
+    })
+}
+
+/// Why pkg-config found no library, in one short line (the crate's own
+/// message spans many, with its command line and generic advice).
+fn not_found_reason(error: &pkg_config::Error) -> String {
+    match error {
+        pkg_config::Error::Command { cause, .. }
+            if cause.kind() == std::io::ErrorKind::NotFound =>
+        {
+            "pkg-config is not installed".to_owned()
+        }
+        pkg_config::Error::Failure { output, .. }
+        | pkg_config::Error::ProbeFailure { output, .. } => {
+            format!("pkg-config: {}", first_line(&output.stderr))
+        }
+        pkg_config::Error::CrossCompilation => {
+            "pkg-config does not look for a cross-compiled library without \
+             PKG_CONFIG_ALLOW_CROSS=1"
+                .to_owned()
+        }
+        other => first_line(other.to_string().as_bytes()),
+    }
+}
+
+/// Links [`PROBE`] against `libraries` with the compiler `build` uses and,
+/// unless cross-compiling, runs it; the error says which step failed.
+fn probe_links_and_loads(
+    build: &cc::Build,
+    libraries: &[pkg_config::Library],
+) -> Result<(), String> {
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let source = out.join("liburcu_probe.c");
+    let program = out.join("liburcu_probe");
+    std::fs::write(&source, PROBE).map_err(|e| format!("the link probe was not written ({e})"))?;
+    let mut link = build.get_compiler().to_command();
+    link.arg(&source).arg("-o").arg(&program);
+    for library in libraries {
+        for path in &library.link_paths {
+            link.arg(format!("-L{}", path.display()));
+            link.arg(format!("-Wl,-rpath,{}", path.display()));
+        }
+        for lib in &library.libs {
+            link.arg(format!("-l{lib}"));
+        }
+    }
+    let linked = link
+        .output()
+        .map_err(|e| format!("its libraries were not linked: the C compiler did not run ({e})"))?;
+    if !linked.status.success() {
+        return Err(format!(
+            "its libraries did not link ({})",
+            first_line(&linked.stderr)
+        ));
+    }
+    if std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
+        return Ok(());
+    }
+    let ran = std::process::Command::new(&program)
+        .output()
+        .map_err(|e| format!("a program linked with its libraries did not start ({e})"))?;
+    if !ran.status.success() {
+        return Err(format!(
+            "a program linked with its libraries did not run ({}: {})",
+            ran.status,
+            first_line(&ran.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// The first line of a tool's error output that says something.
+fn first_line(output: &[u8]) -> String {
+    String::from_utf8_lossy(output)
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("no message")
+        .to_owned()
 }
 
 /// `cc`'s error in one line, without the compiler's command line (the

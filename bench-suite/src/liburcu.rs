@@ -39,12 +39,17 @@ pub const LINKED: bool = cfg!(syncbench_liburcu);
 /// when syncbench was built (`build.rs`).
 pub const DISABLED: bool = cfg!(syncbench_liburcu_disabled);
 
-/// Whether pkg-config found liburcu but the shims did not compile against
-/// its headers (`build.rs`).
+/// Whether pkg-config found liburcu but it cannot be used: the shims did not
+/// compile against its headers, or its libraries did not link or load
+/// (`build.rs`).
 pub const BROKEN: bool = cfg!(syncbench_liburcu_broken);
 
-/// What the C compiler said about the shims, where [`BROKEN`].
+/// What failed, where [`BROKEN`]: the compile of the shims, or the link or
+/// the run of a program linked with liburcu's libraries.
 const BUILD_ERROR: Option<&str> = option_env!("SYNCBENCH_LIBURCU_BUILD_ERROR");
+
+/// pkg-config's answer, where liburcu was not found.
+const NOT_FOUND: Option<&str> = option_env!("SYNCBENCH_LIBURCU_NOT_FOUND");
 
 /// Why the liburcu peers cannot run in a build without liburcu: switched
 /// off by `SYNCBENCH_NO_LIBURCU`, found but not compiling, or not found.
@@ -61,21 +66,22 @@ pub fn unavailable() -> Unavailable {
     } else if BROKEN {
         Unavailable {
             reason: format!(
-                "liburcu (liburcu-memb, liburcu-qsbr) was found by pkg-config, but the shims in \
-                 bench-suite/csrc/ did not compile against its headers when syncbench was built \
-                 ({})",
-                BUILD_ERROR.unwrap_or("no message")
+                "liburcu (liburcu-memb, liburcu-qsbr) was found by pkg-config when syncbench \
+                 was built, but {}",
+                BUILD_ERROR.unwrap_or("could not be used (no message)")
             ),
             hint: format!(
-                "the build script's warnings give the compiler's messages; reinstall liburcu: \
-                 {INSTALL_HINT}"
+                "the build script's warnings give the compiler's or linker's messages; \
+                 reinstall liburcu: {INSTALL_HINT}"
             ),
         }
     } else {
         Unavailable {
-            reason: "liburcu (liburcu-memb, liburcu-qsbr) was not found by pkg-config when \
-                     syncbench was built"
-                .to_owned(),
+            reason: format!(
+                "liburcu (liburcu-memb, liburcu-qsbr) was not found by pkg-config when \
+                 syncbench was built ({})",
+                NOT_FOUND.unwrap_or("no message")
+            ),
             hint: INSTALL_HINT.to_owned(),
         }
     }
@@ -298,7 +304,8 @@ mod tests {
             assert!(why.hint.contains(INSTALL_HINT), "{}", why.hint);
         } else if BROKEN {
             assert!(
-                text.contains("did not compile") && BUILD_ERROR.is_some_and(|e| text.contains(e)),
+                text.contains("was found by pkg-config")
+                    && BUILD_ERROR.is_some_and(|e| text.contains(e)),
                 "{text}"
             );
             assert!(why.hint.contains(INSTALL_HINT), "{}", why.hint);
@@ -308,7 +315,10 @@ mod tests {
                 "apt-get install -y liburcu-dev pkg-config, then cargo clean -p bench-suite and build again"
             );
             assert!(
-                text.contains("pkg-config") && text.contains(INSTALL_HINT),
+                text.contains("not found by pkg-config")
+                    // A linked build has no answer of pkg-config to give.
+                    && (LINKED || NOT_FOUND.is_some_and(|e| text.contains(e)))
+                    && text.contains(INSTALL_HINT),
                 "{text}"
             );
         }

@@ -122,6 +122,13 @@ impl Drop for Hazptr {
 mod tests {
     use super::*;
 
+    /// Whether this build forces every domain's slow path: hazptr's
+    /// `force-slow-path` feature, which `cargo test --all-features` turns on
+    /// for bench-suite too.
+    fn built_with_a_forced_slow_path() -> bool {
+        hazptr::Domain::new().forces_slow_path()
+    }
+
     /// `--slow-path` reaches the domain the readers protect in.
     #[test]
     fn slow_path_forces_the_domains_slow_path() {
@@ -130,10 +137,11 @@ mod tests {
                 slow_path,
                 ..Options::default()
             });
-            assert_eq!(hazptr.domain.forces_slow_path(), slow_path);
+            let forced = slow_path || built_with_a_forced_slow_path();
+            assert_eq!(hazptr.domain.forces_slow_path(), forced);
             let mut guard = hazptr.domain.guard();
             guard.protect_ptr(&hazptr.current);
-            assert_eq!(guard.is_backup(), slow_path, "slow_path: {slow_path}");
+            assert_eq!(guard.is_backup(), forced, "slow_path: {slow_path}");
         }
     }
 
@@ -183,6 +191,15 @@ mod tests {
         for (name, read) in reads {
             let hazptr = Hazptr::new(&Options::default());
             assert_eq!(hazptr.domain.backup_slots(), 0);
+            if built_with_a_forced_slow_path() {
+                // Every read protects from a backup slot.
+                read(&hazptr);
+                assert!(
+                    hazptr.domain.backup_slots() > 0,
+                    "a forced {name} took no backup slot"
+                );
+                continue;
+            }
             for _ in 1..OVERFLOW_EVERY {
                 read(&hazptr);
             }
