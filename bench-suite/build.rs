@@ -31,21 +31,23 @@ const FLAVORS: [(&str, &str); 2] = [
 /// `liburcu`, is the memb flavor and exports the `urcu_memb_*` functions.
 const ALSO_FOUND_AS: [(&str, &str); 1] = [("liburcu-memb", "liburcu")];
 
-/// The program that checks that the libraries pkg-config named link and
-/// load (`probe_links_and_loads`): a stale `.pc` file, or a library outside
-/// the loader's path, compiles the shims and then fails every link or every
-/// start of a bench-suite binary.
+/// The program that checks that the shims, linked with the libraries
+/// pkg-config named, link and load (`probe_links_and_loads`): a stale `.pc`
+/// file, a library older than the headers, or one outside the loader's path
+/// compiles the shims and then fails every link or every start of a
+/// bench-suite binary. Calling one function of each shim links the whole of
+/// it, so every liburcu function and variable either uses must resolve.
 const PROBE: &str = "\
-void urcu_memb_register_thread(void);
-void urcu_memb_unregister_thread(void);
-void urcu_qsbr_register_thread(void);
-void urcu_qsbr_unregister_thread(void);
+void syncbench_urcu_memb_register_thread(void);
+void syncbench_urcu_memb_unregister_thread(void);
+void syncbench_urcu_qsbr_register_thread(void);
+void syncbench_urcu_qsbr_unregister_thread(void);
 int main(void)
 {
-\turcu_memb_register_thread();
-\turcu_memb_unregister_thread();
-\turcu_qsbr_register_thread();
-\turcu_qsbr_unregister_thread();
+\tsyncbench_urcu_memb_register_thread();
+\tsyncbench_urcu_memb_unregister_thread();
+\tsyncbench_urcu_qsbr_register_thread();
+\tsyncbench_urcu_qsbr_unregister_thread();
 \treturn 0;
 }
 ";
@@ -138,12 +140,19 @@ fn liburcu() {
     // the peers unavailable, as a missing liburcu does, instead of failing
     // the whole workspace's build. The compiler's own messages are printed
     // as warnings by `cc`.
+    let mut needs_rpath = false;
     let broken = match build.try_compile("syncbench_liburcu_shim") {
         Err(why) => Some(format!(
             "the shims in bench-suite/csrc/ did not compile against its headers ({})",
             compile_error_summary(&why.to_string())
         )),
-        Ok(()) => probe_links_and_loads(&build, &libraries).err(),
+        Ok(()) => match probe_links_and_loads(&build, &libraries) {
+            Ok(needs) => {
+                needs_rpath = needs;
+                None
+            }
+            Err(why) => Some(why),
+        },
     };
     if let Some(why) = broken {
         assert!(
@@ -163,12 +172,9 @@ fn liburcu() {
     for library in &libraries {
         for path in &library.link_paths {
             println!("cargo:rustc-link-search=native={}", path.display());
-            // pkg-config names no directory the loader searches anyway (it
-            // leaves out the system ones): one it names is where the
-            // libraries are found at run time too (a `--prefix=/opt/urcu`
-            // install), which cargo does not tell the loader outside its
-            // own target directory.
-            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", path.display());
+            if needs_rpath {
+                println!("cargo:rustc-link-arg=-Wl,-rpath,{}", path.display());
+            }
         }
         for lib in &library.libs {
             println!("cargo:rustc-link-lib=dylib={lib}");
@@ -223,48 +229,73 @@ fn not_found_reason(error: &pkg_config::Error) -> String {
 
 /// Links [`PROBE`] against `libraries` with the compiler `build` uses and,
 /// unless cross-compiling, runs it; the error says which step failed.
+/// Returns whether the program ran only with an rpath to the libraries'
+/// directories (liburcu installed outside the loader's default path, which
+/// cargo does not tell the loader about outside its own target directory).
 fn probe_links_and_loads(
     build: &cc::Build,
     libraries: &[pkg_config::Library],
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let source = out.join("liburcu_probe.c");
     let program = out.join("liburcu_probe");
     std::fs::write(&source, PROBE).map_err(|e| format!("the link probe was not written ({e})"))?;
-    let mut link = build.get_compiler().to_command();
-    link.arg(&source).arg("-o").arg(&program);
-    for library in libraries {
-        for path in &library.link_paths {
-            link.arg(format!("-L{}", path.display()));
-            link.arg(format!("-Wl,-rpath,{}", path.display()));
+    let link = |rpath: bool| {
+        let mut link = build.get_compiler().to_command();
+        link.arg(&source).arg("-o").arg(&program);
+        // The shims `try_compile` archived in OUT_DIR, before the libraries
+        // that resolve their references.
+        link.arg(format!("-L{}", out.display()))
+            .arg("-lsyncbench_liburcu_shim");
+        for library in libraries {
+            for path in &library.link_paths {
+                link.arg(format!("-L{}", path.display()));
+                if rpath {
+                    link.arg(format!("-Wl,-rpath,{}", path.display()));
+                }
+            }
+            for lib in &library.libs {
+                link.arg(format!("-l{lib}"));
+            }
         }
-        for lib in &library.libs {
-            link.arg(format!("-l{lib}"));
+        let linked = link.output().map_err(|e| {
+            format!("its libraries were not linked: the C compiler did not run ({e})")
+        })?;
+        if linked.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "its libraries did not link ({})",
+                first_line(&linked.stderr)
+            ))
         }
-    }
-    let linked = link
-        .output()
-        .map_err(|e| format!("its libraries were not linked: the C compiler did not run ({e})"))?;
-    if !linked.status.success() {
-        return Err(format!(
-            "its libraries did not link ({})",
-            first_line(&linked.stderr)
-        ));
-    }
-    if std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
-        return Ok(());
-    }
-    let ran = std::process::Command::new(&program)
-        .output()
-        .map_err(|e| format!("a program linked with its libraries did not start ({e})"))?;
-    if !ran.status.success() {
-        return Err(format!(
+    };
+    let run = || match std::process::Command::new(&program).output() {
+        Ok(ran) if ran.status.success() => Ok(()),
+        Ok(ran) => Err(format!(
             "a program linked with its libraries did not run ({}: {})",
             ran.status,
             first_line(&ran.stderr)
-        ));
+        )),
+        Err(e) => Err(format!(
+            "a program linked with its libraries did not start ({e})"
+        )),
+    };
+    link(false)?;
+    if std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
+        return Ok(false);
     }
-    Ok(())
+    let Err(why) = run() else {
+        return Ok(false);
+    };
+    if libraries
+        .iter()
+        .all(|library| library.link_paths.is_empty())
+    {
+        return Err(why);
+    }
+    link(true)?;
+    run().map(|()| true).map_err(|_| why)
 }
 
 /// The first line of a tool's error output that says something.
