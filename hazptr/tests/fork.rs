@@ -377,12 +377,12 @@ fn a_first_guard_between_the_hooks_after_a_dropped_domain() {
 }
 
 /// While the fork hooks hold a domain's driver flag, a caller that queues
-/// behind them wakes the scanner thread, which finds the flag taken. It
-/// must wait for it asleep (its backoff's timed sleeps), not in
-/// `sched_yield` back to back: that burned a CPU for as long as the hooks
-/// were held and, at SCHED_FIFO, would keep a lower-priority flag holder
-/// sharing its CPU from ever running. A yielding thread never shows as
-/// asleep.
+/// behind them wakes the scanner thread, which finds the flag taken. After
+/// a bounded run of yields it must wait for it asleep (its backoff's timed
+/// sleeps), not in `sched_yield` without end: that burned a CPU for as long
+/// as the hooks were held and, at SCHED_FIFO, would keep a lower-priority
+/// flag holder sharing its CPU from ever running. A yielding thread never
+/// shows as asleep.
 #[test]
 fn a_scanner_waits_asleep_for_the_driver_flag_the_hooks_hold() {
     let domain = leak(Domain::new());
