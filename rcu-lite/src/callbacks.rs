@@ -733,17 +733,6 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "reads a thread CPU clock, and sleeps 200 ms")]
     fn a_caller_waits_for_a_slow_start_asleep() {
-        fn thread_cpu_time() -> Duration {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: writes the calling thread's CPU clock into a live
-            // timespec.
-            let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-        }
         const SPAWN: Duration = Duration::from_millis(200);
         let queue = CallbackQueue::new();
         let (spawning_tx, spawning) = std::sync::mpsc::channel();
@@ -756,9 +745,9 @@ mod tests {
                 });
             });
             spawning.recv().expect("the first caller spawns");
-            let (cpu, wall) = (thread_cpu_time(), std::time::Instant::now());
+            let (cpu, wall) = (test_support::thread_cpu_time(), std::time::Instant::now());
             queue.start_worker_with(|| panic!("a second worker spawned"));
-            let (cpu, wall) = (thread_cpu_time() - cpu, wall.elapsed());
+            let (cpu, wall) = (test_support::thread_cpu_time() - cpu, wall.elapsed());
             assert!(
                 cpu < SPAWN / 4,
                 "waiting {wall:?} for another thread's start used {cpu:?} of CPU"

@@ -135,18 +135,6 @@ fn expedited_callers_cut_an_hour_long_fqs_wait_short() {
     });
 }
 
-/// The calling thread's CPU time.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes the calling thread's CPU clock into `ts`, a live timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// With a fixed interval shorter than the driver's way to its sleep (1 ns
 /// here), every FQS wait still sleeps, as the kernel's grace-period kthread
 /// sleeps at least a jiffy: a grace period held up by a reader uses part of
@@ -178,11 +166,11 @@ fn every_fqs_wait_sleeps_however_short_the_interval() {
         let (result_tx, result_rx) = mpsc::channel();
         test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, move || {
             let waits = memb::grace_periods().fqs_waits;
-            let (cpu, wall) = (thread_cpu_time(), Instant::now());
+            let (cpu, wall) = (test_support::thread_cpu_time(), Instant::now());
             memb::synchronize_rcu();
             result_tx
                 .send((
-                    thread_cpu_time() - cpu,
+                    test_support::thread_cpu_time() - cpu,
                     wall.elapsed(),
                     memb::grace_periods().fqs_waits - waits,
                 ))

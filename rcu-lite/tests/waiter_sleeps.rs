@@ -19,21 +19,6 @@ const WAITER_CPU: Duration = Duration::from_millis(50);
 /// ending (a lost wake-up): generous, for a loaded 2-CPU machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// CPU time the calling thread has used.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid place for the result.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(
-        u64::try_from(ts.tv_sec).expect("non-negative"),
-        u32::try_from(ts.tv_nsec).expect("under a second"),
-    )
-}
-
 #[test]
 fn a_caller_waiting_for_anothers_grace_period_sleeps() {
     let before = memb::grace_periods();
@@ -53,9 +38,9 @@ fn a_caller_waiting_for_anothers_grace_period_sleeps() {
     }
     // The waiter finds DRIVER set and waits for the next grace period.
     let waiter = thread::spawn(|| {
-        let start = thread_cpu_time();
+        let start = test_support::thread_cpu_time();
         memb::synchronize_rcu();
-        thread_cpu_time() - start
+        test_support::thread_cpu_time() - start
     });
     thread::sleep(HOLD);
     leave.send(()).unwrap();

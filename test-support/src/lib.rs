@@ -536,6 +536,23 @@ pub fn threads_exiting_through_a_key(
     }
 }
 
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): what a
+/// test compares with the wall time of a wait, to tell a waiter that sleeps
+/// from one that spins or yields.
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid place for the result.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(
+        u64::try_from(ts.tv_sec).expect("non-negative"),
+        u32::try_from(ts.tv_nsec).expect("under a second"),
+    )
+}
+
 /// The scheduler state (`R`, `S`, ...) of each of this process's threads
 /// named `name`, as `/proc/self/task/*/stat` shows it (Linux). The kernel
 /// keeps the first 15 bytes of a thread's name, and so does the match here.
