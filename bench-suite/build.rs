@@ -270,22 +270,29 @@ fn probe_links_and_loads(
             ))
         }
     };
+    // `None` where the probe could not be started at all (a build sandbox
+    // that forbids running what it builds, an OUT_DIR mounted noexec): that
+    // says nothing of liburcu.
     let run = || match std::process::Command::new(&program).output() {
-        Ok(ran) if ran.status.success() => Ok(()),
-        Ok(ran) => Err(format!(
+        Ok(ran) if ran.status.success() => Some(Ok(())),
+        Ok(ran) => Some(Err(format!(
             "a program linked with its libraries did not run ({}: {})",
             ran.status,
             first_line(&ran.stderr)
-        )),
-        Err(e) => Err(format!(
-            "a program linked with its libraries did not start ({e})"
-        )),
+        ))),
+        Err(e) => {
+            println!(
+                "cargo:warning=the liburcu link probe linked but could not be started ({e}): \
+                 whether liburcu loads was not checked"
+            );
+            None
+        }
     };
     link(false)?;
     if std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
         return Ok(false);
     }
-    let Err(why) = run() else {
+    let Some(Err(why)) = run() else {
         return Ok(false);
     };
     if libraries
@@ -294,8 +301,12 @@ fn probe_links_and_loads(
     {
         return Err(why);
     }
-    link(true)?;
-    run().map(|()| true).map_err(|_| why)
+    // With an rpath to the libraries' directories; the error, if that fails
+    // too, is the first run's.
+    match link(true).map(|()| run()) {
+        Ok(Some(Ok(()))) => Ok(true),
+        _ => Err(why),
+    }
 }
 
 /// The first line of a tool's error output that says something.

@@ -23,12 +23,12 @@ pub enum Fqs {
     /// early once every holdout has passed a quiescent state and the driver has
     /// already been credited (the kernel's `rcu_gp_fqs_check_wake()`).
     ///
-    /// Every wait sleeps, however short the interval: one that is over
-    /// before the driver gets to sleep (a few microseconds: the scan and a
-    /// heavy fence come first) still sleeps once, for 50 us (the kernel's
+    /// Every wait sleeps, however short the interval: its first sleep lasts
+    /// at least 50 us, whatever is left of the interval once the driver
+    /// gets there (the scan and a heavy fence come first), as the kernel's
+    /// grace-period kthread sleeps at least one jiffy. 50 us is the kernel's
     /// default timer slack, to which a normal thread's shorter timed waits
-    /// are lengthened anyway), as the kernel's grace-period kthread sleeps
-    /// at least one jiffy. However short the interval, the driver never
+    /// are lengthened anyway. However short the interval, the driver never
     /// rescans a holdout back to back. Zero is refused.
     FixedInterval(Duration),
 }

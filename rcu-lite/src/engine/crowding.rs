@@ -293,7 +293,9 @@ fn worker_threshold_of(cpus: u32, membarrier_grace_periods: bool, readers_held_u
 /// `OnceLock`: a fork while another thread is inside its initialisation
 /// (`available_parallelism` makes system calls and reads cgroup files) would
 /// leave the child one that blocks every caller for good. Threads that race
-/// here each compute the same value.
+/// here each compute the count for their own affinity, and the last store
+/// stays (docs/rcu-lite.md: the count is read once, with a caller's
+/// affinity).
 #[cfg(not(loom))]
 fn available_cpus() -> u32 {
     static CPUS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -85,8 +85,9 @@ pub(super) enum FqsWait {
 /// Rechecks of the holdouts before the driver sleeps.
 const HOLDOUT_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 
-/// The sleep of a fixed-interval FQS wait whose interval was over before it
-/// slept at all (see `fqs_wait`): the kernel's default timer slack, which
+/// The shortest first sleep of a fixed-interval FQS wait, however little of
+/// its interval is left when it gets there (see `fqs_wait`): the kernel's
+/// default timer slack, which
 /// lengthens any shorter timed wait of a normal thread to about this anyway;
 /// a real-time thread, which has no slack, sleeps as long, so that a reader
 /// sharing its CPU runs for most of each round.
@@ -265,10 +266,19 @@ impl Engine {
                 None
             };
             #[cfg(not(loom))]
-            let left = match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ if !slept => Some(SHORTEST_FQS_SLEEP),
-                _ => return false,
+            let left = {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if !slept {
+                    // The first sleep is at least the shortest, whatever is
+                    // left: nothing or a few nanoseconds left would make it
+                    // no sleep for a real-time thread, which has no timer
+                    // slack.
+                    Some(left.max(SHORTEST_FQS_SLEEP))
+                } else if left.is_zero() {
+                    return false;
+                } else {
+                    Some(left)
+                }
             };
             if early_wake {
                 // Arms the holdouts' wake-ups; the expedite check follows
