@@ -140,34 +140,30 @@ fn liburcu() {
     // the peers unavailable, as a missing liburcu does, instead of failing
     // the whole workspace's build. The compiler's own messages are printed
     // as warnings by `cc`.
-    let mut needs_rpath = false;
-    let broken = match build.try_compile("syncbench_liburcu_shim") {
-        Err(why) => Some(format!(
+    let usable = match build.try_compile("syncbench_liburcu_shim") {
+        Err(why) => Err(format!(
             "the shims in bench-suite/csrc/ did not compile against its headers ({})",
             compile_error_summary(&why.to_string())
         )),
-        Ok(()) => match probe_links_and_loads(&build, &libraries) {
-            Ok(needs) => {
-                needs_rpath = needs;
-                None
-            }
-            Err(why) => Some(why),
-        },
+        Ok(()) => probe_links_and_loads(&build, &libraries),
     };
-    if let Some(why) = broken {
-        assert!(
-            !required,
-            "SYNCPRIMS_REQUIRE_LIBURCU is set but liburcu, found by pkg-config, cannot be used: \
-             {why}"
-        );
-        println!(
-            "cargo:warning=liburcu was found by pkg-config, but {why}, so the liburcu peers are \
-             unavailable"
-        );
-        println!("cargo:rustc-cfg=syncbench_liburcu_broken");
-        println!("cargo:rustc-env=SYNCBENCH_LIBURCU_BUILD_ERROR={why}");
-        return;
-    }
+    let needs_rpath = match usable {
+        Ok(needs_rpath) => needs_rpath,
+        Err(why) => {
+            assert!(
+                !required,
+                "SYNCPRIMS_REQUIRE_LIBURCU is set but liburcu, found by pkg-config, cannot be \
+                 used: {why}"
+            );
+            println!(
+                "cargo:warning=liburcu was found by pkg-config, but {why}, so the liburcu peers \
+                 are unavailable"
+            );
+            println!("cargo:rustc-cfg=syncbench_liburcu_broken");
+            println!("cargo:rustc-env=SYNCBENCH_LIBURCU_BUILD_ERROR={why}");
+            return;
+        }
+    };
     // After the shim's own link line, so the linker resolves its references.
     for library in &libraries {
         for path in &library.link_paths {
