@@ -9,8 +9,11 @@
 //! a torture run with nothing checked), whose message says so, an `advise`
 //! in which no contender ran without a torn read (nothing to recommend), a
 //! `report` with a failed torture or locktorture run, and a `compare
-//! --fail-on-regression` whose gate fails.
+//! --fail-on-regression` whose gate fails. A reader that closes standard
+//! output early (`| head`) leaves the status to the run, and a standard error
+//! that cannot be written is passed over ([`crate::console`]).
 
+use crate::console::{ResultsOut, note};
 use crate::registry::{self, Implementation, Origin};
 use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
@@ -345,6 +348,14 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     if v <= 0.0 {
         return Err(format!("must be more than 0 seconds (got {text})"));
     }
+    // `Duration::from_secs_f64` truncates to whole nanoseconds: a shorter
+    // run would be no run at all, failed for measuring nothing (status 1)
+    // rather than refused as the bad argument it is.
+    if v < 1e-9 {
+        return Err(format!(
+            "at least 1e-9 seconds, one nanosecond (got {text})"
+        ));
+    }
     if v > 86_400.0 {
         return Err(format!("at most 86400 seconds (got {text})"));
     }
@@ -405,7 +416,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("syncbench: {err}");
+            note(format_args!("syncbench: {err}"));
             ExitCode::FAILURE
         }
     }
@@ -422,7 +433,7 @@ fn choose<'a, T: ?Sized, O: Default>(
     let (chosen, left_out) =
         registry::select_noting(list, names).unwrap_or_else(|e| usage_error(e));
     for left_out in left_out {
-        eprintln!("note: `all` leaves out {left_out}");
+        note(format_args!("note: `all` leaves out {left_out}"));
     }
     chosen
 }
@@ -459,8 +470,9 @@ fn usage_error(message: impl std::fmt::Display) -> ! {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Not locked for the whole command: locktorture's live lines come from
+    // another thread.
+    let mut out = ResultsOut::new();
     match cli.command {
         Command::List { json } => {
             let kinds = list();
@@ -507,8 +519,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let outcomes = if args.json {
                 locktorture::torture_all(&chosen, config, None)?
             } else {
-                let mut live = std::io::stdout();
-                locktorture::torture_all(&chosen, config, Some(&mut live))?
+                locktorture::torture_all(&chosen, config, Some(Box::new(ResultsOut::new())))?
             };
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &outcomes)?;
@@ -516,7 +527,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 // The text output says what failed; with --json, stderr does.
                 for o in &outcomes {
                     if let Some(why) = o.why_failed() {
-                        eprintln!("syncbench: FAILURE: locktorture {}: {why}", o.lock);
+                        note(format_args!(
+                            "syncbench: FAILURE: locktorture {}: {why}",
+                            o.lock
+                        ));
                     }
                 }
             } else {
@@ -557,12 +571,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                         rcuscale::FQS_PACED.join(", ")
                     ));
                 }
+                // Every writer completes at least one wait, and a paced
+                // wait lasts an interval: the run outlasts --duration-s.
+                if let Some(ms) = args.fqs_interval_ms
+                    && args.waits.is_none()
+                    && ms / 1000.0 > args.duration_s
+                {
+                    note(format_args!(
+                        "note: --fqs-interval-ms {ms} is longer than --duration-s {}: each paced \
+                         writer still completes one wait, so each of their runs lasts an interval \
+                         or more",
+                        args.duration_s
+                    ));
+                }
                 if !ignoring.is_empty() {
-                    eprintln!(
+                    note(format_args!(
                         "note: --fqs-interval-ms paces {} only; {} run as without it",
                         rcuscale::FQS_PACED.join(", "),
                         ignoring.join(", ")
-                    );
+                    ));
                 }
             }
             let options = rcuscale::Options {
@@ -641,7 +668,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 // The text output says what failed; with --json, stderr does.
                 for o in &outcomes {
                     if let Some(why) = o.why_failed() {
-                        eprintln!("syncbench: FAILURE: torture {}: {why}", o.name);
+                        note(format_args!(
+                            "syncbench: FAILURE: torture {}: {why}",
+                            o.name
+                        ));
                     }
                 }
             } else {
@@ -675,10 +705,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 writeln!(out)?;
                 // The text output says these; with --json, stderr does.
                 if let Some(warning) = &advice.warning {
-                    eprintln!("syncbench: warning: {warning}");
+                    note(format_args!("syncbench: warning: {warning}"));
                 }
                 if advice.recommended.is_none() {
-                    eprintln!("syncbench: no recommendation: {}", advice.reason);
+                    note(format_args!(
+                        "syncbench: no recommendation: {}",
+                        advice.reason
+                    ));
                 }
             } else {
                 advise::write_text(&mut out, &advice)?;
@@ -720,7 +753,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 Vec::new()
             };
             for why in &gate {
-                eprintln!("syncbench: --fail-on-regression: {why}");
+                note(format_args!("syncbench: --fail-on-regression: {why}"));
             }
             Ok(if !gate.is_empty() {
                 ExitCode::FAILURE
@@ -754,25 +787,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 serde_json::to_writer_pretty(&mut out, &written.results)?;
                 writeln!(out)?;
             }
-            eprintln!(
+            note(format_args!(
                 "syncbench: report written to {}",
                 written.markdown.display()
-            );
+            ));
             if !args.json {
                 writeln!(out, "{}", written.markdown.display())?;
             }
             let failed = written.results.failed_runs();
             for run in &failed {
-                eprintln!("syncbench: FAILURE: {run}");
+                note(format_args!("syncbench: FAILURE: {run}"));
             }
             Ok(if failed.is_empty() {
                 ExitCode::SUCCESS
             } else {
-                eprintln!(
+                note(format_args!(
                     "syncbench: {} run(s) failed their checks (marked !!! in the report, left out \
                      of its Choosing rows)",
                     failed.len()
-                );
+                ));
                 ExitCode::FAILURE
             })
         }
@@ -886,7 +919,9 @@ pub fn example_numbers(example: &'static str) -> impl FnMut(&str, u64) -> u64 {
     move |name, default| match args.next() {
         None => default,
         Some(text) => text.parse().unwrap_or_else(|_| {
-            eprintln!("{example}: {name} must be a whole number, not {text:?}");
+            note(format_args!(
+                "{example}: {name} must be a whole number, not {text:?}"
+            ));
             std::process::exit(2);
         }),
     }

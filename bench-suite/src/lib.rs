@@ -22,6 +22,7 @@
 pub mod advise;
 pub mod cli;
 pub mod compare;
+pub mod console;
 pub mod cpu_time;
 pub mod delay;
 pub mod end_gate;

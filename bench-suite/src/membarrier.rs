@@ -44,6 +44,10 @@ pub const SWEEP_CPUS: [u32; 6] = [8, 16, 64, 128, 256, 384];
 /// `--mode threaded` hung.
 pub const MAX_THREADS: u32 = 10_000;
 
+/// The longest `--mode real` run, in seconds: a day, as for every other
+/// subcommand that runs real threads.
+pub const REAL_RUN_MAX_SECONDS: f64 = 86_400.0;
+
 /// Where the measurement comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -154,6 +158,12 @@ fn seconds(text: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{text}' is not a number of seconds"))?;
     if !(v.is_finite() && v > 0.0) {
         return Err(format!("must be more than 0 seconds (got {text})"));
+    }
+    // Whole nanoseconds: a shorter time would run no time at all.
+    if v < 1e-9 {
+        return Err(format!(
+            "at least 1e-9 seconds, one nanosecond (got {text})"
+        ));
     }
     // Past u64 nanoseconds the conversion saturates, and a later message
     // would name the saturated figure rather than the one given.
@@ -611,9 +621,13 @@ fn real(args: &MembarrierArgs) -> Result<Outcome, Failure> {
     }
     let watchdog = Duration::from_millis(args.watchdog_ms);
     let seconds = args.duration_s.unwrap_or(2.0);
-    let duration = Duration::try_from_secs_f64(seconds).map_err(|_| {
-        Failure::Usage(format!("--duration-s {seconds} is too long for a real run"))
-    })?;
+    // The other subcommands' bound on a run of real threads (a day).
+    if seconds > REAL_RUN_MAX_SECONDS {
+        return Err(Failure::Usage(format!(
+            "--duration-s: at most {REAL_RUN_MAX_SECONDS} seconds for --mode real (got {seconds})"
+        )));
+    }
+    let duration = Duration::from_secs_f64(seconds);
     let config = stress::Config {
         threads,
         targets,

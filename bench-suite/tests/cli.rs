@@ -254,6 +254,146 @@ fn locktorture_json_and_kernel_lines() {
     );
 }
 
+/// A pipe: its read end, then its write end.
+fn pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors `pipe2` writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are fresh, and nothing else owns them.
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+/// A reader that stops reading holds up locktorture's live lines, not the
+/// run: a 0.5 s run still measures 0.5 s behind a one-page pipe nobody reads
+/// for 3 s. (When the main thread wrote the lines itself, it blocked on the
+/// full pipe and the run lasted until the reader came back: `duration=3.0s`.)
+#[test]
+fn locktorture_live_lines_behind_a_stalled_reader_do_not_stretch_the_run() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let (read_end, write_end) = pipe();
+    // One page, the smallest pipe: a few dozen lines fill it.
+    // SAFETY: F_SETPIPE_SZ on a pipe this test owns.
+    let size = unsafe { libc::fcntl(write_end.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(
+        size > 0,
+        "F_SETPIPE_SZ: {}",
+        std::io::Error::last_os_error()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_syncbench"))
+        .args([
+            "locktorture",
+            "--lock",
+            "qrwlock",
+            "--writers",
+            "1",
+            "--readers",
+            "1",
+            "--duration-s",
+            "0.5",
+            "--stat-interval-s",
+            "0.01",
+        ])
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("syncbench runs");
+    std::thread::sleep(Duration::from_secs(3));
+    let mut text = String::new();
+    std::fs::File::from(read_end)
+        .read_to_string(&mut text)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{text}");
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("locktorture: qrwlock "))
+        .unwrap_or_else(|| panic!("no summary line: {text}"));
+    let seconds: f64 = summary
+        .split("duration=")
+        .nth(1)
+        .and_then(|d| d.strip_suffix('s'))
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no duration in {summary:?}"));
+    assert!(seconds < 1.5, "the run lasted {seconds} s: {summary}");
+    let live = text.lines().filter(|l| l.starts_with('[')).count();
+    assert!(live > 2 * 10, "too few live lines ({live}): {text}");
+}
+
+/// A reader that closes standard output early is not a failure of the run:
+/// the status is the command's own (it was 1, the status of a failed run,
+/// with "Broken pipe" on stderr).
+#[test]
+fn a_closed_stdout_leaves_the_exit_status_to_the_run() {
+    for args in [&["list"][..], &["list", "--json"][..]] {
+        // Closed before the child starts, so that its first write fails.
+        let (read_end, write_end) = pipe();
+        drop(read_end);
+        let out = Command::new(env!("CARGO_BIN_EXE_syncbench"))
+            .args(args)
+            .stdout(Stdio::from(write_end))
+            .output()
+            .expect("syncbench runs");
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// An FQS interval longer than the run is allowed (the run measures one
+/// wait per writer) but said on stderr, since the run then outlasts
+/// --duration-s.
+#[test]
+fn rcuscale_names_an_fqs_interval_longer_than_the_run() {
+    let out = syncbench(&[
+        "rcuscale",
+        "--impl",
+        "rcu-lite",
+        "--writers",
+        "1",
+        "--fqs-interval-ms",
+        "200",
+        "--duration-s",
+        "0.05",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--fqs-interval-ms 200 is longer than --duration-s 0.05"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A closed or full stderr does not turn a note printed before a run into a
+/// panic (status 101 with no message): the run goes on and its status is
+/// its own.
+#[test]
+fn a_full_stderr_does_not_end_the_run() {
+    let out = Command::new(env!("CARGO_BIN_EXE_syncbench"))
+        .args([
+            "rcuscale",
+            "--impl",
+            "rcu-lite,hazptr",
+            "--writers",
+            "1",
+            "--fqs-interval-ms",
+            "1",
+            "--duration-s",
+            "0.05",
+            "--json",
+        ])
+        .stderr(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .expect("syncbench runs");
+    assert!(out.status.success(), "status {:?}", out.status);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
+}
+
 #[test]
 fn rcuscale_json_reports_per_gp_time_and_latency() {
     let out = syncbench(&[
@@ -501,6 +641,8 @@ const NOT_SECONDS: &[(&str, &str)] = &[
     ("inf", "must be a finite number (got inf)"),
     ("86400.5", "at most 86400 seconds (got 86400.5)"),
     ("x", "'x' is not a number of seconds"),
+    // Under a nanosecond, which a Duration rounds to nothing.
+    ("9e-10", "at least 1e-9 seconds, one nanosecond (got 9e-10)"),
 ];
 
 /// `locktorture` refuses both thread counts 0 once its values are parsed.
@@ -1911,6 +2053,19 @@ fn membarrier_bad_parameters_exit_2_with_the_reason() {
         (
             &["membarrier", "--mode", "real", "--duration-s", "1e20"],
             "too long",
+        ),
+        // Past the day every other real run is bounded by.
+        (
+            &["membarrier", "--mode", "real", "--duration-s", "86401"],
+            "at most 86400 seconds for --mode real (got 86401)",
+        ),
+        (
+            &["membarrier", "--mode", "real", "--duration-s", "1e-12"],
+            "at least 1e-9 seconds, one nanosecond (got 1e-12)",
+        ),
+        (
+            &["membarrier", "--sim-seconds", "5e-10"],
+            "at least 1e-9 seconds",
         ),
         // Past u64 nanoseconds: named as given, not as the saturated
         // 18446744073.710 seconds.

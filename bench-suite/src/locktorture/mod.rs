@@ -37,11 +37,13 @@
 //! nothing, and the run fails with `FAILURE: checked nothing: ...`.
 
 pub mod faults;
+pub mod live;
 mod peers;
 mod qrwlock;
 
 use crate::delay::{Padded, spin_for, thread_runqueue_wait};
 use crate::fault::{self, ProgressWatch};
+use crate::locktorture::live::LiveLines;
 use crate::progress::Progress;
 use crate::registry::Implementation;
 use crate::start_gate::{StartGate, ThreadRefused};
@@ -568,19 +570,19 @@ impl Arena {
     }
 }
 
-/// Tortures one lock for `config.duration`. If `interval_out` is given, the
-/// statistics lines are written there every `config.stat_interval`, prefixed
+/// Tortures one lock for `config.duration`. If `live` is given, the
+/// statistics lines are queued there every `config.stat_interval`, prefixed
 /// with the elapsed time and the lock's name.
 ///
 /// The run is bounded: if the writers' or the readers' total (or the fault
 /// driver) makes no progress for `config.stall_limit`, the run stops and
 /// reports a hang in [`Outcome::failure`]; threads that cannot be stopped are
 /// left behind with the lock they wait on.
-pub fn torture<'w>(
+pub fn torture(
     imp: &Implementation<dyn TortureLock>,
     config: Config,
     progress: &mut Progress,
-    mut interval_out: Option<&mut (dyn Write + 'w)>,
+    live: Option<&LiveLines>,
 ) -> std::io::Result<Outcome> {
     if config.faults {
         fault::quiet_injected_panics();
@@ -667,7 +669,7 @@ pub fn torture<'w>(
                 ));
             }
         }
-        if let (Some(at), Some(out)) = (next_stats, interval_out.as_deref_mut())
+        if let (Some(at), Some(live)) = (next_stats, live)
             && Instant::now() >= at
         {
             let t = began.elapsed().as_secs_f64();
@@ -675,7 +677,7 @@ pub fn torture<'w>(
             let w = Counts::between(&writes_before, &loads(&arena.write_counts));
             let r = Counts::between(&reads_before, &loads(&arena.read_counts));
             for line in stats_lines(w, wf, r, rf) {
-                writeln!(out, "[{t:>9.3}] {}: {line}", imp.name)?;
+                live.send(format!("[{t:>9.3}] {}: {line}", imp.name));
             }
             next_stats = config
                 .stat_interval
@@ -780,22 +782,24 @@ fn next_stats_line(at: Instant, now: Instant, interval: Duration) -> Instant {
     if next > now { next } else { now + interval }
 }
 
-/// Tortures every lock in `chosen`, one after the other.
-pub fn torture_all<'w>(
+/// Tortures every lock in `chosen`, one after the other. With
+/// `interval_out`, the statistics lines go there as the runs go, from a
+/// thread of their own ([`live`]): a reader that stops reading holds up the
+/// lines, not the runs. Returns once every line is written.
+pub fn torture_all(
     chosen: &[&Implementation<dyn TortureLock>],
     config: Config,
-    mut interval_out: Option<&mut (dyn Write + 'w)>,
+    interval_out: Option<Box<dyn Write + Send>>,
 ) -> std::io::Result<Vec<Outcome>> {
     let total_ms = chosen.len() as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "locktorture");
+    let live = interval_out.map(LiveLines::start).transpose()?;
     let mut outcomes = Vec::with_capacity(chosen.len());
     for imp in chosen {
-        outcomes.push(torture(
-            imp,
-            config,
-            &mut progress,
-            interval_out.as_deref_mut(),
-        )?);
+        outcomes.push(torture(imp, config, &mut progress, live.as_ref())?);
+    }
+    if let Some(live) = live {
+        live.finish()?;
     }
     Ok(outcomes)
 }

@@ -1063,14 +1063,18 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         if let Some(cpu) = &o.cpu {
             writeln!(
                 out,
-                "torture: {} cpu: readers {:.2} s, writers {:.2} s ({:.0}% of the run's), others {}; writers {:.0} ns per object replaced{}",
+                "torture: {} cpu: readers {:.2} s, writers {:.2} s ({:.0}% of the run's), others {}; writers {}{}",
                 o.name,
                 cpu.readers_s,
                 cpu.writers_s,
                 o.writers_cpu_share().unwrap_or(0.0) * 100.0,
                 cpu.others_s
                     .map_or("not counted (runs at once)".into(), |s| format!("{s:.2} s")),
-                o.writer_cpu_ns_per_replaced().unwrap_or(f64::NAN),
+                // Not NaN where nothing was replaced.
+                o.writer_cpu_ns_per_replaced().map_or_else(
+                    || "- ns per object replaced (none was)".to_owned(),
+                    |ns| format!("{ns:.0} ns per object replaced")
+                ),
                 o.others_cpu_ns_per_replaced()
                     .map_or(String::new(), |ns| format!(", others {ns:.0} ns")),
             )?;
@@ -2757,6 +2761,15 @@ mod tests {
         let none_replaced = with_cpu(0, Some(0.002));
         assert_eq!(none_replaced.writer_cpu_ns_per_replaced(), None);
         assert_eq!(none_replaced.others_cpu_ns_per_replaced(), None);
+        // The text says so, rather than printing NaN.
+        let mut text = Vec::new();
+        write_text(&mut text, std::slice::from_ref(&none_replaced)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(!text.contains("NaN"), "{text}");
+        assert!(
+            text.contains("writers - ns per object replaced (none was)"),
+            "{text}"
+        );
         // The share needs no object: 0.4 of 1.202 s.
         let share = none_replaced.writers_cpu_share().unwrap();
         assert!((share - 0.4 / 1.202).abs() < 1e-12, "{share}");
