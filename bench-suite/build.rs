@@ -13,7 +13,8 @@
 //! liburcu were absent, to test that path, and sets
 //! `cfg(syncbench_liburcu_disabled)` so that the peers say they were disabled
 //! rather than not found. Setting `SYNCPRIMS_REQUIRE_LIBURCU` (as `.ci/run`
-//! does) turns "not found" and "does not compile" into a build failure, so a
+//! does) turns "not found", "does not compile" and a failed link probe into a
+//! build failure, so a
 //! run that must test the FFI cannot pass without it; `SYNCBENCH_NO_LIBURCU`
 //! still wins over it.
 

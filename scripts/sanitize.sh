@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The sanitizers over the workspace (issue 7), in three phases:
 #
-#   miri      every crate's unit and integration tests under miri (nightly):
+#   miri      miri (nightly) over membarrier-sim's and qrwlock's tests, hazptr's
+#             unit, domain, no_alloc, misuse and doc tests and its treiber
+#             example, rcu-lite's tests, and bench-suite's torture unit tests:
 #             undefined behaviour, data races under its weak-memory emulation,
 #             Stacked Borrows, leaks. Tests miri cannot run are ignored under
 #             `cfg(miri)` with the reason in the attribute (printed, one line
 #             per reason); iteration counts shrink under `cfg(miri)`.
 #   tsan      ThreadSanitizer (-Zsanitizer=thread, -Zbuild-std) on syncbench
-#             torture and locktorture runs over every implementation, ours
-#             and the peers'. Built with `--cfg syncprims_tsan`, which turns
+#             torture and locktorture runs over ours and the Rust peers but
+#             seize and haphazard (fences TSan does not model) and liburcu
+#             (uninstrumented C). Built with `--cfg syncprims_tsan`, which turns
 #             the light/heavy fences into RMWs TSan can see (see
 #             membarrier-sim/src/fence.rs).
 #   valgrind  memcheck over a torture run of hazptr and rcu-lite: no invalid

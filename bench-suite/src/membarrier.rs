@@ -429,7 +429,8 @@ pub fn run(args: &MembarrierArgs, out: &mut impl Write) -> Result<(), Failure> {
     if let Some(cpu) = repeated_target(args.targets.as_deref().unwrap_or_default()) {
         return Err(Failure::Usage(format!(
             "--targets names CPU {cpu} twice: each CPU is one target (the callers aim at \
-             the targets in turn, and their number sets the default --callers)"
+             the targets in turn; with --mode real, their number sets the default \
+             --callers)"
         )));
     }
     let outcome = match args.mode {

@@ -39,10 +39,12 @@
 //! What is promised, exactly:
 //!
 //! - **Writers are not starved by readers.** A writer that reaches the front
-//!   of the queue sets the waiting bit; from then on no new reader enters (fast
-//!   path or `try_read`), and the writer enters as soon as the holders already
-//!   inside leave: readers, or a writer that took the lock on its fast path
-//!   before the bit was set.
+//!   of the queue sets the waiting bit; from then on no new plain reader
+//!   enters (fast path or `try_read`; recursive readers do, see
+//!   [`RawQRwLock::read_lock_recursive`](crate::RawQRwLock::read_lock_recursive)),
+//!   and the writer enters as soon as the holders already inside leave:
+//!   readers, or a writer that took the lock on its fast path before the bit
+//!   was set.
 //! - **The queue is FIFO.** Threads that do not get the lock at once (a reader
 //!   that finds a writer inside or waiting, a writer that finds the lock held
 //!   or contended) join one queue and reach the front in arrival order. A

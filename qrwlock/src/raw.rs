@@ -418,8 +418,9 @@ impl RawQRwLock {
         self.cnts.load(Ordering::Relaxed) & WRITER_LOCKED != 0
     }
 
-    /// Whether a writer waits at the front of the queue, so that new readers
-    /// queue instead of entering (a snapshot).
+    /// Whether a writer waits at the front of the queue, so that new plain
+    /// readers queue instead of entering (recursive ones still enter; a
+    /// snapshot).
     #[inline]
     pub fn is_writer_waiting(&self) -> bool {
         self.cnts.load(Ordering::Relaxed) & WRITER_WAITING != 0

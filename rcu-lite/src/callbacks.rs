@@ -21,8 +21,10 @@
 //!   read-modify-write: callbacks ever queued (written under the queue lock)
 //!   and callbacks started (written under `batch_lock`). It is a
 //!   snapshot for a writer that wants to bound the queue (`call_rcu()` never
-//!   blocks: it may be called inside a read-side section or with a lock held
-//!   that readers take), not a synchronization point.
+//!   waits for a grace period: it may be called inside a read-side section or
+//!   with a lock held that readers take; it waits only for another thread's
+//!   start of the worker, and between the fork hooks), not a synchronization
+//!   point.
 //! - The worker starts on the first `call_rcu()` (or `rcu_barrier()`) and
 //!   lives as long as the process. A callback is queued before the worker is
 //!   started: a `call_rcu()` whose start fails panics with its callback

@@ -701,8 +701,9 @@ fn barrier(name: &'static str) {
 ///
 /// # Panics
 ///
-/// With `Fqs::FixedInterval(Duration::ZERO)`: the driver would rescan without
-/// ever waiting.
+/// With `Fqs::FixedInterval(Duration::ZERO)`: it asks for scans without
+/// waiting between them, which the driver never does (every FQS wait sleeps,
+/// at least 50 us).
 pub fn configure(config: GpConfig) -> GpConfig {
     engine().configure(config)
 }
@@ -746,7 +747,7 @@ pub fn grace_periods() -> GpCounts {
 /// memory waiting to be freed. Once [`rcu_barrier`] returns it counts only
 /// callbacks queued after the barrier began.
 ///
-/// `call_rcu` never blocks, so writers that queue faster than the one
+/// `call_rcu` never waits for a grace period, so writers that queue faster than the one
 /// callback thread runs grow the queue for as long as they keep it up. A
 /// writer that may wait (see [`rcu_barrier`]) can bound it:
 ///
