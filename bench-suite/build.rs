@@ -1,5 +1,13 @@
-//! Records the compiler version for the machine description in reports, and
-//! finds liburcu (the C peer of `rcu-lite`).
+//! Records what built `syncbench` for the build description in reports (the
+//! compiler, the commit, the optimization level, the peers' versions from
+//! `Cargo.lock`, liburcu's version), and finds liburcu (the C peer of
+//! `rcu-lite`).
+//!
+//! The commit is `git rev-parse HEAD` of the checkout being built, and
+//! *dirty* means `git status` saw tracked files changed when this script last
+//! ran. It runs again when `HEAD` moves and when any source compiled into
+//! `syncbench` changes, so the flag covers what the binary was built from;
+//! without git or a checkout (a source archive) the commit is unknown.
 //!
 //! When `pkg-config` finds `liburcu-memb` and `liburcu-qsbr`, the C shims in
 //! `csrc/` are compiled against them (so liburcu's inline read-side fast paths
@@ -64,8 +72,153 @@ fn main() {
         .unwrap_or_else(|| "unknown rustc".into());
     println!("cargo:rustc-env=SYNCBENCH_RUSTC_VERSION={version}");
     println!("cargo:rerun-if-env-changed=RUSTC");
+    build_description();
 
     liburcu();
+}
+
+/// The peers whose versions a report names: bench-suite's dependencies of
+/// those names in `Cargo.lock`.
+const PEERS: [&str; 7] = [
+    "crossbeam-epoch",
+    "haphazard",
+    "seize",
+    "arc-swap",
+    "seqlock",
+    "parking_lot",
+    "spin",
+];
+
+/// Sets `SYNCBENCH_COMMIT` (empty where unknown), `SYNCBENCH_OPT_LEVEL`,
+/// `SYNCBENCH_TARGET` and `SYNCBENCH_PEER_VERSIONS` (`name version` pairs,
+/// comma-separated).
+fn build_description() {
+    let manifest_dir = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
+    let workspace = manifest_dir.parent().unwrap_or(&manifest_dir).to_owned();
+    let env = |name: &str| std::env::var(name).unwrap_or_default();
+    println!("cargo:rustc-env=SYNCBENCH_OPT_LEVEL={}", env("OPT_LEVEL"));
+    println!("cargo:rustc-env=SYNCBENCH_TARGET={}", env("TARGET"));
+
+    let lock = workspace.join("Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    let peers = std::fs::read_to_string(&lock)
+        .map(|text| peer_versions(&text))
+        .unwrap_or_default();
+    println!("cargo:rustc-env=SYNCBENCH_PEER_VERSIONS={peers}");
+
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&workspace)
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).map(|head| {
+        let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+            .is_some_and(|changes| !changes.is_empty());
+        if dirty { format!("{head}-dirty") } else { head }
+    });
+    println!(
+        "cargo:rustc-env=SYNCBENCH_COMMIT={}",
+        commit.unwrap_or_default()
+    );
+    // Run again when HEAD moves (a commit, a checkout) ...
+    if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        let git_dir = std::path::PathBuf::from(git_dir);
+        let mut refs = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            refs.push(git_dir.join(branch));
+        }
+        // Only files that exist (a branch may live in packed-refs alone).
+        for path in refs.iter().filter(|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    // ... and when a source compiled into syncbench changes, for the dirty
+    // flag. Only paths that exist: cargo reruns on every build for one that
+    // does not.
+    for crate_dir in [
+        "bench-suite",
+        "hazptr",
+        "rcu-lite",
+        "qrwlock",
+        "membarrier-sim",
+        "futex-word",
+    ] {
+        for part in ["src", "Cargo.toml"] {
+            let path = workspace.join(crate_dir).join(part);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("Cargo.toml").display()
+    );
+}
+
+/// `name version` of each of [`PEERS`] that `Cargo.lock`'s `bench-suite`
+/// package depends on, comma-separated. A dependency entry names its version
+/// only where the lock holds several of that name (`"parking_lot 0.13.0"`);
+/// otherwise the one package of that name is it.
+fn peer_versions(lock: &str) -> String {
+    // (name, version, dependencies) of each [[package]].
+    let packages: Vec<(String, String, Vec<String>)> = lock
+        .split("[[package]]")
+        .skip(1)
+        .map(|block| {
+            let field = |key: &str| {
+                block
+                    .lines()
+                    .find_map(|line| line.strip_prefix(key)?.strip_prefix(" = "))
+                    .map(|v| v.trim_matches('"').to_owned())
+                    .unwrap_or_default()
+            };
+            let dependencies = block
+                .split_once("dependencies = [")
+                .map(|(_, rest)| {
+                    rest.split(']')
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .map(|d| d.trim().trim_matches('"').to_owned())
+                        .filter(|d| !d.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (field("name"), field("version"), dependencies)
+        })
+        .collect();
+    let Some((_, _, ours)) = packages.iter().find(|(name, _, _)| name == "bench-suite") else {
+        return String::new();
+    };
+    let mut found = Vec::new();
+    for peer in PEERS {
+        let Some(entry) = ours.iter().find(|d| d.split(' ').next() == Some(peer)) else {
+            continue;
+        };
+        let version = match entry.split(' ').nth(1) {
+            Some(version) => Some(version.to_owned()),
+            None => {
+                let mut named = packages.iter().filter(|(name, _, _)| name == peer);
+                match (named.next(), named.next()) {
+                    (Some((_, version, _)), None) => Some(version.clone()),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(version) = version {
+            found.push(format!("{peer} {version}"));
+        }
+    }
+    found.join(",")
 }
 
 fn liburcu() {
@@ -176,6 +329,14 @@ fn liburcu() {
         for lib in &library.libs {
             println!("cargo:rustc-link-lib=dylib={lib}");
         }
+    }
+    // The version of the headers the shims were compiled against, which
+    // the loader's library must match in its soname only.
+    if let Some(library) = libraries.first() {
+        println!(
+            "cargo:rustc-env=SYNCBENCH_LIBURCU_VERSION={}",
+            library.version
+        );
     }
     println!("cargo:rustc-cfg=syncbench_liburcu");
 }

@@ -14,10 +14,11 @@
 //! that cannot be written is passed over ([`crate::console`]).
 
 use crate::console::{ResultsOut, note};
+use crate::machine::Build;
 use crate::registry::{self, Implementation, Origin};
 use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
 use clap::builder::PossibleValuesParser;
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -410,9 +411,15 @@ fn positive_milliseconds(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// Parses the process arguments and runs the command.
+/// Parses the process arguments and runs the command. `--version` names
+/// the build as reports do ([`Build::summary`]).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap puts the name before it.
+    let summary = Build::current().summary();
+    let long_version = summary.strip_prefix("syncbench ").unwrap_or(&summary);
+    let long_version: &'static str = Box::leak(long_version.to_owned().into_boxed_str());
+    let matches = Cli::command().long_version(long_version).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -468,11 +475,32 @@ fn usage_error(message: impl std::fmt::Display) -> ! {
     }
 }
 
+/// Whether `command` times anything, so that an unoptimized build warns:
+/// not `list`, `compare`, a report rendered `--from` a file, or the
+/// membarrier simulator, whose times are simulated.
+fn measures_time(command: &Command) -> bool {
+    match command {
+        Command::List { .. } | Command::Compare(_) => false,
+        Command::Report(args) => args.from.is_none(),
+        Command::Membarrier(args) => args.mode != membarrier::Mode::Sim,
+        Command::Refscale(_)
+        | Command::Locktorture(_)
+        | Command::Rcuscale(_)
+        | Command::Torture(_)
+        | Command::Advise(_) => true,
+    }
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     // Not locked for the whole command: locktorture's live lines come from
     // another thread.
     let mut out = ResultsOut::new();
+    if measures_time(&cli.command)
+        && let Some(warning) = Build::current().unoptimized_warning()
+    {
+        note(format_args!("syncbench: warning: {warning}"));
+    }
     match cli.command {
         Command::List { json } => {
             let kinds = list();

@@ -233,6 +233,13 @@ pub struct Comparison {
     /// Figures shown but not judged because the two runs measured them
     /// differently (`measurement figure: why`).
     pub method_changes: Vec<String>,
+    /// Fields of the runs' `build` that differ (`field: old -> new`): the
+    /// commit is what a comparison usually sets out to change; the
+    /// optimization level or a peer's version is not.
+    pub build_differences: Vec<String>,
+    /// The runs (`old run`, `new run`) measured by an unoptimized build,
+    /// whose figures compare with nothing.
+    pub unoptimized: Vec<String>,
 }
 
 /// Fields of a run's `machine` that are measurements, not the machine's
@@ -527,6 +534,32 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             }
         }
     }
+    let mut build_differences = Vec::new();
+    if let (Some(Value::Object(ba)), Some(Value::Object(bb))) = (old.get("build"), new.get("build"))
+    {
+        let mut keys: Vec<&String> = ba.keys().chain(bb.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let (va, vb) = (
+                ba.get(k).unwrap_or(&Value::Null),
+                bb.get(k).unwrap_or(&Value::Null),
+            );
+            if va != vb {
+                build_differences.push(format!("{k}: {va} -> {vb}"));
+            }
+        }
+    }
+    let unoptimized = [("old run", old), ("new run", new)]
+        .into_iter()
+        .filter(|(_, run)| {
+            run.get("build").is_some_and(|b| {
+                b.get("opt_level").and_then(Value::as_str) == Some("0")
+                    || b.get("debug_assertions").and_then(Value::as_bool) == Some(true)
+            })
+        })
+        .map(|(which, _)| which.to_owned())
+        .collect();
     Comparison {
         threshold_pct,
         changes,
@@ -537,6 +570,8 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         machine_cost_changes,
         machine_unrecorded,
         method_changes,
+        build_differences,
+        unoptimized,
     }
 }
 
@@ -555,6 +590,16 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
             out,
             "warning: machines differ ({d}); ratios across machines are not like for like"
         )?;
+    }
+    for which in &c.unoptimized {
+        writeln!(
+            out,
+            "warning: the {which} was measured by an unoptimized syncbench build: its figures \
+             compare with nothing"
+        )?;
+    }
+    for d in &c.build_differences {
+        writeln!(out, "note: builds differ ({d})")?;
     }
     for d in &c.machine_cost_changes {
         writeln!(
@@ -1257,5 +1302,49 @@ mod tests {
                 && !text.contains("machines differ (cpu_id"),
             "{text}"
         );
+    }
+
+    /// Builds that differ are named (the commit is usually the point of the
+    /// comparison), none of their fields is judged as a figure, and a run
+    /// by an unoptimized build is flagged.
+    #[test]
+    fn builds_that_differ_are_noted_and_an_unoptimized_one_is_flagged() {
+        let build = |commit: &str, opt: &str, debug: bool| {
+            json!({"version": "0.1.0", "commit": commit, "opt_level": opt,
+                   "debug_assertions": debug, "target": "x86_64-unknown-linux-gnu",
+                   "peers": ["parking_lot 0.13.0"], "liburcu": "0.13.2"})
+        };
+        let mut old = run(1.0, 1000, 0);
+        let mut new = run(1.0, 1000, 0);
+        old["build"] = build("aaaaaaaaaaaa", "3", false);
+        new["build"] = build("bbbbbbbbbbbb-dirty", "3", false);
+        let c = compare(&old, &new, 10.0);
+        assert_eq!(
+            c.build_differences,
+            vec![r#"commit: "aaaaaaaaaaaa" -> "bbbbbbbbbbbb-dirty""#.to_owned()]
+        );
+        assert!(c.unoptimized.is_empty());
+        assert!(
+            c.changes
+                .iter()
+                .all(|ch| !ch.measurement.starts_with("build")),
+            "{:?}",
+            c.changes
+        );
+        new["build"] = build("bbbbbbbbbbbb", "0", true);
+        let c = compare(&old, &new, 10.0);
+        assert_eq!(c.unoptimized, vec!["new run".to_owned()]);
+        let mut text = Vec::new();
+        write_text(&mut text, &c, false).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("warning: the new run was measured by an unoptimized syncbench build")
+                && text.contains(r#"note: builds differ (opt_level: "3" -> "0")"#),
+            "{text}"
+        );
+        // A run from before builds were recorded: nothing to say.
+        old.as_object_mut().unwrap().remove("build");
+        let c = compare(&old, &new, 10.0);
+        assert!(c.build_differences.is_empty(), "{:?}", c.build_differences);
     }
 }

@@ -31,6 +31,100 @@ pub struct Machine {
     pub full_fence_ns: Option<f64>,
 }
 
+/// What built `syncbench`, as its build script recorded it: what a reader
+/// needs to rebuild the binary that measured a report, and to see that an
+/// unoptimized build's figures are not comparable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Build {
+    /// `syncbench`'s own version.
+    pub version: String,
+    /// The commit built (12 hex digits), `-dirty` where tracked files had
+    /// changes; `None` where the build had no git checkout.
+    pub commit: Option<String>,
+    /// Cargo's optimization level for bench-suite (`3` in release and bench
+    /// builds, `0` in a plain `cargo build`).
+    pub opt_level: String,
+    /// Whether debug assertions (and overflow checks) were compiled in.
+    pub debug_assertions: bool,
+    /// The target triple.
+    pub target: String,
+    /// `name version` of each Rust peer, from `Cargo.lock`.
+    pub peers: Vec<String>,
+    /// The liburcu version whose headers the C shims were compiled against
+    /// (pkg-config's), `None` in a build without the liburcu peers.
+    pub liburcu: Option<String>,
+}
+
+impl Build {
+    /// This binary's.
+    pub fn current() -> Build {
+        let recorded = |value: &str| (!value.is_empty()).then(|| value.to_owned());
+        Build {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            commit: recorded(env!("SYNCBENCH_COMMIT")),
+            opt_level: env!("SYNCBENCH_OPT_LEVEL").to_owned(),
+            debug_assertions: cfg!(debug_assertions),
+            target: env!("SYNCBENCH_TARGET").to_owned(),
+            peers: env!("SYNCBENCH_PEER_VERSIONS")
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            liburcu: option_env!("SYNCBENCH_LIBURCU_VERSION").map(str::to_owned),
+        }
+    }
+
+    /// Whether its timings mean anything: optimized, without debug
+    /// assertions (which add a check to every counter and every atomic
+    /// wrapper's fast path).
+    pub fn optimized(&self) -> bool {
+        self.opt_level != "0" && !self.debug_assertions
+    }
+
+    /// Why its timings are not comparable, for a warning; `None` for an
+    /// optimized build.
+    pub fn unoptimized_warning(&self) -> Option<String> {
+        (!self.optimized()).then(|| {
+            format!(
+                "this syncbench is an unoptimized build (opt-level {}{}): its timings are \
+                 not comparable with a release build's, nor between contenders (build it \
+                 with `cargo build --release -p bench-suite`)",
+                self.opt_level,
+                if self.debug_assertions {
+                    ", debug assertions on"
+                } else {
+                    ""
+                }
+            )
+        })
+    }
+
+    /// One line for report headers and `syncbench --version`.
+    pub fn summary(&self) -> String {
+        let commit = self.commit.as_deref().unwrap_or("unknown commit");
+        let liburcu = match &self.liburcu {
+            Some(v) => format!("; liburcu {v}"),
+            None => "; no liburcu".to_owned(),
+        };
+        let peers = if self.peers.is_empty() {
+            String::new()
+        } else {
+            format!("; peers {}", self.peers.join(", "))
+        };
+        format!(
+            "syncbench {} ({commit}), opt-level {}{}, {}{peers}{liburcu}",
+            self.version,
+            self.opt_level,
+            if self.debug_assertions {
+                " with debug assertions"
+            } else {
+                ""
+            },
+            self.target,
+        )
+    }
+}
+
 /// Median cost of one `membarrier_sim::fence::heavy()`, in microseconds: with
 /// every other CPU idle, and with each running a spinning thread of this
 /// process. `MEMBARRIER_CMD_PRIVATE_EXPEDITED` interrupts only the CPUs that
@@ -290,6 +384,52 @@ fn cpu_id(cpuinfo: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The build script's records reach the binary: a version, an
+    /// optimization level, the target, and every Rust peer with a version.
+    #[test]
+    fn the_build_description_names_the_peers_and_the_optimization() {
+        let build = Build::current();
+        assert_eq!(build.version, env!("CARGO_PKG_VERSION"));
+        assert!(!build.opt_level.is_empty());
+        assert!(build.target.contains("-"), "{}", build.target);
+        for peer in [
+            "crossbeam-epoch",
+            "haphazard",
+            "seize",
+            "arc-swap",
+            "seqlock",
+            "parking_lot",
+            "spin",
+        ] {
+            let entry = build
+                .peers
+                .iter()
+                .find(|p| p.split(' ').next() == Some(peer))
+                .unwrap_or_else(|| panic!("{peer} missing from {:?}", build.peers));
+            let version = entry.split(' ').nth(1).unwrap();
+            assert!(
+                version.split('.').all(|part| part.parse::<u32>().is_ok()),
+                "{entry}"
+            );
+        }
+        // These tests run unoptimized or with debug assertions, or both.
+        assert_eq!(
+            build.optimized(),
+            !cfg!(debug_assertions) && build.opt_level != "0"
+        );
+        assert_eq!(
+            build.unoptimized_warning().is_some(),
+            !build.optimized(),
+            "{:?}",
+            build.unoptimized_warning()
+        );
+        assert!(
+            build.summary().contains("parking_lot "),
+            "{}",
+            build.summary()
+        );
+    }
 
     #[test]
     fn the_cpu_generation_is_read_from_cpuinfo() {

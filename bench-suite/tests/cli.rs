@@ -254,6 +254,43 @@ fn locktorture_json_and_kernel_lines() {
     );
 }
 
+/// `--version` names the build as reports do (commit, optimization, peers);
+/// a measurement by an unoptimized build (these tests' own, unless run with
+/// `--release`) warns that its timings are not comparable, and a command
+/// that times nothing does not.
+#[test]
+fn the_version_names_the_build_and_an_unoptimized_build_warns() {
+    let out = syncbench(&["--version"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for part in [
+        "syncbench 0.",
+        "opt-level ",
+        "crossbeam-epoch 0.",
+        "parking_lot 0.",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from {text}");
+    }
+    let out = syncbench(&[
+        "refscale",
+        "--impl",
+        "hazptr",
+        "--iterations",
+        "1000",
+        "--runs",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).contains("is an unoptimized build"),
+        cfg!(debug_assertions),
+        "{}",
+        stderr(&out)
+    );
+    let out = syncbench(&["list"]);
+    assert!(!stderr(&out).contains("unoptimized"), "{}", stderr(&out));
+}
+
 /// A pipe: its read end, then its write end.
 fn pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::{FromRawFd, OwnedFd};

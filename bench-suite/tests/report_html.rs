@@ -7,7 +7,7 @@
 //! rendering was not checked and passes, unless `SYNCPRIMS_REQUIRE_CHROMIUM=1` is set, as `.ci/run` does (and installs
 //! chromium), so CI always runs it.
 
-use bench_suite::machine::Machine;
+use bench_suite::machine::{Build, Machine};
 use bench_suite::progress::Progress;
 use bench_suite::report::{self, Profile, Results};
 use bench_suite::{locktorture, membarrier, rcuscale, refscale, torture};
@@ -96,6 +96,7 @@ fn sample_results() -> Results {
     Results {
         profile: Profile::Quick,
         machine: Machine::current(),
+        build: Some(Build::current()),
         wall_s: 1.0,
         refscale,
         locktorture,

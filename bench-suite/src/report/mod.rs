@@ -13,7 +13,7 @@ mod sections;
 
 pub use sections::document;
 
-use crate::machine::Machine;
+use crate::machine::{Build, Machine};
 use crate::progress::Progress;
 use crate::{locktorture, membarrier, rcuscale, refscale, torture};
 use serde::{Deserialize, Serialize};
@@ -204,6 +204,10 @@ pub struct Results {
     pub profile: Profile,
     /// Where it ran.
     pub machine: Machine,
+    /// What measured it. `None` in a `results.json` from before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Build>,
     /// Wall time of the whole run, seconds.
     pub wall_s: f64,
     /// Read-side cost per thread count.
@@ -657,6 +661,7 @@ pub fn measure(profile: Profile) -> std::io::Result<Results> {
     Ok(Results {
         profile,
         machine,
+        build: Some(Build::current()),
         wall_s: began.elapsed().as_secs_f64(),
         refscale: refscale_out,
         locktorture: torture_out,
@@ -819,6 +824,15 @@ pub(crate) mod tests {
                 },
                 full_fence_ns: Some(5.0),
             },
+            build: Some(Build {
+                version: "0.1.0".into(),
+                commit: Some("0123456789ab".into()),
+                opt_level: "3".into(),
+                debug_assertions: false,
+                target: "x86_64-unknown-linux-gnu".into(),
+                peers: vec!["crossbeam-epoch 0.9.18".into(), "parking_lot 0.13.0".into()],
+                liburcu: Some("0.13.2".into()),
+            }),
             wall_s: 12.0,
             refscale: vec![
                 refscale::Outcome {

@@ -11,6 +11,15 @@ use super::plots::{self, Series};
 use super::{QUICK_QS_FQS, QUICK_QS_PAIR, QUICK_QS_WAITS, Results, checks_cell, choosing};
 use crate::{locktorture, rcuscale, refscale, stats, torture};
 
+/// The intro's line on what measured `results`.
+fn build_line(results: &Results) -> String {
+    match &results.build {
+        Some(build) => format!("Build: {}.", build.summary()),
+        None => "Build: not recorded (a `results.json` from before syncbench recorded its build)."
+            .to_owned(),
+    }
+}
+
 /// Builds the report document from `results` alone.
 pub fn document(results: &Results) -> Document {
     let mut doc = Document {
@@ -26,6 +35,11 @@ pub fn document(results: &Results) -> Document {
         ],
         sections: Vec::new(),
     };
+    doc.intro.insert(1, build_line(results));
+    if let Some(warning) = results.build.as_ref().and_then(|b| b.unoptimized_warning()) {
+        doc.intro
+            .insert(2, format!("**Not comparable: {warning}.**"));
+    }
     if !results.unavailable.is_empty() {
         let mut by_why: Vec<(&str, Vec<&str>)> = Vec::new();
         for u in &results.unavailable {
