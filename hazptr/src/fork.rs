@@ -235,9 +235,8 @@ pub fn before_fork() {
     // and a `OnceLock` caught mid-decision would block the child's first
     // fence forever.
     let _ = membarrier_sim::fence::mode();
-    // And the clock that retirement's period is measured from, and the key
-    // that gives a thread's blocks back when its thread-locals cannot.
-    let _ = crate::retire::now_ms();
+    // And the key that gives a thread's blocks back when its thread-locals
+    // cannot. (Retirement's clock, `retire::now_ms`, has no state to settle.)
     let _ = crate::registration::settle_exit_key();
     let registry = DOMAINS.lock().unwrap_or_else(PoisonError::into_inner);
     let domains = registry

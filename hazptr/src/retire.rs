@@ -79,7 +79,8 @@ pub(crate) const TIME_CHECK_EVERY: u32 = 8;
 /// thread that retires rarely hands over that much later (one retire a
 /// second: about every 8 s); the period bounds how long a busy retirer's
 /// objects wait, not a rare one's, which the domain's drop or
-/// [`Domain::reclaim`] frees.
+/// [`Domain::reclaim`] frees. Measured by [`now_ms`], whose resolution is a
+/// timer tick: 2-4 ms in practice.
 pub(crate) const RECLAIM_PERIOD_MS: u32 = 2;
 
 /// Backoff steps a drainer gives owners waiting out the last drain before it
@@ -116,8 +117,13 @@ impl Retired {
     }
 }
 
-/// Milliseconds since the first call in this process (0 under loom, where
-/// time-based triggers would make executions nondeterministic).
+/// A millisecond clock that wraps (compare with `wrapping_sub`): the
+/// monotonic clock's coarse variant, `CLOCK_MONOTONIC_COARSE`, which the vDSO
+/// reads from the last timer tick without reading the hardware counter
+/// (jiffy resolution, 1-4 ms, enough for the 2 ms reclamation period and
+/// the scanner's 1 s spawn retry). Under loom always 0: time-based triggers
+/// would make executions nondeterministic.
+#[inline]
 pub(crate) fn now_ms() -> u32 {
     #[cfg(loom)]
     {
@@ -125,11 +131,18 @@ pub(crate) fn now_ms() -> u32 {
     }
     #[cfg(not(loom))]
     {
-        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_millis() as u32
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a valid timespec for the call to fill in.
+        let failed = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) } != 0;
+        // The clock cannot fail for a valid clock id and pointer; were it
+        // to, time would stand still and only the count triggers remain.
+        debug_assert!(!failed, "CLOCK_MONOTONIC_COARSE failed");
+        (now.tv_sec as u32)
+            .wrapping_mul(1000)
+            .wrapping_add((now.tv_nsec / 1_000_000) as u32)
     }
 }
 
