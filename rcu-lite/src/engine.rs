@@ -96,6 +96,21 @@ const WAITS_FOR_TIMER: u32 = 2;
 /// Checks for a caller needing a grace period before the worker parks.
 const WORKER_SPINS: u32 = if cfg!(loom) { 1 } else { 200 };
 
+/// The longest a caller sleeps on a `gp_done` eventcount before it looks at
+/// `completed` again. A completion always bumps the word and wakes, so this
+/// only matters where the 32-bit eventcount came back round to the value the
+/// caller read (2^31 events, about 40 minutes of back-to-back grace periods,
+/// between its load and its futex call, its own completion among them):
+/// without a bound it would sleep until the next grace period of that
+/// parity, which an idle process never asks for. Unbounded under loom, whose
+/// model of a timed wait yields instead of sleeping and would hide a lost
+/// wake-up.
+const EVENTCOUNT_RECHECK: Option<Duration> = if cfg!(loom) {
+    None
+} else {
+    Some(Duration::from_secs(1))
+};
+
 /// How many grace periods an engine has started and completed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpCounts {
@@ -741,7 +756,7 @@ impl Engine {
             // where an RMW costs nothing next to the system call, so that
             // waiters served while they spin never touch it.
             self.callers.sleeping.fetch_add(1, Relaxed);
-            futex::wait(self.gp_done(target), events | SLEEPERS, None);
+            futex::wait(self.gp_done(target), events | SLEEPERS, EVENTCOUNT_RECHECK);
             self.callers.sleeping.fetch_sub(1, Relaxed);
         }
     }

@@ -72,6 +72,20 @@ use std::sync::Arc;
 /// oversubscribed machine a spinning waiter only delays the driver).
 const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 8 };
 
+/// The longest a waiter sleeps on `release_seq` before it looks at its
+/// state again. A release always bumps the word and wakes, so this only
+/// matters where the 32-bit word came back round to the value the waiter
+/// read: 2^32 release passes (about an hour of back-to-back scans) between
+/// its load and its futex call, with its own release among them. Without a
+/// bound it would then sleep until the domain's next release, which an idle
+/// domain never has. Unbounded under loom, whose model of a timed wait
+/// yields instead of sleeping and would hide a lost wake-up.
+const RELEASE_RECHECK: Option<std::time::Duration> = if cfg!(loom) {
+    None
+} else {
+    Some(std::time::Duration::from_secs(1))
+};
+
 // No yield phase: on a machine with more threads than CPUs, a yield hands
 // the CPU to whatever else runs there, and a busy reader thread then keeps it
 // for a whole time slice (rcuscale, 16 writers and 1 reader on 2 CPUs: per-GP
@@ -306,7 +320,7 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         // Pairs with the fence in `wake_released`.
         atomic_fence(Ordering::SeqCst);
         if waiter.state.load(Ordering::SeqCst) != DONE {
-            futex_wait(&scan.release_seq, seq, None);
+            futex_wait(&scan.release_seq, seq, RELEASE_RECHECK);
         }
         // SeqCst, as the increment; a driver that still counts us only
         // wakes the futex once more.
