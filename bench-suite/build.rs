@@ -4,10 +4,11 @@
 //! `rcu-lite`).
 //!
 //! The commit is `git rev-parse HEAD` of the checkout being built, and
-//! *dirty* means `git status` saw tracked files changed when this script last
-//! ran. It runs again when `HEAD` moves and when any source compiled into
-//! `syncbench` changes, so the flag covers what the binary was built from;
-//! without git or a checkout (a source archive) the commit is unknown.
+//! *dirty* means `git status` saw changes to the tracked sources compiled
+//! into `syncbench` (the crates' `src`, their manifests, `Cargo.lock`, the C
+//! shims, this script). It runs again when `HEAD` moves (its reflog) and when
+//! any of those sources changes, so the flag is what the binary was built
+//! from; without git or a checkout (a source archive) the commit is unknown.
 //!
 //! When `pkg-config` finds `liburcu-memb` and `liburcu-qsbr`, the C shims in
 //! `csrc/` are compiled against them (so liburcu's inline read-side fast paths
@@ -102,7 +103,6 @@ fn build_description() {
     println!("cargo:rustc-env=SYNCBENCH_TARGET={}", env("TARGET"));
 
     let lock = workspace.join("Cargo.lock");
-    println!("cargo:rerun-if-changed={}", lock.display());
     let peers = std::fs::read_to_string(&lock)
         .map(|text| peer_versions(&text))
         .unwrap_or_default();
@@ -119,30 +119,9 @@ fn build_description() {
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     };
-    let commit = git(&["rev-parse", "--short=12", "HEAD"]).map(|head| {
-        let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-            .is_some_and(|changes| !changes.is_empty());
-        if dirty { format!("{head}-dirty") } else { head }
-    });
-    println!(
-        "cargo:rustc-env=SYNCBENCH_COMMIT={}",
-        commit.unwrap_or_default()
-    );
-    // Run again when HEAD moves (a commit, a checkout) ...
-    if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let git_dir = std::path::PathBuf::from(git_dir);
-        let mut refs = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
-        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            refs.push(git_dir.join(branch));
-        }
-        // Only files that exist (a branch may live in packed-refs alone).
-        for path in refs.iter().filter(|p| p.exists()) {
-            println!("cargo:rerun-if-changed={}", path.display());
-        }
-    }
-    // ... and when a source compiled into syncbench changes, for the dirty
-    // flag. Only paths that exist: cargo reruns on every build for one that
-    // does not.
+    // The sources compiled into syncbench, relative to the workspace: what
+    // the dirty flag looks at, and what makes this script run again.
+    let mut sources: Vec<String> = vec!["Cargo.toml".into(), "Cargo.lock".into()];
     for crate_dir in [
         "bench-suite",
         "hazptr",
@@ -151,17 +130,54 @@ fn build_description() {
         "membarrier-sim",
         "futex-word",
     ] {
-        for part in ["src", "Cargo.toml"] {
-            let path = workspace.join(crate_dir).join(part);
-            if path.exists() {
-                println!("cargo:rerun-if-changed={}", path.display());
-            }
+        sources.push(format!("{crate_dir}/src"));
+        sources.push(format!("{crate_dir}/Cargo.toml"));
+    }
+    sources.push("bench-suite/csrc".into());
+    sources.push("bench-suite/build.rs".into());
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).map(|head| {
+        // `--no-optional-locks`: no index refresh, so no `index.lock` that a
+        // commit running meanwhile would trip over.
+        let mut status = vec![
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+        ];
+        status.extend(sources.iter().map(String::as_str));
+        match git(&status) {
+            Some(changes) if changes.is_empty() => head,
+            Some(_) => format!("{head}-dirty"),
+            // Not "clean" when git could not say.
+            None => format!("{head}-unknown-state"),
+        }
+    });
+    println!(
+        "cargo:rustc-env=SYNCBENCH_COMMIT={}",
+        commit.unwrap_or_default()
+    );
+    // Run again when HEAD moves: every move (a commit, a checkout, a reset)
+    // appends to HEAD's reflog, wherever the refs themselves live (loose,
+    // packed, reftable, a linked worktree's common directory). HEAD itself
+    // too, for a repository without reflogs. Only files that exist: cargo
+    // runs the script on every build for a path that does not.
+    for name in ["logs/HEAD", "HEAD"] {
+        // Relative to the directory git ran in (`-C`) unless absolute.
+        if let Some(path) = git(&["rev-parse", "--git-path", name])
+            .map(|p| workspace.join(p))
+            .filter(|p| p.exists())
+        {
+            println!("cargo:rerun-if-changed={}", path.display());
         }
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        workspace.join("Cargo.toml").display()
-    );
+    // And when a source changes, for the dirty flag.
+    for source in &sources {
+        let path = workspace.join(source);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
 }
 
 /// `name version` of each of [`PEERS`] that `Cargo.lock`'s `bench-suite`

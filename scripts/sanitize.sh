@@ -3,7 +3,8 @@
 #
 #   miri      miri (nightly) over membarrier-sim's and qrwlock's tests, hazptr's
 #             unit, domain, no_alloc, misuse and doc tests and its treiber
-#             example, rcu-lite's tests, and bench-suite's torture unit tests:
+#             example, rcu-lite's tests, and bench-suite's torture and
+#             locktorture unit tests (and one rcuscale test):
 #             undefined behaviour, data races under its weak-memory emulation,
 #             Stacked Borrows, leaks. Tests miri cannot run are ignored under
 #             `cfg(miri)` with the reason in the attribute (printed, one line

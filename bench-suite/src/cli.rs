@@ -349,9 +349,10 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
     if v <= 0.0 {
         return Err(format!("must be more than 0 seconds (got {text})"));
     }
-    // `Duration::from_secs_f64` truncates to whole nanoseconds: a shorter
-    // run would be no run at all, failed for measuring nothing (status 1)
-    // rather than refused as the bad argument it is.
+    // A run lasts whole nanoseconds (`Duration::from_secs_f64` rounds to
+    // them): under half of one it would be no run at all, failed for
+    // measuring nothing (status 1) rather than refused as the bad argument
+    // it is. One nanosecond is the floor.
     if v < 1e-9 {
         return Err(format!(
             "at least 1e-9 seconds, one nanosecond (got {text})"

@@ -535,6 +535,11 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         }
     }
     let mut build_differences = Vec::new();
+    match (old.get("build"), new.get("build")) {
+        (Some(_), None) => build_differences.push("build recorded in the old run only".to_owned()),
+        (None, Some(_)) => build_differences.push("build recorded in the new run only".to_owned()),
+        _ => {}
+    }
     if let (Some(Value::Object(ba)), Some(Value::Object(bb))) = (old.get("build"), new.get("build"))
     {
         let mut keys: Vec<&String> = ba.keys().chain(bb.keys()).collect();
@@ -1342,9 +1347,13 @@ mod tests {
                 && text.contains(r#"note: builds differ (opt_level: "3" -> "0")"#),
             "{text}"
         );
-        // A run from before builds were recorded: nothing to say.
+        // A run from before builds were recorded: nothing to compare, but
+        // said.
         old.as_object_mut().unwrap().remove("build");
         let c = compare(&old, &new, 10.0);
-        assert!(c.build_differences.is_empty(), "{:?}", c.build_differences);
+        assert_eq!(
+            c.build_differences,
+            vec!["build recorded in the new run only".to_owned()]
+        );
     }
 }

@@ -159,7 +159,8 @@ fn seconds(text: &str) -> Result<f64, String> {
     if !(v.is_finite() && v > 0.0) {
         return Err(format!("must be more than 0 seconds (got {text})"));
     }
-    // Whole nanoseconds: a shorter time would run no time at all.
+    // Whole nanoseconds (rounded): under half of one would run no time at
+    // all. One nanosecond is the floor.
     if v < 1e-9 {
         return Err(format!(
             "at least 1e-9 seconds, one nanosecond (got {text})"

@@ -678,7 +678,7 @@ const NOT_SECONDS: &[(&str, &str)] = &[
     ("inf", "must be a finite number (got inf)"),
     ("86400.5", "at most 86400 seconds (got 86400.5)"),
     ("x", "'x' is not a number of seconds"),
-    // Under a nanosecond, which a Duration rounds to nothing.
+    // Under the one-nanosecond floor (under half of one would run no time).
     ("9e-10", "at least 1e-9 seconds, one nanosecond (got 9e-10)"),
 ];
 

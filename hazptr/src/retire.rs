@@ -80,7 +80,7 @@ pub(crate) const TIME_CHECK_EVERY: u32 = 8;
 /// second: about every 8 s); the period bounds how long a busy retirer's
 /// objects wait, not a rare one's, which the domain's drop or
 /// [`Domain::reclaim`] frees. Measured by [`now_ms`], whose resolution is a
-/// timer tick: 2-4 ms in practice.
+/// timer tick: 2 ms with 1 ms ticks, one tick (4 or 10 ms) with longer ones.
 pub(crate) const RECLAIM_PERIOD_MS: u32 = 2;
 
 /// Backoff steps a drainer gives owners waiting out the last drain before it
@@ -120,8 +120,8 @@ impl Retired {
 /// A millisecond clock that wraps (compare with `wrapping_sub`): the
 /// monotonic clock's coarse variant, `CLOCK_MONOTONIC_COARSE`, which the vDSO
 /// reads from the last timer tick without reading the hardware counter
-/// (jiffy resolution, 1-4 ms, enough for the 2 ms reclamation period and
-/// the scanner's 1 s spawn retry). Under loom always 0: time-based triggers
+/// (a tick's resolution, 1-10 ms: enough for the reclamation period and the
+/// scanner's 1 s spawn retry). Under loom always 0: time-based triggers
 /// would make executions nondeterministic.
 #[inline]
 pub(crate) fn now_ms() -> u32 {
@@ -137,13 +137,34 @@ pub(crate) fn now_ms() -> u32 {
         };
         // SAFETY: `now` is a valid timespec for the call to fill in.
         let failed = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) } != 0;
-        // The clock cannot fail for a valid clock id and pointer; were it
-        // to, time would stand still and only the count triggers remain.
+        // The clock cannot fail for a valid clock id and pointer (Linux has
+        // had it since 2.6.32); were it to, time would stand still: only the
+        // count triggers would hand batches over, and a failed scanner spawn
+        // would not be retried.
         debug_assert!(!failed, "CLOCK_MONOTONIC_COARSE failed");
         (now.tv_sec as u32)
             .wrapping_mul(1000)
             .wrapping_add((now.tv_nsec / 1_000_000) as u32)
     }
+}
+
+/// [`now_ms`]'s resolution, a timer tick, in whole milliseconds (at least 1).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn tick_ms() -> u32 {
+    // Miri's clocks are its own, and it has no clock_getres.
+    if cfg!(miri) {
+        return 1;
+    }
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    assert_eq!(
+        // SAFETY: `res` is a valid timespec for the call to fill in.
+        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) },
+        0
+    );
+    ((res.tv_sec as u64 * 1000 + res.tv_nsec as u64 / 1_000_000) as u32).max(1)
 }
 
 fn period_passed(shared: &Shared) -> bool {

@@ -1822,8 +1822,10 @@ fn retires_racing_reclaim_free_every_object_once() {
 /// check's period) and exit, one after another: the count of retires into
 /// their block carries over from one owner to the next, so their clock checks
 /// still come due and hand the objects to a pass, instead of leaving every
-/// one on the list until someone calls `reclaim()`. Each thread sleeps 1 ms,
-/// so that every check finds the 2 ms period over.
+/// one on the list until someone calls `reclaim()`. Each thread sleeps a
+/// timer tick and 1 ms, so that every check (two or three threads apart)
+/// finds the 2 ms period over on the tick-resolution clock, whose reading
+/// may lag by up to a tick.
 #[test]
 fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
     test_support::within_a_deadline(
@@ -1836,7 +1838,7 @@ fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
             for t in 0..threads {
                 std::thread::scope(|s| {
                     s.spawn(|| {
-                        std::thread::sleep(Duration::from_millis(1));
+                        std::thread::sleep(Duration::from_millis(tick_ms() + 1));
                         for i in 0..3 {
                             // SAFETY: never published; retired once.
                             unsafe { domain.retire_box(tracked(&drops, t * 3 + i)) };
@@ -2229,4 +2231,23 @@ fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
             drop(unsafe { Box::from_raw(shared.into_inner()) });
         },
     );
+}
+
+/// The resolution of hazptr's retirement clock (`CLOCK_MONOTONIC_COARSE`), a
+/// timer tick, in whole milliseconds (at least 1).
+fn tick_ms() -> u64 {
+    // Miri's clocks are its own, and it has no clock_getres.
+    if cfg!(miri) {
+        return 1;
+    }
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    assert_eq!(
+        // SAFETY: `res` is a valid timespec for the call to fill in.
+        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) },
+        0
+    );
+    (res.tv_sec as u64 * 1000 + res.tv_nsec as u64 / 1_000_000).max(1)
 }

@@ -8,57 +8,88 @@
 //! that stopped reading held the run past `--duration-s` (a 0.5 s run took
 //! 3 s behind a 4 KiB pipe nobody read) and left its hangs unwatched.
 //!
-//! The queue is unbounded but small: at most one batch of lines per
-//! [`Config::MIN_STAT_INTERVAL`](super::Config::MIN_STAT_INTERVAL) of the
-//! run, each under 100 bytes. A write error ends the writing, not the run:
-//! later lines are dropped and [`LiveLines::finish`] returns the error once
-//! every lock has run.
+//! The queue holds at most [`QUEUED_LINES`] lines: a reader that stays away
+//! for a long run would otherwise have them pile up in memory (about 26 KB a
+//! second at the shortest interval). Lines past that are dropped and
+//! counted, and [`LiveLines::finish`] says how many. A write error ends the
+//! writing, not the run: later lines are dropped and `finish` returns the
+//! error once every lock has run.
 
+use std::cell::Cell;
 use std::io::{self, Write};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::thread::JoinHandle;
+
+/// Lines queued for a reader that is behind: minutes of lines at a person's
+/// pace, under a megabyte.
+pub const QUEUED_LINES: usize = 8192;
+
+/// What the writer thread hands back: its output, and the first write error.
+type Finished = (Box<dyn Write + Send>, io::Result<()>);
 
 /// The queue to the writer thread, and the thread.
 #[derive(Debug)]
 pub struct LiveLines {
-    lines: Sender<String>,
-    writer: JoinHandle<io::Result<()>>,
+    lines: SyncSender<String>,
+    writer: JoinHandle<Finished>,
+    /// Lines dropped because the queue was full.
+    dropped: Cell<u64>,
 }
 
 impl LiveLines {
-    /// Starts the writer thread on `out`.
-    pub fn start(mut out: Box<dyn Write + Send>) -> io::Result<LiveLines> {
-        let (lines, queued) = mpsc::channel::<String>();
+    /// Starts the writer thread on `out`, with room for `capacity` queued
+    /// lines.
+    pub fn start(out: Box<dyn Write + Send>, capacity: usize) -> io::Result<LiveLines> {
+        let (lines, queued) = mpsc::sync_channel::<String>(capacity);
         let writer = std::thread::Builder::new()
             .name("locktorture stats".into())
             .spawn(move || {
-                let mut first_error = None;
+                let mut out = out;
+                let mut first_error = Ok(());
                 for line in queued {
-                    if first_error.is_none()
-                        && let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush())
-                    {
-                        first_error = Some(e);
+                    if first_error.is_ok() {
+                        first_error = writeln!(out, "{line}").and_then(|()| out.flush());
                     }
                 }
-                first_error.map_or(Ok(()), Err)
+                (out, first_error)
             })?;
-        Ok(LiveLines { lines, writer })
+        Ok(LiveLines {
+            lines,
+            writer,
+            dropped: Cell::new(0),
+        })
     }
 
-    /// Queues `line` for the writer; never blocks.
+    /// Queues `line` for the writer, or drops it if the queue is full; never
+    /// blocks.
     pub fn send(&self, line: String) {
-        // The writer only stops once `finish` drops the sender: the send
-        // cannot fail before then, and a line sent after would be dropped.
-        let _ = self.lines.send(line);
+        match self.lines.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => self.dropped.set(self.dropped.get() + 1),
+            // The writer only stops once `finish` drops the sender (or it
+            // panicked, which `finish` reports).
+            Err(TrySendError::Disconnected(_)) => {}
+        }
     }
 
-    /// Waits for every queued line to be written; the first write error, if
-    /// any.
+    /// Waits for every queued line to be written, then writes how many
+    /// were dropped, if any; the first write error, if any.
     pub fn finish(self) -> io::Result<()> {
         drop(self.lines);
-        self.writer
+        let (mut out, written) = self
+            .writer
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the statistics writer panicked")))
+            .map_err(|_| io::Error::other("the statistics writer panicked"))?;
+        written?;
+        match self.dropped.get() {
+            0 => Ok(()),
+            n => writeln!(
+                out,
+                "locktorture: {n} statistics lines dropped: standard output was not read as \
+                 fast as they came"
+            )
+            .and_then(|()| out.flush()),
+        }
     }
 }
 
@@ -92,10 +123,13 @@ mod tests {
     fn a_stalled_reader_does_not_block_the_sender_and_loses_no_line() {
         let let_go = Arc::new((Mutex::new(false), Condvar::new()));
         let written = Arc::new(Mutex::new(Vec::new()));
-        let live = LiveLines::start(Box::new(Stalled {
-            let_go: Arc::clone(&let_go),
-            written: Arc::clone(&written),
-        }))
+        let live = LiveLines::start(
+            Box::new(Stalled {
+                let_go: Arc::clone(&let_go),
+                written: Arc::clone(&written),
+            }),
+            2000,
+        )
         .unwrap();
         // Each send returns with the writer stuck on the first line (a
         // blocking send would hang here, the writer not yet let go).
@@ -126,12 +160,43 @@ mod tests {
 
     #[test]
     fn a_write_error_is_returned_at_the_finish() {
-        let live = LiveLines::start(Box::new(Full)).unwrap();
+        let live = LiveLines::start(Box::new(Full), 8).unwrap();
         live.send("a".into());
         live.send("b".into());
         assert_eq!(
             live.finish().unwrap_err().kind(),
             io::ErrorKind::StorageFull
+        );
+    }
+
+    /// Past its capacity the queue drops lines rather than grow, and the
+    /// finish says how many.
+    #[test]
+    fn a_full_queue_drops_lines_and_says_how_many() {
+        let let_go = Arc::new((Mutex::new(false), Condvar::new()));
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let live = LiveLines::start(
+            Box::new(Stalled {
+                let_go: Arc::clone(&let_go),
+                written: Arc::clone(&written),
+            }),
+            10,
+        )
+        .unwrap();
+        for i in 0..100 {
+            live.send(format!("line {i}"));
+        }
+        // The writer holds one line and the queue ten: the rest are dropped.
+        let dropped = live.dropped.get();
+        assert!((89..=90).contains(&dropped), "{dropped}");
+        *let_go.0.lock().unwrap() = true;
+        let_go.1.notify_all();
+        live.finish().unwrap();
+        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count() as u64, 100 - dropped + 1, "{text}");
+        assert!(
+            text.ends_with(&format!("locktorture: {dropped} statistics lines dropped: standard output was not read as fast as they came\n")),
+            "{text}"
         );
     }
 }

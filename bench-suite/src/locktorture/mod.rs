@@ -793,10 +793,22 @@ pub fn torture_all(
 ) -> std::io::Result<Vec<Outcome>> {
     let total_ms = chosen.len() as u64 * config.duration.as_millis() as u64;
     let mut progress = Progress::new(total_ms, "locktorture");
-    let live = interval_out.map(LiveLines::start).transpose()?;
+    let live = interval_out
+        .filter(|_| config.stat_interval.is_some())
+        .map(|out| LiveLines::start(out, live::QUEUED_LINES))
+        .transpose()?;
     let mut outcomes = Vec::with_capacity(chosen.len());
     for imp in chosen {
-        outcomes.push(torture(imp, config, &mut progress, live.as_ref())?);
+        match torture(imp, config, &mut progress, live.as_ref()) {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(e) => {
+                // The lines queued so far still go out before the error.
+                if let Some(live) = live {
+                    let _ = live.finish();
+                }
+                return Err(e);
+            }
+        }
     }
     if let Some(live) = live {
         live.finish()?;

@@ -362,9 +362,10 @@ mod tests {
                 let tries = scan.spawn_tries.load(Ordering::Relaxed);
                 assert!(!scan.started.load(Ordering::Acquire));
                 // One try, and one more per retry period the calls took (on a
-                // slow machine they may take that long); a period measured in
-                // whole milliseconds may be up to 1 ms short.
-                let allowed = 1 + elapsed_ms / u128::from(SPAWN_RETRY_MS - 1);
+                // slow machine they may take that long); a period measured on
+                // the tick-resolution clock may be up to a tick short.
+                let tick_ms = u128::from(crate::retire::tick_ms());
+                let allowed = 1 + elapsed_ms / (u128::from(SPAWN_RETRY_MS) - tick_ms);
                 assert!(
                     tries >= 1 && u128::from(tries) <= allowed,
                     "200 calls in {elapsed_ms} ms tried to spawn the failing scanner {tries} \
