@@ -875,6 +875,66 @@ fn compare_flags_a_regression_and_can_fail_on_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `compare --all` lists the figures that did not move as well, `--json`
+/// gives the comparison as JSON, and a gate whose stdout reader went away
+/// still fails with its reason on stderr (the closed pipe is not the
+/// failure: a gate that passes exits 0 the same way).
+#[test]
+fn compare_all_json_and_a_gate_behind_a_closed_stdout() {
+    let dir = scratch_dir("syncbench-compare-all");
+    let write = |name: &str, hazptr_ns: f64| {
+        let path = dir.join(name);
+        let doc = serde_json::json!({
+            "profile": "quick",
+            "machine": {"cpu": "X"},
+            "refscale": [
+                {"impl": "arc-swap", "threads": 1, "ns_per_op": 2.0},
+                {"impl": "hazptr", "threads": 1, "ns_per_op": hazptr_ns},
+            ],
+        });
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (old, new) = (write("old.json", 1.0), write("new.json", 2.0));
+    let unchanged = "refscale impl=arc-swap threads=1 ns_per_op";
+    let out = syncbench(&["compare", &old, &new]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(unchanged));
+    let out = syncbench(&["compare", &old, &new, "--all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(unchanged), "{text}");
+    let out = syncbench(&["compare", &old, &new, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changes = c["changes"].as_array().unwrap();
+    let hazptr = changes
+        .iter()
+        .find(|ch| ch["measurement"] == "refscale impl=hazptr threads=1")
+        .unwrap_or_else(|| panic!("{c}"));
+    assert_eq!(hazptr["regression"], true, "{c}");
+    assert_eq!(
+        (hazptr["old"].as_f64(), hazptr["new"].as_f64()),
+        (Some(1.0), Some(2.0))
+    );
+    for (new_file, gate_fails) in [(&new, true), (&old, false)] {
+        let (read_end, write_end) = pipe();
+        drop(read_end);
+        let out = Command::new(env!("CARGO_BIN_EXE_syncbench"))
+            .args(["compare", &old, new_file, "--fail-on-regression"])
+            .stdout(Stdio::from(write_end))
+            .output()
+            .expect("syncbench runs");
+        assert_eq!(out.status.success(), !gate_fails, "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out).contains("syncbench: --fail-on-regression: 1 figures regressed"),
+            gate_fails,
+            "{}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `--fail-on-regression` fails on what a look at regressions alone lets
 /// through: a measurement the new run lacks, a figure that went NaN (written
 /// as null), no figure compared. Files that are not results documents are
