@@ -125,6 +125,22 @@ impl QuickQsSide {
 fn quick_qs_section(results: &Results) -> Section {
     let mut section =
         Section::new("Synchronize latency with quick quiescent-state reporting on and off");
+    // The settings the runs recorded, not this build's (a report rendered
+    // `--from` an older run): the interval, and waits per run from the
+    // waits counted over the runs.
+    let interval_ms = results
+        .quick_qs
+        .iter()
+        .find_map(|o| o.fqs_interval_ms)
+        .unwrap_or(QUICK_QS_FQS.as_secs_f64() * 1000.0);
+    let waits_per_run = results
+        .quick_qs
+        .first()
+        .and_then(|o| {
+            let runs = (o.per_gp_rounds_us.len() * o.writers) as u64;
+            (runs > 0).then(|| o.gps / runs)
+        })
+        .unwrap_or(QUICK_QS_WAITS);
     section.paragraph(format!(
         "One writer, no readers (an idle system), fixed-interval force-quiescent-state scans every {} ms as \
          the kernel paces them. `{}` reports the grace-period driver's own quiescent state at the end of \
@@ -132,10 +148,10 @@ fn quick_qs_section(results: &Results) -> Section {
          needs a second FQS wait. As in the seed, each run is {} `synchronize_rcu()` calls, and the two \
          sides alternate run by run; *max* is the largest wait of all runs (the seed's figure), *run max* the \
          median over runs of each run's largest. The seed measured mean 0.62x and max 0.40x.",
-        QUICK_QS_FQS.as_millis(),
+        interval_ms,
         QUICK_QS_PAIR[0],
         QUICK_QS_PAIR[1],
-        QUICK_QS_WAITS,
+        waits_per_run,
     ));
     let sides: Vec<_> = QUICK_QS_PAIR
         .iter()
@@ -940,6 +956,30 @@ mod tests {
         assert_eq!(side.run_max, 20.0);
         assert_eq!(side.max, 90.0);
         assert_eq!(side.fqs_per_gp, None);
+    }
+
+    /// The section states the settings the runs recorded, not this
+    /// build's: a report rendered `--from` a run at another FQS interval or
+    /// with other waits per run says what that run did.
+    #[test]
+    fn quick_qs_states_the_interval_and_waits_the_runs_recorded() {
+        let mut results = crate::report::tests::sample();
+        let md = crate::report::document(&results).to_markdown();
+        assert!(md.contains("scans every 3 ms"), "{md}");
+        assert!(
+            md.contains("each run is 100 `synchronize_rcu()` calls"),
+            "{md}"
+        );
+        for run in &mut results.quick_qs {
+            run.fqs_interval_ms = Some(5.0);
+            run.gps = 40;
+        }
+        let md = crate::report::document(&results).to_markdown();
+        assert!(md.contains("scans every 5 ms"), "{md}");
+        assert!(
+            md.contains("each run is 40 `synchronize_rcu()` calls"),
+            "{md}"
+        );
     }
 
     /// The FQS waits per grace period add up over every run of a side,
