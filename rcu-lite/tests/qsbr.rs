@@ -135,6 +135,70 @@ fn synchronize_waits_for_a_registration_back_online() {
     }
 }
 
+/// `QsbrThread::synchronize_rcu` and `QsbrThread::synchronize_rcu_expedited`
+/// take only the caller's own registration offline: the grace period they
+/// wait for still waits for every other online registration, here another
+/// thread's that announces no quiescent state until it is dropped. (A
+/// method that only went offline and back, without waiting, would return
+/// at once and hand its caller a grace period that never happened.)
+#[test]
+fn a_registrations_own_synchronize_waits_for_another_online_registration() {
+    let _alone = alone();
+    type OwnWait = fn(&mut QsbrThread);
+    let waits: [(&str, OwnWait); 2] = [
+        ("QsbrThread::synchronize_rcu", QsbrThread::synchronize_rcu),
+        (
+            "QsbrThread::synchronize_rcu_expedited",
+            QsbrThread::synchronize_rcu_expedited,
+        ),
+    ];
+    // Pay for the process's first grace period outside the checks (see
+    // `synchronize_waits_for_a_registration_back_online`).
+    qsbr::synchronize_rcu();
+    for (name, own_wait) in waits {
+        test_support::assert_waits_for_reader(
+            name,
+            Duration::from_millis(50),
+            QsbrThread::register,
+            // Dropping the registration takes it offline.
+            drop,
+            || {
+                test_support::within_a_deadline(
+                    &format!("{name} behind another thread's online registration"),
+                    LIMIT,
+                    // The caller's registration, on the deadline's thread: a
+                    // registration cannot move to another thread.
+                    move || own_wait(&mut QsbrThread::register()),
+                )
+            },
+        );
+    }
+}
+
+/// `qsbr::synchronize_rcu_expedited` runs its grace period at once, but it
+/// is still a grace period: it waits for an online registration that began
+/// before it until that registration goes offline.
+#[test]
+fn synchronize_expedited_waits_for_an_online_registration() {
+    let _alone = alone();
+    // Pay for the process's first grace period outside the check.
+    qsbr::synchronize_rcu();
+    test_support::assert_waits_for_reader(
+        "qsbr::synchronize_rcu_expedited",
+        Duration::from_millis(50),
+        QsbrThread::register,
+        // Dropping the registration takes it offline.
+        drop,
+        || {
+            test_support::within_a_deadline(
+                "qsbr::synchronize_rcu_expedited behind an online registration",
+                LIMIT,
+                qsbr::synchronize_rcu_expedited,
+            )
+        },
+    );
+}
+
 /// Dropping an `OfflineQsbrThread` unregisters: the next registration takes
 /// its record over instead of the registry growing a new one each time.
 /// (Other tests of this binary register in parallel and may add a few
