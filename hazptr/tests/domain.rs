@@ -847,6 +847,52 @@ fn atomic_box_store_swap_compare_exchange() {
     );
 }
 
+/// `AtomicBox::retire_ptr` retires to the box's domain, to be freed as a
+/// `Box<T>`: each node unlinked with `compare_exchange_ptr` and retired that
+/// way is dropped exactly once by the domain's `reclaim`, except the one a
+/// guard protects, which the first `reclaim` after the guard goes drops.
+#[test]
+fn retire_ptr_frees_each_retired_node_once_and_never_a_protected_one() {
+    test_support::within_a_deadline(
+        "AtomicBox::retire_ptr and reclaim with one protected node",
+        TEST_DEADLINE,
+        || {
+            for domain in domains() {
+                let drops = Arc::new(AtomicUsize::new(0));
+                let head = AtomicBox::from_box_in(boxed(&drops, 0), &domain);
+                let mut guard = domain.guard();
+                let protected: *const Tracked = head.load(&mut guard).expect("set");
+                for i in 1..=100 {
+                    let current = head.load_ptr();
+                    // SAFETY: a `Box::into_raw` pointer, which the box owns
+                    // from now on; the old one is retired below.
+                    let unlinked =
+                        unsafe { head.compare_exchange_ptr(current, tracked(&drops, i)) }
+                            .expect("no other writer");
+                    assert_eq!(unlinked, current);
+                    // SAFETY: unlinked just above, so unreachable for new
+                    // readers; the pointer the exchange returned; retired once.
+                    unsafe { head.retire_ptr(unlinked) };
+                }
+                domain.reclaim();
+                assert_eq!(
+                    drops.load(SeqCst),
+                    99,
+                    "every retired node but the protected one ({domain:?})"
+                );
+                // SAFETY: still protected by `guard`.
+                assert_eq!(unsafe { (*protected).value }, 0);
+                drop(guard);
+                assert_eq!(domain.reclaim(), 1, "the node the guard protected");
+                assert_eq!(drops.load(SeqCst), 100);
+                assert_eq!(domain.reclaim(), 0, "a node freed twice, or left over");
+                drop(head);
+                assert_eq!(drops.load(SeqCst), 101, "the box's own node");
+            }
+        },
+    );
+}
+
 /// A `Replaced` reads as the old value and can be handed to another thread,
 /// which waits out the readers there (or retires it by dropping it).
 #[test]

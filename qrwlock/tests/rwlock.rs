@@ -1,9 +1,12 @@
 //! The public API on real threads: `lock_api` guards (the raw layer's misuse
-//! panics are in `misuse.rs`), FIFO behaviour behind a waiting writer, `cond_load_acquire` with a
-//! real futex, and a stress run with more threads than this machine's cores.
+//! panics are in `misuse.rs`), FIFO behaviour behind a waiting writer, `cond_load_acquire`
+//! and `cond_load_relaxed` with a real futex, and a stress run with more threads than this
+//! machine's cores.
 #![cfg(not(loom))]
 
-use qrwlock::{ReadRecursive, RwLock, RwLockWriteGuard, cond_load_acquire, wake_sleepers};
+use qrwlock::{
+    ReadRecursive, RwLock, RwLockWriteGuard, cond_load_acquire, cond_load_relaxed, wake_sleepers,
+};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -68,6 +71,43 @@ fn downgrade_keeps_a_queued_writer_out() {
             assert_eq!(*lock.read(), 2);
         },
     );
+}
+
+/// Guards are `Send` (the crate docs: `GuardSend`, an unlock does not
+/// depend on the thread that locked): a write guard, then read guards, taken
+/// here are dropped on another thread, and the lock is free afterwards.
+/// (With `GuardNoSend` as the guard marker this file does not compile.)
+#[test]
+fn guards_are_send_and_unlock_on_another_thread() {
+    fn assert_send<T: Send>(_: &T) {}
+    let lock = RwLock::new(0u32);
+    let mut w = lock.write();
+    assert_send(&w);
+    *w = 1;
+    std::thread::scope(|s| s.spawn(move || drop(w)).join().unwrap());
+    assert!(
+        !lock.is_locked(),
+        "the write guard dropped elsewhere left it locked"
+    );
+    let (a, b) = (lock.read(), lock.read());
+    assert_send(&a);
+    let seen = std::thread::scope(|s| {
+        s.spawn(move || {
+            let seen = *a + *b;
+            drop((a, b));
+            seen
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(seen, 2);
+    assert!(
+        !lock.is_locked(),
+        "the read guards dropped elsewhere left it locked"
+    );
+    let downgraded = RwLockWriteGuard::downgrade(lock.write());
+    std::thread::scope(|s| s.spawn(move || drop(downgraded)).join().unwrap());
+    assert!(lock.try_write().is_some(), "the lock is free");
 }
 
 #[test]
@@ -194,6 +234,98 @@ fn a_recursive_read_waits_for_the_writer_inside() {
     );
 }
 
+/// Spawns a thread named `name` (see `test_support::thread_states`) that
+/// runs `body` on the lock.
+fn spawn_named<T: Send + Sync + 'static, R: Send + 'static>(
+    name: &str,
+    lock: &Arc<RwLock<T>>,
+    body: impl FnOnce(&RwLock<T>) -> R + Send + 'static,
+) -> std::thread::JoinHandle<R> {
+    let lock = lock.clone();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || body(&lock))
+        .expect("spawn")
+}
+
+/// Returns once the thread named `name` is asleep: queued and waiting.
+fn until_queued(name: &str) {
+    test_support::until_asleep(
+        name,
+        3,
+        Duration::from_secs(5),
+        "a thread that should queue",
+    );
+}
+
+/// The queue is FIFO (the crate docs' *Fairness*): while a read lock is
+/// held, writer W1 queues and waits at the front (the waiting bit set), then
+/// writer W2 queues behind it (asleep); once the read lock goes, W1 enters
+/// before W2. Each writer appends its name to the protected log, so the log
+/// is the order in which they entered.
+#[test]
+#[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
+fn queued_writers_enter_in_arrival_order() {
+    test_support::within_a_deadline(
+        "queued_writers_enter_in_arrival_order (a queued writer, never woken)",
+        Duration::from_secs(20),
+        || {
+            let lock = Arc::new(RwLock::new(Vec::new()));
+            let held = lock.read();
+            let w1 = spawn_named("qrw-fifo-w1", &lock, |lock| lock.write().push("W1"));
+            while !writer_waiting(&lock) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let w2 = spawn_named("qrw-fifo-w2", &lock, |lock| lock.write().push("W2"));
+            until_queued("qrw-fifo-w2");
+            assert!(held.is_empty(), "a writer entered past the read hold");
+            drop(held);
+            w1.join().unwrap();
+            w2.join().unwrap();
+            assert_eq!(
+                *lock.read(),
+                ["W1", "W2"],
+                "the writers entered out of arrival order"
+            );
+        },
+    );
+}
+
+/// FIFO with readers and a writer queued behind a writer inside: R1, R2, W,
+/// R3 queue in that order (each asleep before the next comes). R1 and R2
+/// enter before W and see the value the first writer left; R3, queued after
+/// W, enters after it and sees W's value, though R1 and R2 entered together
+/// (a front reader admits the readers directly behind it, up to the first
+/// writer, not past it).
+#[test]
+#[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
+fn queued_readers_and_writers_enter_in_arrival_order() {
+    test_support::within_a_deadline(
+        "queued_readers_and_writers_enter_in_arrival_order (a queued thread, never woken)",
+        Duration::from_secs(20),
+        || {
+            let lock = Arc::new(RwLock::new(0u32));
+            let mut held = lock.write();
+            let r1 = spawn_named("qrw-rrwr-r1", &lock, |lock| *lock.read());
+            until_queued("qrw-rrwr-r1");
+            let r2 = spawn_named("qrw-rrwr-r2", &lock, |lock| *lock.read());
+            until_queued("qrw-rrwr-r2");
+            let w = spawn_named("qrw-rrwr-w", &lock, |lock| *lock.write() = 2);
+            until_queued("qrw-rrwr-w");
+            let r3 = spawn_named("qrw-rrwr-r3", &lock, |lock| *lock.read());
+            until_queued("qrw-rrwr-r3");
+            *held = 1;
+            drop(held);
+            assert_eq!(
+                [r1.join().unwrap(), r2.join().unwrap(), r3.join().unwrap()],
+                [1, 1, 2],
+                "what R1, R2 and R3 saw: each must enter in its turn around W"
+            );
+            w.join().unwrap();
+        },
+    );
+}
+
 /// Threads queued behind the front sleep on their own queue nodes, and each
 /// is woken when the thread ahead hands it the queue or admits it. The
 /// pauses let each queue in turn and fall asleep there (if one has not, the
@@ -243,7 +375,7 @@ fn spawn_waiting_writer(lock: &Arc<RwLock<u32>>, value: u32) -> std::thread::Joi
     writer
 }
 
-fn writer_waiting(lock: &RwLock<u32>) -> bool {
+fn writer_waiting<T: ?Sized>(lock: &RwLock<T>) -> bool {
     // SAFETY: `raw()` is unsafe only because the raw lock could be unlocked
     // through it; this only inspects it.
     unsafe { lock.raw() }.is_writer_waiting()
@@ -277,6 +409,40 @@ fn cond_load_acquire_sleeps_and_is_woken() {
             wake_sleepers(&word, previous, SLEEPER);
             assert_eq!(waiter.join().unwrap(), (1, 42));
             assert_eq!(word.load(Relaxed), 1, "the waker cleared the sleeper bit");
+        },
+    );
+}
+
+/// `cond_load_relaxed` on a real futex: the waiter spins, sets the sleeper
+/// bit and sleeps; an RMW that does not satisfy it wakes it, and it rechecks,
+/// sets the bit again and sleeps again; the RMW that satisfies it wakes it
+/// for good, and it returns that value.
+#[test]
+fn cond_load_relaxed_sleeps_rechecks_and_is_woken() {
+    test_support::within_a_deadline(
+        "cond_load_relaxed_sleeps_rechecks_and_is_woken (the waiter asleep on the word, never woken)",
+        Duration::from_secs(10),
+        || {
+            const SLEEPER: u32 = 1 << 31;
+            let word = Arc::new(AtomicU32::new(0));
+            let waiter = {
+                let word = word.clone();
+                std::thread::spawn(move || cond_load_relaxed(&word, SLEEPER, |v| v == 2) & !SLEEPER)
+            };
+            for _ in 0..2 {
+                while word.load(Relaxed) & SLEEPER == 0 {
+                    assert!(
+                        !waiter.is_finished(),
+                        "the waiter returned before the word was 2"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let previous = word.fetch_add(1, Relaxed);
+                assert_ne!(previous & SLEEPER, 0);
+                wake_sleepers(&word, previous, SLEEPER);
+            }
+            assert_eq!(waiter.join().unwrap(), 2);
+            assert_eq!(word.load(Relaxed), 2, "the waker cleared the sleeper bit");
         },
     );
 }
