@@ -148,25 +148,6 @@ pub(crate) fn now_ms() -> u32 {
     }
 }
 
-/// [`now_ms`]'s resolution, a timer tick, in whole milliseconds (at least 1).
-#[cfg(all(test, not(loom)))]
-pub(crate) fn tick_ms() -> u32 {
-    // Miri's clocks are its own, and it has no clock_getres.
-    if cfg!(miri) {
-        return 1;
-    }
-    let mut res = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    assert_eq!(
-        // SAFETY: `res` is a valid timespec for the call to fill in.
-        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) },
-        0
-    );
-    ((res.tv_sec as u64 * 1000 + res.tv_nsec as u64 / 1_000_000) as u32).max(1)
-}
-
 fn period_passed(shared: &Shared) -> bool {
     // Relaxed: a test's switch, set before the retires it affects.
     #[cfg(test)]

@@ -1884,7 +1884,9 @@ fn threads_that_retire_a_few_objects_and_exit_get_them_reclaimed() {
             for t in 0..threads {
                 std::thread::scope(|s| {
                     s.spawn(|| {
-                        std::thread::sleep(Duration::from_millis(tick_ms() + 1));
+                        std::thread::sleep(Duration::from_millis(
+                            test_support::coarse_clock_tick_ms() + 1,
+                        ));
                         for i in 0..3 {
                             // SAFETY: never published; retired once.
                             unsafe { domain.retire_box(tracked(&drops, t * 3 + i)) };
@@ -2277,23 +2279,4 @@ fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
             drop(unsafe { Box::from_raw(shared.into_inner()) });
         },
     );
-}
-
-/// The resolution of hazptr's retirement clock (`CLOCK_MONOTONIC_COARSE`), a
-/// timer tick, in whole milliseconds (at least 1).
-fn tick_ms() -> u64 {
-    // Miri's clocks are its own, and it has no clock_getres.
-    if cfg!(miri) {
-        return 1;
-    }
-    let mut res = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    assert_eq!(
-        // SAFETY: `res` is a valid timespec for the call to fill in.
-        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) },
-        0
-    );
-    (res.tv_sec as u64 * 1000 + res.tv_nsec as u64 / 1_000_000).max(1)
 }

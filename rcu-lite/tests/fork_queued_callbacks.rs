@@ -66,43 +66,6 @@ fn flavors() -> [Flavor; 2] {
     ]
 }
 
-/// The process's mapped size, from `/proc/self/status` (in the type of a
-/// limit).
-fn vm_size() -> libc::rlim_t {
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmSize:"))
-        .expect("a VmSize line");
-    let kib: libc::rlim_t = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|kib| kib.parse().ok())
-        .expect("VmSize in kB");
-    kib * 1024
-}
-
-/// Runs `body` with the address-space limit 1 MiB above what is mapped now:
-/// a thread's stack (2 MiB) cannot be mapped meanwhile.
-fn with_no_room_for_a_thread<R>(body: impl FnOnce() -> R) -> R {
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `old` is a valid place for the limits.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut old) }, 0);
-    let tight = libc::rlimit {
-        rlim_cur: vm_size() + (1 << 20),
-        rlim_max: old.rlim_max,
-    };
-    // SAFETY: a valid limit, lower than the hard limit it keeps.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &tight) }, 0);
-    let out = body();
-    // SAFETY: the limits read above.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &old) }, 0);
-    out
-}
-
 /// In the child: each flavor's `rcu_barrier()` starts a worker, which runs
 /// the callback queued before the fork, once.
 fn child_runs_the_queued_callbacks(flavors: &[Flavor]) {
@@ -139,7 +102,7 @@ fn callbacks_queued_before_a_fork_run_once_in_the_child_and_once_in_the_parent()
                     readers.hold(memb::read_lock);
                     readers.hold(QsbrThread::register);
                     let flavors = flavors();
-                    let refusals: Vec<_> = with_no_room_for_a_thread(|| {
+                    let refusals: Vec<_> = test_support::with_no_room_for_a_thread(|| {
                         flavors
                             .iter()
                             .map(|flavor| {

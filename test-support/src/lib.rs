@@ -553,6 +553,64 @@ pub fn thread_cpu_time() -> Duration {
     )
 }
 
+/// The resolution of `CLOCK_MONOTONIC_COARSE` (a timer tick, which hazptr's
+/// retirement clock counts in) in whole milliseconds, at least 1. Under miri,
+/// whose clocks are its own and which has no `clock_getres`, 1.
+pub fn coarse_clock_tick_ms() -> u64 {
+    if cfg!(miri) {
+        return 1;
+    }
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `res` is a valid place for the result.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
+    assert_eq!(rc, 0, "clock_getres(CLOCK_MONOTONIC_COARSE)");
+    let ms = u64::try_from(res.tv_sec).expect("non-negative") * 1000
+        + u64::try_from(res.tv_nsec).expect("non-negative") / 1_000_000;
+    ms.max(1)
+}
+
+/// The process's mapped size, from `/proc/self/status` (in the type of a
+/// limit: 32 bits on a 32-bit target).
+fn vm_size() -> libc::rlim_t {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmSize:"))
+        .expect("a VmSize line");
+    let kib: libc::rlim_t = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmSize in kB");
+    kib * 1024
+}
+
+/// Runs `body` with the address-space limit 1 MiB above what is mapped now:
+/// a thread's stack (2 MiB) cannot be mapped meanwhile, so every thread
+/// start in `body` fails. The limit is the whole process's: call it where no
+/// other thread starts one meanwhile.
+pub fn with_no_room_for_a_thread<R>(body: impl FnOnce() -> R) -> R {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `old` is a valid place for the limits.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut old) }, 0);
+    let tight = libc::rlimit {
+        rlim_cur: vm_size() + (1 << 20),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: a valid limit, lower than the hard limit it keeps.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &tight) }, 0);
+    let out = body();
+    // SAFETY: the limits read above.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &old) }, 0);
+    out
+}
+
 /// The scheduler state (`R`, `S`, ...) of each of this process's threads
 /// named `name`, as `/proc/self/task/*/stat` shows it (Linux). The kernel
 /// keeps the first 15 bytes of a thread's name, and so does the match here.

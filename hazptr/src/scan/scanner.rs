@@ -364,7 +364,7 @@ mod tests {
                 // One try, and one more per retry period the calls took (on a
                 // slow machine they may take that long); a period measured on
                 // the tick-resolution clock may be up to a tick short.
-                let tick_ms = u128::from(crate::retire::tick_ms());
+                let tick_ms = u128::from(test_support::coarse_clock_tick_ms());
                 let allowed = 1 + elapsed_ms / (u128::from(SPAWN_RETRY_MS) - tick_ms);
                 assert!(
                     tries >= 1 && u128::from(tries) <= allowed,
