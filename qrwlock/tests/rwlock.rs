@@ -572,3 +572,17 @@ fn oversubscribed_stress_keeps_exclusion() {
         },
     );
 }
+
+/// `RawQRwLock::default()` is an unlocked lock, as `RawQRwLock::INIT`.
+#[test]
+fn a_default_raw_lock_is_unlocked() {
+    use lock_api::RawRwLock;
+    let raw = qrwlock::RawQRwLock::default();
+    assert!(!RawRwLock::is_locked(&raw));
+    let held = RawRwLock::try_lock_exclusive(&raw).expect("a default lock is free");
+    // SAFETY: held exclusively by this thread, with this token.
+    unsafe { RawRwLock::unlock_exclusive(&raw, held) };
+    let held = RawRwLock::try_lock_shared(&raw).expect("free again");
+    // SAFETY: held shared by this thread, with this token.
+    unsafe { RawRwLock::unlock_shared(&raw, held) };
+}

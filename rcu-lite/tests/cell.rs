@@ -223,3 +223,13 @@ fn a_cells_debug_output_names_its_flavor() {
         r#"Rcu { flavor: "qsbr", .. }"#
     );
 }
+
+/// `Rcu::default()` publishes the value's default, as `Rcu::new` would.
+#[test]
+fn a_default_cell_holds_the_default_value() {
+    let cell: Rcu<Vec<u32>> = Rcu::default();
+    assert!(cell.read(&memb::read_lock()).is_empty());
+    let cell: Rcu<u64, Qsbr> = Rcu::default();
+    let registration = QsbrThread::register();
+    assert_eq!(*cell.read(&registration.read_lock()), 0);
+}

@@ -109,9 +109,16 @@ fn try_into_inner_gives_nothing_back_while_a_reader_holds_the_old_value() {
         panic!("the old value came back while a reader held it");
     };
     assert!(!retired.is_ready());
+    // `state()` is the cookie of that grace period, polled like any other.
+    let state = retired.state();
+    assert!(
+        !memb::poll_state_synchronize_rcu(state),
+        "Retired::state() names a grace period that ended while a reader held the value"
+    );
     reader.release();
     // Nobody else calls synchronize_rcu(): the started poll elapses alone.
     let old = poll_until_taken(retired);
+    assert!(memb::poll_state_synchronize_rcu(state));
     assert_eq!(old.id, 1);
     assert!(!first_dropped.load(SeqCst), "handed back, not dropped");
     drop(old);

@@ -39,6 +39,24 @@ fn poll_until_elapsed<F: Flavor>(state: GpState<F>) {
     }
 }
 
+/// Cookies hash as they compare: two of the same grace period are one key
+/// of a set, a later one another.
+#[test]
+fn cookies_of_one_grace_period_are_one_key() {
+    let _alone = alone();
+    let mut cookies = std::collections::HashSet::new();
+    cookies.insert(memb::get_state_synchronize_rcu());
+    cookies.insert(memb::get_state_synchronize_rcu());
+    assert_eq!(
+        cookies.len(),
+        1,
+        "two cookies of one grace period hashed apart"
+    );
+    memb::synchronize_rcu();
+    cookies.insert(memb::get_state_synchronize_rcu());
+    assert_eq!(cookies.len(), 2);
+}
+
 /// With nobody else calling `synchronize_rcu()`, the callback thread drives
 /// the grace period a `start_poll_synchronize_rcu()` cookie names.
 #[test]
