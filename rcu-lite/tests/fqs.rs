@@ -79,6 +79,44 @@ fn without_quick_qs_an_idle_grace_period_lasts_two_full_intervals() {
     );
 }
 
+/// "Grace periods already running keep theirs" (`memb::configure`): a
+/// grace period begun under a fixed interval without quick QS still lasts
+/// its two full intervals when the default (adaptive, quick QS) is set
+/// during its first wait. One that read the settings again would end its
+/// second wait at once and last about one interval.
+#[test]
+fn a_grace_period_already_running_keeps_its_settings() {
+    const INTERVAL: Duration = Duration::from_millis(300);
+    let config = GpConfig {
+        quick_qs: false,
+        fqs: Fqs::FixedInterval(INTERVAL),
+    };
+    let elapsed = with_config(config, || {
+        // A registered thread that is outside its section: idle.
+        thread::spawn(|| drop(memb::read_lock())).join().unwrap();
+        let before = memb::grace_periods();
+        let start = Instant::now();
+        let caller = thread::spawn(move || {
+            test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
+            start.elapsed()
+        });
+        // Once the grace period is under way (in its first wait), back to
+        // the default.
+        let deadline = Instant::now() + LIMIT;
+        while memb::grace_periods().started == before.started {
+            assert!(Instant::now() < deadline, "the grace period never started");
+            thread::yield_now();
+        }
+        memb::configure(GpConfig::DEFAULT);
+        caller.join().unwrap()
+    });
+    assert!(
+        elapsed >= 2 * INTERVAL,
+        "a grace period begun under a {INTERVAL:?} interval without quick QS took {elapsed:?} \
+         once the default was set during it: it took the new settings up"
+    );
+}
+
 #[test]
 fn adaptive_mode_makes_no_fqs_waits() {
     let waits = with_config(GpConfig::DEFAULT, || {
