@@ -13,8 +13,15 @@ pub struct Machine {
     /// generation (crossbeam-epoch's `pin()` cost 2.2 ns on one such guest
     /// and 6.1 ns on another). `None` where the file does not give them.
     pub cpu_id: Option<String>,
-    /// CPUs this process may run on.
+    /// CPUs this process may run on (`available_parallelism()`: its
+    /// affinity, and a cgroup's CPU quota, rounded up).
     pub cores: usize,
+    /// CPUs online in the machine (`sysconf(_SC_NPROCESSORS_ONLN)`): more
+    /// than [`Machine::cores`] in a container with a CPU quota or under
+    /// `taskset`, whose threads may still be spread over all of them. `None`
+    /// in a `results.json` from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_cpus: Option<usize>,
     /// Kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel: String,
     /// The compiler that built `syncbench`.
@@ -329,6 +336,7 @@ impl Machine {
             cpu,
             cpu_id: cpu_id(&cpuinfo),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            online_cpus: online_cpus(),
             kernel,
             rustc: env!("SYNCBENCH_RUSTC_VERSION").to_owned(),
             fence_mode: fence_mode(),
@@ -353,16 +361,24 @@ impl Machine {
             ),
             None => String::new(),
         };
+        let cpus = match self.online_cpus {
+            Some(online) if online != self.cores => {
+                format!("{} CPUs usable of {online} online", self.cores)
+            }
+            _ => format!("{} CPUs", self.cores),
+        };
         format!(
-            "{} ({id}{} CPUs), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}{full})",
-            self.cpu,
-            self.cores,
-            self.kernel,
-            self.rustc,
-            self.fence_mode,
-            self.heavy_fence.idle_us,
+            "{} ({id}{cpus}), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}{full})",
+            self.cpu, self.kernel, self.rustc, self.fence_mode, self.heavy_fence.idle_us,
         )
     }
+}
+
+/// CPUs online, from `sysconf`; `None` where it cannot say.
+fn online_cpus() -> Option<usize> {
+    // SAFETY: sysconf takes any name and returns -1 for one it lacks.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0)
 }
 
 /// The value of the first `key : value` line of `/proc/cpuinfo` text whose key
@@ -508,10 +524,25 @@ mod tests {
             summary.contains(&format!("seize pay, {full:.2} ns)")),
             "{summary}"
         );
+        // A process allowed fewer CPUs than are online says both.
+        let online = machine.online_cpus.expect("sysconf answers on Linux");
+        assert!(online >= machine.cores, "{machine:?}");
+        let quota = Machine {
+            cores: 2,
+            online_cpus: Some(64),
+            ..machine.clone()
+        };
+        assert!(
+            quota.summary().contains("(2 CPUs usable of 64 online)")
+                || quota.summary().contains(", 2 CPUs usable of 64 online)"),
+            "{}",
+            quota.summary()
+        );
         // A run from before the fence was measured: the line leaves it out.
         let older = Machine {
             full_fence_ns: None,
             cpu_id: None,
+            online_cpus: None,
             ..machine.clone()
         };
         assert!(

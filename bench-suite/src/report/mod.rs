@@ -815,6 +815,7 @@ pub(crate) mod tests {
                 cpu: "Test CPU".into(),
                 cpu_id: Some("family 26 model 2 stepping 1".into()),
                 cores: 2,
+                online_cpus: Some(2),
                 kernel: "6.0".into(),
                 rustc: "rustc 1.95.0".into(),
                 fence_mode: "membarrier".into(),
