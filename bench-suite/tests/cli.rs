@@ -353,8 +353,10 @@ fn locktorture_live_lines_behind_a_stalled_reader_do_not_stretch_the_run() {
         .and_then(|d| d.parse().ok())
         .unwrap_or_else(|| panic!("no duration in {summary:?}"));
     assert!(seconds < 1.5, "the run lasted {seconds} s: {summary}");
+    // Two lines a tick: at least two ticks came out (a loaded machine may
+    // run the main thread's 10 ms ticks late, never not at all).
     let live = text.lines().filter(|l| l.starts_with('[')).count();
-    assert!(live > 2 * 10, "too few live lines ({live}): {text}");
+    assert!(live >= 2 * 2, "too few live lines ({live}): {text}");
 }
 
 /// A reader that closes standard output early is not a failure of the run:

@@ -70,18 +70,26 @@ fn one_wake_ends_every_sleep(
     sleepers: usize,
     wake: fn(&AtomicU32),
 ) {
-    test_support::within_a_deadline(what, Duration::from_secs(10), move || {
+    test_support::within_a_deadline(what, Duration::from_secs(40), move || {
         let word = AtomicU32::new(0);
         let returned = AtomicUsize::new(0);
+        // Sleepers that reached their wait: from then on each allocates
+        // nothing and blocks on nothing but the word (seen asleep before,
+        // it could be waiting on an allocator lock of its start).
+        let at_the_wait = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for i in 0..sleepers {
                 std::thread::Builder::new()
                     .name(format!("{name}-{i}"))
                     .spawn_scoped(s, || {
+                        at_the_wait.fetch_add(1, Relaxed);
                         wait(&word, 0, None);
                         returned.fetch_add(1, Relaxed);
                     })
                     .expect("spawn");
+            }
+            while at_the_wait.load(Relaxed) < sleepers {
+                std::thread::sleep(Duration::from_millis(1));
             }
             let asleep = std::panic::catch_unwind(|| {
                 for i in 0..sleepers {

@@ -234,24 +234,48 @@ fn a_recursive_read_waits_for_the_writer_inside() {
     );
 }
 
+/// A thread spawned by [`spawn_named`], and whether it has reached the lock.
+struct Named<R> {
+    name: &'static str,
+    handle: std::thread::JoinHandle<R>,
+    /// Set right before `body` takes the lock: from then on the thread
+    /// allocates nothing and blocks on nothing but the lock.
+    at_the_lock: Arc<AtomicBool>,
+}
+
 /// Spawns a thread named `name` (see `test_support::thread_states`) that
 /// runs `body` on the lock.
 fn spawn_named<T: Send + Sync + 'static, R: Send + 'static>(
-    name: &str,
+    name: &'static str,
     lock: &Arc<RwLock<T>>,
     body: impl FnOnce(&RwLock<T>) -> R + Send + 'static,
-) -> std::thread::JoinHandle<R> {
+) -> Named<R> {
     let lock = lock.clone();
-    std::thread::Builder::new()
+    let at_the_lock = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&at_the_lock);
+    let handle = std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || body(&lock))
-        .expect("spawn")
+        .spawn(move || {
+            flag.store(true, SeqCst);
+            body(&lock)
+        })
+        .expect("spawn");
+    Named {
+        name,
+        handle,
+        at_the_lock,
+    }
 }
 
-/// Returns once the thread named `name` is asleep: queued and waiting.
-fn until_queued(name: &str) {
+/// Returns once the thread is asleep in the lock: queued and waiting. (Seen
+/// asleep before it reached the lock, it could be waiting on something else
+/// of its start, such as an allocator lock.)
+fn until_queued<R>(thread: &Named<R>) {
+    while !thread.at_the_lock.load(SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     test_support::until_asleep(
-        name,
+        thread.name,
         3,
         Duration::from_secs(5),
         "a thread that should queue",
@@ -268,7 +292,7 @@ fn until_queued(name: &str) {
 fn queued_writers_enter_in_arrival_order() {
     test_support::within_a_deadline(
         "queued_writers_enter_in_arrival_order (a queued writer, never woken)",
-        Duration::from_secs(20),
+        Duration::from_secs(40),
         || {
             let lock = Arc::new(RwLock::new(Vec::new()));
             let held = lock.read();
@@ -277,11 +301,11 @@ fn queued_writers_enter_in_arrival_order() {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let w2 = spawn_named("qrw-fifo-w2", &lock, |lock| lock.write().push("W2"));
-            until_queued("qrw-fifo-w2");
+            until_queued(&w2);
             assert!(held.is_empty(), "a writer entered past the read hold");
             drop(held);
-            w1.join().unwrap();
-            w2.join().unwrap();
+            w1.handle.join().unwrap();
+            w2.handle.join().unwrap();
             assert_eq!(
                 *lock.read(),
                 ["W1", "W2"],
@@ -302,26 +326,30 @@ fn queued_writers_enter_in_arrival_order() {
 fn queued_readers_and_writers_enter_in_arrival_order() {
     test_support::within_a_deadline(
         "queued_readers_and_writers_enter_in_arrival_order (a queued thread, never woken)",
-        Duration::from_secs(20),
+        Duration::from_secs(40),
         || {
             let lock = Arc::new(RwLock::new(0u32));
             let mut held = lock.write();
             let r1 = spawn_named("qrw-rrwr-r1", &lock, |lock| *lock.read());
-            until_queued("qrw-rrwr-r1");
+            until_queued(&r1);
             let r2 = spawn_named("qrw-rrwr-r2", &lock, |lock| *lock.read());
-            until_queued("qrw-rrwr-r2");
+            until_queued(&r2);
             let w = spawn_named("qrw-rrwr-w", &lock, |lock| *lock.write() = 2);
-            until_queued("qrw-rrwr-w");
+            until_queued(&w);
             let r3 = spawn_named("qrw-rrwr-r3", &lock, |lock| *lock.read());
-            until_queued("qrw-rrwr-r3");
+            until_queued(&r3);
             *held = 1;
             drop(held);
             assert_eq!(
-                [r1.join().unwrap(), r2.join().unwrap(), r3.join().unwrap()],
+                [
+                    r1.handle.join().unwrap(),
+                    r2.handle.join().unwrap(),
+                    r3.handle.join().unwrap(),
+                ],
                 [1, 1, 2],
                 "what R1, R2 and R3 saw: each must enter in its turn around W"
             );
-            w.join().unwrap();
+            w.handle.join().unwrap();
         },
     );
 }

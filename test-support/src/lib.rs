@@ -591,8 +591,21 @@ fn vm_size() -> libc::rlim_t {
 /// Runs `body` with the address-space limit 1 MiB above what is mapped now:
 /// a thread's stack (2 MiB) cannot be mapped meanwhile, so every thread
 /// start in `body` fails. The limit is the whole process's: call it where no
-/// other thread starts one meanwhile.
+/// other thread starts one meanwhile, and in a process where no thread has
+/// exited yet (glibc reuses an exited thread's cached stack without mapping
+/// one). The limit comes back however `body` ends.
 pub fn with_no_room_for_a_thread<R>(body: impl FnOnce() -> R) -> R {
+    /// Puts the limits back when dropped, a panic of `body` included.
+    struct Restore(libc::rlimit);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: the limits read before they were lowered.
+            let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &self.0) };
+            if rc != 0 && !std::thread::panicking() {
+                panic!("setrlimit(RLIMIT_AS) failed to restore the limit");
+            }
+        }
+    }
     let mut old = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -605,10 +618,8 @@ pub fn with_no_room_for_a_thread<R>(body: impl FnOnce() -> R) -> R {
     };
     // SAFETY: a valid limit, lower than the hard limit it keeps.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &tight) }, 0);
-    let out = body();
-    // SAFETY: the limits read above.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &old) }, 0);
-    out
+    let _restore = Restore(old);
+    body()
 }
 
 /// The scheduler state (`R`, `S`, ...) of each of this process's threads
