@@ -98,6 +98,8 @@ fn spurious_wakeups_end_every_other_wait_of_a_thread() {
         let waker = {
             let word = word.clone();
             thread::spawn(move || {
+                // Relaxed: the wake takes the bucket lock after it, and the
+                // sleeper checks the word under that lock (the futex model).
                 word.store(1, Relaxed);
                 wake_all(&word);
             })
@@ -130,6 +132,8 @@ fn the_second_run_of_the_model_has_spurious_wakeups() {
         let waker = {
             let word = word.clone();
             thread::spawn(move || {
+                // Relaxed: the wake takes the bucket lock after it, and the
+                // sleeper checks the word under that lock (the futex model).
                 word.store(1, Relaxed);
                 wake_all(&word);
             })

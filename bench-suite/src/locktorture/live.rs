@@ -119,28 +119,43 @@ mod tests {
         }
     }
 
+    impl Stalled {
+        /// Lets every write through from now on.
+        fn let_go(&self) {
+            *self.let_go.0.lock().unwrap() = true;
+            self.let_go.1.notify_all();
+        }
+    }
+
+    /// Live lines with room for `capacity` queued, whose writer blocks until
+    /// the returned handle lets it go (it shares the writer's state).
+    fn behind_a_stalled_writer(capacity: usize) -> (LiveLines, Stalled) {
+        let stalled = Stalled {
+            let_go: Arc::new((Mutex::new(false), Condvar::new())),
+            written: Arc::new(Mutex::new(Vec::new())),
+        };
+        let writer = Stalled {
+            let_go: Arc::clone(&stalled.let_go),
+            written: Arc::clone(&stalled.written),
+        };
+        (
+            LiveLines::start(Box::new(writer), capacity).unwrap(),
+            stalled,
+        )
+    }
+
     #[test]
     fn a_stalled_reader_does_not_block_the_sender_and_loses_no_line() {
-        let let_go = Arc::new((Mutex::new(false), Condvar::new()));
-        let written = Arc::new(Mutex::new(Vec::new()));
-        let live = LiveLines::start(
-            Box::new(Stalled {
-                let_go: Arc::clone(&let_go),
-                written: Arc::clone(&written),
-            }),
-            2000,
-        )
-        .unwrap();
+        let (live, stalled) = behind_a_stalled_writer(2000);
         // Each send returns with the writer stuck on the first line (a
         // blocking send would hang here, the writer not yet let go).
         for i in 0..1000 {
             live.send(format!("line {i}"));
         }
-        assert!(written.lock().unwrap().is_empty());
-        *let_go.0.lock().unwrap() = true;
-        let_go.1.notify_all();
+        assert!(stalled.written.lock().unwrap().is_empty());
+        stalled.let_go();
         live.finish().unwrap();
-        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let text = String::from_utf8(stalled.written.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 1000);
         assert_eq!(lines[999], "line 999");
@@ -173,26 +188,16 @@ mod tests {
     /// finish says how many.
     #[test]
     fn a_full_queue_drops_lines_and_says_how_many() {
-        let let_go = Arc::new((Mutex::new(false), Condvar::new()));
-        let written = Arc::new(Mutex::new(Vec::new()));
-        let live = LiveLines::start(
-            Box::new(Stalled {
-                let_go: Arc::clone(&let_go),
-                written: Arc::clone(&written),
-            }),
-            10,
-        )
-        .unwrap();
+        let (live, stalled) = behind_a_stalled_writer(10);
         for i in 0..100 {
             live.send(format!("line {i}"));
         }
         // The writer holds one line and the queue ten: the rest are dropped.
         let dropped = live.dropped.get();
         assert!((89..=90).contains(&dropped), "{dropped}");
-        *let_go.0.lock().unwrap() = true;
-        let_go.1.notify_all();
+        stalled.let_go();
         live.finish().unwrap();
-        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let text = String::from_utf8(stalled.written.lock().unwrap().clone()).unwrap();
         assert_eq!(text.lines().count() as u64, 100 - dropped + 1, "{text}");
         assert!(
             text.ends_with(&format!("locktorture: {dropped} statistics lines dropped: standard output was not read as fast as they came\n")),
