@@ -25,7 +25,8 @@
 //! does) turns "not found", "does not compile" and a failed link probe into a
 //! build failure, so a
 //! run that must test the FFI cannot pass without it; `SYNCBENCH_NO_LIBURCU`
-//! still wins over it.
+//! still wins over it. Either counts as set with any value but an empty one
+//! or `0`.
 
 use std::path::Path;
 
@@ -256,19 +257,18 @@ fn liburcu() {
     for (_, shim) in FLAVORS {
         println!("cargo:rerun-if-changed={shim}");
     }
-    if std::env::var_os("SYNCBENCH_NO_LIBURCU").is_some() {
+    if flag_set("SYNCBENCH_NO_LIBURCU") {
         println!("cargo:warning=SYNCBENCH_NO_LIBURCU is set: building without the liburcu peers");
         // So that the peers say they were disabled, not missing.
         println!("cargo:rustc-cfg=syncbench_liburcu_disabled");
         return;
     }
-    let required = std::env::var_os("SYNCPRIMS_REQUIRE_LIBURCU").is_some();
+    let required = flag_set("SYNCPRIMS_REQUIRE_LIBURCU");
     let mut libraries = Vec::new();
     for (package, _) in FLAVORS {
         match find(package) {
             Ok(library) => libraries.push(library),
             Err(why) => {
-                let why = not_found_reason(&why);
                 assert!(
                     !required,
                     "SYNCPRIMS_REQUIRE_LIBURCU is set but pkg-config did not find {package} \
@@ -357,20 +357,46 @@ fn liburcu() {
     println!("cargo:rustc-cfg=syncbench_liburcu");
 }
 
+/// Whether the environment variable `name` is set to something other than
+/// nothing or `0`: `SYNCBENCH_NO_LIBURCU=0` leaves liburcu in, as a user
+/// who writes it means.
+fn flag_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|value| !value.is_empty() && value != "0")
+}
+
+/// The oldest liburcu whose flavors have the `urcu_memb_*` and `urcu_qsbr_*`
+/// names the shims call.
+const OLDEST_LIBURCU: &str = "0.11";
+
 /// pkg-config's library for `package`, or for the package it is also found
-/// under ([`ALSO_FOUND_AS`]); the error is the first one's.
-fn find(package: &str) -> Result<pkg_config::Library, pkg_config::Error> {
+/// under ([`ALSO_FOUND_AS`]); else why neither was found, in one line: the
+/// first one's reason, or that the second is too old.
+fn find(package: &str) -> Result<pkg_config::Library, String> {
     let probe = |name: &str| {
         pkg_config::Config::new()
-            .atleast_version("0.11")
+            .atleast_version(OLDEST_LIBURCU)
             .cargo_metadata(false)
             .probe(name)
     };
     probe(package).or_else(|why| {
+        let why = not_found_reason(&why);
         let Some((_, other)) = ALSO_FOUND_AS.iter().find(|(flavor, _)| *flavor == package) else {
             return Err(why);
         };
-        let library = probe(other).map_err(|_| why)?;
+        let library = probe(other).map_err(|_| {
+            // An older liburcu (0.10 has no flavor packages and other
+            // names) is installed, not missing: say so rather than give
+            // the install hint alone.
+            match pkg_config::Config::new().cargo_metadata(false).probe(other) {
+                Ok(old) => format!(
+                    "{}; {other} {} is installed, but syncbench needs {OLDEST_LIBURCU} or \
+                     later (the urcu_memb_* names)",
+                    why.trim_end_matches('.'),
+                    old.version
+                ),
+                Err(_) => why,
+            }
+        })?;
         println!(
             "cargo:warning=pkg-config has no {package} (liburcu before 0.11.4, 0.12.3 or 0.13.1 \
              shipped none): using {other}, liburcu's default flavor, which is memb"

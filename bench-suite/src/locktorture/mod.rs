@@ -3,11 +3,12 @@
 //! Mirrors `kernel/locking/locktorture.c` for its `rw_lock` types: writer and
 //! reader threads loop acquire, check exclusion, hold briefly, release; each
 //! counts its own acquisitions. The statistics lines are the kernel's
-//! (`__torture_print_stats()`):
+//! (`__torture_print_stats()`); from a 5 s run of `qrwlock` at 4 writers and
+//! 16 readers on 2 vCPUs:
 //!
 //! ```text
-//! Writes:  Total: 57318  Max/Min: 14400/14210   Fail: 0
-//! Reads :  Total: 382979  Max/Min: 24100/23700   Fail: 0
+//! Writes:  Total: 407583  Max/Min: 118538/82887   Fail: 0
+//! Reads :  Total: 724044  Max/Min: 53187/38185   Fail: 0
 //! ```
 //!
 //! `???` follows Max/Min when `max / 2 > min` (some thread got less than half of

@@ -151,7 +151,25 @@ fn turn_ratios(a: &Candidate, b: &Candidate) -> Option<Vec<f64>> {
     if b.runs.is_empty() || a.runs.len() != b.runs.len() {
         return None;
     }
-    Some(a.runs.iter().zip(&b.runs).map(|(x, y)| x / y).collect())
+    Some(a.runs.iter().zip(&b.runs).map(|(x, y)| ratio(*x, *y)).collect())
+}
+
+/// `a / b`, except that two equal figures (two zeros among them) are a
+/// ratio of 1, not NaN: no round or figure is ever dropped from a range or
+/// a median for being 0/0. A non-zero figure against 0 is infinitely many
+/// times the other, which [`better_by`] words.
+fn ratio(a: f64, b: f64) -> f64 {
+    if a == b { 1.0 } else { a / b }
+}
+
+/// "1.50x better", or, for a ratio against a figure of 0, "better outright"
+/// rather than "infx better".
+fn better_by(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.2}x better")
+    } else {
+        "better outright (a figure of 0 against one above 0)".to_owned()
+    }
 }
 
 /// `candidates` ranked: the leader, and every other contender with its
@@ -195,9 +213,9 @@ fn rank(mut candidates: Vec<Candidate>, lower: bool) -> Option<Ranking> {
                 },
                 None => Margin {
                     ratio: if lower {
-                        c.value / leader.value.max(f64::MIN_POSITIVE)
+                        ratio(c.value, leader.value)
                     } else {
-                        leader.value / c.value.max(f64::MIN_POSITIVE)
+                        ratio(leader.value, c.value)
                     },
                     turns: None,
                     paired: 0,
@@ -347,35 +365,58 @@ fn describe(c: &Candidate, m: &Margin, unit: &str, every_turn: bool) -> String {
     let figure = fmt_value(c.value, unit);
     // One round (a single run each, read back from before the report took
     // rounds) has no range to give.
-    let turns = match m.turns {
+    // The range is of the same ratio as the figure before it: the winner's
+    // lead, or, where the pairs put the other contender ahead, its lead
+    // (each round's inverted, so the range reads the same way as the figure).
+    let range = |lo: f64, hi: f64| {
+        let word = |r: f64| {
+            if r.is_finite() {
+                format!("{r:.2}")
+            } else {
+                "inf".to_owned()
+            }
+        };
+        format!(", {}-{}x round by round", word(lo), word(hi))
+    };
+    let turns = |invert: bool| match m.turns {
         Some((lo, hi)) if every_turn && m.paired > 1 => {
-            format!(", {lo:.2}-{hi:.2}x round by round")
+            if invert {
+                range(1.0 / hi, 1.0 / lo)
+            } else {
+                range(lo, hi)
+            }
         }
         _ => String::new(),
     };
     if m.ratio < 1.0 {
         format!(
             "{} ({figure}; a tie: the winner's figure is better, but paired turn by turn {} is \
-             {:.2}x better{turns})",
+             {}{})",
             c.name,
             c.name,
-            1.0 / m.ratio
+            better_by(1.0 / m.ratio),
+            turns(true)
         )
     } else if m.ratio < TIE_MARGIN {
         format!(
-            "{} ({figure}; a tie: winner {:.2}x better{turns}, within the spread of repeated runs)",
-            c.name, m.ratio
+            "{} ({figure}; a tie: winner {:.2}x better{}, within the spread of repeated runs)",
+            c.name,
+            m.ratio,
+            turns(false)
         )
     } else if m.tie(every_turn) {
         format!(
-            "{} ({figure}; a tie: winner {:.2}x better by the median round{turns}, but not in \
-             every round)",
-            c.name, m.ratio
+            "{} ({figure}; a tie: winner {} by the median round{}, but not in every round)",
+            c.name,
+            better_by(m.ratio),
+            turns(false)
         )
     } else {
         format!(
-            "{} ({figure}; winner {:.2}x better{turns})",
-            c.name, m.ratio
+            "{} ({figure}; winner {}{})",
+            c.name,
+            better_by(m.ratio),
+            turns(false)
         )
     }
 }
@@ -756,9 +797,16 @@ pub fn table(results: &Results) -> Vec<Choice> {
                     let long = o.latency_us.time_weighted_p50.map_or(String::new(), |t| {
                         format!(" (half their waiting time in waits of {t:.1} us or longer)")
                     });
+                    // Per-GP time is the run's time over every writer's
+                    // waits: with concurrent writers, waits that share a
+                    // grace period share its time, so it is how often a
+                    // wait completed, not how long one lasted or how far
+                    // apart the grace periods were.
                     format!(
-                        "with {} concurrent writers and {} reader(s), {:.2} us per grace period{long}",
-                        o.writers, o.readers, o.per_gp_us
+                        "with {} concurrent writers and {} reader(s), a wait completed every \
+                         {:.2} us (per-GP time, all writers together), each lasting {:.1} us \
+                         mean{long}",
+                        o.writers, o.readers, o.per_gp_us, o.latency_us.mean
                     )
                 });
             let wait = wait_latency(results, winner)
@@ -1356,6 +1404,48 @@ mod tests {
         );
     }
 
+    /// Figures of 0 are words, not `inf` or `NaN`: two zeros tie (a ratio of
+    /// 1, in the figure and in each round), and a winner at 0 against a
+    /// figure above it leads outright.
+    #[test]
+    fn figures_of_zero_tie_or_lead_outright() {
+        let mut r = sample();
+        r.deferred_free = vec![tortured("hazptr", 100, 0), tortured("haphazard", 100, 0)];
+        let rows = table(&r);
+        let bounded = row_of(&rows, "per-object protection with bounded memory");
+        assert_eq!(
+            bounded.runner_up,
+            "haphazard (0 objects; a tie: winner 1.00x better, within the spread of repeated runs)"
+        );
+        r.deferred_free = vec![tortured("hazptr", 100, 0), tortured("haphazard", 100, 3)];
+        let rows = table(&r);
+        let bounded = row_of(&rows, "per-object protection with bounded memory");
+        assert_eq!(
+            bounded.runner_up,
+            "haphazard (3 objects; winner better outright (a figure of 0 against one above 0))"
+        );
+        // Rounds of 0 against 0 pair as ties, not NaN: the range keeps them.
+        let zeros = Candidate {
+            name: "a".to_owned(),
+            value: 0.0,
+            runs: vec![0.0, 0.0, 1.0],
+        };
+        let other = Candidate {
+            name: "b".to_owned(),
+            value: 0.0,
+            runs: vec![0.0, 2.0, 2.0],
+        };
+        assert_eq!(turn_ratios(&other, &zeros), Some(vec![1.0, f64::INFINITY, 2.0]));
+        let ranked = rank(vec![zeros, other], true).unwrap();
+        let (_, m) = &ranked.others[0];
+        assert_eq!((m.ratio, m.turns), (2.0, Some((1.0, f64::INFINITY))));
+        assert_eq!(
+            describe(&ranked.others[0].0, m, "objects", true),
+            "b (0 objects; a tie: winner 2.00x better by the median round, 1.00-infx round by \
+             round, but not in every round)"
+        );
+    }
+
     #[test]
     fn a_third_contender_is_checked_and_ties_are_named() {
         let mut r = sample();
@@ -1466,6 +1556,20 @@ mod tests {
             "hazptr (1.20 us; a tie: winner 1.20x better by the median round, 0.20-1.20x round \
              by round, but not in every round); next liburcu-memb (2.00 us; winner 2.00x \
              better, 2.00-2.00x round by round)"
+        );
+        // Where the pairs put the other contender ahead, its range reads as
+        // its lead does: 2.00x in the first round (1.0 against 2.0), 0.80x in
+        // the second (5.0 against 4.0).
+        r.rcuscale = vec![
+            rounds("rcu-lite", vec![2.0, 4.0, 6.0]),
+            rounds("hazptr", vec![1.0, 5.0, 5.0]),
+        ];
+        let rows = table(&r);
+        let waiter = waiter_row(&rows);
+        assert_eq!(
+            waiter.runner_up,
+            "hazptr (5.00 us; a tie: the winner's figure is better, but paired turn by turn \
+             hazptr is 1.20x better, 0.80-2.00x round by round)"
         );
         // Under 1.10x by the median round is a tie even where every round agrees.
         r.rcuscale = vec![
@@ -2340,8 +2444,9 @@ mod tests {
         assert_eq!(waiting.winner, "rcu-lite", "{waiting:?}");
         assert_eq!(
             waiting.costs_elsewhere,
-            "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), 10.00 us \
-             per grace period (half their waiting time in waits of 100.0 us or longer)"
+            "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), a wait \
+             completed every 10.00 us (per-GP time, all writers together), each lasting 40.0 us \
+             mean (half their waiting time in waits of 100.0 us or longer)"
         );
         // Results saved before the time-weighted median was measured.
         for o in &mut r.rcuscale {
@@ -2350,8 +2455,9 @@ mod tests {
         let rows = table(&r);
         assert_eq!(
             waiter_row(&rows).costs_elsewhere,
-            "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), 10.00 us \
-             per grace period"
+            "wait 8.0 us mean, 16.0 us p99; with 4 concurrent writers and 1 reader(s), a wait \
+             completed every 10.00 us (per-GP time, all writers together), each lasting 40.0 us \
+             mean"
         );
     }
 }
