@@ -69,7 +69,8 @@ run 60 rcuscale --impl hazptr,hazptr-unshared --writers 16 --idle-threads 256 --
 # rcu-lite: busy reader against liburcu, quick QS, 16 callers against 1.
 run 30 rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s 2
 for rep in 1 2 3 4 5; do
-    run 10 rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --fqs-interval-ms 3 --waits 100
+    run 10 rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --idle-threads 1 --fqs-interval-ms 3 \
+        --waits 100
 done
 for readers in 0 1; do
     run 30 rcuscale --impl rcu-lite --writers 1 --readers "$readers" --duration-s 2
@@ -78,8 +79,8 @@ done
 # Callers that fit the CPUs spin while they wait, those that do not sleep
 # (rcu-lite's CallerSpin): both sides of the line.
 run 30 rcuscale --impl rcu-lite --writers 4,8,32 --readers 0 --duration-s 1
-run 30 rcuscale --impl rcu-lite --writers 1 --fqs-interval-ms 3 --duration-s 2
-run 30 rcuscale --impl rcu-lite --writers 16 --fqs-interval-ms 3 --duration-s 2
+run 30 rcuscale --impl rcu-lite --writers 1 --idle-threads 1 --fqs-interval-ms 3 --duration-s 2
+run 30 rcuscale --impl rcu-lite --writers 16 --idle-threads 1 --fqs-interval-ms 3 --duration-s 2
 
 # Locks: the mix (20 threads: slightly oversubscribed on 16 CPUs),
 # twice, and a mix that fits the CPUs.

@@ -9,8 +9,10 @@
 //! the timed region and runs until the benchmark ends.
 //!
 //! Quick QS on and off (`rcu-lite`, `rcu-lite-noqs`) are compared at the
-//! kernel's fixed 3 ms FQS interval with no reader, the seed's setting
-//! (`.../fqs=3ms/readers=0`): about one interval a wait against two. Under
+//! kernel's fixed 3 ms FQS interval with no reader and one idle registered
+//! thread, the seed's idle system (`.../fqs=3ms/readers=0/idle=1`): about
+//! one interval a wait against two. (With no other registered thread, the
+//! kernel's one-CPU system, quick QS would leave no FQS wait at all.) Under
 //! adaptive FQS the driver's wait for holdouts is its quiescent state and
 //! begins at once, so the switch changes nothing measurable there
 //! (`docs/rcu-lite.md`, *Measuring it*).
@@ -47,19 +49,20 @@ fn rcu_synchronize(c: &mut Criterion) {
     let mut group = c.benchmark_group("rcu_synchronize");
     group.measurement_time(Duration::from_secs(2));
     for name in CONTENDERS {
-        bench_waits(&mut group, name, "", &Options::default(), &[0, 1]);
+        bench_waits(&mut group, name, "", &Options::default(), &[0, 1], 0);
     }
     let kernel_pacing = Options {
         fqs_interval: Some(rcu_lite::Fqs::KERNEL_INTERVAL),
     };
     for name in QUICK_QS_PAIR {
-        bench_waits(&mut group, name, "fqs=3ms/", &kernel_pacing, &[0]);
+        bench_waits(&mut group, name, "fqs=3ms/", &kernel_pacing, &[0], 1);
     }
     group.finish();
 }
 
 /// One contender's `update_and_wait` with each count of reader threads
-/// running sections back to back; `pacing` prefixes the benchmark's
+/// running sections back to back, beside `idle` registered idle threads
+/// (`GracePeriod::idle_until`); `pacing` prefixes the benchmark's
 /// parameter.
 fn bench_waits(
     group: &mut BenchmarkGroup<'_, WallTime>,
@@ -67,6 +70,7 @@ fn bench_waits(
     pacing: &str,
     options: &Options,
     reader_counts: &[usize],
+    idle: usize,
 ) {
     let imp = registry::find(rcuscale::implementations(), name).expect("registered");
     if let Err(why) = imp.availability() {
@@ -76,7 +80,7 @@ fn bench_waits(
     let primitive: Box<dyn GracePeriod> = imp.build(options);
     for &readers in reader_counts {
         let stop = AtomicBool::new(false);
-        let ready = StartGate::new(readers + 1);
+        let ready = StartGate::new(readers + idle + 1);
         primitive.prepare_writer();
         std::thread::scope(|s| {
             // Set however the scope ends: a wait that panics inside the
@@ -92,12 +96,29 @@ fn bench_waits(
                     primitive.read_until(&ready, &stop)
                 });
             }
+            let _end_idle = EndIdle {
+                stop: &stop,
+                threads: (0..idle)
+                    .map(|_| {
+                        let idler = s.spawn(|| {
+                            let _cancel = ready.cancel_on_panic();
+                            primitive.idle_until(&ready, &stop);
+                        });
+                        idler.thread().clone()
+                    })
+                    .collect(),
+            };
             // Every reader registered and reading before the first wait.
             assert!(
                 ready.wait(),
                 "rcu_synchronize: a reader thread of {name} panicked before the start"
             );
-            let id = BenchmarkId::new(name, format!("{pacing}readers={readers}"));
+            let idle = if idle == 0 {
+                String::new()
+            } else {
+                format!("/idle={idle}")
+            };
+            let id = BenchmarkId::new(name, format!("{pacing}readers={readers}{idle}"));
             group.bench_function(id, |b| {
                 b.iter_custom(|iters| {
                     let start = Instant::now();
@@ -108,6 +129,25 @@ fn bench_waits(
                 });
             });
         });
+    }
+}
+
+/// Sets `stop` and unparks the idle threads, which park until both (see
+/// `rcuscale::idle_wait`), when dropped: however the scope ends, it can
+/// join them.
+struct EndIdle<'a> {
+    stop: &'a AtomicBool,
+    threads: Vec<std::thread::Thread>,
+}
+
+impl Drop for EndIdle<'_> {
+    fn drop(&mut self) {
+        // Relaxed: `stop` publishes nothing; `unpark` orders it before the
+        // idle threads' loads.
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in &self.threads {
+            thread.unpark();
+        }
     }
 }
 

@@ -179,7 +179,9 @@ pub struct RcuscaleArgs {
     /// implementations run as without it (named on stderr; refused when
     /// none of those chosen uses it). The paced ones' output then gives the
     /// interval and the FQS waits per grace period, from the engine's own
-    /// count (on an idle system one with quick QS, two without).
+    /// count (on an idle system, with `--idle-threads 1` or more, one with
+    /// quick QS and two without; with no other registered thread, none with
+    /// quick QS).
     #[arg(
         long,
         allow_negative_numbers = true,

@@ -1595,10 +1595,12 @@ fn rcuscale_runs_rcu_lite_with_and_without_quick_qs_at_a_fixed_fqs_interval() {
     );
 }
 
-/// With a fixed FQS interval and no readers (an idle system), the engine's
-/// own count says what the seed's patch changes: one FQS wait per grace
-/// period with quick QS (both flavors), two without; the adaptive mode makes
-/// none, and implementations without an engine count report nothing.
+/// With a fixed FQS interval, no readers and one idle registered thread (an
+/// idle system: its idle CPU), the engine's own count says what the seed's
+/// patch changes: one FQS wait per grace period with quick QS (both
+/// flavors), two without; the adaptive mode makes none, and implementations
+/// without an engine count report nothing. Without the idle thread (the
+/// kernel's one-CPU system) quick QS leaves no FQS wait at all.
 #[test]
 fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_without() {
     let run = |extra: &[&str]| {
@@ -1611,6 +1613,8 @@ fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_with
                 "1",
                 "--readers",
                 "0",
+                "--idle-threads",
+                "1",
                 "--waits",
                 "10",
             ][..],
@@ -1665,7 +1669,8 @@ fn rcuscale_counts_one_fqs_wait_per_idle_grace_period_with_quick_qs_and_two_with
 }
 
 /// `--fqs-interval-ms` without a value is the fixed mode at the kernel's
-/// 3 ms: rcu-lite's idle grace periods (quick QS) each wait one interval
+/// 3 ms: rcu-lite's idle grace periods (quick QS, beside an idle registered
+/// thread) each wait one interval
 /// before their scan, so none is shorter than 3 ms, and the engine counts one
 /// FQS wait each. (Catches the option refusing a missing value, or taking it
 /// as the adaptive mode or another interval.)
@@ -1676,6 +1681,8 @@ fn rcuscale_fqs_interval_without_a_value_is_the_kernels_3_ms() {
             "rcuscale",
             "--impl",
             "rcu-lite",
+            "--idle-threads",
+            "1",
             "--waits",
             "3",
             "--fqs-interval-ms",
@@ -1699,8 +1706,9 @@ fn rcuscale_fqs_interval_without_a_value_is_the_kernels_3_ms() {
 }
 
 /// `--fqs-interval-ms` is in milliseconds, fractions included: at 1000.5 ms
-/// rcu-lite (quick QS, no readers) waits one interval before its first scan,
-/// so its one grace period takes at least 1.0005 s, and not 1000 times more.
+/// rcu-lite (quick QS, no readers, one idle thread) waits one interval
+/// before its first scan, so its one grace period takes at least 1.0005 s,
+/// and not 1000 times more.
 #[test]
 fn rcuscale_fqs_interval_is_in_milliseconds() {
     let out = syncbench_within(
@@ -1708,6 +1716,8 @@ fn rcuscale_fqs_interval_is_in_milliseconds() {
             "rcuscale",
             "--impl",
             "rcu-lite",
+            "--idle-threads",
+            "1",
             "--waits",
             "1",
             "--fqs-interval-ms",

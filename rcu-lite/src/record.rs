@@ -247,6 +247,16 @@ impl Registry {
         }
     }
 
+    /// Whether a thread other than `own`'s holds a record: the kernel's
+    /// "a CPU other than the grace-period kthread's is online". Relaxed: a
+    /// hint for pacing only (`Engine::grace_period`); a thread that takes a
+    /// record after this load begins its sections after the grace period's
+    /// init, which scan 1 credits.
+    pub(crate) fn others_hold_records(&self, own: &Record) -> bool {
+        self.iter()
+            .any(|record| !ptr::eq(record, own) && record.in_use.load(Relaxed))
+    }
+
     /// Every record ever handed out, newest first.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &'static Record> {
         // Acquire pairs with the Release CAS in `acquire`.

@@ -4,6 +4,9 @@
 //! These tests change the memb flavor's configuration, so they run one at a
 //! time (`SERIAL`) in this test binary of their own.
 
+mod common;
+
+use common::IdleMembThread;
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::sync::{Barrier, Mutex, mpsc};
 use std::thread;
@@ -31,9 +34,9 @@ fn fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
             fqs: Fqs::FixedInterval(Duration::from_millis(1)),
         },
         || {
-            // A registered thread that is outside its section: idle.
-            thread::spawn(|| drop(memb::read_lock())).join().unwrap();
-            drop(memb::read_lock());
+            // An idle CPU: without one, the kernel's one-CPU system, quick
+            // QS leaves nothing to wait for (`tests/fqs_lone.rs`).
+            let _idle = IdleMembThread::start();
             let before = memb::grace_periods();
             test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
             let after = memb::grace_periods();

@@ -174,6 +174,9 @@ fn an_expedited_caller_wakes_a_driver_waiting_for_the_fqs_timer() {
                 fqs: Fqs::kernel(),
             });
             rcu_lite::loom_fqs_timer_never_fires(quick_qs, !quick_qs);
+            // This thread registers first: with quick QS, a driver that is
+            // the only thread holding a record makes no first wait.
+            drop(memb::read_lock());
             let plain = thread::spawn(memb::synchronize_rcu);
             while memb::grace_periods().started < 1 {
                 thread::yield_now();
@@ -208,9 +211,16 @@ fn reader_after_init_model(quick_qs: bool) {
             fqs: Fqs::kernel(),
         });
         let updater_done = Arc::new(AtomicBool::new(false));
+        let registered = Arc::new(AtomicBool::new(false));
         let reader = {
             let updater_done = Arc::clone(&updater_done);
+            let registered = Arc::clone(&registered);
             thread::spawn(move || {
+                // Registered before the grace period starts, so that its
+                // first wait happens with quick QS too (a driver that is the
+                // only thread holding a record makes none).
+                drop(memb::read_lock());
+                registered.store(true, Release);
                 // Wait until grace period 1 has passed init.
                 while memb::grace_periods().started < 1 {
                     thread::yield_now();
@@ -222,6 +232,9 @@ fn reader_after_init_model(quick_qs: bool) {
                 drop(guard);
             })
         };
+        while !registered.load(Acquire) {
+            thread::yield_now();
+        }
         memb::synchronize_rcu();
         updater_done.store(true, Release);
         reader.join().unwrap();

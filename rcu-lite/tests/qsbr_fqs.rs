@@ -9,6 +9,7 @@
 
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Fqs, GpConfig};
+use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
@@ -24,14 +25,25 @@ fn qsbr_fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
         fqs: Fqs::FixedInterval(Duration::from_millis(1)),
     };
     let old = qsbr::configure(config);
-    // A registered thread that has gone offline (dropped its
-    // registration): idle, nothing for the grace period to wait for.
-    thread::spawn(|| drop(QsbrThread::register()))
-        .join()
-        .unwrap();
+    // A registered thread that is offline, parked until the grace period
+    // is over: an idle CPU, which only FQS scan 1 credits. (One that dropped
+    // its registration is an offline CPU, waited for by nothing: then, with
+    // quick QS, the driver's report is the last one and the grace period
+    // makes no FQS wait, as on the kernel's one-CPU system.)
+    let (offline_tx, offline_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let idle = thread::spawn(move || {
+        let offline = QsbrThread::register().offline();
+        offline_tx.send(()).unwrap();
+        let _ = done_rx.recv();
+        drop(offline);
+    });
+    offline_rx.recv().unwrap();
     let before = qsbr::grace_periods();
     test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
     let after = qsbr::grace_periods();
+    drop(done_tx);
+    idle.join().unwrap();
     // What `configure` returns is `qsbr_config.rs`'s to check.
     qsbr::configure(old);
     assert_eq!(

@@ -151,7 +151,13 @@ fn turn_ratios(a: &Candidate, b: &Candidate) -> Option<Vec<f64>> {
     if b.runs.is_empty() || a.runs.len() != b.runs.len() {
         return None;
     }
-    Some(a.runs.iter().zip(&b.runs).map(|(x, y)| ratio(*x, *y)).collect())
+    Some(
+        a.runs
+            .iter()
+            .zip(&b.runs)
+            .map(|(x, y)| ratio(*x, *y))
+            .collect(),
+    )
 }
 
 /// `a / b`, except that two equal figures (two zeros among them) are a
@@ -1435,7 +1441,10 @@ mod tests {
             value: 0.0,
             runs: vec![0.0, 2.0, 2.0],
         };
-        assert_eq!(turn_ratios(&other, &zeros), Some(vec![1.0, f64::INFINITY, 2.0]));
+        assert_eq!(
+            turn_ratios(&other, &zeros),
+            Some(vec![1.0, f64::INFINITY, 2.0])
+        );
         let ranked = rank(vec![zeros, other], true).unwrap();
         let (_, m) = &ranked.others[0];
         assert_eq!((m.ratio, m.turns), (2.0, Some((1.0, f64::INFINITY))));

@@ -141,13 +141,20 @@ fn quick_qs_section(results: &Results) -> Section {
             (runs > 0).then(|| o.gps / runs)
         })
         .unwrap_or(QUICK_QS_WAITS);
+    // Runs before 2026-12-06 had none: their engine made the first FQS wait
+    // whatever else was registered.
+    let idle_threads = results.quick_qs.first().map_or(0, |o| o.idle_threads);
     section.paragraph(format!(
-        "One writer, no readers (an idle system), fixed-interval force-quiescent-state scans every {} ms as \
+        "One writer, no readers, {} (an idle system), fixed-interval force-quiescent-state scans every {} ms as \
          the kernel paces them. `{}` reports the grace-period driver's own quiescent state at the end of \
          init (the seed's patch); `{}` credits the driver only after it passes one, so an idle grace period \
          needs a second FQS wait. As in the seed, each run is {} `synchronize_rcu()` calls, and the two \
          sides alternate run by run; *max* is the largest wait of all runs (the seed's figure), *run max* the \
          median over runs of each run's largest. The seed measured mean 0.62x and max 0.40x.",
+        match idle_threads {
+            1 => "1 idle registered thread (its idle CPU)".to_owned(),
+            n => format!("{n} idle registered threads"),
+        },
         interval_ms,
         QUICK_QS_PAIR[0],
         QUICK_QS_PAIR[1],
@@ -966,6 +973,7 @@ mod tests {
         let mut results = crate::report::tests::sample();
         let md = crate::report::document(&results).to_markdown();
         assert!(md.contains("scans every 3 ms"), "{md}");
+        assert!(md.contains("no readers, 0 idle registered threads"), "{md}");
         assert!(
             md.contains("each run is 100 `synchronize_rcu()` calls"),
             "{md}"
@@ -973,9 +981,14 @@ mod tests {
         for run in &mut results.quick_qs {
             run.fqs_interval_ms = Some(5.0);
             run.gps = 40;
+            run.idle_threads = 1;
         }
         let md = crate::report::document(&results).to_markdown();
         assert!(md.contains("scans every 5 ms"), "{md}");
+        assert!(
+            md.contains("no readers, 1 idle registered thread (its idle CPU) (an idle system)"),
+            "{md}"
+        );
         assert!(
             md.contains("each run is 40 `synchronize_rcu()` calls"),
             "{md}"

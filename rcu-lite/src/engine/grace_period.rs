@@ -53,7 +53,11 @@
 //! quiescent state and the driver has already been credited (the kernel's
 //! `rcu_gp_fqs_check_wake()`). On an idle system with quick QS off, scan 1 finds
 //! only the driver holding out and scan 2 credits it: two interval waits. With
-//! quick QS on, scan 1 finds nobody: one wait. That is the seed's result.
+//! quick QS on, scan 1 finds nobody: one wait. That is the seed's result. An
+//! idle system has idle CPUs, here other registered threads outside their
+//! sections; where the driver's thread is the only one holding a record (the
+//! kernel's one-CPU system), quick QS leaves nothing to wait for, and the
+//! grace period makes no FQS wait.
 //!
 //! An expedited caller ([`Engine::synchronize`] with `expedited`) records the
 //! grace period it needs in `expedite` and wakes a driver sleeping in a fixed
@@ -117,13 +121,20 @@ impl Engine {
         let mut fqs = if expedited { Fqs::Adaptive } else { config.fqs };
 
         let mut holdouts: Vec<&'static Record> = Vec::new();
-        if let Fqs::FixedInterval(interval) = fqs {
-            // jiffies_till_first_fqs. The driver sleeps, but no scan has
-            // sampled it yet, so this sleep cannot count as its quiescent state.
-            if self.fqs_wait(&mut holdouts, gp, interval, false, FqsWait::BeforeScan1) {
-                fqs = Fqs::Adaptive;
-                driver_holdout = false;
-            }
+        // jiffies_till_first_fqs. The driver sleeps, but no scan has sampled
+        // it yet, so this sleep cannot count as its quiescent state. The
+        // kernel's first wait ends early too once every CPU online at init
+        // has reported (`rcu_gp_fqs_check_wake()`): here that can happen
+        // only when the driver is credited and no other thread holds a
+        // record (an exited thread is an offline CPU), the kernel's
+        // one-CPU system, where the seed's patch leaves no FQS wait at all.
+        // Any other registered thread is an idle CPU that only scan 1 credits.
+        if let Fqs::FixedInterval(interval) = fqs
+            && (driver_holdout || self.registry.others_hold_records(own))
+            && self.fqs_wait(&mut holdouts, gp, interval, false, FqsWait::BeforeScan1)
+        {
+            fqs = Fqs::Adaptive;
+            driver_holdout = false;
         }
 
         // FQS scan 1.

@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests (`mod common;` in each binary
 //! that uses them).
 
+// Each binary uses some of these helpers, none all of them.
+#![allow(dead_code)]
+
 use rcu_lite::Flavor;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -21,4 +24,45 @@ pub fn hold_the_callback_thread<F: Flavor>(limit: Duration) -> mpsc::Sender<()> 
         .recv_timeout(limit)
         .expect("the holding callback did not start: its grace period never ended");
     release_tx
+}
+
+/// A memb-registered thread outside its section, parked until this drops:
+/// an idle CPU of the kernel's idle system, which only FQS scan 1 credits
+/// (a thread that has exited is an offline CPU instead, waited for by
+/// nothing).
+pub struct IdleMembThread {
+    done: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleMembThread {
+    /// Starts the thread and returns once it has registered.
+    pub fn start() -> IdleMembThread {
+        let (registered_tx, registered_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            drop(rcu_lite::memb::read_lock());
+            registered_tx.send(()).unwrap();
+            // Until the sender drops.
+            let _ = done_rx.recv();
+        });
+        registered_rx
+            .recv()
+            .expect("the idle thread ended before it registered");
+        IdleMembThread {
+            done: Some(done_tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for IdleMembThread {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(thread) = self.thread.take() {
+            // A panic of its own would have shown on stderr; the test's
+            // outcome is its assertions'.
+            let _ = thread.join();
+        }
+    }
 }
