@@ -1,5 +1,10 @@
-//! Domains: the set of slots that scans walk and the objects retired to them
-//! (the kernel's `struct hazptr_domain`).
+//! Domains: the set of slots that scans walk and the objects retired to them.
+//!
+//! The kernel API this crate mirrors (`hazptr_acquire()`,
+//! `hazptr_synchronize()`) has no domains: one global set of per-CPU slots
+//! and overflow lists serves every user. `struct hazptr_domain` existed only
+//! in the 2024 RFC (the `hazptr_load_try_protect()` API). Here the global
+//! domain plays the kernel's part, and users may create more.
 //!
 //! A domain owns:
 //!

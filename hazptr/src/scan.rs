@@ -28,6 +28,15 @@
 //! changes: once it does, that reader's protection ended, and a new one
 //! cannot obtain the unpublished address.
 //!
+//! The generation is an unbounded counter, flipped without a lock and
+//! compared by the sign of the wrapping difference (see `slot`), so
+//! unshared scans run in parallel. The kernel's flipping wildcard takes two
+//! values, 1 and 2, and `hazptr_synchronize()` runs its scan periods and
+//! the flip between them under one global mutex (`hazptr_wildcard_lock`),
+//! so there concurrent callers are serialised; other kernel versions use
+//! one constant wildcard. The counter's price is a wrap on 32-bit targets
+//! (see `docs/hazptr.md`, *Limits*).
+//!
 //! # Sharing the scan
 //!
 //! With sharing off, each caller runs [`begin`] and the walk itself

@@ -52,7 +52,12 @@
 //! A [`BackupSlot`] is used when a thread's block is full, when the domain
 //! forces the slow path, or when a guard is promoted out of its block slot.
 //! Backup slots hang off the domain's overflow lists; like blocks they are
-//! recycled, never freed before the domain.
+//! recycled, never freed before the domain. The kernel's backup slot is a
+//! field of the caller's `hazptr_ctx`, chained onto a per-CPU overflow list
+//! under a spinlock for one use and unchained after it, so it never
+//! allocates. Here one is allocated when no free one is found: the acquire
+//! slow path can allocate, and a domain keeps the most backup slots it ever
+//! had in use at once until it drops.
 
 use crate::domain::Shared;
 use crate::retire::Retired;

@@ -129,7 +129,7 @@ fn protect_raw_validate_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
     unsafe { check(p) };
 }
 
-/// The kernel's acquire-before-scan litmus test: a reader's acquire races a
+/// The shared-scan series' acquire-before-scan litmus test (not in mainline): a reader's acquire races a
 /// writer's unpublish + synchronize; either the reader loads the new pointer
 /// or synchronize waits for it.
 fn acquire_racing_synchronize(shared_scan: bool) {

@@ -507,7 +507,10 @@ impl RawQRwLock {
         loop {
             // Wait for the readers inside (and a writer that took the lock on
             // its fast path before WAITING) to leave. Relaxed: the acquire is
-            // the CAS's, as in the kernel.
+            // the CAS's, as in kernels since the 2021 fix "locking/qrwlock:
+            // Fix ordering in queued_write_lock_slowpath()". Will Deacon's
+            // series had an acquire spin read and a relaxed cmpxchg, which
+            // left the CAS that takes the lock without acquire ordering.
             let cnts = wait::cond_load(&self.cnts, HEAD_SLEEPING, spin_ns::HEAD, |c| {
                 c == WRITER_WAITING
             });

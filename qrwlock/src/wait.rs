@@ -1,7 +1,8 @@
 //! `cond_load_acquire`: the user-space `atomic_cond_read_acquire()`.
 //!
-//! The kernel's `smp_cond_load_acquire(ptr, cond)` (Will Deacon's "Add
-//! atomic_cond_read_acquire" patch) re-reads `*ptr` until `cond` holds, waiting
+//! The kernel's `smp_cond_load_acquire(ptr, cond)` (older than the qrwlock
+//! series: its "Add atomic_cond_read_acquire" patch added the `atomic_t`
+//! wrapper around it) re-reads `*ptr` until `cond` holds, waiting
 //! between reads with the architecture's hint: on arm64 `__cmpwait()` arms the
 //! exclusive monitor with LDXR and sleeps in WFE until another CPU writes the
 //! cache line; elsewhere `cpu_relax()`. It then orders later accesses after the
@@ -39,7 +40,9 @@ use crate::sync::{AtomicU32, Ordering, fence};
 ///
 /// Time, not rounds: a round of the hint costs anything from a few ns (an
 /// old x86 `pause`) to 100 us (an aarch64 WFE that no write ends before the
-/// event-stream tick). Under loom any non-zero budget is one round.
+/// event-stream tick; longer where the kernel gives user space no event
+/// stream, see `wait_for_change`). Under loom any non-zero budget is one
+/// round.
 pub(crate) mod budget {
     /// The default for [`super::cond_load_acquire`] and
     /// [`super::cond_load_relaxed`].
@@ -278,7 +281,10 @@ impl Spin {
 /// aarch64: `__cmpwait()`: LDXR arms the exclusive monitor on the word's cache
 /// line, and if the word still holds `seen`, WFE sleeps until the monitor is
 /// cleared by another CPU's write to that line, or an event (including the
-/// kernel's 10 kHz event stream, which bounds the sleep).
+/// kernel's 10 kHz event stream, which bounds the sleep). The event stream
+/// reaches user space only where the kernel enables it (`HWCAP_EVTSTRM`);
+/// without it a round ends only at a write to the line or an interrupt
+/// (such as a timer tick), so the spin budget can overrun by that much.
 #[cfg(all(target_arch = "aarch64", not(loom), not(miri)))]
 #[inline]
 fn wait_for_change(word: &AtomicU32, seen: u32) {

@@ -1,8 +1,11 @@
 //! The wait queue: an MCS lock whose nodes live on the waiters' stacks.
 //!
 //! The kernel's qrwlock serializes its slow paths on `lock->wait_lock`, an
-//! `arch_spinlock_t` that is itself a queued (MCS-based) spinlock: each waiter
-//! spins on its own per-CPU node. Here threads stand in for CPUs and the node
+//! `arch_spinlock_t`. On x86, and on arm64 since 4.19, that is the queued
+//! (MCS-based) spinlock, whose waiters beyond the first spin each on their
+//! own per-CPU node; on arm64 at the time of the qrwlock series it was a
+//! ticket lock, which every waiter polls. Here a real MCS queue is used on
+//! every architecture. Threads stand in for CPUs and the node
 //! is a local of the slow-path frame, aligned to its own 128-byte pair of cache
 //! lines, so a waiter's spinning touches no line another waiter spins on.
 //!

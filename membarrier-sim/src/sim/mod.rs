@@ -126,8 +126,19 @@
 //! - Mutex waiters are served FIFO. Real kernel mutexes let optimistic
 //!   spinners barge ahead of sleeping waiters, so the simulated wait tail
 //!   under `global` is, if anything, shorter than the kernel's.
-//! - Waiters sleep (they do not occupy their CPU); callers are otherwise
-//!   never preempted mid-call and take turns on their home CPU call by call.
+//! - Waiters sleep (they do not occupy their CPU). A kernel mutex waiter
+//!   first spins optimistically while the owner runs on a CPU, and the
+//!   global mutex's owner always does (in `csd_lock_wait()`, preemption
+//!   off), so real waiters keep their home CPUs busy until the scheduler
+//!   takes the CPU back; here a waiter's home CPU runs its next caller at
+//!   once, which likely flatters the figures, `per-cpu`'s most. Callers are
+//!   otherwise never preempted mid-call and take turns on their home CPU
+//!   call by call.
+//! - Every call to another CPU sends its IPI. The kernel sends none when the
+//!   target's current task is not of the caller's mm, a check made after
+//!   the mutex is taken; in the selftest it almost always passes (pinned
+//!   burners that share the hammers' mm run on every CPU), so every
+//!   interrupts-off window is charged to the calls aimed at its CPU.
 //! - The burners' CPU time, the hammers' competition with them, NUMA
 //!   distances, and the `rq->lock` contention that throttle walks cause for
 //!   other CPUs are not modelled; the windows do not depend on the callers.
@@ -324,7 +335,9 @@ impl Config {
     /// Callers per CPU in the selftest (`N_HAMMER_PER_CPU`).
     pub const SELFTEST_CALLERS_PER_CPU: u32 = 25;
 
-    /// The selftest's scenario on `cpus` CPUs with the global mutex, 10 s.
+    /// The selftest's scenario on `cpus` CPUs with the global mutex, for 10
+    /// simulated seconds (the selftest itself runs `TEST_DURATION_SEC`, 20 s
+    /// in the version consulted; the seed's cover letter gives no length).
     pub fn selftest(cpus: u32) -> Config {
         Config {
             cpus,
