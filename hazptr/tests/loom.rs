@@ -129,9 +129,9 @@ fn protect_raw_validate_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
     unsafe { check(p) };
 }
 
-/// The shared-scan series' acquire-before-scan litmus test (not in mainline): a reader's acquire races a
-/// writer's unpublish + synchronize; either the reader loads the new pointer
-/// or synchronize waits for it.
+/// The shared-scan series' acquire-before-scan litmus test (not in
+/// mainline): a reader's acquire races a writer's unpublish + synchronize;
+/// either the reader loads the new pointer or synchronize waits for it.
 fn acquire_racing_synchronize(shared_scan: bool) {
     reader_against_writer(
         shared_scan,
