@@ -31,6 +31,14 @@ void syncbench_urcu_memb_unregister_thread(void) { urcu_memb_unregister_thread()
 
 void syncbench_urcu_memb_synchronize_rcu(void) { urcu_memb_synchronize_rcu(); }
 
+/*
+ * Whether the memb flavor found membarrier(2) when the library loaded: if
+ * not, its readers issue smp_mb() in every lock and unlock (and its
+ * synchronize_rcu() none). A macro for 1 where liburcu was configured to
+ * require membarrier.
+ */
+int syncbench_urcu_memb_has_sys_membarrier(void) { return urcu_memb_has_sys_membarrier; }
+
 /* Runs `iterations` read-side sections. The calling thread is registered. */
 void syncbench_urcu_memb_read_sections(uint64_t **slot, uint64_t iterations)
 {

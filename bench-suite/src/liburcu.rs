@@ -125,6 +125,7 @@ mod linked {
             pub fn syncbench_urcu_memb_register_thread();
             pub fn syncbench_urcu_memb_unregister_thread();
             pub fn syncbench_urcu_memb_synchronize_rcu();
+            pub fn syncbench_urcu_memb_has_sys_membarrier() -> std::ffi::c_int;
             pub fn syncbench_urcu_memb_read_sections(slot: *const *mut u64, iterations: u64);
             pub fn syncbench_urcu_memb_read_until(slot: *const *mut u64, stop: *const u8) -> u64;
             pub fn syncbench_urcu_qsbr_register_thread();
@@ -132,6 +133,30 @@ mod linked {
             pub fn syncbench_urcu_qsbr_synchronize_rcu();
             pub fn syncbench_urcu_qsbr_read_sections(slot: *const *mut u64, iterations: u64);
             pub fn syncbench_urcu_qsbr_read_until(slot: *const *mut u64, stop: *const u8) -> u64;
+        }
+    }
+
+    /// How liburcu's memb flavor orders its readers in this process, as it
+    /// chose when the library loaded: with `membarrier(2)`'s private
+    /// expedited command (as hazptr and rcu-lite do), with its older global
+    /// command (`MEMBARRIER_CMD_SHARED`, a grace period of the kernel's
+    /// per `synchronize_rcu()`), or, without membarrier, with `smp_mb()` in
+    /// every read-side lock and unlock. A report states it beside our own
+    /// fence mode: the two can differ (a kernel or sandbox that refuses one
+    /// command, or `SYNCPRIMS_FENCE=seqcst`, which liburcu does not read).
+    pub fn memb_fence_mode() -> String {
+        use membarrier_sim::sys::{Command, query};
+        // SAFETY: reads an int the library set in its constructor, before
+        // `main`; nothing writes it afterwards.
+        let has = unsafe { ffi::syncbench_urcu_memb_has_sys_membarrier() } != 0;
+        if !has {
+            "smp_mb() in every read-side lock and unlock (no membarrier)".to_owned()
+        } else if query().contains(Command::PrivateExpedited) {
+            // liburcu takes the private expedited command wherever the
+            // kernel offers it, and the global one only otherwise.
+            "membarrier, private expedited".to_owned()
+        } else {
+            "membarrier, global (MEMBARRIER_CMD_SHARED)".to_owned()
         }
     }
 
@@ -323,6 +348,22 @@ mod tests {
             );
         }
         assert_eq!(availability().is_ok(), LINKED);
+    }
+
+    /// liburcu registers for the private expedited command wherever the
+    /// kernel offers it (and aborts the process before `main` if that
+    /// fails), so where it is offered the memb flavor reports it: a shim
+    /// that read the library's flag wrongly would say "no membarrier".
+    #[cfg(syncbench_liburcu)]
+    #[test]
+    fn liburcu_memb_reports_the_membarrier_it_took() {
+        use membarrier_sim::sys::{Command, query};
+        let mode = memb_fence_mode();
+        if query().contains(Command::PrivateExpedited) {
+            assert_eq!(mode, "membarrier, private expedited");
+        } else {
+            assert!(!mode.contains("private expedited"), "{mode}");
+        }
     }
 
     #[cfg(syncbench_liburcu)]

@@ -28,6 +28,11 @@ pub struct Machine {
     pub rustc: String,
     /// The fence mode `hazptr` and `rcu-lite` use on this machine.
     pub fence_mode: String,
+    /// How liburcu's memb flavor fences here, as it chose when it loaded
+    /// (`liburcu::memb_fence_mode`); `None` in a build without liburcu, or
+    /// in a `results.json` from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liburcu_memb_fences: Option<String>,
     /// What their heavy fence costs here (see [`HeavyFenceCost`]).
     pub heavy_fence: HeavyFenceCost,
     /// What one `fence(SeqCst)` costs here, in nanoseconds (see
@@ -322,6 +327,18 @@ fn fence_mode() -> String {
     }
 }
 
+/// liburcu-memb's fence mode where this build links liburcu.
+fn liburcu_memb_fences() -> Option<String> {
+    #[cfg(syncbench_liburcu)]
+    {
+        Some(crate::liburcu::memb_fence_mode())
+    }
+    #[cfg(not(syncbench_liburcu))]
+    {
+        None
+    }
+}
+
 impl Machine {
     /// Describes the current machine.
     pub fn current() -> Machine {
@@ -340,6 +357,7 @@ impl Machine {
             kernel,
             rustc: env!("SYNCBENCH_RUSTC_VERSION").to_owned(),
             fence_mode: fence_mode(),
+            liburcu_memb_fences: liburcu_memb_fences(),
             heavy_fence: HeavyFenceCost::measure(),
             full_fence_ns: Some(full_fence_ns()),
         }
@@ -367,8 +385,12 @@ impl Machine {
             }
             _ => format!("{} CPUs", self.cores),
         };
+        let liburcu = match &self.liburcu_memb_fences {
+            Some(mode) => format!("; liburcu-memb's: {mode}"),
+            None => String::new(),
+        };
         format!(
-            "{} ({id}{cpus}), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}{full})",
+            "{} ({id}{cpus}), Linux {}, {}, fences: {} (heavy fence {:.2} us with the other CPUs idle{busy}{full}{liburcu})",
             self.cpu, self.kernel, self.rustc, self.fence_mode, self.heavy_fence.idle_us,
         )
     }
@@ -521,7 +543,18 @@ mod tests {
         let full = machine.full_fence_ns.expect("measured");
         assert!(full > 0.0 && full.is_finite(), "{machine:?}");
         assert!(
-            summary.contains(&format!("seize pay, {full:.2} ns)")),
+            summary.contains(&format!("seize pay, {full:.2} ns")),
+            "{summary}"
+        );
+        // liburcu-memb's fences beside ours, where this build has liburcu.
+        assert_eq!(
+            machine.liburcu_memb_fences.is_some(),
+            crate::liburcu::LINKED,
+            "{machine:?}"
+        );
+        assert_eq!(
+            summary.contains("; liburcu-memb's: "),
+            crate::liburcu::LINKED,
             "{summary}"
         );
         // A process allowed fewer CPUs than are online says both.
@@ -543,6 +576,7 @@ mod tests {
             full_fence_ns: None,
             cpu_id: None,
             online_cpus: None,
+            liburcu_memb_fences: None,
             ..machine.clone()
         };
         assert!(

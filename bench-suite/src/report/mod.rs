@@ -822,6 +822,7 @@ pub(crate) mod tests {
                 kernel: "6.0".into(),
                 rustc: "rustc 1.95.0".into(),
                 fence_mode: "membarrier".into(),
+                liburcu_memb_fences: None,
                 heavy_fence: crate::machine::HeavyFenceCost {
                     idle_us: 0.36,
                     busy_us: Some(8.4),
