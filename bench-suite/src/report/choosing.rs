@@ -947,7 +947,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
     rows
 }
 
-/// `; cheapest per object in CPU time: NAME, X ns (NEXT Y ns next)`: the
+/// `; cheapest per object in writers' and background CPU time: NAME, X ns (NEXT Y ns next)`: the
 /// deferred-only contender (none that failed) whose objects cost the least
 /// CPU time each, writers' and other threads' together, and the one after
 /// it, for a reader to see how close the two are. Empty if the cheapest is
@@ -972,9 +972,11 @@ fn cheapest_in_cpu(results: &Results, failed: &[FailedRun], winner: &str) -> Str
     match costs.as_slice() {
         [(cheapest, _), ..] if *cheapest == winner => String::new(),
         [] => String::new(),
-        [(cheapest, ns)] => format!("; cheapest per object in CPU time: {cheapest}, {ns:.0} ns"),
+        [(cheapest, ns)] => format!(
+            "; cheapest per object in writers' and background CPU time: {cheapest}, {ns:.0} ns"
+        ),
         [(cheapest, ns), (next, next_ns), ..] => format!(
-            "; cheapest per object in CPU time: {cheapest}, {ns:.0} ns ({next} {next_ns:.0} ns next)"
+            "; cheapest per object in writers' and background CPU time: {cheapest}, {ns:.0} ns ({next} {next_ns:.0} ns next)"
         ),
     }
 }
@@ -1910,7 +1912,7 @@ mod tests {
         assert_eq!(
             bulk.costs_elsewhere,
             "held back up to 60 unreclaimed objects; its writers had 50% of the run's CPU time \
-             and used 300 ns of it per object; cheapest per object in CPU time: hazptr, 250 ns \
+             and used 300 ns of it per object; cheapest per object in writers' and background CPU time: hazptr, 250 ns \
              (haphazard 300 ns next)"
         );
         // The other threads' part is named where it is not 0, and no
@@ -1958,7 +1960,7 @@ mod tests {
         assert_eq!(bulk.winner, "haphazard", "{bulk:?}");
         assert!(
             bulk.costs_elsewhere.ends_with(
-                "; cheapest per object in CPU time: seize, 250 ns (haphazard 300 ns next)"
+                "; cheapest per object in writers' and background CPU time: seize, 250 ns (haphazard 300 ns next)"
             ),
             "{bulk:?}"
         );

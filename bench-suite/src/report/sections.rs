@@ -249,7 +249,11 @@ fn deferred_free_section(results: &Results) -> Section {
          CPU* is the writers' part of the CPU time the run's threads used, *writer ns/object* their \
          CPU time per object handed over, and *others ns/object* that of the process's other \
          threads (a callback worker that frees in the background; the harness's own, which sleeps \
-         between checks, is near 0). Their sum is what an object handed over cost in CPU time.",
+         between checks, is near 0). Their sum is what an object handed over cost in CPU time, \
+         less two parts it leaves out: what readers spent freeing (crossbeam-epoch's `pin()` \
+         collects garbage, seize's guards free batches as they drop) and what was freed after the \
+         timed window (the backlog a run ends with). So it is a lower bound, lowest for the schemes \
+         that free on their readers or leave a backlog.",
     );
     let mut table = Table::new(&[
         "implementation",
