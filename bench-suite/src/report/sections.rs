@@ -145,15 +145,19 @@ fn quick_qs_section(results: &Results) -> Section {
     // whatever else was registered.
     let idle_threads = results.quick_qs.first().map_or(0, |o| o.idle_threads);
     section.paragraph(format!(
-        "One writer, no readers, {} (an idle system), fixed-interval force-quiescent-state scans every {} ms as \
+        "One writer, no readers, {}, fixed-interval force-quiescent-state scans every {} ms as \
          the kernel paces them. `{}` reports the grace-period driver's own quiescent state at the end of \
          init (the seed's patch); `{}` credits the driver only after it passes one, so an idle grace period \
          needs a second FQS wait. As in the seed, each run is {} `synchronize_rcu()` calls, and the two \
          sides alternate run by run; *max* is the largest wait of all runs (the seed's figure), *run max* the \
          median over runs of each run's largest. The seed measured mean 0.62x and max 0.40x.",
         match idle_threads {
-            1 => "1 idle registered thread (its idle CPU)".to_owned(),
-            n => format!("{n} idle registered threads"),
+            // The report's own runs have had one since 2026-12-06.
+            0 => "no idle registered thread (a run from before 2026-12-06: its engine made the \
+                  first FQS wait as on an idle system, whatever else was registered)"
+                .to_owned(),
+            1 => "1 idle registered thread (an idle system: its idle CPU)".to_owned(),
+            n => format!("{n} idle registered threads (an idle system)"),
         },
         interval_ms,
         QUICK_QS_PAIR[0],
@@ -977,7 +981,10 @@ mod tests {
         let mut results = crate::report::tests::sample();
         let md = crate::report::document(&results).to_markdown();
         assert!(md.contains("scans every 3 ms"), "{md}");
-        assert!(md.contains("no readers, 0 idle registered threads"), "{md}");
+        assert!(
+            md.contains("no readers, no idle registered thread (a run from before"),
+            "{md}"
+        );
         assert!(
             md.contains("each run is 100 `synchronize_rcu()` calls"),
             "{md}"
@@ -990,7 +997,9 @@ mod tests {
         let md = crate::report::document(&results).to_markdown();
         assert!(md.contains("scans every 5 ms"), "{md}");
         assert!(
-            md.contains("no readers, 1 idle registered thread (its idle CPU) (an idle system)"),
+            md.contains(
+                "no readers, 1 idle registered thread (an idle system: its idle CPU), fixed"
+            ),
             "{md}"
         );
         assert!(
