@@ -247,14 +247,27 @@ impl Registry {
         }
     }
 
-    /// Whether a thread other than `own`'s holds a record: the kernel's
-    /// "a CPU other than the grace-period kthread's is online". Relaxed: a
-    /// hint for pacing only (`Engine::grace_period`); a thread that takes a
-    /// record after this load begins its sections after the grace period's
-    /// init, which scan 1 credits.
+    /// Whether a thread other than the caller, the owner of `own`, holds a
+    /// record: the kernel's "a CPU other than the grace-period kthread's is
+    /// online". The caller's other records (a qsbr registration it took
+    /// offline to wait) are its own CPU too. Relaxed, all: a hint for pacing
+    /// only (`Engine::grace_period`); a thread that takes a record after
+    /// these loads begins its sections after the grace period's init, which
+    /// scan 1 credits.
     pub(crate) fn others_hold_records(&self, own: &Record) -> bool {
-        self.iter()
-            .any(|record| !ptr::eq(record, own) && record.in_use.load(Relaxed))
+        #[cfg(not(loom))]
+        let me = thread_id();
+        self.iter().any(|record| {
+            if ptr::eq(record, own) || !record.in_use.load(Relaxed) {
+                return false;
+            }
+            // Under loom no record knows its owner: every other one counts.
+            #[cfg(not(loom))]
+            if record.owner.load(Relaxed) == me {
+                return false;
+            }
+            true
+        })
     }
 
     /// Every record ever handed out, newest first.
