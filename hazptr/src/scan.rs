@@ -249,6 +249,65 @@ mod tests {
         FORK_HOOKS.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// With sharing off every caller scans alone: each of several callers
+    /// flips the generation once, none queues, and no scanner thread
+    /// starts, even while another pass holds the driver flag (a shared-scan
+    /// caller would queue behind it and sleep until it ended).
+    #[test]
+    fn unshared_callers_each_scan_alone() {
+        const CALLERS: usize = 4;
+        let _alone = no_fork_hooks_meanwhile();
+        let domain = std::sync::Arc::new(Domain::builder().shared_scan(false).build());
+        let scan = &domain.shared.scan;
+        // A pass in progress, as `drive_once` takes it.
+        assert!(
+            scan.driver
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        );
+        let before = domain.shared.wildcard().load(Ordering::Acquire);
+        let callers: Vec<_> = (0..CALLERS)
+            .map(|i| {
+                let domain = std::sync::Arc::clone(&domain);
+                std::thread::spawn(move || {
+                    // An address no slot holds.
+                    let object = Box::new(i);
+                    domain.synchronize(&raw const *object);
+                })
+            })
+            .collect();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        test_support::within_a_deadline(
+            "unshared callers while the driver flag is held",
+            std::time::Duration::from_secs(if cfg!(miri) { 600 } else { 30 }),
+            move || {
+                for caller in callers {
+                    caller.join().unwrap();
+                }
+                done_tx.send(()).unwrap();
+            },
+        );
+        done_rx.recv().unwrap();
+        let moved = domain
+            .shared
+            .wildcard()
+            .load(Ordering::Acquire)
+            .wrapping_sub(before);
+        assert_eq!(
+            moved,
+            2 * CALLERS,
+            "{CALLERS} unshared calls made {moved} / 2 flips"
+        );
+        // SeqCst and Acquire, as the callers and `start_scanner` use them.
+        assert_eq!(scan.sleepers.load(Ordering::SeqCst), 0);
+        assert!(
+            !scan.started.load(Ordering::Acquire),
+            "a scanner thread started"
+        );
+        // Release: as `drive_once` gives the flag back.
+        scan.driver.store(false, Ordering::Release);
+    }
+
     /// A scan flips the domain's wildcard generation before it reads a slot:
     /// a reader that loads the wildcard after the scan began stores one of
     /// the scan's own generation, which the scan skips instead of waiting

@@ -159,6 +159,21 @@ pub(crate) struct SlotBlock {
     pub(crate) retired: OwnerLine,
 }
 
+// The layout the module docs promise, checked as the crate compiles: a
+// block's slots fill one cache line of their own, its link and its owner's
+// batch each start another, and every backup slot has a line to itself, so
+// that no reader's slot shares a line with another thread's stores. (Loom's
+// atomics are larger and its types are no real layout.)
+#[cfg(not(loom))]
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<HotLine>() == 64 && align_of::<SlotBlock>() == 64);
+    assert!(offset_of!(SlotBlock, hot) == 0);
+    assert!(offset_of!(SlotBlock, link) == 64);
+    assert!(offset_of!(SlotBlock, retired) % 64 == 0);
+    assert!(align_of::<BackupSlot>() == 64);
+};
+
 /// The owner's retire batch, on its own line.
 #[repr(C, align(64))]
 pub(crate) struct OwnerLine {
