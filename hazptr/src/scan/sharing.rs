@@ -164,6 +164,10 @@ pub(crate) struct ScanState {
     /// Tests: tries to spawn the scanner thread so far.
     #[cfg(test)]
     pub(super) spawn_tries: AtomicU32,
+    /// Tests: protected slots that passed the Bloom filter and were checked
+    /// against every waiter of a batch.
+    #[cfg(test)]
+    pub(super) exact_checks: AtomicU32,
 }
 
 impl ScanState {
@@ -186,6 +190,8 @@ impl ScanState {
             fail_spawn: AtomicBool::new(false),
             #[cfg(test)]
             spawn_tries: AtomicU32::new(0),
+            #[cfg(test)]
+            exact_checks: AtomicU32::new(0),
         }
     }
 }
@@ -460,6 +466,9 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
         let mut check = |slot: &AtomicUsize, in_block: bool| {
             let value = read_slot(slot, mine);
             if protects(value) && bloom.may_contain(value) {
+                // Relaxed: a test's count, read after the pass.
+                #[cfg(test)]
+                scan.exact_checks.fetch_add(1, Ordering::Relaxed);
                 for_each_waiter(batch, |w| {
                     if w.addr == value {
                         w.hits.set(w.hits.get() + 1);
@@ -643,6 +652,84 @@ mod tests {
     /// only the queue's first waiter or leaves the last one queued, a release
     /// walk that stops a waiter short, and a pass that scans more than once,
     /// per waiter or with a flip done twice.)
+    /// A pass screens every protected slot with the Bloom filter of its
+    /// batch's addresses before it checks the slot against each waiter: a
+    /// slot whose value the filter rejects costs no walk of the batch.
+    /// (Catches a filter that lets every value through: the pass then
+    /// checks each of the protected slots exactly.)
+    #[test]
+    fn the_bloom_filter_screens_slots_before_the_exact_check() {
+        test_support::within_a_deadline("a pass over screened slots", TEST_DEADLINE, || {
+            let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
+            let domain = Arc::new(Domain::new());
+            let scan = &domain.shared.scan;
+            // No scanner thread; a pass in progress, as in the test below.
+            scan.started.store(true, Ordering::Release);
+            assert!(
+                scan.driver
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            );
+            // The waiter's object, never published nor protected.
+            let waited = Box::new(0u64);
+            let addr = std::ptr::from_ref::<u64>(&waited) as usize;
+            let mut filter = crate::bloom::Bloom::new();
+            filter.insert(addr);
+            // Objects the filter rejects (kept, with the ones it lets
+            // through, so that no address comes back), each protected.
+            let mut kept = Vec::new();
+            let mut rejected = Vec::new();
+            while rejected.len() < 3 {
+                let object = Box::into_raw(Box::new(1u64));
+                if filter.may_contain(object as usize) {
+                    kept.push(object);
+                } else {
+                    rejected.push(std::sync::atomic::AtomicPtr::new(object));
+                }
+            }
+            let guards: Vec<_> = rejected
+                .iter()
+                .map(|src| {
+                    let mut guard = domain.guard();
+                    guard.protect_ptr(src);
+                    guard
+                })
+                .collect();
+            let caller = {
+                let domain = Arc::clone(&domain);
+                std::thread::spawn(move || domain.synchronize(addr as *const u64))
+            };
+            // SeqCst, as the callers' increments.
+            while scan.sleepers.load(Ordering::SeqCst) < 1 {
+                std::thread::yield_now();
+            }
+            let progress = scan.buffers.with_mut(|buffers| {
+                // SAFETY: this thread holds the driver flag, which owns the
+                // buffers.
+                let buffers = unsafe { &mut *buffers };
+                drive_locked(&domain.shared, buffers)
+            });
+            assert_eq!(progress, Progress::Worked);
+            // Relaxed: written by this thread's pass.
+            assert_eq!(
+                scan.exact_checks.load(Ordering::Relaxed),
+                0,
+                "slots the filter rejects were checked against the waiters"
+            );
+            caller.join().expect("the released caller returns");
+            // Release, as `drive_once` gives the flag back.
+            scan.driver.store(false, Ordering::Release);
+            drop(guards);
+            for object in kept
+                .into_iter()
+                .chain(rejected.iter().map(|src| src.load(Ordering::Relaxed)))
+            {
+                // SAFETY: from `Box::into_raw` above; no guard is left.
+                drop(unsafe { Box::from_raw(object) });
+            }
+        });
+    }
+
     #[test]
     fn callers_queued_during_a_pass_are_all_served_by_the_next_one() {
         const CALLERS: u32 = 6;
