@@ -464,9 +464,14 @@ fn probe_links_and_loads(
         if linked.status.success() {
             Ok(())
         } else {
+            // The whole complaint in the warnings: its first line is often
+            // only "in function ...", which names no missing symbol.
+            for line in String::from_utf8_lossy(&linked.stderr).lines() {
+                println!("cargo:warning=liburcu link probe: {line}");
+            }
             Err(format!(
                 "its libraries did not link ({})",
-                first_line(&linked.stderr)
+                link_error_line(&linked.stderr)
             ))
         }
     };
@@ -507,6 +512,22 @@ fn probe_links_and_loads(
         Ok(Some(Ok(()))) => Ok(true),
         _ => Err(why),
     }
+}
+
+/// The line of a linker's error output that says what went wrong (an
+/// undefined reference, a library not found), else its first line: GNU ld
+/// begins with the function the reference is in, which names nothing
+/// missing.
+fn link_error_line(output: &[u8]) -> String {
+    String::from_utf8_lossy(output)
+        .lines()
+        .map(str::trim)
+        .find(|line| {
+            line.contains("undefined reference")
+                || line.contains("cannot find")
+                || line.contains("error:")
+        })
+        .map_or_else(|| first_line(output), str::to_owned)
 }
 
 /// The first line of a tool's error output that says something.

@@ -716,6 +716,17 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             })
         }
         Command::Advise(args) => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if args.threads as usize > cpus {
+                note(format_args!(
+                    "syncbench: note: --threads {} is more than the {cpus} CPU(s) this process \
+                     may use: the threads take turns, and one preempted in the middle of a \
+                     write or holding a lock holds the others up, which can change the winner; \
+                     advice for a program on another machine is best measured there, at its \
+                     thread count",
+                    args.threads
+                ));
+            }
             let config = advise::Config::new(
                 args.reads_per_write,
                 args.threads as usize,

@@ -1222,6 +1222,42 @@ fn advise_json_says_its_warning_on_stderr() {
     );
 }
 
+/// More threads than the CPUs the process may use are allowed, but said on
+/// stderr: oversubscription can change the winner.
+#[test]
+fn advise_names_more_threads_than_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let run = |threads: usize| {
+        let threads = threads.to_string();
+        let out = syncbench(&[
+            "advise",
+            "--reads-per-write",
+            "100",
+            "--threads",
+            &threads,
+            "--payload-bytes",
+            "64",
+            "--duration-s",
+            "0.01",
+            "--rounds",
+            "1",
+            "--json",
+        ]);
+        assert!(out.status.code().is_some(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let over = run(cpus + 1);
+    assert!(
+        over.contains(&format!(
+            "--threads {} is more than the {cpus} CPU(s) this process may use",
+            cpus + 1
+        )),
+        "{over}"
+    );
+    let within = run(cpus);
+    assert!(!within.contains("is more than the"), "{within}");
+}
+
 #[test]
 fn advise_recommends_with_its_figures() {
     let out = syncbench(&[
