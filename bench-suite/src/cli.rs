@@ -603,16 +603,34 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                     ));
                 }
                 // Every writer completes at least one wait, and a paced
-                // wait lasts an interval: the run outlasts --duration-s.
+                // wait lasts an interval where anything is registered
+                // beside the writers (or quick QS is off): the run then
+                // outlasts --duration-s.
                 if let Some(ms) = args.fqs_interval_ms
                     && args.waits.is_none()
                     && ms / 1000.0 > args.duration_s
                 {
                     note(format_args!(
                         "note: --fqs-interval-ms {ms} is longer than --duration-s {}: each paced \
-                         writer still completes one wait, so each of their runs lasts an interval \
-                         or more",
+                         writer still completes one wait, so a run whose grace periods wait an \
+                         interval lasts an interval or more",
                         args.duration_s
+                    ));
+                }
+                // A lone writer with nothing else registered is the
+                // kernel's one-CPU system: quick QS leaves no FQS wait.
+                if args.fqs_interval_ms.is_some()
+                    && args.readers == 0
+                    && args.idle_threads == 0
+                    && args.writers.contains(&1)
+                    && chosen.iter().any(|imp| {
+                        imp.name != "rcu-lite-noqs" && rcuscale::FQS_PACED.contains(&imp.name)
+                    })
+                {
+                    note(format_args!(
+                        "note: with one writer and nothing else registered (no --readers, no \
+                         --idle-threads), quick QS leaves a grace period no FQS wait, as on the \
+                         kernel's one-CPU system; the seed's idle system is --idle-threads 1"
                     ));
                 }
                 if !ignoring.is_empty() {

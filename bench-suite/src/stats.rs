@@ -26,6 +26,10 @@ pub fn percentile(samples: &[f64], p: f64) -> f64 {
     let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
     let lo = rank.floor() as usize;
     let hi = rank.ceil() as usize;
+    if lo == hi {
+        // One sample: itself, even an infinite one (inf - inf is NaN).
+        return sorted[lo];
+    }
     sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
 }
 
@@ -149,6 +153,18 @@ mod tests {
         );
         assert_eq!(time_weighted_median(&[5.0]), 5.0);
         assert!(time_weighted_median(&[]).is_nan());
+    }
+
+    /// A rank that falls on one sample is that sample, an infinite one
+    /// too (a round ratio against a figure of 0): interpolating between it
+    /// and itself would give inf - inf, NaN.
+    #[test]
+    fn a_percentile_on_an_infinite_sample_is_infinite() {
+        assert_eq!(
+            percentile(&[2.0, f64::INFINITY, f64::INFINITY], 50.0),
+            f64::INFINITY
+        );
+        assert_eq!(percentile(&[1.0, 3.0], 50.0), 2.0);
     }
 
     #[test]

@@ -21,7 +21,10 @@ pub enum Fqs {
     /// The kernel's pacing: wait `interval` after init, scan, and while any
     /// thread holds out wait `interval` again before the next scan. A wait ends
     /// early once every holdout has passed a quiescent state and the driver has
-    /// already been credited (the kernel's `rcu_gp_fqs_check_wake()`).
+    /// already been credited (the kernel's `rcu_gp_fqs_check_wake()`); the
+    /// first is left out when the driver is credited and no other thread holds
+    /// a record (the kernel's one-CPU system, where nothing is left to wait
+    /// for).
     ///
     /// Every wait sleeps, however short the interval: its first sleep lasts
     /// at least 50 us, whatever is left of the interval once the driver
@@ -55,7 +58,9 @@ pub struct GpConfig {
     /// the patch. On by default.
     ///
     /// The switch matters under [`Fqs::FixedInterval`], where it turns an idle
-    /// grace period's two FQS waits into one. Under [`Fqs::Adaptive`] the
+    /// grace period's two FQS waits into one (an idle system: other
+    /// registered threads outside their sections, its idle CPUs), or into
+    /// none where the driver's thread is the only one holding a record. Under [`Fqs::Adaptive`] the
     /// driver's wait for holdouts is its quiescent state and begins as soon
     /// as scan 1 is over (at once when there are none), so off costs nothing
     /// measurable there.

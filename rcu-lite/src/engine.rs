@@ -120,8 +120,10 @@ pub struct GpCounts {
     /// Grace periods completed (`started` or `started - 1`).
     pub completed: u64,
     /// Fixed-interval FQS waits the drivers have made ([`Fqs::FixedInterval`]
-    /// only): on an idle system, one per grace period with quick QS, two
-    /// without.
+    /// only): on an idle system (other registered threads outside their
+    /// sections), one per grace period with quick QS, two without; with
+    /// quick QS, none where the driver's thread is the only one holding a
+    /// record.
     pub fqs_waits: u64,
     /// Grace periods the grace-period worker drove (the others were driven by
     /// a caller of `synchronize_rcu()`): the worker takes over while callers

@@ -505,7 +505,8 @@ fn barrier_inside_a_section() -> ! {
 /// A [`Fqs::FixedInterval`](crate::Fqs::FixedInterval) under the timer's
 /// slack (about 50 us) rescans about that often, and a long one makes even a
 /// grace period nobody holds up last that long (its first wait never ends
-/// early), as it does every `call_rcu()` batch and `rcu_barrier()`. Setting
+/// early) wherever another thread holds a record (or quick QS is off), as it
+/// does every `call_rcu()` batch and `rcu_barrier()`. Setting
 /// [`GpConfig::DEFAULT`] again does not shorten a wait already begun; an
 /// expedited grace period does.
 ///

@@ -140,8 +140,9 @@ fn grace_period_waits_for_a_reader_that_began_before_it() {
 /// (`fqs_wait`). Under loom that wait has no timer, so the holdout's unlock
 /// must wake the driver through the flag the driver set on its record, or
 /// the model deadlocks. The timer's own waits stay a yield under loom: the
-/// first, before scan 1, and with quick QS off the one that gives the driver
-/// its own quiescent state.
+/// first, before scan 1 (left out, with quick QS, in the executions where
+/// the reader has not registered by then), and with quick QS off the one
+/// that gives the driver its own quiescent state.
 #[test]
 fn fixed_interval_grace_period_is_woken_by_the_reader_it_waits_for() {
     for quick_qs in [true, false] {

@@ -79,9 +79,11 @@ pub trait GracePeriod: Send + Sync {
 
 /// What an implementation that paces grace periods with force-quiescent-state
 /// scans counts of them (rcu-lite's `GpCounts`): over a run, how many FQS
-/// intervals a grace period waited. With quick QS on an idle system each
-/// grace period takes one, without it two (the seed's claim), so a wait
-/// longer than that many intervals was a late wake-up, not an extra scan.
+/// intervals a grace period waited. With quick QS on an idle system (with
+/// `--idle-threads 1` or more: its idle CPUs) each grace period takes one,
+/// without it two (the seed's claim), so a wait longer than that many
+/// intervals was a late wake-up, not an extra scan; with quick QS and
+/// nothing registered beside a lone writer, none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FqsCounts {
     /// Grace periods completed.
@@ -938,8 +940,9 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
                 o.name, cpu.writers_us, cpu.others_us
             )?;
         }
-        // Only where the run paced FQS waits (a fixed interval).
-        if let Some(fqs) = o.fqs.filter(|f| f.fqs_waits > 0) {
+        // Only where the run paced FQS waits (a fixed interval), however
+        // many it made (none for a lone quick-QS writer).
+        if let Some(fqs) = o.fqs.filter(|_| o.fqs_interval_ms.is_some()) {
             writeln!(
                 out,
                 "rcuscale: {} FQS waits per grace period {:.2} ({} waits, {} grace periods)",

@@ -33,7 +33,7 @@ pub(super) const RCU_LITE: Implementation<dyn GracePeriod, Options> = Implementa
 /// `rcu-lite-noqs`.
 pub(super) const RCU_LITE_NOQS: Implementation<dyn GracePeriod, Options> = Implementation {
     name: "rcu-lite-noqs",
-    summary: "rcu-lite with quick QS off: the driver is credited only after it waits (the kernel before the seed's patch); compare with rcu-lite at --fqs-interval-ms 3, since under adaptive FQS its wait begins at once",
+    summary: "rcu-lite with quick QS off: the driver is credited only after it waits (the kernel before the seed's patch); compare with rcu-lite at --fqs-interval-ms 3 --idle-threads 1 (the seed's idle system; alone, quick QS makes no FQS wait), since under adaptive FQS its wait begins at once",
     origin: Origin::Workspace,
     make: |o| Ok(Box::new(RcuLite::new(false, o))),
 };

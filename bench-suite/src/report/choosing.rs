@@ -161,8 +161,9 @@ fn turn_ratios(a: &Candidate, b: &Candidate) -> Option<Vec<f64>> {
 }
 
 /// `a / b`, except that two equal figures (two zeros among them) are a
-/// ratio of 1, not NaN: no round or figure is ever dropped from a range or
-/// a median for being 0/0. A non-zero figure against 0 is infinitely many
+/// ratio of 1, not NaN: no round or figure is dropped from a range for
+/// being 0/0, and a median of rounds is NaN for none (`stats::percentile`
+/// takes an infinite middle round as it is). A non-zero figure against 0 is infinitely many
 /// times the other, which [`better_by`] words.
 fn ratio(a: f64, b: f64) -> f64 {
     if a == b { 1.0 } else { a / b }
@@ -374,15 +375,12 @@ fn describe(c: &Candidate, m: &Margin, unit: &str, every_turn: bool) -> String {
     // The range is of the same ratio as the figure before it: the winner's
     // lead, or, where the pairs put the other contender ahead, its lead
     // (each round's inverted, so the range reads the same way as the figure).
-    let range = |lo: f64, hi: f64| {
-        let word = |r: f64| {
-            if r.is_finite() {
-                format!("{r:.2}")
-            } else {
-                "inf".to_owned()
-            }
-        };
-        format!(", {}-{}x round by round", word(lo), word(hi))
+    // A round of a figure of 0 against one above it is a lead "outright",
+    // as in `better_by`, not "infx".
+    let range = |lo: f64, hi: f64| match (lo.is_finite(), hi.is_finite()) {
+        (true, true) => format!(", {lo:.2}-{hi:.2}x round by round"),
+        (true, false) => format!(", from {lo:.2}x to outright round by round"),
+        _ => ", outright in every round".to_owned(),
     };
     let turns = |invert: bool| match m.turns {
         Some((lo, hi)) if every_turn && m.paired > 1 => {
@@ -1452,8 +1450,8 @@ mod tests {
         assert_eq!((m.ratio, m.turns), (2.0, Some((1.0, f64::INFINITY))));
         assert_eq!(
             describe(&ranked.others[0].0, m, "objects", true),
-            "b (0 objects; a tie: winner 2.00x better by the median round, 1.00-infx round by \
-             round, but not in every round)"
+            "b (0 objects; a tie: winner 2.00x better by the median round, from 1.00x to outright \
+             round by round, but not in every round)"
         );
     }
 

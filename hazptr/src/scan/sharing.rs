@@ -641,17 +641,6 @@ mod tests {
         );
     }
 
-    /// Callers that queue while a pass runs are all served by the next pass:
-    /// it takes every queued waiter, runs one scan (one flip of the wildcard
-    /// generation) and releases each waiter whose address no slot holds. The test
-    /// thread holds the driver flag (a pass in progress, taken as
-    /// `drive_once` takes it) while `CALLERS` threads queue and go to sleep,
-    /// then runs one pass under that flag: no caller can drive or scan alone
-    /// meanwhile, so one that the pass leaves behind stays asleep, and the
-    /// count of callers that returned is exact. (Catches a pass that takes
-    /// only the queue's first waiter or leaves the last one queued, a release
-    /// walk that stops a waiter short, and a pass that scans more than once,
-    /// per waiter or with a flip done twice.)
     /// A pass screens every protected slot with the Bloom filter of its
     /// batch's addresses before it checks the slot against each waiter: a
     /// slot whose value the filter rejects costs no walk of the batch.
@@ -730,6 +719,17 @@ mod tests {
         });
     }
 
+    /// Callers that queue while a pass runs are all served by the next pass:
+    /// it takes every queued waiter, runs one scan (one flip of the wildcard
+    /// generation) and releases each waiter whose address no slot holds. The test
+    /// thread holds the driver flag (a pass in progress, taken as
+    /// `drive_once` takes it) while `CALLERS` threads queue and go to sleep,
+    /// then runs one pass under that flag: no caller can drive or scan alone
+    /// meanwhile, so one that the pass leaves behind stays asleep, and the
+    /// count of callers that returned is exact. (Catches a pass that takes
+    /// only the queue's first waiter or leaves the last one queued, a release
+    /// walk that stops a waiter short, and a pass that scans more than once,
+    /// per waiter or with a flip done twice.)
     #[test]
     fn callers_queued_during_a_pass_are_all_served_by_the_next_one() {
         const CALLERS: u32 = 6;
