@@ -1464,7 +1464,8 @@ mod tests {
     /// the gate to the latest one's after the waits, field by field; a
     /// writer without readings leaves the run without counts. Rounds add up, and
     /// one round without counts leaves the outcome without them; the text
-    /// output gives FQS waits per grace period where the run made any.
+    /// output gives FQS waits per grace period where a fixed interval paced
+    /// the run, none made included.
     #[test]
     fn fqs_counts_span_every_writer_and_add_up_over_rounds() {
         let counts = |grace_periods, fqs_waits| FqsCounts {
@@ -1494,8 +1495,9 @@ mod tests {
             cpu: None,
         };
         let runs = [run(Some(counts(3, 3))), run(Some(counts(3, 4)))];
-        let o = summarize("x", runs[0].config, &runs).unwrap();
+        let mut o = summarize("x", runs[0].config, &runs).unwrap();
         assert_eq!(o.fqs, Some(counts(6, 7)));
+        o.fqs_interval_ms = Some(1.0);
         let mut text = Vec::new();
         write_text(&mut text, &[o]).unwrap();
         let text = String::from_utf8(text).unwrap();
@@ -1507,11 +1509,21 @@ mod tests {
         );
         let runs = [run(Some(counts(3, 3))), run(None)];
         assert_eq!(summarize("x", runs[0].config, &runs).unwrap().fqs, None);
-        // No FQS wait (the adaptive mode): no line for it.
+        // Not paced (the adaptive mode): no line for it.
         let runs = [run(Some(counts(3, 0)))];
+        let mut o = summarize("x", runs[0].config, &runs).unwrap();
         let mut text = Vec::new();
-        write_text(&mut text, &[summarize("x", runs[0].config, &runs).unwrap()]).unwrap();
+        write_text(&mut text, std::slice::from_ref(&o)).unwrap();
         assert!(!String::from_utf8(text).unwrap().contains("FQS"));
+        // Paced, and no wait made (a lone quick-QS writer): the 0 is said.
+        o.fqs_interval_ms = Some(1.0);
+        let mut text = Vec::new();
+        write_text(&mut text, &[o]).unwrap();
+        assert!(
+            String::from_utf8(text).unwrap().ends_with(
+                "rcuscale: x FQS waits per grace period 0.00 (0 waits, 3 grace periods)\n"
+            )
+        );
     }
 
     /// A writer side that waits for nothing.
