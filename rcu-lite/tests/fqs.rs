@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::IdleMembThread;
+use common::{IdleThread, memb_fqs_waits_of_one_grace_period};
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::sync::{Barrier, Mutex, mpsc};
 use std::thread;
@@ -36,16 +36,8 @@ fn fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
         || {
             // An idle CPU: without one, the kernel's one-CPU system, quick
             // QS leaves nothing to wait for (`tests/fqs_lone.rs`).
-            let _idle = IdleMembThread::start();
-            let before = memb::grace_periods();
-            test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
-            let after = memb::grace_periods();
-            assert_eq!(
-                after.completed - before.completed,
-                1,
-                "{before:?} {after:?}"
-            );
-            after.fqs_waits - before.fqs_waits
+            let _idle = IdleThread::memb();
+            memb_fqs_waits_of_one_grace_period()
         },
     )
 }
@@ -71,7 +63,7 @@ fn without_quick_qs_an_idle_grace_period_lasts_two_full_intervals() {
     let elapsed = with_config(config, || {
         // An idle CPU (a registered thread outside its section), though
         // with quick QS off the driver makes both waits anyway.
-        let _idle = IdleMembThread::start();
+        let _idle = IdleThread::memb();
         let start = Instant::now();
         test_support::within_a_deadline("memb::synchronize_rcu", LIMIT, memb::synchronize_rcu);
         start.elapsed()
@@ -98,7 +90,7 @@ fn a_grace_period_already_running_keeps_its_settings() {
     let elapsed = with_config(config, || {
         // An idle CPU (a registered thread outside its section), though
         // with quick QS off the driver makes both waits anyway.
-        let _idle = IdleMembThread::start();
+        let _idle = IdleThread::memb();
         let before = memb::grace_periods();
         let start = Instant::now();
         let caller = thread::spawn(move || {

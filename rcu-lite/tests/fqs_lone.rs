@@ -12,34 +12,20 @@
 
 mod common;
 
-use common::IdleMembThread;
+use common::{IdleThread, memb_fqs_waits_of_one_grace_period};
 use rcu_lite::qsbr::{self, QsbrThread};
 use rcu_lite::{Fqs, GpConfig, memb};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-/// FQS waits of one grace period, driven by the thread that
-/// `within_a_deadline` starts for it (which registers there, and gives its
-/// record back as it exits).
+/// FQS waits of one memb grace period under a 1 ms fixed interval.
 fn fqs_waits(quick_qs: bool) -> u64 {
     memb::configure(GpConfig {
         quick_qs,
         fqs: Fqs::FixedInterval(Duration::from_millis(1)),
     });
-    let before = memb::grace_periods();
-    test_support::within_a_deadline(
-        "memb::synchronize_rcu",
-        Duration::from_secs(60),
-        memb::synchronize_rcu,
-    );
-    let after = memb::grace_periods();
-    assert_eq!(
-        after.completed - before.completed,
-        1,
-        "{before:?} {after:?}"
-    );
-    after.fqs_waits - before.fqs_waits
+    memb_fqs_waits_of_one_grace_period()
 }
 
 #[test]
@@ -48,7 +34,7 @@ fn a_lone_registered_thread_makes_no_fqs_wait_with_quick_qs() {
     thread::spawn(|| drop(memb::read_lock())).join().unwrap();
     assert_eq!(fqs_waits(true), 0, "alone, with quick QS");
     assert_eq!(fqs_waits(false), 2, "alone, without quick QS");
-    let idle = IdleMembThread::start();
+    let idle = IdleThread::memb();
     assert_eq!(fqs_waits(true), 1, "beside an idle thread, with quick QS");
     assert_eq!(
         fqs_waits(false),
@@ -92,20 +78,11 @@ fn a_lone_qsbr_thread_waiting_offline_makes_no_fqs_wait_with_quick_qs() {
     assert_eq!(qsbr_fqs_waits(true), 0, "alone, with quick QS");
     assert_eq!(qsbr_fqs_waits(false), 2, "alone, without quick QS");
     // An offline registration of another thread: an idle CPU.
-    let (offline_tx, offline_rx) = mpsc::channel();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let idle = thread::spawn(move || {
-        let offline = QsbrThread::register().offline();
-        offline_tx.send(()).unwrap();
-        let _ = done_rx.recv();
-        drop(offline);
-    });
-    offline_rx.recv().unwrap();
+    let idle = IdleThread::qsbr();
     assert_eq!(
         qsbr_fqs_waits(true),
         1,
         "beside an idle thread, with quick QS"
     );
-    drop(done_tx);
-    idle.join().unwrap();
+    drop(idle);
 }

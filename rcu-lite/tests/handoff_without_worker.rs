@@ -4,8 +4,10 @@
 //! Its own process, so that `by_worker` counts only this test's grace
 //! periods.
 
+mod common;
+
+use common::HeldSection;
 use rcu_lite::memb;
-use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
@@ -16,15 +18,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 #[test]
 fn a_waiter_for_the_next_grace_period_takes_over_without_the_worker() {
     let before = memb::grace_periods();
-    let (entered, wait_entered) = mpsc::channel();
-    let (leave, wait_leave) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        entered.send(()).unwrap();
-        wait_leave.recv().unwrap();
-        drop(guard);
-    });
-    wait_entered.recv().unwrap();
+    let section = HeldSection::start();
     // The first caller drives a grace period the reader holds up.
     let first = thread::spawn(memb::synchronize_rcu);
     while memb::grace_periods().started == before.started {
@@ -34,7 +28,7 @@ fn a_waiter_for_the_next_grace_period_takes_over_without_the_worker() {
     // next one.
     let second = thread::spawn(memb::synchronize_rcu);
     thread::sleep(Duration::from_millis(50));
-    leave.send(()).unwrap();
+    let reader = section.end();
     test_support::within_a_deadline(
         "the driver's and the waiter's memb::synchronize_rcu",
         LIMIT,

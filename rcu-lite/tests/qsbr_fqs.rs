@@ -7,10 +7,11 @@
 //! qsbr tests would run their grace periods under them (and theirs would
 //! count here).
 
-use rcu_lite::qsbr::{self, QsbrThread};
+mod common;
+
+use common::IdleThread;
+use rcu_lite::qsbr;
 use rcu_lite::{Fqs, GpConfig};
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
 
 /// How long a grace period may take before the test counts it as never
@@ -30,20 +31,11 @@ fn qsbr_fqs_waits_per_grace_period(quick_qs: bool) -> u64 {
     // its registration is an offline CPU, waited for by nothing: then, with
     // quick QS, the driver's report is the last one and the grace period
     // makes no FQS wait, as on the kernel's one-CPU system.)
-    let (offline_tx, offline_rx) = mpsc::channel();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let idle = thread::spawn(move || {
-        let offline = QsbrThread::register().offline();
-        offline_tx.send(()).unwrap();
-        let _ = done_rx.recv();
-        drop(offline);
-    });
-    offline_rx.recv().unwrap();
+    let idle = IdleThread::qsbr();
     let before = qsbr::grace_periods();
     test_support::within_a_deadline("qsbr::synchronize_rcu", LIMIT, qsbr::synchronize_rcu);
     let after = qsbr::grace_periods();
-    drop(done_tx);
-    idle.join().unwrap();
+    drop(idle);
     // What `configure` returns is `qsbr_config.rs`'s to check.
     qsbr::configure(old);
     assert_eq!(

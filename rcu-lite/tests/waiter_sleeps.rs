@@ -5,6 +5,9 @@
 //! the engine; its two tests take turns (`SERIAL`).
 #![cfg(not(miri))]
 
+mod common;
+
+use common::HeldSection;
 use rcu_lite::memb;
 use std::sync::{Mutex, mpsc};
 use std::thread;
@@ -28,15 +31,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn a_caller_waiting_for_anothers_grace_period_sleeps() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = memb::grace_periods();
-    let (entered, wait_entered) = mpsc::channel();
-    let (leave, wait_leave) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        entered.send(()).unwrap();
-        wait_leave.recv().unwrap();
-        drop(guard);
-    });
-    wait_entered.recv().unwrap();
+    let section = HeldSection::start();
     // The driver: its grace period waits for the reader.
     let driver = thread::spawn(memb::synchronize_rcu);
     while memb::grace_periods().started == before.started {
@@ -49,7 +44,7 @@ fn a_caller_waiting_for_anothers_grace_period_sleeps() {
         test_support::thread_cpu_time() - start
     });
     thread::sleep(HOLD);
-    leave.send(()).unwrap();
+    let reader = section.end();
     let (cpu_tx, cpu_rx) = mpsc::channel();
     test_support::within_a_deadline(
         "the driver's and the waiter's memb::synchronize_rcu",
@@ -75,15 +70,7 @@ fn a_caller_waiting_for_anothers_grace_period_sleeps() {
 #[test]
 fn a_driver_waiting_for_a_holdout_sleeps() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (entered, wait_entered) = mpsc::channel();
-    let (leave, wait_leave) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        entered.send(()).unwrap();
-        wait_leave.recv().unwrap();
-        drop(guard);
-    });
-    wait_entered.recv().unwrap();
+    let section = HeldSection::start();
     let before = memb::grace_periods();
     let driver = thread::spawn(|| {
         let start = test_support::thread_cpu_time();
@@ -94,7 +81,7 @@ fn a_driver_waiting_for_a_holdout_sleeps() {
         thread::yield_now();
     }
     thread::sleep(HOLD);
-    leave.send(()).unwrap();
+    let reader = section.end();
     let (cpu_tx, cpu_rx) = mpsc::channel();
     test_support::within_a_deadline("the driver's memb::synchronize_rcu", LIMIT, move || {
         cpu_tx.send(driver.join().unwrap()).unwrap();

@@ -641,6 +641,20 @@ mod tests {
         );
     }
 
+    /// Marks the scanner thread started, so that none starts and only the
+    /// test thread drives (as in the scanner's tests), and takes the driver
+    /// flag as `drive_once` takes it: a pass in progress, which the test
+    /// runs itself with `drive_locked`.
+    fn pass_in_progress_without_scanner(scan: &super::ScanState) {
+        // Release, as `start_scanner` stores it.
+        scan.started.store(true, Ordering::Release);
+        assert!(
+            scan.driver
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        );
+    }
+
     /// A pass screens every protected slot with the Bloom filter of its
     /// batch's addresses before it checks the slot against each waiter: a
     /// slot whose value the filter rejects costs no walk of the batch.
@@ -652,13 +666,7 @@ mod tests {
             let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
             let domain = Arc::new(Domain::new());
             let scan = &domain.shared.scan;
-            // No scanner thread; a pass in progress, as in the test below.
-            scan.started.store(true, Ordering::Release);
-            assert!(
-                scan.driver
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            );
+            pass_in_progress_without_scanner(scan);
             // The waiter's object, never published nor protected.
             let waited = Box::new(0u64);
             let addr = std::ptr::from_ref::<u64>(&waited) as usize;
@@ -744,15 +752,7 @@ mod tests {
                 // behind asleep instead of joining them forever.
                 let domain = Arc::new(Domain::new());
                 let scan = &domain.shared.scan;
-                // No scanner thread: only the test thread drives (as in the
-                // scanner's tests). Release, as `start_scanner` stores it.
-                scan.started.store(true, Ordering::Release);
-                // A pass in progress: taken as `drive_once` takes it.
-                assert!(
-                    scan.driver
-                        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                );
+                pass_in_progress_without_scanner(scan);
                 // One address per caller, never published: no slot holds any.
                 let objects: Vec<Box<u64>> = (0..u64::from(CALLERS)).map(Box::new).collect();
                 let callers: Vec<_> = objects
