@@ -265,6 +265,7 @@ mod tests {
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
         );
+        // Acquire, as a reader loads it; only the callers below flip it.
         let before = domain.shared.wildcard().load(Ordering::Acquire);
         let callers: Vec<_> = (0..CALLERS)
             .map(|i| {
@@ -288,6 +289,7 @@ mod tests {
             },
         );
         done_rx.recv().unwrap();
+        // Acquire, as above; the joins ordered the callers' flips before it.
         let moved = domain
             .shared
             .wildcard()

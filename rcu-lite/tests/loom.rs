@@ -221,6 +221,7 @@ fn reader_after_init_model(quick_qs: bool) {
                 // first wait happens with quick QS too (a driver that is the
                 // only thread holding a record makes none).
                 drop(memb::read_lock());
+                // Release pairs with the updater's Acquire load below.
                 registered.store(true, Release);
                 // Wait until grace period 1 has passed init.
                 while memb::grace_periods().started < 1 {
@@ -233,6 +234,8 @@ fn reader_after_init_model(quick_qs: bool) {
                 drop(guard);
             })
         };
+        // Acquire pairs with the reader's Release store: its record is
+        // taken before the grace period starts.
         while !registered.load(Acquire) {
             thread::yield_now();
         }
