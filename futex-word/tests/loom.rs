@@ -95,15 +95,7 @@ fn spurious_wakeups_end_every_other_wait_of_a_thread() {
         // the injection.
         wait(&word, 0, None);
         assert_eq!(word.load(Relaxed), 0);
-        let waker = {
-            let word = word.clone();
-            thread::spawn(move || {
-                // Relaxed: the wake takes the bucket lock after it, and the
-                // sleeper checks the word under that lock (the futex model).
-                word.store(1, Relaxed);
-                wake_all(&word);
-            })
-        };
+        let waker = change_and_wake_all(&word);
         // The second sleeps: it ends on the change or the wake after it.
         wait(&word, 0, None);
         assert_eq!(
@@ -115,6 +107,17 @@ fn spurious_wakeups_end_every_other_wait_of_a_thread() {
         // The third: the word holds 1 and nobody will wake it again.
         wait(&word, 1, None);
     });
+}
+
+/// Starts a thread that stores 1 into `word` and wakes every sleeper on it.
+fn change_and_wake_all(word: &Arc<AtomicU32>) -> thread::JoinHandle<()> {
+    let word = word.clone();
+    thread::spawn(move || {
+        // Relaxed: the wake takes the bucket lock after it, and the sleeper
+        // checks the word under that lock (the futex model).
+        word.store(1, Relaxed);
+        wake_all(&word);
+    })
 }
 
 /// Whether a run of the model below saw its wait return on an unchanged
@@ -129,17 +132,10 @@ static RETURNED_UNWOKEN: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 fn the_second_run_of_the_model_has_spurious_wakeups() {
     loom_model_with_spurious_wakeups_too(|| {
         let word = Arc::new(AtomicU32::new(0));
-        let waker = {
-            let word = word.clone();
-            thread::spawn(move || {
-                // Relaxed: the wake takes the bucket lock after it, and the
-                // sleeper checks the word under that lock (the futex model).
-                word.store(1, Relaxed);
-                wake_all(&word);
-            })
-        };
+        let waker = change_and_wake_all(&word);
         wait(&word, 0, None);
         if word.load(Relaxed) == 0 {
+            // Relaxed: read after `loom::model` has returned, on this thread.
             RETURNED_UNWOKEN.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         waker.join().unwrap();

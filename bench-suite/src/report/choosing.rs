@@ -1393,24 +1393,19 @@ mod tests {
             read("hazptr", 2, 2.5),
             read("hazptr", 8, 4.0),
         ];
-        r.machine.cores = 2;
-        assert_eq!(read_side_threads(&r), 2);
-        let rows = table(&r);
-        let pointer = pointer_row(&rows);
-        assert!(
-            pointer.measured_by.contains("2 reader thread(s)"),
-            "{pointer:?}"
-        );
-        assert_eq!(pointer.winner, "rcu-lite-memb", "{pointer:?}");
-        r.machine.cores = 16;
-        assert_eq!(read_side_threads(&r), 8);
-        let rows = table(&r);
-        let pointer = pointer_row(&rows);
-        assert!(
-            pointer.measured_by.contains("8 reader thread(s)"),
-            "{pointer:?}"
-        );
-        assert_eq!(pointer.winner, "hazptr", "{pointer:?}");
+        for (cores, readers, winner) in [(2, 2, "rcu-lite-memb"), (16, 8, "hazptr")] {
+            r.machine.cores = cores;
+            assert_eq!(read_side_threads(&r), readers, "{cores} CPUs");
+            let rows = table(&r);
+            let pointer = pointer_row(&rows);
+            assert!(
+                pointer
+                    .measured_by
+                    .contains(&format!("{readers} reader thread(s)")),
+                "{pointer:?}"
+            );
+            assert_eq!(pointer.winner, winner, "{pointer:?}");
+        }
         // One CPU: still 2 readers; only more than any count: the fewest.
         r.machine.cores = 1;
         assert_eq!(read_side_threads(&r), 2);
