@@ -413,7 +413,7 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
                 } else {
                     String::new()
                 },
-                tie_note(best, next),
+                tie_note(best, &eligible[1..]),
                 config.reads_per_write,
                 config.threads,
                 config.payload_bytes
@@ -450,21 +450,29 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
     }
 }
 
-/// What the advice adds when `best` does not lead `next` clearly: a lead
-/// within the spread of repeated runs, or one under 1, where the rounds put
-/// `next` ahead although its median run was slower (the evidence
-/// disagrees, as the report calls it: a tie too, not a win for either).
-fn tie_note(best: &Outcome, next: &Outcome) -> String {
-    let lead = lead(best, next);
-    if lead < 1.0 {
+/// What the advice adds when `best` does not lead every other clean
+/// contender clearly (`rest`, fastest median first). For the runner-up: a
+/// lead within the spread of repeated runs, or one under 1, where the rounds
+/// put it ahead although its median run was slower (the evidence disagrees,
+/// as the report calls it: a tie too, not a win for either). Any contender
+/// further down that `best` does not lead by [`TIE_MARGIN`] either is named
+/// after it: with three contenders within the margin, naming only the
+/// runner-up would pass the third over as beaten.
+fn tie_note(best: &Outcome, rest: &[&Outcome]) -> String {
+    let Some((next, further)) = rest.split_first() else {
+        return String::new();
+    };
+    let ties = |lead: f64| lead < TIE_MARGIN || lead.is_nan();
+    let lead_of_next = lead(best, next);
+    let mut note = if lead_of_next < 1.0 {
         format!(
             ": a tie, the evidence disagreeing: the rounds put {} ahead by {:.2}x although \
              its median run was no faster, so {} serves as well",
             next.name,
-            1.0 / lead,
+            1.0 / lead_of_next,
             next.name
         )
-    } else if lead < TIE_MARGIN || lead.is_nan() {
+    } else if ties(lead_of_next) {
         // (NaN: no work done on either side of a ratio, no lead either.)
         format!(
             ": a tie within the spread of repeated runs, so {} serves as well",
@@ -472,7 +480,34 @@ fn tie_note(best: &Outcome, next: &Outcome) -> String {
         )
     } else {
         String::new()
+    };
+    let also: Vec<String> = further
+        .iter()
+        .filter_map(|o| {
+            let lead = lead(best, o);
+            ties(lead).then(|| format!("{} ({:.2}x)", o.name, lead))
+        })
+        .collect();
+    if !also.is_empty() {
+        let (verb, serve) = if also.len() == 1 {
+            ("is", "it serves")
+        } else {
+            ("are", "they serve")
+        };
+        note.push_str(&if note.is_empty() {
+            format!(
+                ": {} {verb} led by under {TIE_MARGIN:.2}x, a tie within the spread of repeated \
+                 runs, so {serve} as well",
+                also.join(", ")
+            )
+        } else {
+            format!(
+                "; {} {verb} led by under {TIE_MARGIN:.2}x too, so {serve} as well",
+                also.join(", ")
+            )
+        });
     }
+    note
 }
 
 /// Whether `a`'s and `b`'s runs pair up round by round (both ran every
@@ -1114,6 +1149,55 @@ mod tests {
         let none = recommend(workload(), vec![outcome("torn", 1.0, 2)]);
         assert_eq!(none.recommended, None);
         assert_eq!(advice.warning, None);
+    }
+
+    /// Every clean contender the best does not lead by [`TIE_MARGIN`] is
+    /// named, not the runner-up alone: a third within the margin is no
+    /// less a tie for coming third. (Until 2026-12-06 the advice named b
+    /// and passed c over.)
+    #[test]
+    fn every_contender_within_the_margin_is_a_tie() {
+        let three = recommend(
+            workload(),
+            vec![
+                outcome("a", 2.1e6, 0),
+                outcome("b", 2.05e6, 0),
+                outcome("c", 2.0e6, 0),
+                outcome("d", 1.0e6, 0),
+            ],
+        );
+        assert!(
+            three.reason.contains(
+                "so b serves as well; c (1.05x) is led by under 1.10x too, so it serves as well"
+            ) && !three.reason.contains("d ("),
+            "{}",
+            three.reason
+        );
+        // The rounds can lead the runner-up clearly and a contender further
+        // down barely: b trails a by 1.11x or more in two rounds of three, c
+        // by 1.05x in two, although c's median run is slower than b's.
+        let runs = |name: &str, all: [f64; 3]| {
+            combine(all.iter().map(|&ops| outcome(name, ops, 0)).collect())
+        };
+        let skipped = recommend(
+            workload(),
+            vec![
+                runs("a", [200.0, 100.0, 100.0]),
+                runs("b", [150.0, 98.0, 90.0]),
+                runs("c", [190.476, 95.238, 10.0]),
+            ],
+        );
+        assert!(
+            skipped
+                .reason
+                .contains("1.11x the next best (b, 98.0 ops/s")
+                && skipped.reason.contains(
+                    ": c (1.05x) is led by under 1.10x, a tie within the spread of repeated \
+                     runs, so it serves as well"
+                ),
+            "{}",
+            skipped.reason
+        );
     }
 
     /// A median run that completed no write measured reads only: the advice
