@@ -785,14 +785,16 @@ pub(crate) mod tests {
         let md = document(&results).to_markdown();
         assert!(
             md.contains(
-                "| lock-a | 4 | 16 | 800 | 1600 | 400, 200, 600 | 0.86x | 2.000 | readers 1/3 \
+                "| lock-a | 4 | 16 | 800 | 1600 | 400, 200, 600 | 0.67x | 1.00x | 2.000 | readers 1/3 \
                  | writers 3/3 | 1 !!! |"
             ),
             "{md}"
         );
         // A single run names the sides it flagged, with no count.
         assert!(
-            md.contains("| lock-b | 4 | 16 | 1200 | 1600 | 600 | 1.00x | 3.000 | no | writers |"),
+            md.contains(
+                "| lock-b | 4 | 16 | 1200 | 1600 | 600 | 1.00x | 1.00x | 3.000 | no | writers |"
+            ),
             "{md}"
         );
         assert!(md.contains("Each mix ran in 3 rounds"), "{md}");
@@ -1039,13 +1041,13 @@ pub(crate) mod tests {
         let md = document(&results).to_markdown();
         assert!(
             md.contains(
-                "| lock-a | 4 | 16 | 400 | 1600 | 200 | 1.00x | 1.000 | no | writers | 0 |"
+                "| lock-a | 4 | 16 | 400 | 1600 | 200 | 1.00x | 1.00x | 1.000 | no | writers | 0 |"
             ),
             "{md}"
         );
         assert!(
             md.contains(
-                "| lock-b | 4 | 16 | 800 | 3200 | 400 | 2.00x | 1.000 | no | writers | 0 !!! (hang: a \
+                "| lock-b | 4 | 16 | 800 | 3200 | 400 | 2.00x | 2.00x | 1.000 | no | writers | 0 !!! (hang: a \
                  writer made no progress for 20.0 s) |"
             ),
             "{md}"
@@ -1140,7 +1142,7 @@ pub(crate) mod tests {
         assert!(md.contains("| slow | 5.00 | 2.50x |"), "{md}");
         assert!(
             md.contains(
-                "| lock-a | 4 | 16 | 400 | 1600 | 200 | 1.00x | 1.000 | no | writers | 0 |"
+                "| lock-a | 4 | 16 | 400 | 1600 | 200 | 1.00x | 1.00x | 1.000 | no | writers | 0 |"
             ),
             "{md}"
         );

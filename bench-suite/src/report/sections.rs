@@ -605,8 +605,10 @@ fn locktorture_section(results: &Results) -> Section {
     let mut section = Section::new("Reader-writer locks under contention (locktorture)");
     section.paragraph(format!(
         "Writers hold the lock {} us, readers {} us (busy-wait), as the kernel's rw_lock torture does. \
-         *Total vs best* is acquisitions per second, writers' and readers' together, over the \
-         best lock's in the same mix (rates: each round's window has its own length). \
+         *Writes vs best* and *reads vs best* are each side's acquisitions per second over the \
+         best lock's in the same mix (rates: each round's window has its own length); they are \
+         not added, since a write excludes everyone and a read does not, and a lock that starves \
+         its writers gains reads. \
          *Writer share* is writer acquisitions per writer thread over reader acquisitions per reader \
          thread: 1.0 is even, near 0 means writers starve. *Starved* marks the kernel's `???` \
          (a thread got less than half the busiest thread's count). With more threads than CPUs \
@@ -624,28 +626,34 @@ fn locktorture_section(results: &Results) -> Section {
         "writes>",
         "reads>",
         "writes/s by round>",
-        "total vs best>",
+        "writes vs best>",
+        "reads vs best>",
         "writer share>",
         "starved",
         "starved off runqueue",
         "fail>",
     ]);
-    // Acquisitions per second: each round's window is measured, and a late
-    // wake-up of the main thread lengthens one; counts would compare
-    // windows of different lengths.
-    let rate = |o: &locktorture::Outcome| {
-        (o.writes.total + o.reads.total) as f64 / o.duration_s.max(f64::MIN_POSITIVE)
+    // Acquisitions per second, each side's: each round's window is
+    // measured, and a late wake-up of the main thread lengthens one; counts
+    // would compare windows of different lengths.
+    let per_s = |o: &locktorture::Outcome, side: fn(&locktorture::Outcome) -> u64| {
+        side(o) as f64 / o.duration_s.max(f64::MIN_POSITIVE)
     };
+    let writes: fn(&locktorture::Outcome) -> u64 = |o| o.writes.total;
+    let reads: fn(&locktorture::Outcome) -> u64 = |o| o.reads.total;
     for o in &results.locktorture {
-        let best = results
-            .locktorture
-            .iter()
-            // A run that failed its checks is no baseline.
-            .filter(|p| {
-                p.writers == o.writers && p.readers == o.readers && p.why_failed().is_none()
-            })
-            .map(rate)
-            .fold(0.0, f64::max);
+        // The best rate of a side among the locks of this mix that passed
+        // their checks: a run that failed them is no baseline.
+        let best = |side: fn(&locktorture::Outcome) -> u64| {
+            results
+                .locktorture
+                .iter()
+                .filter(|p| {
+                    p.writers == o.writers && p.readers == o.readers && p.why_failed().is_none()
+                })
+                .map(|p| per_s(p, side))
+                .fold(0.0, f64::max)
+        };
         let rounds = o.starved_by_round();
         let starved = starved_cell(&rounds, |s| (Some(s.writers), Some(s.readers)));
         let starved_served = starved_cell(&rounds, |s| {
@@ -658,8 +666,10 @@ fn locktorture_section(results: &Results) -> Section {
             o.writes.total.to_string(),
             o.reads.total.to_string(),
             rounds_cell(&o.writes_per_s_by_round()),
-            // No lock of the mix passed its checks: no baseline.
-            ratio_to_best(rate(o), best),
+            // No lock of the mix passed its checks, or none acquired that
+            // side (a mix without readers): no baseline.
+            ratio_to_best(per_s(o, writes), best(writes)),
+            ratio_to_best(per_s(o, reads), best(reads)),
             format!("{:.3}", o.writer_share()),
             starved,
             starved_served,
@@ -906,11 +916,15 @@ mod tests {
     use super::*;
     use crate::report::tests::quick_qs_run;
 
-    /// *Total vs best* compares rates: two locks at the same rate whose
-    /// median rounds lasted 0.700 and 0.667 s both show 1.00x. (Until
-    /// 2026-12-05 it divided counts: 21,000 against 20,010, "0.95x".)
+    /// *Writes vs best* and *reads vs best* compare rates: two locks at the
+    /// same rates whose median rounds lasted 0.700 and 0.667 s both show
+    /// 1.00x. (Until 2026-12-05 a total divided counts: 21,000 against
+    /// 20,010, "0.95x".) Each side is its own: a lock that starves its
+    /// writers and gains reads leads on reads and trails on writes. (Until
+    /// 2026-12-06 one *total vs best* added the two, and put such a lock
+    /// ahead.)
     #[test]
-    fn locktorture_total_vs_best_compares_rates() {
+    fn locktorture_each_side_vs_best_compares_rates() {
         let mut results = crate::report::tests::sample();
         let mut a = results.locktorture[0].clone();
         a.duration_s = 0.700;
@@ -934,15 +948,22 @@ mod tests {
             rows
         };
         for row in rows(&results) {
-            assert!(row.contains("| 1.00x |"), "{row}");
+            assert!(row.contains("| 1.00x | 1.00x |"), "{row}");
         }
+        // lock-b lets 2,001 writes through instead of 6,670 and gains 9,000
+        // reads: 24,341 in all, 1.22x lock-a's rate as a total.
+        results.locktorture[1].writes = crate::report::tests::counts(2_001, 501, 500);
+        results.locktorture[1].reads = crate::report::tests::counts(22_340, 1_397, 1_396);
+        let table = rows(&results);
+        assert!(table[0].contains("| 1.00x | 0.60x |"), "{}", table[0]);
+        assert!(table[1].contains("| 0.30x | 1.00x |"), "{}", table[1]);
         // Where no lock of the mix passed its checks, no ratio ("-"), not
         // one to a baseline of nothing ("infx").
         for o in &mut results.locktorture {
             o.fail = 1;
         }
         for row in rows(&results) {
-            assert!(row.contains("| - |") && !row.contains("inf"), "{row}");
+            assert!(row.contains("| - | - |") && !row.contains("inf"), "{row}");
         }
     }
 
