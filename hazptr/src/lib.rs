@@ -77,7 +77,9 @@
 //!
 //! `force-slow-path`: every acquire in every domain takes the slow path (a
 //! backup slot), as the kernel's debug option does; per domain, use
-//! [`DomainBuilder::force_slow_path`].
+//! [`DomainBuilder::force_slow_path`]. It is for tests and torture runs:
+//! Cargo unifies features across a build, so a library that enabled it
+//! would slow every hazptr user in the program.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 // 64-bit atomics hold the domain ids; 32-bit targets with them (i686, armv7)
