@@ -5,7 +5,8 @@
 //! are one step, so a wake that follows a change of the word cannot be
 //! missed); [`wake_one`], [`wake_all`] and [`wake_all_at`] wake threads
 //! sleeping on a word. This is `FUTEX_WAIT`/`FUTEX_WAKE`, process-private,
-//! through `rustix`. `wait` also returns when the word no longer holds
+//! through `rustix` (`wake_all_at` through `libc::syscall`, since it takes a
+//! raw address that may no longer point to a live word). `wait` also returns when the word no longer holds
 //! `expected`, on a signal, when the timeout passes, or spuriously; every
 //! caller rechecks its condition.
 //!

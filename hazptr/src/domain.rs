@@ -697,7 +697,8 @@ impl Shared {
             // An orphaned block's guard is gone with its thread too.
             b.link.orphaned.store(false, Ordering::Relaxed);
             b.link.owner.clear();
-            // Release pairs with the Acquire CAS in `take_block`.
+            // Release pairs with the Acquire CAS in `find_or_add_block`
+            // (under `take_block`).
             b.link.in_use.store(false, Ordering::Release);
         });
         self.for_each_backup(|n| {
@@ -707,8 +708,8 @@ impl Shared {
             }
             n.value.store(crate::slot::EMPTY, Ordering::Relaxed);
             n.owner.clear();
-            // Release pairs with the Acquire CAS in `find_or_add_backup`, as
-            // in `Guard::drop`.
+            // Release pairs with the Acquire CAS in `claim_free_backup`
+            // (under `find_or_add_backup`), as in `Guard::drop`.
             n.in_use.store(false, Ordering::Release);
         });
     }

@@ -329,8 +329,9 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
     let len = b.retired.batch.with_mut(|batch| {
         // SAFETY: only the owner touches its batch outside the retired-list
         // mutex, and the owner is this thread; a drainer that holds the mutex
-        // waits for `pushing` to clear (see `flush_batch`, `drain_batches`,
-        // `free_all`).
+        // (`drain_batches`) waits for `pushing` to clear, `flush_batch` is
+        // the owner's own, and `free_all` runs only once the domain is being
+        // dropped, when no retire into it can be in progress.
         let batch = unsafe { &mut *batch };
         batch.push(retired);
         batch.len()

@@ -181,8 +181,9 @@ impl WaitQueue {
     pub(crate) fn lock(&self, node: &QNode) -> Entry {
         let me = ptr::from_ref(node).cast_mut();
         // AcqRel: Release publishes the node's initial fields to whoever reads
-        // the tail next; Acquire pairs with the Release CAS in `unlock` of a
-        // holder that emptied the queue, so our turn follows its.
+        // the tail next; Acquire pairs with the Release CAS in `successor`
+        // (via `unlock` or `unlock_admitting_readers`) of a holder that
+        // emptied the queue, so our turn follows its.
         let prev = self.tail.swap(me, Ordering::AcqRel);
         if prev.is_null() {
             return Entry::Front;
@@ -205,16 +206,16 @@ impl WaitQueue {
             // until the RMW below, our last access (the wake takes an address).
             let prev_state = unsafe { &(*prev).state };
             let prev_state_at = ptr::from_ref(prev_state);
-            // Release: pairs with the Acquire wait for LINKED in `unlock`,
-            // after which the predecessor reads `next`.
+            // Release: pairs with the Acquire wait for LINKED in
+            // `wait_for_link`, after which the predecessor reads `next`.
             let was = prev_state.fetch_or(LINKED, Ordering::Release);
             if was & SLEEPING != 0 {
                 futex::wake_all_at(prev_state_at);
             }
         }
-        // Acquire: pairs with the Release grant swap in the predecessor's
-        // `unlock` (or the front's in `unlock_admitting_readers`), so our
-        // turn follows its.
+        // Acquire: pairs with the Release swap in `grant`, called by the
+        // predecessor's `unlock` (or the front's `unlock_admitting_readers`),
+        // so our turn follows its.
         let state = wait::cond_load_then_acquire(&node.state, SLEEPING, spin_ns::QUEUED, |s| {
             s & (GRANTED | ADMITTED) != 0
         });

@@ -206,9 +206,9 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     ///
     /// # Panics
     ///
-    /// As [`Rcu::replace`], and if `update` calls `replace`, `update` or
-    /// `replace_and_synchronize` on this same cell (the lock is not
-    /// reentrant).
+    /// As [`Rcu::replace`], and if `update` calls `replace`, `update`,
+    /// `replace_polled` or `replace_and_synchronize` on this same cell (the
+    /// lock is not reentrant).
     pub fn update(&self, update: impl FnOnce(&T) -> T) {
         // As in `replace`.
         #[cfg(not(loom))]

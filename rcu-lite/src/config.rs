@@ -26,8 +26,9 @@ pub enum Fqs {
     /// a record (the kernel's one-CPU system, where nothing is left to wait
     /// for).
     ///
-    /// Every wait sleeps, however short the interval: its first sleep lasts
-    /// at least 50 us, whatever is left of the interval once the driver
+    /// Every wait that does not end early (its holdouts already past a
+    /// quiescent state once flagged, or an expedited caller waiting) sleeps,
+    /// however short the interval: its first sleep lasts at least 50 us, whatever is left of the interval once the driver
     /// gets there (the scan and a heavy fence come first), as the kernel's
     /// grace-period kthread sleeps at least one jiffy. 50 us is the kernel's
     /// default timer slack, to which a normal thread's shorter timed waits
@@ -129,7 +130,7 @@ pub(crate) fn decode_config(word: u64) -> GpConfig {
 pub(crate) fn zero_fqs_interval() -> ! {
     panic!(
         "rcu_lite: configure() with Fqs::FixedInterval(0): a zero interval asks for scans \
-         without waiting between them, which the driver never does (every FQS wait sleeps); \
+         without waiting between them, which the driver never does (every FQS wait that does not end early sleeps); \
          Fqs::Adaptive gives the fastest grace periods"
     )
 }

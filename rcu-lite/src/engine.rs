@@ -130,8 +130,10 @@ pub struct GpCounts {
     /// keep asking for grace periods.
     pub by_worker: u64,
     /// Thread records the registry holds, in use or free for the next thread
-    /// to register: the most threads ever registered at once (plus records
-    /// kept by forgotten guards), which every scan walks.
+    /// to register: the most records in use at once (a memb thread holds
+    /// one; a qsbr thread one per registration, plus one once it drives a
+    /// grace period), plus records kept by forgotten guards. Every scan
+    /// walks them all.
     pub records: usize,
 }
 
@@ -682,7 +684,7 @@ impl Engine {
     fn announce_completion(&self, gp: u64) {
         let word = self.gp_done(gp);
         // Release pairs with the Acquire load of the eventcount in
-        // `wait_for_gp`.
+        // `wait_or_take_over`.
         let old = word
             .fetch_update(Release, Relaxed, |e| {
                 Some(e.wrapping_add(EVENT) & !SLEEPERS)
@@ -698,7 +700,7 @@ impl Engine {
     fn hand_off(&self, gp: u64) {
         let word = self.gp_done(gp);
         // Release pairs with the Acquire load of the eventcount in
-        // `wait_for_gp`: the woken waiter sees `DRIVER` clear.
+        // `wait_or_take_over`: the woken waiter sees `DRIVER` clear.
         let old = word.fetch_add(EVENT, Release);
         if old & SLEEPERS != 0 {
             futex::wake_one(word);

@@ -1,7 +1,9 @@
 //! Sleeping and waking on a 32-bit word: the "then sleep" half of every wait.
 //!
-//! Every wait in this crate sleeps in [`wait`], and the party that ends the
-//! wait calls [`wake_one`] or [`wake_all`] on the same word. Most spin
+//! Every wait that another thread ends sleeps in [`wait`], and the party that
+//! ends the wait calls [`wake_one`] or [`wake_all`] on the same word (waiting
+//! for a worker thread to start sleeps in 50 us steps instead,
+//! `sync::wait_for_a_start`). Most spin
 //! briefly first (a driver waiting for holdouts, a waiting caller, an
 //! `rcu_barrier()` caller, the grace-period worker before it parks); a caller
 //! in a crowd, a fixed-interval FQS wait (timed) and the idle callback worker

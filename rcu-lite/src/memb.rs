@@ -219,7 +219,7 @@ pub(crate) fn unlock(record: &'static Record) {
         record.word.store(0, Release);
         // fence::light() in membarrier mode: orders the store before the load
         // of the wake-up flag; pairs with fence::heavy() in
-        // `Engine::sleep_for_holdouts`.
+        // `Engine::sleep_for_holdouts` (or `Engine::fqs_wait`'s early wake).
         compiler_fence(SeqCst);
         engine().wake_driver_if_flagged(record);
     } else {
@@ -236,7 +236,8 @@ fn unlock_slow(record: &'static Record, word: u64) {
         NEST_ONE => {
             // Release: as in `unlock`.
             record.word.store(word & SLOW_PATH, Release);
-            // Pairs with fence::heavy() in `Engine::sleep_for_holdouts`.
+            // Pairs with fence::heavy() in `Engine::sleep_for_holdouts` (or
+            // `Engine::fqs_wait`'s early wake).
             fence::light();
             engine().wake_driver_if_flagged(record);
         }
@@ -513,8 +514,8 @@ fn barrier_inside_a_section() -> ! {
 /// # Panics
 ///
 /// With `Fqs::FixedInterval(Duration::ZERO)`: it asks for scans without
-/// waiting between them, which the driver never does (every FQS wait sleeps,
-/// at least 50 us).
+/// waiting between them, which the driver never does (every FQS wait that
+/// does not end early sleeps, at least 50 us).
 pub fn configure(config: GpConfig) -> GpConfig {
     engine().configure(config)
 }

@@ -411,7 +411,8 @@ fn report(record: &Record, word: u64) {
     // grace period ends.
     record.word.store(word, Release);
     // Orders the store before the load of the wake-up flag; pairs with the
-    // engine's fence in `Engine::sleep_for_holdouts` (`ReaderFence::Full`).
+    // engine's fence in `Engine::sleep_for_holdouts` or `Engine::fqs_wait`'s
+    // early wake (`ReaderFence::Full`).
     READER_FENCE.reader_side();
     engine().wake_driver_if_flagged(record);
 }
@@ -703,8 +704,8 @@ fn barrier(name: &'static str) {
 /// # Panics
 ///
 /// With `Fqs::FixedInterval(Duration::ZERO)`: it asks for scans without
-/// waiting between them, which the driver never does (every FQS wait sleeps,
-/// at least 50 us).
+/// waiting between them, which the driver never does (every FQS wait that
+/// does not end early sleeps, at least 50 us).
 pub fn configure(config: GpConfig) -> GpConfig {
     engine().configure(config)
 }

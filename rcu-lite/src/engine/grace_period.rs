@@ -203,7 +203,9 @@ impl Engine {
     /// Publishes `WAITS_FOR_HOLDOUTS`, rechecks, and sleeps until a holdout
     /// wakes the driver, unless the recheck emptied `holdouts`.
     fn sleep_for_holdouts(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
-        // The pairing with the readers is the heavy fence. SeqCst pairs with
+        // The pairing with the readers is the engine's fence below
+        // (`ReaderFence::engine_side`: `heavy()` for memb, `full()` for
+        // qsbr). SeqCst pairs with
         // nothing here: unlike `fqs_wait`, this sleep loads no `expedite`
         // (its grace period already runs adaptively), so it takes no part in
         // `request_expedited`'s handshake; a request that finds this state
