@@ -123,7 +123,9 @@ pub struct GpCounts {
     /// only): on an idle system (other registered threads outside their
     /// sections), one per grace period with quick QS, two without; with
     /// quick QS, none where the driver's thread is the only one holding a
-    /// record.
+    /// record. A wait counts once begun, also when it ends early without
+    /// sleeping (its holdouts already quiescent once flagged, or an
+    /// expedited request).
     pub fqs_waits: u64,
     /// Grace periods the grace-period worker drove (the others were driven by
     /// a caller of `synchronize_rcu()`): the worker takes over while callers
