@@ -29,9 +29,12 @@
 //! - [`thread_states`] reads the scheduler state of this process's threads
 //!   of one name from `/proc`, for the tests that check a worker thread
 //!   sleeps once it has nothing to do; [`until_asleep`] waits for one to.
+//! - [`model`] holds the generator, seeds and failure trace of the
+//!   model-based randomized tests.
 
 mod counting_alloc;
 pub mod misuse;
+pub mod model;
 
 pub use counting_alloc::{CountingAllocator, uncounted};
 

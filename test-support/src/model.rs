@@ -1,0 +1,108 @@
+//! What the model-based randomized tests share (`hazptr/tests/model_atomic_box.rs`,
+//! `rcu-lite/tests/model_cell.rs`, `qrwlock/tests/model_raw.rs`): a small
+//! deterministic generator, the seeds to run, and the trace of operations
+//! that a failing seed prints. No property-testing crate is used.
+
+/// xorshift64* (Vigna), seeded through a multiplication so that nearby
+/// seeds start far apart.
+pub struct Rng(u64);
+
+impl Rng {
+    /// The generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng((seed ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    /// The next 64 bits.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// True with a chance of `p` in 100.
+    pub fn percent(&mut self, p: u64) -> bool {
+        self.next() % 100 < p
+    }
+}
+
+/// The seeds to run: `MODEL_SEED` alone if set, else `0..count`.
+pub fn seeds(count: u64) -> Vec<u64> {
+    match std::env::var("MODEL_SEED") {
+        Ok(s) => vec![s.parse().expect("MODEL_SEED is a number")],
+        Err(_) => (0..count).collect(),
+    }
+}
+
+/// The operations run so far, printed with the seed and the command that
+/// reruns it if the thread panics before the trace is dropped.
+pub struct Trace {
+    /// The `cargo test` arguments that select the test binary
+    /// (`-p hazptr --test model_atomic_box`).
+    command: &'static str,
+    test: &'static str,
+    seed: u64,
+    /// What the seed chose besides the operations (printed after the seed,
+    /// as is: start it with a space).
+    pub config: String,
+    ops: Vec<String>,
+}
+
+impl Trace {
+    /// An empty trace of `test` in the binary `command` selects, for `seed`.
+    pub fn new(command: &'static str, test: &'static str, seed: u64) -> Trace {
+        Trace {
+            command,
+            test,
+            seed,
+            config: String::new(),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Records the next operation.
+    pub fn op(&mut self, op: String) {
+        self.ops.push(op);
+    }
+}
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "{} FAILED with seed {}{}; rerun it alone with MODEL_SEED={} \
+                 cargo test {} {}\noperations ({}):",
+                self.test,
+                self.seed,
+                self.config,
+                self.seed,
+                self.command,
+                self.test,
+                self.ops.len()
+            );
+            for (i, op) in self.ops.iter().enumerate() {
+                eprintln!("  {i:4}: {op}");
+            }
+        }
+    }
+}
+
+/// Runs `each` for every seed of [`seeds`]`(count)` on a thread of its own,
+/// failing with `what` if the seeds are not done within two minutes (a
+/// wait that never returned).
+pub fn each_seed(what: &str, count: u64, each: impl Fn(u64) + Send + 'static) {
+    crate::within_a_deadline(what, std::time::Duration::from_secs(120), move || {
+        for seed in seeds(count) {
+            each(seed);
+        }
+    });
+}
