@@ -25,6 +25,17 @@
 //! these steps; [`Guard::new`] + [`Guard::protect_ptr`] split them, the
 //! guard keeping its slot at `RESERVED` in between.
 //!
+//! # Acquire in SeqCst fence mode
+//!
+//! Where `light()` is a `fence(SeqCst)` (no membarrier, or
+//! `SYNCPRIMS_FENCE=seqcst`), steps 2-5 are the classic hazard pointer's
+//! instead: store the pointer, fence, reload, and again until the reload
+//! returns the pointer stored (`protect_validated`). The fence is paid
+//! either way, and with it inside the wildcard window a reader preempted in
+//! that window (common with more threads than CPUs) held up every scan of
+//! the domain until it ran again. Not under loom or ThreadSanitizer, whose
+//! models check the wildcard window.
+//!
 //! Release is a store-release of `EMPTY` (pairs with the scan's Acquire load
 //! of the slot), which also frees the slot.
 //!
@@ -297,7 +308,9 @@ impl<'d> Guard<'d> {
     /// else, is reset or dropped, `synchronize` of that address waits and
     /// reclamation keeps it.
     ///
-    /// The pointer is loaded exactly once, with Acquire ordering. Dereferencing
+    /// The pointer is loaded once, with Acquire ordering (in SeqCst fence
+    /// mode, until two loads around the protection agree: see the module
+    /// docs, *Acquire in SeqCst fence mode*). Dereferencing
     /// it is safe as long as the writer side follows the protocol: unpublish,
     /// then [`Domain::synchronize`] or [`Domain::retire`] before freeing.
     ///
@@ -318,23 +331,15 @@ impl<'d> Guard<'d> {
         // SAFETY: the wildcard word is the domain's (boxed in a user domain,
         // a static for the global one), alive for `'d`.
         let wildcard = unsafe { self.wildcard.as_ref() };
-        // Acquire pairs with the AcqRel flip in `scan::begin`: a reader that
-        // sees a scan's generation also sees every unpublish that preceded
-        // that flip, so the scan may skip its wildcard.
-        let current = wildcard.load(Ordering::Acquire);
-        // Release: a scan that reads this value is ordered after this
-        // thread's earlier protections (see the module docs).
-        slot.store(current, Ordering::Release);
-        // Pairs with `fence::heavy()` in `scan::begin`: either the scan sees
-        // the wildcard (or what replaces it), or the load below sees the
-        // unpublish that preceded the scan.
-        self.light_fence();
-        // Acquire pairs with the Release store that published the object.
-        let ptr = src.load(Ordering::Acquire);
-        // Same location as the wildcard, so coherence orders them; a scan
-        // seeing either value protects `ptr`. Release: as for the wildcard.
-        slot.store(protection(ptr), Ordering::Release);
-        ptr
+        // (The slot and the wildcard go to the helpers by reference, not
+        // `self`: a `&mut self` reaching a call that is not inlined would
+        // keep the guard in memory, five stores more per acquire.)
+        if self.light_is_compiler_fence {
+            // The first slot, in membarrier mode: no mode to read.
+            protect_in_wildcard_window(slot, wildcard, src, || compiler_fence(Ordering::SeqCst))
+        } else {
+            protect_after_reading_the_mode(slot, wildcard, src)
+        }
     }
 
     /// Stores `ptr` into the guard's slot; the kernel's form for pointers
@@ -433,6 +438,82 @@ impl<'d> Guard<'d> {
         self.home = Home::Backup(backup);
         // A backup slot's guard calls `fence::light()`, as one taken there.
         self.light_is_compiler_fence = false;
+    }
+}
+/// [`Guard::protect_ptr`] on a slot that does not know the fence mode: in
+/// SeqCst mode, [`protect_validated`]. Out of line: the first slot's path
+/// then keeps its loop's variables in registers.
+#[inline(never)]
+fn protect_after_reading_the_mode<T>(
+    slot: &AtomicUsize,
+    wildcard: &AtomicUsize,
+    src: &AtomicPtr<T>,
+) -> *mut T {
+    #[cfg(not(any(loom, syncprims_tsan)))]
+    if fence::light_is_full_fence() {
+        return protect_validated(slot, src);
+    }
+    protect_in_wildcard_window(slot, wildcard, src, fence::light)
+}
+
+/// The kernel's acquire into `slot`: the domain's `wildcard`,
+/// `light_fence`, one load of `src`, the pointer.
+#[inline(always)]
+fn protect_in_wildcard_window<T>(
+    slot: &AtomicUsize,
+    wildcard: &AtomicUsize,
+    src: &AtomicPtr<T>,
+    light_fence: impl FnOnce(),
+) -> *mut T {
+    // Acquire pairs with the AcqRel flip in `scan::begin`: a reader that
+    // sees a scan's generation also sees every unpublish that preceded
+    // that flip, so the scan may skip its wildcard.
+    let current = wildcard.load(Ordering::Acquire);
+    // Release: a scan that reads this value is ordered after this
+    // thread's earlier protections (see the module docs).
+    slot.store(current, Ordering::Release);
+    // Pairs with `fence::heavy()` in `scan::begin`: either the scan sees
+    // the wildcard (or what replaces it), or the load below sees the
+    // unpublish that preceded the scan.
+    light_fence();
+    // Acquire pairs with the Release store that published the object.
+    let ptr = src.load(Ordering::Acquire);
+    // Same location as the wildcard, so coherence orders them; a scan
+    // seeing either value protects `ptr`. Release: as for the wildcard.
+    slot.store(protection(ptr), Ordering::Release);
+    ptr
+}
+
+/// [`Guard::protect_ptr`] in SeqCst fence mode: the classic hazard
+/// pointer's store, fence, reload and compare, until the reload finds the
+/// pointer just protected. The fence is `fence(SeqCst)` either way there,
+/// and a slot holding the wildcard across it would be waited out by every
+/// scan: a reader preempted inside that window (likely, with the fence in
+/// it, on a CPU shared by more threads) would hold up every reclamation
+/// pass and `synchronize` of the domain until it ran again. A slot that
+/// holds a pointer holds up only that pointer's waiters. A reader can retry
+/// for as long as writers keep replacing the pointer (lock-free, not
+/// wait-free, unlike the wildcard's single load).
+#[cfg(not(any(loom, syncprims_tsan)))]
+#[inline(always)]
+fn protect_validated<T>(slot: &AtomicUsize, src: &AtomicPtr<T>) -> *mut T {
+    // Acquire pairs with the Release store that published the object.
+    let mut ptr = src.load(Ordering::Acquire);
+    loop {
+        // Release: see "every store into a slot is a Release store".
+        slot.store(protection(ptr), Ordering::Release);
+        // `fence::light()` in this mode. Pairs with `fence::heavy()` (also
+        // `fence(SeqCst)` here) in `scan::begin`: either the scan sees this
+        // store, or the reload below sees the unpublish that preceded the
+        // scan.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // Acquire: as above; a pointer published since is protected by the
+        // next round, not this one.
+        let again = src.load(Ordering::Acquire);
+        if again == ptr {
+            return ptr;
+        }
+        ptr = again;
     }
 }
 

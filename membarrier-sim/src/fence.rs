@@ -168,6 +168,28 @@ pub fn light() {
     loom_fence();
 }
 
+/// Whether [`light`] is a full fence: `true` in SeqCst mode, `false` in
+/// membarrier mode, where it is a compiler fence. Decides the mode if no
+/// fence has run yet, as `light` would; once decided, a relaxed load.
+///
+/// For code with two ways to order a store before a load, one cheap only
+/// where `light` is: hazptr's acquire leaves a wildcard window open across
+/// `light()` in membarrier mode, and in SeqCst mode, where the fence makes
+/// that window long enough for a preempted reader to hold every scan up,
+/// validates the pointer instead. Under `cfg(loom)` and `cfg(syncprims_tsan)`
+/// `true`: both fences are there the same SeqCst read-modify-write.
+#[inline]
+pub fn light_is_full_fence() -> bool {
+    #[cfg(any(loom, syncprims_tsan))]
+    return true;
+    #[cfg(all(not(loom), not(syncprims_tsan)))]
+    match FAST_MODE.load(Relaxed) {
+        MODE_MEMBARRIER => false,
+        MODE_SEQCST => true,
+        _ => mode() == Mode::SeqCst,
+    }
+}
+
 /// Both fences under `cfg(loom)` (see the module docs): a SeqCst RMW of one
 /// loom word.
 #[cfg(loom)]
