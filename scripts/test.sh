@@ -34,13 +34,15 @@ cargo test -p hazptr --features force-slow-path
 # slot itself). No rebuild: the mode is read at run time.
 SYNCPRIMS_FENCE=seqcst cargo test -p hazptr
 SYNCPRIMS_FENCE=seqcst cargo test -p rcu-lite --example routing_table
+# qrwlock's `arc_lock` feature (lock_api's owned guards).
+cargo test -p qrwlock --features arc_lock --test rwlock
 
 # bench-suite's examples measure the floors the docs quote; `cargo test` only
 # builds them. Each runs once on tiny arguments (a few seconds in all), so
 # that one that panics, hangs or no longer parses its arguments is seen.
 for example in "callback_backlog 50 1" "callers_per_gp 0.05 1/0,2/1" \
     "contention_floor 200 4" "read_floor 1 10000" "registration_churn 8 16" \
-    "timer_lateness 5 100"; do
+    "timer_lateness 5 100" "preempted_readers 2 1"; do
     read -r name args <<< "$example"
     echo "== example $name $args"
     # shellcheck disable=SC2086 # the arguments split on purpose

@@ -106,6 +106,24 @@ pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawQRwLock, T>;
 /// shared hold with `RwLockWriteGuard::downgrade`.
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T>;
 
+/// A shared hold of part of an [`RwLock`]'s value, from
+/// `RwLockReadGuard::map` or `try_map`; released on drop.
+pub type MappedRwLockReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawQRwLock, T>;
+
+/// An exclusive hold of part of an [`RwLock`]'s value, from
+/// `RwLockWriteGuard::map` or `try_map`; released on drop.
+pub type MappedRwLockWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawQRwLock, T>;
+
+/// A shared hold of an [`RwLock`] in an `Arc`, which the guard owns
+/// (`RwLock::read_arc`, with the `arc_lock` feature); released on drop.
+#[cfg(feature = "arc_lock")]
+pub type ArcRwLockReadGuard<T> = lock_api::ArcRwLockReadGuard<RawQRwLock, T>;
+
+/// An exclusive hold of an [`RwLock`] in an `Arc`, which the guard owns
+/// (`RwLock::write_arc`, with the `arc_lock` feature); released on drop.
+#[cfg(feature = "arc_lock")]
+pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawQRwLock, T>;
+
 /// Recursive read locks on an [`RwLock`]: a shared hold that a writer waiting
 /// at the front of the queue does not hold up, so a thread that already reads
 /// may read again (see [`RawQRwLock::read_lock_recursive`]). `parking_lot`

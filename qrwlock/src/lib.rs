@@ -83,6 +83,12 @@
 //!   for that hold forever, and since it has set the waiting bit, every later
 //!   reader of any thread queues behind it: the whole lock stops, with no
 //!   panic (the lock does not know its holders).
+//! - **No re-entry for a writer.** A thread that holds the write lock and
+//!   asks for it again, or for a read lock (`read_recursive` included, which
+//!   waits for the writer byte as the kernel's interrupt-context reader
+//!   does), waits for itself forever, with no panic: recording the holder
+//!   would cost the fast paths a store each, which parking_lot and the
+//!   kernel do not pay either.
 //!
 //! # Misuse
 //!
@@ -103,6 +109,14 @@
 //!
 //! Upgradable reads, timeouts, fair unlocking (`unlock_fair`, `bump`), and
 //! priority inheritance.
+//!
+//! # Cargo features
+//!
+//! `arc_lock`: `RwLock::read_arc`/`write_arc` and their guards
+//! (`ArcRwLockReadGuard`, `ArcRwLockWriteGuard`), through `lock_api`'s
+//! feature of the same name, as parking_lot's. The crate re-exports
+//! [`lock_api`], so its traits and `GuardSend` need no dependency of your
+//! own.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod futex;
@@ -124,5 +138,13 @@ pub use wait::{cond_load_acquire, cond_load_relaxed, wake_sleepers};
 
 #[cfg(not(loom))]
 mod api;
+#[cfg(all(feature = "arc_lock", not(loom)))]
+pub use api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 #[cfg(not(loom))]
-pub use api::{ReadRecursive, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use api::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, ReadRecursive, RwLock, RwLockReadGuard,
+    RwLockWriteGuard,
+};
+/// The `lock_api` this crate implements, for its traits and `GuardSend`
+/// without a dependency of your own.
+pub use lock_api;

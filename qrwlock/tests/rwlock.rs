@@ -5,7 +5,8 @@
 #![cfg(not(loom))]
 
 use qrwlock::{
-    ReadRecursive, RwLock, RwLockWriteGuard, cond_load_acquire, cond_load_relaxed, wake_sleepers,
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, ReadRecursive, RwLock, RwLockReadGuard,
+    RwLockWriteGuard, cond_load_acquire, cond_load_relaxed, wake_sleepers,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier};
@@ -115,6 +116,61 @@ fn static_lock_from_const_init() {
     static LOCK: RwLock<u32> = RwLock::new(1);
     *LOCK.write() += 1;
     assert_eq!(*LOCK.read(), 2);
+}
+
+/// The mapped guards parking_lot users name, under the same names: a
+/// mapped hold keeps the lock held as the guard it came from did.
+#[test]
+fn mapped_guards_hold_the_lock() {
+    let lock = RwLock::new((1u32, [2u32; 3]));
+    let read: MappedRwLockReadGuard<'_, [u32; 3]> = RwLockReadGuard::map(lock.read(), |v| &v.1);
+    assert_eq!(*read, [2; 3]);
+    assert!(
+        lock.try_write().is_none(),
+        "a mapped read hold excludes writers"
+    );
+    drop(read);
+    let mut write: MappedRwLockWriteGuard<'_, u32> =
+        RwLockWriteGuard::map(lock.write(), |v| &mut v.0);
+    *write += 1;
+    assert!(
+        lock.try_read().is_none(),
+        "a mapped write hold excludes readers"
+    );
+    drop(write);
+    assert_eq!(lock.read().0, 2);
+    // The lock_api traits through the re-export, with no dependency of the
+    // test's own.
+    use qrwlock::lock_api::RawRwLock;
+    let _hold = lock.read();
+    // SAFETY: only reads the lock's state; the raw lock is not unlocked.
+    let raw = unsafe { lock.raw() };
+    assert!(RawRwLock::is_locked(raw) && !RawRwLock::is_locked_exclusive(raw));
+}
+
+/// `arc_lock`: guards that own the lock's `Arc`, as parking_lot's.
+#[cfg(feature = "arc_lock")]
+#[test]
+fn arc_guards_own_the_lock() {
+    use qrwlock::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
+    let lock = Arc::new(RwLock::new(5u32));
+    let mut write: ArcRwLockWriteGuard<u32> = lock.write_arc();
+    *write += 1;
+    assert!(
+        lock.try_read().is_none(),
+        "the owned write hold excludes readers"
+    );
+    // The guard outlives the caller's `Arc` and is sent to another thread.
+    let weak = Arc::downgrade(&lock);
+    drop(lock);
+    let read: ArcRwLockReadGuard<u32> =
+        std::thread::spawn(move || ArcRwLockWriteGuard::downgrade(write))
+            .join()
+            .unwrap();
+    assert_eq!(*read, 6);
+    assert!(weak.upgrade().is_some(), "the guard keeps the lock alive");
+    drop(read);
+    assert!(weak.upgrade().is_none(), "the last guard frees it");
 }
 
 /// Readers that arrive after a writer started waiting enter after it, even
