@@ -410,7 +410,8 @@ fn decide() -> Mode {
 /// SeqCst mode chosen by `SYNCPRIMS_FENCE`, [`force`], `cfg(loom)`,
 /// `cfg(miri)` or `cfg(syncprims_tsan)`. It tells an unsupported kernel
 /// (`ENOSYS`, a `QUERY` without the command) from a sandbox's refusal
-/// (`EPERM`), which the mode alone cannot.
+/// (`EPERM` to the registration or the barrier, or to the query itself:
+/// [`crate::sys::Error::Blocked`]), which the mode alone cannot.
 pub fn fallback_reason() -> Option<&'static crate::sys::Error> {
     FALLBACK_REASON.get()
 }

@@ -185,6 +185,14 @@ pub enum Error {
         /// itself, after registration succeeded (`false`).
         registering: bool,
     },
+    /// `EPERM` to `MEMBARRIER_CMD_QUERY`, which the kernel never answers
+    /// with it: a seccomp filter or security module blocks membarrier(2)
+    /// altogether, so `command` cannot be registered for or issued here
+    /// (neither an old kernel nor a missing registration).
+    Blocked {
+        /// The command that was asked for.
+        command: Command,
+    },
     /// The target CPU does not exist or is offline.
     BadCpu {
         /// The CPU that was asked for.
@@ -237,6 +245,12 @@ impl fmt::Display for Error {
                 "membarrier: {command} refused with EPERM although the process registered for it \
                  (or the kernel checks no registration of its caller): \
                  a seccomp filter or security module (a container or sandbox) blocks membarrier(2)"
+            ),
+            Error::Blocked { command } => write!(
+                f,
+                "membarrier: {command} unavailable: MEMBARRIER_CMD_QUERY was refused with EPERM, \
+                 which the kernel never answers to it, so a seccomp filter or security module (a \
+                 container or sandbox) blocks membarrier(2)"
             ),
             Error::BadCpu { cpu, online } => write!(
                 f,
@@ -301,12 +315,42 @@ fn count_issued(command: Command) {
     }
 }
 
+/// Why `command` is missing from [`query`]'s set: [`Error::Blocked`] where
+/// the query itself was refused with `EPERM` (a sandbox), else
+/// [`Error::Unsupported`] (an old kernel, or no syscall).
+#[cold]
+fn unlisted(command: Command) -> Error {
+    if query_refused() {
+        Error::Blocked { command }
+    } else {
+        Error::Unsupported { command }
+    }
+}
+
+/// Whether `MEMBARRIER_CMD_QUERY` fails with `EPERM`, which the kernel
+/// never returns to it (rustix's query reports any failure as an empty
+/// set).
+fn query_refused() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: MEMBARRIER_CMD_QUERY (0) with flags 0 and cpu 0 reads no
+        // memory of ours; the raw call is only for its errno.
+        let ret = unsafe { libc::syscall(libc::SYS_membarrier, 0, 0, 0) };
+        ret == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
 /// Register bits this process has already registered (see [`register`]).
 static REGISTERED: AtomicU32 = AtomicU32::new(0);
 
 /// Asks the kernel which commands it supports (`MEMBARRIER_CMD_QUERY`).
 ///
-/// Never fails: a kernel without the syscall reports an empty set.
+/// Never fails: a kernel without the syscall reports an empty set, and so
+/// does a sandbox that refuses the query (see [`Error::Blocked`]).
 pub fn query() -> Supported {
     #[cfg(target_os = "linux")]
     {
@@ -330,7 +374,7 @@ pub fn register(command: Command) -> Result<(), Error> {
         return if query().contains(command) {
             Ok(())
         } else {
-            Err(Error::Unsupported { command })
+            Err(unlisted(command))
         };
     };
     // Relaxed: the bit only saves a syscall; the kernel's own registration state
@@ -344,7 +388,7 @@ pub fn register(command: Command) -> Result<(), Error> {
 #[cold]
 fn register_slow(command: Command, bit: u32) -> Result<(), Error> {
     if !query().contains(command) {
-        return Err(Error::Unsupported { command });
+        return Err(unlisted(command));
     }
     #[cfg(target_os = "linux")]
     {
@@ -513,6 +557,8 @@ fn map_errno(command: Command, errno: rustix::io::Errno, call: Call) -> Error {
     use rustix::io::Errno;
     if errno == Errno::PERM {
         match call {
+            // "Register first" would not help where membarrier is blocked.
+            Call::Issue { registered: false } if query_refused() => Error::Blocked { command },
             Call::Issue { registered: false } => Error::NotRegistered { command },
             Call::Register => Error::Refused {
                 command,

@@ -447,6 +447,49 @@ fn einval_to_a_command_the_kernel_does_not_list_is_unsupported() {
     );
 }
 
+/// A sandbox that answers `EPERM` to every membarrier command, the query
+/// included, is named as such: the query's refusal is no old kernel, and
+/// "register first" would not help. (Until 2026-12-06 registration was
+/// reported `Unsupported`, "the running kernel does not support", and an
+/// unregistered barrier `NotRegistered`; the fences' fallback reason said
+/// the kernel lacked membarrier.)
+#[test]
+fn a_sandbox_refusing_the_query_is_named_as_blocking_membarrier() {
+    if !in_the_child() {
+        return test_support::in_a_child_process(
+            "a_sandbox_refusing_the_query_is_named_as_blocking_membarrier",
+            CHILD,
+            "1",
+        );
+    }
+    if let Err(e) = refuse_membarrier_command(QUERY)
+        .and_then(|()| refuse_membarrier_command(REGISTER_PRIVATE_EXPEDITED))
+        .and_then(|()| refuse_membarrier_command(PRIVATE_EXPEDITED))
+    {
+        eprintln!("cannot install a seccomp filter here ({e}): case not run");
+        return;
+    }
+    assert!(sys::query().is_empty());
+    let blocked = |err: &Error| {
+        matches!(
+            err,
+            Error::Blocked {
+                command: Command::PrivateExpedited
+            }
+        )
+    };
+    let err = sys::register(Command::PrivateExpedited).unwrap_err();
+    assert!(blocked(&err), "register: {err}");
+    assert!(err.to_string().contains("blocks membarrier(2)"), "{err}");
+    let err = sys::private_expedited().unwrap_err();
+    assert!(blocked(&err), "unregistered barrier: {err}");
+    if !seqcst_asked_for() {
+        assert_eq!(fence::mode(), Mode::SeqCst);
+        let reason = fence::fallback_reason();
+        assert!(reason.is_some_and(blocked), "fallback_reason(): {reason:?}");
+    }
+}
+
 /// `MEMBARRIER_CMD_GLOBAL_EXPEDITED` needs no registration of the caller
 /// (registering makes a process one of its targets): the kernel issues it
 /// unregistered, and an `EPERM` to it (a seccomp filter's) is reported as a
