@@ -128,10 +128,14 @@ pub struct Guard<'d> {
 
 impl fmt::Debug for Guard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Relaxed: only this thread writes its guard's slot.
+        // Relaxed: only this thread writes its guard's slot. `RESERVED`
+        // (null, or nothing yet) and a wildcard protect no address; an
+        // address shows as a pointer, with the low bit `protection` clears.
+        let value = self.slot_ref().load(Ordering::Relaxed);
+        let protects = crate::scan::protects(value).then_some(value as *const ());
         f.debug_struct("Guard")
             .field("backup", &matches!(self.home, Home::Backup(_)))
-            .field("protects", &self.slot_ref().load(Ordering::Relaxed))
+            .field("protects", &protects)
             .finish()
     }
 }
@@ -654,6 +658,35 @@ pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
 mod tests {
     use super::*;
     use membarrier_sim::fence::Mode;
+
+    /// `Debug` shows what a guard protects as a pointer, and nothing where
+    /// its slot holds no address: not the slot's raw word (`RESERVED`, 2,
+    /// read as "protects: 2" until 2026-12-06).
+    #[test]
+    fn debug_shows_the_protected_address_or_none() {
+        let value = Box::into_raw(Box::new(7u64));
+        let src = AtomicPtr::new(value);
+        let mut guard = Guard::new();
+        let backup = guard.is_backup();
+        assert_eq!(
+            format!("{guard:?}"),
+            format!("Guard {{ backup: {backup}, protects: None }}")
+        );
+        let p = guard.protect_ptr(&src);
+        assert_eq!(
+            format!("{guard:?}"),
+            format!(
+                "Guard {{ backup: {backup}, protects: Some({:p}) }}",
+                p.cast_const().cast::<()>()
+            )
+        );
+        src.store(std::ptr::null_mut(), Ordering::Relaxed);
+        assert!(guard.protect_ptr(&src).is_null());
+        assert!(format!("{guard:?}").contains("protects: None"), "{guard:?}");
+        drop(guard);
+        // SAFETY: from `Box::into_raw`, unpublished and no longer protected.
+        drop(unsafe { Box::from_raw(value) });
+    }
 
     /// Only a guard on its block's first slot issues the light fence without
     /// reading the fence mode, and only where blocks offer that slot
