@@ -54,6 +54,7 @@
 
 mod crowding;
 mod grace_period;
+mod stall;
 
 use crowding::CallerSpin;
 #[cfg(not(loom))]

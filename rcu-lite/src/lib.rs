@@ -51,6 +51,13 @@
 //! A process that forks once rcu-lite is in use calls the hooks in [`fork`]
 //! around `fork()`, as liburcu's users do.
 //!
+//! A grace period held up for 21 s says so on stderr, naming the kernel's
+//! ids of the threads it waits for, and again every 63 s while it waits, as
+//! the kernel's RCU CPU stall warnings do: a leaked guard or an online qsbr
+//! registration that never reports is otherwise a silent hang.
+//! `SYNCPRIMS_RCU_STALL_TIMEOUT_S` sets the timeout (seconds, decimals
+//! allowed; `0` turns the warnings off).
+//!
 //! In a signal handler, `memb::read_lock()`, its guard's drop and
 //! [`Rcu::read`] are safe once the thread has registered (a read lock taken
 //! on it before the handler can run): the handler's sections are balanced,

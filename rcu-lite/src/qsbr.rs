@@ -57,7 +57,8 @@
 //!
 //! `mem::forget` of a [`QsbrThread`] leaves its record online for good, and
 //! every later grace period waits for it forever (as a liburcu thread that
-//! never unregisters and never goes offline). That is a hang, not a
+//! never unregisters and never goes offline); a stall warning on stderr names
+//! the thread after 21 s (see the crate docs). That is a hang, not a
 //! use-after-free; there is no other way to leave a registration in a state
 //! its guards cannot see.
 

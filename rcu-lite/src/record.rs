@@ -128,6 +128,10 @@ pub(crate) struct Record {
     /// and frees the others (`fork.rs`).
     #[cfg(not(loom))]
     owner: std::sync::atomic::AtomicU64,
+    /// The kernel's id of that thread (`gettid()`), for stall warnings
+    /// (`engine/stall.rs`): what `ps -L`, `/proc` and debuggers show.
+    #[cfg(not(loom))]
+    os_tid: std::sync::atomic::AtomicI32,
 }
 
 impl Record {
@@ -139,7 +143,17 @@ impl Record {
             next: AtomicPtr::new(ptr::null_mut()),
             #[cfg(not(loom))]
             owner: std::sync::atomic::AtomicU64::new(thread_id()),
+            #[cfg(not(loom))]
+            os_tid: std::sync::atomic::AtomicI32::new(os_tid()),
         }
+    }
+
+    /// The kernel's id of the thread that took this record last.
+    #[cfg(not(loom))]
+    pub(crate) fn os_tid(&self) -> i32 {
+        // Relaxed: a name for a message; the owner stored it before it
+        // could make any grace period wait.
+        self.os_tid.load(Relaxed)
     }
 
     /// A record that is never registered, whose word is [`SLOW_PATH`]: what
@@ -152,6 +166,7 @@ impl Record {
             in_use: AtomicBool::new(true),
             next: AtomicPtr::new(ptr::null_mut()),
             owner: std::sync::atomic::AtomicU64::new(0),
+            os_tid: std::sync::atomic::AtomicI32::new(0),
         }
     }
 }
@@ -189,7 +204,11 @@ impl Registry {
                 debug_assert_eq!(nesting(record.word.load(Relaxed)), 0);
                 // Relaxed: read only by this thread, or by its fork child.
                 #[cfg(not(loom))]
-                record.owner.store(thread_id(), Relaxed);
+                {
+                    record.owner.store(thread_id(), Relaxed);
+                    // Relaxed: see `os_tid()`.
+                    record.os_tid.store(os_tid(), Relaxed);
+                }
                 return record;
             }
         }
@@ -243,6 +262,9 @@ impl Registry {
                 // Release, as in `release`: pairs with the Acquire CAS in
                 // `acquire` of the record's next owner.
                 record.in_use.store(false, Release);
+            } else if record.owner.load(Relaxed) == me {
+                // The child's thread has an id of its own. Relaxed: as above.
+                record.os_tid.store(os_tid(), Relaxed);
             }
         }
     }
@@ -286,6 +308,13 @@ impl Registry {
             Some(record)
         })
     }
+}
+
+/// The kernel's id of the calling thread (`gettid()`).
+#[cfg(not(loom))]
+fn os_tid() -> i32 {
+    // SAFETY: gettid() takes nothing and cannot fail.
+    unsafe { libc::gettid() }
 }
 
 /// A number unique to the calling thread for the life of the process (0 is

@@ -63,7 +63,8 @@
 //! grace period it needs in `expedite` and wakes a driver sleeping in a fixed
 //! interval wait; that grace period then runs adaptively with quick QS.
 
-use super::{DRIVER_RUNNING, Engine, WAITS_FOR_HOLDOUTS, WAITS_FOR_TIMER};
+use super::stall::StallWatch;
+use super::{DRIVER_RUNNING, Engine, ReaderFence, WAITS_FOR_HOLDOUTS, WAITS_FOR_TIMER};
 use crate::config::Fqs;
 use crate::futex;
 use crate::record::{Record, is_quiescent_for, reader_word};
@@ -121,6 +122,7 @@ impl Engine {
         let mut fqs = if expedited { Fqs::Adaptive } else { config.fqs };
 
         let mut holdouts: Vec<&'static Record> = Vec::new();
+        let mut watch = StallWatch::new();
         // jiffies_till_first_fqs. The driver sleeps, but no scan has sampled
         // it yet, so this sleep cannot count as its quiescent state. The
         // kernel's first wait ends early too once every CPU online at init
@@ -158,7 +160,7 @@ impl Engine {
                 Fqs::Adaptive => {
                     // The driver waits from here on: a quiescent state.
                     driver_holdout = false;
-                    self.wait_adaptive(&mut holdouts, gp);
+                    self.wait_adaptive(&mut holdouts, gp, &mut watch);
                 }
                 Fqs::FixedInterval(interval) => {
                     // Early wake only if the driver is already credited: its own
@@ -173,6 +175,7 @@ impl Engine {
                     // The next FQS scan: the driver slept since the last one.
                     driver_holdout = false;
                     recheck(&mut holdouts, gp);
+                    watch.check(&holdouts, gp, self.flavor_name());
                     if expedited {
                         fqs = Fqs::Adaptive;
                     }
@@ -183,7 +186,7 @@ impl Engine {
 
     /// Rechecks `holdouts` until each has passed a quiescent state: spins, then
     /// sleeps until one of them wakes the driver.
-    fn wait_adaptive(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
+    fn wait_adaptive(&self, holdouts: &mut Vec<&'static Record>, gp: u64, watch: &mut StallWatch) {
         let mut spins = 0;
         loop {
             recheck(holdouts, gp);
@@ -196,13 +199,23 @@ impl Engine {
                 continue;
             }
             spins = 0;
-            self.sleep_for_holdouts(holdouts, gp);
+            // The stall watch is armed here, where the driver would sleep,
+            // and looks again once it wakes: a grace period whose holdouts
+            // leave while it spins never reads the clock for it.
+            self.sleep_for_holdouts(holdouts, gp, watch.sleep_limit());
+            recheck(holdouts, gp);
+            watch.check(holdouts, gp, self.flavor_name());
         }
     }
 
     /// Publishes `WAITS_FOR_HOLDOUTS`, rechecks, and sleeps until a holdout
     /// wakes the driver, unless the recheck emptied `holdouts`.
-    fn sleep_for_holdouts(&self, holdouts: &mut Vec<&'static Record>, gp: u64) {
+    fn sleep_for_holdouts(
+        &self,
+        holdouts: &mut Vec<&'static Record>,
+        gp: u64,
+        limit: Option<Duration>,
+    ) {
         // The pairing with the readers is the engine's fence below
         // (`ReaderFence::engine_side`: `heavy()` for memb, `full()` for
         // qsbr). SeqCst pairs with
@@ -217,7 +230,8 @@ impl Engine {
         self.reader_fence.engine_side();
         recheck(holdouts, gp);
         if !holdouts.is_empty() {
-            futex::wait(&self.driver_wait.word, WAITS_FOR_HOLDOUTS, None);
+            // `limit`: until the stall watch's next warning is due.
+            futex::wait(&self.driver_wait.word, WAITS_FOR_HOLDOUTS, limit);
         }
         // Relaxed: publishes nothing. A holdout's CAS or an expedited
         // caller's swap that reads it only skips a wake-up we no longer
@@ -338,6 +352,16 @@ impl Engine {
             if early_wake {
                 recheck(holdouts, gp);
             }
+        }
+    }
+}
+
+impl Engine {
+    /// The flavor this engine serves, for messages.
+    fn flavor_name(&self) -> &'static str {
+        match self.reader_fence {
+            ReaderFence::Light => "memb",
+            ReaderFence::Full => "qsbr",
         }
     }
 }

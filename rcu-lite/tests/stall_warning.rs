@@ -1,0 +1,128 @@
+//! Stall warnings: a grace period that waits past
+//! `SYNCPRIMS_RCU_STALL_TIMEOUT_S` for its holdouts says so on stderr,
+//! naming the holdouts' thread ids, as the kernel's RCU CPU stall warnings
+//! do, and goes on waiting. Each case runs in a child process of its own,
+//! with the variable set (the timeout is read once per process); the parent
+//! reads the child's stderr.
+#![cfg(not(loom))]
+
+use rcu_lite::{memb, qsbr};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+/// The variable the engine reads; the children get it set.
+const ENV: &str = "SYNCPRIMS_RCU_STALL_TIMEOUT_S";
+
+fn in_the_child() -> bool {
+    std::env::var_os(ENV).is_some()
+}
+
+/// The kernel's id of the calling thread.
+fn os_tid() -> i32 {
+    // SAFETY: gettid() takes nothing and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Runs `test` in a child with a stall timeout of `timeout_s` seconds and
+/// returns its stderr, after checking it passed.
+fn stderr_of(test: &str, timeout_s: &str) -> String {
+    let (status, stderr) = test_support::run_in_a_child_process(test, ENV, timeout_s);
+    assert!(status.success(), "{test}: {status:?}; stderr:\n{stderr}");
+    stderr
+}
+
+/// The holdout's id, which the child prints as "holdout tid N".
+fn holdout_tid(stderr: &str) -> i32 {
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("holdout tid "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no holdout tid line in:\n{stderr}"))
+}
+
+/// A memb reader that holds its section for `hold` while this thread waits
+/// for a grace period.
+fn memb_grace_period_held_for(hold: Duration) {
+    let (entered, inside) = mpsc::channel();
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        eprintln!("holdout tid {}", os_tid());
+        entered.send(()).unwrap();
+        thread::sleep(hold);
+        drop(guard);
+    });
+    inside.recv().unwrap();
+    memb::synchronize_rcu();
+    reader.join().unwrap();
+}
+
+/// A memb reader inside a section 0.7 s long, with a timeout of 0.2 s: the
+/// grace period names it, as a memb stall, and still ends.
+#[test]
+fn a_memb_reader_holding_a_grace_period_up_is_named() {
+    if in_the_child() {
+        return memb_grace_period_held_for(Duration::from_millis(700));
+    }
+    let stderr = stderr_of("a_memb_reader_holding_a_grace_period_up_is_named", "0.2");
+    let tid = holdout_tid(&stderr);
+    assert!(
+        stderr.lines().any(
+            |line| line.starts_with("rcu-lite: stall: memb grace period ")
+                && line.contains(&format!("for 1 thread(s) (thread ids {tid})"))
+                && line.contains("memb::Guard")
+        ),
+        "{stderr}"
+    );
+}
+
+/// An online qsbr registration that reports no quiescent state for 0.7 s,
+/// with a timeout of 0.2 s: named, as a qsbr stall.
+#[test]
+fn an_online_qsbr_thread_holding_a_grace_period_up_is_named() {
+    if !in_the_child() {
+        let stderr = stderr_of(
+            "an_online_qsbr_thread_holding_a_grace_period_up_is_named",
+            "0.2",
+        );
+        let tid = holdout_tid(&stderr);
+        assert!(
+            stderr.lines().any(
+                |line| line.starts_with("rcu-lite: stall: qsbr grace period ")
+                    && line.contains(&format!("(thread ids {tid})"))
+                    && line.contains("QsbrThread")
+            ),
+            "{stderr}"
+        );
+        return;
+    }
+    let (online, registered) = mpsc::channel();
+    let holdout = thread::spawn(move || {
+        let registration = qsbr::QsbrThread::register();
+        eprintln!("holdout tid {}", os_tid());
+        online.send(()).unwrap();
+        thread::sleep(Duration::from_millis(700));
+        drop(registration);
+    });
+    registered.recv().unwrap();
+    qsbr::synchronize_rcu();
+    holdout.join().unwrap();
+}
+
+/// A section well inside the timeout draws no warning, and `0` turns the
+/// warnings off however long the wait.
+#[test]
+fn no_warning_inside_the_timeout_or_when_off() {
+    if in_the_child() {
+        let hold = if std::env::var(ENV).as_deref() == Ok("0") {
+            500
+        } else {
+            50
+        };
+        return memb_grace_period_held_for(Duration::from_millis(hold));
+    }
+    for timeout in ["5", "0"] {
+        let stderr = stderr_of("no_warning_inside_the_timeout_or_when_off", timeout);
+        assert!(!stderr.contains("stall"), "{ENV}={timeout}: {stderr}");
+    }
+}
