@@ -148,7 +148,8 @@ impl From<sys::Error> for Error {
 ///
 /// [`Error::Sys`] with [`sys::Error::Unsupported`] where the kernel lacks
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` (before Linux 5.10, or without
-/// `CONFIG_RSEQ`), [`sys::Error::BadCpu`] for a target that is not online,
+/// `CONFIG_RSEQ`) or [`sys::Error::Blocked`] where a sandbox blocks
+/// membarrier(2) (both [`sys::Error::is_unavailable`]), [`sys::Error::BadCpu`] for a target that is not online,
 /// or the first error a call returned; [`Error::Spawn`] if this machine
 /// refused a thread; [`Error::NoCalls`] if the duration ran out before any
 /// call completed.
@@ -489,8 +490,9 @@ mod tests {
             Err(Error::Sys(sys::Error::Os { source, .. })) => {
                 assert!(source.to_string().contains("injected"), "{source}");
             }
-            // A kernel without the command refuses before any thread starts.
-            Err(Error::Sys(sys::Error::Unsupported { .. })) => {}
+            // A kernel without the command (or a sandbox blocking
+            // membarrier) refuses before any thread starts.
+            Err(Error::Sys(e)) if e.is_unavailable() => {}
             other => panic!("a failing hammer call gave {other:?}"),
         }
     }
@@ -525,18 +527,16 @@ mod tests {
                             }) => {
                                 assert_eq!(source.kind(), std::io::ErrorKind::WouldBlock);
                             }
-                            // A kernel without the command refuses before
-                            // any thread starts.
-                            Err(Error::Sys(sys::Error::Unsupported { .. })) => {}
+                            // A kernel without the command (or a sandbox
+                            // blocking membarrier) refuses before any
+                            // thread starts.
+                            Err(Error::Sys(e)) if e.is_unavailable() => {}
                             other => panic!("{other:?}"),
                         },
                         Injected::Panic => {
                             if let Ok(result) = std::panic::catch_unwind(|| run(&config)) {
                                 assert!(
-                                    matches!(
-                                        result,
-                                        Err(Error::Sys(sys::Error::Unsupported { .. }))
-                                    ),
+                                    matches!(&result, Err(Error::Sys(e)) if e.is_unavailable()),
                                     "{result:?}"
                                 );
                             }

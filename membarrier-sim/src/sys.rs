@@ -214,6 +214,16 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the command cannot be used here at all: the kernel lacks it
+    /// ([`Error::Unsupported`]) or a sandbox blocks membarrier(2)
+    /// ([`Error::Blocked`]). Callers that skip work membarrier cannot do
+    /// test this rather than one variant.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unsupported { .. } | Error::Blocked { .. })
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

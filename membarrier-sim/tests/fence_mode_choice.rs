@@ -483,6 +483,8 @@ fn a_sandbox_refusing_the_query_is_named_as_blocking_membarrier() {
     assert!(err.to_string().contains("blocks membarrier(2)"), "{err}");
     let err = sys::private_expedited().unwrap_err();
     assert!(blocked(&err), "unregistered barrier: {err}");
+    // What callers that skip work membarrier cannot do test.
+    assert!(err.is_unavailable());
     if !seqcst_asked_for() {
         assert_eq!(fence::mode(), Mode::SeqCst);
         let reason = fence::fallback_reason();
