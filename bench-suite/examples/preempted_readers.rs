@@ -45,6 +45,7 @@ fn main() {
         AtomicU64::new(0),
         AtomicU64::new(0),
     );
+    let began = Instant::now();
     thread::scope(|s| {
         for t in 0..readers {
             let (boxes, stop, domain, reads) = (&boxes, &stop, &domain, &reads);
@@ -86,11 +87,13 @@ fn main() {
         thread::sleep(Duration::from_secs(seconds));
         stop.store(true, Relaxed);
     });
-    let per_s = |n: &AtomicU64| n.load(Relaxed) as f64 / seconds as f64;
+    // Rates over the run as measured: the threads stop after the sleep.
+    let elapsed = began.elapsed().as_secs_f64();
+    let per_s = |n: &AtomicU64| n.load(Relaxed) as f64 / elapsed;
     let syncs_done = syncs.load(Relaxed);
     println!(
-        "fence mode {}, {readers} readers, 2 writers, {seconds} s on {} CPUs: {:.0} updates/s, \
-         synchronize mean {:.1} us over {syncs_done}, {:.3e} reads/s",
+        "fence mode {}, {readers} readers, 2 writers, {elapsed:.2} s on {} CPUs: {:.0} updates/s, \
+         swap + synchronize mean {:.1} us over {syncs_done}, {:.3e} reads/s",
         membarrier_sim::fence::mode(),
         thread::available_parallelism().map_or(1, |n| n.get()),
         per_s(&stores) + per_s(&syncs),

@@ -15,7 +15,8 @@
 //! 5. store the pointer into the slot (`RESERVED` for null, so that the slot
 //!    never reads as free while a guard holds it).
 //!
-//! No reload-and-validate loop: while the slot holds the wildcard, a scan
+//! In membarrier mode no reload-and-validate loop (SeqCst mode has one: see
+//! below): while the slot holds the wildcard, a scan
 //! treats it as protecting every address, so whatever step 4 returns is
 //! protected from the moment it was loaded. No RMW, no SeqCst fence, no
 //! syscall and no allocation, in membarrier mode once the mode is decided
@@ -172,7 +173,8 @@ impl Domain {
 
     /// Protects the object `src` points to with a new guard (the kernel's
     /// `hazptr_acquire()`): finds a free slot, then the wildcard, light fence,
-    /// load, store of [`Guard::protect_ptr`]. Returns the guard and the
+    /// load, store of [`Guard::protect_ptr`] (in SeqCst fence mode, its
+    /// validating loop). Returns the guard and the
     /// protected pointer, which stays protected only while the guard lives:
     /// bind it to a name (`let (guard, p) = ...`, not `let (_, p) = ...`,
     /// which drops the guard at once and leaves `p` unprotected).
@@ -444,6 +446,34 @@ impl<'d> Guard<'d> {
         self.light_is_compiler_fence = false;
     }
 }
+/// Tests only: stops an acquire of the calling thread, once, right after
+/// its first store into the slot (the wildcard, or the pointer in SeqCst
+/// mode), until the test releases it: a reader preempted at the worst point
+/// of its acquire, on demand.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod pause_inside_acquire {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+    std::thread_local! {
+        /// Set by the thread whose next acquire stops.
+        pub(crate) static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+    /// Set by the stopped acquire.
+    pub(crate) static INSIDE: AtomicBool = AtomicBool::new(false);
+    /// Set by the test to let it go on.
+    pub(crate) static RELEASE: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn here() {
+        if ARMED.with(|armed| armed.replace(false)) {
+            INSIDE.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// [`Guard::protect_ptr`] on a slot that does not know the fence mode: in
 /// SeqCst mode, [`protect_validated`]. Out of line: the first slot's path
 /// then keeps its loop's variables in registers.
@@ -476,6 +506,8 @@ fn protect_in_wildcard_window<T>(
     // Release: a scan that reads this value is ordered after this
     // thread's earlier protections (see the module docs).
     slot.store(current, Ordering::Release);
+    #[cfg(all(test, not(loom)))]
+    pause_inside_acquire::here();
     // Pairs with `fence::heavy()` in `scan::begin`: either the scan sees
     // the wildcard (or what replaces it), or the load below sees the
     // unpublish that preceded the scan.
@@ -506,6 +538,8 @@ fn protect_validated<T>(slot: &AtomicUsize, src: &AtomicPtr<T>) -> *mut T {
     loop {
         // Release: see "every store into a slot is a Release store".
         slot.store(protection(ptr), Ordering::Release);
+        #[cfg(test)]
+        pause_inside_acquire::here();
         // `fence::light()` in this mode. Pairs with `fence::heavy()` (also
         // `fence(SeqCst)` here) in `scan::begin`: either the scan sees this
         // store, or the reload below sees the unpublish that preceded the
@@ -658,6 +692,63 @@ pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
 mod tests {
     use super::*;
     use membarrier_sim::fence::Mode;
+
+    /// In SeqCst fence mode an acquire leaves no wildcard in its slot across
+    /// its fence: a reader stopped right after its first store into the
+    /// slot holds up no scan of another address. (Until 2026-12-06 SeqCst
+    /// mode held the wildcard across a `fence(SeqCst)`, and every scan
+    /// waited for a reader stopped inside that window, for as long as a
+    /// preempted one stayed off its CPU; with that path forced here, the
+    /// scan waits until the watchdog releases the reader.) Runs in a child
+    /// process in SeqCst mode, unless this one is.
+    #[test]
+    #[cfg_attr(miri, ignore = "runs a child process")]
+    fn a_reader_stopped_in_a_seqcst_acquire_holds_no_scan_up() {
+        use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
+        use std::sync::atomic::Ordering::SeqCst;
+        if fence::mode() != Mode::SeqCst {
+            return test_support::in_a_child_process(
+                "guard::tests::a_reader_stopped_in_a_seqcst_acquire_holds_no_scan_up",
+                membarrier_sim::fence::MODE_ENV,
+                "seqcst",
+            );
+        }
+        let value = Box::into_raw(Box::new(7u64));
+        let src = AtomicPtr::new(value);
+        // Unshared: the call flips the generation and reads every slot.
+        let domain = &Domain::builder().shared_scan(false).build();
+        let src = &src;
+        let waits_before = crate::scan::OLDER_WILDCARD_WAITS.load(SeqCst);
+        std::thread::scope(|s| {
+            let expected = value as usize;
+            s.spawn(move || {
+                ARMED.with(|armed| armed.set(true));
+                let (guard, p) = domain.acquire(src);
+                assert_eq!(p as usize, expected);
+                drop(guard);
+            });
+            // The watchdog: lets the reader go if the scan waits for it.
+            s.spawn(|| {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                while !RELEASE.load(SeqCst) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                RELEASE.store(true, SeqCst);
+            });
+            while !INSIDE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            domain.synchronize(0x1000 as *const u64);
+            let waited = crate::scan::OLDER_WILDCARD_WAITS.load(SeqCst) - waits_before;
+            let released_early = !RELEASE.swap(true, SeqCst);
+            assert!(
+                released_early && waited == 0,
+                "the scan waited for the stopped reader ({waited} wildcard waits)"
+            );
+        });
+        // SAFETY: from `Box::into_raw`; the reader is gone.
+        drop(unsafe { Box::from_raw(value) });
+    }
 
     /// `Debug` shows what a guard protects as a pointer, and nothing where
     /// its slot holds no address: not the slot's raw word (`RESERVED`, 2,

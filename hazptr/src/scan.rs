@@ -76,6 +76,12 @@ pub(crate) fn begin(shared: &Shared) -> usize {
     mine
 }
 
+/// Slot reads that found an older generation's wildcard and waited it out
+/// (tests only: `guard.rs`'s test of SeqCst mode).
+#[cfg(test)]
+pub(crate) static OLDER_WILDCARD_WAITS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// Reads `slot` for a scan that began with wildcard `mine`, waiting out
 /// wildcards of older generations. Returns the value: empty, a newer
 /// wildcard, or an address.
@@ -87,6 +93,8 @@ pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
     // before what the scan's caller does next (free the object).
     let mut value = slot.load(Ordering::Acquire);
     if is_wildcard(value) && is_older_wildcard(value, mine) {
+        #[cfg(test)]
+        OLDER_WILDCARD_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut backoff = Backoff::new();
         while is_wildcard(value) && is_older_wildcard(value, mine) {
             backoff.snooze();

@@ -40,11 +40,14 @@
 //! fences are in SeqCst mode (a kernel without membarrier, or
 //! `SYNCPRIMS_FENCE=seqcst`) keeps its first slot at [`RESERVED`] for life
 //! ([`SlotBlock::free_value`]), so every guard there takes one of the other
-//! slots, out of line, and calls `fence::light()` (a `fence(SeqCst)`). The
-//! mode is decided before the first block is made and never changes, so
-//! every block of the process agrees with it. Under loom, miri and
-//! ThreadSanitizer, whose fences are modelled, the first slot's guards call
-//! `fence::light()` too and no slot is kept back. This mirrors `rcu-lite`'s
+//! slots, out of line, and validates its pointer around a `fence(SeqCst)`
+//! (`guard.rs`, *Acquire in SeqCst fence mode*). The mode is decided before
+//! the first block is made and never changes, so every block of the process
+//! agrees with it. Under loom, miri and ThreadSanitizer, whose fences are
+//! modelled, no slot is kept back and the first slot's guards read the mode
+//! too: under loom and ThreadSanitizer they take the wildcard window with
+//! `fence::light()`, and under miri, whose mode is always SeqCst, they
+//! validate. This mirrors `rcu-lite`'s
 //! `SLOW_PATH` bit: the mode costs the fast path no load.
 //!
 //! # Backup slots

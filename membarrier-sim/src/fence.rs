@@ -32,8 +32,9 @@
 //! # Mode choice
 //!
 //! The mode is decided once per process, at the first call of [`light`],
-//! [`heavy`], [`mode`] or [`force`] (not [`full`], which is `fence(SeqCst)` in
-//! either mode, so a process that uses only `full` never decides it):
+//! [`heavy`], [`mode`], [`force`] or [`light_is_full_fence`] (not [`full`],
+//! which is `fence(SeqCst)` in either mode, so a process that uses only
+//! `full` never decides it):
 //! SeqCst if the `SYNCPRIMS_FENCE` environment variable is `seqcst`, else
 //! membarrier when the kernel supports and accepts registration for
 //! `PRIVATE_EXPEDITED` and then carries out one such barrier, else SeqCst

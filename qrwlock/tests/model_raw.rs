@@ -32,15 +32,16 @@ use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade};
 use qrwlock::{RawQRwLock, ReadRecursive, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::SeqCst;
-use std::time::Duration;
 use test_support::model::{Rng, Trace, seeds};
 
 /// Seeds of the single-thread model, and operations per seed.
-const SEEDS: u64 = 200;
-const OPS: usize = 200;
+/// (Few under miri, which interprets every step: `scripts/sanitize.sh`
+/// runs these files there.)
+const SEEDS: u64 = if cfg!(miri) { 2 } else { 200 };
+const OPS: usize = if cfg!(miri) { 50 } else { 200 };
 /// Seeds of the concurrent test, and sections per thread.
-const CONCURRENT_SEEDS: u64 = 24;
-const CONCURRENT_OPS: usize = 1500;
+const CONCURRENT_SEEDS: u64 = if cfg!(miri) { 1 } else { 24 };
+const CONCURRENT_OPS: usize = if cfg!(miri) { 40 } else { 1500 };
 /// The most shared holds the model takes at once.
 const MAX_READERS: usize = 40;
 
@@ -248,7 +249,7 @@ fn step(lock: &RawQRwLock, m: &mut Model, rng: &mut Rng, trace: &mut Trace) {
 fn single_thread_matches_the_model() {
     test_support::within_a_deadline(
         "single_thread_matches_the_model (a lock the model said could not wait, waited)",
-        Duration::from_secs(60),
+        test_support::model::DEADLINE,
         || {
             for seed in seeds(SEEDS) {
                 one_seed(seed);

@@ -96,11 +96,16 @@ impl Drop for Trace {
     }
 }
 
+/// How long a model test's seeds may take before it counts as hung: two
+/// minutes, an hour under miri (whose clock runs with the interpreter).
+pub const DEADLINE: std::time::Duration =
+    std::time::Duration::from_secs(if cfg!(miri) { 3600 } else { 120 });
+
 /// Runs `each` for every seed of [`seeds`]`(count)` on a thread of its own,
-/// failing with `what` if the seeds are not done within two minutes (a
+/// failing with `what` if the seeds are not done within [`DEADLINE`] (a
 /// wait that never returned).
 pub fn each_seed(what: &str, count: u64, each: impl Fn(u64) + Send + 'static) {
-    crate::within_a_deadline(what, std::time::Duration::from_secs(120), move || {
+    crate::within_a_deadline(what, DEADLINE, move || {
         for seed in seeds(count) {
             each(seed);
         }

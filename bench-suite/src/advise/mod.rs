@@ -451,61 +451,65 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
 }
 
 /// What the advice adds when `best` does not lead every other clean
-/// contender clearly (`rest`, fastest median first). For the runner-up: a
-/// lead within the spread of repeated runs, or one under 1, where the rounds
-/// put it ahead although its median run was slower (the evidence disagrees,
-/// as the report calls it: a tie too, not a win for either). Any contender
-/// further down that `best` does not lead by [`TIE_MARGIN`] either is named
-/// after it: with three contenders within the margin, naming only the
-/// runner-up would pass the third over as beaten.
+/// contender clearly (`rest`, fastest median first). The tied contenders
+/// are a prefix of that order, as the report's rows rank them
+/// (`report::choosing`): every contender up to the last one `best` leads by
+/// under [`TIE_MARGIN`] (or not at all, by the rounds), since a contender
+/// whose figure is ahead of a tied one ties too. The runner-up's wording
+/// says why it ties: a lead within the spread of repeated runs, one under 1
+/// (the rounds put it ahead although its median run was slower: the
+/// evidence disagrees, as the report calls it), or a figure ahead of a tied
+/// contender's. The others tied are named after it.
 fn tie_note(best: &Outcome, rest: &[&Outcome]) -> String {
-    let Some((next, further)) = rest.split_first() else {
+    let ties = |lead: f64| lead < TIE_MARGIN || lead.is_nan();
+    let leads: Vec<f64> = rest.iter().map(|o| lead(best, o)).collect();
+    let Some(last) = leads.iter().rposition(|&lead| ties(lead)) else {
         return String::new();
     };
-    let ties = |lead: f64| lead < TIE_MARGIN || lead.is_nan();
-    let lead_of_next = lead(best, next);
-    let mut note = if lead_of_next < 1.0 {
+    let next = rest[0];
+    let mut note = if leads[0] < 1.0 {
         format!(
             ": a tie, the evidence disagreeing: the rounds put {} ahead by {:.2}x although \
              its median run was no faster, so {} serves as well",
             next.name,
-            1.0 / lead_of_next,
+            1.0 / leads[0],
             next.name
         )
-    } else if ties(lead_of_next) {
+    } else if ties(leads[0]) {
         // (NaN: no work done on either side of a ratio, no lead either.)
         format!(
             ": a tie within the spread of repeated runs, so {} serves as well",
             next.name
         )
     } else {
-        String::new()
+        format!(
+            ": a tie, since {}'s figure is ahead of {}'s, which {} leads by under \
+             {TIE_MARGIN:.2}x, so {} serves as well",
+            next.name, rest[last].name, best.name, next.name
+        )
     };
-    let also: Vec<String> = further
+    let also: Vec<String> = rest[1..=last]
         .iter()
-        .filter_map(|o| {
-            let lead = lead(best, o);
-            ties(lead).then(|| format!("{} ({:.2}x)", o.name, lead))
+        .zip(&leads[1..=last])
+        .map(|(o, &lead)| {
+            if lead < 1.0 {
+                format!("{} (the rounds put it ahead by {:.2}x)", o.name, 1.0 / lead)
+            } else {
+                format!("{} ({lead:.2}x)", o.name)
+            }
         })
         .collect();
     if !also.is_empty() {
-        let (verb, serve) = if also.len() == 1 {
-            ("is", "it serves")
-        } else {
-            ("are", "they serve")
-        };
-        note.push_str(&if note.is_empty() {
-            format!(
-                ": {} {verb} led by under {TIE_MARGIN:.2}x, a tie within the spread of repeated \
-                 runs, so {serve} as well",
-                also.join(", ")
-            )
-        } else {
-            format!(
-                "; {} {verb} led by under {TIE_MARGIN:.2}x too, so {serve} as well",
-                also.join(", ")
-            )
-        });
+        note.push_str(&format!(
+            "; {} {} too, so {} as well",
+            also.join(", "),
+            if also.len() == 1 { "ties" } else { "tie" },
+            if also.len() == 1 {
+                "it serves"
+            } else {
+                "they serve"
+            }
+        ));
     }
     note
 }
@@ -1154,7 +1158,9 @@ mod tests {
     /// Every clean contender the best does not lead by [`TIE_MARGIN`] is
     /// named, not the runner-up alone: a third within the margin is no
     /// less a tie for coming third. (Until 2026-12-06 the advice named b
-    /// and passed c over.)
+    /// and passed c over.) The tied contenders are a prefix of the order of
+    /// figures, as in the report: a runner-up led clearly ties too when a
+    /// contender whose figure is behind its own ties.
     #[test]
     fn every_contender_within_the_margin_is_a_tie() {
         let three = recommend(
@@ -1167,9 +1173,10 @@ mod tests {
             ],
         );
         assert!(
-            three.reason.contains(
-                "so b serves as well; c (1.05x) is led by under 1.10x too, so it serves as well"
-            ) && !three.reason.contains("d ("),
+            three
+                .reason
+                .contains("so b serves as well; c (1.05x) ties too, so it serves as well")
+                && !three.reason.contains("d ("),
             "{}",
             three.reason
         );
@@ -1192,8 +1199,8 @@ mod tests {
                 .reason
                 .contains("1.11x the next best (b, 98.0 ops/s")
                 && skipped.reason.contains(
-                    ": c (1.05x) is led by under 1.10x, a tie within the spread of repeated \
-                     runs, so it serves as well"
+                    ": a tie, since b's figure is ahead of c's, which a leads by under 1.10x, \
+                     so b serves as well; c (1.05x) ties too, so it serves as well"
                 ),
             "{}",
             skipped.reason
