@@ -8,7 +8,7 @@
 //! # One grace period
 //!
 //! 1. **init**: store `reader_word(gp)` into `gp_word` (Release), then the
-//!    engine's half of the flavor's fence pair ([`ReaderFence`](super::ReaderFence)):
+//!    engine's half of the flavor's fence pair ([`ReaderFence`]):
 //!    `fence::heavy()` for memb, whose readers issue `fence::light()`, and
 //!    `fence::full()` for qsbr, whose readers issue `fence::full()` too. A
 //!    reader that enters its outermost section (or announces a quiescent
