@@ -54,6 +54,8 @@ compile_error!(
      (they need futex(2)); membarrier-sim builds elsewhere with SeqCst fences"
 );
 
+pub mod stall;
+
 #[cfg(loom)]
 pub use loom::sync::atomic::AtomicU32;
 #[cfg(not(loom))]

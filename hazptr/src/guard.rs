@@ -750,6 +750,55 @@ mod tests {
         drop(unsafe { Box::from_raw(value) });
     }
 
+    /// A scan that waits out a reader stopped inside its acquire's wildcard
+    /// window (membarrier mode) says so on stderr once the stall timeout
+    /// passes: `SYNCPRIMS_STALL_TIMEOUT_S=0.2` in a child process, the reader
+    /// held 0.6 s. A process in SeqCst mode has no such window (see the test
+    /// above) and says so instead.
+    #[test]
+    #[cfg_attr(miri, ignore = "runs a child process")]
+    fn a_scan_waiting_for_a_stopped_reader_says_so() {
+        use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
+        use std::sync::atomic::Ordering::SeqCst;
+        const ENV: &str = futex_word::stall::TIMEOUT_ENV;
+        const TEST: &str = "guard::tests::a_scan_waiting_for_a_stopped_reader_says_so";
+        if std::env::var_os(ENV).is_none() {
+            let (status, stderr) = test_support::run_in_a_child_process(TEST, ENV, "0.2");
+            assert!(status.success(), "{status:?}: {stderr}");
+            assert!(
+                stderr.contains("no wildcard window in SeqCst mode")
+                    || stderr.lines().any(|line| line.starts_with(
+                        "hazptr: stall: a scan (a synchronize or reclamation pass) waiting for \
+                         a reader inside its acquire"
+                    )),
+                "{stderr}"
+            );
+            return;
+        }
+        if fence::mode() == Mode::SeqCst {
+            return eprintln!("no wildcard window in SeqCst mode");
+        }
+        let value = Box::into_raw(Box::new(7u64));
+        let src = &AtomicPtr::new(value);
+        let domain = &Domain::builder().shared_scan(false).build();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                ARMED.with(|armed| armed.set(true));
+                drop(domain.acquire(src));
+            });
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(600));
+                RELEASE.store(true, SeqCst);
+            });
+            while !INSIDE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            domain.synchronize(0x1000 as *const u64);
+        });
+        // SAFETY: from `Box::into_raw`; the reader is gone.
+        drop(unsafe { Box::from_raw(value) });
+    }
+
     /// `Debug` shows what a guard protects as a pointer, and nothing where
     /// its slot holds no address: not the slot's raw word (`RESERVED`, 2,
     /// read as "protects: 2" until 2026-12-06).

@@ -38,6 +38,15 @@
 //! });
 //! ```
 //!
+//! # Stall warnings
+//!
+//! A `synchronize` held up for 21 s by a guard of another thread (one leaked
+//! with `mem::forget`, or held across a wait that never ends), or a scan
+//! held up as long by a reader stopped inside its acquire, says so on
+//! stderr, then again every 63 s, and goes on waiting, as rcu-lite's grace
+//! periods do. `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout in seconds
+//! (`0`: off).
+//!
 //! # Raw layer
 //!
 //! [`Guard::protect_ptr`] on a plain `AtomicPtr`, [`Domain::synchronize`],

@@ -76,6 +76,36 @@ pub(crate) fn begin(shared: &Shared) -> usize {
     mine
 }
 
+/// After a step of `backoff` in a wait for other threads' guards: once the
+/// wait has come to sleeping, warns on stderr if it has lasted the stall
+/// timeout (`futex_word::stall`: 21 s unless `SYNCPRIMS_STALL_TIMEOUT_S`
+/// says otherwise; again every three timeouts), with `what` it waits for.
+/// A guard leaked with `mem::forget`, or held by a thread that never goes
+/// on, is otherwise a silent hang. Reads the clock only in the sleeping
+/// steps.
+#[inline]
+pub(crate) fn warn_if_stalled(
+    backoff: &crate::sync::Backoff,
+    watch: &mut futex_word::stall::Watch,
+    what: impl FnOnce() -> String,
+) {
+    if backoff.is_sleeping() {
+        warn_if_due(watch, what);
+    }
+}
+
+/// The warning of [`warn_if_stalled`], for a wait that has just slept.
+#[cold]
+pub(crate) fn warn_if_due(watch: &mut futex_word::stall::Watch, what: impl FnOnce() -> String) {
+    if let Some(waited) = watch.due() {
+        eprintln!(
+            "hazptr: stall: {} has waited {:.1} s; it goes on waiting",
+            what(),
+            waited.as_secs_f64()
+        );
+    }
+}
+
 /// Slot reads that found an older generation's wildcard and waited it out
 /// (tests only: `guard.rs`'s test of SeqCst mode).
 #[cfg(test)]
@@ -96,8 +126,16 @@ pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
         #[cfg(test)]
         OLDER_WILDCARD_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut backoff = Backoff::new();
+        let mut watch = futex_word::stall::Watch::new();
         while is_wildcard(value) && is_older_wildcard(value, mine) {
             backoff.snooze();
+            warn_if_stalled(&backoff, &mut watch, || {
+                format!(
+                    "a scan (a synchronize or reclamation pass) waiting for a reader inside its \
+                     acquire, between its wildcard and its pointer store (slot {slot:p}: a \
+                     thread stopped by a debugger or SIGSTOP, or kept off its CPU)"
+                )
+            });
             // Acquire: as above.
             value = slot.load(Ordering::Acquire);
         }
@@ -208,6 +246,14 @@ impl Domain {
     }
 }
 
+/// What a `synchronize` held up by a guard waits for, for its stall warning.
+pub(crate) fn held_up(addr: usize) -> String {
+    format!(
+        "synchronize({addr:#x}), waiting for a guard of another thread that protects that \
+         address (a guard leaked with mem::forget, or one held across a wait that does not end)"
+    )
+}
+
 #[cold]
 #[inline(never)]
 fn synchronize_while_holding(addr: usize) -> ! {
@@ -226,8 +272,10 @@ pub(super) fn synchronize_alone(shared: &Shared, addr: usize) {
         let mut value = read_slot(slot, mine);
         if value == addr {
             let mut backoff = Backoff::new();
+            let mut watch = futex_word::stall::Watch::new();
             while value == addr {
                 backoff.snooze();
+                warn_if_stalled(&backoff, &mut watch, || held_up(addr));
                 // Acquire: as in `read_slot`.
                 value = slot.load(Ordering::Acquire);
             }

@@ -114,6 +114,13 @@ impl Backoff {
         }
     }
 
+    /// Whether the steps have come to sleeping (never under loom): a wait
+    /// there may be a stall, worth a look at the clock
+    /// (`futex_word::stall`).
+    pub(crate) fn is_sleeping(&self) -> bool {
+        !cfg!(loom) && self.step > Self::YIELD_STEPS
+    }
+
     /// Takes the next step.
     pub(crate) fn snooze(&mut self) {
         match self.next_pause() {

@@ -55,7 +55,7 @@
 //! ids of the threads it waits for, and again every 63 s while it waits, as
 //! the kernel's RCU CPU stall warnings do: a leaked guard or an online qsbr
 //! registration that never reports is otherwise a silent hang.
-//! `SYNCPRIMS_RCU_STALL_TIMEOUT_S` sets the timeout (seconds, decimals
+//! `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout (seconds, decimals
 //! allowed; `0` turns the warnings off).
 //!
 //! In a signal handler, `memb::read_lock()`, its guard's drop and

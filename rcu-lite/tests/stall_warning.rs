@@ -1,5 +1,5 @@
 //! Stall warnings: a grace period that waits past
-//! `SYNCPRIMS_RCU_STALL_TIMEOUT_S` for its holdouts says so on stderr,
+//! `SYNCPRIMS_STALL_TIMEOUT_S` for its holdouts says so on stderr,
 //! naming the holdouts' thread ids, as the kernel's RCU CPU stall warnings
 //! do, and goes on waiting. Each case runs in a child process of its own,
 //! with the variable set (the timeout is read once per process); the parent
@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 /// The variable the engine reads; the children get it set.
-const ENV: &str = "SYNCPRIMS_RCU_STALL_TIMEOUT_S";
+const ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
 
 fn in_the_child() -> bool {
     std::env::var_os(ENV).is_some()

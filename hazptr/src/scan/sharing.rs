@@ -294,6 +294,8 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
     let scan = &shared.scan;
     let mut spins = 0;
     let mut tried_driving = false;
+    let mut watch = futex_word::stall::Watch::new();
+    let mut sleeps = 0u32;
     loop {
         // Acquire pairs with the SeqCst (Release) store in `release`: the
         // scan's slot reads happen before the caller frees the object.
@@ -326,11 +328,28 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         // Pairs with the fence in `wake_released`.
         atomic_fence(Ordering::SeqCst);
         if waiter.state.load(Ordering::SeqCst) != DONE {
-            futex_wait(&scan.release_seq, seq, RELEASE_RECHECK);
+            // From the second sleep on, no longer than until a stall
+            // warning is due (the first reads no clock: see below).
+            let limit = if sleeps == 0 {
+                RELEASE_RECHECK
+            } else {
+                match (RELEASE_RECHECK, watch.sleep_limit()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            };
+            futex_wait(&scan.release_seq, seq, limit);
         }
         // SeqCst, as the increment; a driver that still counts us only
         // wakes the futex once more.
         scan.sleepers.fetch_sub(1, Ordering::SeqCst);
+        // After a second sleep (the first one's release usually wakes the
+        // waiter, and the common call reads no clock): a stall warning,
+        // counted from the second sleep on (never due under loom).
+        sleeps = sleeps.saturating_add(1);
+        if sleeps > 1 {
+            super::warn_if_due(&mut watch, || super::held_up(waiter.addr));
+        }
     }
 }
 

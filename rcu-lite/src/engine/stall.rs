@@ -1,8 +1,8 @@
-//! Stall warnings: a grace period that has waited [`stall_timeout`] for its
-//! holdouts says so on stderr, naming their threads, as the kernel's RCU CPU
-//! stall warnings do (`print_other_cpu_stall()` in `kernel/rcu/tree_stall.h`,
-//! after `CONFIG_RCU_CPU_STALL_TIMEOUT`, 21 s by default, then again every
-//! three timeouts).
+//! Stall warnings: a grace period that has waited `futex_word::stall`'s
+//! timeout for its holdouts says so on stderr, naming their threads, as the
+//! kernel's RCU CPU stall warnings do (`print_other_cpu_stall()` in
+//! `kernel/rcu/tree_stall.h`, after `CONFIG_RCU_CPU_STALL_TIMEOUT`, 21 s by
+//! default, then again every three timeouts).
 //!
 //! A grace period that never ends is a hang with no message otherwise: a
 //! memb guard leaked with `mem::forget` in a live thread, a read-side
@@ -11,91 +11,35 @@
 //! `QsbrThread` leaked with `mem::forget`). The warning changes nothing
 //! else: the grace period goes on waiting.
 //!
-//! Invariants: the driver looks at the clock only where it would sleep or
-//! has just woken with holdouts left (never on the readers' side, never
-//! while the grace period has no holdout), and sleeps for holdouts no
-//! longer than until the next warning is due. `SYNCPRIMS_RCU_STALL_TIMEOUT_S`
-//! sets the timeout in seconds (decimals allowed; `0` turns the warnings
-//! off), read once per process. Not under loom, where time must not steer a
-//! model: there the watch does nothing.
+//! Invariants: the driver looks at the clock only where it would sleep for
+//! holdouts or has just woken with holdouts left (never on the readers'
+//! side, never while the grace period has no holdout), and sleeps for
+//! holdouts no longer than until the next warning is due.
+//! `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout (seconds; `0`: off). Under
+//! loom the watch is never due.
 
-#[cfg(not(loom))]
 use crate::record::Record;
-#[cfg(not(loom))]
-use std::time::{Duration, Instant};
-
-/// The environment variable that sets [`stall_timeout`].
-#[cfg(not(loom))]
-pub(crate) const STALL_TIMEOUT_ENV: &str = "SYNCPRIMS_RCU_STALL_TIMEOUT_S";
-
-/// How long a grace period waits for its holdouts before the first warning
-/// (`None`: never): the kernel's default, 21 s, unless
-/// [`STALL_TIMEOUT_ENV`] says otherwise. An unreadable value keeps the
-/// default and says so once.
-#[cfg(not(loom))]
-pub(crate) fn stall_timeout() -> Option<Duration> {
-    static TIMEOUT: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
-    *TIMEOUT.get_or_init(|| {
-        let default = Some(Duration::from_secs(21));
-        let Ok(text) = std::env::var(STALL_TIMEOUT_ENV) else {
-            return default;
-        };
-        match text.trim().parse::<f64>() {
-            Ok(0.0) => None,
-            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
-            _ => {
-                eprintln!(
-                    "rcu-lite: {STALL_TIMEOUT_ENV}={text:?} is not a number of seconds \
-                     (0 turns stall warnings off): stall warnings after 21 s"
-                );
-                default
-            }
-        }
-    })
-}
+use futex_word::stall::Watch;
+use std::time::Duration;
 
 /// One grace period's watch on its holdouts. Armed (the clock read) the
 /// first time the driver is about to sleep for them or finds them left
 /// after an FQS wait, so that a grace period without holdouts never reads
 /// the clock for it: the stall counts from there, a spin phase after the
 /// grace period began.
-#[cfg(not(loom))]
-pub(super) struct StallWatch {
-    /// When the watch was armed (`None`: not yet).
-    armed: Option<Instant>,
-    /// When the next warning is due (`None`: not armed, or warnings off).
-    due: Option<Instant>,
-}
+pub(super) struct StallWatch(Watch);
 
-#[cfg(not(loom))]
 impl StallWatch {
     /// An unarmed watch.
     #[inline]
     pub(super) fn new() -> StallWatch {
-        StallWatch {
-            armed: None,
-            due: None,
-        }
-    }
-
-    /// Arms the watch if it is not; returns the time now.
-    fn arm(&mut self) -> Instant {
-        let now = Instant::now();
-        if self.armed.is_none() {
-            self.armed = Some(now);
-            self.due = stall_timeout().map(|timeout| now + timeout);
-        }
-        now
+        StallWatch(Watch::new())
     }
 
     /// The longest the driver may sleep for its holdouts before it must look
     /// again: until the next warning is due (`None`: no limit).
     pub(super) fn sleep_limit(&mut self) -> Option<Duration> {
-        let now = self.arm();
-        self.due.map(|due| {
-            due.saturating_duration_since(now)
-                .max(Duration::from_millis(1))
-        })
+        self.0.sleep_limit()
     }
 
     /// Warns if `holdouts` (records that have not passed a quiescent state
@@ -109,16 +53,13 @@ impl StallWatch {
 
     #[cold]
     fn check_due(&mut self, holdouts: &[&'static Record], gp: u64, flavor: &str) {
-        let now = self.arm();
-        let (Some(armed), Some(due)) = (self.armed, self.due) else {
-            return;
-        };
-        if now < due {
-            return;
+        // (Never due under loom, where records keep no thread id.)
+        #[cfg(not(loom))]
+        if let Some(waited) = self.0.due() {
+            eprintln!("{}", message(flavor, gp, waited, holdouts));
         }
-        // The kernel's later warnings come three timeouts apart.
-        self.due = stall_timeout().map(|timeout| now + timeout * 3);
-        eprintln!("{}", message(flavor, gp, now - armed, holdouts));
+        #[cfg(loom)]
+        let _ = (self.0.due(), holdouts, gp, flavor);
     }
 }
 
@@ -150,29 +91,6 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
         holdouts.len(),
         tids.join(", ")
     )
-}
-
-/// Under loom: a watch that never warns and never limits a sleep.
-#[cfg(loom)]
-pub(super) struct StallWatch;
-
-#[cfg(loom)]
-impl StallWatch {
-    pub(super) fn new() -> StallWatch {
-        StallWatch
-    }
-
-    pub(super) fn sleep_limit(&mut self) -> Option<std::time::Duration> {
-        None
-    }
-
-    pub(super) fn check(
-        &mut self,
-        _holdouts: &[&'static crate::record::Record],
-        _gp: u64,
-        _flavor: &str,
-    ) {
-    }
 }
 
 #[cfg(all(test, not(loom)))]

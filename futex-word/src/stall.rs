@@ -1,0 +1,135 @@
+//! Stall warnings for waits on other threads: a wait that has lasted
+//! [`timeout`] says so once, then again every three timeouts, as the
+//! kernel's RCU CPU stall warnings do (`CONFIG_RCU_CPU_STALL_TIMEOUT`, 21 s
+//! by default; `kernel/rcu/tree_stall.h`). rcu-lite's grace periods and
+//! hazptr's `synchronize` use it, so that a leaked guard or registration is
+//! named instead of being a silent hang; what to print is theirs.
+//!
+//! Invariants: a [`Watch`] reads the clock only when its owner asks it to
+//! (where the wait is about to sleep, or has slept), never changes the wait
+//! it watches, and under loom is never due (time must not steer a model).
+//! `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout in seconds (decimals
+//! allowed; `0` turns the warnings off), read once per process.
+
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
+
+/// The environment variable that sets [`timeout`].
+pub const TIMEOUT_ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
+
+/// How long a wait lasts before its first warning (`None`: never): the
+/// kernel's default, 21 s, unless [`TIMEOUT_ENV`] says otherwise. A value
+/// that is no number of seconds keeps the default and says so once.
+pub fn timeout() -> Option<Duration> {
+    static TIMEOUT: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        let default = Some(Duration::from_secs(21));
+        let Ok(text) = std::env::var(TIMEOUT_ENV) else {
+            return default;
+        };
+        match text.trim().parse::<f64>() {
+            Ok(0.0) => None,
+            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
+            _ => {
+                eprintln!(
+                    "{TIMEOUT_ENV}={text:?} is not a number of seconds (0 turns stall \
+                     warnings off): stall warnings after 21 s"
+                );
+                default
+            }
+        }
+    })
+}
+
+/// One wait's watch. Armed (the clock read) the first time its owner asks
+/// how long it may sleep or whether a warning is due; the stall counts from
+/// there.
+#[derive(Debug, Default)]
+pub struct Watch {
+    #[cfg(not(loom))]
+    armed: Option<Instant>,
+    /// When the next warning is due (`None`: not armed, or warnings off).
+    #[cfg(not(loom))]
+    due: Option<Instant>,
+}
+
+impl Watch {
+    /// An unarmed watch.
+    pub const fn new() -> Watch {
+        Watch {
+            #[cfg(not(loom))]
+            armed: None,
+            #[cfg(not(loom))]
+            due: None,
+        }
+    }
+
+    /// Arms the watch if it is not; returns the time now.
+    #[cfg(not(loom))]
+    fn arm(&mut self) -> Instant {
+        let now = Instant::now();
+        if self.armed.is_none() {
+            self.armed = Some(now);
+            self.due = timeout().map(|timeout| now + timeout);
+        }
+        now
+    }
+
+    /// The longest the wait may sleep before it must ask [`Watch::due`]
+    /// again: until the next warning is due (`None`: no limit).
+    pub fn sleep_limit(&mut self) -> Option<Duration> {
+        #[cfg(loom)]
+        return None;
+        #[cfg(not(loom))]
+        {
+            let now = self.arm();
+            self.due.map(|due| {
+                due.saturating_duration_since(now)
+                    .max(Duration::from_millis(1))
+            })
+        }
+    }
+
+    /// How long the wait has lasted, if a warning is due now; the next one
+    /// is then due three timeouts later.
+    pub fn due(&mut self) -> Option<Duration> {
+        #[cfg(loom)]
+        return None;
+        #[cfg(not(loom))]
+        {
+            let now = self.arm();
+            let (armed, due) = (self.armed?, self.due?);
+            if now < due {
+                return None;
+            }
+            self.due = timeout().map(|timeout| now + timeout * 3);
+            Some(now - armed)
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// An armed watch is not due before the timeout, and a warning's due
+    /// time moves on by three timeouts. (The process's timeout is the
+    /// default here, 21 s, unless the environment sets one.)
+    #[test]
+    fn a_watch_is_due_only_after_the_timeout() {
+        let Some(timeout) = timeout() else { return };
+        let mut watch = Watch::new();
+        let limit = watch.sleep_limit().unwrap();
+        assert!(limit <= timeout && limit > Duration::ZERO, "{limit:?}");
+        assert_eq!(watch.due(), None);
+        // As if the timeout had passed since arming.
+        let armed = watch.armed.unwrap();
+        watch.armed = Some(armed - timeout);
+        watch.due = Some(armed);
+        let waited = watch.due().expect("due");
+        assert!(waited >= timeout, "{waited:?}");
+        assert!(watch.due.unwrap() >= armed + timeout * 3);
+        assert_eq!(watch.due(), None);
+    }
+}

@@ -1,0 +1,107 @@
+//! Stall warnings: a `synchronize` that has waited past
+//! `SYNCPRIMS_STALL_TIMEOUT_S` for a guard of another thread says so on
+//! stderr, and goes on waiting, with sharing on and off. Each case runs in
+//! a child process of its own with the variable set (the timeout is read
+//! once per process); the parent reads the child's stderr.
+#![cfg(not(loom))]
+
+use hazptr::Domain;
+use std::sync::atomic::AtomicPtr;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+/// The variable `futex_word::stall` reads; the children get it set.
+const ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
+
+fn in_the_child() -> bool {
+    std::env::var_os(ENV).is_some()
+}
+
+/// Another thread protects an object for `hold` while this one
+/// synchronizes on its address, in a domain with sharing `shared`.
+fn synchronize_held_for(shared: bool, hold: Duration) {
+    let domain = Domain::builder().shared_scan(shared).build();
+    let value = Box::into_raw(Box::new(7u64));
+    let src = AtomicPtr::new(value);
+    let (protected, held) = mpsc::channel();
+    let (domain, src, expected) = (&domain, &src, value as usize);
+    thread::scope(|s| {
+        s.spawn(move || {
+            let (guard, p) = domain.acquire(src);
+            assert_eq!(p as usize, expected);
+            protected.send(()).unwrap();
+            thread::sleep(hold);
+            drop(guard);
+        });
+        held.recv().unwrap();
+        domain.synchronize(value);
+    });
+    eprintln!("address {:#x}", value as usize);
+    // SAFETY: from `Box::into_raw`; synchronized, and no guard is left.
+    drop(unsafe { Box::from_raw(value) });
+}
+
+/// The child's stderr, once it passed.
+fn stderr_of(test: &str, timeout_s: &str) -> String {
+    let (status, stderr) = test_support::run_in_a_child_process(test, ENV, timeout_s);
+    assert!(status.success(), "{test}: {status:?}; stderr:\n{stderr}");
+    stderr
+}
+
+/// Whether `stderr` warns of a `synchronize` held up at the address the
+/// child printed.
+fn warns_of_the_held_address(stderr: &str) -> bool {
+    let addr = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("address "))
+        .unwrap_or_else(|| panic!("no address line in:\n{stderr}"));
+    stderr.lines().any(|line| {
+        line.starts_with(&format!(
+            "hazptr: stall: synchronize({addr}), waiting for a guard"
+        )) && line.contains("mem::forget")
+            && line.ends_with("; it goes on waiting")
+    })
+}
+
+/// A guard held 0.7 s against a stall timeout of 0.2 s: the unshared
+/// caller's wait names the address, and still ends.
+#[test]
+fn an_unshared_synchronize_held_up_by_a_guard_says_so() {
+    if in_the_child() {
+        return synchronize_held_for(false, Duration::from_millis(700));
+    }
+    let stderr = stderr_of("an_unshared_synchronize_held_up_by_a_guard_says_so", "0.2");
+    assert!(warns_of_the_held_address(&stderr), "{stderr}");
+}
+
+/// The same with the shared scan, whose caller sleeps until the scanner
+/// releases it. Its first sleep (up to a second, until the scanner's next
+/// look) reads no clock, so the guard is held 1.6 s.
+#[test]
+fn a_shared_synchronize_held_up_by_a_guard_says_so() {
+    if in_the_child() {
+        return synchronize_held_for(true, Duration::from_millis(1600));
+    }
+    let stderr = stderr_of("a_shared_synchronize_held_up_by_a_guard_says_so", "0.2");
+    assert!(warns_of_the_held_address(&stderr), "{stderr}");
+}
+
+/// A guard held well inside the timeout draws no warning, nor any wait when
+/// the warnings are off.
+#[test]
+fn no_warning_inside_the_timeout_or_when_off() {
+    if in_the_child() {
+        let hold = if std::env::var(ENV).as_deref() == Ok("0") {
+            500
+        } else {
+            50
+        };
+        synchronize_held_for(false, Duration::from_millis(hold));
+        return synchronize_held_for(true, Duration::from_millis(hold));
+    }
+    for timeout in ["5", "0"] {
+        let stderr = stderr_of("no_warning_inside_the_timeout_or_when_off", timeout);
+        assert!(!stderr.contains("stall"), "{ENV}={timeout}: {stderr}");
+    }
+}
