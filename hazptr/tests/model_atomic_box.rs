@@ -35,7 +35,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
-use test_support::model::{Rng, Trace, seeds};
+use test_support::model::{Rng, Trace};
 
 /// Seeds of the single-thread model, and operations per seed.
 /// (Few under miri, which interprets every step: `scripts/sanitize.sh`
@@ -181,7 +181,7 @@ struct Stats {
     retired_under_a_guard: usize,
 }
 
-impl Stats {
+impl test_support::model::Coverage for Stats {
     fn add(&mut self, o: &Stats) {
         self.backup_guards += o.backup_guards;
         self.refused_synchronize += o.refused_synchronize;
@@ -822,20 +822,10 @@ fn step<'d>(m: &mut Model<'d>, b: &mut AtomicBox<'d, Tracked>, rng: &mut Rng, tr
 
 #[test]
 fn single_thread_matches_the_model() {
-    test_support::within_a_deadline(
+    test_support::model::each_seed_meeting_every_case(
         "single_thread_matches_the_model (a synchronize or reclaim that never returned)",
-        test_support::model::DEADLINE,
-        || {
-            let mut stats = Stats::default();
-            for seed in seeds(SEEDS) {
-                stats.add(&one_seed(seed));
-            }
-            println!("cases met: {stats:?}");
-            // Too few seeds under miri to reach every case.
-            if std::env::var_os("MODEL_SEED").is_none() && !cfg!(miri) {
-                stats.assert_all_met();
-            }
-        },
+        SEEDS,
+        one_seed,
     );
 }
 

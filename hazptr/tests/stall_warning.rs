@@ -42,11 +42,9 @@ fn synchronize_held_for(shared: bool, hold: Duration) {
     drop(unsafe { Box::from_raw(value) });
 }
 
-/// The child's stderr, once it passed.
+/// The child's stderr, once it passed, with a stall timeout of `timeout_s`.
 fn stderr_of(test: &str, timeout_s: &str) -> String {
-    let (status, stderr) = test_support::run_in_a_child_process(test, ENV, timeout_s);
-    assert!(status.success(), "{test}: {status:?}; stderr:\n{stderr}");
-    stderr
+    test_support::stderr_of_a_passing_child_process(test, ENV, timeout_s)
 }
 
 /// Whether `stderr` warns of a `synchronize` held up at the address the

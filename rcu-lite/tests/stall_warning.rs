@@ -24,12 +24,9 @@ fn os_tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-/// Runs `test` in a child with a stall timeout of `timeout_s` seconds and
-/// returns its stderr, after checking it passed.
+/// The child's stderr, once it passed, with a stall timeout of `timeout_s`.
 fn stderr_of(test: &str, timeout_s: &str) -> String {
-    let (status, stderr) = test_support::run_in_a_child_process(test, ENV, timeout_s);
-    assert!(status.success(), "{test}: {status:?}; stderr:\n{stderr}");
-    stderr
+    test_support::stderr_of_a_passing_child_process(test, ENV, timeout_s)
 }
 
 /// The holdout's id, which the child prints as "holdout tid N".

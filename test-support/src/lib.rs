@@ -435,6 +435,18 @@ pub fn in_a_child_process(test: &str, env: &str, case: &str) {
     );
 }
 
+/// Runs `test` in a child process as [`in_a_child_process`] does, fails
+/// unless it passed, and returns its stderr, for a case whose messages the
+/// parent checks (the stall warnings' tests).
+pub fn stderr_of_a_passing_child_process(test: &str, env: &str, case: &str) -> String {
+    let (status, stderr) = run_in_a_child_process(test, env, case);
+    assert!(
+        status.success(),
+        "{case}: the child failed ({status:?}); stderr:\n{stderr}"
+    );
+    stderr
+}
+
 /// Runs `test` in a child process as [`in_a_child_process`] does, for a case
 /// that must end the process with `abort()` (a misuse no caller could go on
 /// from), and returns the child's stderr, to check the message; fails unless

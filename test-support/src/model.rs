@@ -111,3 +111,30 @@ pub fn each_seed(what: &str, count: u64, each: impl Fn(u64) + Send + 'static) {
         }
     });
 }
+
+/// What a model test's single-thread seeds reached, summed over the seeds,
+/// so that a change that stops them reaching a case fails the test instead
+/// of leaving the case untested.
+pub trait Coverage: Default + std::fmt::Debug + 'static {
+    /// Adds what one seed reached.
+    fn add(&mut self, seed: &Self);
+    /// Panics, naming the case, unless every case was reached.
+    fn assert_all_met(&self);
+}
+
+/// Runs `one_seed` for every seed of [`seeds`]`(count)` within [`DEADLINE`]
+/// (failing with `what` if they are not done by then), and checks that the
+/// seeds together reached every case of `C`: not for one `MODEL_SEED`, and
+/// not under miri, whose few seeds reach only some.
+pub fn each_seed_meeting_every_case<C: Coverage>(what: &str, count: u64, one_seed: fn(u64) -> C) {
+    crate::within_a_deadline(what, DEADLINE, move || {
+        let mut met = C::default();
+        for seed in seeds(count) {
+            met.add(&one_seed(seed));
+        }
+        println!("cases met: {met:?}");
+        if std::env::var_os("MODEL_SEED").is_none() && !cfg!(miri) {
+            met.assert_all_met();
+        }
+    });
+}
