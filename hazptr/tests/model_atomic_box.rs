@@ -33,9 +33,7 @@
 use hazptr::{AtomicBox, Domain, Guard, Replaced, usable_slots_per_thread};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::SeqCst;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
-use test_support::model::{Rng, Trace};
+use test_support::model::{CANARY, Rng, Trace, Tracked, Tracker};
 
 /// Seeds of the single-thread model, and operations per seed.
 /// (Few under miri, which interprets every step: `scripts/sanitize.sh`
@@ -49,72 +47,6 @@ const CONCURRENT_OPS: usize = if cfg!(miri) { 40 } else { 300 };
 /// slots.
 fn max_guards() -> usize {
     usable_slots_per_thread() + 3
-}
-
-/// Per-id records of the values of one run.
-struct Tracker {
-    next_id: AtomicUsize,
-    /// Set before the value is offered to the box (the concurrent test's
-    /// "was once stored").
-    stored: Box<[AtomicBool]>,
-    /// How many times each value was dropped.
-    drops: Box<[AtomicU32]>,
-}
-
-impl Tracker {
-    fn new(capacity: usize) -> Arc<Tracker> {
-        Arc::new(Tracker {
-            next_id: AtomicUsize::new(0),
-            stored: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
-            drops: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
-        })
-    }
-
-    fn make(self: &Arc<Self>, payload: u64) -> Box<Tracked> {
-        // SeqCst on every tracker access: the checks run across threads and
-        // the strongest ordering keeps that reasoning out of them.
-        let id = self.next_id.fetch_add(1, SeqCst);
-        assert!(id < self.drops.len(), "tracker capacity exceeded");
-        Box::new(Tracked {
-            id,
-            payload,
-            canary: CANARY,
-            tracker: Arc::clone(self),
-        })
-    }
-
-    fn made(&self) -> usize {
-        self.next_id.load(SeqCst)
-    }
-
-    fn drops(&self, id: usize) -> u32 {
-        self.drops[id].load(SeqCst)
-    }
-
-    fn mark_stored(&self, value: &Tracked) {
-        self.stored[value.id].store(true, SeqCst);
-    }
-
-    fn was_stored(&self, id: usize) -> bool {
-        self.stored[id].load(SeqCst)
-    }
-}
-
-const CANARY: u64 = 0x5afe_c0de_0bad_f00d;
-
-/// A value with an id whose drops its tracker counts.
-struct Tracked {
-    id: usize,
-    payload: u64,
-    canary: u64,
-    tracker: Arc<Tracker>,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.tracker.drops[self.id].fetch_add(1, SeqCst);
-        self.canary = 0;
-    }
 }
 
 /// Who owns a value, in the model.
@@ -219,7 +151,7 @@ impl test_support::model::Coverage for Stats {
 impl<'d> Model<'d> {
     fn new_value(&mut self) -> Box<Tracked> {
         self.payloads += 1;
-        let value = self.tracker.make(self.payloads);
+        let value = Box::new(self.tracker.make(self.payloads));
         assert_eq!(value.id, self.objs.len(), "ids are dense");
         self.objs.push(Obj {
             addr: std::ptr::from_ref::<Tracked>(&value).addr(),
@@ -861,7 +793,7 @@ fn concurrent_seed(seed: u64) {
     // exchange makes one per retry.
     let tracker = Tracker::new(threads * CONCURRENT_OPS * 64 + 1);
     {
-        let first = tracker.make(0);
+        let first = Box::new(tracker.make(0));
         tracker.mark_stored(&first);
         let b = AtomicBox::from_box_in(Some(first), &domain);
         std::thread::scope(|s| {
@@ -907,7 +839,7 @@ fn worker(
     let mut views: Vec<Option<(usize, *const Tracked)>> = Vec::new();
     let new_value = |rng: &mut Rng| {
         (!rng.percent(5)).then(|| {
-            let v = tracker.make(0);
+            let v = Box::new(tracker.make(0));
             tracker.mark_stored(&v);
             v
         })
@@ -997,7 +929,7 @@ fn worker(
                     }
                     let cur = seen.map_or(std::ptr::null(), std::ptr::from_ref);
                     let payload = seen.map_or(0, |v| v.payload + 1);
-                    let new = tracker.make(payload);
+                    let new = Box::new(tracker.make(payload));
                     tracker.mark_stored(&new);
                     match b.compare_exchange(cur, Some(new)) {
                         Ok(old) => {

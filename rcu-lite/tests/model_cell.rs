@@ -35,9 +35,7 @@
 use rcu_lite::{GpState, Memb, Rcu, Retired, memb};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::SeqCst;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
-use test_support::model::{Rng, Trace};
+use test_support::model::{CANARY, Rng, Trace, Tracked, Tracker};
 
 /// Seeds of the single-thread model, and operations per seed.
 /// (Few under miri, which interprets every step: `scripts/sanitize.sh`
@@ -51,72 +49,6 @@ const CONCURRENT_OPS: usize = if cfg!(miri) { 40 } else { 600 };
 const MAX_NESTING: usize = 4;
 /// Cookies the single-thread model keeps at once.
 const MAX_COOKIES: usize = 6;
-
-/// Per-id records of the values of one run.
-struct Tracker {
-    next_id: AtomicUsize,
-    /// Set before the value is offered to the cell (the concurrent test's
-    /// "was once stored").
-    stored: Box<[AtomicBool]>,
-    /// How many times each value was dropped.
-    drops: Box<[AtomicU32]>,
-}
-
-impl Tracker {
-    fn new(capacity: usize) -> Arc<Tracker> {
-        Arc::new(Tracker {
-            next_id: AtomicUsize::new(0),
-            stored: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
-            drops: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
-        })
-    }
-
-    /// A new value, marked as stored (every value made is offered to the
-    /// cell at once).
-    fn make(self: &Arc<Self>, payload: u64) -> Tracked {
-        // SeqCst on every tracker access: the checks run across threads
-        // (the callback thread drops the values) and the strongest ordering
-        // keeps that reasoning out of them.
-        let id = self.next_id.fetch_add(1, SeqCst);
-        assert!(id < self.drops.len(), "tracker capacity exceeded");
-        self.stored[id].store(true, SeqCst);
-        Tracked {
-            id,
-            payload,
-            canary: CANARY,
-            tracker: Arc::clone(self),
-        }
-    }
-
-    fn made(&self) -> usize {
-        self.next_id.load(SeqCst)
-    }
-
-    fn drops(&self, id: usize) -> u32 {
-        self.drops[id].load(SeqCst)
-    }
-
-    fn was_stored(&self, id: usize) -> bool {
-        self.stored[id].load(SeqCst)
-    }
-}
-
-const CANARY: u64 = 0x5afe_c0de_0bad_f00d;
-
-/// A value with an id whose drops its tracker counts.
-struct Tracked {
-    id: usize,
-    payload: u64,
-    canary: u64,
-    tracker: Arc<Tracker>,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.tracker.drops[self.id].fetch_add(1, SeqCst);
-        self.canary = 0;
-    }
-}
 
 /// Who owns a value, in the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,7 +149,7 @@ impl Model {
 
     fn new_value(&mut self) -> Tracked {
         self.payloads += 1;
-        let value = self.tracker.make(self.payloads);
+        let value = self.tracker.make_stored(self.payloads);
         assert_eq!(value.id, self.objs.len(), "ids are dense");
         self.objs.push(Obj {
             owner: Owner::Test,
@@ -719,7 +651,7 @@ fn concurrent_seed(seed: u64) {
     let config = format!(" ({threads} threads)");
     let tracker = Tracker::new(threads * CONCURRENT_OPS + 1);
     {
-        let cell = Rcu::<Tracked>::new(tracker.make(0));
+        let cell = Rcu::<Tracked>::new(tracker.make_stored(0));
         std::thread::scope(|s| {
             for t in 0..threads {
                 let thread_seed = rng.next();
@@ -794,7 +726,7 @@ fn worker(
                 views.push((v.id, std::ptr::from_ref(v)));
             }
             5 | 6 => {
-                let new = tracker.make(0);
+                let new = tracker.make_stored(0);
                 trace.op(format!("replace({})", new.id));
                 cell.replace(new);
             }
@@ -802,11 +734,11 @@ fn worker(
                 trace.op("update(payload + 1)".into());
                 cell.update(|cur| {
                     check_seen(cur, "update's function");
-                    tracker.make(cur.payload + 1)
+                    tracker.make_stored(cur.payload + 1)
                 });
             }
             8 => {
-                let new = tracker.make(0);
+                let new = tracker.make_stored(0);
                 let r = cell.replace_polled(new);
                 let ready = r.is_ready();
                 trace.op(format!(
@@ -824,7 +756,7 @@ fn worker(
             }
             // The waits, outside every section (inside they panic).
             9 if guards.is_empty() => {
-                let new = tracker.make(0);
+                let new = tracker.make_stored(0);
                 let old = cell.replace_and_synchronize(new);
                 trace.op(format!("replace_and_synchronize -> {}", old.id));
                 check_seen(&old, "replace_and_synchronize's old value");

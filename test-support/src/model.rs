@@ -1,7 +1,13 @@
 //! What the model-based randomized tests share (`hazptr/tests/model_atomic_box.rs`,
 //! `rcu-lite/tests/model_cell.rs`, `qrwlock/tests/model_raw.rs`): a small
-//! deterministic generator, the seeds to run, and the trace of operations
-//! that a failing seed prints. No property-testing crate is used.
+//! deterministic generator, the seeds to run, the trace of operations that
+//! a failing seed prints, the harness that checks the seeds reach every
+//! case, and values whose drops are counted. No property-testing crate is
+//! used.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
 
 /// xorshift64* (Vigna), seeded through a multiplication so that nearby
 /// seeds start far apart.
@@ -137,4 +143,91 @@ pub fn each_seed_meeting_every_case<C: Coverage>(what: &str, count: u64, one_see
             met.assert_all_met();
         }
     });
+}
+
+/// The word every live [`Tracked`] holds; its drop clears it, so a read of
+/// a freed value that the allocator has not reused yet shows 0.
+pub const CANARY: u64 = 0x5afe_c0de_0bad_f00d;
+
+/// Counts the drops of the values it made, each by its id, and which were
+/// ever offered to the structure under test.
+pub struct Tracker {
+    next_id: AtomicUsize,
+    /// Set before the value is offered to the structure (the concurrent
+    /// tests' "was once stored").
+    stored: Box<[AtomicBool]>,
+    /// How many times each value was dropped.
+    drops: Box<[AtomicU32]>,
+}
+
+impl Tracker {
+    /// A tracker for at most `capacity` values.
+    pub fn new(capacity: usize) -> Arc<Tracker> {
+        Arc::new(Tracker {
+            next_id: AtomicUsize::new(0),
+            stored: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
+            drops: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
+        })
+    }
+
+    /// A new value with the next id.
+    pub fn make(self: &Arc<Self>, payload: u64) -> Tracked {
+        // SeqCst on every tracker access: the checks run across threads
+        // (a reclaiming or callback thread drops the values) and the
+        // strongest ordering keeps that reasoning out of them.
+        let id = self.next_id.fetch_add(1, SeqCst);
+        assert!(id < self.drops.len(), "tracker capacity exceeded");
+        Tracked {
+            id,
+            payload,
+            canary: CANARY,
+            tracker: Arc::clone(self),
+        }
+    }
+
+    /// A new value, marked as stored (for a test that offers every value
+    /// it makes at once).
+    pub fn make_stored(self: &Arc<Self>, payload: u64) -> Tracked {
+        let value = self.make(payload);
+        self.mark_stored(&value);
+        value
+    }
+
+    /// How many values it has made.
+    pub fn made(&self) -> usize {
+        self.next_id.load(SeqCst)
+    }
+
+    /// How many times value `id` was dropped.
+    pub fn drops(&self, id: usize) -> u32 {
+        self.drops[id].load(SeqCst)
+    }
+
+    /// Marks `value` as offered to the structure.
+    pub fn mark_stored(&self, value: &Tracked) {
+        self.stored[value.id].store(true, SeqCst);
+    }
+
+    /// Whether value `id` was ever offered to the structure.
+    pub fn was_stored(&self, id: usize) -> bool {
+        self.stored[id].load(SeqCst)
+    }
+}
+
+/// A value with an id whose drops its [`Tracker`] counts.
+pub struct Tracked {
+    /// Its id, in the order made.
+    pub id: usize,
+    /// What the test stores in it.
+    pub payload: u64,
+    /// [`CANARY`] until dropped.
+    pub canary: u64,
+    tracker: Arc<Tracker>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.tracker.drops[self.id].fetch_add(1, SeqCst);
+        self.canary = 0;
+    }
 }
