@@ -1,5 +1,6 @@
 //! Sleeping and waking on a 32-bit word: the "then sleep" half of every wait
-//! in hazptr, qrwlock and rcu-lite.
+//! in hazptr, qrwlock and rcu-lite; and [`stall`], the stall warnings of
+//! their waits for other threads.
 //!
 //! [`wait`] blocks while the word holds `expected` (the check and the sleep
 //! are one step, so a wake that follows a change of the word cannot be

@@ -19,8 +19,9 @@ use std::time::Instant;
 pub const TIMEOUT_ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
 
 /// How long a wait lasts before its first warning (`None`: never): the
-/// kernel's default, 21 s, unless [`TIMEOUT_ENV`] says otherwise. A value
-/// that is no number of seconds keeps the default and says so once.
+/// kernel's default, 21 s, unless [`TIMEOUT_ENV`] says otherwise (from
+/// 0.001 to 1e9 seconds, or 0 for never). Another value keeps the default
+/// and says so once.
 pub fn timeout() -> Option<Duration> {
     static TIMEOUT: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
     *TIMEOUT.get_or_init(|| {
@@ -30,11 +31,15 @@ pub fn timeout() -> Option<Duration> {
         };
         match text.trim().parse::<f64>() {
             Ok(0.0) => None,
-            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
+            // At least a millisecond: shorter would warn at every look.
+            Ok(s) if (0.001..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
             _ => {
-                eprintln!(
-                    "{TIMEOUT_ENV}={text:?} is not a number of seconds (0 turns stall \
-                     warnings off): stall warnings after 21 s"
+                // Not `eprintln!`, which panics when stderr cannot be written.
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "stall warnings: {TIMEOUT_ENV}={text:?} is not a number of seconds from \
+                     0.001 to 1e9 (0 turns them off): they come after 21 s"
                 );
                 default
             }

@@ -235,6 +235,9 @@ pub fn before_fork() {
     // and a `OnceLock` caught mid-decision would block the child's first
     // fence forever.
     let _ = membarrier_sim::fence::mode();
+    // And the stall warnings' timeout, read once by the first wait that
+    // sleeps (`futex_word::stall`).
+    let _ = futex_word::stall::timeout();
     // And the key that gives a thread's blocks back when its thread-locals
     // cannot. (Retirement's clock, `retire::now_ms`, has no state to settle.)
     let _ = crate::registration::settle_exit_key();

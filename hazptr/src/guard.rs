@@ -753,18 +753,24 @@ mod tests {
     /// A scan that waits out a reader stopped inside its acquire's wildcard
     /// window (membarrier mode) says so on stderr once the stall timeout
     /// passes: `SYNCPRIMS_STALL_TIMEOUT_S=0.2` in a child process, the reader
-    /// held 0.6 s. A process in SeqCst mode has no such window (see the test
+    /// held a second. A process in SeqCst mode has no such window (see the test
     /// above) and says so instead.
     #[test]
     #[cfg_attr(miri, ignore = "runs a child process")]
     fn a_scan_waiting_for_a_stopped_reader_says_so() {
         use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
         use std::sync::atomic::Ordering::SeqCst;
-        const ENV: &str = futex_word::stall::TIMEOUT_ENV;
         const TEST: &str = "guard::tests::a_scan_waiting_for_a_stopped_reader_says_so";
-        if std::env::var_os(ENV).is_none() {
-            let (status, stderr) = test_support::run_in_a_child_process(TEST, ENV, "0.2");
-            assert!(status.success(), "{status:?}: {stderr}");
+        // The child's marker: not the timeout's own variable, which a user
+        // may have set for the whole test run.
+        const CHILD: &str = "SYNCPRIMS_STALL_TEST_CHILD";
+        if std::env::var_os(CHILD).is_none() {
+            let stderr = test_support::stderr_of_a_passing_child_process(
+                TEST,
+                CHILD,
+                "0.2",
+                &[(futex_word::stall::TIMEOUT_ENV, "0.2")],
+            );
             assert!(
                 stderr.contains("no wildcard window in SeqCst mode")
                     || stderr.lines().any(|line| line.starts_with(
@@ -786,8 +792,13 @@ mod tests {
                 ARMED.with(|armed| armed.set(true));
                 drop(domain.acquire(src));
             });
+            // Lets the reader go a second after it stopped: the scan's
+            // warning is due at 0.2 s.
             s.spawn(|| {
-                std::thread::sleep(std::time::Duration::from_millis(600));
+                while !INSIDE.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
                 RELEASE.store(true, SeqCst);
             });
             while !INSIDE.load(SeqCst) {

@@ -95,10 +95,15 @@ pub(crate) fn warn_if_stalled(
 }
 
 /// The warning of [`warn_if_stalled`], for a wait that has just slept.
+/// Not `eprintln!`, which panics when stderr cannot be written (a closed
+/// pipe): a panic here would unwind out of a wait whose queued waiter or
+/// driver flag other threads still use.
 #[cold]
 pub(crate) fn warn_if_due(watch: &mut futex_word::stall::Watch, what: impl FnOnce() -> String) {
     if let Some(waited) = watch.due() {
-        eprintln!(
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "hazptr: stall: {} has waited {:.1} s; it goes on waiting",
             what(),
             waited.as_secs_f64()
@@ -165,7 +170,7 @@ impl Domain {
     /// share one scan unless the domain was built with
     /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A marked
     /// `addr` (low bit set) stands for the object it marks, as in a guard. A
-    /// call allocates nothing (the scanner thread is started by the first
+    /// call allocates nothing, unless it prints a stall warning (the scanner thread is started by the first
     /// call that has to queue, one that meets another caller's scan or a
     /// protection of its address; the driver's lists of slot hits, with room
     /// for 64 to start, grow only when more hits are pending at once than
@@ -268,11 +273,13 @@ fn synchronize_while_holding(addr: usize) -> ! {
 /// One caller, one scan.
 pub(super) fn synchronize_alone(shared: &Shared, addr: usize) {
     let mine = begin(shared);
+    // One watch for the call: guards that hold it up in turn, each for less
+    // than the timeout, add up.
+    let mut watch = futex_word::stall::Watch::new();
     for_each_slot(shared, |slot| {
         let mut value = read_slot(slot, mine);
         if value == addr {
             let mut backoff = Backoff::new();
-            let mut watch = futex_word::stall::Watch::new();
             while value == addr {
                 backoff.snooze();
                 warn_if_stalled(&backoff, &mut watch, || held_up(addr));

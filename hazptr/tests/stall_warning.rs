@@ -11,11 +11,15 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-/// The variable `futex_word::stall` reads; the children get it set.
+/// The variable the stall warnings read; the children get it set.
 const ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
 
+/// Set in the children, to the timeout they run with: not `ENV` itself,
+/// which a user may have set for the whole test run.
+const CHILD: &str = "SYNCPRIMS_STALL_TEST_CHILD";
+
 fn in_the_child() -> bool {
-    std::env::var_os(ENV).is_some()
+    std::env::var_os(CHILD).is_some()
 }
 
 /// Another thread protects an object for `hold` while this one
@@ -44,7 +48,7 @@ fn synchronize_held_for(shared: bool, hold: Duration) {
 
 /// The child's stderr, once it passed, with a stall timeout of `timeout_s`.
 fn stderr_of(test: &str, timeout_s: &str) -> String {
-    test_support::stderr_of_a_passing_child_process(test, ENV, timeout_s)
+    test_support::stderr_of_a_passing_child_process(test, CHILD, timeout_s, &[(ENV, timeout_s)])
 }
 
 /// Whether `stderr` warns of a `synchronize` held up at the address the
@@ -55,31 +59,30 @@ fn warns_of_the_held_address(stderr: &str) -> bool {
         .find_map(|line| line.strip_prefix("address "))
         .unwrap_or_else(|| panic!("no address line in:\n{stderr}"));
     stderr.lines().any(|line| {
-        line.starts_with(&format!(
-            "hazptr: stall: synchronize({addr}), waiting for a guard"
-        )) && line.contains("mem::forget")
+        line.starts_with(&format!("hazptr: stall: synchronize({addr}), waiting for"))
+            && line.contains("guard of another thread")
             && line.ends_with("; it goes on waiting")
     })
 }
 
-/// A guard held 0.7 s against a stall timeout of 0.2 s: the unshared
+/// A guard held 1.5 s against a stall timeout of 0.2 s: the unshared
 /// caller's wait names the address, and still ends.
 #[test]
 fn an_unshared_synchronize_held_up_by_a_guard_says_so() {
     if in_the_child() {
-        return synchronize_held_for(false, Duration::from_millis(700));
+        return synchronize_held_for(false, Duration::from_millis(1500));
     }
     let stderr = stderr_of("an_unshared_synchronize_held_up_by_a_guard_says_so", "0.2");
     assert!(warns_of_the_held_address(&stderr), "{stderr}");
 }
 
 /// The same with the shared scan, whose caller sleeps until the scanner
-/// releases it. Its first sleep (up to a second, until the scanner's next
-/// look) reads no clock, so the guard is held 1.6 s.
+/// releases it. Its first sleep (up to a second, the waiter's own recheck
+/// timeout) reads no clock, so the guard is held 3 s.
 #[test]
 fn a_shared_synchronize_held_up_by_a_guard_says_so() {
     if in_the_child() {
-        return synchronize_held_for(true, Duration::from_millis(1600));
+        return synchronize_held_for(true, Duration::from_millis(3000));
     }
     let stderr = stderr_of("a_shared_synchronize_held_up_by_a_guard_says_so", "0.2");
     assert!(warns_of_the_held_address(&stderr), "{stderr}");

@@ -200,6 +200,9 @@ pub fn before_fork() {
     // thread deciding it at the fork would leave the child a `OnceLock` that
     // blocks its first fence forever.
     let _ = membarrier_sim::fence::mode();
+    // And for the stall warnings' timeout, read once by the first driver
+    // that sleeps for holdouts (`futex_word::stall`).
+    let _ = futex_word::stall::timeout();
     // The same for each flavor's second-chance key (`thread_record.rs`),
     // created by the first registration of the flavor.
     memb::settle_teardown_key();

@@ -11,11 +11,15 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-/// The variable the engine reads; the children get it set.
+/// The variable the stall warnings read; the children get it set.
 const ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
 
+/// Set in the children, to the timeout they run with: not `ENV` itself,
+/// which a user may have set for the whole test run.
+const CHILD: &str = "SYNCPRIMS_STALL_TEST_CHILD";
+
 fn in_the_child() -> bool {
-    std::env::var_os(ENV).is_some()
+    std::env::var_os(CHILD).is_some()
 }
 
 /// The kernel's id of the calling thread.
@@ -26,7 +30,7 @@ fn os_tid() -> i32 {
 
 /// The child's stderr, once it passed, with a stall timeout of `timeout_s`.
 fn stderr_of(test: &str, timeout_s: &str) -> String {
-    test_support::stderr_of_a_passing_child_process(test, ENV, timeout_s)
+    test_support::stderr_of_a_passing_child_process(test, CHILD, timeout_s, &[(ENV, timeout_s)])
 }
 
 /// The holdout's id, which the child prints as "holdout tid N".
@@ -54,12 +58,12 @@ fn memb_grace_period_held_for(hold: Duration) {
     reader.join().unwrap();
 }
 
-/// A memb reader inside a section 0.7 s long, with a timeout of 0.2 s: the
+/// A memb reader inside a section 1.2 s long, with a timeout of 0.2 s: the
 /// grace period names it, as a memb stall, and still ends.
 #[test]
 fn a_memb_reader_holding_a_grace_period_up_is_named() {
     if in_the_child() {
-        return memb_grace_period_held_for(Duration::from_millis(700));
+        return memb_grace_period_held_for(Duration::from_millis(1200));
     }
     let stderr = stderr_of("a_memb_reader_holding_a_grace_period_up_is_named", "0.2");
     let tid = holdout_tid(&stderr);
@@ -73,7 +77,7 @@ fn a_memb_reader_holding_a_grace_period_up_is_named() {
     );
 }
 
-/// An online qsbr registration that reports no quiescent state for 0.7 s,
+/// An online qsbr registration that reports no quiescent state for 1.2 s,
 /// with a timeout of 0.2 s: named, as a qsbr stall.
 #[test]
 fn an_online_qsbr_thread_holding_a_grace_period_up_is_named() {
@@ -98,7 +102,7 @@ fn an_online_qsbr_thread_holding_a_grace_period_up_is_named() {
         let registration = qsbr::QsbrThread::register();
         eprintln!("holdout tid {}", os_tid());
         online.send(()).unwrap();
-        thread::sleep(Duration::from_millis(700));
+        thread::sleep(Duration::from_millis(1200));
         drop(registration);
     });
     registered.recv().unwrap();

@@ -435,14 +435,21 @@ pub fn in_a_child_process(test: &str, env: &str, case: &str) {
     );
 }
 
-/// Runs `test` in a child process as [`in_a_child_process`] does, fails
-/// unless it passed, and returns its stderr, for a case whose messages the
-/// parent checks (the stall warnings' tests).
-pub fn stderr_of_a_passing_child_process(test: &str, env: &str, case: &str) -> String {
-    let (status, stderr) = run_in_a_child_process(test, env, case);
+/// Runs `test` in a child process as [`in_a_child_process`] does, with the
+/// variables `extra` set too, fails unless it passed, and returns its
+/// stderr, for a case whose messages the parent checks (the stall warnings'
+/// tests, whose timeout variable is not the child's marker: a user who sets
+/// it for the whole test run must not turn the parents into children).
+pub fn stderr_of_a_passing_child_process(
+    test: &str,
+    env: &str,
+    case: &str,
+    extra: &[(&str, &str)],
+) -> String {
+    let (status, stderr) = run_in_a_child_process_with(test, env, case, extra);
     assert!(
         status.success(),
-        "{case}: the child failed ({status:?}); stderr:\n{stderr}"
+        "{test} ({case}): the child failed ({status:?}); stderr:\n{stderr}"
     );
     stderr
 }
@@ -473,9 +480,20 @@ pub fn run_in_a_child_process(
     env: &str,
     case: &str,
 ) -> (std::process::ExitStatus, String) {
+    run_in_a_child_process_with(test, env, case, &[])
+}
+
+/// [`run_in_a_child_process`] with the variables `extra` set too.
+pub fn run_in_a_child_process_with(
+    test: &str,
+    env: &str,
+    case: &str,
+    extra: &[(&str, &str)],
+) -> (std::process::ExitStatus, String) {
     let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(env, case)
+        .envs(extra.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -348,7 +348,15 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         // counted from the second sleep on (never due under loom).
         sleeps = sleeps.saturating_add(1);
         if sleeps > 1 {
-            super::warn_if_due(&mut watch, || super::held_up(waiter.addr));
+            super::warn_if_due(&mut watch, || {
+                format!(
+                    "synchronize({:#x}), waiting for the shared scan to release it (a guard of \
+                     another thread protects that address, or the scan itself is held up: see \
+                     any other stall line; this wait is counted from its second sleep, up to a \
+                     second after it began)",
+                    waiter.addr
+                )
+            });
         }
     }
 }

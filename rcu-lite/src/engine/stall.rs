@@ -56,7 +56,15 @@ impl StallWatch {
         // (Never due under loom, where records keep no thread id.)
         #[cfg(not(loom))]
         if let Some(waited) = self.0.due() {
-            eprintln!("{}", message(flavor, gp, waited, holdouts));
+            // Not `eprintln!`, which panics when stderr cannot be written (a
+            // closed pipe): a panic here would leave the grace period
+            // unfinished with `DRIVER` held, and every later one waiting.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}",
+                message(flavor, gp, waited, holdouts)
+            );
         }
         #[cfg(loom)]
         let _ = (self.0.due(), holdouts, gp, flavor);
