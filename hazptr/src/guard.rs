@@ -446,6 +446,7 @@ impl<'d> Guard<'d> {
         self.light_is_compiler_fence = false;
     }
 }
+
 /// Tests only: stops an acquire of the calling thread, once, right after
 /// its first store into the slot (the wildcard, or the pointer in SeqCst
 /// mode), until the test releases it: a reader preempted at the worst point
@@ -461,7 +462,8 @@ pub(crate) mod pause_inside_acquire {
     }
     /// Set by the stopped acquire.
     pub(crate) static INSIDE: AtomicBool = AtomicBool::new(false);
-    /// Set by the test to let it go on.
+    /// Set by the test to let it go on. (SeqCst on both flags: test
+    /// handshakes, where the strongest ordering keeps the reasoning out.)
     pub(crate) static RELEASE: AtomicBool = AtomicBool::new(false);
 
     pub(super) fn here() {

@@ -170,11 +170,12 @@ impl Domain {
     /// share one scan unless the domain was built with
     /// [`shared_scan(false)`](crate::DomainBuilder::shared_scan). A marked
     /// `addr` (low bit set) stands for the object it marks, as in a guard. A
-    /// call allocates nothing, unless it prints a stall warning (the scanner thread is started by the first
-    /// call that has to queue, one that meets another caller's scan or a
-    /// protection of its address; the driver's lists of slot hits, with room
-    /// for 64 to start, grow only when more hits are pending at once than
-    /// ever before, and keep that room). A domain whose calls never meet
+    /// call allocates nothing, unless it prints a stall warning (the
+    /// scanner thread is started by the first call that has to queue, one
+    /// that meets another caller's scan or a protection of its address; the
+    /// driver's lists of slot hits, with room for 64 to start, grow only
+    /// when more hits are pending at once than ever before, and keep that
+    /// room). A domain whose calls never meet
     /// starts no thread. If the scanner thread cannot be spawned, callers
     /// scan alone, and one tries the spawn again a second later.
     ///

@@ -184,14 +184,29 @@ impl Engine {
         }
     }
 
+    /// The flavor this engine serves, for messages.
+    fn flavor_name(&self) -> &'static str {
+        match self.reader_fence {
+            ReaderFence::Light => "memb",
+            ReaderFence::Full => "qsbr",
+        }
+    }
+
     /// Rechecks `holdouts` until each has passed a quiescent state: spins, then
     /// sleeps until one of them wakes the driver.
     fn wait_adaptive(&self, holdouts: &mut Vec<&'static Record>, gp: u64, watch: &mut StallWatch) {
         let mut spins = 0;
+        let mut slept = false;
         loop {
             recheck(holdouts, gp);
             if holdouts.is_empty() {
                 return;
+            }
+            if slept {
+                // The stall watch looks again once the driver wakes with
+                // holdouts left.
+                slept = false;
+                watch.check(holdouts, gp, self.flavor_name());
             }
             if spins < HOLDOUT_SPINS {
                 spins += 1;
@@ -199,12 +214,11 @@ impl Engine {
                 continue;
             }
             spins = 0;
-            // The stall watch is armed here, where the driver would sleep,
-            // and looks again once it wakes: a grace period whose holdouts
-            // leave while it spins never reads the clock for it.
+            // The stall watch is armed here, where the driver would sleep: a
+            // grace period whose holdouts leave while it spins never reads
+            // the clock for it.
             self.sleep_for_holdouts(holdouts, gp, watch.sleep_limit());
-            recheck(holdouts, gp);
-            watch.check(holdouts, gp, self.flavor_name());
+            slept = true;
         }
     }
 
@@ -352,16 +366,6 @@ impl Engine {
             if early_wake {
                 recheck(holdouts, gp);
             }
-        }
-    }
-}
-
-impl Engine {
-    /// The flavor this engine serves, for messages.
-    fn flavor_name(&self) -> &'static str {
-        match self.reader_fence {
-            ReaderFence::Light => "memb",
-            ReaderFence::Full => "qsbr",
         }
     }
 }
