@@ -68,6 +68,7 @@ fn warns_of_the_held_address(stderr: &str) -> bool {
 /// A guard held 1.5 s against a stall timeout of 0.2 s: the unshared
 /// caller's wait names the address, and still ends.
 #[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn an_unshared_synchronize_held_up_by_a_guard_says_so() {
     if in_the_child() {
         return synchronize_held_for(false, Duration::from_millis(1500));
@@ -80,6 +81,7 @@ fn an_unshared_synchronize_held_up_by_a_guard_says_so() {
 /// releases it. Its first sleep (up to a second, the waiter's own recheck
 /// timeout) reads no clock, so the guard is held 3 s.
 #[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn a_shared_synchronize_held_up_by_a_guard_says_so() {
     if in_the_child() {
         return synchronize_held_for(true, Duration::from_millis(3000));
@@ -91,6 +93,7 @@ fn a_shared_synchronize_held_up_by_a_guard_says_so() {
 /// A guard held well inside the timeout draws no warning, nor any wait when
 /// the warnings are off.
 #[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn no_warning_inside_the_timeout_or_when_off() {
     if in_the_child() {
         let hold = if std::env::var(ENV).as_deref() == Ok("0") {

@@ -61,6 +61,7 @@ fn memb_grace_period_held_for(hold: Duration) {
 /// A memb reader inside a section 1.2 s long, with a timeout of 0.2 s: the
 /// grace period names it, as a memb stall, and still ends.
 #[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn a_memb_reader_holding_a_grace_period_up_is_named() {
     if in_the_child() {
         return memb_grace_period_held_for(Duration::from_millis(1200));
@@ -80,6 +81,7 @@ fn a_memb_reader_holding_a_grace_period_up_is_named() {
 /// An online qsbr registration that reports no quiescent state for 1.2 s,
 /// with a timeout of 0.2 s: named, as a qsbr stall.
 #[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn an_online_qsbr_thread_holding_a_grace_period_up_is_named() {
     if !in_the_child() {
         let stderr = stderr_of(
@@ -113,6 +115,7 @@ fn an_online_qsbr_thread_holding_a_grace_period_up_is_named() {
 /// A section well inside the timeout draws no warning, and `0` turns the
 /// warnings off however long the wait.
 #[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn no_warning_inside_the_timeout_or_when_off() {
     if in_the_child() {
         let hold = if std::env::var(ENV).as_deref() == Ok("0") {
