@@ -217,8 +217,8 @@ pub enum Error {
 impl Error {
     /// Whether the command cannot be used here at all: the kernel lacks it
     /// ([`Error::Unsupported`]) or a sandbox blocks membarrier(2)
-    /// ([`Error::Blocked`]). Callers that skip work membarrier cannot do
-    /// test this rather than one variant.
+    /// ([`Error::Blocked`]). A caller that skips what needs membarrier
+    /// should test this, not one of the two variants.
     pub fn is_unavailable(&self) -> bool {
         matches!(self, Error::Unsupported { .. } | Error::Blocked { .. })
     }
