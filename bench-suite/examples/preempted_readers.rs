@@ -38,6 +38,8 @@ fn main() {
     let domain = Domain::builder().build();
     let boxes: Vec<AtomicBox<'_, [u64; 4]>> =
         (0..4).map(|i| AtomicBox::new_in([i; 4], &domain)).collect();
+    // Relaxed throughout: the flag only ends the loops, and the counts are
+    // read once the scope has joined the threads that added to them.
     let stop = AtomicBool::new(false);
     let (reads, stores, syncs, sync_ns) = (
         AtomicU64::new(0),

@@ -128,6 +128,8 @@ pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
     // before what the scan's caller does next (free the object).
     let mut value = slot.load(Ordering::Acquire);
     if is_wildcard(value) && is_older_wildcard(value, mine) {
+        // Relaxed: a test's count, read by the same thread once its scan
+        // has returned.
         #[cfg(test)]
         OLDER_WILDCARD_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut backoff = Backoff::new();
