@@ -655,8 +655,9 @@ fn overflow_list_of(token: usize) -> usize {
 
 #[cfg(not(loom))]
 impl Shared {
-    /// In a fork child: empties and frees every slot that the forking thread
-    /// (whose thread token is `own`) does not hold, told by the slot's
+    /// In a fork child: records the child thread's kernel id in the slots
+    /// that the forking thread (whose thread token is `own`) holds, and
+    /// empties and frees every slot it does not hold, told by the slot's
     /// recorded `Owner` (its block, also when orphaned because the thread is
     /// running thread-local destructors, and the backup slots its guards
     /// hold; see `Owner` for why not by thread-locals). Their holders are
@@ -681,7 +682,11 @@ impl Shared {
         self.for_each_block(|b| {
             // Relaxed, here and below but for the `in_use` stores: the child
             // has one thread (see above).
-            if b.link.owner.is(own) || !b.link.in_use.load(Ordering::Relaxed) {
+            if b.link.owner.is(own) {
+                // The child's thread holds it now, under an id of its own.
+                return b.link.owner.refresh_os_id();
+            }
+            if !b.link.in_use.load(Ordering::Relaxed) {
                 return;
             }
             for (i, slot) in b.hot.slots.iter().enumerate() {
@@ -703,7 +708,11 @@ impl Shared {
         });
         self.for_each_backup(|n| {
             // Relaxed: as for the blocks above.
-            if n.owner.is(own) || !n.in_use.load(Ordering::Relaxed) {
+            if n.owner.is(own) {
+                // As for the blocks above.
+                return n.owner.refresh_os_id();
+            }
+            if !n.in_use.load(Ordering::Relaxed) {
                 return;
             }
             n.value.store(crate::slot::EMPTY, Ordering::Relaxed);

@@ -290,6 +290,10 @@ pub fn after_fork_child() {
     // The forking thread's slots are told by its token, not by thread-locals
     // that a thread-local destructor calling this may have outlived.
     let own = thread_token();
+    // The child's thread has a kernel id of its own: what the parent's
+    // thread cached is forgotten, and the slots it holds record the new one
+    // (below), for the stall warnings.
+    crate::registration::forget_thread_os_id();
     for domain in &mut held.domains {
         let shared = &*domain.shared;
         shared.free_foreign_slots_after_fork(own);

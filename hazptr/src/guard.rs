@@ -773,11 +773,15 @@ mod tests {
                 "0.2",
                 &[(futex_word::stall::TIMEOUT_ENV, "0.2")],
             );
+            // The reader's kernel id, which the warning names.
+            let reader = stderr.lines().find_map(|line| line.strip_prefix("reader "));
             assert!(
                 stderr.contains("no wildcard window in SeqCst mode")
                     || stderr.lines().any(|line| line.starts_with(
                         "hazptr: stall: a scan (a synchronize or reclamation pass) waiting for \
                          a reader inside its acquire"
+                    ) && reader.is_some_and(
+                        |id| line.contains(&format!(", held by thread {id}: a thread stopped"))
                     )),
                 "{stderr}"
             );
@@ -791,6 +795,8 @@ mod tests {
         let domain = &Domain::builder().shared_scan(false).build();
         std::thread::scope(|s| {
             s.spawn(move || {
+                // SAFETY: gettid() takes nothing and cannot fail.
+                eprintln!("reader {}", unsafe { libc::gettid() });
                 ARMED.with(|armed| armed.set(true));
                 drop(domain.acquire(src));
             });

@@ -34,7 +34,10 @@
 //!   list is gone or empty).
 //! - The address of `TOKEN` is the thread's token ([`thread_token`]),
 //!   unique among live threads: slot owners are recorded by it, and it
-//!   spreads threads over a domain's overflow lists.
+//!   spreads threads over a domain's overflow lists. Its value caches the
+//!   thread's kernel id ([`thread_os_id`], 0 until first read), which slot
+//!   owners record too, for the stall warnings; `after_fork_child` forgets
+//!   it, since the child's thread has an id of its own.
 
 use crate::domain::{Domain, GLOBAL_ID, Shared};
 use crate::slot::{BackupSlot, SlotBlock};
@@ -90,7 +93,7 @@ thread_local! {
         }
     };
     static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
-    static TOKEN: u8 = const { 0 };
+    static TOKEN: Cell<i32> = const { Cell::new(0) };
     static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -103,7 +106,7 @@ loom::thread_local! {
         user_updating: Cell::new(false),
     };
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
-    static TOKEN: u8 = 0;
+    static TOKEN: Cell<i32> = Cell::new(0);
     static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = RefCell::new(Vec::new());
 }
 
@@ -168,6 +171,30 @@ pub(crate) fn global_backup_slot() -> NonNull<BackupSlot> {
 /// thread-locals are gone (thread exit).
 pub(crate) fn thread_token() -> usize {
     TOKEN.try_with(|t| ptr::from_ref(t) as usize).unwrap_or(0)
+}
+
+/// The kernel's id of the calling thread (`gettid()`), read once per thread
+/// and cached in `TOKEN`; 0 if the thread-locals are gone (thread exit).
+/// Slot owners record it so that a stall warning can name the thread whose
+/// guard holds a scan up, as a debugger or `top -H` shows it.
+#[cfg(not(loom))]
+pub(crate) fn thread_os_id() -> i32 {
+    TOKEN
+        .try_with(|t| {
+            if t.get() == 0 {
+                // SAFETY: gettid() takes nothing and cannot fail.
+                t.set(unsafe { libc::gettid() });
+            }
+            t.get()
+        })
+        .unwrap_or(0)
+}
+
+/// Forgets the cached kernel id of the calling thread: in a fork child,
+/// whose one thread has an id of its own (`after_fork_child`).
+#[cfg(not(loom))]
+pub(crate) fn forget_thread_os_id() {
+    let _ = TOKEN.try_with(|t| t.set(0));
 }
 
 /// True once the calling thread's registrations are being or have been

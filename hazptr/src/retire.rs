@@ -604,7 +604,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
     let mine = begin(shared);
     let mut hazards = Vec::new();
     for_each_slot(shared, |slot| {
-        let value = read_slot(slot, mine);
+        let value = read_slot(shared, slot, mine);
         if protects(value) {
             hazards.push(value);
         }

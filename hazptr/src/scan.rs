@@ -117,11 +117,11 @@ pub(crate) fn warn_if_due(watch: &mut futex_word::stall::Watch, what: impl FnOnc
 pub(crate) static OLDER_WILDCARD_WAITS: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
-/// Reads `slot` for a scan that began with wildcard `mine`, waiting out
-/// wildcards of older generations. Returns the value: empty, a newer
-/// wildcard, or an address.
+/// Reads `slot`, one of `shared`'s, for a scan that began with wildcard
+/// `mine`, waiting out wildcards of older generations. Returns the value:
+/// empty, a newer wildcard, or an address.
 #[inline]
-pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
+pub(crate) fn read_slot(shared: &Shared, slot: &AtomicUsize, mine: usize) -> usize {
     // Acquire pairs with the Release store that ended the protection
     // (`Drop for Guard`, `Guard::reset`, `promote`), or a later one into the
     // slot (see `guard.rs`): what the reader did under protection happens
@@ -139,8 +139,9 @@ pub(crate) fn read_slot(slot: &AtomicUsize, mine: usize) -> usize {
             warn_if_stalled(&backoff, &mut watch, || {
                 format!(
                     "a scan (a synchronize or reclamation pass) waiting for a reader inside its \
-                     acquire, between its wildcard and its pointer store (slot {slot:p}: a \
-                     thread stopped by a debugger or SIGSTOP, or kept off its CPU)"
+                     acquire, between its wildcard and its pointer store (slot {slot:p}, held \
+                     by {}: a thread stopped by a debugger or SIGSTOP, or kept off its CPU)",
+                    threads(&holder_of_slot(shared, slot).into_iter().collect::<Vec<_>>())
                 )
             });
             // Acquire: as above.
@@ -161,6 +162,63 @@ pub(crate) fn protects(value: usize) -> bool {
 pub(crate) fn for_each_slot(shared: &Shared, mut f: impl FnMut(&AtomicUsize)) {
     shared.for_each_block(|b| b.hot.slots.iter().for_each(&mut f));
     shared.for_each_backup(|n| f(&n.value));
+}
+
+/// For a stall warning: the kernel ids of the threads whose slots protect
+/// `addr` now (a walk of every slot, Relaxed: what it finds may be a moment
+/// stale). An id is 0 where the holder took its slot while exiting.
+#[cold]
+pub(crate) fn holders_of(shared: &Shared, addr: usize) -> Vec<i32> {
+    let mut ids = Vec::new();
+    // Relaxed: a diagnostic; no access depends on what it reads.
+    shared.for_each_block(|b| {
+        if b.hot
+            .slots
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) == addr)
+        {
+            ids.push(b.link.owner.os_id());
+        }
+    });
+    shared.for_each_backup(|n| {
+        if n.value.load(Ordering::Relaxed) == addr {
+            ids.push(n.owner.os_id());
+        }
+    });
+    ids
+}
+
+/// For a stall warning: the kernel id of the thread holding `slot`, one of
+/// `shared`'s (its block's owner, or its backup slot's).
+#[cold]
+fn holder_of_slot(shared: &Shared, slot: &AtomicUsize) -> Option<i32> {
+    let mut id = None;
+    shared.for_each_block(|b| {
+        if b.hot.slots.iter().any(|s| std::ptr::eq(s, slot)) {
+            id = Some(b.link.owner.os_id());
+        }
+    });
+    shared.for_each_backup(|n| {
+        if std::ptr::eq(&n.value, slot) {
+            id = Some(n.owner.os_id());
+        }
+    });
+    id
+}
+
+/// Kernel thread ids as a stall warning names them: "thread 4242", "threads
+/// 4242, 4243", "a thread whose id is unknown" for 0 (or none found).
+pub(crate) fn threads(ids: &[i32]) -> String {
+    let known: Vec<String> = ids
+        .iter()
+        .filter(|&&id| id != 0)
+        .map(i32::to_string)
+        .collect();
+    match known.len() {
+        0 => "a thread whose id is unknown".to_owned(),
+        1 => format!("thread {}", known[0]),
+        _ => format!("threads {}", known.join(", ")),
+    }
 }
 
 impl Domain {
@@ -254,11 +312,16 @@ impl Domain {
     }
 }
 
-/// What a `synchronize` held up by a guard waits for, for its stall warning.
-pub(crate) fn held_up(addr: usize) -> String {
+/// What a `synchronize` held up by a guard waits for, for its stall warning:
+/// names the threads whose guards protect `addr` (the kernel's thread ids,
+/// as `top -H` or a debugger's thread list shows them).
+#[cold]
+pub(crate) fn held_up(shared: &Shared, addr: usize) -> String {
     format!(
         "synchronize({addr:#x}), waiting for a guard of another thread that protects that \
-         address (a guard leaked with mem::forget, or one held across a wait that does not end)"
+         address (held by {}: a guard leaked with mem::forget, or one held across a wait that \
+         does not end)",
+        threads(&holders_of(shared, addr))
     )
 }
 
@@ -280,12 +343,12 @@ pub(super) fn synchronize_alone(shared: &Shared, addr: usize) {
     // than the timeout, add up.
     let mut watch = futex_word::stall::Watch::new();
     for_each_slot(shared, |slot| {
-        let mut value = read_slot(slot, mine);
+        let mut value = read_slot(shared, slot, mine);
         if value == addr {
             let mut backoff = Backoff::new();
             while value == addr {
                 backoff.snooze();
-                warn_if_stalled(&backoff, &mut watch, || held_up(addr));
+                warn_if_stalled(&backoff, &mut watch, || held_up(shared, addr));
                 // Acquire: as in `read_slot`.
                 value = slot.load(Ordering::Acquire);
             }
@@ -408,7 +471,8 @@ mod tests {
             std::time::Duration::from_secs(if cfg!(miri) { 600 } else { 30 }),
             move || {
                 let slot = AtomicUsize::new(arriving);
-                assert_eq!(read_slot(&slot, mine), arriving);
+                // Any domain: `read_slot` reads it only for a stall warning.
+                assert_eq!(read_slot(&Domain::new().shared, &slot, mine), arriving);
             },
         );
     }

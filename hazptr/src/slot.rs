@@ -279,7 +279,9 @@ pub(crate) struct BackupSlot {
 }
 
 /// The thread token ([`thread_token`](crate::registration::thread_token)) of the
-/// thread that holds a block or backup slot, or 0. It is how
+/// thread that holds a block or backup slot, or 0, and that thread's kernel
+/// id ([`thread_os_id`](crate::registration::thread_os_id)), which only the
+/// stall warnings read. The token is how
 /// `after_fork_child` tells the forking thread's slots from those of threads
 /// that did not come along without reading thread-locals, which may be gone:
 /// a thread-local destructor may fork while a guard of its thread sits in
@@ -293,10 +295,15 @@ pub(crate) struct BackupSlot {
 /// it back, so the next holder's set comes after the clear; and only the
 /// fork child's one thread reads it, which sees its own latest store. No
 /// other thread stores this thread's token, so a stale value in the child
-/// is never it. Not under loom, which has no fork hooks.
+/// is never it. The kernel id is Relaxed too, and may be read by any
+/// thread: a stall warning prints what it finds, which can be a moment
+/// stale. Neither is kept under loom, which has no fork hooks and no stall
+/// warnings.
 pub(crate) struct Owner {
     #[cfg(not(loom))]
     token: std::sync::atomic::AtomicUsize,
+    #[cfg(not(loom))]
+    os_id: std::sync::atomic::AtomicI32,
 }
 
 impl Owner {
@@ -304,22 +311,50 @@ impl Owner {
         Owner {
             #[cfg(not(loom))]
             token: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(not(loom))]
+            os_id: std::sync::atomic::AtomicI32::new(0),
         }
     }
 
-    /// Records the holder (`token`); see [`Owner`] for the ordering.
+    /// Records the calling thread, whose token is `token`, as the holder;
+    /// see [`Owner`] for the ordering.
     #[inline]
     pub(crate) fn set(&self, token: usize) {
         #[cfg(not(loom))]
-        self.token.store(token, Ordering::Relaxed);
+        {
+            self.token.store(token, Ordering::Relaxed);
+            self.refresh_os_id();
+        }
         #[cfg(loom)]
         let _ = token;
+    }
+
+    /// Records the calling thread's kernel id again: the holder's, in a
+    /// fork child whose thread took its slots over (`after_fork_child`).
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn refresh_os_id(&self) {
+        self.os_id
+            .store(crate::registration::thread_os_id(), Ordering::Relaxed);
     }
 
     /// Forgets the holder, before the slot is given back.
     #[inline]
     pub(crate) fn clear(&self) {
-        self.set(0);
+        #[cfg(not(loom))]
+        {
+            self.token.store(0, Ordering::Relaxed);
+            self.os_id.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The holder's kernel id, for a stall warning: 0 if the slot is free,
+    /// or its holder took it while exiting (or under loom).
+    pub(crate) fn os_id(&self) -> i32 {
+        #[cfg(not(loom))]
+        return self.os_id.load(Ordering::Relaxed);
+        #[cfg(loom)]
+        0
     }
 
     /// Whether the thread with `token` (not 0) holds the slot.

@@ -278,7 +278,7 @@ fn lone_scan_protected(shared: &Shared, addr: usize) -> bool {
     let mine = begin(shared);
     let mut protected = false;
     for_each_slot(shared, |slot| {
-        protected = protected || read_slot(slot, mine) == addr;
+        protected = protected || read_slot(shared, slot, mine) == addr;
     });
     // Release pairs with the Acquire CAS of the next driver.
     scan.driver.store(false, Ordering::Release);
@@ -349,11 +349,20 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
         sleeps = sleeps.saturating_add(1);
         if sleeps > 1 {
             super::warn_if_due(&mut watch, || {
+                let holders = super::holders_of(shared, waiter.addr);
+                let why = if holders.is_empty() {
+                    "no guard protects that address now: the scan itself is held up, see any \
+                     other stall line"
+                        .to_owned()
+                } else {
+                    format!(
+                        "a guard of {} protects that address",
+                        super::threads(&holders)
+                    )
+                };
                 format!(
-                    "synchronize({:#x}), waiting for the shared scan to release it (a guard of \
-                     another thread protects that address, or the scan itself is held up: see \
-                     any other stall line; this wait is counted from its second sleep, up to a \
-                     second after it began)",
+                    "synchronize({:#x}), waiting for the shared scan to release it ({why}; this \
+                     wait is counted from its second sleep, up to a second after it began)",
                     waiter.addr
                 )
             });
@@ -491,7 +500,7 @@ fn drive_locked(shared: &Shared, buffers: &mut Buffers) -> Progress {
         for_each_waiter(batch, |w| bloom.insert(w.addr));
         let mine = begin(shared);
         let mut check = |slot: &AtomicUsize, in_block: bool| {
-            let value = read_slot(slot, mine);
+            let value = read_slot(shared, slot, mine);
             if protects(value) && bloom.may_contain(value) {
                 // Relaxed: a test's count, read after the pass.
                 #[cfg(test)]
