@@ -34,8 +34,12 @@ cargo test -p hazptr --features force-slow-path
 # slot itself). No rebuild: the mode is read at run time.
 SYNCPRIMS_FENCE=seqcst cargo test -p hazptr
 SYNCPRIMS_FENCE=seqcst cargo test -p rcu-lite --example routing_table
-# qrwlock's `arc_lock` feature (lock_api's owned guards).
+# qrwlock's `arc_lock` feature (lock_api's owned guards), and `send_guard`
+# (guards that are `Send`: its test, and the crate docs' example, which
+# compiles only with it).
 cargo test -p qrwlock --features arc_lock --test rwlock
+cargo test -p qrwlock --features send_guard --test rwlock
+cargo test -p qrwlock --features send_guard --doc
 
 # bench-suite's examples measure the floors the docs quote; `cargo test` only
 # builds them. Each runs once on tiny arguments (a few seconds in all), so

@@ -7,7 +7,23 @@
 //! are not `const`. The loom models test the raw methods these call.
 
 use crate::raw::RawQRwLock;
-use lock_api::GuardSend;
+
+/// What a guard of [`RwLock`] carries (`RawRwLock::SharedGuard` and
+/// `ExclusiveGuard`): nothing, since the lock word holds all the state. It
+/// decides only whether guards are `Send`: not by default
+/// (`lock_api::GuardNoSend`), as std's and parking_lot's are not, so that a
+/// guard held across an `.await` in a future that must be `Send`
+/// (`tokio::spawn`) does not compile; with the `send_guard` feature
+/// `lock_api::GuardSend`, as parking_lot's feature of that name makes
+/// them. An unlock on another thread is sound either way (no operation
+/// depends on the thread that locked). Name this type where `lock_api`
+/// asks for the marker (`force_unlock_read`, `make_read_guard_unchecked`),
+/// so that code compiles with the feature on or off.
+#[cfg(not(feature = "send_guard"))]
+pub type GuardMarker = lock_api::GuardNoSend;
+/// What a guard of [`RwLock`] carries: see the docs without `send_guard`.
+#[cfg(feature = "send_guard")]
+pub type GuardMarker = lock_api::GuardSend;
 
 // SAFETY: `lock_shared`/`try_lock_shared` succeed only with the reader count
 // raised and no writer holding (`read_lock`'s Acquire add, the queue head's
@@ -19,8 +35,8 @@ use lock_api::GuardSend;
 // Release RMWs. So either many shared holds or one exclusive hold exist, with
 // acquire/release ordering. Guards carry no state (the lock word has all of
 // it), may be forgotten (the lock stays held, nothing unsound happens), and
-// may be sent to another thread (no operation depends on the thread that
-// locked). The lock object has no address-dependent state while unlocked: the
+// may be sent to another thread where `GuardMarker` lets them (no operation
+// depends on the thread that locked). The lock object has no address-dependent state while unlocked: the
 // wait queue's nodes live on waiters' stacks, and a waiter borrows the lock.
 // A lock operation only unwinds on reader-count overflow, after taking its
 // bias back; unlocks only unwind on misuse (nothing was held).
@@ -28,40 +44,40 @@ unsafe impl lock_api::RawRwLock for RawQRwLock {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = RawQRwLock::new();
 
-    type SharedGuard = GuardSend;
-    type ExclusiveGuard = GuardSend;
+    type SharedGuard = GuardMarker;
+    type ExclusiveGuard = GuardMarker;
 
     #[inline]
-    fn lock_shared(&self) -> GuardSend {
+    fn lock_shared(&self) -> GuardMarker {
         self.read_lock();
-        GuardSend::new()
+        GuardMarker::new()
     }
 
     #[inline]
-    fn try_lock_shared(&self) -> Option<GuardSend> {
-        self.try_read_lock().then(GuardSend::new)
+    fn try_lock_shared(&self) -> Option<GuardMarker> {
+        self.try_read_lock().then(GuardMarker::new)
     }
 
     #[inline]
-    unsafe fn unlock_shared(&self, _guard: GuardSend) {
+    unsafe fn unlock_shared(&self, _guard: GuardMarker) {
         // SAFETY: the caller passes the state of a shared hold it owns, as
         // `read_unlock` requires.
         unsafe { self.read_unlock() }
     }
 
     #[inline]
-    fn lock_exclusive(&self) -> GuardSend {
+    fn lock_exclusive(&self) -> GuardMarker {
         self.write_lock();
-        GuardSend::new()
+        GuardMarker::new()
     }
 
     #[inline]
-    fn try_lock_exclusive(&self) -> Option<GuardSend> {
-        self.try_write_lock().then(GuardSend::new)
+    fn try_lock_exclusive(&self) -> Option<GuardMarker> {
+        self.try_write_lock().then(GuardMarker::new)
     }
 
     #[inline]
-    unsafe fn unlock_exclusive(&self, _guard: GuardSend) {
+    unsafe fn unlock_exclusive(&self, _guard: GuardMarker) {
         // SAFETY: the caller passes the state of an exclusive hold it owns,
         // as `write_unlock` requires.
         unsafe { self.write_unlock() }
@@ -88,10 +104,10 @@ unsafe impl lock_api::RawRwLock for RawQRwLock {
 // `unlock_shared` releases.
 unsafe impl lock_api::RawRwLockDowngrade for RawQRwLock {
     #[inline]
-    unsafe fn downgrade(&self, _guard: GuardSend) -> GuardSend {
+    unsafe fn downgrade(&self, _guard: GuardMarker) -> GuardMarker {
         // SAFETY: the caller passes the state of an exclusive hold it owns.
         unsafe { RawQRwLock::downgrade(self) };
-        GuardSend::new()
+        GuardMarker::new()
     }
 }
 
@@ -176,8 +192,8 @@ impl<T: ?Sized> ReadRecursive<T> for RwLock<T> {
         unsafe { self.raw() }.read_lock_recursive();
         // SAFETY: we hold the lock shared (taken just above) and hand that
         // hold to the guard, whose drop gives it up with `unlock_shared`;
-        // `GuardSend` carries no state.
-        unsafe { self.make_read_guard_unchecked(GuardSend::new()) }
+        // `GuardMarker` carries no state.
+        unsafe { self.make_read_guard_unchecked(GuardMarker::new()) }
     }
 
     #[inline]
@@ -185,6 +201,6 @@ impl<T: ?Sized> ReadRecursive<T> for RwLock<T> {
         // SAFETY: as in `read_recursive`.
         let entered = unsafe { self.raw() }.try_read_lock_recursive();
         // SAFETY: as in `read_recursive`, when `entered` says we hold it.
-        entered.then(|| unsafe { self.make_read_guard_unchecked(GuardSend::new()) })
+        entered.then(|| unsafe { self.make_read_guard_unchecked(GuardMarker::new()) })
     }
 }

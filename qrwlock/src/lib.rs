@@ -25,8 +25,8 @@
 //!   [`ReadRecursive`]'s `read_recursive` for nested read holds. Not the
 //!   upgradable, timed or fair parts of `lock_api` (`upgradable_read`,
 //!   `try_read_for`, `unlock_fair`): see *Not in this crate*. Guards are
-//!   `Send` (`GuardSend`: an unlock does not depend on the thread that
-//!   locked), where parking_lot's default is `GuardNoSend`.
+//!   not `Send` unless the `send_guard` feature is on, as std's and
+//!   parking_lot's are not: see *Guards and async code*.
 //! - [`RawQRwLock`] is the raw layer (`read_lock`, `write_unlock`, ...), for
 //!   data-structure authors who keep the data elsewhere.
 //! - [`cond_load_acquire`] is the user-space `atomic_cond_read_acquire()` the
@@ -105,6 +105,35 @@
 //! writer's byte, a waiting reader's count) looks like a correct one: it
 //! does not panic, and may let a reader and a writer in together.
 //!
+//! # Guards and async code
+//!
+//! A guard is a hold of a lock that blocks the thread: holding one across
+//! an `.await` parks the task with the lock held, and a task on the same
+//! runtime that then waits for the lock blocks its worker thread, which may
+//! be the one the holder needs to resume on. With every worker so blocked
+//! the runtime hangs, with no message (a helper's tokio program did, on
+//! 2026-12-06: 8 tasks writing across a `yield_now().await` on 2 workers,
+//! while the guards were `Send`). So guards are not `Send` by default
+//! ([`GuardMarker`] is `lock_api::GuardNoSend`): a future that holds one
+//! across an `.await` is not `Send`, and `tokio::spawn` rejects it at
+//! compile time, as it rejects std's and parking_lot's guards:
+//!
+#![cfg_attr(not(feature = "send_guard"), doc = "```compile_fail")]
+#![cfg_attr(feature = "send_guard", doc = "```")]
+//! fn needs_send<T: Send>(_: T) {}
+//! let lock = qrwlock::RwLock::new(0);
+//! needs_send(lock.write());
+//! ```
+//!
+//! Futures that need not be `Send` (tokio's `LocalSet`, a single-threaded
+//! executor) still compile with a guard held across an `.await`, and hang
+//! the same way once another task of that thread waits for the lock: drop
+//! the guard before awaiting, or use an async lock for a hold that must
+//! span one. The `send_guard` feature makes guards `Send`, for code that
+//! hands a held lock to another thread (an unlock there is sound); like
+//! parking_lot's feature of that name it applies to every user of the crate
+//! in the build. Until 2026-12-06 guards were always `Send`.
+//!
 //! # Not in this crate
 //!
 //! Upgradable reads, timeouts, fair unlocking (`unlock_fair`, `bump`), and
@@ -114,9 +143,10 @@
 //!
 //! `arc_lock`: `RwLock::read_arc`/`write_arc` and their guards
 //! (`ArcRwLockReadGuard`, `ArcRwLockWriteGuard`), through `lock_api`'s
-//! feature of the same name, as parking_lot's. The crate re-exports
-//! [`lock_api`], so its traits and `GuardSend` need no dependency of your
-//! own.
+//! feature of the same name, as parking_lot's. `send_guard`: guards are
+//! `Send` (see *Guards and async code*). The crate re-exports [`lock_api`],
+//! so its traits need no dependency of your own; [`GuardMarker`] is the
+//! guard marker, whichever the feature picks.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod futex;
@@ -142,9 +172,9 @@ mod api;
 pub use api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 #[cfg(not(loom))]
 pub use api::{
-    MappedRwLockReadGuard, MappedRwLockWriteGuard, ReadRecursive, RwLock, RwLockReadGuard,
-    RwLockWriteGuard,
+    GuardMarker, MappedRwLockReadGuard, MappedRwLockWriteGuard, ReadRecursive, RwLock,
+    RwLockReadGuard, RwLockWriteGuard,
 };
-/// The `lock_api` this crate implements, for its traits and `GuardSend`
-/// without a dependency of your own.
+/// The `lock_api` this crate implements, for its traits without a
+/// dependency of your own.
 pub use lock_api;

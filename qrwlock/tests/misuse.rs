@@ -176,7 +176,7 @@ fn lock_api_force_unlocks_of_an_unheld_lock() {
         let lock = RwLock::new(5u32);
         refused_then(
             // SAFETY: deliberately violated: no write guard was forgotten.
-            || unsafe { lock.force_unlock_write(lock_api::GuardSend::new()) },
+            || unsafe { lock.force_unlock_write(qrwlock::GuardMarker::new()) },
             || {
                 *lock.write() += 1;
                 assert_eq!(*lock.read(), 6);
@@ -187,7 +187,7 @@ fn lock_api_force_unlocks_of_an_unheld_lock() {
         let lock = RwLock::new(5u32);
         refused_then(
             // SAFETY: deliberately violated: no read guard was forgotten.
-            || unsafe { lock.force_unlock_read(lock_api::GuardSend::new()) },
+            || unsafe { lock.force_unlock_read(qrwlock::GuardMarker::new()) },
             || {
                 *lock.write() += 1;
                 assert_eq!(*lock.read(), 6);

@@ -28,7 +28,8 @@
 //! property-testing crate is used).
 #![cfg(not(loom))]
 
-use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade};
+use lock_api::{RawRwLock, RawRwLockDowngrade};
+use qrwlock::GuardMarker;
 use qrwlock::{RawQRwLock, ReadRecursive, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::SeqCst;
@@ -48,8 +49,8 @@ const MAX_READERS: usize = 40;
 /// The lock's state as the model has it, with the guard tokens of the holds.
 #[derive(Default)]
 struct Model {
-    shared: Vec<GuardSend>,
-    exclusive: Option<GuardSend>,
+    shared: Vec<GuardMarker>,
+    exclusive: Option<GuardMarker>,
 }
 
 impl Model {
@@ -189,12 +190,12 @@ fn step(lock: &RawQRwLock, m: &mut Model, rng: &mut Rng, trace: &mut Trace) {
                     "try_read_lock_recursive() with the model at {before}"
                 );
                 if got {
-                    m.shared.push(GuardSend::new());
+                    m.shared.push(GuardMarker::new());
                 }
             } else if m.can_read() {
                 trace.op(format!("read_lock_recursive() {before}"));
                 lock.read_lock_recursive();
-                m.shared.push(GuardSend::new());
+                m.shared.push(GuardMarker::new());
             }
         }
         6..=8 if m.readers() > 0 => {
