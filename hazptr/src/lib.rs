@@ -47,6 +47,21 @@
 //! periods do. `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout in seconds
 //! (`0`: off).
 //!
+//! # Async runtimes and thread pools
+//!
+//! A guard is `!Send`, so a future that holds one across an `.await` cannot
+//! go to `tokio::spawn`; on a single-threaded executor (a `LocalSet`) it
+//! holds a slot of its executor thread while the task is parked. Slots are
+//! per thread: past the thread's 7 (6 in SeqCst fence mode), every guard of
+//! every task on that thread takes a backup slot, which the domain keeps
+//! until it drops and every later scan walks (16,384 tasks each holding a
+//! guard across a sleep left `synchronize` of the global domain about 100
+//! times slower for the rest of the process). Drop guards before awaiting,
+//! or give each burst of such tasks a domain of its own. A `synchronize`
+//! called from a task blocks its executor thread like any blocking call,
+//! and panics if a guard of another task on that thread protects the
+//! address (it would wait for itself).
+//!
 //! # Raw layer
 //!
 //! [`Guard::protect_ptr`] on a plain `AtomicPtr`, [`Domain::synchronize`],

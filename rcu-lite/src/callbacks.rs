@@ -316,6 +316,7 @@ impl CallbackQueue {
             flavor,
         );
         let mut spins = 0;
+        let mut watch = futex_word::stall::Watch::new();
         // Acquire pairs with the callback's Release store above.
         while done.load(Acquire) == 0 {
             if cfg!(loom) {
@@ -339,11 +340,38 @@ impl CallbackQueue {
                     barrier_without_a_worker(flavor, name);
                 }
             } else {
-                // Untimed: our enqueue returned with a worker running
+                // Our enqueue returned with a worker running
                 // (`start_worker_with`), which takes our callback and never
-                // exits.
-                futex::wait(&done, 0, None);
+                // exits: no limit but the stall warning's.
+                futex::wait(&done, 0, watch.sleep_limit());
+                if done.load(Acquire) == 0 {
+                    self.warn_if_stalled(&mut watch, flavor, name);
+                }
             }
+        }
+    }
+
+    /// A barrier that has waited the stall timeout (`futex_word::stall`) for
+    /// the callbacks queued before it says so on stderr, as a grace period
+    /// does: a callback that never returns (one that blocks on a lock the
+    /// caller holds, or on a task of a runtime the caller is blocking) is
+    /// otherwise a silent hang, since its grace period has ended. Written,
+    /// not `eprintln!`ed, as the grace periods' warnings are (`engine/stall.rs`).
+    #[cold]
+    fn warn_if_stalled(&self, watch: &mut futex_word::stall::Watch, flavor: &str, name: &str) {
+        if let Some(waited) = watch.due() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "rcu-lite: stall: {path} has waited {:.1} s for the callbacks queued before it \
+                 ({} callbacks of the flavor not started yet): the thread rcu-lite-{flavor}-callbacks is running one \
+                 that does not return (it blocks on a lock this caller holds, or on work of a \
+                 runtime this caller is blocking), or waits for a grace period that is held \
+                 up (see any other stall line); it goes on waiting",
+                waited.as_secs_f64(),
+                self.pending(),
+                path = crate::api_path(flavor, name)
+            );
         }
     }
 

@@ -54,7 +54,9 @@
 //! A grace period held up for 21 s says so on stderr, naming the kernel's
 //! ids of the threads it waits for, and again every 63 s while it waits, as
 //! the kernel's RCU CPU stall warnings do: a leaked guard or an online qsbr
-//! registration that never reports is otherwise a silent hang.
+//! registration that never reports is otherwise a silent hang. An
+//! `rcu_barrier()` held up as long by a callback that does not return says
+//! so too.
 //! `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout (seconds, decimals
 //! allowed; `0` turns the warnings off).
 //!
@@ -68,6 +70,29 @@
 //! `synchronize_rcu`, `call_rcu`, `rcu_barrier` and the cell's updates are
 //! not for handlers: they wait for the interrupted code, or for a lock it
 //! holds.
+//!
+//! # Async runtimes and thread pools
+//!
+//! A read-side section belongs to a thread, not to a task. A memb guard
+//! held across an `.await` keeps its executor thread inside a section while
+//! the task is parked, and the guards of all the tasks on one thread nest
+//! into one section that ends only when none of them holds a guard: with
+//! tasks arriving steadily, no grace period ends (a LocalSet that started a
+//! task holding a guard for 20 ms every 10 ms held a `synchronize_rcu` up
+//! for 5.8 s, until it stopped starting them). Read, copy out what the task
+//! needs, and drop the guard before the next `.await`. Guards of different
+//! tasks also count towards one thread's nesting limit (32,767).
+//!
+//! A qsbr registration on a pool or runtime worker holds up every grace
+//! period while the worker idles or runs tasks that never call
+//! `quiescent_state()`: take it offline while the worker parks (tokio's
+//! `on_thread_park` and `on_thread_unpark` hooks, with the
+//! [`qsbr::QsbrThread`] or [`qsbr::OfflineQsbrThread`] kept in a
+//! thread-local), and report quiescent states between tasks' reads; memb
+//! asks none of that. `call_rcu` callbacks run on the flavor's callback
+//! thread, not on a runtime: one that blocks on work of a runtime that
+//! `rcu_barrier()` is blocking (a bounded channel whose receiver is a task
+//! of that thread) hangs both; the barrier says so after the stall timeout.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 // 64-bit atomics hold the read-side record word and the grace-period

@@ -130,3 +130,27 @@ fn no_warning_inside_the_timeout_or_when_off() {
         assert!(!stderr.contains("stall"), "{ENV}={timeout}: {stderr}");
     }
 }
+
+/// A callback that blocks for 1.2 s holds up an `rcu_barrier()` queued
+/// behind it, with a timeout of 0.2 s: the barrier says so (its grace
+/// period has ended, so no grace-period warning would), and still returns.
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_barrier_held_up_by_a_blocking_callback_says_so() {
+    if in_the_child() {
+        memb::call_rcu(|| thread::sleep(Duration::from_millis(1200)));
+        return memb::rcu_barrier();
+    }
+    let stderr = stderr_of("a_barrier_held_up_by_a_blocking_callback_says_so", "0.2");
+    assert!(
+        stderr.lines().any(|line| line
+            .starts_with("rcu-lite: stall: rcu_lite::memb::rcu_barrier() has waited ")
+            && line.contains("rcu-lite-memb-callbacks is running one that does not return")
+            && line.ends_with("; it goes on waiting")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("rcu-lite: stall: memb grace period"),
+        "{stderr}"
+    );
+}

@@ -86,11 +86,14 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
     }
     let why = if flavor == "memb" {
         "each is inside a read-side section that has not ended (a memb::Guard leaked with \
-         mem::forget, a raw::memb_read_lock() never unlocked, or a section that blocks)"
+         mem::forget, a raw::memb_read_lock() never unlocked, a section that blocks, or \
+         guards held across .await by tasks of one executor thread, whose sections overlap \
+         into one that ends only when no task of the thread holds a guard)"
     } else {
         "each has an online QsbrThread registration that reports no quiescent state (a loop \
          without quiescent_state(), a registration leaked with mem::forget, or a thread \
-         blocked while online)"
+         blocked while online, such as an idle pool or runtime worker: go offline while it \
+         parks)"
     };
     format!(
         "rcu-lite: stall: {flavor} grace period {gp} has waited {:.1} s for {} thread(s) \
