@@ -25,7 +25,7 @@
 //!
 //! `cargo bench -p bench-suite --bench rcu_synchronize -- --quick`
 
-use bench_suite::rcuscale::{self, GracePeriod, Options};
+use bench_suite::rcuscale::{self, GracePeriod, IdleGate, Options};
 use bench_suite::registry;
 use bench_suite::start_gate::{StartGate, StopOnDrop};
 use criterion::measurement::WallTime;
@@ -80,7 +80,8 @@ fn bench_waits(
     let primitive: Box<dyn GracePeriod> = imp.build(options);
     for &readers in reader_counts {
         let stop = AtomicBool::new(false);
-        let ready = StartGate::new(readers + idle + 1);
+        let ready = StartGate::new(readers + 1);
+        let idle_ready = IdleGate::new(idle);
         primitive.prepare_writer();
         std::thread::scope(|s| {
             // Set however the scope ends: a wait that panics inside the
@@ -89,6 +90,7 @@ fn bench_waits(
             // A spawn the OS refuses panics here: the guard then cancels the
             // gate, so that the readers already started return.
             let _cancel = ready.cancel_on_panic();
+            let _cancel_idle = idle_ready.cancel_on_panic();
             for _ in 0..readers {
                 s.spawn(|| {
                     // A reader that panics in its set-up calls the start off.
@@ -101,17 +103,18 @@ fn bench_waits(
                 threads: (0..idle)
                     .map(|_| {
                         let idler = s.spawn(|| {
-                            let _cancel = ready.cancel_on_panic();
-                            primitive.idle_until(&ready, &stop);
+                            let _cancel = idle_ready.cancel_on_panic();
+                            primitive.idle_until(&idle_ready, &stop);
                         });
                         idler.thread().clone()
                     })
                     .collect(),
             };
-            // Every reader registered and reading before the first wait.
+            // Every idle thread registered and parking, and every reader
+            // registered and reading, before the first wait.
             assert!(
-                ready.wait(),
-                "rcu_synchronize: a reader thread of {name} panicked before the start"
+                idle_ready.wait_until_parking(idle) && ready.wait(),
+                "rcu_synchronize: a reader or idle thread of {name} panicked before the start"
             );
             let idle = if idle == 0 {
                 String::new()

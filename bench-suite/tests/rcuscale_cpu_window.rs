@@ -6,7 +6,7 @@
 
 use bench_suite::cpu_time;
 use bench_suite::progress::Progress;
-use bench_suite::rcuscale::{self, Config, GracePeriod, Options};
+use bench_suite::rcuscale::{self, Config, GracePeriod, IdleGate, Options};
 use bench_suite::registry::{Implementation, Origin};
 use bench_suite::start_gate::StartGate;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -69,7 +69,7 @@ impl GracePeriod for CostlyHelper {
         }
         1
     }
-    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
         use_cpu(Duration::from_millis(40));
         rcuscale::idle_wait(ready, stop);
     }

@@ -1,7 +1,7 @@
 //! This workspace's `hazptr` writer side: swap, `synchronize(old)`, free.
 
 use super::published::Published;
-use super::{GracePeriod, Options, idle_wait};
+use super::{GracePeriod, IdleGate, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
 use hazptr::Domain;
@@ -81,7 +81,7 @@ impl GracePeriod for Hazptr {
         n
     }
 
-    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
         // The first guard gives the thread a slot block, which every scan
         // walks until the thread exits.
         let mut guard = self.domain.guard();

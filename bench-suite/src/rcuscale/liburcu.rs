@@ -49,8 +49,8 @@ fn make_qsbr() -> Result<Box<dyn GracePeriod>, Unavailable> {
 mod linked {
     use super::GracePeriod;
     use crate::liburcu::{MembReader, QsbrReader, memb_synchronize_rcu, qsbr_synchronize_rcu};
-    use crate::rcuscale::idle_wait;
     use crate::rcuscale::published::Published;
+    use crate::rcuscale::{IdleGate, idle_wait};
     use crate::start_gate::StartGate;
     use std::marker::PhantomData;
     use std::sync::atomic::{AtomicBool, AtomicPtr};
@@ -158,7 +158,7 @@ mod linked {
             })
         }
 
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             // Registered (on liburcu's reader list, which every grace period
             // walks) until `registered` returns; a qsbr reader is offline
             // meanwhile, as a qsbr thread that blocks must be.

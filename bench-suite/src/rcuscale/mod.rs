@@ -42,7 +42,7 @@ use crate::stats;
 use crate::wait_log::WaitLog;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,7 @@ pub trait GracePeriod: Send + Sync {
     /// section, then calls [`idle_wait`]`(ready, stop)` while still registered:
     /// a thread the waiting side must account for on every scan although it
     /// never reads again, as the kernel accounts for idle CPUs.
-    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool);
+    fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool);
     /// The implementation's own counts of the grace periods it completed
     /// and the fixed-interval FQS waits its drivers made, where it keeps
     /// them (rcu-lite's `grace_periods()`); read by each writer before the
@@ -134,15 +134,58 @@ impl std::iter::Sum for FqsCounts {
     }
 }
 
-/// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (a gate
-/// the idle threads pass, all registered, before the readers and writers
-/// are started: their wake-ups stay out of the timed window), then stays
-/// parked until the run sets `stop` and unparks it (`EndOfRun`). Returns
-/// at once if the gate was cancelled.
-pub fn idle_wait(ready: &StartGate, stop: &AtomicBool) {
-    if !ready.wait() {
+/// The gate the idle threads pass, all registered, before the readers and
+/// writers are started, and their count of those past it and about to
+/// park: the run starts the others only once every idle thread is, so that
+/// their wake-ups from the gate stay out of the timed window (until
+/// 2026-12-06 the run went on as the gate opened, and some of 256 idle
+/// threads could still be on their way back to park when the window
+/// opened, charged to the others' CPU time; the measurement audit).
+pub struct IdleGate {
+    gate: StartGate,
+    parking: AtomicUsize,
+}
+
+impl IdleGate {
+    /// A gate for `idle_threads` idle threads and the run's thread.
+    pub fn new(idle_threads: usize) -> IdleGate {
+        IdleGate {
+            gate: StartGate::new(idle_threads + 1),
+            parking: AtomicUsize::new(0),
+        }
+    }
+
+    /// The run's side: waits until every one of the `idle_threads` has
+    /// passed the gate and is about to park. False if the gate was
+    /// cancelled (a thread panicked or was refused).
+    pub fn wait_until_parking(&self, idle_threads: usize) -> bool {
+        if !self.gate.wait() {
+            return false;
+        }
+        // Relaxed: a count, which orders nothing else; the idle threads
+        // need a CPU to get there, hence the yield.
+        while self.parking.load(Relaxed) < idle_threads {
+            std::thread::yield_now();
+        }
+        true
+    }
+
+    /// Cancels the gate if dropped while the thread panics (see
+    /// [`StartGate::cancel_on_panic`]).
+    pub fn cancel_on_panic(&self) -> crate::start_gate::CancelOnPanic<'_> {
+        self.gate.cancel_on_panic()
+    }
+}
+
+/// The idle part of [`GracePeriod::idle_until`]: waits at `ready` (see
+/// [`IdleGate`]), then stays parked until the run sets `stop` and unparks
+/// it (`EndOfRun`). Returns at once if the gate was cancelled.
+pub fn idle_wait(ready: &IdleGate, stop: &AtomicBool) {
+    if !ready.gate.wait() {
         return; // The run was called off.
     }
+    // Relaxed: see `wait_until_parking`.
+    ready.parking.fetch_add(1, Relaxed);
     // Parked, as an idle CPU does not wake in the kernel's runs. (Naps of
     // 50 ms woke 256 idle threads 5,000 times a second, about 4% of a CPU
     // taken from the writers.) Relaxed: `EndOfRun` sets `stop` before its
@@ -574,7 +617,7 @@ fn run_once(
     let primitive = &*boxed;
     progress.set_label(imp.name);
     let stop = AtomicBool::new(false);
-    let idle_ready = StartGate::new(config.idle_threads + 1);
+    let idle_ready = IdleGate::new(config.idle_threads);
     let start = StartGate::new(config.writers + config.readers + 1);
     // Without --waits: when the writers stop, set by the first one out of
     // the gate (see the writer's loop).
@@ -587,7 +630,7 @@ fn run_once(
     // After a refusal the run is off: the threads already waiting at the
     // gate return without measuring (and `EndOfRun`'s drop sets `stop`).
     let call_off = |refused| {
-        idle_ready.cancel();
+        idle_ready.gate.cancel();
         start.cancel();
         refused
     };
@@ -625,10 +668,10 @@ fn run_once(
             .map_err(call_off)?;
             end_of_run.idle.push(idle.thread().clone());
         }
-        // Every idle thread registered before the readers and writers start
-        // (they park as those set up), or one panicked.
+        // Every idle thread registered and on its way to park before the
+        // readers and writers start, or one panicked.
         assert!(
-            idle_ready.wait(),
+            idle_ready.wait_until_parking(config.idle_threads),
             "rcuscale: a thread of {} panicked before the run started",
             imp.name
         );
@@ -1126,7 +1169,7 @@ mod tests {
             }
             1
         }
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -1174,7 +1217,7 @@ mod tests {
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             one_read_until_stop(ready, stop)
         }
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -1247,7 +1290,7 @@ mod tests {
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             one_read_until_stop(ready, stop)
         }
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -1260,7 +1303,7 @@ mod tests {
         fn read_until(&self, _ready: &StartGate, _stop: &AtomicBool) -> u64 {
             panic!("a planted panic in a reader's registration");
         }
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -1534,7 +1577,7 @@ mod tests {
         fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
             one_read_until_stop(ready, stop)
         }
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             idle_wait(ready, stop)
         }
     }
@@ -1563,7 +1606,7 @@ mod tests {
             one_read_until_stop(ready, stop);
             arrived.elapsed().as_micros() as u64
         }
-        fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
             idle_wait(ready, stop);
             if !stop.load(Relaxed) {
                 IDLE_LEFT_EARLY.fetch_add(1, Relaxed);
@@ -1592,6 +1635,42 @@ mod tests {
         assert_eq!(out.gps, 5, "{out:?}");
         let (mean, per_gp) = (out.latency_us.mean, out.per_gp_us);
         assert!((mean - per_gp).abs() <= 1e-9 * per_gp, "{out:?}");
+    }
+
+    /// The run's thread goes on only once every idle thread has come back
+    /// from the gate and counted itself as parking: what an idle thread
+    /// does between the two (here a flag it sets after a nap) is done by
+    /// then, not left to fall into the timed window.
+    #[test]
+    fn the_run_waits_for_the_idle_threads_to_come_back_from_the_gate() {
+        const IDLE: usize = 3;
+        let (gate, stop) = (IdleGate::new(IDLE), AtomicBool::new(false));
+        let back = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            // Sets `stop` and unparks them however the scope ends, so that
+            // a failed assertion fails the test instead of hanging it.
+            let _end = EndOfRun {
+                stop: &stop,
+                idle: (0..IDLE)
+                    .map(|_| {
+                        s.spawn(|| {
+                            if gate.gate.wait() {
+                                std::thread::sleep(Duration::from_millis(20));
+                                back.fetch_add(1, Relaxed);
+                                gate.parking.fetch_add(1, Relaxed);
+                                while !stop.load(Relaxed) {
+                                    std::thread::park();
+                                }
+                            }
+                        })
+                        .thread()
+                        .clone()
+                    })
+                    .collect(),
+            };
+            assert!(gate.wait_until_parking(IDLE));
+            assert_eq!(back.load(Relaxed), IDLE);
+        });
     }
 
     /// Idle threads stay registered and parked until the run is over: none

@@ -1,6 +1,6 @@
 //! The peers' writer side.
 
-use super::{GracePeriod, Options, idle_wait};
+use super::{GracePeriod, IdleGate, Options, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
@@ -109,7 +109,7 @@ impl GracePeriod for CrossbeamEpoch {
         n
     }
 
-    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
         // Pinning once registers the thread with the default collector, whose
         // epoch advance walks every registered participant.
         let guard = epoch::pin();

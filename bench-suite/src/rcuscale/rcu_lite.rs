@@ -13,7 +13,7 @@
 //! several threads interleave.
 
 use super::published::Published;
-use super::{FqsCounts, GracePeriod, Options, QSBR_SECTIONS_PER_QS, idle_wait};
+use super::{FqsCounts, GracePeriod, IdleGate, Options, QSBR_SECTIONS_PER_QS, idle_wait};
 use crate::registry::{Implementation, Origin};
 use crate::start_gate::StartGate;
 use rcu_lite::qsbr::{self, QsbrThread};
@@ -174,7 +174,7 @@ impl GracePeriod for RcuLite {
         n
     }
 
-    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
         // The first read lock registers the thread; it stays registered (and
         // scanned) until it exits.
         let guard = memb::read_lock();
@@ -271,7 +271,7 @@ impl GracePeriod for RcuLiteQsbr {
         n
     }
 
-    fn idle_until(&self, ready: &StartGate, stop: &AtomicBool) {
+    fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
         // Registered (and scanned) until it exits; offline while idle, as a
         // qsbr thread that blocks must be.
         let mut thread = self.register_and_read();
