@@ -149,8 +149,10 @@ fn quick_qs_section(results: &Results) -> Section {
          the kernel paces them. `{}` reports the grace-period driver's own quiescent state at the end of \
          init (the seed's patch); `{}` credits the driver only after it passes one, so an idle grace period \
          needs a second FQS wait. As in the seed, each run is {} `synchronize_rcu()` calls, and the two \
-         sides alternate run by run; *max* is the largest wait of all runs (the seed's figure), *run max* the \
-         median over runs of each run's largest. The seed measured mean 0.62x and max 0.40x.",
+         sides alternate run by run; *mean* is the mean of all waits, *p99* the median over runs of each \
+         run's p99 (of 100 waits, close to that run's largest), *max* the largest wait of all runs (the \
+         seed's figure), *run max* the median over runs of each run's largest. The seed measured mean \
+         0.62x and max 0.40x.",
         match idle_threads {
             // The report's own runs have had one since 2026-12-06.
             0 => "no idle registered thread (a run from before 2026-12-06: its engine made the \
