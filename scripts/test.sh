@@ -38,7 +38,7 @@ SYNCPRIMS_FENCE=seqcst cargo test -p rcu-lite --example routing_table
 # (guards that are `Send`: its test, and the crate docs' example, which
 # compiles only with it).
 cargo test -p qrwlock --features arc_lock --test rwlock
-cargo test -p qrwlock --features send_guard --test rwlock
+cargo test -p qrwlock --features arc_lock,send_guard --test rwlock
 cargo test -p qrwlock --features send_guard --doc
 
 # bench-suite's examples measure the floors the docs quote; `cargo test` only
