@@ -52,7 +52,8 @@ ref = load("refscale")
 ns = {k: v["ns_per_op"] for k, v in ref.items()}
 print("protect + release, ns/op (median of 15 runs):", ", ".join(f"{k} {v:.3f}" for k, v in ns.items()))
 # refscale runs the contenders in turns, so run i of each is paired: every
-# goal is judged on the median of the per-run (or per-round) ratios, which
+# ratio goal of refscale and rcuscale is judged on the median of the
+# per-run (or per-round) ratios, which
 # a slow stretch of the machine cannot tip by landing on one side's median
 # only (docs/measuring.md); the ratio of the medians is printed beside it
 # (until 2026-12-06 the verdicts went by that).

@@ -73,7 +73,8 @@ print("read side, ns/op (median of 15 runs; min in brackets):")
 for k in ns:
     print(f"  {k:16} {ns[k]:6.3f} [{lo[k]:.3f}]")
 # refscale runs the contenders in turns, so run i of each is paired: every
-# goal is judged on the median of the per-run (or per-round) ratios, which
+# ratio goal of refscale and rcuscale is judged on the median of the
+# per-run (or per-round) ratios, which
 # a slow stretch of the machine cannot tip by landing on one side's median
 # only (docs/measuring.md); the ratio of the medians is printed beside it
 # (until 2026-12-06 the verdicts went by that).

@@ -59,9 +59,15 @@ fn main() {
         .next()
         .unwrap_or_else(|| "1/0,8/0,16/0,32/0,1/1,16/1".to_owned());
     // Once, untimed: the fence mode (and its membarrier registration) and
-    // the grace-period worker that crowded callers hand over to.
-    memb::synchronize_rcu();
-    memb::start_grace_period_worker();
+    // the grace-period worker that crowded callers hand over to. On a
+    // thread that exits, so that this one stays unregistered, as
+    // rcuscale's harness thread does.
+    std::thread::spawn(|| {
+        memb::synchronize_rcu();
+        memb::start_grace_period_worker();
+    })
+    .join()
+    .expect("the set-up thread panicked");
     for pair in rows.split(',') {
         let (writers, readers) = pair
             .split_once('/')

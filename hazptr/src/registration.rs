@@ -174,7 +174,8 @@ pub(crate) fn thread_token() -> usize {
 }
 
 /// The kernel's id of the calling thread (`gettid()`), read once per thread
-/// and cached in `TOKEN`; 0 if the thread-locals are gone (thread exit).
+/// and cached in `TOKEN`, which has no destructor and so can be read
+/// throughout thread exit too (0, for a failed read, is only a fallback).
 /// Slot owners record it so that a stall warning can name the thread whose
 /// guard holds a scan up, as a debugger or `top -H` shows it.
 #[cfg(not(loom))]

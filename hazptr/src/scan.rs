@@ -166,7 +166,7 @@ pub(crate) fn for_each_slot(shared: &Shared, mut f: impl FnMut(&AtomicUsize)) {
 
 /// For a stall warning: the kernel ids of the threads whose slots protect
 /// `addr` now (a walk of every slot, Relaxed: what it finds may be a moment
-/// stale). An id is 0 where the holder took its slot while exiting.
+/// stale), each once. An id is 0 only for a slot freed meanwhile.
 #[cold]
 pub(crate) fn holders_of(shared: &Shared, addr: usize) -> Vec<i32> {
     let mut ids = Vec::new();
@@ -185,6 +185,10 @@ pub(crate) fn holders_of(shared: &Shared, addr: usize) -> Vec<i32> {
             ids.push(n.owner.os_id());
         }
     });
+    // A thread with nested guards of the address, in its block and in a
+    // backup slot, is named once.
+    ids.sort_unstable();
+    ids.dedup();
     ids
 }
 
@@ -207,12 +211,22 @@ fn holder_of_slot(shared: &Shared, slot: &AtomicUsize) -> Option<i32> {
 }
 
 /// Kernel thread ids as a stall warning names them: "thread 4242", "threads
-/// 4242, 4243", "a thread whose id is unknown" for 0 (or none found).
+/// 4242, 4243", "a thread whose id is unknown" for 0 (or none found). An
+/// id that is no longer one of this process's threads is marked
+/// "(exited)": the guard of a thread that exited (one forgotten, or kept
+/// in a thread-local destroyed later) holds on, and the kernel may give
+/// its id to another thread.
 pub(crate) fn threads(ids: &[i32]) -> String {
     let known: Vec<String> = ids
         .iter()
         .filter(|&&id| id != 0)
-        .map(i32::to_string)
+        .map(|id| {
+            if std::path::Path::new(&format!("/proc/self/task/{id}")).exists() {
+                id.to_string()
+            } else {
+                format!("{id} (exited)")
+            }
+        })
         .collect();
     match known.len() {
         0 => "a thread whose id is unknown".to_owned(),
@@ -358,7 +372,7 @@ pub(super) fn synchronize_alone(shared: &Shared, addr: usize) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{begin, read_slot};
+    use super::{begin, holders_of, read_slot, threads};
     use crate::Domain;
     use crate::slot::is_older_wildcard;
     use crate::sync::{AtomicUsize, Ordering};
@@ -475,5 +489,44 @@ mod tests {
                 assert_eq!(read_slot(&Domain::new().shared, &slot, mine), arriving);
             },
         );
+    }
+
+    /// A stall warning names a live thread by its id, marks one that has
+    /// exited (whose id the kernel may give to another thread), and names
+    /// each id once however many of its slots hold the address.
+    #[test]
+    #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
+    fn stall_warnings_name_live_and_exited_threads() {
+        // SAFETY: gettid() takes nothing and cannot fail.
+        let me = unsafe { libc::gettid() };
+        // SAFETY: as above.
+        let gone = std::thread::spawn(|| unsafe { libc::gettid() })
+            .join()
+            .unwrap();
+        assert_eq!(threads(&[me]), format!("thread {me}"));
+        assert_eq!(
+            threads(&[me, gone]),
+            format!("threads {me}, {gone} (exited)")
+        );
+        assert_eq!(threads(&[0]), "a thread whose id is unknown");
+    }
+
+    /// A thread whose nested guards hold an address in its block and in
+    /// backup slots is one holder.
+    #[test]
+    fn a_holder_with_nested_guards_is_named_once() {
+        let domain = Domain::new();
+        let value = Box::into_raw(Box::new(7u64));
+        let src = std::sync::atomic::AtomicPtr::new(value);
+        let guards: Vec<_> = (0..=crate::usable_slots_per_thread())
+            .map(|_| domain.acquire(&src).0)
+            .collect();
+        assert!(guards.last().is_some_and(|g| g.is_backup()));
+        // SAFETY: gettid() takes nothing and cannot fail.
+        let me = unsafe { libc::gettid() };
+        assert_eq!(holders_of(&domain.shared, value as usize), [me]);
+        drop(guards);
+        // SAFETY: from `Box::into_raw`; no guard is left.
+        drop(unsafe { Box::from_raw(value) });
     }
 }

@@ -348,8 +348,8 @@ impl Owner {
         }
     }
 
-    /// The holder's kernel id, for a stall warning: 0 if the slot is free,
-    /// or its holder took it while exiting (or under loom).
+    /// The holder's kernel id, for a stall warning: 0 if the slot is free
+    /// (or under loom). A holder that has exited keeps its id here.
     pub(crate) fn os_id(&self) -> i32 {
         #[cfg(not(loom))]
         return self.os_id.load(Ordering::Relaxed);

@@ -317,6 +317,9 @@ impl CallbackQueue {
         );
         let mut spins = 0;
         let mut watch = futex_word::stall::Watch::new();
+        // Callbacks started when the stall watch last looked (Relaxed: a
+        // count for the warning's wording).
+        let mut started_seen = self.started_total.load(Relaxed);
         // Acquire pairs with the callback's Release store above.
         while done.load(Acquire) == 0 {
             if cfg!(loom) {
@@ -345,7 +348,7 @@ impl CallbackQueue {
                 // exits: no limit but the stall warning's.
                 futex::wait(&done, 0, watch.sleep_limit());
                 if done.load(Acquire) == 0 {
-                    self.warn_if_stalled(&mut watch, flavor, name);
+                    self.warn_if_stalled(&mut watch, &mut started_seen, flavor, name);
                 }
             }
         }
@@ -357,22 +360,45 @@ impl CallbackQueue {
     /// caller holds, or on a task of a runtime the caller is blocking) is
     /// otherwise a silent hang, since its grace period has ended. Written,
     /// not `eprintln!`ed, as the grace periods' warnings are (`engine/stall.rs`).
+    /// Callbacks that started since the last warning (`started_seen`)
+    /// mean a long backlog, still being worked through; none, a callback
+    /// that does not return or a grace period held up.
     #[cold]
-    fn warn_if_stalled(&self, watch: &mut futex_word::stall::Watch, flavor: &str, name: &str) {
-        if let Some(waited) = watch.due() {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "rcu-lite: stall: {path} has waited {:.1} s for the callbacks queued before it \
-                 ({} callbacks of the flavor not started yet): the thread rcu-lite-{flavor}-callbacks is running one \
-                 that does not return (it blocks on a lock this caller holds, or on work of a \
-                 runtime this caller is blocking), or waits for a grace period that is held \
-                 up (see any other stall line); it goes on waiting",
-                waited.as_secs_f64(),
-                self.pending(),
-                path = crate::api_path(flavor, name)
-            );
-        }
+    fn warn_if_stalled(
+        &self,
+        watch: &mut futex_word::stall::Watch,
+        started_seen: &mut u64,
+        flavor: &str,
+        name: &str,
+    ) {
+        let Some(waited) = watch.due() else {
+            return;
+        };
+        // Relaxed: as `pending`.
+        let started = self.started_total.load(Relaxed);
+        let since = started.wrapping_sub(std::mem::replace(started_seen, started));
+        let why = if since > 0 {
+            format!(
+                "{since} callbacks started since the last look, so the thread \
+                 rcu-lite-{flavor}-callbacks is still working through a backlog"
+            )
+        } else {
+            format!(
+                "no callback started since the last look: the thread \
+                 rcu-lite-{flavor}-callbacks is running one that does not return (it blocks on a \
+                 lock this caller holds, or on work of a runtime this caller is blocking), or \
+                 waits for a grace period that is held up (see any other stall line)"
+            )
+        };
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "rcu-lite: stall: {path} has waited {:.1} s for the callbacks queued before it ({} \
+             callbacks of the flavor not started yet; {why}); it goes on waiting",
+            waited.as_secs_f64(),
+            self.pending(),
+            path = crate::api_path(flavor, name)
+        );
     }
 
     /// Whether the worker thread was spawned (Acquire: pairs with the

@@ -145,7 +145,10 @@ fn a_barrier_held_up_by_a_blocking_callback_says_so() {
     assert!(
         stderr.lines().any(|line| line
             .starts_with("rcu-lite: stall: rcu_lite::memb::rcu_barrier() has waited ")
-            && line.contains("rcu-lite-memb-callbacks is running one that does not return")
+            && line.contains(
+                "no callback started since the last look: the thread rcu-lite-memb-callbacks is \
+                 running one that does not return"
+            )
             && line.ends_with("; it goes on waiting")),
         "{stderr}"
     );

@@ -158,13 +158,26 @@ impl IdleGate {
     /// The run's side: waits until every one of the `idle_threads` has
     /// passed the gate and is about to park. False if the gate was
     /// cancelled (a thread panicked or was refused).
+    ///
+    /// # Panics
+    ///
+    /// If they have not all come back a minute after the gate opened (an
+    /// `idle_until` that does not go through [`idle_wait`]): a failure with
+    /// a message, not a hang.
     pub fn wait_until_parking(&self, idle_threads: usize) -> bool {
         if !self.gate.wait() {
             return false;
         }
+        let opened = Instant::now();
         // Relaxed: a count, which orders nothing else; the idle threads
         // need a CPU to get there, hence the yield.
         while self.parking.load(Relaxed) < idle_threads {
+            assert!(
+                opened.elapsed() < Duration::from_secs(60),
+                "rcuscale: {} of {idle_threads} idle threads came back from their gate to park \
+                 within a minute",
+                self.parking.load(Relaxed)
+            );
             std::thread::yield_now();
         }
         true
@@ -1670,6 +1683,24 @@ mod tests {
             };
             assert!(gate.wait_until_parking(IDLE));
             assert_eq!(back.load(Relaxed), IDLE);
+        });
+    }
+
+    /// Threads in the real `idle_wait` count themselves, so that the run's
+    /// wait for them ends (without the count it would panic after its
+    /// minute).
+    #[test]
+    fn idle_wait_counts_its_thread_as_parking() {
+        const IDLE: usize = 3;
+        let (gate, stop) = (IdleGate::new(IDLE), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let _end = EndOfRun {
+                stop: &stop,
+                idle: (0..IDLE)
+                    .map(|_| s.spawn(|| idle_wait(&gate, &stop)).thread().clone())
+                    .collect(),
+            };
+            assert!(gate.wait_until_parking(IDLE));
         });
     }
 

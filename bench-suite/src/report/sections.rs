@@ -150,7 +150,7 @@ fn quick_qs_section(results: &Results) -> Section {
          init (the seed's patch); `{}` credits the driver only after it passes one, so an idle grace period \
          needs a second FQS wait. As in the seed, each run is {} `synchronize_rcu()` calls, and the two \
          sides alternate run by run; *mean* is the mean of all waits, *p99* the median over runs of each \
-         run's p99 (of 100 waits, close to that run's largest), *max* the largest wait of all runs (the \
+         run's p99 (with {} waits a run, near that run's largest), *max* the largest wait of all runs (the \
          seed's figure), *run max* the median over runs of each run's largest. The seed measured mean \
          0.62x and max 0.40x.",
         match idle_threads {
@@ -164,6 +164,7 @@ fn quick_qs_section(results: &Results) -> Section {
         interval_ms,
         QUICK_QS_PAIR[0],
         QUICK_QS_PAIR[1],
+        waits_per_run,
         waits_per_run,
     ));
     let sides: Vec<_> = QUICK_QS_PAIR
