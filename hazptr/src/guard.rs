@@ -762,17 +762,10 @@ mod tests {
     fn a_scan_waiting_for_a_stopped_reader_says_so() {
         use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
         use std::sync::atomic::Ordering::SeqCst;
+        use test_support::stall::{in_the_child, kernel_thread_id, stderr_of};
         const TEST: &str = "guard::tests::a_scan_waiting_for_a_stopped_reader_says_so";
-        // The child's marker: not the timeout's own variable, which a user
-        // may have set for the whole test run.
-        const CHILD: &str = "SYNCPRIMS_STALL_TEST_CHILD";
-        if std::env::var_os(CHILD).is_none() {
-            let stderr = test_support::stderr_of_a_passing_child_process(
-                TEST,
-                CHILD,
-                "0.2",
-                &[(futex_word::stall::TIMEOUT_ENV, "0.2")],
-            );
+        if !in_the_child() {
+            let stderr = stderr_of(TEST, "0.2");
             // The reader's kernel id, which the warning names.
             let reader = stderr.lines().find_map(|line| line.strip_prefix("reader "));
             assert!(
@@ -795,8 +788,7 @@ mod tests {
         let domain = &Domain::builder().shared_scan(false).build();
         std::thread::scope(|s| {
             s.spawn(move || {
-                // SAFETY: gettid() takes nothing and cannot fail.
-                eprintln!("reader {}", unsafe { libc::gettid() });
+                eprintln!("reader {}", kernel_thread_id());
                 ARMED.with(|armed| armed.set(true));
                 drop(domain.acquire(src));
             });

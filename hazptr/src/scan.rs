@@ -497,12 +497,9 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
     fn stall_warnings_name_live_and_exited_threads() {
-        // SAFETY: gettid() takes nothing and cannot fail.
-        let me = unsafe { libc::gettid() };
-        // SAFETY: as above.
-        let gone = std::thread::spawn(|| unsafe { libc::gettid() })
-            .join()
-            .unwrap();
+        use test_support::stall::kernel_thread_id;
+        let me = kernel_thread_id();
+        let gone = std::thread::spawn(kernel_thread_id).join().unwrap();
         assert_eq!(threads(&[me]), format!("thread {me}"));
         assert_eq!(
             threads(&[me, gone]),
@@ -522,8 +519,7 @@ mod tests {
             .map(|_| domain.acquire(&src).0)
             .collect();
         assert!(guards.last().is_some_and(|g| g.is_backup()));
-        // SAFETY: gettid() takes nothing and cannot fail.
-        let me = unsafe { libc::gettid() };
+        let me = test_support::stall::kernel_thread_id();
         assert_eq!(holders_of(&domain.shared, value as usize), [me]);
         drop(guards);
         // SAFETY: from `Box::into_raw`; no guard is left.

@@ -11,23 +11,7 @@ use std::sync::atomic::AtomicPtr;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-
-/// The variable the stall warnings read; the children get it set.
-const ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
-
-/// Set in the children, to the timeout they run with: not `ENV` itself,
-/// which a user may have set for the whole test run.
-const CHILD: &str = "SYNCPRIMS_STALL_TEST_CHILD";
-
-fn in_the_child() -> bool {
-    std::env::var_os(CHILD).is_some()
-}
-
-/// The calling thread's kernel id, which the warnings name.
-fn kernel_thread_id() -> i32 {
-    // SAFETY: gettid() takes nothing and cannot fail.
-    unsafe { libc::gettid() }
-}
+use test_support::stall::{TIMEOUT_ENV as ENV, in_the_child, kernel_thread_id, stderr_of};
 
 /// Another thread protects an object for `hold` while this one
 /// synchronizes on its address, in a domain with sharing `shared`.
@@ -52,11 +36,6 @@ fn synchronize_held_for(shared: bool, hold: Duration) {
     eprintln!("address {:#x}", value as usize);
     // SAFETY: from `Box::into_raw`; synchronized, and no guard is left.
     drop(unsafe { Box::from_raw(value) });
-}
-
-/// The child's stderr, once it passed, with a stall timeout of `timeout_s`.
-fn stderr_of(test: &str, timeout_s: &str) -> String {
-    test_support::stderr_of_a_passing_child_process(test, CHILD, timeout_s, &[(ENV, timeout_s)])
 }
 
 /// What the child printed after `prefix` on a line of its own.

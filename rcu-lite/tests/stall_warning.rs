@@ -10,28 +10,7 @@ use rcu_lite::{memb, qsbr};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-
-/// The variable the stall warnings read; the children get it set.
-const ENV: &str = "SYNCPRIMS_STALL_TIMEOUT_S";
-
-/// Set in the children, to the timeout they run with: not `ENV` itself,
-/// which a user may have set for the whole test run.
-const CHILD: &str = "SYNCPRIMS_STALL_TEST_CHILD";
-
-fn in_the_child() -> bool {
-    std::env::var_os(CHILD).is_some()
-}
-
-/// The kernel's id of the calling thread.
-fn os_tid() -> i32 {
-    // SAFETY: gettid() takes nothing and cannot fail.
-    unsafe { libc::gettid() }
-}
-
-/// The child's stderr, once it passed, with a stall timeout of `timeout_s`.
-fn stderr_of(test: &str, timeout_s: &str) -> String {
-    test_support::stderr_of_a_passing_child_process(test, CHILD, timeout_s, &[(ENV, timeout_s)])
-}
+use test_support::stall::{TIMEOUT_ENV as ENV, in_the_child, kernel_thread_id, stderr_of};
 
 /// The holdout's id, which the child prints as "holdout tid N".
 fn holdout_tid(stderr: &str) -> i32 {
@@ -48,7 +27,7 @@ fn memb_grace_period_held_for(hold: Duration) {
     let (entered, inside) = mpsc::channel();
     let reader = thread::spawn(move || {
         let guard = memb::read_lock();
-        eprintln!("holdout tid {}", os_tid());
+        eprintln!("holdout tid {}", kernel_thread_id());
         entered.send(()).unwrap();
         thread::sleep(hold);
         drop(guard);
@@ -102,7 +81,7 @@ fn an_online_qsbr_thread_holding_a_grace_period_up_is_named() {
     let (online, registered) = mpsc::channel();
     let holdout = thread::spawn(move || {
         let registration = qsbr::QsbrThread::register();
-        eprintln!("holdout tid {}", os_tid());
+        eprintln!("holdout tid {}", kernel_thread_id());
         online.send(()).unwrap();
         thread::sleep(Duration::from_millis(1200));
         drop(registration);

@@ -35,6 +35,7 @@
 mod counting_alloc;
 pub mod misuse;
 pub mod model;
+pub mod stall;
 
 pub use counting_alloc::{CountingAllocator, uncounted};
 
