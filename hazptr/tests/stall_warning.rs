@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicPtr;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-use test_support::stall::{TIMEOUT_ENV as ENV, in_the_child, kernel_thread_id, stderr_of};
+use test_support::stall::{in_the_child, kernel_thread_id, stderr_of};
 
 /// Another thread protects an object for `hold` while this one
 /// synchronizes on its address, in a domain with sharing `shared`.
@@ -99,19 +99,13 @@ fn a_shared_synchronize_held_up_by_a_guard_says_so() {
 #[test]
 #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn no_warning_inside_the_timeout_or_when_off() {
-    if in_the_child() {
-        let hold = if std::env::var(ENV).as_deref() == Ok("0") {
-            500
-        } else {
-            50
-        };
-        synchronize_held_for(false, Duration::from_millis(hold));
-        return synchronize_held_for(true, Duration::from_millis(hold));
-    }
-    for timeout in ["5", "0"] {
-        let stderr = stderr_of("no_warning_inside_the_timeout_or_when_off", timeout);
-        assert!(!stderr.contains("stall"), "{ENV}={timeout}: {stderr}");
-    }
+    test_support::stall::assert_no_warning_inside_the_timeout_or_when_off(
+        "no_warning_inside_the_timeout_or_when_off",
+        |hold| {
+            synchronize_held_for(false, hold);
+            synchronize_held_for(true, hold);
+        },
+    );
 }
 
 /// In a fork child the forking thread's guard is named by the child

@@ -29,3 +29,24 @@ pub fn kernel_thread_id() -> i32 {
     // SAFETY: gettid() takes nothing and cannot fail.
     unsafe { libc::gettid() }
 }
+
+/// The no-warning case every stall test file has: run as the test `test`,
+/// it has the child call `hold` with how long to hold a wait up (50 ms,
+/// well inside a 5 s timeout; 500 ms with the warnings off, `0`), and the
+/// parent run the child at both timeouts and find no stall line.
+pub fn assert_no_warning_inside_the_timeout_or_when_off(
+    test: &str,
+    hold: impl FnOnce(std::time::Duration),
+) {
+    if in_the_child() {
+        let off = std::env::var(TIMEOUT_ENV).as_deref() == Ok("0");
+        return hold(std::time::Duration::from_millis(if off { 500 } else { 50 }));
+    }
+    for timeout in ["5", "0"] {
+        let stderr = stderr_of(test, timeout);
+        assert!(
+            !stderr.contains("stall"),
+            "{TIMEOUT_ENV}={timeout}: {stderr}"
+        );
+    }
+}
