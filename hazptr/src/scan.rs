@@ -215,7 +215,8 @@ fn holder_of_slot(shared: &Shared, slot: &AtomicUsize) -> Option<i32> {
 /// id that is no longer one of this process's threads is marked
 /// "(exited)": the guard of a thread that exited (one forgotten, or kept
 /// in a thread-local destroyed later) holds on, and the kernel may give
-/// its id to another thread.
+/// its id to another thread. (A thread that exited a moment ago may still
+/// be listed there.)
 pub(crate) fn threads(ids: &[i32]) -> String {
     let known: Vec<String> = ids
         .iter()
@@ -500,6 +501,18 @@ mod tests {
         use test_support::stall::kernel_thread_id;
         let me = kernel_thread_id();
         let gone = std::thread::spawn(kernel_thread_id).join().unwrap();
+        // `join` returns once the thread's id word is cleared, which the
+        // kernel does before it takes the thread out of /proc/self/task:
+        // wait for that (seen in a CI run, 2026-12-06), within a bound.
+        let task = format!("/proc/self/task/{gone}");
+        let since = std::time::Instant::now();
+        while std::path::Path::new(&task).exists() {
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(30),
+                "{task} still there 30 s after the thread was joined"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(threads(&[me]), format!("thread {me}"));
         assert_eq!(
             threads(&[me, gone]),
