@@ -218,7 +218,9 @@ impl Domain {
     /// global allocator's `dealloc` that the growth of the batch or the list
     /// called, or from a signal handler. Retiring from either is not
     /// supported (the batch or the list is mid-change); the process prints
-    /// why and aborts. Deleters may retire: they run after all that.
+    /// why and aborts. Deleters may retire: they run after all that. Into a
+    /// domain being dropped too (a node whose drop retires the next): the
+    /// drop frees those as well before it returns.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
@@ -713,26 +715,50 @@ pub(crate) fn drop_payload(panic: Box<dyn std::any::Any + Send>) {
 
 /// Frees every object retired to `shared`, without looking at slots
 /// (domain drop: no guard of the domain exists).
+///
+/// The deleters it runs may retire into the same domain (a node whose drop
+/// retires the next one): those land in this thread's batch or on the list,
+/// so it takes both again until a round finds nothing. Stopping after one
+/// round would leave them to `Shared`'s drop, which runs when the last
+/// registration goes (at thread exit, say), after the domain's drop has
+/// returned: their deleters would run past the end the contract gives them
+/// (see [`Domain::retire`], item 3), and one that retires again would use
+/// the dropped handle.
 pub(crate) fn free_all(shared: &Shared) {
-    let all = {
-        let _held = ListHeld::new();
-        let mut list = crate::sync::lock(&shared.retired);
-        let mut all = std::mem::take(&mut *list);
-        shared.for_each_block(|b| {
-            b.retired.batch.with_mut(|batch| {
-                // SAFETY: the domain handle is being dropped, so no thread is
-                // inside `retire` for it; a thread that exits concurrently
-                // flushes its batch under the mutex we hold.
-                all.append(unsafe { &mut *batch });
+    let mut first_panic = None;
+    loop {
+        let all = {
+            let _held = ListHeld::new();
+            let mut list = crate::sync::lock(&shared.retired);
+            let mut all = std::mem::take(&mut *list);
+            shared.for_each_block(|b| {
+                b.retired.batch.with_mut(|batch| {
+                    // SAFETY: the domain handle is being dropped, so no other
+                    // thread is inside `retire` for it; this thread retires
+                    // into it only from the deleters below, which have
+                    // returned; a thread that exits concurrently flushes its
+                    // batch under the mutex we hold.
+                    all.append(unsafe { &mut *batch });
+                });
             });
-        });
-        // Relaxed: under the mutex, as in `reclaim_pass`.
-        shared.retired_count.store(0, Ordering::Relaxed);
-        shared.kept_count.store(0, Ordering::Relaxed);
-        all
-    };
-    // SAFETY: no guard of the domain exists and the objects are unpublished.
-    if let Some(panic) = unsafe { reclaim_all(all) } {
+            // Relaxed: under the mutex, as in `reclaim_pass`.
+            shared.retired_count.store(0, Ordering::Relaxed);
+            shared.kept_count.store(0, Ordering::Relaxed);
+            all
+        };
+        if all.is_empty() {
+            break;
+        }
+        // SAFETY: no guard of the domain exists and the objects are
+        // unpublished.
+        if let Some(panic) = unsafe { reclaim_all(all) } {
+            match first_panic {
+                None => first_panic = Some(panic),
+                Some(_) => drop_payload(panic),
+            }
+        }
+    }
+    if let Some(panic) = first_panic {
         pass_on(panic);
     }
 }

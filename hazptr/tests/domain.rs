@@ -749,6 +749,59 @@ fn dropping_a_domain_frees_everything_retired_to_it() {
     );
 }
 
+/// A node whose drop retires the next node of its chain into the same
+/// domain, as a linked structure's node that owns its successor does.
+struct ChainLink {
+    next: *mut ChainLink,
+    domain: *const Domain,
+    drops: Arc<AtomicUsize>,
+}
+
+// SAFETY: `domain` is only used while the domain is alive (a test asserts
+// that no link drops after it), and `next` is owned by this link.
+unsafe impl Send for ChainLink {}
+
+impl Drop for ChainLink {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+        if !self.next.is_null() {
+            // SAFETY: `next` was never published and is retired once, here;
+            // the domain is alive, since its drop runs this deleter.
+            unsafe { (*self.domain).retire_box(self.next) };
+        }
+    }
+}
+
+/// Dropping a domain frees what its deleters retire into it while it drops,
+/// before the drop returns: a chain of links, each retiring the next from
+/// its drop, is freed whole. (One round of freeing left the second link to
+/// the thread's exit, after the domain was gone, where its drop retired the
+/// third through the dropped domain.)
+#[test]
+fn dropping_a_domain_frees_what_its_deleters_retire_into_it() {
+    const LINKS: usize = 300;
+    for domain in domains() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let domain = Box::new(domain);
+        let mut next = std::ptr::null_mut();
+        for _ in 0..LINKS {
+            next = Box::into_raw(Box::new(ChainLink {
+                next,
+                domain: &*domain,
+                drops: Arc::clone(&drops),
+            }));
+        }
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(next) };
+        drop(domain);
+        assert_eq!(
+            drops.load(SeqCst),
+            LINKS,
+            "the domain's drop returned before freeing what its deleters retired into it"
+        );
+    }
+}
+
 #[test]
 #[cfg_attr(
     feature = "force-slow-path",
