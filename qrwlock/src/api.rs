@@ -166,6 +166,13 @@ pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawQRwLock, T>;
 /// every hold this way can keep writers out for as long as holds overlap:
 /// take the outermost hold with `read` and the nested ones with
 /// `read_recursive`.
+///
+/// The guard is `lock_api`'s ordinary read guard, and only the hold it was
+/// made with is recursive: `RwLockReadGuard::unlocked` (and
+/// `ArcRwLockReadGuard::unlocked`) takes the lock back with a plain `read`.
+/// So on a nested guard it can deadlock as a nested `read` does: the outer
+/// hold keeps a queued writer waiting, and the re-lock waits behind that
+/// writer. Drop the nested guard and call `read_recursive` again instead.
 pub trait ReadRecursive<T: ?Sized> {
     /// A shared hold that waits only while a writer holds the lock
     /// ([`RawQRwLock::read_lock_recursive`]).

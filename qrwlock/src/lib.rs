@@ -70,7 +70,9 @@
 //!   writer). [`ReadRecursive::read_recursive`] (raw:
 //!   [`RawQRwLock::read_lock_recursive`]) is the kernel's interrupt-context
 //!   reader: it waits only while a writer holds the lock, so it enters past a
-//!   waiting writer, and a nested hold taken with it cannot deadlock. Such
+//!   waiting writer, and a nested hold taken with it cannot deadlock (but
+//!   its guard's `unlocked` takes the lock back with a plain `read`: see
+//!   [`ReadRecursive`]). Such
 //!   readers do not yield to a waiting writer; take the outermost hold with
 //!   `read`. That is recursion within a thread, not an interrupt context: a
 //!   signal handler that waits for the lock deadlocks when the thread it
