@@ -98,6 +98,10 @@ pub(crate) struct CallbackQueue {
     queued_total: AtomicU64,
     /// Callbacks that have started running; written only under `batch_lock`.
     started_total: AtomicU64,
+    /// Callbacks that have returned (or panicked); written only under
+    /// `batch_lock`. With `started_total`, it tells a barrier's stall
+    /// warning whether a callback is running and whether any finished.
+    returned_total: AtomicU64,
     /// Barrier callbacks that this flavor's callbacks queued on the other
     /// flavor's queue and that have not run yet ([`enter_cross_barrier`]).
     cross_barriers: AtomicU32,
@@ -141,6 +145,7 @@ impl CallbackQueue {
                 batch_lock: Mutex::new(()),
                 queued_total: AtomicU64::new(0),
                 started_total: AtomicU64::new(0),
+                returned_total: AtomicU64::new(0),
                 cross_barriers: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
@@ -260,6 +265,9 @@ impl CallbackQueue {
                 #[cfg(not(loom))]
                 check_left_clean();
             }
+            // As `started_total` (Relaxed: a count for the stall warning).
+            let returned = self.returned_total.load(Relaxed);
+            self.returned_total.store(returned + 1, Relaxed);
         }
         IN_CALLBACK.with(|c| c.set(std::ptr::null()));
         ran
@@ -317,9 +325,9 @@ impl CallbackQueue {
         );
         let mut spins = 0;
         let mut watch = futex_word::stall::Watch::new();
-        // Callbacks started when the stall watch last looked (Relaxed: a
+        // Callbacks returned when the stall watch last looked (Relaxed: a
         // count for the warning's wording).
-        let mut started_seen = self.started_total.load(Relaxed);
+        let mut returned_seen = self.returned_total.load(Relaxed);
         // Acquire pairs with the callback's Release store above.
         while done.load(Acquire) == 0 {
             if cfg!(loom) {
@@ -348,7 +356,7 @@ impl CallbackQueue {
                 // exits: no limit but the stall warning's.
                 futex::wait(&done, 0, watch.sleep_limit());
                 if done.load(Acquire) == 0 {
-                    self.warn_if_stalled(&mut watch, &mut started_seen, flavor, name);
+                    self.warn_if_stalled(&mut watch, &mut returned_seen, flavor, name);
                 }
             }
         }
@@ -360,34 +368,45 @@ impl CallbackQueue {
     /// caller holds, or on a task of a runtime the caller is blocking) is
     /// otherwise a silent hang, since its grace period has ended. Written,
     /// not `eprintln!`ed, as the grace periods' warnings are (`engine/stall.rs`).
-    /// Callbacks that started since the last warning (`started_seen`)
-    /// mean a long backlog, still being worked through; none, a callback
-    /// that does not return or a grace period held up.
+    /// Callbacks that returned since the barrier began or the last warning
+    /// (`returned_seen`) mean a long backlog, still being worked through.
+    /// None, with one started and not returned, a callback that does not
+    /// return; with none running, a grace period held up. (Counting starts
+    /// instead told a lone callback that started after the barrier's first
+    /// look, and then blocked, from a backlog only at the third warning.)
     #[cold]
     fn warn_if_stalled(
         &self,
         watch: &mut futex_word::stall::Watch,
-        started_seen: &mut u64,
+        returned_seen: &mut u64,
         flavor: &str,
         name: &str,
     ) {
         let Some(waited) = watch.due() else {
             return;
         };
-        // Relaxed: as `pending`.
+        // Relaxed: as `pending`. Returned before started: both only grow,
+        // and a callback counts as started before it returns, so `running`
+        // is never below the truth at the moment of the first load.
+        let returned = self.returned_total.load(Relaxed);
         let started = self.started_total.load(Relaxed);
-        let since = started.wrapping_sub(std::mem::replace(started_seen, started));
+        let running = started.saturating_sub(returned);
+        let since = returned.wrapping_sub(std::mem::replace(returned_seen, returned));
         let why = if since > 0 {
             format!(
-                "{since} callbacks started since the last look, so the thread \
+                "{since} callbacks returned since the last look, so the thread \
                  rcu-lite-{flavor}-callbacks is still working through a backlog"
+            )
+        } else if running > 0 {
+            format!(
+                "no callback returned since the last look: the thread \
+                 rcu-lite-{flavor}-callbacks is running one that does not return (it blocks on a \
+                 lock this caller holds, or on work of a runtime this caller is blocking)"
             )
         } else {
             format!(
-                "no callback started since the last look: the thread \
-                 rcu-lite-{flavor}-callbacks is running one that does not return (it blocks on a \
-                 lock this caller holds, or on work of a runtime this caller is blocking), or \
-                 waits for a grace period that is held up (see any other stall line)"
+                "no callback is running: the thread rcu-lite-{flavor}-callbacks waits for a \
+                 grace period that is held up (see any other stall line)"
             )
         };
         use std::io::Write;

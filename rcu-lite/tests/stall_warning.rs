@@ -102,9 +102,27 @@ fn no_warning_inside_the_timeout_or_when_off() {
     );
 }
 
+/// The barrier stall lines of `stderr`, checked to be whole.
+fn barrier_stall_lines(stderr: &str) -> Vec<&str> {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| {
+            line.starts_with("rcu-lite: stall: rcu_lite::memb::rcu_barrier() has waited ")
+        })
+        .collect();
+    assert!(!lines.is_empty(), "no barrier stall line in:\n{stderr}");
+    for line in &lines {
+        assert!(line.ends_with("; it goes on waiting"), "{stderr}");
+    }
+    lines
+}
+
 /// A callback that blocks for 1.2 s holds up an `rcu_barrier()` queued
 /// behind it, with a timeout of 0.2 s: the barrier says so (its grace
-/// period has ended, so no grace-period warning would), and still returns.
+/// period has ended, so no grace-period warning would), from its first
+/// line on, and still returns. (The callback starts after the barrier
+/// begins, once its grace period ends: counting starts, the first lines
+/// called it a backlog.)
 #[test]
 #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn a_barrier_held_up_by_a_blocking_callback_says_so() {
@@ -113,18 +131,77 @@ fn a_barrier_held_up_by_a_blocking_callback_says_so() {
         return memb::rcu_barrier();
     }
     let stderr = stderr_of("a_barrier_held_up_by_a_blocking_callback_says_so", "0.2");
-    assert!(
-        stderr.lines().any(|line| line
-            .starts_with("rcu-lite: stall: rcu_lite::memb::rcu_barrier() has waited ")
-            && line.contains(
-                "no callback started since the last look: the thread rcu-lite-memb-callbacks is \
+    for line in barrier_stall_lines(&stderr) {
+        assert!(
+            line.contains(
+                "no callback returned since the last look: the thread rcu-lite-memb-callbacks is \
                  running one that does not return"
-            )
-            && line.ends_with("; it goes on waiting")),
-        "{stderr}"
-    );
+            ),
+            "{stderr}"
+        );
+    }
     assert!(
         !stderr.contains("rcu-lite: stall: memb grace period"),
+        "{stderr}"
+    );
+}
+
+/// Callbacks of 40 ms each, 30 of them, ahead of an `rcu_barrier()` with a
+/// timeout of 0.2 s: a backlog being worked through, which every barrier
+/// line says (each look finds some returned).
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_barrier_behind_a_backlog_says_so() {
+    if in_the_child() {
+        for _ in 0..30 {
+            memb::call_rcu(|| thread::sleep(Duration::from_millis(40)));
+        }
+        return memb::rcu_barrier();
+    }
+    let stderr = stderr_of("a_barrier_behind_a_backlog_says_so", "0.2");
+    for line in barrier_stall_lines(&stderr) {
+        assert!(
+            line.contains(
+                "callbacks returned since the last look, so the thread \
+                 rcu-lite-memb-callbacks is still working through a backlog"
+            ),
+            "{stderr}"
+        );
+    }
+}
+
+/// A barrier whose callback waits for a grace period that a reader holds
+/// up for 1.2 s, with a timeout of 0.2 s: no callback is running, and the
+/// barrier's lines say that it waits for a grace period, which the
+/// grace-period warning names.
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_barrier_behind_a_held_up_grace_period_says_so() {
+    if in_the_child() {
+        let (entered, inside) = mpsc::channel();
+        let reader = thread::spawn(move || {
+            let guard = memb::read_lock();
+            entered.send(()).unwrap();
+            thread::sleep(Duration::from_millis(1200));
+            drop(guard);
+        });
+        inside.recv().unwrap();
+        memb::call_rcu(|| {});
+        memb::rcu_barrier();
+        return reader.join().unwrap();
+    }
+    let stderr = stderr_of("a_barrier_behind_a_held_up_grace_period_says_so", "0.2");
+    for line in barrier_stall_lines(&stderr) {
+        assert!(
+            line.contains(
+                "no callback is running: the thread rcu-lite-memb-callbacks waits for a grace \
+                 period that is held up"
+            ),
+            "{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("rcu-lite: stall: memb grace period"),
         "{stderr}"
     );
 }
