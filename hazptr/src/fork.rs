@@ -8,9 +8,15 @@
 //! hooks the other way round: an RCU callback or reader may be inside hazptr
 //! (a callback worker holding its batch lock while it waits for a hazptr lock
 //! that hazptr's hooks hold would leave rcu-lite's `before_fork` waiting
-//! forever), while hazptr never waits for rcu-lite. With `pthread_atfork()`,
+//! forever), while hazptr's hooks never wait for rcu-lite (a deleter that
+//! hands its work to `call_rcu()` holds none of hazptr's locks while it
+//! waits). With `pthread_atfork()`,
 //! register hazptr's handlers first: prepare handlers run in the reverse order
-//! of registration, the others in order.
+//! of registration, the others in order. A program's own prepare handlers
+//! that take locks order those against rcu-lite's as `rcu_lite::fork`
+//! explains (*Your own prepare handlers*): a lock held while retiring into
+//! a domain whose deleters call `call_rcu()` is one held around
+//! `call_rcu()`.
 //!
 //! # What goes wrong without them
 //!

@@ -190,7 +190,8 @@ impl Domain {
     /// update (it would wait for its own thread), nor wait for a grace
     /// period or a [`Domain::synchronize`] (the caller may be inside a read
     /// section or hold a guard); hand such work elsewhere (a channel, or
-    /// rcu-lite's `call_rcu`). If
+    /// rcu-lite's `call_rcu`, which waits only while another thread is
+    /// between rcu-lite's fork hooks: see `rcu_lite::fork`). If
     /// it panics, the rest of the pass is still freed and the panic then
     /// comes out of that call; unless that thread is already unwinding, or
     /// exiting with its hazptr registrations gone (a thread-local destructor

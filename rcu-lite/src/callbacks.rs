@@ -11,7 +11,11 @@
 //!   runs the batch. Callbacks queued while that grace period runs wait for the
 //!   next batch, so one grace period serves everything queued before it.
 //! - Batches run one at a time, in queue order (`batch_lock`); within a batch,
-//!   callbacks run in the order they were queued. `rcu_barrier()` queues a
+//!   callbacks run in the order they were queued. While a fork waits for
+//!   `batch_lock` (`fork_waiting`), the worker starts no batch, and ends the
+//!   one it runs after the current callback, the rest put back at the front
+//!   of the queue: they run, in order, in the next batch, after one more
+//!   grace period. `rcu_barrier()` queues a
 //!   callback and waits for it, so every callback queued before the barrier has
 //!   run when it returns; when nothing is queued and no batch is in flight
 //!   (taking `batch_lock` without waiting), that is already so, and it
@@ -105,6 +109,12 @@ pub(crate) struct CallbackQueue {
     /// Barrier callbacks that this flavor's callbacks queued on the other
     /// flavor's queue and that have not run yet ([`enter_cross_barrier`]).
     cross_barriers: AtomicU32,
+    /// Forking threads waiting for `batch_lock` ([`Self::hold_batches`]):
+    /// while nonzero the worker starts no new batch. Without it the worker
+    /// took the lock back the moment it let go, and a fork waited until
+    /// the queue ran dry: seconds under a steady stream of callbacks.
+    #[cfg(not(loom))]
+    fork_waiting: AtomicU32,
     /// Whether the worker thread runs, or is being started
     /// (`WORKER_NOT_STARTED`, `WORKER_STARTING`, `WORKER_RUNNING`; in this
     /// process: a fork child has none).
@@ -147,6 +157,8 @@ impl CallbackQueue {
                 started_total: AtomicU64::new(0),
                 returned_total: AtomicU64::new(0),
                 cross_barriers: AtomicU32::new(0),
+                #[cfg(not(loom))]
+                fork_waiting: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
                 #[cfg(all(test, not(loom)))]
@@ -248,7 +260,8 @@ impl CallbackQueue {
         synchronize();
         let ran = batch.len();
         IN_CALLBACK.with(|c| c.set(self));
-        for callback in batch {
+        let mut batch = batch.into_iter();
+        while let Some(callback) = batch.next() {
             // Counted before it runs, so that once `rcu_barrier()`'s own
             // callback has signalled, `pending` no longer counts it. A load
             // and a store, not an RMW: `batch_lock` makes this thread the only
@@ -268,9 +281,29 @@ impl CallbackQueue {
             // As `started_total` (Relaxed: a count for the stall warning).
             let returned = self.returned_total.load(Relaxed);
             self.returned_total.store(returned + 1, Relaxed);
+            // Relaxed: a hint (see `hold_batches`).
+            #[cfg(not(loom))]
+            if batch.len() > 0 && self.fork_waiting.load(Relaxed) != 0 {
+                self.requeue_for_a_fork(batch);
+                break;
+            }
         }
         IN_CALLBACK.with(|c| c.set(std::ptr::null()));
         ran
+    }
+
+    /// A fork waits for the batch lock: the rest of the batch goes back to
+    /// the front of the queue, ahead of everything queued since, and the
+    /// batch ends, so that the fork waits for one callback rather than a
+    /// whole backlog. Those callbacks' grace period has ended; they run in
+    /// the next batch, after another (which delays them and costs nothing
+    /// else), in the parent and in the child alike (each has a copy of the
+    /// queue).
+    #[cold]
+    #[cfg(not(loom))]
+    fn requeue_for_a_fork(&self, rest: std::vec::IntoIter<Callback>) {
+        let mut pending = crate::sync::lock(&self.pending);
+        pending.callbacks.splice(0..0, rest);
     }
 
     /// Callbacks queued and not yet started: a snapshot, exact when nothing
@@ -540,17 +573,106 @@ impl CallbackQueue {
     }
 
     /// For `fork()`: waits until no batch is being taken, waited for or run,
-    /// and keeps it so. Take every flavor's batch lock before any queue lock:
-    /// a callback may queue callbacks of another flavor.
+    /// and keeps it so. The worker finishes the batch it runs and starts no
+    /// other while this waits (`fork_waiting`). Take every flavor's batch
+    /// lock before any queue lock: a callback may queue callbacks of another
+    /// flavor. Gives up, returning `None`, once `give_up` says so: the
+    /// running batch cannot end (see `fork::hold_both_batches`). Past the
+    /// stall timeout, says on stderr what it waits for (`watch`).
     #[cfg(not(loom))]
-    pub(crate) fn hold_batches(&'static self) -> BatchHeld {
-        crate::sync::lock(&self.batch_lock)
+    pub(crate) fn hold_batches(
+        &'static self,
+        flavor: &str,
+        watch: &mut futex_word::stall::Watch,
+        give_up: impl Fn() -> bool,
+    ) -> Option<BatchHeld> {
+        /// The longest sleep between two looks at the lock.
+        const MAX_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+        if let Some(held) = crate::sync::try_lock(&self.batch_lock) {
+            return Some(held);
+        }
+        // Relaxed: a hint for the worker's liveness, ordering nothing (the
+        // batch lock orders what the batches touch). A worker whose look
+        // misses it took the lock already, and lets go at the batch's end.
+        self.fork_waiting.fetch_add(1, Relaxed);
+        /// Looks that yield before the first nap: a batch's end is often a
+        /// few microseconds off, and the shortest nap takes tens.
+        const YIELDS: u32 = 64;
+        let (mut yields, mut nap) = (0, std::time::Duration::from_micros(10));
+        let held = loop {
+            if let Some(held) = crate::sync::try_lock(&self.batch_lock) {
+                break Some(held);
+            }
+            if give_up() {
+                break None;
+            }
+            if yields < YIELDS {
+                yields += 1;
+                std::thread::yield_now();
+                continue;
+            }
+            std::thread::sleep(watch.sleep_limit().map_or(nap, |limit| nap.min(limit)));
+            nap = (nap * 2).min(MAX_NAP);
+            if let Some(waited) = watch.due() {
+                self.warn_fork_stalled(waited, flavor);
+            }
+        };
+        // Relaxed: as the increment.
+        self.fork_waiting.fetch_sub(1, Relaxed);
+        futex::wake_all(&self.fork_waiting);
+        held
     }
 
-    /// [`Self::hold_batches`] if no batch is running now.
+    /// [`Self::hold_batches`]' stall warning: a fork that waits past the
+    /// stall timeout for a running batch says which, and why it may not end.
+    #[cold]
     #[cfg(not(loom))]
-    pub(crate) fn try_hold_batches(&'static self) -> Option<BatchHeld> {
-        crate::sync::try_lock(&self.batch_lock)
+    fn warn_fork_stalled(&self, waited: std::time::Duration, flavor: &str) {
+        // Relaxed: counts for the wording, as in `warn_if_stalled`.
+        let returned = self.returned_total.load(Relaxed);
+        let running = self.started_total.load(Relaxed).saturating_sub(returned);
+        let why = if running > 0 {
+            "a callback that does not return: it blocks on something this thread holds (a lock \
+             a pthread_atfork() prepare handler took before rcu-lite's ran), or that waits for it"
+        } else {
+            "the batch waits for a grace period that is held up (see any other stall line)"
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "rcu-lite: stall: rcu_lite::fork::before_fork() has waited {:.1} s for the {flavor} \
+             call_rcu() batch that the thread rcu-lite-{flavor}-callbacks runs: {why}; it goes on \
+             waiting",
+            waited.as_secs_f64()
+        );
+    }
+
+    /// The worker, before each batch: waits while a fork waits for the
+    /// batch lock ([`Self::hold_batches`]), which would otherwise find it
+    /// taken again at once.
+    #[cfg(not(loom))]
+    fn let_a_fork_in(&self) {
+        loop {
+            // Relaxed: a hint (see `hold_batches`).
+            let waiting = self.fork_waiting.load(Relaxed);
+            if waiting == 0 {
+                return;
+            }
+            // Bounded: a wake-up lost to a racing count is made up.
+            futex::wait(
+                &self.fork_waiting,
+                waiting,
+                Some(std::time::Duration::from_millis(1)),
+            );
+        }
+    }
+
+    /// Whether a callback of this flavor waits in the other flavor's
+    /// `rcu_barrier()`: this flavor's running batch then ends only after the
+    /// other flavor's worker runs one.
+    #[cfg(not(loom))]
+    pub(crate) fn waits_on_the_other_flavor(&self) -> bool {
+        // SeqCst: as the other accesses of the count (`enter_cross_barrier`).
+        self.cross_barriers.load(SeqCst) > 0
     }
 
     /// For `fork()`, after [`Self::hold_batches`]: locks the queue, so that
@@ -570,6 +692,9 @@ impl CallbackQueue {
         // Relaxed: the child's only thread is the caller. A thread that
         // was starting the worker did not come along either.
         self.worker_state.store(WORKER_NOT_STARTED, Relaxed);
+        // Nor did another thread waiting to fork (`hold_batches`): its
+        // count would keep the child's worker from ever starting a batch.
+        self.fork_waiting.store(0, Relaxed);
     }
 
     /// The worker: run batches; sleep while the queue is empty.
@@ -584,6 +709,8 @@ impl CallbackQueue {
     /// wakes it.
     pub(crate) fn worker_rounds(&self, synchronize: fn(), keep_going: impl Fn() -> bool) {
         while keep_going() {
+            #[cfg(not(loom))]
+            self.let_a_fork_in();
             if self.run_batch(synchronize) > 0 {
                 continue;
             }

@@ -26,7 +26,11 @@
 //!   wait for a thread frozen in the parent's state, or deadlock here), then
 //!   takes both flavors' callback
 //!   batch locks and then both queue locks, so that no batch is half taken and
-//!   no queue half written when the memory is copied.
+//!   no queue half written when the memory is copied. It waits for the
+//!   callback that is running, not for the whole batch: while a fork waits,
+//!   the worker puts the rest of its batch back at the front of the queue
+//!   and starts no new batch. Past the stall timeout it says on stderr what
+//!   it waits for.
 //! - [`after_fork_parent`] releases them.
 //! - [`after_fork_child`], in the child: for each flavor, completes a grace
 //!   period a vanished thread was driving (every section it could wait for
@@ -55,9 +59,29 @@
 //! hooks the other way round: an RCU callback or reader may be inside hazptr
 //! (a callback worker holding its batch lock while it waits for a hazptr lock
 //! that hazptr's hooks hold would leave rcu-lite's `before_fork` waiting
-//! forever), while hazptr never waits for rcu-lite. With `pthread_atfork()`,
+//! forever), while hazptr's hooks never wait for rcu-lite (a hazptr deleter
+//! that hands its work to `call_rcu()` holds none of hazptr's locks while
+//! it waits). With `pthread_atfork()`,
 //! register hazptr's handlers first: prepare handlers run in the reverse order
 //! of registration, the others in order.
+//!
+//! # Your own prepare handlers
+//!
+//! A prepare handler that takes a lock of the program's, to keep it whole in
+//! the child, orders that lock against rcu-lite's `before_fork`, which waits
+//! for the running callback and then holds the callback queues:
+//!
+//! - A lock that a thread may hold while it calls `call_rcu()` or
+//!   `rcu_barrier()` (or `Rcu::replace`, or a hazptr retire or update whose
+//!   deleter calls `call_rcu()`) must be taken by a handler that runs
+//!   before rcu-lite's, that is, one registered after it. Taken after, the
+//!   fork waits for that thread, which waits for the queue the fork holds.
+//! - A lock that a callback takes must be taken by a handler that runs after
+//!   rcu-lite's (registered before it). Taken before, `before_fork` waits
+//!   for the callback, which waits for the fork: the stall warning says so.
+//!
+//! A lock of both kinds has no safe order: keep it out of callbacks, or do
+//! not queue callbacks while holding it.
 //!
 //! # What they cannot cover
 //!
@@ -158,8 +182,11 @@ fn take_held_if_any() -> Option<Box<Held>> {
 }
 
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
-/// [`after_fork_child`] in the child, on the same thread. Blocks while a
-/// `call_rcu` batch is running. Until the `after_fork_*` call, `call_rcu()`
+/// [`after_fork_child`] in the child, on the same thread. Waits while a
+/// `call_rcu` callback runs, or a batch waits for its grace period (the
+/// worker then starts no other batch, and puts the rest of a running one
+/// back in the queue; past the stall timeout this says so on stderr).
+/// Until the `after_fork_*` call, `call_rcu()`
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
 /// `Rcu::update`, `raw::defer_drop_box`, `start_poll_synchronize_rcu()`,
 /// `Rcu::replace_polled`) block in every other thread; so does dropping an
@@ -226,18 +253,30 @@ pub fn before_fork() {
 /// Both flavors' batch locks. No order of the two is safe to block in: a
 /// callback of either flavor may wait in the other flavor's `rcu_barrier()`
 /// while its worker holds its own batch lock, and the other worker needs its
-/// batch lock to run the barrier's callback. So this blocks on one lock only
-/// while holding neither, and takes the other only if it is free.
+/// batch lock to run the barrier's callback. So this waits for one lock
+/// while holding neither (that flavor's worker finishes its batch and starts
+/// no other meanwhile), then for the other only while its running batch
+/// waits on no barrier of the first flavor: if one does, it lets go and
+/// starts again with the other flavor first.
 fn hold_both_batches() -> (BatchHeld, BatchHeld) {
     let (memb, qsbr) = (&memb::engine().callbacks, &qsbr::engine().callbacks);
+    let mut watch = futex_word::stall::Watch::new();
     loop {
-        let memb_batches = memb.hold_batches();
-        if let Some(qsbr_batches) = qsbr.try_hold_batches() {
+        let Some(memb_batches) = memb.hold_batches("memb", &mut watch, || false) else {
+            unreachable!("a wait that never gives up returned without the lock")
+        };
+        if let Some(qsbr_batches) =
+            qsbr.hold_batches("qsbr", &mut watch, || qsbr.waits_on_the_other_flavor())
+        {
             return (memb_batches, qsbr_batches);
         }
         drop(memb_batches);
-        let qsbr_batches = qsbr.hold_batches();
-        if let Some(memb_batches) = memb.try_hold_batches() {
+        let Some(qsbr_batches) = qsbr.hold_batches("qsbr", &mut watch, || false) else {
+            unreachable!("a wait that never gives up returned without the lock")
+        };
+        if let Some(memb_batches) =
+            memb.hold_batches("memb", &mut watch, || memb.waits_on_the_other_flavor())
+        {
             return (memb_batches, qsbr_batches);
         }
         drop(qsbr_batches);

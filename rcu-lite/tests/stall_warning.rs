@@ -205,3 +205,50 @@ fn a_barrier_behind_a_held_up_grace_period_says_so() {
         "{stderr}"
     );
 }
+
+/// A `before_fork()` that waits 1.2 s for a callback blocked on a lock,
+/// with a timeout of 0.2 s, says what it waits for (before 2026-12-06 it
+/// waited in silence), and still returns.
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_fork_held_up_by_a_blocking_callback_says_so() {
+    if in_the_child() {
+        let lock = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let (locked, held) = mpsc::channel();
+        let holder = {
+            let lock = std::sync::Arc::clone(&lock);
+            thread::spawn(move || {
+                let _held = lock.lock().unwrap();
+                locked.send(()).unwrap();
+                thread::sleep(Duration::from_millis(1200));
+            })
+        };
+        held.recv().unwrap();
+        let (started, running) = mpsc::channel();
+        memb::call_rcu(move || {
+            started.send(()).unwrap();
+            drop(lock.lock().unwrap());
+        });
+        running.recv().unwrap();
+        rcu_lite::fork::before_fork();
+        rcu_lite::fork::after_fork_parent();
+        return holder.join().unwrap();
+    }
+    let stderr = stderr_of("a_fork_held_up_by_a_blocking_callback_says_so", "0.2");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| {
+            line.starts_with("rcu-lite: stall: rcu_lite::fork::before_fork() has waited ")
+        })
+        .collect();
+    assert!(!lines.is_empty(), "no before_fork stall line in:\n{stderr}");
+    for line in lines {
+        assert!(
+            line.contains(
+                "for the memb call_rcu() batch that the thread rcu-lite-memb-callbacks runs: a \
+                 callback that does not return"
+            ) && line.ends_with("; it goes on waiting"),
+            "{stderr}"
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! A fork during a long callback batch (`rcu_lite::fork`, "What they do"):
+//! `before_fork` waits for the callback running, not for the whole batch.
+//! The worker puts the rest of its batch back at the front of the queue and
+//! starts no new batch while a fork waits, and those callbacks then run
+//! exactly once in each process, in order. Before 2026-12-06 the worker took
+//! the batch lock back the moment it let go, and a fork waited until the
+//! queue ran dry: 47 s under a steady stream of 200 us callbacks.
+//!
+//! Also: a child forked while a second thread of the parent waits to fork
+//! keeps running callbacks (that thread's wait did not come along).
+//!
+//! Each test runs in a process of its own (`test_support::forking_test`).
+#![cfg(not(any(miri, loom)))]
+
+use rcu_lite::{fork, memb};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::Duration;
+use test_support::{ForkHooks, Holders, assert_child_succeeded, fork_and_wait};
+
+/// How long a barrier may take before the test counts it as never ending.
+const LIMIT: Duration = Duration::from_secs(60);
+
+const HOOKS: ForkHooks = ForkHooks {
+    before: fork::before_fork,
+    after_parent: fork::after_fork_parent,
+    after_child: fork::after_fork_child,
+};
+
+/// Callbacks in the long batch, each sleeping [`NAP`]: 1.5 s in all.
+const CALLBACKS: usize = 50;
+const NAP: Duration = Duration::from_millis(30);
+
+/// A fork made while the worker runs the first of 50 callbacks of one batch
+/// finds fewer than 50 run (the worker let the fork in between two), and
+/// every one of them then runs exactly once and in order, in the child and
+/// in the parent.
+#[test]
+fn a_fork_waits_for_the_running_callback_not_the_whole_batch() {
+    test_support::forking_test(
+        "a_fork_waits_for_the_running_callback_not_the_whole_batch",
+        || {
+            test_support::within_a_deadline("a fork in a long batch", LIMIT * 3, || {
+                // The worker running, then a first batch that a reader holds
+                // up in its grace period while the long batch is queued
+                // behind it, so that the 50 make one batch of their own.
+                memb::call_rcu(|| {});
+                memb::rcu_barrier();
+                let mut reader = Holders::new();
+                reader.hold(memb::read_lock);
+                memb::call_rcu(|| {});
+                // Time for the worker to wake and take that batch (were it
+                // to take some of the 50 with it, the test would check less,
+                // never fail wrongly).
+                thread::sleep(Duration::from_millis(50));
+                let ran = Arc::new(Mutex::new(Vec::new()));
+                let (first_started, started) = mpsc::channel();
+                for i in 0..CALLBACKS {
+                    let (ran, first_started) = (Arc::clone(&ran), first_started.clone());
+                    memb::call_rcu(move || {
+                        ran.lock().unwrap().push(i);
+                        if i == 0 {
+                            first_started.send(()).unwrap();
+                        }
+                        thread::sleep(NAP);
+                    });
+                }
+                reader.release();
+                started.recv().unwrap();
+                // SAFETY: the child touches only its copy of `ran`.
+                let status = unsafe {
+                    fork_and_wait(HOOKS, || {
+                        let at_the_fork = ran.lock().unwrap().len();
+                        assert!(
+                            at_the_fork < CALLBACKS,
+                            "the fork waited for the whole batch ({at_the_fork} callbacks run)"
+                        );
+                        memb::rcu_barrier();
+                        assert_eq!(
+                            *ran.lock().unwrap(),
+                            (0..CALLBACKS).collect::<Vec<_>>(),
+                            "in the child, each callback runs once, in order"
+                        );
+                    })
+                };
+                assert_child_succeeded(status, "running the rest of the batch");
+                memb::rcu_barrier();
+                assert_eq!(
+                    *ran.lock().unwrap(),
+                    (0..CALLBACKS).collect::<Vec<_>>(),
+                    "in the parent, each callback runs once, in order"
+                );
+            });
+        },
+    );
+}
+
+/// Set by the forking thread's `before` hook once it holds the locks.
+static HOLDING: AtomicBool = AtomicBool::new(false);
+
+/// `before_fork`, then a pause in which the second thread starts its own
+/// `before_fork` and waits for the locks this one holds.
+fn before_fork_with_a_second_forker_waiting() {
+    fork::before_fork();
+    HOLDING.store(true, SeqCst);
+    thread::sleep(Duration::from_millis(100));
+}
+
+/// A child forked while another thread of the parent waits in
+/// `before_fork` runs callbacks: the count of waiting forkers, which keeps
+/// the worker from starting a batch, starts at zero in the child.
+#[test]
+fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
+    test_support::forking_test(
+        "a_child_forked_while_another_thread_waits_to_fork_runs_callbacks",
+        || {
+            test_support::within_a_deadline("a fork with a second forker", LIMIT * 3, || {
+                // The worker running before the fork, and the second
+                // forker's thread started (the child must not start threads
+                // that another thread's start or exit left locked).
+                memb::call_rcu(|| {});
+                memb::rcu_barrier();
+                let second = thread::spawn(|| {
+                    while !HOLDING.load(SeqCst) {
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    fork::before_fork();
+                    fork::after_fork_parent();
+                });
+                let hooks = ForkHooks {
+                    before: before_fork_with_a_second_forker_waiting,
+                    ..HOOKS
+                };
+                // SAFETY: the child touches only its own callback's flag.
+                let status = unsafe {
+                    fork_and_wait(hooks, || {
+                        let ran = Arc::new(AtomicBool::new(false));
+                        let flag = Arc::clone(&ran);
+                        memb::call_rcu(move || flag.store(true, SeqCst));
+                        memb::rcu_barrier();
+                        assert!(ran.load(SeqCst), "the child's callback did not run");
+                    })
+                };
+                assert_child_succeeded(status, "a callback and a barrier");
+                second.join().unwrap();
+            });
+        },
+    );
+}
