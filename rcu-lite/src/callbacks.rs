@@ -249,8 +249,12 @@ impl CallbackQueue {
         self.start_worker(synchronize, flavor);
     }
 
-    /// Takes every queued callback, waits for a grace period, and runs them.
-    /// Returns how many ran.
+    /// Takes every queued callback, waits for a grace period, and runs them
+    /// (those left when a fork waits go back to the queue: see
+    /// `requeue_for_a_fork`). Returns how many it took.
+    // Under loom no fork waits, and the loop never stops early: a `for`
+    // loop would do there.
+    #[cfg_attr(loom, allow(clippy::while_let_on_iterator))]
     pub(crate) fn run_batch(&self, synchronize: fn()) -> usize {
         let _one_batch_at_a_time = crate::sync::lock(&self.batch_lock);
         let batch = mem::take(&mut crate::sync::lock(&self.pending).callbacks);
