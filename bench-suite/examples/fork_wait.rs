@@ -1,73 +1,148 @@
-//! How long `rcu_lite::fork::before_fork()` waits while the `call_rcu`
-//! worker is busy: what a program that forks pays for callbacks in flight.
+//! How long the fork hooks' `before_fork()` waits while the primitives are
+//! busy: what a program that forks pays for work in flight.
 //!
-//! Producer threads each queue a memb callback, sleep 20 us, and go again;
-//! each callback sleeps for the given time (0: returns at once). The main
-//! thread calls `before_fork()` then `after_fork_parent()` (no fork: the
-//! hooks are what is timed) every 5 ms for 3 s, and prints the median, the
-//! 99th percentile and the maximum of the `before_fork()` calls.
+//! - `rcu-lite PRODUCERS CALLBACK_US`: producer threads each queue a memb
+//!   callback, sleep 20 us, and go again; each callback sleeps
+//!   `CALLBACK_US` (0: returns at once). Times `rcu_lite::fork::before_fork()`.
+//! - `hazptr CALLERS [reader]`: caller threads call `hazptr::synchronize` on
+//!   one address back to back (the global domain, shared scan), beside a
+//!   thread that protects and releases that address in a loop if `reader` is
+//!   given. Times `hazptr::fork::before_fork()`.
+//!
+//! The main thread calls `before_fork()` then `after_fork_parent()` (no fork:
+//! the hooks are what is timed) every 5 ms for 3 s, and prints the median,
+//! the 99th percentile and the maximum of the `before_fork()` calls.
 //!
 //! ```sh
-//! cargo run --release -p bench-suite --example fork_wait -- 1 200
+//! cargo run --release -p bench-suite --example fork_wait -- rcu-lite 1 200
+//! cargo run --release -p bench-suite --example fork_wait -- hazptr 16
 //! ```
-//! (producer threads, microseconds each callback sleeps; defaults 1 and 0).
-//! With callbacks slower than they are queued, the worker never catches up:
-//! `before_fork()` waits for the callback running, not for that backlog
-//! (see docs/rcu-lite.md, *`fork()` needs the hooks*).
+//! (see docs/rcu-lite.md, *`fork()` needs the hooks*, and docs/hazptr.md,
+//! *Limits*: before 2026-12-06 both waited for the workers to run dry,
+//! seconds in these runs).
 
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-fn arg(n: usize, default: u64) -> u64 {
-    std::env::args().nth(n).map_or(default, |s| {
-        s.parse().unwrap_or_else(|_| {
-            eprintln!("usage: fork_wait [PRODUCERS] [CALLBACK_SLEEP_US]: {s:?} is not a number");
-            std::process::exit(2)
-        })
+fn usage(why: &str) -> ! {
+    eprintln!(
+        "usage: fork_wait rcu-lite [PRODUCERS] [CALLBACK_US] | fork_wait hazptr [CALLERS] \
+         [reader]: {why}"
+    );
+    std::process::exit(2)
+}
+
+fn number(arg: Option<String>, default: u64) -> u64 {
+    arg.map_or(default, |s| {
+        s.parse()
+            .unwrap_or_else(|_| usage(&format!("{s:?} is not a number")))
     })
 }
 
-fn main() {
-    let producers = arg(1, 1);
-    let callback_us = arg(2, 0);
-    let threads: Vec<_> = (0..producers)
-        .map(|_| {
-            std::thread::spawn(move || {
-                while !STOP.load(Relaxed) {
-                    rcu_lite::memb::call_rcu(move || {
-                        if callback_us > 0 {
-                            std::thread::sleep(Duration::from_micros(callback_us));
-                        }
-                    });
-                    std::thread::sleep(Duration::from_micros(20));
-                }
-            })
-        })
-        .collect();
+/// Times the hooks every 5 ms for 3 s while `threads` run; stops them.
+fn time_the_hooks(
+    before: fn(),
+    after: fn(),
+    threads: Vec<std::thread::JoinHandle<()>>,
+) -> Vec<Duration> {
     std::thread::sleep(Duration::from_millis(200));
     let mut waits = Vec::new();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(3) {
         let t = Instant::now();
-        rcu_lite::fork::before_fork();
+        before();
         waits.push(t.elapsed());
-        rcu_lite::fork::after_fork_parent();
+        after();
         std::thread::sleep(Duration::from_millis(5));
     }
     STOP.store(true, Relaxed);
     for thread in threads {
-        thread.join().expect("a producer thread panicked");
+        thread.join().expect("a load thread panicked");
     }
     waits.sort();
+    waits
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (what, waits) = match args.next().as_deref() {
+        Some("rcu-lite") => {
+            let producers = number(args.next(), 1);
+            let callback_us = number(args.next(), 0);
+            let threads = (0..producers)
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        while !STOP.load(Relaxed) {
+                            rcu_lite::memb::call_rcu(move || {
+                                if callback_us > 0 {
+                                    std::thread::sleep(Duration::from_micros(callback_us));
+                                }
+                            });
+                            std::thread::sleep(Duration::from_micros(20));
+                        }
+                    })
+                })
+                .collect();
+            let waits = time_the_hooks(
+                rcu_lite::fork::before_fork,
+                rcu_lite::fork::after_fork_parent,
+                threads,
+            );
+            let what = format!(
+                "rcu-lite, {producers} producer(s), callbacks of {callback_us} us ({} still \
+                 pending)",
+                rcu_lite::memb::callbacks_pending()
+            );
+            (what, waits)
+        }
+        Some("hazptr") => {
+            let callers = number(args.next(), 16);
+            let reader = match args.next().as_deref() {
+                None => false,
+                Some("reader") => true,
+                Some(other) => usage(&format!("{other:?} is not `reader`")),
+            };
+            let object: &'static AtomicPtr<u64> =
+                Box::leak(Box::new(AtomicPtr::new(Box::into_raw(Box::new(7)))));
+            let addr = object.load(Relaxed) as usize;
+            let mut threads: Vec<_> = (0..callers)
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        while !STOP.load(Relaxed) {
+                            hazptr::synchronize(addr as *const u64);
+                        }
+                    })
+                })
+                .collect();
+            if reader {
+                threads.push(std::thread::spawn(move || {
+                    let mut guard = hazptr::Guard::new();
+                    while !STOP.load(Relaxed) {
+                        guard.protect_ptr(object);
+                        guard.reset();
+                    }
+                }));
+            }
+            let waits = time_the_hooks(
+                hazptr::fork::before_fork,
+                hazptr::fork::after_fork_parent,
+                threads,
+            );
+            let what = format!(
+                "hazptr, {callers} synchronize caller(s){}",
+                if reader { " and a reader" } else { "" }
+            );
+            (what, waits)
+        }
+        _ => usage("name rcu-lite or hazptr"),
+    };
     let n = waits.len();
     println!(
-        "{producers} producer(s), callbacks of {callback_us} us: {n} before_fork() calls, p50 \
-         {:?}, p99 {:?}, max {:?}; {} callbacks still pending",
+        "{what}: {n} before_fork() calls, p50 {:?}, p99 {:?}, max {:?}",
         waits[n / 2],
         waits[n * 99 / 100],
-        waits[n - 1],
-        rcu_lite::memb::callbacks_pending()
+        waits[n - 1]
     );
 }

@@ -207,7 +207,8 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
 /// [`after_fork_child`] in the child, on the same thread.
 ///
-/// Waits for scan passes in progress to finish. Until the `after_fork_*`
+/// Waits for scan passes in progress to finish; while it waits, no other
+/// pass starts (callers queue as behind a pass). Until the `after_fork_*`
 /// call, shared-scan `synchronize` callers wait (an unshared domain's scan
 /// alone goes on), as do hand-overs of retired objects, reclamation passes,
 /// and the creation and drop of domains. In the forking thread those would
