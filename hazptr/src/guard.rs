@@ -371,8 +371,11 @@ impl<'d> Guard<'d> {
     ///     let p = link.load(Acquire);
     ///     // SAFETY: `p` is not dereferenced before the check below.
     ///     unsafe { guard.protect_raw(p) };
-    ///     if link.load(Acquire) == p {
-    ///         break p;
+    ///     // Keep the reloaded pointer: `p` may be a freed object's whose
+    ///     // address the object now published reuses.
+    ///     let again = link.load(Acquire);
+    ///     if again == p {
+    ///         break again;
     ///     }
     /// };
     /// // SAFETY: protected, and still published after the protection began.
@@ -551,7 +554,13 @@ fn protect_validated<T>(slot: &AtomicUsize, src: &AtomicPtr<T>) -> *mut T {
         // next round, not this one.
         let again = src.load(Ordering::Acquire);
         if again == ptr {
-            return ptr;
+            // The reload's pointer, not the first load's: the two hold one
+            // address, but the first may be a freed object's whose address
+            // the object published now reuses (unpublished, synchronized
+            // and freed before the slot store above), and a reference made
+            // from it would dangle (miri: a use-after-free through
+            // `AtomicBox::load`). The reload's is the published object's.
+            return again;
         }
         ptr = again;
     }
@@ -694,6 +703,50 @@ pub fn acquire<T>(src: &AtomicPtr<T>) -> (Guard<'static>, *mut T) {
 mod tests {
     use super::*;
     use membarrier_sim::fence::Mode;
+
+    /// An acquire whose pointer is replaced while it protects, by another
+    /// pointer to the same address, returns the pointer published now. In
+    /// SeqCst mode (under miri) the validating reload finds the same
+    /// address, and the first load's pointer may be a freed object's whose
+    /// address the new object reuses: a reference made from it dangles.
+    /// Here the two are reborrows of one box, the first made invalid by a
+    /// write through the second, so that under miri (`scripts/sanitize.sh
+    /// miri`) reading through the first is undefined behaviour, as a freed
+    /// object's pointer is (until 2026-12-06 the SeqCst path returned it).
+    /// Natively, without provenance to check, it shows only that the
+    /// acquire returns the address.
+    #[test]
+    fn an_acquire_returns_the_pointer_published_when_it_validates() {
+        use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
+        use std::sync::atomic::Ordering::SeqCst;
+        INSIDE.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
+        let mut boxed = Box::new(7u64);
+        let first: *mut u64 = &mut *boxed;
+        let src = &AtomicPtr::new(first);
+        let domain = &Domain::new();
+        std::thread::scope(|s| {
+            let reader = s.spawn(move || {
+                ARMED.with(|armed| armed.set(true));
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(src);
+                // SAFETY: protected, and published when the protection
+                // began; the box outlives the scope.
+                unsafe { *p }
+            });
+            while !INSIDE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            let second: *mut u64 = &mut *boxed;
+            // SAFETY: the reader is stopped before it reads anything
+            // through a pointer (and reads after the Release store below).
+            unsafe { *second = 8 };
+            src.store(second, Ordering::Release);
+            RELEASE.store(true, SeqCst);
+            assert_eq!(reader.join().expect("the reader"), 8);
+        });
+        INSIDE.store(false, SeqCst);
+    }
 
     /// In SeqCst fence mode an acquire leaves no wildcard in its slot across
     /// its fence: a reader stopped right after its first store into the

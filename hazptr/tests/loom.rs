@@ -121,8 +121,10 @@ fn protect_raw_validate_and_read(domain: &Domain, src: &AtomicPtr<Obj>) {
         let p = src.load(Acquire);
         // SAFETY: `p` is not dereferenced before the re-validation below.
         unsafe { guard.protect_raw(p) };
-        if src.load(Acquire) == p {
-            break p;
+        // The reload's pointer (see `Guard::protect_raw`'s example).
+        let again = src.load(Acquire);
+        if again == p {
+            break again;
         }
     };
     // SAFETY: protected, and still published after the protection began.
