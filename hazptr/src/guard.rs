@@ -387,11 +387,12 @@ impl<'d> Guard<'d> {
     ///
     /// # Safety
     ///
-    /// Before relying on the protection (dereferencing `ptr`), the caller
-    /// must establish, after this call returned, that `ptr` was not
-    /// unpublished before it: by re-validating as above, or because no
-    /// writer can unpublish it meanwhile. Knowing that `ptr` was published
-    /// when the call began is not enough.
+    /// Before relying on the protection (dereferencing the object at `ptr`),
+    /// the caller must establish, after this call returned, that `ptr` was
+    /// not unpublished before it: by re-validating as above (and then
+    /// dereferencing the pointer the re-validating load returned), or
+    /// because no writer can unpublish it meanwhile. Knowing that `ptr` was
+    /// published when the call began is not enough.
     #[inline]
     pub unsafe fn protect_raw<T>(&mut self, ptr: *mut T) {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
@@ -468,6 +469,18 @@ pub(crate) mod pause_inside_acquire {
     /// Set by the test to let it go on. (SeqCst on both flags: test
     /// handshakes, where the strongest ordering keeps the reasoning out.)
     pub(crate) static RELEASE: AtomicBool = AtomicBool::new(false);
+    /// Held by each test while it uses the flags above: one stopped acquire
+    /// at a time in a process. (Two tests run in one process in SeqCst
+    /// mode, as `scripts/test.sh` runs them, and each could release or see
+    /// the other's reader.)
+    pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// [`SERIAL`], poisoned or not.
+    pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 
     pub(super) fn here() {
         if ARMED.with(|armed| armed.replace(false)) {
@@ -719,6 +732,7 @@ mod tests {
     fn an_acquire_returns_the_pointer_published_when_it_validates() {
         use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
         use std::sync::atomic::Ordering::SeqCst;
+        let _serial = pause_inside_acquire::serial();
         INSIDE.store(false, SeqCst);
         RELEASE.store(false, SeqCst);
         let mut boxed = Box::new(7u64);
@@ -746,6 +760,7 @@ mod tests {
             assert_eq!(reader.join().expect("the reader"), 8);
         });
         INSIDE.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
     }
 
     /// In SeqCst fence mode an acquire leaves no wildcard in its slot across
@@ -768,6 +783,9 @@ mod tests {
                 "seqcst",
             );
         }
+        let _serial = pause_inside_acquire::serial();
+        INSIDE.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
         let value = Box::into_raw(Box::new(7u64));
         let src = AtomicPtr::new(value);
         // Unshared: the call flips the generation and reads every slot.
@@ -836,6 +854,9 @@ mod tests {
         if fence::mode() == Mode::SeqCst {
             return eprintln!("no wildcard window in SeqCst mode");
         }
+        let _serial = pause_inside_acquire::serial();
+        INSIDE.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
         let value = Box::into_raw(Box::new(7u64));
         let src = &AtomicPtr::new(value);
         let domain = &Domain::builder().shared_scan(false).build();

@@ -219,9 +219,7 @@ impl Domain {
     /// global allocator's `dealloc` that the growth of the batch or the list
     /// called, or from a signal handler. Retiring from either is not
     /// supported (the batch or the list is mid-change); the process prints
-    /// why and aborts. Deleters may retire: they run after all that. Into a
-    /// domain being dropped too (a node whose drop retires the next): the
-    /// drop frees those as well before it returns.
+    /// why and aborts. Deleters may retire: they run after all that.
     pub unsafe fn retire<T>(&self, ptr: *mut T, deleter: unsafe fn(*mut T)) {
         // SAFETY: function pointers whose argument types are `*mut T` and
         // `*mut ()` (thin pointers, `T: Sized`) are ABI-compatible, so calling
@@ -334,7 +332,8 @@ fn retire_local(shared: &Shared, block: NonNull<SlotBlock>, retired: Retired) {
         // mutex, and the owner is this thread; a drainer that holds the mutex
         // (`drain_batches`) waits for `pushing` to clear, `flush_batch` is
         // the owner's own, and `free_all` runs only once the domain is being
-        // dropped, when no retire into it can be in progress.
+        // dropped, when no retire into it can be in progress but those of
+        // the deleters it runs itself, between its takes.
         let batch = unsafe { &mut *batch };
         batch.push(retired);
         batch.len()

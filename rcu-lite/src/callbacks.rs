@@ -422,9 +422,10 @@ impl CallbackQueue {
         let Some(waited) = watch.due() else {
             return;
         };
-        // Relaxed: as `pending`. Returned before started: both only grow,
-        // and a callback counts as started before it returns, so `running`
-        // is never below the truth at the moment of the first load.
+        // Relaxed: as `pending`. Two loads of two counters, each perhaps a
+        // little stale: the wording is a best guess at a state that has
+        // lasted the whole stall timeout, and `saturating_sub` keeps a
+        // stale pair from wrapping.
         let returned = self.returned_total.load(Relaxed);
         let started = self.started_total.load(Relaxed);
         let running = started.saturating_sub(returned);
@@ -696,9 +697,9 @@ impl CallbackQueue {
         // Relaxed: the child's only thread is the caller. A thread that
         // was starting the worker did not come along either.
         self.worker_state.store(WORKER_NOT_STARTED, Relaxed);
-        // Nor did another thread waiting to fork (`hold_batches`): its
-        // count would keep the child's worker from ever starting a batch.
-        self.fork_waiting.store(0, Relaxed);
+        // `fork_waiting` is 0 at every fork: forks wait for one another
+        // before they count (`fork::FORKERS`), and the forking thread's
+        // own count ended when it took the lock.
     }
 
     /// The worker: run batches; sleep while the queue is empty.

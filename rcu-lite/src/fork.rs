@@ -145,7 +145,15 @@ struct Held {
     qsbr_queue: QueueHeld,
     _memb_batches: BatchHeld,
     _qsbr_batches: BatchHeld,
+    /// [`FORKERS`], released last.
+    _forkers: std::sync::MutexGuard<'static, ()>,
 }
+
+/// Held from a [`before_fork`] to its `after_fork_*`: one thread at a time
+/// between the hooks. Two that waited for the batch locks at once could each
+/// hold one and wait for the other; and a thread's count of waiting forks
+/// (`CallbackQueue::hold_batches`) is then never copied into a child.
+static FORKERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 std::thread_local! {
     /// What this thread's [`before_fork`] holds until `after_fork_*`: a
@@ -236,6 +244,7 @@ pub fn before_fork() {
     qsbr::settle_teardown_key();
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
+    let forkers = crate::sync::lock(&FORKERS);
     let (memb_batches, qsbr_batches) = hold_both_batches();
     let held = Box::new(Held {
         pid: std::process::id(),
@@ -243,6 +252,7 @@ pub fn before_fork() {
         qsbr_queue: qsbr::engine().callbacks.hold_queue(),
         _memb_batches: memb_batches,
         _qsbr_batches: qsbr_batches,
+        _forkers: forkers,
     });
     HELD.with(|slot| slot.set(Box::into_raw(held)));
     // Registers the release at exit. In a thread-local destructor that runs
@@ -250,37 +260,43 @@ pub fn before_fork() {
     let _ = RELEASE_AT_EXIT.try_with(|_| ());
 }
 
-/// Both flavors' batch locks. No order of the two is safe to block in: a
-/// callback of either flavor may wait in the other flavor's `rcu_barrier()`
-/// while its worker holds its own batch lock, and the other worker needs its
-/// batch lock to run the barrier's callback. So this waits for one lock
-/// while holding neither (that flavor's worker finishes its batch and starts
-/// no other meanwhile), then for the other only while its running batch
-/// waits on no barrier of the first flavor: if one does, it lets go and
-/// starts again with the other flavor first.
+/// Both flavors' batch locks. No order of the two is safe to wait in without
+/// limit: a batch of either flavor may wait for the other flavor's worker (a
+/// callback in the other flavor's `rcu_barrier()`, a grace period that waits
+/// for a reader blocked in that barrier, a channel fed by the other flavor's
+/// callbacks), and that worker cannot run a batch while this thread holds its
+/// lock. So this waits for one lock while holding neither (that flavor's
+/// worker finishes the callback it runs and starts no batch meanwhile, the
+/// other runs on), then for the other for a bounded time (given up at once
+/// if that flavor's running batch waits in the first flavor's barrier), and
+/// otherwise lets go and starts again with the other flavor first, the bound
+/// doubled each round (from 1 ms to 1 s), so that a long callback or grace
+/// period is waited out in the end.
 fn hold_both_batches() -> (BatchHeld, BatchHeld) {
+    use std::time::{Duration, Instant};
     let (memb, qsbr) = (&memb::engine().callbacks, &qsbr::engine().callbacks);
     let mut watch = futex_word::stall::Watch::new();
+    let mut bound = Duration::from_millis(1);
+    // The first flavor of each round, alternating.
+    let mut order = [(memb, "memb"), (qsbr, "qsbr")];
     loop {
-        let Some(memb_batches) = memb.hold_batches("memb", &mut watch, || false) else {
+        let [(first, first_name), (second, second_name)] = order;
+        let Some(first_batches) = first.hold_batches(first_name, &mut watch, || false) else {
             unreachable!("a wait that never gives up returned without the lock")
         };
-        if let Some(qsbr_batches) =
-            qsbr.hold_batches("qsbr", &mut watch, || qsbr.waits_on_the_other_flavor())
-        {
-            return (memb_batches, qsbr_batches);
+        let deadline = Instant::now() + bound;
+        if let Some(second_batches) = second.hold_batches(second_name, &mut watch, || {
+            second.waits_on_the_other_flavor() || Instant::now() >= deadline
+        }) {
+            return if std::ptr::eq(first, memb) {
+                (first_batches, second_batches)
+            } else {
+                (second_batches, first_batches)
+            };
         }
-        drop(memb_batches);
-        let Some(qsbr_batches) = qsbr.hold_batches("qsbr", &mut watch, || false) else {
-            unreachable!("a wait that never gives up returned without the lock")
-        };
-        if let Some(memb_batches) =
-            memb.hold_batches("memb", &mut watch, || memb.waits_on_the_other_flavor())
-        {
-            return (memb_batches, qsbr_batches);
-        }
-        drop(qsbr_batches);
-        std::thread::yield_now();
+        drop(first_batches);
+        bound = (bound * 2).min(Duration::from_secs(1));
+        order.swap(0, 1);
     }
 }
 

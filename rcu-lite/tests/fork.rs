@@ -448,8 +448,9 @@ fn a_refused_call_rcu_neither_runs_nor_drops_its_callback() {
 }
 
 /// A qsbr callback that waits in `memb::rcu_barrier()` holds the qsbr batch
-/// lock until the memb worker runs a batch. `before_fork` must not hold the
-/// memb batch lock while it waits for the qsbr one.
+/// lock until the memb worker runs a batch. `before_fork` must not keep the
+/// memb batch lock while it waits for the qsbr one: it gives the qsbr wait
+/// up at once when it sees such a callback, and lets go of the memb lock.
 #[test]
 fn before_fork_while_a_callback_waits_for_the_other_flavors_callbacks() {
     let _serial = serial();
@@ -472,8 +473,8 @@ fn before_fork_while_a_callback_waits_for_the_other_flavors_callbacks() {
     let limit = Duration::from_secs(20);
     assert!(
         forked.recv_timeout(limit).is_ok(),
-        "before_fork() still waiting after {limit:?}: it held one flavor's batch lock while \
-         blocking on the other's"
+        "before_fork() still waiting after {limit:?}: it kept one flavor's batch lock while \
+         waiting for the other's"
     );
     assert!(
         finished.recv_timeout(limit).is_ok(),

@@ -7,12 +7,16 @@
 //! queue ran dry: 47 s under a steady stream of 200 us callbacks.
 //!
 //! Also: a child forked while a second thread of the parent waits to fork
-//! keeps running callbacks (that thread's wait did not come along).
+//! keeps running callbacks and can fork in turn; and a fork whose second
+//! flavor's batch waits, through a grace period, on the first flavor's
+//! worker does not hold that worker up for good.
 //!
-//! Each test runs in a process of its own (`test_support::forking_test`).
+//! The forking tests run in a process of their own
+//! (`test_support::forking_test`).
 #![cfg(not(any(miri, loom)))]
 
-use rcu_lite::{fork, memb};
+use rcu_lite::qsbr::QsbrThread;
+use rcu_lite::{fork, memb, qsbr};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
@@ -28,12 +32,13 @@ const HOOKS: ForkHooks = ForkHooks {
     after_child: fork::after_fork_child,
 };
 
-/// Callbacks in the long batch, each sleeping [`NAP`]: 1.5 s in all.
-const CALLBACKS: usize = 50;
-const NAP: Duration = Duration::from_millis(30);
+/// Callbacks in the long batch, each sleeping [`NAP`]: 2.4 s in all, so
+/// that the fork, asked for once the first has started, lands well inside.
+const CALLBACKS: usize = 40;
+const NAP: Duration = Duration::from_millis(60);
 
-/// A fork made while the worker runs the first of 50 callbacks of one batch
-/// finds fewer than 50 run (the worker let the fork in between two), and
+/// A fork made while the worker runs the first of 40 callbacks of one batch
+/// finds fewer than 40 run (the worker let the fork in between two), and
 /// every one of them then runs exactly once and in order, in the child and
 /// in the parent.
 #[test]
@@ -108,8 +113,10 @@ fn before_fork_with_a_second_forker_waiting() {
 }
 
 /// A child forked while another thread of the parent waits in
-/// `before_fork` runs callbacks: the count of waiting forkers, which keeps
-/// the worker from starting a batch, starts at zero in the child.
+/// `before_fork` runs callbacks, and can call the hooks itself: forks wait
+/// for one another before they count as waiting for the batch lock (which
+/// keeps the worker from starting a batch), and the child's hook releases
+/// what the forking thread held, that wait included.
 #[test]
 fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
     test_support::forking_test(
@@ -140,6 +147,8 @@ fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
                         memb::call_rcu(move || flag.store(true, SeqCst));
                         memb::rcu_barrier();
                         assert!(ran.load(SeqCst), "the child's callback did not run");
+                        fork::before_fork();
+                        fork::after_fork_parent();
                     })
                 };
                 assert_child_succeeded(status, "a callback and a barrier");
@@ -147,4 +156,41 @@ fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
             });
         },
     );
+}
+
+/// A fork whose first flavor's batch lock is free but whose second
+/// flavor's batch waits for a grace period held up by a reader, which is
+/// itself waiting in the first flavor's `rcu_barrier()`: the fork must not
+/// keep the first lock while it waits for the second. Here a qsbr
+/// callback's grace period waits for an online `QsbrThread`, whose thread
+/// calls `memb::rcu_barrier()` 50 ms into the fork's wait and reports a
+/// quiescent state once that returns. (Until 2026-12-06 the fork held the
+/// memb batch lock while it waited for the qsbr one: the barrier, the grace
+/// period and the fork each waited for the next, for good.)
+#[test]
+fn a_fork_does_not_hold_one_flavor_while_the_other_waits_on_it() {
+    test_support::within_a_deadline("a fork against a cross-flavor wait", LIMIT, || {
+        let (online, registered) = mpsc::channel();
+        let (barrier_now, go) = mpsc::channel::<()>();
+        let reader = thread::spawn(move || {
+            let mut registration = QsbrThread::register();
+            online.send(()).unwrap();
+            go.recv().unwrap();
+            memb::rcu_barrier();
+            registration.quiescent_state();
+        });
+        registered.recv().unwrap();
+        // A qsbr batch whose grace period waits for the reader.
+        qsbr::call_rcu(|| {});
+        thread::sleep(Duration::from_millis(20));
+        let forker = thread::spawn(|| {
+            fork::before_fork();
+            fork::after_fork_parent();
+        });
+        thread::sleep(Duration::from_millis(50));
+        barrier_now.send(()).unwrap();
+        forker.join().expect("the fork hooks");
+        reader.join().expect("the reader");
+        qsbr::rcu_barrier();
+    });
 }

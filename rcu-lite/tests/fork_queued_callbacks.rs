@@ -5,7 +5,8 @@
 //!
 //! `before_fork` waits until no callback batch is being taken, waited for or
 //! run, so a callback that a worker has taken is never copied half done: to
-//! be still queued at the fork, a callback must be one that no worker took.
+//! be still queued at the fork, a callback must be one that no worker took,
+//! or one a worker put back at the fork's request (`fork_mid_batch.rs`).
 //! Here no worker can take it: it is queued while the process's
 //! address-space limit leaves no room for a thread's stack, so the flavor's
 //! first `call_rcu()` queues it and then panics, unable to start the worker

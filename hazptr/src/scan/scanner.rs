@@ -141,7 +141,8 @@ fn scanner_main(shared: &Shared) {
         }
         match progress {
             Progress::Worked => backoff = Backoff::new(),
-            // Another thread holds the driver flag: mostly a caller's pass,
+            // Another thread holds the driver flag (or a fork waits for it,
+            // and then holds it until its `after_fork_*`): mostly a caller's pass,
             // a few microseconds, after which the scanner takes the queue
             // over at once (yielding, it keeps that hand-over quick: sleeping
             // here at once took 16 writers' per-GP time on 2 vCPUs from

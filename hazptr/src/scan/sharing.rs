@@ -150,8 +150,9 @@ pub(crate) struct ScanState {
     /// Forking threads waiting for `driver` ([`hold_driver`]): while
     /// nonzero, nobody else takes it. Without it, callers took the flag
     /// back between passes faster than the fork's backoff looked: one
-    /// caller calling `synchronize` in a loop held `before_fork` up 21 ms
-    /// at the median, 16 of them 3.2 s. At most one thread counts at a
+    /// caller calling `synchronize` in a loop held `before_fork` up 40 ms
+    /// at the median, 16 of them 0.47 s (`fork_wait` example, see
+    /// docs/hazptr.md). At most one thread counts at a
     /// time, and none at a fork: `before_fork` holds the registry of
     /// domains while it waits here, so a second forker waits for that
     /// registry until the first has called `after_fork_*`.
@@ -418,7 +419,8 @@ fn wake_released(scan: &ScanState) {
 /// What one [`drive_once`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Progress {
-    /// Someone else is driving.
+    /// Someone else is driving, or a fork waits for the driver flag
+    /// ([`hold_driver`]).
     Busy,
     /// Nothing queued and nothing pending.
     Idle,
@@ -717,7 +719,7 @@ mod tests {
     /// though it is free, and take it again once the count is back to 0.
     /// And the hooks leave the count at 0. (Without the count, callers took
     /// the flag back between passes faster than the fork's backoff looked:
-    /// 3.2 s of `before_fork` beside 16 callers in a loop.)
+    /// `before_fork` beside 16 callers in a loop waited up to 2.3 s.)
     #[test]
     fn while_a_fork_waits_nobody_else_takes_the_driver_flag() {
         let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
