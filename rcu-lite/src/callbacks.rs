@@ -578,12 +578,13 @@ impl CallbackQueue {
     }
 
     /// For `fork()`: waits until no batch is being taken, waited for or run,
-    /// and keeps it so. The worker finishes the batch it runs and starts no
-    /// other while this waits (`fork_waiting`). Take every flavor's batch
-    /// lock before any queue lock: a callback may queue callbacks of another
-    /// flavor. Gives up, returning `None`, once `give_up` says so: the
-    /// running batch cannot end (see `fork::hold_both_batches`). Past the
-    /// stall timeout, says on stderr what it waits for (`watch`).
+    /// and keeps it so. While this waits (`fork_waiting`), the worker ends
+    /// the batch it runs after the current callback (or its grace period)
+    /// and starts no other. Take every flavor's batch lock before any queue
+    /// lock: a callback may queue callbacks of another flavor. Gives up,
+    /// returning `None`, once `give_up` says so (a time bound: see
+    /// `fork::hold_both_batches`). Past the stall timeout, says on stderr
+    /// what it waits for (`watch`).
     #[cfg(not(loom))]
     pub(crate) fn hold_batches(
         &'static self,
@@ -591,41 +592,27 @@ impl CallbackQueue {
         watch: &mut futex_word::stall::Watch,
         give_up: impl Fn() -> bool,
     ) -> Option<BatchHeld> {
-        /// The longest sleep between two looks at the lock.
-        const MAX_NAP: std::time::Duration = std::time::Duration::from_millis(1);
         if let Some(held) = crate::sync::try_lock(&self.batch_lock) {
             return Some(held);
+        }
+        /// One count of `fork_waiting`, taken back on drop (a panic included:
+        /// a count left behind would stop the worker for good).
+        struct Waiting<'a>(&'a AtomicU32);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                // Relaxed: as the increment.
+                self.0.fetch_sub(1, Relaxed);
+                futex::wake_all(self.0);
+            }
         }
         // Relaxed: a hint for the worker's liveness, ordering nothing (the
         // batch lock orders what the batches touch). A worker whose look
         // misses it took the lock already, and lets go at the batch's end.
         self.fork_waiting.fetch_add(1, Relaxed);
-        /// Looks that yield before the first nap: a batch's end is often a
-        /// few microseconds off, and the shortest nap takes tens.
-        const YIELDS: u32 = 64;
-        let (mut yields, mut nap) = (0, std::time::Duration::from_micros(10));
-        let held = loop {
-            if let Some(held) = crate::sync::try_lock(&self.batch_lock) {
-                break Some(held);
-            }
-            if give_up() {
-                break None;
-            }
-            if yields < YIELDS {
-                yields += 1;
-                std::thread::yield_now();
-                continue;
-            }
-            std::thread::sleep(watch.sleep_limit().map_or(nap, |limit| nap.min(limit)));
-            nap = (nap * 2).min(MAX_NAP);
-            if let Some(waited) = watch.due() {
-                self.warn_fork_stalled(waited, flavor);
-            }
-        };
-        // Relaxed: as the increment.
-        self.fork_waiting.fetch_sub(1, Relaxed);
-        futex::wake_all(&self.fork_waiting);
-        held
+        let _waiting = Waiting(&self.fork_waiting);
+        wait_for_lock(&self.batch_lock, watch, give_up, |waited| {
+            self.warn_fork_stalled(waited, flavor);
+        })
     }
 
     /// [`Self::hold_batches`]' stall warning: a fork that waits past the
@@ -669,15 +656,6 @@ impl CallbackQueue {
                 Some(std::time::Duration::from_millis(1)),
             );
         }
-    }
-
-    /// Whether a callback of this flavor waits in the other flavor's
-    /// `rcu_barrier()`: this flavor's running batch then ends only after the
-    /// other flavor's worker runs one.
-    #[cfg(not(loom))]
-    pub(crate) fn waits_on_the_other_flavor(&self) -> bool {
-        // SeqCst: as the other accesses of the count (`enter_cross_barrier`).
-        self.cross_barriers.load(SeqCst) > 0
     }
 
     /// For `fork()`, after [`Self::hold_batches`]: locks the queue, so that
@@ -739,6 +717,43 @@ impl CallbackQueue {
         // the word after we release the lock, so the wait on it either sees
         // the bump or is woken by it.
         Some(self.wake_seq.load(Relaxed))
+    }
+}
+
+/// Polls `mutex` until it is free (64 yields, then naps growing to 1 ms),
+/// or until `give_up` says so (`None`); past each stall timeout of `watch`,
+/// calls `warn` with the time waited. The fork hooks' waits: a blocking
+/// lock could neither give up nor warn.
+#[cfg(not(loom))]
+pub(crate) fn wait_for_lock<'a, T>(
+    mutex: &'a Mutex<T>,
+    watch: &mut futex_word::stall::Watch,
+    give_up: impl Fn() -> bool,
+    warn: impl Fn(std::time::Duration),
+) -> Option<std::sync::MutexGuard<'a, T>> {
+    /// Looks that yield before the first nap: a batch's end is often a few
+    /// microseconds off, and the shortest nap takes tens.
+    const YIELDS: u32 = 64;
+    /// The longest sleep between two looks at the lock.
+    const MAX_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+    let (mut yields, mut nap) = (0, std::time::Duration::from_micros(10));
+    loop {
+        if let Some(held) = crate::sync::try_lock(mutex) {
+            return Some(held);
+        }
+        if give_up() {
+            return None;
+        }
+        if yields < YIELDS {
+            yields += 1;
+            std::thread::yield_now();
+            continue;
+        }
+        std::thread::sleep(watch.sleep_limit().map_or(nap, |limit| nap.min(limit)));
+        nap = (nap * 2).min(MAX_NAP);
+        if let Some(waited) = watch.due() {
+            warn(waited);
+        }
     }
 }
 

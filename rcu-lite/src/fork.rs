@@ -194,6 +194,9 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// `call_rcu` callback runs, or a batch waits for its grace period (the
 /// worker then starts no other batch, and puts the rest of a running one
 /// back in the queue; past the stall timeout this says so on stderr).
+/// Forks of several threads wait for one another: from one thread's
+/// `before_fork` to its `after_fork_*`, another's `before_fork` waits (with
+/// a stall line past the timeout).
 /// Until the `after_fork_*` call, `call_rcu()`
 /// and `rcu_barrier()` (and what is built on them: `Rcu::replace`,
 /// `Rcu::update`, `raw::defer_drop_box`, `start_poll_synchronize_rcu()`,
@@ -244,7 +247,7 @@ pub fn before_fork() {
     qsbr::settle_teardown_key();
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
-    let forkers = crate::sync::lock(&FORKERS);
+    let forkers = hold_forkers();
     let (memb_batches, qsbr_batches) = hold_both_batches();
     let held = Box::new(Held {
         pid: std::process::id(),
@@ -267,11 +270,14 @@ pub fn before_fork() {
 /// callbacks), and that worker cannot run a batch while this thread holds its
 /// lock. So this waits for one lock while holding neither (that flavor's
 /// worker finishes the callback it runs and starts no batch meanwhile, the
-/// other runs on), then for the other for a bounded time (given up at once
-/// if that flavor's running batch waits in the first flavor's barrier), and
-/// otherwise lets go and starts again with the other flavor first, the bound
-/// doubled each round (from 1 ms to 1 s), so that a long callback or grace
-/// period is waited out in the end.
+/// other runs on), then for the other for a bounded time, and otherwise lets
+/// go and starts again with the other flavor first. The bound starts at 1 ms
+/// and doubles each round without a cap: once it exceeds what the longer
+/// flavor needs to end its running callback or grace period, a round
+/// succeeds (a cap would let two flavors whose callbacks outlast it, out of
+/// phase, keep every round failing). A dependency of one flavor's batch on
+/// the other's worker is cleared by the next round's first wait, which
+/// holds nothing.
 fn hold_both_batches() -> (BatchHeld, BatchHeld) {
     use std::time::{Duration, Instant};
     let (memb, qsbr) = (&memb::engine().callbacks, &qsbr::engine().callbacks);
@@ -285,9 +291,9 @@ fn hold_both_batches() -> (BatchHeld, BatchHeld) {
             unreachable!("a wait that never gives up returned without the lock")
         };
         let deadline = Instant::now() + bound;
-        if let Some(second_batches) = second.hold_batches(second_name, &mut watch, || {
-            second.waits_on_the_other_flavor() || Instant::now() >= deadline
-        }) {
+        if let Some(second_batches) =
+            second.hold_batches(second_name, &mut watch, || Instant::now() >= deadline)
+        {
             return if std::ptr::eq(first, memb) {
                 (first_batches, second_batches)
             } else {
@@ -295,9 +301,32 @@ fn hold_both_batches() -> (BatchHeld, BatchHeld) {
             };
         }
         drop(first_batches);
-        bound = (bound * 2).min(Duration::from_secs(1));
+        bound = bound.saturating_mul(2);
         order.swap(0, 1);
     }
+}
+
+/// [`FORKERS`], waited for with a stall warning: a thread that stays
+/// between the hooks (or exits there from a thread-local destructor that
+/// runs after rcu-lite's, which cannot release them) holds every later fork.
+fn hold_forkers() -> std::sync::MutexGuard<'static, ()> {
+    let mut watch = futex_word::stall::Watch::new();
+    let held = callbacks::wait_for_lock(
+        &FORKERS,
+        &mut watch,
+        || false,
+        |waited| {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "rcu-lite: stall: rcu_lite::fork::before_fork() has waited {:.1} s for another \
+             thread's fork hooks: that thread called before_fork() and not yet \
+             after_fork_parent() or after_fork_child(); it goes on waiting",
+                waited.as_secs_f64()
+            );
+        },
+    );
+    held.unwrap_or_else(|| unreachable!("a wait that never gives up returned without the lock"))
 }
 
 /// Call in the parent right after `fork()` (whether it succeeded or not).

@@ -449,8 +449,9 @@ fn a_refused_call_rcu_neither_runs_nor_drops_its_callback() {
 
 /// A qsbr callback that waits in `memb::rcu_barrier()` holds the qsbr batch
 /// lock until the memb worker runs a batch. `before_fork` must not keep the
-/// memb batch lock while it waits for the qsbr one: it gives the qsbr wait
-/// up at once when it sees such a callback, and lets go of the memb lock.
+/// memb batch lock while it waits for the qsbr one: its wait for the second
+/// lock is bounded, and it then lets go of the first and starts again with
+/// the other flavor first.
 #[test]
 fn before_fork_while_a_callback_waits_for_the_other_flavors_callbacks() {
     let _serial = serial();

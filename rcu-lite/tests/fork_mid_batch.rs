@@ -49,14 +49,14 @@ fn a_fork_waits_for_the_running_callback_not_the_whole_batch() {
             test_support::within_a_deadline("a fork in a long batch", LIMIT * 3, || {
                 // The worker running, then a first batch that a reader holds
                 // up in its grace period while the long batch is queued
-                // behind it, so that the 50 make one batch of their own.
+                // behind it, so that the 40 make one batch of their own.
                 memb::call_rcu(|| {});
                 memb::rcu_barrier();
                 let mut reader = Holders::new();
                 reader.hold(memb::read_lock);
                 memb::call_rcu(|| {});
                 // Time for the worker to wake and take that batch (were it
-                // to take some of the 50 with it, the test would check less,
+                // to take some of the 40 with it, the test would check less,
                 // never fail wrongly).
                 thread::sleep(Duration::from_millis(50));
                 let ran = Arc::new(Mutex::new(Vec::new()));

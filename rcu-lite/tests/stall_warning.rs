@@ -254,3 +254,30 @@ fn a_fork_held_up_by_a_blocking_callback_says_so() {
         );
     }
 }
+
+/// A `before_fork()` that waits 1.2 s for another thread's fork hooks, with
+/// a timeout of 0.2 s, says so, and then goes ahead.
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_fork_waiting_for_another_threads_hooks_says_so() {
+    if in_the_child() {
+        let (holding, held) = mpsc::channel();
+        let first = thread::spawn(move || {
+            rcu_lite::fork::before_fork();
+            holding.send(()).unwrap();
+            thread::sleep(Duration::from_millis(1200));
+            rcu_lite::fork::after_fork_parent();
+        });
+        held.recv().unwrap();
+        rcu_lite::fork::before_fork();
+        rcu_lite::fork::after_fork_parent();
+        return first.join().unwrap();
+    }
+    let stderr = stderr_of("a_fork_waiting_for_another_threads_hooks_says_so", "0.2");
+    assert!(
+        stderr.lines().any(|line| line
+            .starts_with("rcu-lite: stall: rcu_lite::fork::before_fork() has waited ")
+            && line.contains("for another thread's fork hooks")),
+        "{stderr}"
+    );
+}
