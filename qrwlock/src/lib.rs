@@ -139,7 +139,14 @@
 //! # Not in this crate
 //!
 //! Upgradable reads, timeouts, fair unlocking (`unlock_fair`, `bump`), and
-//! priority inheritance.
+//! priority inheritance. No `fork()` hooks either: as with std's locks, a
+//! lock that another thread held or waited for at the fork stays so in the
+//! child, whose next wait for it never ends (the lock's word and queue are
+//! copied, their threads are not). A program that forks and keeps using a
+//! lock in the child takes it in a `pthread_atfork()` prepare handler and
+//! releases it in the parent and child handlers (the write guard kept from
+//! the one to the others: all three run on the forking thread), or forks
+//! only to `exec`.
 //!
 //! # Cargo features
 //!
