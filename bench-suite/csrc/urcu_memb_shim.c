@@ -13,6 +13,8 @@
 #define _LGPL_SOURCE
 #include <urcu/urcu-memb.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 /*
  * Hides v from the optimizer the way Rust's std::hint::black_box does, which
@@ -65,3 +67,39 @@ uint64_t syncbench_urcu_memb_read_until(uint64_t **slot, const uint8_t *stop)
 	}
 	return n;
 }
+
+/*
+ * For the fork_wait example: a call_rcu() callback that sleeps for `us`
+ * microseconds (0: none) and frees its own head. The caller is a registered
+ * thread, as liburcu's call_rcu() requires.
+ */
+struct syncbench_sleeper {
+	struct rcu_head head;
+	uint64_t us;
+};
+
+static void syncbench_sleeper_run(struct rcu_head *head)
+{
+	struct syncbench_sleeper *s = caa_container_of(head, struct syncbench_sleeper, head);
+
+	if (s->us)
+		usleep((useconds_t)s->us);
+	free(s);
+}
+
+/* Returns 0, or -1 if the callback could not be allocated. */
+int syncbench_urcu_memb_call_rcu_sleeping(uint64_t us)
+{
+	struct syncbench_sleeper *s = malloc(sizeof(*s));
+
+	if (!s)
+		return -1;
+	s->us = us;
+	urcu_memb_call_rcu(&s->head, syncbench_sleeper_run);
+	return 0;
+}
+
+/* liburcu's fork hooks for its call_rcu threads (the memb flavor's). */
+void syncbench_urcu_memb_call_rcu_before_fork(void) { urcu_memb_call_rcu_before_fork(); }
+
+void syncbench_urcu_memb_call_rcu_after_fork_parent(void) { urcu_memb_call_rcu_after_fork_parent(); }

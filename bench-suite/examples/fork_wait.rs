@@ -4,6 +4,11 @@
 //! - `rcu-lite PRODUCERS CALLBACK_US`: producer threads each queue a memb
 //!   callback, sleep 20 us, and go again; each callback sleeps
 //!   `CALLBACK_US` (0: returns at once). Times `rcu_lite::fork::before_fork()`.
+//! - `liburcu-memb PRODUCERS CALLBACK_US`: the same load on liburcu's memb
+//!   `call_rcu()` (producers registered), timing its
+//!   `urcu_memb_call_rcu_before_fork()`, which waits for liburcu's call_rcu
+//!   thread to pause between batches: the peer of the first. Needs liburcu
+//!   (`apt-get install -y liburcu-dev`).
 //! - `hazptr CALLERS [reader]`: caller threads call `hazptr::synchronize` on
 //!   one address back to back (the global domain, shared scan), beside a
 //!   thread that protects and releases that address in a loop if `reader` is
@@ -15,6 +20,7 @@
 //!
 //! ```sh
 //! cargo run --release -p bench-suite --example fork_wait -- rcu-lite 1 200
+//! cargo run --release -p bench-suite --example fork_wait -- liburcu-memb 1 200
 //! cargo run --release -p bench-suite --example fork_wait -- hazptr 16
 //! ```
 //! (see docs/rcu-lite.md, *`fork()` needs the hooks*, and docs/hazptr.md,
@@ -28,8 +34,8 @@ static STOP: AtomicBool = AtomicBool::new(false);
 
 fn usage(why: &str) -> ! {
     eprintln!(
-        "usage: fork_wait rcu-lite [PRODUCERS] [CALLBACK_US] | fork_wait hazptr [CALLERS] \
-         [reader]: {why}"
+        "usage: fork_wait rcu-lite|liburcu-memb [PRODUCERS] [CALLBACK_US] | fork_wait hazptr \
+         [CALLERS] [reader]: {why}"
     );
     std::process::exit(2)
 }
@@ -97,6 +103,7 @@ fn main() {
             );
             (what, waits)
         }
+        Some("liburcu-memb") => liburcu_memb(args),
         Some("hazptr") => {
             let callers = number(args.next(), 16);
             let reader = match args.next().as_deref() {
@@ -136,7 +143,7 @@ fn main() {
             );
             (what, waits)
         }
-        _ => usage("name rcu-lite or hazptr"),
+        _ => usage("name rcu-lite, liburcu-memb or hazptr"),
     };
     let n = waits.len();
     println!(
@@ -145,4 +152,46 @@ fn main() {
         waits[n * 99 / 100],
         waits[n - 1]
     );
+}
+
+/// The `liburcu-memb` load and hook (see the module docs).
+#[cfg(syncbench_liburcu)]
+fn liburcu_memb(mut args: impl Iterator<Item = String>) -> (String, Vec<Duration>) {
+    use bench_suite::liburcu::{MembReader, memb_call_rcu_before_fork};
+    let producers = number(args.next(), 1);
+    let callback_us = number(args.next(), 0);
+    let threads = (0..producers)
+        .map(|_| {
+            std::thread::spawn(move || {
+                MembReader::with(|reader| {
+                    while !STOP.load(Relaxed) {
+                        reader.call_rcu_sleeping(callback_us);
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                });
+            })
+        })
+        .collect();
+    thread_local! {
+        static HELD: std::cell::RefCell<Option<bench_suite::liburcu::MembCallRcuForkHeld>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let waits = time_the_hooks(
+        || HELD.with(|held| *held.borrow_mut() = Some(memb_call_rcu_before_fork())),
+        || HELD.with(|held| drop(held.borrow_mut().take())),
+        threads,
+    );
+    (
+        format!("liburcu-memb, {producers} producer(s), callbacks of {callback_us} us"),
+        waits,
+    )
+}
+
+/// Without liburcu linked: says so.
+#[cfg(not(syncbench_liburcu))]
+fn liburcu_memb(_: impl Iterator<Item = String>) -> (String, Vec<Duration>) {
+    usage(&format!(
+        "liburcu is not linked: {}",
+        bench_suite::liburcu::unavailable()
+    ))
 }

@@ -128,6 +128,9 @@ mod linked {
             pub fn syncbench_urcu_memb_has_sys_membarrier() -> std::ffi::c_int;
             pub fn syncbench_urcu_memb_read_sections(slot: *const *mut u64, iterations: u64);
             pub fn syncbench_urcu_memb_read_until(slot: *const *mut u64, stop: *const u8) -> u64;
+            pub fn syncbench_urcu_memb_call_rcu_sleeping(us: u64) -> std::ffi::c_int;
+            pub fn syncbench_urcu_memb_call_rcu_before_fork();
+            pub fn syncbench_urcu_memb_call_rcu_after_fork_parent();
             pub fn syncbench_urcu_qsbr_register_thread();
             pub fn syncbench_urcu_qsbr_unregister_thread();
             pub fn syncbench_urcu_qsbr_synchronize_rcu();
@@ -250,6 +253,49 @@ mod linked {
             unsafe {
                 ffi::syncbench_urcu_memb_read_until(slot.as_ptr(), stop.as_ptr().cast::<u8>())
             }
+        }
+    }
+
+    /// liburcu's memb `call_rcu_before_fork()`, held until the value drops,
+    /// which calls `call_rcu_after_fork_parent()` on the same thread (the
+    /// `fork_wait` example times the first against rcu-lite's hook; it
+    /// forks nothing). `!Send`.
+    pub struct MembCallRcuForkHeld {
+        _not_send: PhantomData<*const ()>,
+    }
+
+    /// `urcu_memb_call_rcu_before_fork()`: waits until liburcu's memb
+    /// call_rcu threads pause between batches, and keeps them paused until
+    /// the returned value drops.
+    pub fn memb_call_rcu_before_fork() -> MembCallRcuForkHeld {
+        // SAFETY: paired with `call_rcu_after_fork_parent()` on this thread
+        // by the returned value's drop (it is `!Send`).
+        unsafe { ffi::syncbench_urcu_memb_call_rcu_before_fork() };
+        MembCallRcuForkHeld {
+            _not_send: PhantomData,
+        }
+    }
+
+    impl Drop for MembCallRcuForkHeld {
+        fn drop(&mut self) {
+            // SAFETY: after `call_rcu_before_fork()` on this thread (above).
+            unsafe { ffi::syncbench_urcu_memb_call_rcu_after_fork_parent() }
+        }
+    }
+
+    impl MembReader {
+        /// Queues a memb `call_rcu()` callback that sleeps `us` microseconds
+        /// on liburcu's call_rcu thread (the caller registered, as liburcu
+        /// requires).
+        ///
+        /// # Panics
+        ///
+        /// If the shim cannot allocate the callback.
+        pub fn call_rcu_sleeping(&self, us: u64) {
+            // SAFETY: the thread is registered (`self`); the callback owns
+            // its allocation and frees it.
+            let rc = unsafe { ffi::syncbench_urcu_memb_call_rcu_sleeping(us) };
+            assert_eq!(rc, 0, "liburcu shim: out of memory for a call_rcu callback");
         }
     }
 
