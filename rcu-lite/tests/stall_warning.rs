@@ -21,9 +21,9 @@ fn holdout_tid(stderr: &str) -> i32 {
         .unwrap_or_else(|| panic!("no holdout tid line in:\n{stderr}"))
 }
 
-/// A memb reader that holds its section for `hold` while this thread waits
-/// for a grace period.
-fn memb_grace_period_held_for(hold: Duration) {
+/// A thread inside a memb section for `hold`, started and inside when this
+/// returns; it prints its kernel id as "holdout tid N".
+fn memb_reader_inside_for(hold: Duration) -> thread::JoinHandle<()> {
     let (entered, inside) = mpsc::channel();
     let reader = thread::spawn(move || {
         let guard = memb::read_lock();
@@ -33,6 +33,13 @@ fn memb_grace_period_held_for(hold: Duration) {
         drop(guard);
     });
     inside.recv().unwrap();
+    reader
+}
+
+/// A memb reader that holds its section for `hold` while this thread waits
+/// for a grace period.
+fn memb_grace_period_held_for(hold: Duration) {
+    let reader = memb_reader_inside_for(hold);
     memb::synchronize_rcu();
     reader.join().unwrap();
 }
@@ -180,14 +187,7 @@ fn a_barrier_behind_a_backlog_says_so() {
 #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn a_barrier_behind_a_held_up_grace_period_says_so() {
     if in_the_child() {
-        let (entered, inside) = mpsc::channel();
-        let reader = thread::spawn(move || {
-            let guard = memb::read_lock();
-            entered.send(()).unwrap();
-            thread::sleep(Duration::from_millis(1200));
-            drop(guard);
-        });
-        inside.recv().unwrap();
+        let reader = memb_reader_inside_for(Duration::from_millis(1200));
         memb::call_rcu(|| {});
         memb::rcu_barrier();
         return reader.join().unwrap();
