@@ -755,6 +755,8 @@ mod tests {
             // SAFETY: the reader is stopped before it reads anything
             // through a pointer (and reads after the Release store below).
             unsafe { *second = 8 };
+            // Release: publishes the 8, pairing with the reader's Acquire
+            // reload in its acquire.
             src.store(second, Ordering::Release);
             RELEASE.store(true, SeqCst);
             assert_eq!(reader.join().expect("the reader"), 8);

@@ -725,8 +725,11 @@ mod tests {
         let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
         let domain = Domain::new();
         let scan = &domain.shared.scan;
-        // Marked started so that no scanner thread takes the flag meanwhile.
+        // Marked started so that no scanner thread takes the flag meanwhile
+        // (Release, as `start_scanner` stores it).
         scan.started.store(true, Ordering::Release);
+        // Relaxed, as in `hold_driver`: this thread's own count, read back
+        // by this thread.
         scan.fork_waiting.fetch_add(1, Ordering::Relaxed);
         assert_eq!(super::drive_once(&domain.shared), Progress::Busy);
         assert!(
