@@ -113,7 +113,6 @@ pub(crate) struct CallbackQueue {
     /// while nonzero the worker starts no new batch. Without it the worker
     /// took the lock back the moment it let go, and a fork waited until
     /// the queue ran dry: seconds under a steady stream of callbacks.
-    #[cfg(not(loom))]
     fork_waiting: AtomicU32,
     /// Whether the worker thread runs, or is being started
     /// (`WORKER_NOT_STARTED`, `WORKER_STARTING`, `WORKER_RUNNING`; in this
@@ -157,7 +156,6 @@ impl CallbackQueue {
                 started_total: AtomicU64::new(0),
                 returned_total: AtomicU64::new(0),
                 cross_barriers: AtomicU32::new(0),
-                #[cfg(not(loom))]
                 fork_waiting: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
@@ -252,9 +250,6 @@ impl CallbackQueue {
     /// Takes every queued callback, waits for a grace period, and runs them
     /// (those left when a fork waits go back to the queue: see
     /// `requeue_for_a_fork`). Returns how many it took.
-    // Under loom no fork waits, and the loop never stops early: a `for`
-    // loop would do there.
-    #[cfg_attr(loom, allow(clippy::while_let_on_iterator))]
     pub(crate) fn run_batch(&self, synchronize: fn()) -> usize {
         let _one_batch_at_a_time = crate::sync::lock(&self.batch_lock);
         let batch = mem::take(&mut crate::sync::lock(&self.pending).callbacks);
@@ -286,7 +281,6 @@ impl CallbackQueue {
             let returned = self.returned_total.load(Relaxed);
             self.returned_total.store(returned + 1, Relaxed);
             // Relaxed: a hint (see `hold_batches`).
-            #[cfg(not(loom))]
             if batch.len() > 0 && self.fork_waiting.load(Relaxed) != 0 {
                 self.requeue_for_a_fork(batch);
                 break;
@@ -304,7 +298,6 @@ impl CallbackQueue {
     /// else), in the parent and in the child alike (each has a copy of the
     /// queue).
     #[cold]
-    #[cfg(not(loom))]
     fn requeue_for_a_fork(&self, rest: std::vec::IntoIter<Callback>) {
         let mut pending = crate::sync::lock(&self.pending);
         pending.callbacks.splice(0..0, rest);
@@ -595,21 +588,7 @@ impl CallbackQueue {
         if let Some(held) = crate::sync::try_lock(&self.batch_lock) {
             return Some(held);
         }
-        /// One count of `fork_waiting`, taken back on drop (a panic included:
-        /// a count left behind would stop the worker for good).
-        struct Waiting<'a>(&'a AtomicU32);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                // Relaxed: as the increment.
-                self.0.fetch_sub(1, Relaxed);
-                futex::wake_all(self.0);
-            }
-        }
-        // Relaxed: a hint for the worker's liveness, ordering nothing (the
-        // batch lock orders what the batches touch). A worker whose look
-        // misses it took the lock already, and lets go at the batch's end.
-        self.fork_waiting.fetch_add(1, Relaxed);
-        let _waiting = Waiting(&self.fork_waiting);
+        let _waiting = ForkWaiting::count(&self.fork_waiting);
         wait_for_lock(&self.batch_lock, watch, give_up, |waited| {
             self.warn_fork_stalled(waited, flavor);
         })
@@ -638,10 +617,27 @@ impl CallbackQueue {
         );
     }
 
+    /// Under loom: what a fork's `before_fork` does to this queue, with a
+    /// plain wait for the batch lock (the polling of `wait_for_lock` aside):
+    /// counts itself in `fork_waiting`, takes the batch lock and then the
+    /// queue lock, and calls `inspect` with the callbacks ever queued and
+    /// those in the queue now, before letting go of both (`after_fork_parent`).
+    #[cfg(loom)]
+    pub(crate) fn loom_fork_window(&self, inspect: impl FnOnce(u64, usize)) {
+        let batches = {
+            let _waiting = ForkWaiting::count(&self.fork_waiting);
+            crate::sync::lock(&self.batch_lock)
+        };
+        let queue = crate::sync::lock(&self.pending);
+        // Relaxed: written under the queue lock, which this thread holds.
+        inspect(self.queued_total.load(Relaxed), queue.callbacks.len());
+        drop(queue);
+        drop(batches);
+    }
+
     /// The worker, before each batch: waits while a fork waits for the
     /// batch lock ([`Self::hold_batches`]), which would otherwise find it
     /// taken again at once.
-    #[cfg(not(loom))]
     fn let_a_fork_in(&self) {
         loop {
             // Relaxed: a hint (see `hold_batches`).
@@ -692,7 +688,6 @@ impl CallbackQueue {
     /// wakes it.
     pub(crate) fn worker_rounds(&self, synchronize: fn(), keep_going: impl Fn() -> bool) {
         while keep_going() {
-            #[cfg(not(loom))]
             self.let_a_fork_in();
             if self.run_batch(synchronize) > 0 {
                 continue;
@@ -717,6 +712,29 @@ impl CallbackQueue {
         // the word after we release the lock, so the wait on it either sees
         // the bump or is woken by it.
         Some(self.wake_seq.load(Relaxed))
+    }
+}
+
+/// One forking thread's count of [`CallbackQueue::fork_waiting`], taken
+/// back on drop (a panic included: a count left behind would stop the
+/// worker for good), which wakes a worker waiting in `let_a_fork_in`.
+struct ForkWaiting<'a>(&'a AtomicU32);
+
+impl<'a> ForkWaiting<'a> {
+    fn count(fork_waiting: &'a AtomicU32) -> ForkWaiting<'a> {
+        // Relaxed: a hint for the worker's liveness, ordering nothing (the
+        // batch lock orders what the batches touch). A worker whose look
+        // misses it took the lock already, and lets go at the batch's end.
+        fork_waiting.fetch_add(1, Relaxed);
+        ForkWaiting(fork_waiting)
+    }
+}
+
+impl Drop for ForkWaiting<'_> {
+    fn drop(&mut self) {
+        // Relaxed: as the increment.
+        self.0.fetch_sub(1, Relaxed);
+        futex::wake_all(self.0);
     }
 }
 

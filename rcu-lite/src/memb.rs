@@ -454,6 +454,16 @@ pub fn loom_run_callback_worker_until(done: impl Fn() -> bool) {
         .worker_rounds(synchronize_rcu, || !done());
 }
 
+/// Under loom: what `fork::before_fork()` and `after_fork_parent()` do to
+/// the memb callback queue (count the fork as waiting, take the batch lock,
+/// then the queue lock, let go of both), with `inspect` called in between
+/// with the callbacks ever queued and those queued now.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_fork_window(inspect: impl FnOnce(u64, usize)) {
+    engine().callbacks.loom_fork_window(inspect);
+}
+
 /// Waits until every callback queued by [`call_rcu`] before this call has run
 /// (`rcu_barrier()`). With none queued and no batch running, returns at once.
 ///

@@ -629,6 +629,88 @@ fn the_callback_worker_never_sleeps_with_a_callback_queued() {
     });
 }
 
+/// A fork that waits for the callback batch finds every callback either run
+/// or queued, none taken and not yet run, and the callbacks the worker put
+/// back for it run once each, in the order they were queued, before those
+/// queued since. The worker runs a batch of two while the model's thread
+/// queues a third and a forking thread waits for the batch lock (as
+/// `rcu_lite::fork::before_fork` does, counted in `fork_waiting`): the worker
+/// may end the batch after its first callback and put the second back at
+/// the front of the queue. (Put back at its end, the third runs before the
+/// second and the order check fails; not put back, the worker never runs
+/// the third, and loom reports the join as a deadlock.)
+#[test]
+fn a_fork_finds_each_callback_run_or_queued_and_the_rest_run_in_order() {
+    /// The ids of the callbacks run, in order: written by the callbacks on
+    /// the worker, read by the fork under the batch lock and by the model's
+    /// thread after the join. Loom reports a read not ordered after a write.
+    struct RunLog {
+        ids: UnsafeCell<Vec<u32>>,
+        /// How many have run, for the worker's `done` (Release in the
+        /// callbacks, Acquire in `done`).
+        count: loom::sync::atomic::AtomicUsize,
+    }
+    // SAFETY: loom checks every access to `ids`; ordering them is the
+    // model's question.
+    unsafe impl Sync for RunLog {}
+
+    impl RunLog {
+        fn ids(&self) -> Vec<u32> {
+            // SAFETY: loom reports an access not ordered after a write.
+            self.ids.with(|ids| unsafe { (*ids).clone() })
+        }
+    }
+
+    fn queue(log: &Arc<RunLog>, id: u32) {
+        let log = Arc::clone(log);
+        memb::call_rcu(move || {
+            // SAFETY: callbacks run one at a time on the worker; loom checks
+            // that the fork's and the final reads are ordered after this.
+            log.ids.with_mut(|ids| unsafe { (*ids).push(id) });
+            log.count.fetch_add(1, Release);
+        });
+    }
+
+    loom::model(|| {
+        configure(true);
+        let log = Arc::new(RunLog {
+            ids: UnsafeCell::new(Vec::new()),
+            count: loom::sync::atomic::AtomicUsize::new(0),
+        });
+        queue(&log, 0);
+        queue(&log, 1);
+        let worker = {
+            let log = Arc::clone(&log);
+            // Acquire pairs with the callbacks' Release increments.
+            thread::spawn(move || {
+                memb::loom_run_callback_worker_until(|| log.count.load(Acquire) == 3);
+            })
+        };
+        let fork = {
+            let log = Arc::clone(&log);
+            thread::spawn(move || {
+                memb::loom_fork_window(|queued_total, queued_now| {
+                    let ran = log.ids();
+                    assert_eq!(
+                        ran.len() as u64 + queued_now as u64,
+                        queued_total,
+                        "the fork found a callback neither run nor queued (ran {ran:?}, \
+                         {queued_now} queued of {queued_total})"
+                    );
+                    assert!(
+                        ran.iter().copied().eq(0..ran.len() as u32),
+                        "callbacks ran out of order before the fork: {ran:?}"
+                    );
+                });
+            })
+        };
+        queue(&log, 2);
+        fork.join().unwrap();
+        worker.join().unwrap();
+        assert_eq!(log.ids(), [0, 1, 2], "each callback once, in queue order");
+    });
+}
+
 /// A barrier that finds nothing queued and no batch in flight returns at
 /// once, and still after the effects of every callback queued before it:
 /// here the other thread's barrier may have run the batch with the callback
