@@ -571,6 +571,15 @@ impl Domain {
         n
     }
 
+    /// Under loom: what `hazptr::fork::before_fork()` and
+    /// `after_fork_parent()` do to this domain's shared scan (count the fork
+    /// as waiting, take the driver flag, give it back).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_fork_window(&self) {
+        crate::scan::loom_fork_window(&self.shared);
+    }
+
     /// How many backup slots the overflow lists hold (in use or free).
     pub fn backup_slots(&self) -> usize {
         let mut n = 0;

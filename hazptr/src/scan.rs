@@ -50,6 +50,8 @@ mod sharing;
 
 pub(crate) use scanner::stop_scanner;
 pub(crate) use sharing::ScanState;
+#[cfg(loom)]
+pub(crate) use sharing::loom_fork_window;
 #[cfg(not(loom))]
 pub(crate) use sharing::{hold_driver, release_driver, reset_after_fork};
 

@@ -185,6 +185,35 @@ fn concurrent_callers_of_the_shared_scan_are_each_released() {
     });
 }
 
+/// A fork's wait for the driver flag (`hazptr::fork::before_fork`, through
+/// `Domain::loom_fork_window`) against a caller of the shared scan, with the
+/// real scanner thread: while the fork is counted in `fork_waiting`, the
+/// caller's lone scan and every `drive_once` find the flag busy, so the
+/// caller queues; the fork takes the flag once no pass holds it and looks
+/// at the driver's buffers, as `reset_after_fork` does in a child; once it
+/// gives the flag back, the caller is served, and the pass that serves it
+/// touches the buffers after the fork's look (loom reports one that is not
+/// ordered after it). Mutation checks: `release_driver`'s store made Relaxed
+/// fails with a causality violation on the buffers; a count never taken
+/// back leaves every caller and the scanner finding the flag busy, and
+/// exceeds loom's branch limit. (A lone caller's scan touches no buffers,
+/// so no pass runs before the fork's look here: `hold_driver`'s Acquire is
+/// checked only by reading, as `drive_once`'s is by the models above.)
+#[test]
+fn a_fork_waiting_for_the_driver_flag_takes_it_between_passes() {
+    hazptr::loom_model_with_spurious_wakeups_too(|| {
+        let domain = Arc::new(Domain::builder().shared_scan(true).build());
+        let src = Arc::new(AtomicPtr::new(obj()));
+        let caller = {
+            let (domain, src) = (Arc::clone(&domain), Arc::clone(&src));
+            thread::spawn(move || replace_and_synchronize(&domain, &src))
+        };
+        domain.loom_fork_window();
+        caller.join().unwrap();
+        free_last(&src);
+    });
+}
+
 /// Two callers queued for one pass, one of whose addresses a guard protects
 /// from before either call: the pass's hit holds the waiter of that address,
 /// and only it. (A hit credited to whichever waiter heads the batch releases

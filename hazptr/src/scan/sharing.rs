@@ -156,8 +156,7 @@ pub(crate) struct ScanState {
     /// time, and none at a fork: `before_fork` holds the registry of
     /// domains while it waits here, so a second forker waits for that
     /// registry until the first has called `after_fork_*`.
-    #[cfg(not(loom))]
-    fork_waiting: std::sync::atomic::AtomicU32,
+    fork_waiting: AtomicU32,
     /// Owned by whoever holds `driver`.
     buffers: UnsafeCell<Buffers>,
     /// Whether the scanner thread runs.
@@ -189,8 +188,7 @@ impl ScanState {
             release_seq: AtomicU32::new(0),
             sleepers: AtomicU32::new(0),
             driver: AtomicBool::new(false),
-            #[cfg(not(loom))]
-            fork_waiting: std::sync::atomic::AtomicU32::new(0),
+            fork_waiting: AtomicU32::new(0),
             buffers: UnsafeCell::new(Buffers {
                 pending: Vec::with_capacity(64),
                 cleared: Vec::with_capacity(64),
@@ -580,20 +578,13 @@ fn for_each_waiter(batch: *mut Waiter, mut f: impl FnMut(&Waiter)) {
 /// a look that misses it takes the flag for one pass, which ends.
 #[inline]
 fn fork_waits(scan: &ScanState) -> bool {
-    #[cfg(not(loom))]
-    return scan.fork_waiting.load(Ordering::Relaxed) != 0;
-    #[cfg(loom)]
-    {
-        let _ = scan;
-        false
-    }
+    scan.fork_waiting.load(Ordering::Relaxed) != 0
 }
 
 /// Takes the driver flag, waiting for a pass in progress to finish (the fork
 /// hooks: no pass is half done when the memory is copied); meanwhile nobody
 /// else starts one ([`fork_waits`]). A pass never waits for long with the
 /// flag held (only for readers in their wildcard window).
-#[cfg(not(loom))]
 pub(crate) fn hold_driver(shared: &Shared) {
     let scan = &shared.scan;
     // Relaxed: see `fork_waits`.
@@ -615,10 +606,24 @@ pub(crate) fn hold_driver(shared: &Shared) {
 }
 
 /// Gives back the flag [`hold_driver`] took.
-#[cfg(not(loom))]
 pub(crate) fn release_driver(shared: &Shared) {
     // Release pairs with the Acquire CAS in `drive_once`.
     shared.scan.driver.store(false, Ordering::Release);
+}
+
+/// Under loom: what the fork hooks do to the shared scan of a domain
+/// (`hold_driver`, then `release_driver`), with a look at the driver's
+/// buffers in between, as `reset_after_fork` takes in a child: loom reports
+/// the look if a pass's accesses are not ordered before it.
+#[cfg(loom)]
+pub(crate) fn loom_fork_window(shared: &Shared) {
+    hold_driver(shared);
+    shared.scan.buffers.with_mut(|buffers| {
+        // SAFETY: the driver flag, held, owns the buffers.
+        let buffers = unsafe { &mut *buffers };
+        let _ = buffers.pending.len() + buffers.cleared.len();
+    });
+    release_driver(shared);
 }
 
 /// In a fork child, with the driver flag held ([`hold_driver`]) and the
