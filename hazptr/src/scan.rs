@@ -312,6 +312,15 @@ impl Domain {
     /// no scanner, or if the thread cannot be spawned (a later call tries
     /// again a second later at the earliest).
     ///
+    /// The thread (named `hazptr-scan-ID`, the [`id`](Domain::id)) gets the
+    /// scheduling policy, priority and allowed CPUs of the thread that
+    /// starts it, here or in a queued `synchronize`. A program with
+    /// real-time (`SCHED_FIFO`, `SCHED_RR`) callers starts it from a thread
+    /// at the priority of its highest-priority caller: a scanner below a
+    /// caller's priority, kept off its CPU by busy threads at or above its
+    /// own, leaves that caller to drive its own passes, in timed sleeps of
+    /// 10 ms and more, doubling (see docs/hazptr.md, *Limits*).
+    ///
     /// ```
     /// let domain = hazptr::Domain::new();
     /// assert!(domain.start_scanner());

@@ -72,19 +72,29 @@ use std::sync::Arc;
 /// oversubscribed machine a spinning waiter only delays the driver).
 const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 8 };
 
-/// The longest a waiter sleeps on `release_seq` before it looks at its
-/// state again. A release always bumps the word and wakes, so this only
+/// The longest a waiter sleeps on `release_seq`, for its sleep number
+/// `sleeps` (from 0), before it looks at its state again: 10 ms, doubling
+/// each sleep up to 1.28 s.
+///
+/// Where the scanner thread cannot run, a sleep that ends with no release
+/// pass meanwhile lets the waiter drive once more (`wait_for_release`), so
+/// the first bound is short: at SCHED_FIFO a scanner of a lower priority
+/// than the waiter, kept off its CPU, held the waiter up for as long as the
+/// CPU stayed busy (2-15 s and more on a 2-vCPU guest, 2026-12-06; 1 s with
+/// a fixed 1 s bound). The doubling keeps a waiter that a long-held guard
+/// holds up (the scanner watches that slot) from waking 100 times a second.
+///
+/// A release always bumps the word and wakes, so otherwise the bound only
 /// matters where the 32-bit word came back round to the value the waiter
 /// read: 2^32 release passes (about an hour of back-to-back scans) between
 /// its load and its futex call, with its own release among them. Without a
 /// bound it would then sleep until the domain's next release, which an idle
 /// domain never has. Unbounded under loom, whose model of a timed wait
 /// yields instead of sleeping and would hide a lost wake-up.
-const RELEASE_RECHECK: Option<std::time::Duration> = if cfg!(loom) {
-    None
-} else {
-    Some(std::time::Duration::from_secs(1))
-};
+fn release_recheck(sleeps: u32) -> Option<std::time::Duration> {
+    const FIRST: std::time::Duration = std::time::Duration::from_millis(10);
+    (!cfg!(loom)).then(|| FIRST * (1 << sleeps.min(7)))
+}
 
 // No yield phase: on a machine with more threads than CPUs, a yield hands
 // the CPU to whatever else runs there, and a busy reader thread then keeps it
@@ -298,7 +308,14 @@ fn lone_scan_protected(shared: &Shared, addr: usize) -> bool {
 }
 
 /// Spins, drives the scan once if it is free, then sleeps on `release_seq`
-/// with the scanner thread awake, until `waiter` is released.
+/// with the scanner thread awake, until `waiter` is released. A sleep that
+/// ends at its time limit with no release pass meanwhile (`release_seq`
+/// unchanged) lets it drive once more: the scanner thread may be unable to
+/// run. It inherits the scheduling policy, priority and CPUs of the thread
+/// that started it, so at SCHED_FIFO a lower-priority scanner waits for as
+/// long as any thread of its priority or above keeps its CPU busy; the
+/// waiter's own pass then releases it within a bound that starts at 10 ms
+/// (`release_recheck`), where it waited without bound.
 // Under loom `WAITER_SPINS` is 0 (smaller models): the spin branch is meant
 // to be dead there.
 #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))]
@@ -343,14 +360,20 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
             // From the second sleep on, no longer than until a stall
             // warning is due (the first reads no clock: see below).
             let limit = if sleeps == 0 {
-                RELEASE_RECHECK
+                release_recheck(0)
             } else {
-                match (RELEASE_RECHECK, watch.sleep_limit()) {
+                match (release_recheck(sleeps), watch.sleep_limit()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
             };
             futex_wait(&scan.release_seq, seq, limit);
+            // Relaxed: a hint, as the driver-flag look above; `drive_once`
+            // orders what the pass reads. Only after a timed sleep: the
+            // untimed ones (loom's) end on a bump or spuriously.
+            if limit.is_some() && scan.release_seq.load(Ordering::Relaxed) == seq {
+                tried_driving = false;
+            }
         }
         // SeqCst, as the increment; a driver that still counts us only
         // wakes the futex once more.
@@ -374,7 +397,7 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
                 };
                 format!(
                     "synchronize({:#x}), waiting for the shared scan to release it ({why}; this \
-                     wait is counted from its second sleep, up to a second after it began)",
+                     wait is counted from its second sleep, 10 ms or more after it began)",
                     waiter.addr
                 )
             });
@@ -748,6 +771,44 @@ mod tests {
         crate::fork::before_fork();
         crate::fork::after_fork_parent();
         assert_eq!(scan.fork_waiting.load(Ordering::Relaxed), 0);
+    }
+
+    /// A waiter whose scanner thread never runs is released by a pass of its
+    /// own once a timed sleep ends with no release pass meanwhile: here the
+    /// scanner is marked started with no thread (as one that higher-priority
+    /// threads keep off its CPU), the caller's address is protected when it
+    /// queues, so its first passes leave it pending, and the guard is
+    /// dropped once it sleeps. It returns when its first timed sleep ends
+    /// (`release_recheck`: 10 ms). (Catches a waiter that drives only before its first sleep: it
+    /// sleeps on, and the deadline fails the test.)
+    #[test]
+    fn a_waiter_drives_again_when_its_sleep_ends_with_no_release() {
+        test_support::within_a_deadline(
+            "a waiter whose scanner thread never runs",
+            TEST_DEADLINE,
+            || {
+                let _alone = crate::scan::tests::no_fork_hooks_meanwhile();
+                let domain = Arc::new(Domain::new());
+                let scan = &domain.shared.scan;
+                // Release, as `start_scanner` stores it: no scanner starts.
+                scan.started.store(true, Ordering::Release);
+                let object = Box::new(7u64);
+                let addr = std::ptr::from_ref::<u64>(&object) as usize;
+                let published = std::sync::atomic::AtomicPtr::new(addr as *mut u64);
+                let mut guard = domain.guard();
+                assert_eq!(guard.protect_ptr(&published) as usize, addr);
+                let caller = {
+                    let domain = Arc::clone(&domain);
+                    std::thread::spawn(move || domain.synchronize(addr as *const u64))
+                };
+                // SeqCst, as the caller's increment before it sleeps.
+                while scan.sleepers.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                drop(guard);
+                caller.join().unwrap();
+            },
+        );
     }
 
     /// Marks the scanner thread started, so that none starts and only the
