@@ -548,6 +548,17 @@ pub fn config() -> GpConfig {
 /// `synchronize_rcu()` calls, or cannot afford a thread spawn inside one,
 /// starts it here first. Not under loom, which has no worker thread.
 ///
+/// The thread (`rcu-lite-gp`) gets the scheduling policy, priority and
+/// allowed CPUs of the thread that starts it, here or in a crowded
+/// `synchronize_rcu()`. The callers it serves sleep until it completes
+/// their grace period, so a program with real-time (`SCHED_FIFO`,
+/// `SCHED_RR`) callers starts it here from a thread at the priority of its
+/// highest-priority caller: below that, on a CPU that threads at or above
+/// its own priority keep busy, it does not run, and they wait for as long
+/// as those threads run (see docs/rcu-lite.md, *Limits*). The `call_rcu()`
+/// worker, which `rcu_barrier()` waits for, starts at the flavor's first
+/// `call_rcu()`, from that caller.
+///
 /// ```
 /// assert!(rcu_lite::memb::start_grace_period_worker());
 /// ```
