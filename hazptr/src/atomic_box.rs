@@ -84,6 +84,23 @@ use std::ptr::{self, NonNull};
 /// struct Marker;
 /// let slot = hazptr::AtomicBox::new(Marker); // size_of::<Marker>() == 0
 /// ```
+///
+/// Nor does a box of a type aligned to one byte (`u8`, `bool`, `[u8; N]`):
+/// a slot with its low bit set is a wildcard, so a protected address must
+/// be even. A wrapper with `#[repr(align(2))]` will do. Like the check
+/// above, this one fails a build, not `cargo check`, which does not
+/// evaluate it.
+///
+/// ```compile_fail,E0080
+/// let slot = hazptr::AtomicBox::new(7u8); // align_of::<u8>() == 1
+/// ```
+///
+/// Readers on other threads get `&T`, and a replaced value is freed on
+/// whichever thread reclaims it, so `T` must be `Send` and `Sync`:
+///
+/// ```compile_fail,E0277
+/// let slot = hazptr::AtomicBox::new(std::rc::Rc::new(7u32)); // `Rc<u32>` cannot be sent
+/// ```
 pub struct AtomicBox<'d, T> {
     ptr: AtomicPtr<T>,
     domain: &'d Domain,

@@ -2338,3 +2338,64 @@ fn synchronize_while_holding_the_address_in_the_last_block_slot_panics() {
         },
     );
 }
+
+/// Two writers each store an increasing series in one `AtomicBox` while
+/// readers load it through more guards at once than a thread has slots
+/// (the rest backup slots): every reader sees each writer's series in
+/// order, across the guards it holds and from one round to the next.
+/// arc-swap's `load_parallel`, `multi_writers` and `lease_overflow`
+/// properties.
+#[test]
+fn readers_see_each_writers_values_in_order() {
+    const WRITES: u32 = if cfg!(miri) { 30 } else { 20_000 };
+    test_support::within_a_deadline("AtomicBox loads against two writers", TEST_DEADLINE, || {
+        let domain = Domain::new();
+        let slot = AtomicBox::new_in((0usize, 0u32), &domain);
+        let writers_done = AtomicUsize::new(0);
+        let start = Barrier::new(4);
+        std::thread::scope(|s| {
+            for writer in 0..2 {
+                let (slot, writers_done, start) = (&slot, &writers_done, &start);
+                s.spawn(move || {
+                    start.wait();
+                    for i in 1..=WRITES {
+                        slot.store(Some(Box::new((writer, i))));
+                    }
+                    writers_done.fetch_add(1, SeqCst);
+                });
+            }
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut guards: Vec<Guard<'_>> = (0..usable_slots_per_thread() + 2)
+                        .map(|_| domain.guard())
+                        .collect();
+                    let mut last = [0u32; 2];
+                    start.wait();
+                    loop {
+                        let finished = writers_done.load(SeqCst) == 2;
+                        // Every guard protects what it loaded until the
+                        // round ends, when each value is read again.
+                        let mut held = Vec::with_capacity(guards.len());
+                        for guard in &mut guards {
+                            let value = slot.load(guard).expect("never empty");
+                            let (writer, i) = *value;
+                            assert!(
+                                i >= last[writer],
+                                "writer {writer}'s value {i} loaded after its value {}",
+                                last[writer]
+                            );
+                            last[writer] = i;
+                            held.push((value, (writer, i)));
+                        }
+                        for (value, loaded) in held {
+                            assert_eq!(*value, loaded, "a protected value changed");
+                        }
+                        if finished {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+    });
+}

@@ -32,6 +32,33 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 /// A value readers reach inside read-side sections of flavor `F` while
 /// updaters replace it, freeing old values only after a grace period.
+///
+/// Readers on other threads get `&T`, and replaced values are dropped on the
+/// callback thread, so the cell is `Sync` (and `Send`) only for
+/// `T: Send + Sync`:
+///
+/// ```compile_fail,E0277
+/// use rcu_lite::{Rcu, memb};
+/// use std::cell::Cell;
+///
+/// let cell = Rcu::<Cell<u32>>::new(Cell::new(1));
+/// // `Cell<u32>` cannot be shared between threads safely
+/// std::thread::scope(|s| {
+///     s.spawn(|| cell.read(&memb::read_lock()).set(2));
+/// });
+/// ```
+///
+/// And the updates that defer a drop to the callback thread need
+/// `T: Send + 'static`:
+///
+/// ```compile_fail,E0599
+/// use rcu_lite::Rcu;
+/// use std::rc::Rc;
+///
+/// let cell = Rcu::<Rc<u32>>::new(Rc::new(1));
+/// // the trait bound `Rc<u32>: Send` is not satisfied
+/// cell.replace(Rc::new(2));
+/// ```
 pub struct Rcu<T, F: Flavor = Memb> {
     current: AtomicPtr<T>,
     update_lock: Mutex<()>,

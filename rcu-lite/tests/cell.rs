@@ -233,3 +233,74 @@ fn a_default_cell_holds_the_default_value() {
     let registration = QsbrThread::register();
     assert_eq!(*cell.read(&registration.read_lock()), 0);
 }
+
+/// Two writers each publish an increasing series while readers read the
+/// cell several times per section: every reader sees each writer's series
+/// in order, within a section and from one section to the next (a read
+/// never returns a value published before one the thread already read).
+/// arc-swap's `load_parallel` and `multi_writers` properties.
+#[test]
+fn readers_see_each_writers_values_in_order() {
+    const WRITES: u32 = if cfg!(miri) { 40 } else { 20_000 };
+    const READS_PER_SECTION: usize = 16;
+    let cell = Rcu::<(usize, u32)>::new((0, 0));
+    let writers_done = AtomicUsize::new(0);
+    let start = std::sync::Barrier::new(4);
+    thread::scope(|s| {
+        for writer in 0..2 {
+            let (cell, writers_done, start) = (&cell, &writers_done, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 1..=WRITES {
+                    cell.replace((writer, i));
+                }
+                writers_done.fetch_add(1, SeqCst);
+            });
+        }
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut last = [0u32; 2];
+                start.wait();
+                loop {
+                    let finished = writers_done.load(SeqCst) == 2;
+                    let guard = memb::read_lock();
+                    for _ in 0..READS_PER_SECTION {
+                        let &(writer, i) = cell.read(&guard);
+                        assert!(
+                            i >= last[writer],
+                            "writer {writer}'s value {i} read after its value {}",
+                            last[writer]
+                        );
+                        last[writer] = i;
+                    }
+                    drop(guard);
+                    if finished {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    memb::rcu_barrier();
+}
+
+/// An update function that panics leaves the cell as it was, and usable:
+/// the value unchanged, and later updates, on the same thread and another,
+/// apply (the unwind releases the update lock and the mark that refuses an
+/// update inside an update). arc-swap's `rcu_panic` property.
+#[test]
+fn a_panicking_update_function_leaves_the_cell_usable() {
+    let cell = Rcu::<u64>::new(1);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cell.update(|_| -> u64 { panic!("the update function panics") });
+    }));
+    assert!(panicked.is_err(), "the panic went through update()");
+    assert_eq!(*cell.read(&memb::read_lock()), 1, "the value is unchanged");
+    cell.update(|old| old + 1);
+    assert_eq!(cell.replace_and_synchronize(3), 2);
+    thread::scope(|s| {
+        s.spawn(|| cell.update(|old| old + 1));
+    });
+    assert_eq!(*cell.read(&memb::read_lock()), 4);
+    memb::rcu_barrier();
+}
