@@ -1,6 +1,7 @@
 //! `rcu_lite::fork`: a child forked while both workers ran, grace periods were
 //! being driven, a memb reader sat inside its section and a qsbr registration
-//! was online keeps working; and the hooks' misuse panics. Its own process
+//! was online keeps working, and forks a grandchild that does too; and the
+//! hooks' misuse panics. Its own process
 //! (the test forks), one test at a time.
 #![cfg(not(any(miri, loom)))]
 
@@ -67,6 +68,18 @@ fn child_work() {
     let registration = QsbrThread::register();
     drop(registration);
     memb::rcu_barrier();
+}
+
+/// [`child_work`], then a fork of a grandchild that does it too: a child
+/// whose workers started anew forks as its parent did (liburcu's
+/// `test_urcu_fork` forks three levels deep).
+fn child_work_then_a_grandchild() {
+    child_work();
+    // SAFETY: as for the child: the grandchild reads only cells of its own.
+    let status = unsafe { fork_and_wait(HOOKS, child_work) };
+    assert_child_succeeded(status, "the grandchild's rcu-lite work");
+    memb::rcu_barrier();
+    qsbr::rcu_barrier();
 }
 
 /// Enough threads calling `memb::synchronize_rcu()` back to back that more
@@ -147,8 +160,8 @@ fn a_child_forked_in_the_middle_of_everything_keeps_working() {
                     }
                     // SAFETY: the child reads only cells of its own, in sections of
                     // its own: no reference that another thread's section protected.
-                    let status = unsafe { fork_and_wait(HOOKS, child_work) };
-                    assert_child_succeeded(status, "its rcu-lite work");
+                    let status = unsafe { fork_and_wait(HOOKS, child_work_then_a_grandchild) };
+                    assert_child_succeeded(status, "its rcu-lite work and its grandchild's");
                     // The parent goes on: release the readers, and the callers complete.
                     readers.release();
                     crowd.until_calls(100, Duration::from_secs(30), "the parent's callers stopped");
