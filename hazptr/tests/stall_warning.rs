@@ -78,7 +78,8 @@ fn an_unshared_synchronize_held_up_by_a_guard_says_so() {
 
 /// The same with the shared scan, whose caller sleeps until the scanner
 /// releases it. Its first sleep (up to 10 ms, the waiter's first recheck
-/// bound) reads no clock; the guard is held 3 s, as in the test above.
+/// bound) reads no clock, so its warning may come that much after the
+/// unshared caller's would; the guard is held 3 s.
 #[test]
 #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn a_shared_synchronize_held_up_by_a_guard_says_so() {

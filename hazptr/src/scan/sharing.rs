@@ -28,7 +28,9 @@
 //! the scan has become free by then, and otherwise sleeps on the domain's
 //! `release_seq` futex. Before it sleeps it wakes the domain's scanner
 //! thread (started lazily, one per domain), which from then on drives for
-//! it. Callers that arrive during a scan share the next one.
+//! it; a sleep that ends at its time limit with no release pass meanwhile
+//! lets the caller drive once more, in case the scanner cannot run. Callers
+//! that arrive during a scan share the next one.
 //!
 //! A lone caller (nothing queued, no scan running) skips the queue: it takes
 //! the `driver` flag and walks for its own address alone
@@ -72,17 +74,18 @@ use std::sync::Arc;
 /// oversubscribed machine a spinning waiter only delays the driver).
 const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 8 };
 
-/// The longest a waiter sleeps on `release_seq`, for its sleep number
-/// `sleeps` (from 0), before it looks at its state again: 10 ms, doubling
-/// each sleep up to 1.28 s.
+/// The longest a waiter sleeps on `release_seq` before it looks at its
+/// state again, after `quiet` sleeps that ended at their limit with no
+/// release pass meanwhile: 10 ms, doubling with each up to 1.28 s.
 ///
-/// Where the scanner thread cannot run, a sleep that ends with no release
-/// pass meanwhile lets the waiter drive once more (`wait_for_release`), so
-/// the first bound is short: at SCHED_FIFO a scanner of a lower priority
-/// than the waiter, kept off its CPU, held the waiter up for as long as the
-/// CPU stayed busy (2-15 s and more on a 2-vCPU guest, 2026-12-06; 1 s with
-/// a fixed 1 s bound). The doubling keeps a waiter that a long-held guard
-/// holds up (the scanner watches that slot) from waking 100 times a second.
+/// Where the scanner thread cannot run, a quiet sleep lets the waiter drive
+/// once more (`wait_for_release`), so the first bound is short: at
+/// SCHED_FIFO a scanner of a lower priority than the waiter, kept off its
+/// CPU, held the waiter up for as long as the CPU stayed busy (2.1 s, and
+/// past 10 s, on a 2-vCPU guest, 2026-12-06; the waiter drove only before
+/// its first sleep then). The doubling keeps a waiter that a long-held
+/// guard holds up (the scanner watches that slot) from waking 100 times a
+/// second; sleeps that other waiters' releases end do not double it.
 ///
 /// A release always bumps the word and wakes, so otherwise the bound only
 /// matters where the 32-bit word came back round to the value the waiter
@@ -91,9 +94,9 @@ const WAITER_SPINS: u32 = if cfg!(loom) { 0 } else { 8 };
 /// bound it would then sleep until the domain's next release, which an idle
 /// domain never has. Unbounded under loom, whose model of a timed wait
 /// yields instead of sleeping and would hide a lost wake-up.
-fn release_recheck(sleeps: u32) -> Option<std::time::Duration> {
+fn release_recheck(quiet: u32) -> Option<std::time::Duration> {
     const FIRST: std::time::Duration = std::time::Duration::from_millis(10);
-    (!cfg!(loom)).then(|| FIRST * (1 << sleeps.min(7)))
+    (!cfg!(loom)).then(|| FIRST * (1 << quiet.min(7)))
 }
 
 // No yield phase: on a machine with more threads than CPUs, a yield hands
@@ -315,7 +318,9 @@ fn lone_scan_protected(shared: &Shared, addr: usize) -> bool {
 /// that started it, so at SCHED_FIFO a lower-priority scanner waits for as
 /// long as any thread of its priority or above keeps its CPU busy; the
 /// waiter's own pass then releases it within a bound that starts at 10 ms
-/// (`release_recheck`), where it waited without bound.
+/// (`release_recheck`), where it waited without bound. (Not a pass in
+/// progress: a lower-priority thread kept off its CPU while it holds the
+/// driver flag holds every waiter up, as a lock holder would.)
 // Under loom `WAITER_SPINS` is 0 (smaller models): the spin branch is meant
 // to be dead there.
 #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))]
@@ -325,6 +330,8 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
     let mut tried_driving = false;
     let mut watch = futex_word::stall::Watch::new();
     let mut sleeps = 0u32;
+    // Sleeps that ended with no release pass: `release_recheck`'s exponent.
+    let mut quiet = 0u32;
     loop {
         // Acquire pairs with the SeqCst (Release) store in `release`: the
         // scan's slot reads happen before the caller frees the object.
@@ -360,19 +367,21 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
             // From the second sleep on, no longer than until a stall
             // warning is due (the first reads no clock: see below).
             let limit = if sleeps == 0 {
-                release_recheck(0)
+                release_recheck(quiet)
             } else {
-                match (release_recheck(sleeps), watch.sleep_limit()) {
+                match (release_recheck(quiet), watch.sleep_limit()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
             };
             futex_wait(&scan.release_seq, seq, limit);
             // Relaxed: a hint, as the driver-flag look above; `drive_once`
-            // orders what the pass reads. Only after a timed sleep: the
-            // untimed ones (loom's) end on a bump or spuriously.
-            if limit.is_some() && scan.release_seq.load(Ordering::Relaxed) == seq {
+            // orders what the pass reads. A sleep with no release pass
+            // meanwhile ended at its limit (or spuriously: under loom, whose
+            // waits are untimed, that is how the models reach this).
+            if scan.release_seq.load(Ordering::Relaxed) == seq {
                 tried_driving = false;
+                quiet = quiet.saturating_add(1);
             }
         }
         // SeqCst, as the increment; a driver that still counts us only
