@@ -557,7 +557,9 @@ pub fn config() -> GpConfig {
 /// its own priority keep busy, it does not run, and they wait for as long
 /// as those threads run (see docs/rcu-lite.md, *Limits*). The `call_rcu()`
 /// worker, which `rcu_barrier()` waits for, starts at the flavor's first
-/// `call_rcu()`, from that caller.
+/// `call_rcu()` (or `Rcu::replace`, `update`, `raw::defer_drop_box`,
+/// `start_poll_synchronize_rcu()`, or an `rcu_barrier()` that finds
+/// callbacks queued), from that caller.
 ///
 /// ```
 /// assert!(rcu_lite::memb::start_grace_period_worker());

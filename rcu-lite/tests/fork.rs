@@ -75,6 +75,10 @@ fn child_work() {
 /// `test_urcu_fork` forks three levels deep).
 fn child_work_then_a_grandchild() {
     child_work();
+    // The child's alarm starts again for its wait on the grandchild, which
+    // has an alarm of its own: both stay below their children's limits.
+    // SAFETY: a plain libc call.
+    unsafe { libc::alarm(test_support::CHILD_ALARM_S) };
     // SAFETY: as for the child: the grandchild reads only cells of its own.
     let status = unsafe { fork_and_wait(HOOKS, child_work) };
     assert_child_succeeded(status, "the grandchild's rcu-lite work");

@@ -637,8 +637,8 @@ fn the_callback_worker_never_sleeps_with_a_callback_queued() {
 /// `rcu_lite::fork::before_fork` does, counted in `fork_waiting`): the worker
 /// may end the batch after its first callback and put the second back at
 /// the front of the queue. (Put back at its end, the third runs before the
-/// second and the order check fails; not put back, the worker never runs
-/// the third, and loom reports the join as a deadlock.)
+/// second and the order check fails; not put back, the fork finds the
+/// second neither run nor queued.)
 #[test]
 fn a_fork_finds_each_callback_run_or_queued_and_the_rest_run_in_order() {
     /// The ids of the callbacks run, in order: written by the callbacks on
