@@ -406,7 +406,7 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
                 };
                 format!(
                     "synchronize({:#x}), waiting for the shared scan to release it ({why}; this \
-                     wait is counted from its second sleep, 10 ms or more after it began)",
+                     wait is counted from its second sleep, up to 10 ms after it began)",
                     waiter.addr
                 )
             });
@@ -788,8 +788,8 @@ mod tests {
     /// threads keep off its CPU), the caller's address is protected when it
     /// queues, so its first passes leave it pending, and the guard is
     /// dropped once it sleeps. It returns when its first timed sleep ends
-    /// (`release_recheck`: 10 ms). (Catches a waiter that drives only before its first sleep: it
-    /// sleeps on, and the deadline fails the test.)
+    /// (`release_recheck`: 10 ms). (Catches a waiter that drives only before
+    /// its first sleep: it sleeps on, and the deadline fails the test.)
     #[test]
     fn a_waiter_drives_again_when_its_sleep_ends_with_no_release() {
         test_support::within_a_deadline(
