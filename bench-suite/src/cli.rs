@@ -16,7 +16,9 @@
 use crate::console::{ResultsOut, note};
 use crate::machine::Build;
 use crate::registry::{self, Implementation, Origin};
-use crate::{advise, compare, locktorture, membarrier, rcuscale, refscale, report, torture};
+use crate::{
+    advise, compare, locktorture, membarrier, rcuscale, refscale, report, throttle, torture,
+};
 use clap::builder::PossibleValuesParser;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde::Serialize;
@@ -504,8 +506,22 @@ fn measures_time(command: &Command) -> bool {
     }
 }
 
-/// Runs a parsed command line.
+/// Runs a parsed command line. A command that measures time and was
+/// throttled by a cgroup CPU quota meanwhile says so on stderr at its end
+/// ([`throttle`]).
 pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let before = measures_time(&cli.command).then(throttle::read).flatten();
+    let result = run_command(cli);
+    if let Some(before) = before
+        && let Some(throttled) = throttle::read().and_then(|after| after.since(before).note())
+    {
+        note(format_args!("{throttled}"));
+    }
+    result
+}
+
+/// [`run`]'s command.
+fn run_command(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     // Not locked for the whole command: locktorture's live lines come from
     // another thread.
     let mut out = ResultsOut::new();
@@ -748,7 +764,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if args.threads as usize > cpus {
                 note(format_args!(
                     "syncbench: note: --threads {} is more than the {cpus} CPU(s) this process \
-                     may use: the threads take turns, and one preempted in the middle of a \
+                     may use (its CPU affinity, or its cgroup's CPU quota rounded down: under a \
+                     quota the threads may run at once, and all stop once it is spent): the \
+                     threads take turns, and one preempted in the middle of a \
                      write or holding a lock holds the others up, which can change the winner; \
                      advice for a program on another machine is best measured there, at its \
                      thread count",

@@ -38,6 +38,7 @@ pub mod registry;
 pub mod report;
 pub mod start_gate;
 pub mod stats;
+pub mod throttle;
 pub mod torture;
 pub mod turns;
 pub mod wait_log;

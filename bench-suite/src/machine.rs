@@ -14,7 +14,7 @@ pub struct Machine {
     /// and 6.1 ns on another). `None` where the file does not give them.
     pub cpu_id: Option<String>,
     /// CPUs this process may run on (`available_parallelism()`: its
-    /// affinity, and a cgroup's CPU quota, rounded up).
+    /// affinity, and a cgroup's CPU quota, rounded down, at least 1).
     pub cores: usize,
     /// CPUs online in the machine (`sysconf(_SC_NPROCESSORS_ONLN)`): more
     /// than [`Machine::cores`] in a container with a CPU quota or under

@@ -151,6 +151,7 @@ fn sample_results() -> Results {
             &mut Progress::new(1, "test"),
         )
         .expect("sweep runs"),
+        throttled: None,
         unavailable: Vec::new(),
         read_back: false,
     }

@@ -227,6 +227,11 @@ pub struct Results {
     pub quick_qs: Vec<rcuscale::Outcome>,
     /// Simulated targeted membarrier: per-CPU vs global mutex across CPU counts.
     pub membarrier_sweep: Vec<membarrier::SweepRow>,
+    /// How often a cgroup CPU quota stopped the process during the run
+    /// ([`crate::throttle`]); `None` where no `cpu.stat` could be read, and
+    /// in a `results.json` from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<crate::throttle::Throttled>,
     /// Contenders the run could not measure, and why (a peer missing from
     /// the build that ran). Runs from before it was recorded read as none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -503,6 +508,7 @@ fn rendered(results: &Results, out: &Path) -> std::io::Result<Vec<(PathBuf, Vec<
 /// outcome records it as the run's failure.
 pub fn measure(profile: Profile) -> std::io::Result<Results> {
     let began = Instant::now();
+    let throttled_before = crate::throttle::read();
     let machine = Machine::current();
     let readers: Vec<_> = refscale::implementations()
         .iter()
@@ -673,6 +679,9 @@ pub fn measure(profile: Profile) -> std::io::Result<Results> {
         deferred_free: deferred_out,
         quick_qs: quick_qs_out,
         membarrier_sweep,
+        throttled: throttled_before
+            .zip(crate::throttle::read())
+            .map(|(before, after)| after.since(before).into()),
         unavailable: not_measured(),
         read_back: false,
     })
@@ -945,6 +954,7 @@ pub(crate) mod tests {
                 &mut Progress::new(1, "test"),
             )
             .unwrap(),
+            throttled: None,
             unavailable: Vec::new(),
             read_back: false,
         }

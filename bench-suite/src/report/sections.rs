@@ -40,6 +40,16 @@ pub fn document(results: &Results) -> Document {
         doc.intro
             .insert(2, format!("**Not comparable: {warning}.**"));
     }
+    if let Some(throttled) = results.throttled.filter(|t| t.periods > 0) {
+        doc.intro.push(format!(
+            "**Throttled: a cgroup CPU quota stopped this process {} time(s) during the run \
+             ({:.1} ms stopped in all, as its cpu.stat counts it).** Every thread of the group \
+             waits for the next period then (100 ms by default), so the figures include those \
+             stops: waits and maxima grow by up to a period, and the order of close contenders \
+             can change. Measure outside the quota to compare the primitives themselves.",
+            throttled.periods, throttled.stopped_ms
+        ));
+    }
     if !results.unavailable.is_empty() {
         let mut by_why: Vec<(&str, Vec<&str>)> = Vec::new();
         for u in &results.unavailable {
@@ -918,6 +928,36 @@ fn torture_section(results: &Results) -> Section {
 mod tests {
     use super::*;
     use crate::report::tests::quick_qs_run;
+
+    /// A run that a CPU quota throttled says so at the top, with the count
+    /// and the time stopped; one that was not (or could not tell) does not.
+    #[test]
+    fn a_throttled_run_says_so_in_the_intro() {
+        let mut results = crate::report::tests::sample();
+        for throttled in [
+            None,
+            Some(crate::throttle::Throttled {
+                periods: 0,
+                stopped_ms: 0.0,
+            }),
+        ] {
+            results.throttled = throttled;
+            let markdown = document(&results).to_markdown();
+            assert!(!markdown.contains("Throttled"), "{markdown}");
+        }
+        results.throttled = Some(crate::throttle::Throttled {
+            periods: 11,
+            stopped_ms: 1633.0,
+        });
+        let markdown = document(&results).to_markdown();
+        assert!(
+            markdown.contains(
+                "**Throttled: a cgroup CPU quota stopped this process 11 time(s) during the run \
+                 (1633.0 ms stopped in all, as its cpu.stat counts it).**"
+            ),
+            "{markdown}"
+        );
+    }
 
     /// *Writes vs best* and *reads vs best* compare rates: two locks at the
     /// same rates whose median rounds lasted 0.700 and 0.667 s both show
