@@ -345,8 +345,9 @@ impl Domain {
 pub(crate) fn held_up(shared: &Shared, addr: usize) -> String {
     format!(
         "synchronize({addr:#x}), waiting for a guard of another thread that protects that \
-         address (held by {}: a guard leaked with mem::forget, or one held across a wait that \
-         does not end)",
+         address (held by {}: a guard leaked with mem::forget, one held across a wait that \
+         does not end, or a holder kept off its CPU by an overloaded machine or a CPU quota \
+         throttling the process)",
         threads(&holders_of(shared, addr))
     )
 }

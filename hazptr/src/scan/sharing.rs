@@ -395,8 +395,10 @@ fn wait_for_release(shared: &Shared, waiter: &Waiter) {
             super::warn_if_due(&mut watch, || {
                 let holders = super::holders_of(shared, waiter.addr);
                 let why = if holders.is_empty() {
-                    "no guard protects that address now: the scan itself is held up, see any \
-                     other stall line"
+                    "no guard protects that address now: the scan itself is held up, by a \
+                     reader stopped inside its acquire (see any other stall line) or by the \
+                     thread driving it, kept off its CPU (an overloaded machine, or a CPU \
+                     quota throttling the process)"
                         .to_owned()
                 } else {
                     format!(

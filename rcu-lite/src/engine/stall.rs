@@ -88,12 +88,15 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
         "each is inside a read-side section that has not ended (a memb::Guard leaked with \
          mem::forget, a raw::memb_read_lock() never unlocked, a section that blocks, or \
          guards held across .await by tasks of one executor thread, whose sections overlap \
-         into one that ends only when no task of the thread holds a guard)"
+         into one that ends only when no task of the thread holds a guard), or a thread kept \
+         off its CPU inside its section (an overloaded machine, or a CPU quota throttling the \
+         process: see nr_throttled in its cgroup's cpu.stat)"
     } else {
         "each has an online QsbrThread registration that reports no quiescent state (a loop \
          without quiescent_state(), a registration leaked with mem::forget, or a thread \
          blocked while online, such as an idle pool or runtime worker: go offline while it \
-         parks)"
+         parks), or a thread kept off its CPU while online (an overloaded machine, or a CPU \
+         quota throttling the process: see nr_throttled in its cgroup's cpu.stat)"
     };
     format!(
         "rcu-lite: stall: {flavor} grace period {gp} has waited {:.1} s for {} thread(s) \
