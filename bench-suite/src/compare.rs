@@ -240,6 +240,9 @@ pub struct Comparison {
     /// The runs (`old run`, `new run`) measured by an unoptimized build,
     /// whose figures compare with nothing.
     pub unoptimized: Vec<String>,
+    /// The runs that a cgroup CPU quota stopped (`which`, how many times),
+    /// whose figures include those stops (`throttled` in `results.json`).
+    pub throttled: Vec<(String, u64)>,
 }
 
 /// Fields of a run's `machine` that are measurements, not the machine's
@@ -565,6 +568,13 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         })
         .map(|(which, _)| which.to_owned())
         .collect();
+    let throttled = [("old run", old), ("new run", new)]
+        .into_iter()
+        .filter_map(|(which, run)| {
+            let periods = run.get("throttled")?.get("periods")?.as_u64()?;
+            (periods > 0).then(|| (which.to_owned(), periods))
+        })
+        .collect();
     Comparison {
         threshold_pct,
         changes,
@@ -577,6 +587,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
         method_changes,
         build_differences,
         unoptimized,
+        throttled,
     }
 }
 
@@ -601,6 +612,13 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
             out,
             "warning: the {which} was measured by an unoptimized syncbench build: its figures \
              compare with nothing"
+        )?;
+    }
+    for (which, periods) in &c.throttled {
+        writeln!(
+            out,
+            "warning: a cgroup CPU quota stopped the {which} {periods} time(s): its figures \
+             include those stops (each up to a period, 100 ms by default)"
         )?;
     }
     for d in &c.build_differences {
@@ -1337,13 +1355,18 @@ mod tests {
             c.changes
         );
         new["build"] = build("bbbbbbbbbbbb", "0", true);
+        // A throttled run is flagged too, one that was not is not.
+        old["throttled"] = json!({"periods": 0, "stopped_ms": 0.0});
+        new["throttled"] = json!({"periods": 11, "stopped_ms": 1633.0});
         let c = compare(&old, &new, 10.0);
         assert_eq!(c.unoptimized, vec!["new run".to_owned()]);
+        assert_eq!(c.throttled, vec![("new run".to_owned(), 11)]);
         let mut text = Vec::new();
         write_text(&mut text, &c, false).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
             text.contains("warning: the new run was measured by an unoptimized syncbench build")
+                && text.contains("warning: a cgroup CPU quota stopped the new run 11 time(s)")
                 && text.contains(r#"note: builds differ (opt_level: "3" -> "0")"#),
             "{text}"
         );
