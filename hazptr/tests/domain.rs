@@ -2361,6 +2361,8 @@ fn readers_see_each_writers_values_in_order() {
                     for i in 1..=WRITES {
                         slot.store(Some(Box::new((writer, i))));
                     }
+                    // SeqCst, as the readers' load: only a count to stop on; what the
+                    // readers check is ordered by the cell's own Release/Acquire.
                     writers_done.fetch_add(1, SeqCst);
                 });
             }
@@ -2372,6 +2374,9 @@ fn readers_see_each_writers_values_in_order() {
                     let mut last = [0u32; 2];
                     start.wait();
                     loop {
+                        // SeqCst: pairs with the writers' increments; read
+                        // before the last round, so that round follows every
+                        // write.
                         let finished = writers_done.load(SeqCst) == 2;
                         // Every guard protects what it loaded until the
                         // round ends, when each value is read again.

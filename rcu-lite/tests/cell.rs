@@ -254,6 +254,8 @@ fn readers_see_each_writers_values_in_order() {
                 for i in 1..=WRITES {
                     cell.replace((writer, i));
                 }
+                // SeqCst, as the readers' load: only a count to stop on; what the
+                // readers check is ordered by the cell's own Release/Acquire.
                 writers_done.fetch_add(1, SeqCst);
             });
         }
@@ -262,6 +264,8 @@ fn readers_see_each_writers_values_in_order() {
                 let mut last = [0u32; 2];
                 start.wait();
                 loop {
+                    // SeqCst: pairs with the writers' increments; read before
+                    // the last round, so that round follows every write.
                     let finished = writers_done.load(SeqCst) == 2;
                     let guard = memb::read_lock();
                     for _ in 0..READS_PER_SECTION {
