@@ -667,6 +667,7 @@ fn a_fork_finds_each_callback_run_or_queued_and_the_rest_run_in_order() {
             // SAFETY: callbacks run one at a time on the worker; loom checks
             // that the fork's and the final reads are ordered after this.
             log.ids.with_mut(|ids| unsafe { (*ids).push(id) });
+            // Release pairs with the Acquire load in the worker's `done`.
             log.count.fetch_add(1, Release);
         });
     }
