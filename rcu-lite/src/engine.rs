@@ -239,6 +239,16 @@ impl ReaderFence {
         }
     }
 
+    /// The flavor whose readers issue this fence (memb: `Light`, qsbr:
+    /// `Full`), which names its grace-period worker (none under loom).
+    #[cfg(not(loom))]
+    pub(crate) fn flavor_name(self) -> &'static str {
+        match self {
+            ReaderFence::Light => "memb",
+            ReaderFence::Full => "qsbr",
+        }
+    }
+
     /// Whether the engine's half is a `membarrier()`, which interrupts the
     /// CPUs running readers: memb in membarrier mode. Not qsbr, nor memb
     /// under the fallback fences, whose `heavy()` is `fence(SeqCst)`.
@@ -253,7 +263,7 @@ pub(crate) struct Engine {
     pub(crate) reader: ReaderShared,
     pub(crate) driver_wait: DriverWait,
     /// The fence pair this flavor's readers and this engine use.
-    reader_fence: ReaderFence,
+    pub(crate) reader_fence: ReaderFence,
     callers: CallerShared,
     registry: Registry,
     /// The [`GpConfig`] in one word (`encode_config`), so that `configure`

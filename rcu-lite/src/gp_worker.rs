@@ -239,7 +239,7 @@ impl GpWorker {
             }
         }
         std::thread::Builder::new()
-            .name("rcu-lite-gp".to_owned())
+            .name(format!("rcu-lite-{}-gp", engine.reader_fence.flavor_name()))
             .spawn(move || self.park_and_drive(engine))
             .is_ok()
     }

@@ -33,9 +33,9 @@ fn crowd_then_park(round: u32) {
     let deadline = Instant::now() + LIMIT;
     loop {
         let started = memb::grace_periods().started;
-        let first = test_support::thread_states("rcu-lite-gp");
+        let first = test_support::thread_states("rcu-lite-memb-gp");
         thread::sleep(Duration::from_millis(10));
-        let second = test_support::thread_states("rcu-lite-gp");
+        let second = test_support::thread_states("rcu-lite-memb-gp");
         if first == ['S'] && second == ['S'] && memb::grace_periods().started == started {
             break;
         }

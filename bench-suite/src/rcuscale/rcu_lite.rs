@@ -317,7 +317,7 @@ mod tests {
             return;
         };
         assert!(
-            test_support::thread_states("rcu-lite-gp").is_empty(),
+            test_support::thread_states(&format!("rcu-lite-{flavor}-gp")).is_empty(),
             "a grace-period worker ran before the test"
         );
         let implementation: Box<dyn GracePeriod> = match flavor.as_str() {
@@ -326,7 +326,7 @@ mod tests {
         };
         implementation.prepare_writer();
         assert!(
-            test_support::thread_appears("rcu-lite-gp", Duration::from_secs(1)),
+            test_support::thread_appears(&format!("rcu-lite-{flavor}-gp"), Duration::from_secs(1)),
             "{flavor}: no grace-period worker thread after prepare_writer"
         );
     }
