@@ -231,6 +231,7 @@ impl fmt::Display for Error {
                 f,
                 "membarrier: the running kernel does not support {command} \
                  (PRIVATE_EXPEDITED needs Linux 4.14, PRIVATE_EXPEDITED_RSEQ Linux 5.10; \
+                 GLOBAL is withdrawn on a kernel booted with nohz_full CPUs; \
                  a seccomp filter can also hide the syscall)"
             ),
             Error::NotRegistered { command } => write!(
@@ -379,6 +380,14 @@ pub fn query() -> Supported {
 /// Idempotent: the kernel accepts repeated registrations, and this function
 /// skips the syscall once a registration has succeeded. Commands that need no
 /// registration ([`Command::Global`]) succeed at once if supported.
+///
+/// # Errors
+///
+/// [`Error::Unsupported`] where the kernel does not list `command`,
+/// [`Error::Blocked`] where a seccomp filter or security module refuses
+/// membarrier(2) altogether, [`Error::Refused`] (`registering: true`) where
+/// one refuses only the registration, and [`Error::Os`] for any other
+/// failure of the system call.
 pub fn register(command: Command) -> Result<(), Error> {
     let Some(bit) = command.register_bit() else {
         return if query().contains(command) {
@@ -387,9 +396,14 @@ pub fn register(command: Command) -> Result<(), Error> {
             Err(unlisted(command))
         };
     };
-    // Relaxed: the bit only saves a syscall; the kernel's own registration state
-    // (in `mm->membarrier_state`) is what the commands check.
-    if REGISTERED.load(Ordering::Relaxed) & bit != 0 {
+    // The bit saves a syscall; the kernel's own registration state (in
+    // `mm->membarrier_state`) is what the commands check. Acquire pairs with
+    // the Release `fetch_or` in `register_slow`: a thread that finds the bit
+    // also finds the registration that the registering thread's syscall made
+    // before it set the bit (the kernel sets the state with an unordered
+    // `atomic_or`, and a syscall's entry is no barrier on every CPU), so its
+    // next command is not refused as unregistered.
+    if REGISTERED.load(Ordering::Acquire) & bit != 0 {
         return Ok(());
     }
     register_slow(command, bit)
@@ -406,7 +420,9 @@ fn register_slow(command: Command, bit: u32) -> Result<(), Error> {
             .register_rustix()
             .expect("command has a register bit");
         rustix::thread::membarrier(register).map_err(|e| map_errno(command, e, Call::Register))?;
-        REGISTERED.fetch_or(bit, Ordering::Relaxed);
+        // Release pairs with the Acquire loads in `register` and
+        // `is_registered`.
+        REGISTERED.fetch_or(bit, Ordering::Release);
         Ok(())
     }
     #[cfg(not(target_os = "linux"))]
@@ -420,7 +436,8 @@ fn register_slow(command: Command, bit: u32) -> Result<(), Error> {
 pub fn is_registered(command: Command) -> bool {
     match command.register_bit() {
         None => true,
-        Some(bit) => REGISTERED.load(Ordering::Relaxed) & bit != 0,
+        // Acquire: as in `register`.
+        Some(bit) => REGISTERED.load(Ordering::Acquire) & bit != 0,
     }
 }
 
@@ -428,6 +445,16 @@ pub fn is_registered(command: Command) -> bool {
 ///
 /// `PRIVATE_EXPEDITED*` commands need [`register`] first, or fail with
 /// [`Error::NotRegistered`].
+///
+/// # Errors
+///
+/// [`Error::NotRegistered`] for a command this process has not registered
+/// for; [`Error::Refused`] (`registering: false`) where a seccomp filter or
+/// security module refuses the command after its registration succeeded;
+/// [`Error::Blocked`] where one refuses membarrier(2) altogether;
+/// [`Error::Unsupported`] where the kernel does not offer the command; and
+/// [`Error::Os`] for any other failure (`ENOMEM`: the kernel could not
+/// allocate the CPU mask it works on, and a retry may succeed).
 pub fn issue(command: Command) -> Result<(), Error> {
     #[cfg(target_os = "linux")]
     {
@@ -445,6 +472,10 @@ pub fn issue(command: Command) -> Result<(), Error> {
 /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)`: a full memory barrier on
 /// every running thread of this process. Needs
 /// `register(Command::PrivateExpedited)` first.
+///
+/// # Errors
+///
+/// As [`issue`].
 #[inline]
 pub fn private_expedited() -> Result<(), Error> {
     issue(Command::PrivateExpedited)
@@ -454,12 +485,22 @@ pub fn private_expedited() -> Result<(), Error> {
 /// rseq critical sections of this process's threads, on one CPU (`Some(cpu)`,
 /// with `MEMBARRIER_CMD_FLAG_CPU`) or on all of them (`None`). Needs
 /// `register(Command::PrivateExpeditedRseq)` first.
+///
+/// # Errors
+///
+/// As [`issue_on_cpu`].
 pub fn private_expedited_rseq(cpu: Option<u32>) -> Result<(), Error> {
     issue_on_cpu(Command::PrivateExpeditedRseq, cpu)
 }
 
 /// Issues `command`, aimed at `cpu` when given. Only
 /// [`Command::PrivateExpeditedRseq`] accepts a CPU.
+///
+/// # Errors
+///
+/// [`Error::CpuNotAccepted`] for a CPU given to any other command,
+/// [`Error::BadCpu`] for a CPU that is not online now; otherwise as
+/// [`issue`].
 pub fn issue_on_cpu(command: Command, cpu: Option<u32>) -> Result<(), Error> {
     let Some(cpu) = cpu else {
         return issue(command);
@@ -484,6 +525,10 @@ pub struct OnlineCpu {
 
 impl OnlineCpu {
     /// Checks that `cpu` is online now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadCpu`], with the online list, when it is not.
     pub fn new(cpu: u32) -> Result<OnlineCpu, Error> {
         let online = online_cpus();
         if !online.contains(cpu) {
@@ -504,6 +549,10 @@ impl OnlineCpu {
 /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, MEMBARRIER_CMD_FLAG_CPU,
 /// cpu)` for a CPU checked beforehand: [`private_expedited_rseq`] without
 /// the per-call online check. Needs `register(Command::PrivateExpeditedRseq)`.
+///
+/// # Errors
+///
+/// As [`issue`].
 #[inline]
 pub fn private_expedited_rseq_on(cpu: OnlineCpu) -> Result<(), Error> {
     issue_on_online_cpu(Command::PrivateExpeditedRseq, cpu)
@@ -516,9 +565,12 @@ fn issue_on_online_cpu(command: Command, cpu: OnlineCpu) -> Result<(), Error> {
         // SAFETY: `Cpuid::from_raw` requires "the value of a valid Linux CPU
         // ID" (rustix's contract). `OnlineCpu::new` found `cpu` in the online
         // list (or, without `/sys`, among the CPUs the thread may run on, or
-        // failing that below the available parallelism); a CPU
-        // gone offline since is still a CPU ID, and the kernel range-checks
-        // `cpu_id` in `membarrier_private_expedited()` anyway.
+        // failing that below the available parallelism), all far below
+        // 2^31; a CPU gone offline since is still a CPU ID, and
+        // `membarrier_private_expedited()` does nothing for a `cpu_id` at or
+        // past `nr_cpu_ids`. (It reads `cpu_id` as an `int`: a value of 2^31
+        // or more would be negative there and mean every CPU, which is why
+        // only an `OnlineCpu`'s number is passed.)
         let id = unsafe { rustix::thread::Cpuid::from_raw(cpu) };
         rustix::thread::membarrier_cpu(command.to_rustix(), id)
             .map_err(|e| map_errno(command, e, Call::issue(command)))?;
