@@ -371,6 +371,13 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     /// (a Treiber stack's head): stores `new` if the pointer is `current` and
     /// returns the old pointer, which is neither retired nor freed.
     ///
+    /// # Errors
+    ///
+    /// `Err(found)` when the pointer was not `current`: `found` is the
+    /// pointer there instead, a comparand only (protect and validate it
+    /// before reading through it), and `new` was not stored: the caller
+    /// still owns it, to offer again or to free.
+    ///
     /// # Safety
     ///
     /// `new` is null or a `Box::into_raw` pointer that the box may own from
