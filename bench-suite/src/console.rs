@@ -37,14 +37,19 @@ impl ResultsOut {
         self.closed
     }
 
-    /// `result`, with a broken pipe taken as the end of the output.
+    /// `result`, with a broken pipe taken as the end of the output, and
+    /// any other error saying that it is standard output's.
     fn unless_closed<T>(&mut self, result: io::Result<T>, dropped: T) -> io::Result<T> {
         match result {
             Err(e) if e.kind() == ErrorKind::BrokenPipe => {
                 self.closed = true;
                 Ok(dropped)
             }
-            other => other,
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("cannot write to standard output: {e}"),
+            )),
+            ok => ok,
         }
     }
 }
@@ -96,11 +101,12 @@ mod tests {
         assert_eq!(out.write(b"abc").unwrap(), 3);
         let mut open = ResultsOut::new();
         let full = io::Error::from(ErrorKind::StorageFull);
-        assert_eq!(
-            open.unless_closed::<usize>(Err(full), 0)
-                .unwrap_err()
-                .kind(),
-            ErrorKind::StorageFull
+        let err = open.unless_closed::<usize>(Err(full), 0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::StorageFull);
+        assert!(
+            err.to_string()
+                .starts_with("cannot write to standard output: "),
+            "{err}"
         );
         assert!(!open.closed());
     }

@@ -4,17 +4,108 @@
 //!
 //! Invariants: a temporary lives in its destination's own folder, so the
 //! rename stays on one filesystem and is atomic; its name starts with a
-//! dot and ends with this process's id, which no report file's does; and
-//! a destination that is a directory is refused before anything is renamed.
+//! dot and ends with this process's id, which no report file's does; a
+//! destination that is a directory is refused before anything is renamed;
+//! and a termination signal (Ctrl-C, `kill`, a closed terminal) that
+//! arrives while the files are written and renamed takes effect once they
+//! all are, or once a failure has removed the temporaries
+//! ([`TerminationHeld`]), so that it cannot leave a mix of two reports.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Writes every file's contents (destination, bytes) to its temporary, then
 /// renames them all, in order, onto their destinations. Every error names
-/// the path it is about, and no temporary is left behind.
+/// the path it is about, and no temporary is left behind. A termination
+/// signal meanwhile is held until the end (see the module docs).
 pub(super) fn write_all(files: &[(PathBuf, Vec<u8>)]) -> std::io::Result<()> {
+    let _held = TerminationHeld::new();
     let staged = stage(files)?;
     rename_all(&staged)
+}
+
+/// The signals that ask a process to end and, left to their default
+/// action, end it at once: a user's Ctrl-C, `kill` or a CI timeout, a
+/// terminal that went away.
+const TERMINATION_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The first termination signal that arrived while held, or 0. Written by
+/// the handler, read once the hold ends; Relaxed, both: the handler runs
+/// on some thread of the process, and nothing else is published with it.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Notes a termination signal for [`TerminationHeld`] to deliver at its
+/// end. Async-signal-safe: one atomic compare-exchange (a later signal
+/// does not replace the first).
+extern "C" fn note_termination(signal: libc::c_int) {
+    let _ = PENDING_SIGNAL.compare_exchange(0, signal, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// While alive, the termination signals whose disposition is the default
+/// (ending the process) are noted instead; when dropped, their default is
+/// restored and the first one that arrived is raised again, ending the
+/// process as it would have. A signal that was ignored (`nohup`, a
+/// background job's SIGINT) or had a handler of someone else's is left as
+/// it was. Process-wide, as signal dispositions are: whichever thread the
+/// kernel picks runs the note. A `SIGKILL` cannot be held: killed with it
+/// during the renames, the folder keeps the files renamed so far.
+struct TerminationHeld {
+    /// The signals whose handler this hold installed, with the action to
+    /// put back.
+    installed: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl TerminationHeld {
+    fn new() -> TerminationHeld {
+        let mut installed = Vec::with_capacity(TERMINATION_SIGNALS.len());
+        for signal in TERMINATION_SIGNALS {
+            // SAFETY: a zeroed `sigaction` is a valid value of the plain C
+            // struct (SIG_DFL, no flags, an empty mask), which the calls fill
+            // in or read.
+            let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: a query (null new action) of a valid signal number
+            // into a writable `sigaction`.
+            if unsafe { libc::sigaction(signal, std::ptr::null(), &mut previous) } != 0
+                || previous.sa_sigaction != libc::SIG_DFL
+            {
+                continue;
+            }
+            // SAFETY: as above.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = note_termination as extern "C" fn(libc::c_int) as usize;
+            // SA_RESTART: a system call the signal lands in (a write, a
+            // rename) goes on rather than failing with EINTR.
+            action.sa_flags = libc::SA_RESTART;
+            // SAFETY: `action` is initialised (an empty mask from the
+            // zeroing, filled again here), its handler is async-signal-safe,
+            // and the old action goes to a writable `sigaction`.
+            let installed_now = unsafe {
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, &mut previous) == 0
+            };
+            if installed_now {
+                installed.push((signal, previous));
+            }
+        }
+        TerminationHeld { installed }
+    }
+}
+
+impl Drop for TerminationHeld {
+    fn drop(&mut self) {
+        for (signal, previous) in self.installed.drain(..).rev() {
+            // SAFETY: puts back the action the query returned for this
+            // signal, a valid `sigaction`.
+            unsafe { libc::sigaction(signal, &previous, std::ptr::null_mut()) };
+        }
+        let signal = PENDING_SIGNAL.swap(0, Ordering::Relaxed);
+        if signal != 0 {
+            // Its default action is back: this ends the process as the
+            // signal would have when it arrived.
+            // SAFETY: raising a valid signal number.
+            unsafe { libc::raise(signal) };
+        }
+    }
 }
 
 /// A report file written to its temporary, not yet renamed into place.
@@ -120,5 +211,115 @@ fn rename_all(staged: &[Staged]) -> std::io::Result<()> {
 fn remove_temporaries(staged: &[Staged]) {
     for file in staged {
         let _ = std::fs::remove_file(&file.temporary);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt as _;
+
+    /// The child's case: what the parent asks it to do.
+    const CASE: &str = "SYNCBENCH_TEST_TERMINATION_HELD";
+    /// The test's path, for the child to run it alone.
+    const TEST: &str = "report::files::tests::a_termination_signal_waits_for_the_files";
+
+    /// The disposition of `signal` now.
+    fn disposition(signal: libc::c_int) -> libc::sighandler_t {
+        // SAFETY: as in `TerminationHeld::new`: a zeroed `sigaction`,
+        // filled in by a query of a valid signal.
+        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let queried = unsafe { libc::sigaction(signal, std::ptr::null(), &mut now) };
+        assert_eq!(queried, 0, "signal {signal}");
+        now.sa_sigaction
+    }
+
+    /// In a child: a SIGTERM raised while a hold is alive lets the report's
+    /// files all be written, then ends the process when the hold ends (its
+    /// marker file written just before the end, none after); one that is
+    /// ignored stays ignored and ends nothing; and with no signal, the hold
+    /// puts the default action back.
+    #[test]
+    #[cfg_attr(miri, ignore = "installs signal handlers and spawns a process")]
+    fn a_termination_signal_waits_for_the_files() {
+        let Ok(case) = std::env::var(CASE) else {
+            let dir = std::env::temp_dir()
+                .join(format!("syncbench-termination-held-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("the test's folder");
+            let folder = dir.to_str().expect("a UTF-8 temporary path");
+            let (status, stderr) = test_support::run_in_a_child_process_with(
+                TEST,
+                CASE,
+                "raised",
+                &[("SYNCBENCH_TEST_FOLDER", folder)],
+            );
+            assert_eq!(
+                status.signal(),
+                Some(libc::SIGTERM),
+                "the held SIGTERM did not end the child ({status:?}); stderr:\n{stderr}"
+            );
+            for (file, contents) in [("a.json", "new a"), ("b.md", "new b"), ("held-to-here", "")] {
+                assert_eq!(
+                    std::fs::read_to_string(dir.join(file)).as_deref().ok(),
+                    Some(contents),
+                    "{file} after the held signal"
+                );
+            }
+            assert!(
+                !dir.join("after-the-hold").exists(),
+                "the child went on past the hold that delivered SIGTERM"
+            );
+            let leftovers: Vec<_> = std::fs::read_dir(&dir)
+                .expect("the folder lists")
+                .map(|e| e.expect("an entry").file_name())
+                .filter(|n| n.to_string_lossy().starts_with('.'))
+                .collect();
+            assert!(leftovers.is_empty(), "temporaries left: {leftovers:?}");
+            std::fs::remove_dir_all(&dir).expect("the test's folder goes");
+            for case in ["ignored", "none"] {
+                test_support::in_a_child_process(TEST, CASE, case);
+            }
+            return;
+        };
+        match case.as_str() {
+            "raised" => {
+                let folder = PathBuf::from(std::env::var("SYNCBENCH_TEST_FOLDER").expect("set"));
+                for (file, old) in [("a.json", "old a"), ("b.md", "old b")] {
+                    std::fs::write(folder.join(file), old).expect("the old report");
+                }
+                let held = TerminationHeld::new();
+                // SAFETY: raising a valid signal number.
+                unsafe { libc::raise(libc::SIGTERM) };
+                write_all(&[
+                    (folder.join("a.json"), b"new a".to_vec()),
+                    (folder.join("b.md"), b"new b".to_vec()),
+                ])
+                .expect("the files are written");
+                std::fs::write(folder.join("held-to-here"), "").expect("the marker");
+                drop(held);
+                std::fs::write(folder.join("after-the-hold"), "").expect("the marker");
+            }
+            "ignored" => {
+                // SAFETY: sets a valid signal's disposition to SIG_IGN.
+                unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+                let held = TerminationHeld::new();
+                // SAFETY: raising a valid signal number.
+                unsafe { libc::raise(libc::SIGTERM) };
+                drop(held);
+                assert_eq!(
+                    disposition(libc::SIGTERM),
+                    libc::SIG_IGN,
+                    "the hold unignored it"
+                );
+            }
+            _ => {
+                drop(TerminationHeld::new());
+                for signal in TERMINATION_SIGNALS {
+                    assert_eq!(disposition(signal), libc::SIG_DFL, "signal {signal}");
+                }
+            }
+        }
     }
 }

@@ -370,6 +370,18 @@ pub struct Written {
 /// names it, for `report --from`.
 pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     create_folders(out)?;
+    if let Some(free) = free_bytes(out).filter(|&free| free < REPORT_ROOM) {
+        crate::console::note(format_args!(
+            "warning: the filesystem of {} has {} KiB free, and a report's files take about \
+             {} KiB, twice that while they replace an earlier report's: free some space or \
+             choose another --out before the measuring ends (if the files cannot be written \
+             then, the measurements are saved in {})",
+            out.display(),
+            free / 1024,
+            REPORT_SIZE / 1024,
+            std::env::temp_dir().display()
+        ));
+    }
     let results = measure(profile)?;
     write_keeping_the_measurements(results, out)
 }
@@ -412,12 +424,49 @@ fn save_in_the_temporary_folder(bytes: &[u8]) -> std::io::Result<PathBuf> {
             .create_new(true)
             .open(&path)
         {
-            Ok(mut file) => return file.write_all(bytes).map(|()| path),
+            Ok(mut file) => {
+                return match file.write_all(bytes) {
+                    Ok(()) => Ok(path),
+                    Err(e) => {
+                        // A write that failed part-way (the temporary
+                        // folder's disk is full too) would leave truncated
+                        // JSON under the name a rescue goes by.
+                        drop(file);
+                        let _ = std::fs::remove_file(&path);
+                        Err(e)
+                    }
+                };
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last.expect("ten names tried"))
+}
+
+/// About what a report's files take (docs/reference-report's, a full
+/// profile's, take 360 KiB).
+const REPORT_SIZE: u64 = 400 * 1024;
+
+/// Room to leave for a report's files: twice their size, since each is
+/// staged beside the earlier report's file it replaces.
+const REPORT_ROOM: u64 = 2 * REPORT_SIZE;
+
+/// The bytes an unprivileged writer may still use on the filesystem of
+/// `folder` (`statvfs`'s `f_bavail` blocks of `f_frsize`), or `None` where
+/// it cannot tell.
+fn free_bytes(folder: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = std::ffi::CString::new(folder.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a zeroed `statvfs` is a valid value of the plain C struct,
+    // which the call fills in.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a writable `statvfs`.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return None;
+    }
+    #[allow(clippy::useless_conversion)] // u32 or u64, by target
+    Some(u64::from(stats.f_bavail).saturating_mul(u64::from(stats.f_frsize)))
 }
 
 /// Creates `out` and `out/plots`, and checks that files can be created in
@@ -459,8 +508,13 @@ const JSON: &str = "results.json";
 /// (`temporary_path`), and only once all of them are written are they
 /// renamed onto the report's files. So a write that fails (a full disk, a
 /// directory in the way) leaves the previous report as it was, and no
-/// temporary file behind. (A process killed while writing leaves it as it
-/// was too, but may leave hidden temporaries named after its process id.)
+/// temporary file behind. A termination signal (Ctrl-C, `kill`, a closed
+/// terminal) that arrives meanwhile ends the process only once every file
+/// is renamed, or every temporary removed (see `files`). (A process killed
+/// with `SIGKILL` while staging leaves the previous report as it was but
+/// may leave hidden temporaries named after its process id; killed so
+/// during the renames, which take microseconds, it leaves the files
+/// renamed so far new and the rest old.)
 ///
 /// A rename can still fail part-way, though rarely: every temporary was
 /// just written into its destination's own folder, and a destination that
@@ -1485,6 +1539,55 @@ pub(crate) mod tests {
         );
         std::fs::remove_file(&kept).unwrap();
         std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A rescue whose write fails part-way (here a file-size limit, as a
+    /// full disk would) leaves no truncated file under a rescue's name. In a
+    /// child process, whose `RLIMIT_FSIZE` and temporary folder are its own.
+    #[test]
+    #[cfg_attr(miri, ignore = "sets a resource limit and spawns a process")]
+    fn a_rescue_that_fails_part_way_leaves_no_file() {
+        const CASE: &str = "SYNCBENCH_TEST_RESCUE_FAILS";
+        let Ok(folder) = std::env::var(CASE) else {
+            let folder = empty_folder("rescue-fails");
+            std::fs::create_dir_all(&folder).unwrap();
+            let name = folder.to_str().expect("a UTF-8 temporary path");
+            test_support::stderr_of_a_passing_child_process(
+                "report::tests::a_rescue_that_fails_part_way_leaves_no_file",
+                CASE,
+                name,
+                &[("TMPDIR", name)],
+            );
+            let left: Vec<_> = std::fs::read_dir(&folder).unwrap().collect();
+            assert!(left.is_empty(), "left in the temporary folder: {left:?}");
+            std::fs::remove_dir(&folder).unwrap();
+            return;
+        };
+        assert_eq!(std::env::temp_dir(), PathBuf::from(&folder));
+        let limit = libc::rlimit {
+            rlim_cur: 4096,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: SIGXFSZ ignored, so that a write past the limit fails with
+        // EFBIG rather than ending the process; then a valid limit for this
+        // child process.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+        }
+        let err = save_in_the_temporary_folder(&[b' '; 64 * 1024])
+            .expect_err("a rescue past the file-size limit was written");
+        assert_eq!(err.raw_os_error(), Some(libc::EFBIG), "{err}");
+    }
+
+    /// `free_bytes` reads a real filesystem's room, and says it cannot
+    /// tell for a folder that does not exist.
+    #[test]
+    #[cfg_attr(miri, ignore = "statvfs, a call miri does not implement")]
+    fn free_bytes_tells_a_filesystems_room_or_nothing() {
+        let free = free_bytes(&std::env::temp_dir()).expect("the temporary folder's room");
+        assert!(free > 0, "a temporary folder with no room left");
+        assert_eq!(free_bytes(Path::new("/nonexistent/syncbench")), None);
     }
 
     /// A folder for one test's reports, empty and not yet created.
