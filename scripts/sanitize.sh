@@ -18,25 +18,32 @@
 #   valgrind  memcheck over a torture run of hazptr and rcu-lite: no invalid
 #             access, no definite leak (process-wide registries and lazily
 #             started worker threads may stay "still reachable").
+#   asan      AddressSanitizer (-Zsanitizer=address, -Zbuild-std) on real
+#             threads at full speed: the primitive crates' tests (doctests
+#             and forked children included) with stack-use-after-return
+#             detection, and syncbench torture and locktorture runs with
+#             LeakSanitizer too. The tests run without leak detection: some
+#             leak on purpose (`Box::leak`, calls refused between fork hooks,
+#             documented to leak), which miri and valgrind check instead.
 #
-#   ./scripts/sanitize.sh                 # all three phases
+#   ./scripts/sanitize.sh                 # all four phases
 #   ./scripts/sanitize.sh tsan valgrind   # some of them
 #   TSAN_DURATION_S=10 VALGRIND_DURATION_S=5 ./scripts/sanitize.sh   # longer runs
 #
 # Prints one summary line per crate or run and exits 1 on any finding.
 # Logs go to target/sanitize/. About 45 minutes on a 2-core machine (44 on
-# 2026-12-02), 23 of them miri over bench-suite's torture tests: not part of
-# scripts/test.sh or .ci/run.
+# 2026-12-02), 23 of them miri over bench-suite's torture tests, before the
+# asan phase: not part of scripts/test.sh or .ci/run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(miri tsan valgrind)
+[ ${#phases[@]} -eq 0 ] && phases=(miri tsan valgrind asan)
 for p in "${phases[@]}"; do
     case "$p" in
-        miri | tsan | valgrind) ;;
+        miri | tsan | valgrind | asan) ;;
         *)
-            echo "usage: $0 [miri] [tsan] [valgrind]   (default: all three)" >&2
+            echo "usage: $0 [miri] [tsan] [valgrind] [asan]   (default: all four)" >&2
             exit 2
             ;;
     esac
@@ -44,7 +51,8 @@ done
 
 # miri and TSan need nightly's miri and rust-src components: add them where
 # they are missing (a fresh machine), rather than failing every phase.
-if [[ " ${phases[*]} " == *" miri "* || " ${phases[*]} " == *" tsan "* ]]; then
+if [[ " ${phases[*]} " == *" miri "* || " ${phases[*]} " == *" tsan "* ||
+    " ${phases[*]} " == *" asan "* ]]; then
     installed=$(rustup +nightly component list --installed 2>/dev/null || true)
     if ! grep -q '^miri' <<<"$installed" || ! grep -q '^rust-src' <<<"$installed"; then
         echo "== adding nightly components miri and rust-src"
@@ -249,6 +257,58 @@ run_valgrind() {
         --duration-s "$d"
     valgrind_run torture-slow-path --impl hazptr --slow-path --readers 2 --writers 2 \
         --duration-s "$d"
+}
+
+# ---------------------------------------------------------------------------
+# AddressSanitizer
+# ---------------------------------------------------------------------------
+# One instrumented syncbench run: counts ASan and LSan reports and the run's
+# own errors.
+asan_run() {
+    local name=$1 t0 rc log reports
+    shift
+    t0=$(date +%s)
+    log="$logs/asan-$name.log"
+    echo "-- asan: syncbench $* (log: $log)"
+    ASAN_OPTIONS="detect_leaks=1 detect_stack_use_after_return=1 ${ASAN_OPTIONS:-}" \
+        nice -n 10 "$asan_bin" "$@" >"$log" 2>&1
+    rc=$?
+    reports=$(grep -c -E '^==[0-9]+==ERROR: (AddressSanitizer|LeakSanitizer)' "$log")
+    grep -E '^SUMMARY: (AddressSanitizer|LeakSanitizer)' "$log" | sort | uniq -c | sed 's/^/   /'
+    grep -E '^(torture|locktorture):|Fail:' "$log" | sed 's/^/   /'
+    record "asan $name" "$([ $rc -eq 0 ] && [ "$reports" -eq 0 ] && echo PASS || echo FAIL)" \
+        "$reports reports, exit $rc" $(($(date +%s) - t0))
+}
+
+run_asan() {
+    echo "== AddressSanitizer"
+    local d=${ASAN_DURATION_S:-5} t0 rc log reports
+    t0=$(date +%s)
+    log="$logs/asan-tests.log"
+    echo "-- asan: the primitive crates' tests (log: $log)"
+    RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" \
+        ASAN_OPTIONS="detect_leaks=0 detect_stack_use_after_return=1 ${ASAN_OPTIONS:-}" \
+        CARGO_TARGET_DIR=target/asan nice -n 10 cargo +nightly test -Zbuild-std --target "$host" \
+        --no-fail-fast -p hazptr -p rcu-lite -p qrwlock -p membarrier-sim -p futex-word \
+        >"$log" 2>&1
+    rc=$?
+    reports=$(grep -c -E '^==[0-9]+==ERROR: AddressSanitizer' "$log")
+    grep -E '^test .*FAILED|^SUMMARY: AddressSanitizer|panicked' "$log" | sed 's/^/   /' | head -40
+    record "asan tests" "$([ $rc -eq 0 ] && [ "$reports" -eq 0 ] && echo PASS || echo FAIL)" \
+        "$(test_counts "$log" | sed 's/ under miri//'), $reports reports" $(($(date +%s) - t0))
+    t0=$(date +%s)
+    echo "-- asan: building syncbench (-Zsanitizer=address -Zbuild-std; log: $logs/asan-build.log)"
+    RUSTFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
+        nice -n 10 cargo +nightly build -Zbuild-std --target "$host" --release -p bench-suite \
+        --bin syncbench >"$logs/asan-build.log" 2>&1
+    rc=$?
+    record "asan build" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "exit $rc" $(($(date +%s) - t0))
+    [ $rc -eq 0 ] || return
+    asan_bin="target/asan/$host/release/syncbench"
+    asan_run torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock --faults \
+        --writers 10 --duration-s "$d"
+    asan_run torture-slow-path torture --impl hazptr --slow-path --faults --duration-s "$d"
+    asan_run locktorture locktorture --lock qrwlock --writers 2 --readers 4 --duration-s "$d"
 }
 
 for p in "${phases[@]}"; do
