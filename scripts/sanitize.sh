@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizers over the workspace (issue 7), in three phases:
+# The sanitizers over the workspace (issue 7), in four phases:
 #
 #   miri      miri (nightly) over membarrier-sim's and qrwlock's tests, hazptr's
 #             unit, domain, no_alloc, misuse and doc tests and its treiber

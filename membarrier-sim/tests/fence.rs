@@ -116,8 +116,9 @@ fn full_against_full_and_heavy_forbids_store_buffering() {
 /// 2-vCPU guest, and 7,207-10,743 with a busy loop on one vCPU (2026-12-01).
 /// Before it, the same guest saw 12-3,560 depending on the minute, and the CI
 /// machine 0 of 200,000, which failed this test. The test still runs up to
-/// `BATCHES` batches of rounds before it calls the harness blind, and prints
-/// what it saw.
+/// `BATCHES` batches of rounds (more while no round has overlapped, see
+/// `assert_reorders`) before it calls the harness blind, and prints what it
+/// saw.
 #[test]
 #[cfg_attr(
     miri,

@@ -729,8 +729,9 @@ pub fn config() -> GpConfig {
 /// `synchronize_rcu()` calls, or cannot afford a thread spawn inside one,
 /// starts it here first. Not under loom, which has no worker thread.
 ///
-/// The thread (`rcu-lite-qsbr-gp`) gets the scheduling policy, priority and
-/// allowed CPUs of the thread that starts it, here or in a crowded
+/// The thread (`rcu-lite-qsbr-gp`; `/proc`, `top` and `pgrep` show the
+/// kernel's 15 bytes of it, `rcu-lite-qsbr-g`) gets the scheduling policy,
+/// priority and allowed CPUs of the thread that starts it, here or in a crowded
 /// `synchronize_rcu()`. The callers it serves sleep until it completes
 /// their grace period, so a program with real-time (`SCHED_FIFO`,
 /// `SCHED_RR`) callers starts it here from a thread at the priority of its

@@ -13,15 +13,25 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// Writes every file's contents (destination, bytes) to its temporary, then
 /// renames them all, in order, onto their destinations. Every error names
 /// the path it is about, and no temporary is left behind. A termination
 /// signal meanwhile is held until the end (see the module docs).
 pub(super) fn write_all(files: &[(PathBuf, Vec<u8>)]) -> std::io::Result<()> {
+    write_all_observed(files, &mut |_| {})
+}
+
+/// [`write_all`], calling `renamed` with each report file once it is
+/// renamed into place: the tests' window into the renames.
+fn write_all_observed(
+    files: &[(PathBuf, Vec<u8>)],
+    renamed: &mut dyn FnMut(&Path),
+) -> std::io::Result<()> {
     let _held = TerminationHeld::new();
     let staged = stage(files)?;
-    rename_all(&staged)
+    rename_all(&staged, renamed)
 }
 
 /// The signals that ask a process to end and, left to their default
@@ -30,8 +40,9 @@ pub(super) fn write_all(files: &[(PathBuf, Vec<u8>)]) -> std::io::Result<()> {
 const TERMINATION_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// The first termination signal that arrived while held, or 0. Written by
-/// the handler, read once the hold ends; Relaxed, both: the handler runs
-/// on some thread of the process, and nothing else is published with it.
+/// the handler, read once the last hold ends; Relaxed, both: the handler
+/// runs on some thread of the process, and nothing else is published with
+/// it.
 static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// Notes a termination signal for [`TerminationHeld`] to deliver at its
@@ -41,63 +52,101 @@ extern "C" fn note_termination(signal: libc::c_int) {
     let _ = PENDING_SIGNAL.compare_exchange(0, signal, Ordering::Relaxed, Ordering::Relaxed);
 }
 
-/// While alive, the termination signals whose disposition is the default
-/// (ending the process) are noted instead; when dropped, their default is
-/// restored and the first one that arrived is raised again, ending the
-/// process as it would have. A signal that was ignored (`nohup`, a
-/// background job's SIGINT) or had a handler of someone else's is left as
-/// it was. Process-wide, as signal dispositions are: whichever thread the
-/// kernel picks runs the note. A `SIGKILL` cannot be held: killed with it
-/// during the renames, the folder keeps the files renamed so far.
-struct TerminationHeld {
-    /// The signals whose handler this hold installed, with the action to
-    /// put back.
+/// The holds alive in the process, and the actions the first of them
+/// replaced: the first hold installs the handler, the last one puts the
+/// actions back. So holds on several threads at once (the tests write
+/// reports in parallel), or nested on one, neither take one another's
+/// handler for the action to restore, which would leave it installed for
+/// good, nor restore the default under a hold still alive.
+static HOLDS: Mutex<Holds> = Mutex::new(Holds {
+    alive: 0,
+    installed: Vec::new(),
+});
+
+/// What [`HOLDS`] guards.
+struct Holds {
+    /// How many [`TerminationHeld`] are alive.
+    alive: usize,
+    /// The signals whose handler the first hold installed, with the action
+    /// to put back.
     installed: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+/// While any is alive, the termination signals whose disposition was the
+/// default (ending the process) are noted instead; when the last one is
+/// dropped, their default is restored and the first one that arrived is
+/// raised again, ending the process as it would have (status 130 for
+/// SIGINT, 143 for SIGTERM, in a shell). A signal that was ignored
+/// (`nohup`, a background job's SIGINT) or had a handler of someone
+/// else's is left as it was. Process-wide, as signal dispositions are:
+/// whichever thread the kernel picks runs the note. A `SIGKILL` cannot be
+/// held: killed with it during the renames, the folder keeps the files
+/// renamed so far. (A handler already running on another thread as the
+/// last hold ends may note its signal only after the check: that signal
+/// is then lost, a window of a few instructions.)
+struct TerminationHeld {
+    /// Only [`TerminationHeld::new`] makes one.
+    _private: (),
 }
 
 impl TerminationHeld {
     fn new() -> TerminationHeld {
-        let mut installed = Vec::with_capacity(TERMINATION_SIGNALS.len());
-        for signal in TERMINATION_SIGNALS {
-            // SAFETY: a zeroed `sigaction` is a valid value of the plain C
-            // struct (SIG_DFL, no flags, an empty mask), which the calls fill
-            // in or read.
-            let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
-            // SAFETY: a query (null new action) of a valid signal number
-            // into a writable `sigaction`.
-            if unsafe { libc::sigaction(signal, std::ptr::null(), &mut previous) } != 0
-                || previous.sa_sigaction != libc::SIG_DFL
-            {
-                continue;
-            }
-            // SAFETY: as above.
-            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-            action.sa_sigaction = note_termination as extern "C" fn(libc::c_int) as usize;
-            // SA_RESTART: a system call the signal lands in (a write, a
-            // rename) goes on rather than failing with EINTR.
-            action.sa_flags = libc::SA_RESTART;
-            // SAFETY: `action` is initialised (an empty mask from the
-            // zeroing, filled again here), its handler is async-signal-safe,
-            // and the old action goes to a writable `sigaction`.
-            let installed_now = unsafe {
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, &mut previous) == 0
-            };
-            if installed_now {
-                installed.push((signal, previous));
+        let mut holds = HOLDS.lock().unwrap_or_else(PoisonError::into_inner);
+        if holds.alive == 0 {
+            for signal in TERMINATION_SIGNALS {
+                if let Some(previous) = install_note(signal) {
+                    holds.installed.push((signal, previous));
+                }
             }
         }
-        TerminationHeld { installed }
+        holds.alive += 1;
+        TerminationHeld { _private: () }
     }
+}
+
+/// Installs [`note_termination`] for `signal` if its disposition is the
+/// default, and returns the action it replaced; `None` if it left it.
+fn install_note(signal: libc::c_int) -> Option<libc::sigaction> {
+    // SAFETY: a zeroed `sigaction` is a valid value of the plain C struct
+    // (SIG_DFL, no flags, an empty mask), which the calls fill in or read.
+    let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a query (null new action) of a valid signal number into a
+    // writable `sigaction`.
+    if unsafe { libc::sigaction(signal, std::ptr::null(), &mut previous) } != 0
+        || previous.sa_sigaction != libc::SIG_DFL
+    {
+        return None;
+    }
+    // SAFETY: as above.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    // Without SA_SIGINFO, `sa_sigaction` is the plain one-argument handler.
+    action.sa_sigaction = note_termination as extern "C" fn(libc::c_int) as usize;
+    // SA_RESTART: a system call the signal lands in (a write, a rename)
+    // goes on rather than failing with EINTR.
+    action.sa_flags = libc::SA_RESTART;
+    // SAFETY: `action` is initialised (an empty mask from the zeroing,
+    // emptied again here), its handler is async-signal-safe, and the old
+    // action goes to a writable `sigaction`.
+    let installed = unsafe {
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, &mut previous) == 0
+    };
+    installed.then_some(previous)
 }
 
 impl Drop for TerminationHeld {
     fn drop(&mut self) {
-        for (signal, previous) in self.installed.drain(..).rev() {
+        let mut holds = HOLDS.lock().unwrap_or_else(PoisonError::into_inner);
+        holds.alive -= 1;
+        if holds.alive > 0 {
+            return;
+        }
+        for (signal, previous) in holds.installed.drain(..).rev() {
             // SAFETY: puts back the action the query returned for this
             // signal, a valid `sigaction`.
             unsafe { libc::sigaction(signal, &previous, std::ptr::null_mut()) };
         }
+        drop(holds);
         let signal = PENDING_SIGNAL.swap(0, Ordering::Relaxed);
         if signal != 0 {
             // Its default action is back: this ends the process as the
@@ -185,10 +234,10 @@ fn refuse_a_directory(destination: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Renames every temporary onto its report file, in order. If one rename
-/// fails, it and the temporaries after it are removed; the files renamed
-/// before it stay renamed (see [`write`]).
-fn rename_all(staged: &[Staged]) -> std::io::Result<()> {
+/// Renames every temporary onto its report file, in order, calling
+/// `renamed` after each. If one rename fails, it and the temporaries after
+/// it are removed; the files renamed before it stay renamed (see [`write`]).
+fn rename_all(staged: &[Staged], renamed: &mut dyn FnMut(&Path)) -> std::io::Result<()> {
     for (i, file) in staged.iter().enumerate() {
         if let Err(e) = std::fs::rename(&file.temporary, &file.destination) {
             remove_temporaries(&staged[i..]);
@@ -201,6 +250,7 @@ fn rename_all(staged: &[Staged]) -> std::io::Result<()> {
                 ),
             ));
         }
+        renamed(&file.destination);
     }
     Ok(())
 }
@@ -226,8 +276,8 @@ mod tests {
 
     /// The disposition of `signal` now.
     fn disposition(signal: libc::c_int) -> libc::sighandler_t {
-        // SAFETY: as in `TerminationHeld::new`: a zeroed `sigaction`,
-        // filled in by a query of a valid signal.
+        // SAFETY: as in `install_note`: a zeroed `sigaction`, filled in by a
+        // query of a valid signal.
         let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
         let queried = unsafe { libc::sigaction(signal, std::ptr::null(), &mut now) };
@@ -235,11 +285,28 @@ mod tests {
         now.sa_sigaction
     }
 
-    /// In a child: a SIGTERM raised while a hold is alive lets the report's
-    /// files all be written, then ends the process when the hold ends (its
-    /// marker file written just before the end, none after); one that is
-    /// ignored stays ignored and ends nothing; and with no signal, the hold
-    /// puts the default action back.
+    /// The dispositions of the termination signals now.
+    fn dispositions() -> [libc::sighandler_t; 3] {
+        TERMINATION_SIGNALS.map(disposition)
+    }
+
+    /// The note's address, as a disposition.
+    fn note() -> libc::sighandler_t {
+        note_termination as extern "C" fn(libc::c_int) as libc::sighandler_t
+    }
+
+    /// In children, each case in a process of its own (signal dispositions
+    /// are process-wide, and the parent may have inherited an ignored
+    /// SIGINT or SIGHUP, as a background job or under `nohup` does):
+    /// - `raised`: a SIGTERM raised after `write_all` renamed its first file
+    ///   lets it rename the second, then ends the process before
+    ///   `write_all` returns, leaving no temporary;
+    /// - `ignored`: a SIGTERM the process ignores gets no note while held,
+    ///   and stays ignored;
+    /// - `nested`: the termination signals that had their default action
+    ///   get the note from the first hold to the last, two of them alive
+    ///   at once and ended in the order they began (as on two threads),
+    ///   and then their actions back.
     #[test]
     #[cfg_attr(miri, ignore = "installs signal handlers and spawns a process")]
     fn a_termination_signal_waits_for_the_files() {
@@ -260,7 +327,7 @@ mod tests {
                 Some(libc::SIGTERM),
                 "the held SIGTERM did not end the child ({status:?}); stderr:\n{stderr}"
             );
-            for (file, contents) in [("a.json", "new a"), ("b.md", "new b"), ("held-to-here", "")] {
+            for (file, contents) in [("a.json", "new a"), ("b.md", "new b")] {
                 assert_eq!(
                     std::fs::read_to_string(dir.join(file)).as_deref().ok(),
                     Some(contents),
@@ -268,8 +335,8 @@ mod tests {
                 );
             }
             assert!(
-                !dir.join("after-the-hold").exists(),
-                "the child went on past the hold that delivered SIGTERM"
+                !dir.join("returned").exists(),
+                "write_all returned although a SIGTERM arrived during it"
             );
             let leftovers: Vec<_> = std::fs::read_dir(&dir)
                 .expect("the folder lists")
@@ -278,7 +345,7 @@ mod tests {
                 .collect();
             assert!(leftovers.is_empty(), "temporaries left: {leftovers:?}");
             std::fs::remove_dir_all(&dir).expect("the test's folder goes");
-            for case in ["ignored", "none"] {
+            for case in ["ignored", "nested"] {
                 test_support::in_a_child_process(TEST, CASE, case);
             }
             return;
@@ -289,22 +356,32 @@ mod tests {
                 for (file, old) in [("a.json", "old a"), ("b.md", "old b")] {
                     std::fs::write(folder.join(file), old).expect("the old report");
                 }
-                let held = TerminationHeld::new();
-                // SAFETY: raising a valid signal number.
-                unsafe { libc::raise(libc::SIGTERM) };
-                write_all(&[
+                // SAFETY: SIGTERM's default action, whatever the child
+                // inherited.
+                unsafe { libc::signal(libc::SIGTERM, libc::SIG_DFL) };
+                let files = [
                     (folder.join("a.json"), b"new a".to_vec()),
                     (folder.join("b.md"), b"new b".to_vec()),
-                ])
+                ];
+                let mut first = true;
+                write_all_observed(&files, &mut |_| {
+                    if std::mem::take(&mut first) {
+                        // SAFETY: raising a valid signal number.
+                        unsafe { libc::raise(libc::SIGTERM) };
+                    }
+                })
                 .expect("the files are written");
-                std::fs::write(folder.join("held-to-here"), "").expect("the marker");
-                drop(held);
-                std::fs::write(folder.join("after-the-hold"), "").expect("the marker");
+                std::fs::write(folder.join("returned"), "").expect("the marker");
             }
             "ignored" => {
                 // SAFETY: sets a valid signal's disposition to SIG_IGN.
                 unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
                 let held = TerminationHeld::new();
+                assert_eq!(
+                    disposition(libc::SIGTERM),
+                    libc::SIG_IGN,
+                    "held over SIG_IGN"
+                );
                 // SAFETY: raising a valid signal number.
                 unsafe { libc::raise(libc::SIGTERM) };
                 drop(held);
@@ -315,10 +392,26 @@ mod tests {
                 );
             }
             _ => {
-                drop(TerminationHeld::new());
-                for signal in TERMINATION_SIGNALS {
-                    assert_eq!(disposition(signal), libc::SIG_DFL, "signal {signal}");
-                }
+                // SAFETY: SIGTERM's default action, whatever the child
+                // inherited, so that there is a signal to hold.
+                unsafe { libc::signal(libc::SIGTERM, libc::SIG_DFL) };
+                let before = dispositions();
+                let while_held = before.map(|d| if d == libc::SIG_DFL { note() } else { d });
+                assert!(
+                    while_held.contains(&note()),
+                    "no signal to hold: {before:?}"
+                );
+                let first = TerminationHeld::new();
+                let second = TerminationHeld::new();
+                assert_eq!(dispositions(), while_held, "two holds");
+                drop(first);
+                assert_eq!(
+                    dispositions(),
+                    while_held,
+                    "the first hold ended, not the second"
+                );
+                drop(second);
+                assert_eq!(dispositions(), before, "both holds ended");
             }
         }
     }

@@ -1564,15 +1564,18 @@ pub(crate) mod tests {
             return;
         };
         assert_eq!(std::env::temp_dir(), PathBuf::from(&folder));
-        let limit = libc::rlimit {
-            rlim_cur: 4096,
-            rlim_max: libc::RLIM_INFINITY,
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
         };
         // SAFETY: SIGXFSZ ignored, so that a write past the limit fails with
-        // EFBIG rather than ending the process; then a valid limit for this
-        // child process.
+        // EFBIG rather than ending the process; then the limit read into a
+        // writable `rlimit` and lowered (the hard limit kept: an
+        // unprivileged process cannot raise it) for this child process.
         unsafe {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
+            limit.rlim_cur = limit.rlim_max.min(4096);
             assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
         }
         let err = save_in_the_temporary_folder(&[b' '; 64 * 1024])
