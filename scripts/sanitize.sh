@@ -165,20 +165,35 @@ run_miri() {
 # ---------------------------------------------------------------------------
 # ThreadSanitizer
 # ---------------------------------------------------------------------------
-# One instrumented syncbench run; counts TSan reports and the run's own errors.
-tsan_run() {
-    local name=$1 t0 rc log reports
-    shift
+# One instrumented syncbench run: sanitized_run SANITIZER NAME ARGS..., with
+# SANITIZER tsan (the binary $tsan_bin) or asan ($asan_bin, LeakSanitizer
+# on); counts the sanitizer's reports and prints the run's own errors.
+sanitized_run() {
+    local sanitizer=$1 name=$2 t0 rc log reports bin options report summary
+    shift 2
+    case $sanitizer in
+        tsan)
+            bin=$tsan_bin
+            options="TSAN_OPTIONS=halt_on_error=0 exitcode=66 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+            report='^WARNING: ThreadSanitizer'
+            summary='^SUMMARY: ThreadSanitizer'
+            ;;
+        asan)
+            bin=$asan_bin
+            options="ASAN_OPTIONS=detect_leaks=1 detect_stack_use_after_return=1 ${ASAN_OPTIONS:-}"
+            report='^==[0-9]+==ERROR: (AddressSanitizer|LeakSanitizer)'
+            summary='^SUMMARY: (AddressSanitizer|LeakSanitizer)'
+            ;;
+    esac
     t0=$(date +%s)
-    log="$logs/tsan-$name.log"
-    echo "-- tsan: syncbench $* (log: $log)"
-    TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-        nice -n 10 "$tsan_bin" "$@" >"$log" 2>&1
+    log="$logs/$sanitizer-$name.log"
+    echo "-- $sanitizer: syncbench $* (log: $log)"
+    env "$options" nice -n 10 "$bin" "$@" >"$log" 2>&1
     rc=$?
-    reports=$(grep -c '^WARNING: ThreadSanitizer' "$log")
-    grep -E '^SUMMARY: ThreadSanitizer' "$log" | sort | uniq -c | sed 's/^/   /'
+    reports=$(grep -c -E "$report" "$log")
+    grep -E "$summary" "$log" | sort | uniq -c | sed 's/^/   /'
     grep -E '^(torture|locktorture):|Fail:' "$log" | sed 's/^/   /'
-    record "tsan $name" "$([ $rc -eq 0 ] && [ "$reports" -eq 0 ] && echo PASS || echo FAIL)" \
+    record "$sanitizer $name" "$([ $rc -eq 0 ] && [ "$reports" -eq 0 ] && echo PASS || echo FAIL)" \
         "$reports reports, exit $rc" $(($(date +%s) - t0))
 }
 
@@ -204,13 +219,13 @@ run_tsan() {
     record "tsan build" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "exit $rc" $(($(date +%s) - t0))
     [ $rc -eq 0 ] || return
     tsan_bin="target/tsan/$host/release/syncbench"
-    tsan_run torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock,crossbeam-epoch \
+    sanitized_run tsan torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock,crossbeam-epoch \
         --duration-s "$d"
-    tsan_run torture-slow-path torture --impl hazptr --slow-path --duration-s "$d"
+    sanitized_run tsan torture-slow-path torture --impl hazptr --slow-path --duration-s "$d"
     # More writers than twice the CPUs: rcu-lite's grace-period worker drives.
-    tsan_run torture-crowd torture --impl rcu-lite-memb,rcu-lite-qsbr --writers 10 \
+    sanitized_run tsan torture-crowd torture --impl rcu-lite-memb,rcu-lite-qsbr --writers 10 \
         --duration-s "$d"
-    tsan_run locktorture locktorture --lock all --writers 2 --readers 4 --duration-s "$d"
+    sanitized_run tsan locktorture locktorture --lock all --writers 2 --readers 4 --duration-s "$d"
 }
 
 # ---------------------------------------------------------------------------
@@ -262,24 +277,6 @@ run_valgrind() {
 # ---------------------------------------------------------------------------
 # AddressSanitizer
 # ---------------------------------------------------------------------------
-# One instrumented syncbench run: counts ASan and LSan reports and the run's
-# own errors.
-asan_run() {
-    local name=$1 t0 rc log reports
-    shift
-    t0=$(date +%s)
-    log="$logs/asan-$name.log"
-    echo "-- asan: syncbench $* (log: $log)"
-    ASAN_OPTIONS="detect_leaks=1 detect_stack_use_after_return=1 ${ASAN_OPTIONS:-}" \
-        nice -n 10 "$asan_bin" "$@" >"$log" 2>&1
-    rc=$?
-    reports=$(grep -c -E '^==[0-9]+==ERROR: (AddressSanitizer|LeakSanitizer)' "$log")
-    grep -E '^SUMMARY: (AddressSanitizer|LeakSanitizer)' "$log" | sort | uniq -c | sed 's/^/   /'
-    grep -E '^(torture|locktorture):|Fail:' "$log" | sed 's/^/   /'
-    record "asan $name" "$([ $rc -eq 0 ] && [ "$reports" -eq 0 ] && echo PASS || echo FAIL)" \
-        "$reports reports, exit $rc" $(($(date +%s) - t0))
-}
-
 run_asan() {
     echo "== AddressSanitizer"
     local d=${ASAN_DURATION_S:-5} t0 rc log reports
@@ -305,10 +302,10 @@ run_asan() {
     record "asan build" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "exit $rc" $(($(date +%s) - t0))
     [ $rc -eq 0 ] || return
     asan_bin="target/asan/$host/release/syncbench"
-    asan_run torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock --faults \
+    sanitized_run asan torture torture --impl hazptr,rcu-lite-memb,rcu-lite-qsbr,qrwlock --faults \
         --writers 10 --duration-s "$d"
-    asan_run torture-slow-path torture --impl hazptr --slow-path --faults --duration-s "$d"
-    asan_run locktorture locktorture --lock qrwlock --writers 2 --readers 4 --duration-s "$d"
+    sanitized_run asan torture-slow-path torture --impl hazptr --slow-path --faults --duration-s "$d"
+    sanitized_run asan locktorture locktorture --lock qrwlock --writers 2 --readers 4 --duration-s "$d"
 }
 
 for p in "${phases[@]}"; do
