@@ -35,7 +35,7 @@ impl ThreadCpuClock {
     pub fn of<T>(thread: &JoinHandle<T>) -> Option<ThreadCpuClock> {
         // SAFETY: the handle's thread is live: not yet joined, since the
         // handle is borrowed.
-        unsafe { Self::of_pthread(thread.as_pthread_t()) }
+        unsafe { Self::of_pthread(libc_pthread(thread.as_pthread_t())) }
     }
 
     /// The clock of the calling thread, which other threads of the process
@@ -67,6 +67,23 @@ impl ThreadCpuClock {
     pub fn read(self) -> Option<Duration> {
         read_clock(self.0)
     }
+}
+
+/// std's `RawPthread` is the integer `pthread_t` of `std::os::linux::raw`
+/// on every Linux libc, and the libc crate's `pthread_t` is the same integer
+/// on glibc.
+#[cfg(not(target_env = "musl"))]
+fn libc_pthread(raw: std::os::unix::thread::RawPthread) -> libc::pthread_t {
+    raw
+}
+
+/// std's `RawPthread` is an integer, but the libc crate types musl's
+/// `pthread_t` as the pointer it is (to the thread's descriptor, which std
+/// exposed when it made the integer).
+#[cfg(target_env = "musl")]
+fn libc_pthread(raw: std::os::unix::thread::RawPthread) -> libc::pthread_t {
+    let address = usize::try_from(raw).expect("a pthread_t is an address");
+    std::ptr::with_exposed_provenance_mut(address)
 }
 
 /// CPU time every thread of the process has used so far, the exited ones
