@@ -330,14 +330,14 @@ mod tests {
         let ledger = Ledger::new();
         let tracked = Tracked::new(TortureObject::new(&ledger, 4));
         let real = tracked.object.load(Relaxed);
-        let free_bits = std::mem::align_of::<TortureObject>().trailing_zeros()..u64::BITS;
+        let free_bits = std::mem::align_of::<TortureObject>().trailing_zeros()..usize::BITS;
         // Only compared, never read; the real pointer is back before any
         // assertion, so that the drop reclaims the real object.
         let followed: Vec<u32> = free_bits
             .filter(|bit| {
                 tracked
                     .object
-                    .store(real.map_addr(|a| a ^ (1 << bit)), Relaxed);
+                    .store(real.map_addr(|a| a ^ (1usize << bit)), Relaxed);
                 !std::ptr::eq(tracked.object(), &object::RECLAIMED)
             })
             .collect();
