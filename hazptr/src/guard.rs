@@ -10,7 +10,10 @@
 //! 3. `fence::light()` — pairs with `fence::heavy()` in `scan::begin`; on
 //!    the block's first slot a compiler fence, issued without reading the
 //!    fence mode (a block offers that slot only in membarrier mode: see
-//!    `slot.rs`, "The first slot and the fence mode");
+//!    `slot.rs`, "The first slot and the fence mode"); on 32-bit targets,
+//!    load the wildcard word again and start over if the generation has
+//!    moved a quarter of its range past the one stored (a reader stopped
+//!    between 2 and 3 for 2^29 scans: see `protect_in_wildcard_window`);
 //! 4. load the pointer once;
 //! 5. store the pointer into the slot (`RESERVED` for null, so that the slot
 //!    never reads as free while a guard holds it).
@@ -463,6 +466,13 @@ pub(crate) mod pause_inside_acquire {
     std::thread_local! {
         /// Set by the thread whose next acquire stops.
         pub(crate) static ARMED: Cell<bool> = const { Cell::new(false) };
+        /// Set by the thread whose next acquire in the wildcard window stops
+        /// between its load of the domain's generation and its store of that
+        /// wildcard into the slot.
+        pub(crate) static ARMED_BEFORE_THE_STORE: Cell<bool> = const { Cell::new(false) };
+        /// How many of this thread's acquires found their wildcard stale
+        /// after storing it, and began again.
+        pub(crate) static STALE_WILDCARD_RETRIES: Cell<u32> = const { Cell::new(0) };
     }
     /// Set by the stopped acquire.
     pub(crate) static INSIDE: AtomicBool = AtomicBool::new(false);
@@ -484,10 +494,20 @@ pub(crate) mod pause_inside_acquire {
 
     pub(super) fn here() {
         if ARMED.with(|armed| armed.replace(false)) {
-            INSIDE.store(true, SeqCst);
-            while !RELEASE.load(SeqCst) {
-                std::thread::yield_now();
-            }
+            stop();
+        }
+    }
+
+    pub(super) fn before_the_wildcard_store() {
+        if ARMED_BEFORE_THE_STORE.with(|armed| armed.replace(false)) {
+            stop();
+        }
+    }
+
+    fn stop() {
+        INSIDE.store(true, SeqCst);
+        while !RELEASE.load(SeqCst) {
+            std::thread::yield_now();
         }
     }
 }
@@ -521,6 +541,8 @@ fn protect_in_wildcard_window<T>(
     // sees a scan's generation also sees every unpublish that preceded
     // that flip, so the scan may skip its wildcard.
     let current = wildcard.load(Ordering::Acquire);
+    #[cfg(all(test, not(loom)))]
+    pause_inside_acquire::before_the_wildcard_store();
     // Release: a scan that reads this value is ordered after this
     // thread's earlier protections (see the module docs).
     slot.store(current, Ordering::Release);
@@ -530,12 +552,49 @@ fn protect_in_wildcard_window<T>(
     // the wildcard (or what replaces it), or the load below sees the
     // unpublish that preceded the scan.
     light_fence();
+    // Where a generation is 32 bits, a reader stopped between the load and
+    // the store above for 2^30 scans stores a wildcard that later scans
+    // read as newer than theirs, and skip. Loaded again after the store and
+    // the light fence, the generation tells. A scan that flips after this
+    // load sees the wildcard (or what replaces it), by the same pairing as
+    // the pointer load's below, and waits for it if it reads as older; and
+    // those scans cannot finish while it stays, so the generation moves at
+    // most a couple of flips a thread past this load. A wildcard within a
+    // quarter of the range of it is then older than all of theirs. Acquire,
+    // pairing with the flips' AcqRel as the first load does: this thread
+    // sees the unpublish before every flip up to the one it read, so a scan
+    // that flipped before it is served whatever it read in the slot, even
+    // where the lag measured here has wrapped the counter. A 64-bit counter
+    // would need 2^62 scans: there the check runs in tests only.
+    #[cfg(any(target_pointer_width = "32", test))]
+    if crate::slot::is_stale_wildcard(current, wildcard.load(Ordering::Acquire)) {
+        return protect_after_a_stale_wildcard(slot, wildcard, src);
+    }
     // Acquire pairs with the Release store that published the object.
     let ptr = src.load(Ordering::Acquire);
     // Same location as the wildcard, so coherence orders them; a scan
     // seeing either value protects `ptr`. Release: as for the wildcard.
     slot.store(protection(ptr), Ordering::Release);
     ptr
+}
+
+/// [`protect_in_wildcard_window`] again, for a reader whose wildcard was
+/// stale by the time it stored it (stopped for 2^30 scans in between, on a
+/// 32-bit target): the fresh generation goes into the slot, then the
+/// pointer. The stale wildcard's pointer was never loaded.
+#[cfg(any(target_pointer_width = "32", test))]
+#[cold]
+#[inline(never)]
+fn protect_after_a_stale_wildcard<T>(
+    slot: &AtomicUsize,
+    wildcard: &AtomicUsize,
+    src: &AtomicPtr<T>,
+) -> *mut T {
+    #[cfg(all(test, not(loom)))]
+    pause_inside_acquire::STALE_WILDCARD_RETRIES.with(|n| n.set(n.get() + 1));
+    // `fence::light()`: the first slot's compiler fence where that slot is
+    // offered (membarrier mode), a full fence otherwise.
+    protect_in_wildcard_window(slot, wildcard, src, fence::light)
 }
 
 /// [`Guard::protect_ptr`] in SeqCst fence mode: the classic hazard
@@ -882,6 +941,71 @@ mod tests {
             }
             domain.synchronize(0x1000 as *const u64);
         });
+        // SAFETY: from `Box::into_raw`; the reader is gone.
+        drop(unsafe { Box::from_raw(value) });
+    }
+
+    /// A reader stopped between its load of the domain's generation and its
+    /// store of that wildcard into its slot, while the generation moves half
+    /// the range on (2^30 scans on a 32-bit target; here one addition),
+    /// would store a wildcard that every later scan reads as newer than its
+    /// own, and skips: a pointer it then loaded would be protected from no
+    /// one. It finds the wildcard stale when it loads the generation again,
+    /// and stores the fresh one before it loads the pointer. (Without that
+    /// check, 2026-12-07, it retried nothing and kept the stale wildcard.)
+    #[test]
+    #[cfg_attr(miri, ignore = "miri runs in SeqCst mode, which stores no wildcard")]
+    fn a_reader_stopped_for_half_the_generations_stores_a_fresh_wildcard() {
+        use crate::slot::{is_older_wildcard, is_wildcard};
+        use pause_inside_acquire::{ARMED_BEFORE_THE_STORE, INSIDE, RELEASE};
+        use std::sync::atomic::Ordering::SeqCst;
+        if fence::mode() == Mode::SeqCst {
+            return eprintln!("no wildcard window in SeqCst mode");
+        }
+        let _serial = pause_inside_acquire::serial();
+        INSIDE.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
+        let value = Box::into_raw(Box::new(7u64));
+        let src = &AtomicPtr::new(value);
+        let domain = &Domain::new();
+        let wildcard = domain.shared.wildcard();
+        // Relaxed: read before the reader starts, which `spawn` orders.
+        let stored = wildcard.load(Ordering::Relaxed);
+        std::thread::scope(|s| {
+            let reader = s.spawn(move || {
+                ARMED_BEFORE_THE_STORE.with(|armed| armed.set(true));
+                let mut guard = domain.guard();
+                let p = guard.protect_ptr(src);
+                let retries =
+                    pause_inside_acquire::STALE_WILDCARD_RETRIES.with(std::cell::Cell::get);
+                (p.addr(), retries)
+            });
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !INSIDE.load(SeqCst) && std::time::Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            let stopped = INSIDE.load(SeqCst);
+            // Half the range of flips (an even number: the word stays a
+            // wildcard). AcqRel, as `scan::begin`'s flip.
+            let half = usize::MAX / 2 + 1;
+            let now = wildcard
+                .fetch_add(half, Ordering::AcqRel)
+                .wrapping_add(half);
+            // Released before any assertion, so that a failure is not a
+            // reader stopped for ever.
+            RELEASE.store(true, SeqCst);
+            assert!(stopped, "the reader did not stop before its wildcard store");
+            assert_eq!(now, stored.wrapping_add(half));
+            assert!(
+                is_wildcard(stored) && !is_older_wildcard(stored, now.wrapping_add(2)),
+                "the next scan would wait for the stale wildcard: the test shows nothing"
+            );
+            let (p, retries) = reader.join().expect("the reader");
+            assert_eq!(p, value.addr());
+            assert_eq!(retries, 1, "the stale wildcard was not taken for stale");
+        });
+        INSIDE.store(false, SeqCst);
+        RELEASE.store(false, SeqCst);
         // SAFETY: from `Box::into_raw`; the reader is gone.
         drop(unsafe { Box::from_raw(value) });
     }

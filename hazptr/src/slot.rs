@@ -108,6 +108,26 @@ pub(crate) const fn is_older_wildcard(value: usize, current: usize) -> bool {
     (value.wrapping_sub(current) as isize) < 0
 }
 
+/// How far the domain's generation may have moved past a wildcard its
+/// reader has just stored before the reader takes it for stale: a quarter
+/// of the counter's range (2^29 scans on a 32-bit target). Any bound well
+/// above the number of threads and below half the range would do: every
+/// scan that flips after the reader's second load of the generation sees
+/// the wildcard and waits for it, so the generation moves at most a couple
+/// of flips a thread past that load while the wildcard stays there.
+#[cfg(any(target_pointer_width = "32", test))]
+pub(crate) const STALE_WILDCARD_LAG: usize = usize::MAX / 4 + 1;
+
+/// Whether the wildcard a reader `stored` is stale, the domain's generation
+/// being `now`, read after the store (so `now` is `stored` or a later
+/// generation, and the wrapping difference is how far it moved on, modulo
+/// the range). See `protect_in_wildcard_window` in `guard.rs`.
+#[cfg(any(target_pointer_width = "32", test))]
+#[inline(always)]
+pub(crate) const fn is_stale_wildcard(stored: usize, now: usize) -> bool {
+    now.wrapping_sub(stored) >= STALE_WILDCARD_LAG
+}
+
 /// The first wildcard a domain publishes (generation 0).
 pub(crate) const FIRST_WILDCARD: usize = 1;
 
@@ -398,7 +418,9 @@ pub(crate) unsafe fn push_node<N>(head: &AtomicPtr<N>, node: *mut N, set_next: i
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{FIRST_WILDCARD, is_older_wildcard, is_wildcard};
+    use super::{
+        FIRST_WILDCARD, STALE_WILDCARD_LAG, is_older_wildcard, is_stale_wildcard, is_wildcard,
+    };
 
     /// Generations advance by 2 per flip and the counter may wrap: a
     /// wildcard is older than a scan's exactly when it lies less than half
@@ -423,6 +445,30 @@ mod tests {
                 "{current:#x} is not older than {older:#x}"
             );
             assert!(!is_older_wildcard(current, current));
+        }
+    }
+
+    /// A wildcard is stale once the generation has moved a quarter of the
+    /// range past it, across the wrap too; a lag of a few scans (or none) is
+    /// not. Half the range on, the counter has moved past it far enough
+    /// that a scan would read it as newer than its own: what the check is for.
+    #[test]
+    fn stale_wildcards_across_the_counter_wrap() {
+        let scans = |n: usize| n.wrapping_mul(2);
+        for stored in [FIRST_WILDCARD, usize::MAX, usize::MAX - 2 * 5] {
+            for fresh in [0, 1, 64, STALE_WILDCARD_LAG / 2 - 1] {
+                let now = stored.wrapping_add(scans(fresh));
+                assert!(!is_stale_wildcard(stored, now), "{stored:#x} at {now:#x}");
+            }
+            for stale in [STALE_WILDCARD_LAG / 2, usize::MAX / 2 - 7] {
+                let now = stored.wrapping_add(scans(stale));
+                assert!(is_stale_wildcard(stored, now), "{stored:#x} at {now:#x}");
+            }
+            // Half the range on (2^30 scans on a 32-bit target): the scan
+            // that flips next would skip `stored` as newer than its own.
+            let half = stored.wrapping_add(usize::MAX / 2 + 1);
+            assert!(is_stale_wildcard(stored, half));
+            assert!(!is_older_wildcard(stored, half.wrapping_add(2)));
         }
     }
 }
