@@ -69,18 +69,17 @@ impl ThreadCpuClock {
     }
 }
 
-/// std's `RawPthread` is the integer `pthread_t` of `std::os::linux::raw`
-/// on every Linux libc, and the libc crate's `pthread_t` is the same integer
-/// on glibc.
-#[cfg(not(target_env = "musl"))]
+/// std's `RawPthread` is the integer `pthread_t` of `std::os::*::raw`, and
+/// the libc crate's `pthread_t` is the same integer on glibc (and bionic).
+#[cfg(not(any(target_env = "musl", target_env = "ohos")))]
 fn libc_pthread(raw: std::os::unix::thread::RawPthread) -> libc::pthread_t {
     raw
 }
 
-/// std's `RawPthread` is an integer, but the libc crate types musl's
-/// `pthread_t` as the pointer it is (to the thread's descriptor, which std
-/// exposed when it made the integer).
-#[cfg(target_env = "musl")]
+/// std's `RawPthread` is an integer, but the libc crate types musl's (and
+/// OpenHarmony's, a musl) `pthread_t` as the pointer it is (to the thread's
+/// descriptor, which std exposed when it cast it to the integer).
+#[cfg(any(target_env = "musl", target_env = "ohos"))]
 fn libc_pthread(raw: std::os::unix::thread::RawPthread) -> libc::pthread_t {
     let address = usize::try_from(raw).expect("a pthread_t is an address");
     std::ptr::with_exposed_provenance_mut(address)

@@ -13,7 +13,8 @@
 //!    `slot.rs`, "The first slot and the fence mode"); on 32-bit targets,
 //!    load the wildcard word again and start over if the generation has
 //!    moved a quarter of its range past the one stored (a reader stopped
-//!    between 2 and 3 for 2^29 scans: see `protect_in_wildcard_window`);
+//!    between its load of the generation and its store, in step 2, for 2^29
+//!    scans or more: see `protect_in_wildcard_window`);
 //! 4. load the pointer once;
 //! 5. store the pointer into the slot (`RESERVED` for null, so that the slot
 //!    never reads as free while a guard holds it).
@@ -579,8 +580,8 @@ fn protect_in_wildcard_window<T>(
 }
 
 /// [`protect_in_wildcard_window`] again, for a reader whose wildcard was
-/// stale by the time it stored it (stopped for 2^30 scans in between, on a
-/// 32-bit target): the fresh generation goes into the slot, then the
+/// stale by the time it stored it (stopped for 2^29 scans or more in
+/// between, on a 32-bit target): the fresh generation goes into the slot, then the
 /// pointer. The stale wildcard's pointer was never loaded.
 #[cfg(any(target_pointer_width = "32", test))]
 #[cold]
