@@ -486,11 +486,16 @@ pub(crate) mod pause_inside_acquire {
     /// the other's reader.)
     pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-    /// [`SERIAL`], poisoned or not.
+    /// [`SERIAL`], poisoned or not, with [`INSIDE`] and [`RELEASE`] cleared
+    /// (a test that failed holding it may have left them set).
     pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
-        SERIAL
+        let serial = SERIAL
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for flag in [&INSIDE, &RELEASE] {
+            flag.store(false, SeqCst);
+        }
+        serial
     }
 
     pub(super) fn here() {
@@ -793,8 +798,6 @@ mod tests {
         use pause_inside_acquire::{ARMED, INSIDE, RELEASE};
         use std::sync::atomic::Ordering::SeqCst;
         let _serial = pause_inside_acquire::serial();
-        INSIDE.store(false, SeqCst);
-        RELEASE.store(false, SeqCst);
         let mut boxed = Box::new(7u64);
         let first: *mut u64 = &mut *boxed;
         let src = &AtomicPtr::new(first);
@@ -821,8 +824,6 @@ mod tests {
             RELEASE.store(true, SeqCst);
             assert_eq!(reader.join().expect("the reader"), 8);
         });
-        INSIDE.store(false, SeqCst);
-        RELEASE.store(false, SeqCst);
     }
 
     /// In SeqCst fence mode an acquire leaves no wildcard in its slot across
@@ -846,8 +847,6 @@ mod tests {
             );
         }
         let _serial = pause_inside_acquire::serial();
-        INSIDE.store(false, SeqCst);
-        RELEASE.store(false, SeqCst);
         let value = Box::into_raw(Box::new(7u64));
         let src = AtomicPtr::new(value);
         // Unshared: the call flips the generation and reads every slot.
@@ -917,8 +916,6 @@ mod tests {
             return eprintln!("no wildcard window in SeqCst mode");
         }
         let _serial = pause_inside_acquire::serial();
-        INSIDE.store(false, SeqCst);
-        RELEASE.store(false, SeqCst);
         let value = Box::into_raw(Box::new(7u64));
         let src = &AtomicPtr::new(value);
         let domain = &Domain::builder().shared_scan(false).build();
@@ -964,8 +961,6 @@ mod tests {
             return eprintln!("no wildcard window in SeqCst mode");
         }
         let _serial = pause_inside_acquire::serial();
-        INSIDE.store(false, SeqCst);
-        RELEASE.store(false, SeqCst);
         let value = Box::into_raw(Box::new(7u64));
         let src = &AtomicPtr::new(value);
         let domain = &Domain::new();
@@ -1005,8 +1000,6 @@ mod tests {
             assert_eq!(p, value.addr());
             assert_eq!(retries, 1, "the stale wildcard was not taken for stale");
         });
-        INSIDE.store(false, SeqCst);
-        RELEASE.store(false, SeqCst);
         // SAFETY: from `Box::into_raw`; the reader is gone.
         drop(unsafe { Box::from_raw(value) });
     }
