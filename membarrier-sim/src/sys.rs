@@ -916,11 +916,19 @@ mod tests {
     fn eperm_means_not_registered_only_where_the_process_has_not_registered() {
         use rustix::io::Errno;
         let cmd = Command::PrivateExpedited;
-        let e = map_errno(cmd, Errno::PERM, Call::Issue { registered: false });
-        assert!(
-            matches!(e, Error::NotRegistered { command } if command == cmd),
-            "{e}"
-        );
+        // Mapping EPERM to an unregistered command asks the kernel whether
+        // the query is refused too (a sandbox), with a raw membarrier(2),
+        // which miri does not implement (from 2026-12-06, when that check
+        // came, to 2026-12-07 it stopped the sanitize.sh miri phase's run of
+        // this crate's unit tests).
+        #[cfg(not(miri))]
+        {
+            let e = map_errno(cmd, Errno::PERM, Call::Issue { registered: false });
+            assert!(
+                matches!(e, Error::NotRegistered { command } if command == cmd),
+                "{e}"
+            );
+        }
         // A seccomp filter answering EPERM to the registration: telling the
         // user to call register() would send them round in a circle.
         let e = map_errno(cmd, Errno::PERM, Call::Register);
