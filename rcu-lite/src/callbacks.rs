@@ -875,10 +875,18 @@ fn barrier_without_a_worker(flavor: &str, name: &str) -> ! {
 /// with its batch half run, and no worker would start again.
 #[cold]
 fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
-    let _ = writeln!(
-        std::io::stderr(),
-        "rcu-lite: an RCU callback panicked; the callback worker goes on"
+    report_panic(
+        "rcu-lite: an RCU callback panicked; the callback worker goes on",
+        payload,
     );
+}
+
+/// Writes `message` on standard error and drops `payload`, unwinding from
+/// neither (see `report_panicked_callback`; a dropped `Retired` uses it too,
+/// so that a value's panicking drop is reported there as on the worker).
+#[cold]
+pub(crate) fn report_panic(message: &str, payload: Box<dyn std::any::Any + Send>) {
+    let _ = writeln!(std::io::stderr(), "{message}");
     if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         // Its payload's drop panicked in turn: leak this one.
         mem::forget(inner);

@@ -28,6 +28,7 @@ use crate::sync::{AtomicPtr, Mutex};
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 /// A value readers reach inside read-side sections of flavor `F` while
@@ -311,7 +312,9 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
 /// Dropped unclaimed, it drops the value at once if that grace period has
 /// ended, and otherwise hands it to `call_rcu`, as [`Rcu::replace`] does
 /// (between the calling thread's fork hooks, where `call_rcu` is refused,
-/// it leaks the value instead).
+/// it leaks the value instead). Either way a panic of the value's drop is
+/// reported on standard error and not passed on, as on the callback
+/// thread (with `panic = "abort"` the process aborts).
 #[must_use = "dropping a Retired defers its value as Rcu::replace would: use replace() for that"]
 pub struct Retired<T: Send + 'static, F: Flavor> {
     /// The unpublished value; `None` once handed out.
@@ -382,8 +385,21 @@ impl<T: Send + 'static, F: Flavor> Drop for Retired<T, F> {
             return;
         };
         if F::poll_state_synchronize_rcu(self.state) {
-            // SAFETY: the cookie has elapsed (see `try_into_inner`).
-            unsafe { old.drop_value() }
+            // Dropped here, on the calling thread, but as the callback worker
+            // would drop it (`Rcu::replace`): a panic of the value's drop is
+            // reported, not passed on. Passed on during an unwind (a
+            // `Retired` dropped by a panic), it would abort the process.
+            let dropped = catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: the cookie has elapsed (see `try_into_inner`).
+                unsafe { old.drop_value() }
+            }));
+            if let Err(payload) = dropped {
+                crate::callbacks::report_panic(
+                    "rcu-lite: the value of a dropped Retired panicked in its drop; it is \
+                     dropped and the panic is not passed on",
+                    payload,
+                );
+            }
             return;
         }
         // Between the fork hooks `call_rcu` panics (it would wait for the

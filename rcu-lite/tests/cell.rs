@@ -308,3 +308,56 @@ fn a_panicking_update_function_leaves_the_cell_usable() {
     assert_eq!(*cell.read(&memb::read_lock()), 4);
     memb::rcu_barrier();
 }
+
+/// A value whose drop panics when `panics` is set, counting its drops.
+struct PanicsInDrop {
+    panics: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for PanicsInDrop {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+        if self.panics {
+            panic!("the value's drop panics");
+        }
+    }
+}
+
+/// A `Retired` dropped unclaimed after its grace period drops its value on
+/// the calling thread, as `Rcu::replace`'s callback would: a panic of that
+/// drop is reported, not passed on. It was passed on until 2026-12-07, out
+/// of a plain drop, and during an unwind (a `Retired` dropped by a panic)
+/// the second panic aborted the process.
+#[test]
+fn a_retired_value_whose_drop_panics_is_reported_not_passed_on() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let value = |panics| PanicsInDrop {
+        panics,
+        drops: Arc::clone(&drops),
+    };
+    let cell = Rcu::<PanicsInDrop>::new(value(true));
+
+    let retired = cell.replace_polled(value(true));
+    memb::synchronize_rcu();
+    assert!(
+        retired.is_ready(),
+        "a full grace period began after the unpublish"
+    );
+    drop(retired);
+    assert_eq!(drops.load(SeqCst), 1, "the value was dropped once, here");
+
+    let retired = cell.replace_polled(value(false));
+    memb::synchronize_rcu();
+    assert!(retired.is_ready());
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _retired = retired;
+        panic!("the first panic");
+    }));
+    let payload = unwound.expect_err("the first panic went through");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the first panic"));
+    assert_eq!(drops.load(SeqCst), 2, "the unwind dropped the value once");
+
+    drop(cell);
+    assert_eq!(drops.load(SeqCst), 3);
+}
