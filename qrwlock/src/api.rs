@@ -7,6 +7,8 @@
 //! are not `const`. The loom models test the raw methods these call.
 
 use crate::raw::RawQRwLock;
+#[cfg(feature = "arc_lock")]
+use std::sync::Arc;
 
 /// What a guard of [`RwLock`] carries (`RawRwLock::SharedGuard` and
 /// `ExclusiveGuard`): nothing, since the lock word holds all the state. It
@@ -167,7 +169,8 @@ pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawQRwLock, T>;
 /// take the outermost hold with `read` and the nested ones with
 /// `read_recursive`.
 ///
-/// The guard is `lock_api`'s ordinary read guard, and only the hold it was
+/// The guard is `lock_api`'s ordinary read guard (`ArcRwLockReadGuard` from
+/// `read_recursive_arc`, with `arc_lock`), and only the hold it was
 /// made with is recursive: `RwLockReadGuard::unlocked` (and
 /// `ArcRwLockReadGuard::unlocked`) takes the lock back with a plain `read`.
 /// So on a nested guard it can deadlock as a nested `read` does: the outer
@@ -189,6 +192,26 @@ pub trait ReadRecursive<T: ?Sized> {
     ///
     /// As [`ReadRecursive::read_recursive`].
     fn try_read_recursive(&self) -> Option<RwLockReadGuard<'_, T>>;
+
+    /// [`ReadRecursive::read_recursive`] for a lock in an `Arc`: the guard
+    /// owns a clone of the `Arc` (`RwLock::read_arc`'s recursive form, as
+    /// parking_lot 0.12's `read_recursive_arc`). With the `arc_lock`
+    /// feature.
+    ///
+    /// # Panics
+    ///
+    /// As [`ReadRecursive::read_recursive`].
+    #[cfg(feature = "arc_lock")]
+    fn read_recursive_arc(self: &Arc<Self>) -> ArcRwLockReadGuard<T>;
+
+    /// [`ReadRecursive::try_read_recursive`] for a lock in an `Arc`, as
+    /// [`ReadRecursive::read_recursive_arc`]. Never waits.
+    ///
+    /// # Panics
+    ///
+    /// As [`ReadRecursive::read_recursive`].
+    #[cfg(feature = "arc_lock")]
+    fn try_read_recursive_arc(self: &Arc<Self>) -> Option<ArcRwLockReadGuard<T>>;
 }
 
 impl<T: ?Sized> ReadRecursive<T> for RwLock<T> {
@@ -209,5 +232,24 @@ impl<T: ?Sized> ReadRecursive<T> for RwLock<T> {
         let entered = unsafe { self.raw() }.try_read_lock_recursive();
         // SAFETY: as in `read_recursive`, when `entered` says we hold it.
         entered.then(|| unsafe { self.make_read_guard_unchecked(GuardMarker::new()) })
+    }
+
+    #[cfg(feature = "arc_lock")]
+    #[inline]
+    fn read_recursive_arc(self: &Arc<Self>) -> ArcRwLockReadGuard<T> {
+        // SAFETY: as in `read_recursive`.
+        unsafe { self.raw() }.read_lock_recursive();
+        // SAFETY: as in `read_recursive`; the guard keeps a clone of the
+        // `Arc`, so the lock outlives the hold it gives up on drop.
+        unsafe { self.make_arc_read_guard_unchecked(GuardMarker::new()) }
+    }
+
+    #[cfg(feature = "arc_lock")]
+    #[inline]
+    fn try_read_recursive_arc(self: &Arc<Self>) -> Option<ArcRwLockReadGuard<T>> {
+        // SAFETY: as in `read_recursive`.
+        let entered = unsafe { self.raw() }.try_read_lock_recursive();
+        // SAFETY: as in `read_recursive_arc`, when `entered` says we hold it.
+        entered.then(|| unsafe { self.make_arc_read_guard_unchecked(GuardMarker::new()) })
     }
 }

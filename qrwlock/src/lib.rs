@@ -152,7 +152,8 @@
 //!
 //! `arc_lock`: `RwLock::read_arc`/`write_arc` and their guards
 //! (`ArcRwLockReadGuard`, `ArcRwLockWriteGuard`), through `lock_api`'s
-//! feature of the same name, as parking_lot's. `send_guard`: guards are
+//! feature of the same name, as parking_lot's, and
+//! `ReadRecursive::read_recursive_arc`/`try_read_recursive_arc`. `send_guard`: guards are
 //! `Send` (see *Guards and async code*). The crate re-exports [`lock_api`],
 //! so its traits need no dependency of your own; [`GuardMarker`] is the
 //! guard marker, whichever the feature picks.

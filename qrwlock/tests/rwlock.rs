@@ -177,6 +177,54 @@ fn arc_guards_own_the_lock() {
     assert!(weak.upgrade().is_none(), "the last guard frees it");
 }
 
+/// `arc_lock`: the recursive read lock with an owned guard enters past a
+/// queued writer, as `read_recursive` does, and `try_read_recursive_arc`
+/// is refused only while a writer holds the lock. The guards keep the lock
+/// alive.
+#[cfg(feature = "arc_lock")]
+#[test]
+fn recursive_arc_guards_enter_past_a_waiting_writer() {
+    test_support::within_a_deadline(
+        "recursive_arc_guards_enter_past_a_waiting_writer (a recursive reader or the writer never got in)",
+        Duration::from_secs(10),
+        || {
+            use qrwlock::{ArcRwLockReadGuard, ReadRecursive};
+            let lock = Arc::new(RwLock::new(7u32));
+            let outer = lock.read_arc();
+            let writer = spawn_waiting_writer(&lock, 8);
+            assert!(
+                lock.try_read().is_none(),
+                "a plain reader waits behind the writer"
+            );
+            let inner: ArcRwLockReadGuard<u32> = lock.read_recursive_arc();
+            let tried = lock
+                .try_read_recursive_arc()
+                .expect("only a reader holds the lock");
+            assert_eq!(*outer + *inner + *tried, 21);
+            drop((outer, inner, tried));
+            writer.join().unwrap();
+            assert_eq!(
+                *lock.read_recursive_arc(),
+                8,
+                "the writer ran after the readers left"
+            );
+            let held = lock.write_arc();
+            assert!(
+                lock.try_read_recursive_arc().is_none(),
+                "a writer inside keeps recursive readers out"
+            );
+            drop(held);
+            let weak = Arc::downgrade(&lock);
+            let owned = lock.try_read_recursive_arc().expect("the lock is free");
+            drop(lock);
+            assert_eq!(*owned, 8);
+            assert!(weak.upgrade().is_some(), "the guard keeps the lock alive");
+            drop(owned);
+            assert!(weak.upgrade().is_none(), "the last guard frees it");
+        },
+    );
+}
+
 /// Readers that arrive after a writer started waiting enter after it, even
 /// though the lock is only read-locked when they arrive.
 #[test]
