@@ -564,10 +564,106 @@ fn maybe_reclaim(shared: &Shared) {
     // Relaxed, both: trigger hints; the pass takes the list under the mutex.
     let count = shared.retired_count.load(Ordering::Relaxed);
     let kept = shared.kept_count.load(Ordering::Relaxed).min(count);
-    if enough_for_a_pass(count - kept, kept, shared.options.retire_threshold)
-        || period_passed(shared)
+    if (enough_for_a_pass(count - kept, kept, shared.options.retire_threshold)
+        || period_passed(shared))
+        && !RunningDeleters::defer_the_pass(shared)
     {
         reclaim_pass(shared);
+    }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// The domains (their `Shared`'s address) whose deleters this thread is
+    /// running, in a pass or a domain's drop, innermost last, each with
+    /// whether a retire from those deleters asked for a pass of that domain
+    /// meanwhile (see [`RunningDeleters`]).
+    static DELETERS_RUNNING: std::cell::RefCell<Vec<(usize, bool)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks, while it lives, that this thread runs deleters of one domain's
+/// objects. A retire from one of them into the same domain that calls for
+/// a pass does not run it there, inside the deleter: the pass that runs the
+/// deleters runs another once they return ([`reclaim_pass`]; a domain's
+/// drop takes everything again anyway). Nested, a chain of objects whose
+/// drops retire the next one (a list, a hash table's segments) ran a pass
+/// inside a pass per link, 17 stack frames each, until the stack
+/// overflowed: 4,200 links on a 2 MiB thread stack, until 2026-12-07. A
+/// deleter of one domain that retires into another may still run that
+/// domain's pass, so passes nest at most once per domain.
+struct RunningDeleters {
+    #[cfg(not(loom))]
+    domain: usize,
+}
+
+impl RunningDeleters {
+    fn new(shared: &Shared) -> RunningDeleters {
+        #[cfg(not(loom))]
+        {
+            let domain = std::ptr::from_ref(shared).addr();
+            // `try_with`: at thread exit the list may be gone; passes then
+            // nest as before.
+            let _ = DELETERS_RUNNING.try_with(|running| running.borrow_mut().push((domain, false)));
+            RunningDeleters { domain }
+        }
+        #[cfg(loom)]
+        {
+            let _ = shared;
+            RunningDeleters {}
+        }
+    }
+
+    /// Whether this thread runs `shared`'s deleters, in which case the pass a
+    /// retire asks for is noted, for the pass running them to run it after.
+    fn defer_the_pass(shared: &Shared) -> bool {
+        #[cfg(not(loom))]
+        {
+            let domain = std::ptr::from_ref(shared).addr();
+            DELETERS_RUNNING
+                .try_with(|running| {
+                    let mut running = running.borrow_mut();
+                    let entry = running.iter_mut().rev().find(|(d, _)| *d == domain);
+                    entry.map(|(_, wanted)| *wanted = true).is_some()
+                })
+                .unwrap_or(false)
+        }
+        #[cfg(loom)]
+        {
+            let _ = shared;
+            false
+        }
+    }
+
+    /// Whether a retire asked for a pass while these deleters ran.
+    fn pass_wanted(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            DELETERS_RUNNING
+                .try_with(|running| {
+                    running
+                        .borrow()
+                        .iter()
+                        .rev()
+                        .find(|(d, _)| *d == self.domain)
+                        .is_some_and(|&(_, wanted)| wanted)
+                })
+                .unwrap_or(false)
+        }
+        #[cfg(loom)]
+        false
+    }
+}
+
+impl Drop for RunningDeleters {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        let _ = DELETERS_RUNNING.try_with(|running| {
+            let mut running = running.borrow_mut();
+            if let Some(at) = running.iter().rposition(|(d, _)| *d == self.domain) {
+                running.remove(at);
+            }
+        });
     }
 }
 
@@ -585,8 +681,23 @@ fn enough_for_a_pass(new: usize, kept: usize, threshold: usize) -> bool {
     new >= threshold.max(kept)
 }
 
-/// One reclamation pass over the domain's list; returns how many it freed.
+/// One reclamation pass over the domain's list, and another each time the
+/// deleters it ran retired enough for one ([`RunningDeleters`]); returns how
+/// many they freed.
 pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
+    let mut freed = 0;
+    loop {
+        let (n, pass_wanted) = one_pass(shared);
+        freed += n;
+        if !pass_wanted {
+            return freed;
+        }
+    }
+}
+
+/// [`reclaim_pass`]'s pass: how many it freed, and whether its deleters'
+/// retires asked for another.
+fn one_pass(shared: &Shared) -> (usize, bool) {
     let taken = {
         let _held = ListHeld::new();
         let mut list = crate::sync::lock(&shared.retired);
@@ -598,7 +709,7 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         std::mem::take(&mut *list)
     };
     if taken.is_empty() {
-        return 0;
+        return (0, false);
     }
     // The objects were unpublished before they were retired, and the mutex
     // orders those retires before this point; `begin` flips and issues the
@@ -625,13 +736,17 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
         shared.kept_count.fetch_add(n, Ordering::Relaxed);
     }
     let freed = free.len();
+    let running = RunningDeleters::new(shared);
     // SAFETY: unpublished before retire, and no slot held their addresses
     // after the heavy fence (a reader that stores one later loaded its
     // pointer after the unpublish, so it cannot hold that object).
-    if let Some(panic) = unsafe { reclaim_all(free) } {
+    let panic = unsafe { reclaim_all(free) };
+    let pass_wanted = running.pass_wanted();
+    drop(running);
+    if let Some(panic) = panic {
         pass_on(panic);
     }
-    freed
+    (freed, pass_wanted)
 }
 
 /// Hands every object of `retired` to its deleter, once each. A deleter that
@@ -749,6 +864,8 @@ pub(crate) fn free_all(shared: &Shared) {
         if all.is_empty() {
             break;
         }
+        // A pass the deleters' retires ask for is this loop's next round.
+        let _running = RunningDeleters::new(shared);
         // SAFETY: no guard of the domain exists and the objects are
         // unpublished.
         if let Some(panic) = unsafe { reclaim_all(all) } {

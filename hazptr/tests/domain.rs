@@ -2404,3 +2404,95 @@ fn readers_see_each_writers_values_in_order() {
         });
     });
 }
+
+/// A segment of a chain whose drop retires the next segment first, then its
+/// leaves (a hash table's segments and their buckets), into the same domain.
+struct Segment {
+    next: *mut Segment,
+    leaves: Vec<*mut u64>,
+    domain: *const Domain,
+    drops: Arc<AtomicUsize>,
+}
+
+// SAFETY: the pointers are owned boxes (`next`, `leaves`) and a domain that
+// outlives every deleter of its objects (`domain`, which is `Sync`).
+unsafe impl Send for Segment {}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+        // SAFETY: the domain outlives its objects' deleters (the tests drop
+        // it, or wait for every segment, first); each pointer is an owned,
+        // unpublished box, retired once.
+        let domain = unsafe { &*self.domain };
+        if !self.next.is_null() {
+            // SAFETY: as above.
+            unsafe { domain.retire_box(self.next) };
+        }
+        for leaf in self.leaves.drain(..) {
+            // SAFETY: as above.
+            unsafe { domain.retire_box(leaf) };
+        }
+    }
+}
+
+/// A chain of `len` segments of `leaves` leaves each, retiring into
+/// `domain`; returns its head.
+fn chain(domain: &Domain, len: usize, leaves: usize, drops: &Arc<AtomicUsize>) -> *mut Segment {
+    let mut head = std::ptr::null_mut();
+    for _ in 0..len {
+        head = Box::into_raw(Box::new(Segment {
+            next: head,
+            leaves: (0..leaves as u64)
+                .map(|leaf| Box::into_raw(Box::new(leaf)))
+                .collect(),
+            domain,
+            drops: Arc::clone(drops),
+        }));
+    }
+    head
+}
+
+/// Deleters that retire into their own domain do not run a pass inside the
+/// pass that runs them: the pass runs the next one after them. Nested, a
+/// chain whose segments retire the next one and enough leaves for a pass
+/// nested one pass per segment and overflowed the thread's stack (until
+/// 2026-12-07: a 2 MiB stack at about 4,200 segments; this test's 256 KiB
+/// thread overflowed within its 3,000, in debug and release builds). Freed
+/// through `reclaim()` and through the domain's drop.
+#[test]
+fn deleters_that_retire_into_their_domain_do_not_nest_passes() {
+    const SEGMENTS: usize = 3_000;
+    const LEAVES: usize = 70;
+    let run = |by_drop: bool| {
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let drops = Arc::new(AtomicUsize::new(0));
+                let domain = Domain::builder().retire_threshold(1).build();
+                let head = chain(&domain, SEGMENTS, LEAVES, &drops);
+                // SAFETY: an owned, unpublished box; the domain outlives
+                // every segment's deleter (below).
+                unsafe { domain.retire_box(head) };
+                if by_drop {
+                    drop(domain);
+                } else {
+                    // The leaves stay in this thread's batch until it hands
+                    // them over: count the segments only.
+                    let mut calls = 0;
+                    while drops.load(SeqCst) < SEGMENTS {
+                        domain.reclaim();
+                        calls += 1;
+                        assert!(calls < 10 * SEGMENTS, "reclaim() stopped freeing");
+                    }
+                    drop(domain);
+                }
+                assert_eq!(drops.load(SeqCst), SEGMENTS, "every segment was freed once");
+            })
+            .unwrap()
+            .join()
+            .expect("the thread finished (a stack overflow aborts the process instead)");
+    };
+    run(false);
+    run(true);
+}
