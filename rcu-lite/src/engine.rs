@@ -65,7 +65,7 @@ use crate::config::{Fqs, GpConfig, decode_config, encode_config, zero_fqs_interv
 use crate::futex;
 #[cfg(not(loom))]
 use crate::gp_worker::GpWorker;
-use crate::record::{Record, Registry, SNAPSHOT_MASK, reader_word, snapshot};
+use crate::record::{Record, Registry, Roster, SNAPSHOT_MASK, reader_word, snapshot};
 use crate::sync::{AtomicU32, AtomicU64, spin_loop};
 use membarrier_sim::fence;
 #[cfg(loom)]
@@ -135,8 +135,9 @@ pub struct GpCounts {
     /// Thread records the registry holds, in use or free for the next thread
     /// to register: the most records in use at once (a memb thread holds
     /// one; a qsbr thread one per registration, plus one once it drives a
-    /// grace period), plus records kept by forgotten guards. Every scan
-    /// walks them all.
+    /// grace period), plus records kept by forgotten guards. A scan reads
+    /// only those in use, from an array gathered again after a thread
+    /// registers or exits.
     pub records: usize,
 }
 
@@ -266,6 +267,13 @@ pub(crate) struct Engine {
     pub(crate) reader_fence: ReaderFence,
     callers: CallerShared,
     registry: Registry,
+    /// The records in use, for the `DRIVER` holder's scans
+    /// ([`Registry::refresh`]). Only the driver locks it, so the lock is
+    /// always free, except in a fork child whose parent's driver held it at
+    /// the fork: the child's scans then walk the registry instead. A `std`
+    /// mutex even under loom: `DRIVER` is the synchronization, which the
+    /// models check, and a loom mutex would only add branch points to them.
+    roster: std::sync::Mutex<Roster>,
     /// The [`GpConfig`] in one word (`encode_config`), so that `configure`
     /// swaps the whole of it and returns exactly the settings it replaced. A
     /// setting, not a synchronization variable: a plain `std` atomic even
@@ -321,6 +329,7 @@ impl Engine {
                     gps_since_holdout: ConfigU32::new(HOLDOUT_MEMORY_GPS),
                 },
                 registry: Registry::new(),
+                roster: std::sync::Mutex::new(Roster::new()),
                 config: ConfigU64::new(encode_config(GpConfig::DEFAULT)),
                 fqs_waits: ConfigU64::new(0),
                 worker_gps: ConfigU64::new(0),

@@ -931,3 +931,37 @@ fn qsbr_holdouts_flagged_across_two_grace_periods_wake_the_driver() {
         second.join().unwrap();
     });
 }
+
+/// A thread that registers after a grace period built the driver's roster
+/// (`Registry::refresh`) is covered by the next grace period: that grace
+/// period's driver reuses the roster unless the registry's count of claims
+/// has moved, and the reader's claim may come after the driver's load of
+/// that count, when the reader's section must see the unpublish instead.
+/// memb and qsbr. (With a roster that is never rebuilt, the model fails:
+/// the reader reaches the freed object.)
+#[test]
+fn a_reader_registered_after_the_roster_was_built_is_covered() {
+    // A reader, and the wait of its flavor.
+    type Flavor = (fn(&Slot), fn());
+    let readers: [Flavor; 2] = [
+        (memb_reader, memb::synchronize_rcu),
+        (
+            |slot| {
+                let registration = QsbrThread::register();
+                let guard = registration.read_lock();
+                assert_eq!(slot.read(), 1, "reader reached a freed object");
+                drop(guard);
+                drop(registration);
+            },
+            qsbr::synchronize_rcu,
+        ),
+    ];
+    for (reader, wait) in readers {
+        rcu_lite::loom_model_with_spurious_wakeups_too(move || {
+            configure(true);
+            // A grace period before the reader exists builds the roster.
+            wait();
+            reader_against_updater(reader, wait);
+        });
+    }
+}

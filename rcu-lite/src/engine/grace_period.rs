@@ -67,7 +67,7 @@ use super::stall::StallWatch;
 use super::{DRIVER_RUNNING, Engine, ReaderFence, WAITS_FOR_HOLDOUTS, WAITS_FOR_TIMER};
 use crate::config::Fqs;
 use crate::futex;
-use crate::record::{Record, is_quiescent_for, reader_word};
+use crate::record::{Record, Roster, is_quiescent_for, reader_word};
 use crate::sync::spin_loop;
 use membarrier_sim::fence;
 use std::ptr;
@@ -139,10 +139,12 @@ impl Engine {
             driver_holdout = false;
         }
 
-        // FQS scan 1.
-        for record in self.registry.iter() {
+        // FQS scan 1, over the records in use (`Registry::refresh`, whose
+        // load of the registry's change count, after init's fence, stands
+        // where a walk's load of the list head stood).
+        let mut scan = |record: &'static Record| {
             if ptr::eq(record, own) {
-                continue;
+                return;
             }
             // Acquire pairs with the Release stores that end a section, report a
             // quiescent state or go offline: what the thread did before happens
@@ -150,6 +152,25 @@ impl Engine {
             if !is_quiescent_for(record.word.load(Acquire), gp) {
                 holdouts.push(record);
             }
+        };
+        match self.roster.try_lock() {
+            Ok(mut roster) => {
+                self.registry
+                    .refresh(&mut roster)
+                    .iter()
+                    .copied()
+                    .for_each(&mut scan);
+            }
+            // Poisoned: a panic inside `refresh` (none is expected there)
+            // may have left it half built. Walk the list, and rebuild next
+            // time.
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                *poisoned.into_inner() = Roster::new();
+                self.roster.clear_poison();
+                self.registry.iter().for_each(&mut scan);
+            }
+            // A fork child whose parent's driver held the roster.
+            Err(std::sync::TryLockError::WouldBlock) => self.registry.iter().for_each(&mut scan),
         }
 
         #[cfg(not(loom))]
