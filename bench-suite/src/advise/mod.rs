@@ -564,6 +564,19 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
     };
     let clean = fastest(true);
     let best = if clean > 0.0 { clean } else { fastest(false) }.max(1e-9);
+    // Against the recommended contender, the ratio is the one its lead in
+    // the recommendation is made of: paired round by round where the runs
+    // pair up (until 2026-12-07 the column gave the ratio of the medians
+    // while the recommendation gave the paired one, so the two could
+    // disagree for the same pair).
+    let recommended = advice
+        .outcomes
+        .iter()
+        .find(|o| o.skipped.is_none() && advice.recommended.as_deref() == Some(o.name.as_str()));
+    let vs_best = |o: &Outcome| match recommended {
+        Some(best) => 1.0 / lead(best, o),
+        None => o.ops_per_s / best,
+    };
     writeln!(
         out,
         "{:<18} {:>10} {:>8} {:>10} {:>10} {:>7}",
@@ -577,13 +590,25 @@ pub fn write_text(out: &mut impl Write, advice: &Advice) -> std::io::Result<()> 
                 "{:<18} {:>10} {:>7.2}x {:>10} {:>10} {:>7}{}",
                 o.name,
                 rate(o.ops_per_s),
-                o.ops_per_s / best,
+                vs_best(o),
                 rate(o.reads_per_s),
                 rate(o.writes_per_s),
                 o.errors,
                 if o.errors > 0 { " !!!" } else { "" }
             )?,
         }
+    }
+    if let Some(best) = recommended
+        && advice
+            .outcomes
+            .iter()
+            .any(|o| o.skipped.is_none() && !std::ptr::eq(o, best) && paired(best, o))
+    {
+        writeln!(
+            out,
+            "vs best: against {}, the median of the per-round ratios where the rounds pair up",
+            best.name
+        )?;
     }
     if let Some(warning) = &advice.warning {
         writeln!(out, "warning: {warning}")?;

@@ -13,9 +13,10 @@ pub(super) const QRWLOCK: Implementation<dyn Workload, Options> = Implementation
     make: |o| Ok(Box::new(qrwlock::RwLock::new(vec![0u64; o.payload_words]))),
 };
 
-/// `rcu-lite`.
+/// `rcu-lite-memb` (the memb flavor, as the report names it: qsbr would
+/// need the user's threads to announce quiescent states).
 pub(super) const RCU_LITE: Implementation<dyn Workload, Options> = Implementation {
-    name: "rcu-lite",
+    name: "rcu-lite-memb",
     summary: "rcu_lite::Rcu<Vec<u64>> (memb): read guard and sum; update() copies, publishes, frees after a grace period",
     origin: Origin::Workspace,
     make: |o| {
