@@ -108,6 +108,15 @@ fn memb_reader(slot: &Slot) {
     drop(guard);
 }
 
+/// A qsbr reader: registers, and reads `slot` in one section while online.
+fn qsbr_reader(slot: &Slot) {
+    let registration = QsbrThread::register();
+    let guard = registration.read_lock();
+    assert_eq!(slot.read(), 1, "reader reached a freed object");
+    drop(guard);
+    drop(registration);
+}
+
 /// The body of a model: a reader thread runs `reader` on a slot while this
 /// thread unpublishes the slot's object, calls `wait` and then frees it.
 fn reader_against_updater(reader: fn(&Slot), wait: fn()) {
@@ -350,16 +359,7 @@ fn a_nested_read_lock_keeps_the_outer_sections_snapshot() {
 fn quick_qs_never_credits_an_online_qsbr_thread() {
     rcu_lite::loom_model_with_spurious_wakeups_too(|| {
         configure(true);
-        reader_against_updater(
-            |slot| {
-                let registration = QsbrThread::register();
-                let guard = registration.read_lock();
-                assert_eq!(slot.read(), 1, "reader reached a freed object");
-                drop(guard);
-                drop(registration);
-            },
-            qsbr::synchronize_rcu,
-        );
+        reader_against_updater(qsbr_reader, qsbr::synchronize_rcu);
     });
 }
 
@@ -945,16 +945,7 @@ fn a_reader_registered_after_the_roster_was_built_is_covered() {
     type Flavor = (fn(&Slot), fn());
     let readers: [Flavor; 2] = [
         (memb_reader, memb::synchronize_rcu),
-        (
-            |slot| {
-                let registration = QsbrThread::register();
-                let guard = registration.read_lock();
-                assert_eq!(slot.read(), 1, "reader reached a freed object");
-                drop(guard);
-                drop(registration);
-            },
-            qsbr::synchronize_rcu,
-        ),
+        (qsbr_reader, qsbr::synchronize_rcu),
     ];
     for (reader, wait) in readers {
         rcu_lite::loom_model_with_spurious_wakeups_too(move || {
