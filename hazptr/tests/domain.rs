@@ -750,26 +750,52 @@ fn dropping_a_domain_frees_everything_retired_to_it() {
 }
 
 /// A node whose drop retires the next node of its chain into the same
-/// domain, as a linked structure's node that owns its successor does.
+/// domain, as a linked structure's node that owns its successor does, and
+/// then its `leaves` (a hash table's segment and its buckets).
 struct ChainLink {
     next: *mut ChainLink,
+    leaves: Vec<*mut u64>,
     domain: *const Domain,
     drops: Arc<AtomicUsize>,
 }
 
-// SAFETY: `domain` is only used while the domain is alive (a test asserts
-// that no link drops after it), and `next` is owned by this link.
+// SAFETY: `domain` is only used while the domain is alive (the tests assert
+// that no link drops after it, or wait for every link first), and `next` and
+// `leaves` are owned by this link.
 unsafe impl Send for ChainLink {}
 
 impl Drop for ChainLink {
     fn drop(&mut self) {
         self.drops.fetch_add(1, SeqCst);
+        // SAFETY: the domain is alive, since its drop or a pass of it runs
+        // this deleter.
+        let domain = unsafe { &*self.domain };
         if !self.next.is_null() {
-            // SAFETY: `next` was never published and is retired once, here;
-            // the domain is alive, since its drop runs this deleter.
-            unsafe { (*self.domain).retire_box(self.next) };
+            // SAFETY: `next` was never published and is retired once, here.
+            unsafe { domain.retire_box(self.next) };
+        }
+        for leaf in self.leaves.drain(..) {
+            // SAFETY: as `next`.
+            unsafe { domain.retire_box(leaf) };
         }
     }
+}
+
+/// A chain of `len` links of `leaves` leaves each, retiring into `domain`;
+/// returns its head.
+fn chain(domain: &Domain, len: usize, leaves: usize, drops: &Arc<AtomicUsize>) -> *mut ChainLink {
+    let mut head = std::ptr::null_mut();
+    for _ in 0..len {
+        head = Box::into_raw(Box::new(ChainLink {
+            next: head,
+            leaves: (0..leaves as u64)
+                .map(|leaf| Box::into_raw(Box::new(leaf)))
+                .collect(),
+            domain,
+            drops: Arc::clone(drops),
+        }));
+    }
+    head
 }
 
 /// Dropping a domain frees what its deleters retire into it while it drops,
@@ -788,14 +814,7 @@ fn dropping_a_domain_frees_what_its_deleters_retire_into_it() {
     for domain in domains() {
         let drops = Arc::new(AtomicUsize::new(0));
         let domain = Box::new(domain);
-        let mut next = std::ptr::null_mut();
-        for _ in 0..LINKS {
-            next = Box::into_raw(Box::new(ChainLink {
-                next,
-                domain: &*domain,
-                drops: Arc::clone(&drops),
-            }));
-        }
+        let next = chain(&domain, LINKS, 0, &drops);
         // SAFETY: never published; retired once.
         unsafe { domain.retire_box(next) };
         drop(domain);
@@ -2405,54 +2424,6 @@ fn readers_see_each_writers_values_in_order() {
     });
 }
 
-/// A segment of a chain whose drop retires the next segment first, then its
-/// leaves (a hash table's segments and their buckets), into the same domain.
-struct Segment {
-    next: *mut Segment,
-    leaves: Vec<*mut u64>,
-    domain: *const Domain,
-    drops: Arc<AtomicUsize>,
-}
-
-// SAFETY: the pointers are owned boxes (`next`, `leaves`) and a domain that
-// outlives every deleter of its objects (`domain`, which is `Sync`).
-unsafe impl Send for Segment {}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, SeqCst);
-        // SAFETY: the domain outlives its objects' deleters (the tests drop
-        // it, or wait for every segment, first); each pointer is an owned,
-        // unpublished box, retired once.
-        let domain = unsafe { &*self.domain };
-        if !self.next.is_null() {
-            // SAFETY: as above.
-            unsafe { domain.retire_box(self.next) };
-        }
-        for leaf in self.leaves.drain(..) {
-            // SAFETY: as above.
-            unsafe { domain.retire_box(leaf) };
-        }
-    }
-}
-
-/// A chain of `len` segments of `leaves` leaves each, retiring into
-/// `domain`; returns its head.
-fn chain(domain: &Domain, len: usize, leaves: usize, drops: &Arc<AtomicUsize>) -> *mut Segment {
-    let mut head = std::ptr::null_mut();
-    for _ in 0..len {
-        head = Box::into_raw(Box::new(Segment {
-            next: head,
-            leaves: (0..leaves as u64)
-                .map(|leaf| Box::into_raw(Box::new(leaf)))
-                .collect(),
-            domain,
-            drops: Arc::clone(drops),
-        }));
-    }
-    head
-}
-
 /// Deleters that retire into their own domain do not run a pass inside the
 /// pass that runs them: the pass runs the next one after them. Nested, a
 /// chain whose segments retire the next one and enough leaves for a pass
@@ -2461,6 +2432,11 @@ fn chain(domain: &Domain, len: usize, leaves: usize, drops: &Arc<AtomicUsize>) -
 /// thread overflowed within its 3,000, in debug and release builds). Freed
 /// through `reclaim()` and through the domain's drop.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "as dropping_a_domain_frees_what_its_deleters_retire_into_it (Stacked Borrows), and \
+              210,000 objects"
+)]
 fn deleters_that_retire_into_their_domain_do_not_nest_passes() {
     const SEGMENTS: usize = 3_000;
     const LEAVES: usize = 70;
