@@ -122,6 +122,25 @@ pub(crate) fn block(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
     }
 }
 
+/// The calling thread's block in `shared` if it has registered there,
+/// without registering (`Domain::reclaim` reads its retire count).
+pub(crate) fn registered_block(shared: &Shared) -> Option<NonNull<SlotBlock>> {
+    let cached = FAST
+        .try_with(|fast| fast.block_of(shared.id))
+        .unwrap_or(ptr::null_mut());
+    NonNull::new(cached).or_else(|| {
+        REGISTRATIONS
+            .try_with(|regs| {
+                let list = regs.list.borrow();
+                list.iter()
+                    .find(|r| r.shared.id == shared.id)
+                    .map(|r| r.block)
+            })
+            .ok()
+            .flatten()
+    })
+}
+
 /// Records `node` of the domain with id `domain` among the calling thread's
 /// held backup slots (a guard's slow path), until [`forget_backup`].
 pub(crate) fn remember_backup(domain: u64, node: NonNull<BackupSlot>) {

@@ -27,8 +27,11 @@
 //! runs exactly once.
 //!
 //! [`Domain::reclaim`] moves every thread's batch to the list (its own and,
-//! by draining, those of other live threads) and runs a pass now. Dropping a
-//! domain frees everything, batches included.
+//! by draining, those of other live threads) and runs a pass now, and
+//! another while the deleters it ran retired on its thread (a chain of
+//! objects whose drops retire the next is freed whole, as folly's
+//! `hazptr_cleanup()` frees it). Dropping a domain frees everything, batches
+//! included.
 //!
 //! # Draining other threads' batches
 //!
@@ -62,6 +65,7 @@
 //! only for moments that a waiting owner, backing off, keeps missing.
 
 use crate::domain::{Domain, Shared};
+use crate::registration;
 use crate::scan::{begin, for_each_slot, protects, read_slot};
 use crate::slot::SlotBlock;
 use crate::sync::{Backoff, Ordering};
@@ -261,6 +265,13 @@ impl Domain {
     /// still in other live threads' batches. Returns how many objects it
     /// freed.
     ///
+    /// What the deleters it runs retire on this thread is freed too: while
+    /// they retire, it runs another pass (so a chain of objects whose drops
+    /// retire the next one is freed whole, one pass per link, as folly's
+    /// `hazptr_cleanup()` frees it). It returns once a pass's deleters
+    /// retire nothing; deleters that retire a new object every time keep it
+    /// going.
+    ///
     /// Taking another thread's batch costs one heavy fence (a `membarrier()`
     /// that interrupts the CPUs running the process), and a retire racing it
     /// waits until the batches are moved. A retire that found the last
@@ -288,7 +299,38 @@ impl Domain {
             // Under the mutex, with the move, as in `flush_batch`.
             shared.retired_count.fetch_add(moved, Ordering::Relaxed);
         }
-        reclaim_pass(shared)
+        let mut freed = 0;
+        loop {
+            let before = self.retires_on_this_thread();
+            freed += reclaim_pass(shared);
+            if self.retires_on_this_thread() == before {
+                return freed;
+            }
+            // The deleters retired (into this domain, or into another one
+            // through the shared path): what they put in this thread's batch
+            // goes to the list, with no other thread's batch to take, so
+            // without `drain_batches`' heavy fence. A retire into another
+            // domain only costs this call one more pass.
+            if let Some(block) = registration::registered_block(shared) {
+                // SAFETY: the calling thread owns its block, alive as long
+                // as the domain.
+                flush_batch(shared, unsafe { block.as_ref() });
+            }
+        }
+    }
+
+    /// A value that changes with every retire this thread makes into this
+    /// domain (its block's count, or its first registration there) and with
+    /// every retire it makes without a batch (into any domain): `reclaim`
+    /// goes round again while the deleters it runs retire. It does not
+    /// register the thread.
+    fn retires_on_this_thread(&self) -> (Option<u32>, u64) {
+        let batched = registration::registered_block(&self.shared).map(|block| {
+            // SAFETY: the calling thread owns its block, alive as long as
+            // the domain.
+            unsafe { block.as_ref() }.retired.since_check.get()
+        });
+        (batched, retires_without_a_batch())
     }
 
     /// Objects retired to this domain and not yet freed, batches of live
@@ -488,6 +530,7 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     if holding_a_retired_list() {
         retire_reentered();
     }
+    count_a_retire_without_a_batch();
     let held = ListHeld::new();
     let mut list = crate::sync::lock(&shared.retired);
     list.push(retired);
@@ -507,6 +550,33 @@ std::thread_local! {
     /// [`ListHeld`]: a retire that finds it above 0 runs inside a hand-over,
     /// push or pass of its own thread (see `retire_local`).
     static RETIRED_LISTS_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// How many retires this thread made with no batch to keep them in
+    /// (`retire_shared`), for `Domain::reclaim` to see whether the deleters
+    /// it ran retired (those made with a batch move the block's
+    /// `since_check`, which costs the fast path nothing more).
+    static RETIRES_WITHOUT_A_BATCH: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn count_a_retire_without_a_batch() {
+    // `try_with`: at thread exit the count may be gone; no `reclaim` of
+    // this thread can be waiting on it then.
+    #[cfg(not(loom))]
+    let _ = RETIRES_WITHOUT_A_BATCH.try_with(|count| count.set(count.get().wrapping_add(1)));
+}
+
+fn retires_without_a_batch() -> u64 {
+    #[cfg(not(loom))]
+    {
+        RETIRES_WITHOUT_A_BATCH
+            .try_with(std::cell::Cell::get)
+            .unwrap_or(0)
+    }
+    #[cfg(loom)]
+    0
 }
 
 /// Whether this thread holds a retired-list mutex (see `RETIRED_LISTS_HELD`).
