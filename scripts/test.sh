@@ -46,7 +46,7 @@ cargo test -p qrwlock --features send_guard --doc
 # that one that panics, hangs or no longer parses its arguments is seen.
 for example in "callback_backlog 50 1" "callers_per_gp 0.05 1/0,2/1" \
     "contention_floor 200 4" "read_floor 1 10000" "registration_churn 8 16" \
-    "timer_lateness 5 100" "preempted_readers 2 1"; do
+    "timer_lateness 5 100" "preempted_readers 2 1" "fork_wait hazptr 2 reader"; do
     read -r name args <<< "$example"
     echo "== example $name $args"
     # shellcheck disable=SC2086 # the arguments split on purpose
