@@ -11,8 +11,9 @@
 //! Reads :  Total: 724044  Max/Min: 53187/38185   Fail: 0
 //! ```
 //!
-//! `???` follows Max/Min when `max / 2 > min` (some thread got less than half of
-//! the luckiest one's share: starvation), `!!!` follows Fail when it is non-zero
+//! `???` follows Max/Min when `max / 2 > min` in whole acquisitions, as the
+//! kernel tests it (some thread got less than half of the luckiest one's
+//! share, the half rounded down: 3 against 1 is not flagged; starvation), `!!!` follows Fail when it is non-zero
 //! (a writer saw anyone else inside, or a reader saw a writer).
 //!
 //! Hold times follow the kernel's `torture_rwlock_{write,read}_delay()` short
@@ -42,7 +43,7 @@ pub mod live;
 mod peers;
 mod qrwlock;
 
-use crate::delay::{Padded, spin_for, thread_runqueue_wait};
+use crate::delay::{Padded, runqueue_wait_of, spin_for};
 use crate::fault::{self, ProgressWatch};
 use crate::locktorture::live::LiveLines;
 use crate::progress::Progress;
@@ -50,7 +51,7 @@ use crate::registry::Implementation;
 use crate::start_gate::{StartGate, ThreadRefused};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -145,6 +146,11 @@ fn loads(per_thread: &[Padded<AtomicU64>]) -> Vec<u64> {
     per_thread.iter().map(|c| c.load(Relaxed)).collect()
 }
 
+/// What each thread counted from `before` to `after` (same order).
+fn deltas(before: &[u64], after: &[u64]) -> Vec<u64> {
+    after.iter().zip(before).map(|(a, b)| a - b).collect()
+}
+
 impl Counts {
     fn of(per_thread: &[Padded<AtomicU64>]) -> Counts {
         Counts::between(&vec![0; per_thread.len()], &loads(per_thread))
@@ -153,7 +159,7 @@ impl Counts {
     /// What each thread counted from `before` to `after` (per thread, same
     /// order).
     fn between(before: &[u64], after: &[u64]) -> Counts {
-        let values: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+        let values = deltas(before, after);
         Counts {
             total: values.iter().sum(),
             max: values.iter().copied().max().unwrap_or(0),
@@ -161,8 +167,11 @@ impl Counts {
         }
     }
 
-    /// Whether some thread got less than half of the busiest thread's share
-    /// (the kernel's `max / 2 > min`).
+    /// Whether some thread got less than half of the busiest thread's share,
+    /// the half rounded down: the kernel's `max / 2 > min` on whole counts
+    /// (3 against 1 is not flagged, 4 against 1 is). A side on which no
+    /// thread got in at all is not flagged either: its count of 0 says so,
+    /// and [`Outcome::exclusion_unchecked_side`] names it.
     pub fn starved(&self) -> bool {
         self.max / 2 > self.min
     }
@@ -178,7 +187,8 @@ impl Counts {
 }
 
 /// Acquisitions per millisecond that a thread was not waiting for a CPU, over
-/// the threads of one side: the highest and the lowest rate.
+/// the threads of one side: the highest and the lowest rate, over the timed
+/// window that [`Counts`] cover too ([`ServedWindow`]).
 ///
 /// On a machine with more threads than CPUs the kernel's Max/Min mixes two
 /// things: how evenly the lock serves the threads, and how evenly the
@@ -196,12 +206,14 @@ pub struct ServedRate {
 }
 
 impl ServedRate {
-    fn of(counts: &[Padded<AtomicU64>], available_ns: &[Padded<AtomicU64>]) -> Option<ServedRate> {
+    /// The rates of threads that made `counts` acquisitions in `served_ns`
+    /// off the runqueue each (same order); `None` if any thread has no time
+    /// (no schedstat), rather than a rate over some of the threads.
+    fn of(counts: &[u64], served_ns: &[Option<u64>]) -> Option<ServedRate> {
         let rates: Vec<f64> = counts
             .iter()
-            .zip(available_ns)
-            .map(|(n, ns)| (n.load(Relaxed), ns.load(Relaxed)))
-            .filter(|&(_, ns)| ns > 0)
+            .zip(served_ns)
+            .filter_map(|(&n, &ns)| ns.filter(|&ns| ns > 0).map(|ns| (n, ns)))
             .map(|(n, ns)| n as f64 / (ns as f64 / 1e6))
             .collect();
         if rates.len() < counts.len() || rates.is_empty() {
@@ -276,9 +288,11 @@ pub struct Outcome {
 /// runqueue ([`ServedRate::starved`], `None` where not measured).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Starved {
-    /// Some writer got less than half the busiest writer's count.
+    /// Some writer got less than half the busiest writer's count (rounded
+    /// down, [`Counts::starved`]).
     pub writers: bool,
-    /// Some reader got less than half the busiest reader's count.
+    /// Some reader got less than half the busiest reader's count (rounded
+    /// down).
     pub readers: bool,
     /// The writers' test on acquisitions per millisecond off the runqueue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -418,31 +432,59 @@ pub fn served_rate_lines(o: &Outcome) -> Vec<String> {
     .collect()
 }
 
-/// A thread's wall clock and runqueue wait at the start of its loop.
-struct ServedClock {
-    wall: Instant,
-    runqueue_wait: Option<Duration>,
+/// The timed window's wall clock and every torture thread's runqueue wait
+/// at its start, read by the thread that times the window, next to the
+/// counts' first snapshot: each thread's time off the runqueue is then
+/// taken over the same window as its count. (Until 2026-12-07 each thread
+/// timed its own loop, from the start gate until it saw the stop, and the
+/// rates divided its whole count by that: acquisitions before and after
+/// the window counted there and not in the window's figures, so a side
+/// with no acquisition in the window could show a rate, and a starvation
+/// verdict, for the acquisitions outside it.)
+struct ServedWindow {
+    began: Instant,
+    writers: Vec<Option<Duration>>,
+    readers: Vec<Option<Duration>>,
 }
 
-impl ServedClock {
-    fn start() -> ServedClock {
-        ServedClock {
-            wall: Instant::now(),
-            runqueue_wait: thread_runqueue_wait(),
+impl ServedWindow {
+    fn open(arena: &Arena) -> ServedWindow {
+        ServedWindow {
+            began: Instant::now(),
+            writers: arena.write_tids.iter().map(wait_of).collect(),
+            readers: arena.read_tids.iter().map(wait_of).collect(),
         }
     }
 
-    /// Wall time since the start minus the runqueue wait since then, in ns;
-    /// 0 where the kernel keeps no schedstat.
-    fn served_ns(&self) -> u64 {
-        let wall = self.wall.elapsed();
-        match (self.runqueue_wait, thread_runqueue_wait()) {
-            (Some(before), Some(now)) => {
-                let served = wall.saturating_sub(now.saturating_sub(before));
-                u64::try_from(served.as_nanos()).unwrap_or(u64::MAX)
-            }
-            _ => 0,
-        }
+    /// Each writer's and each reader's time off the runqueue since the
+    /// window opened, in ns: the window's wall time minus the thread's
+    /// runqueue wait in it (`None` without schedstat).
+    fn close(&self, arena: &Arena) -> (Vec<Option<u64>>, Vec<Option<u64>>) {
+        let wall = self.began.elapsed();
+        let served = |tids: &[AtomicI32], before: &[Option<Duration>]| -> Vec<Option<u64>> {
+            tids.iter()
+                .zip(before)
+                .map(|(tid, before)| {
+                    let waited = wait_of(tid)?.saturating_sub((*before)?);
+                    u64::try_from(wall.saturating_sub(waited).as_nanos()).ok()
+                })
+                .collect()
+        };
+        (
+            served(&arena.write_tids, &self.writers),
+            served(&arena.read_tids, &self.readers),
+        )
+    }
+}
+
+/// The runqueue wait of the torture thread whose id `tid` holds (0: none
+/// recorded).
+fn wait_of(tid: &AtomicI32) -> Option<Duration> {
+    // Relaxed: stored before the thread's arrival at the start gate, which
+    // the gate's opening orders before the timing thread's reads.
+    match tid.load(Relaxed) {
+        0 => None,
+        tid => runqueue_wait_of(tid),
     }
 }
 
@@ -461,11 +503,11 @@ struct Arena {
     stop: AtomicBool,
     write_counts: Vec<Padded<AtomicU64>>,
     read_counts: Vec<Padded<AtomicU64>>,
-    /// Each writer thread's loop time minus its runqueue wait, in ns (set at
-    /// its end; 0 without schedstat).
-    write_served_ns: Vec<Padded<AtomicU64>>,
+    /// Each writer thread's kernel id (`gettid()`), stored before it
+    /// arrives at the start gate, for [`ServedWindow`]; 0 until then.
+    write_tids: Vec<AtomicI32>,
     /// The same for readers.
-    read_served_ns: Vec<Padded<AtomicU64>>,
+    read_tids: Vec<AtomicI32>,
     write_fail: AtomicU64,
     read_fail: AtomicU64,
     faults: faults::Counters,
@@ -492,8 +534,8 @@ impl Arena {
             stop: AtomicBool::new(false),
             write_counts: (0..config.writers).map(|_| Padded::default()).collect(),
             read_counts: (0..config.readers).map(|_| Padded::default()).collect(),
-            write_served_ns: (0..config.writers).map(|_| Padded::default()).collect(),
-            read_served_ns: (0..config.readers).map(|_| Padded::default()).collect(),
+            write_tids: (0..config.writers).map(|_| AtomicI32::new(0)).collect(),
+            read_tids: (0..config.readers).map(|_| AtomicI32::new(0)).collect(),
             write_fail: AtomicU64::new(0),
             read_fail: AtomicU64::new(0),
             faults: faults::Counters::default(),
@@ -530,13 +572,10 @@ impl Arena {
             let _inside = self.enter_write();
             spin_for(hold);
         };
-        let began = ServedClock::start();
         while !self.stop.load(Relaxed) {
             self.lock.write_section(&mut section);
             self.write_counts[me].fetch_add(1, Relaxed);
         }
-        // Relaxed: read after this thread is joined (the join orders it).
-        self.write_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
     fn reader(&self, me: usize) {
@@ -545,13 +584,10 @@ impl Arena {
             let _inside = self.enter_read();
             spin_for(hold);
         };
-        let began = ServedClock::start();
         while !self.stop.load(Relaxed) {
             self.lock.read_section(&mut section);
             self.read_counts[me].fetch_add(1, Relaxed);
         }
-        // Relaxed: as for the writers.
-        self.read_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
     fn snapshot(&self) -> (Counts, u64, Counts, u64) {
@@ -592,12 +628,30 @@ pub fn torture(
     let arena = Arc::new(Arena::new(imp.build(&()), config));
     let start = Arc::new(StartGate::new(config.writers + config.readers + 1));
     let mut threads: Vec<(String, JoinHandle<()>)> = Vec::new();
-    let mut spawn = |label: String, body: Box<dyn FnOnce(&Arena) + Send>, wait: bool| {
+    // `tid`: the writer's (true) or reader's slot for the thread's id, for
+    // `ServedWindow`.
+    let mut spawn = |label: String,
+                     body: Box<dyn FnOnce(&Arena) + Send>,
+                     wait: bool,
+                     tid: Option<(bool, usize)>| {
         let (arena, start) = (Arc::clone(&arena), Arc::clone(&start));
         let handle = std::thread::Builder::new()
             .name(format!("locktorture {}", imp.name))
             .spawn(move || {
                 let _cancel = start.cancel_on_panic();
+                if let Some((writer, i)) = tid {
+                    let slots = if writer {
+                        &arena.write_tids
+                    } else {
+                        &arena.read_tids
+                    };
+                    // SAFETY: gettid() takes nothing and cannot fail.
+                    let me = unsafe { libc::gettid() };
+                    // Relaxed: the gate's arrival (AcqRel) and opening
+                    // (Release, read Acquire) order it before the timing
+                    // thread's reads (`wait_of`).
+                    slots[i].store(me, Relaxed);
+                }
                 // A thread that finds the run called off leaves untouched.
                 if !wait || start.wait() {
                     body(&arena)
@@ -612,10 +666,20 @@ pub fn torture(
     };
     let mut spawn_all = || -> Result<(), ThreadRefused> {
         for w in 0..config.writers {
-            spawn(format!("writer {w}"), Box::new(move |a| a.writer(w)), true)?;
+            spawn(
+                format!("writer {w}"),
+                Box::new(move |a| a.writer(w)),
+                true,
+                Some((true, w)),
+            )?;
         }
         for r in 0..config.readers {
-            spawn(format!("reader {r}"), Box::new(move |a| a.reader(r)), true)?;
+            spawn(
+                format!("reader {r}"),
+                Box::new(move |a| a.reader(r)),
+                true,
+                Some((false, r)),
+            )?;
         }
         // Cancelled with no refusal of ours: a thread panicked before the
         // start (its message is above); the others return.
@@ -625,7 +689,7 @@ pub fn torture(
             imp.name
         );
         if config.faults {
-            spawn("fault driver".into(), Box::new(faults::drive), false)?;
+            spawn("fault driver".into(), Box::new(faults::drive), false, None)?;
         }
         Ok(())
     };
@@ -638,6 +702,7 @@ pub fn torture(
         return Err(refused.into());
     }
     let base = progress.position();
+    let served_window = ServedWindow::open(&arena);
     let began = Instant::now();
     let (writes_before, reads_before) = (loads(&arena.write_counts), loads(&arena.read_counts));
     let tick = Duration::from_millis(100);
@@ -686,9 +751,15 @@ pub fn torture(
         }
     }
     let elapsed = began.elapsed();
-    let writes = Counts::between(&writes_before, &loads(&arena.write_counts));
-    let reads = Counts::between(&reads_before, &loads(&arena.read_counts));
+    let (writes_after, reads_after) = (loads(&arena.write_counts), loads(&arena.read_counts));
+    let (writers_served_ns, readers_served_ns) = served_window.close(&arena);
     arena.stop.store(true, Relaxed);
+    let writes = Counts::between(&writes_before, &writes_after);
+    let reads = Counts::between(&reads_before, &reads_after);
+    let writes_served_per_ms =
+        ServedRate::of(&deltas(&writes_before, &writes_after), &writers_served_ns);
+    let reads_served_per_ms =
+        ServedRate::of(&deltas(&reads_before, &reads_after), &readers_served_ns);
     // Writers and readers may be queued behind a stalled fault section: give
     // them the stall limit to finish.
     let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
@@ -702,8 +773,6 @@ pub fn torture(
     }
     progress.set_position(base + config.duration.as_millis() as u64);
     let (_, write_fail, _, read_fail) = arena.snapshot();
-    let writes_served_per_ms = ServedRate::of(&arena.write_counts, &arena.write_served_ns);
-    let reads_served_per_ms = ServedRate::of(&arena.read_counts, &arena.read_served_ns);
     let mut fault_counts = config.faults.then(|| arena.faults.snapshot());
     if let Some(counts) = &mut fault_counts {
         counts.poison_recoveries = arena.lock.poison_recoveries();
@@ -871,10 +940,8 @@ mod tests {
 
     #[test]
     fn served_rates_divide_by_time_off_the_runqueue_and_flag_starvation() {
-        let counts: Vec<Padded<AtomicU64>> = [100, 30].map(|n| Padded(AtomicU64::new(n))).into();
-        let ns: Vec<Padded<AtomicU64>> = [10_000_000, 10_000_000]
-            .map(|n| Padded(AtomicU64::new(n)))
-            .into();
+        let counts = [100, 30];
+        let mut ns = [Some(10_000_000), Some(10_000_000)];
         let rate = ServedRate::of(&counts, &ns).expect("every thread has a time");
         assert_eq!(
             rate,
@@ -886,7 +953,9 @@ mod tests {
         assert!(rate.starved());
         // A thread without a time (no schedstat): no rate at all rather than
         // a rate over some of the threads.
-        ns[1].store(0, Relaxed);
+        ns[1] = None;
+        assert_eq!(ServedRate::of(&counts, &ns), None);
+        ns[1] = Some(0);
         assert_eq!(ServedRate::of(&counts, &ns), None);
     }
 
@@ -1134,6 +1203,15 @@ mod tests {
         assert!(outcome.reads.total > 0, "{outcome:?}");
         assert_eq!(outcome.exclusion_unchecked_side(), Some("write"));
         assert!(outcome.failure.is_none(), "{outcome:?}");
+        // The rate off the runqueue covers the same window: no write in it,
+        // a rate of 0 (the write made after the window counted there until
+        // 2026-12-07).
+        if crate::delay::thread_runqueue_wait().is_some() {
+            let rate = outcome
+                .writes_served_per_ms
+                .expect("schedstat is kept here");
+            assert_eq!((rate.max, rate.min), (0.0, 0.0), "{outcome:?}");
+        }
         let mut text = Vec::new();
         write_text(&mut text, std::slice::from_ref(&outcome)).unwrap();
         let text = String::from_utf8(text).unwrap();

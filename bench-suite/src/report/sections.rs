@@ -624,7 +624,8 @@ fn locktorture_section(results: &Results) -> Section {
          its writers gains reads. \
          *Writer share* is writer acquisitions per writer thread over reader acquisitions per reader \
          thread: 1.0 is even, near 0 means writers starve. *Starved* marks the kernel's `???` \
-         (a thread got less than half the busiest thread's count). With more threads than CPUs \
+         (a thread got less than half the busiest thread's count, the kernel's `max / 2 > min` in \
+         whole acquisitions). With more threads than CPUs \
          that count also depends on how evenly the scheduler ran the threads; *starved off \
          runqueue* applies the same test to each thread's acquisitions per millisecond it was \
          not waiting for a CPU (`/proc/thread-self/schedstat`), which leaves only the lock's \
