@@ -132,26 +132,35 @@ pub enum Direction {
     Neutral,
 }
 
+/// Counts of failures (exclusion violations, errors, stalls): one rising
+/// from 0 is a regression at any size.
+const FAILURE_COUNTS: &[&str] = &[
+    "errors",
+    "failed",
+    "fail",
+    "write_fail",
+    "read_fail",
+    "stalls",
+];
+
+/// The figure at `path` (dot-separated) named as the count it may be a rate
+/// of: `global.stalls_per_s` is `stalls`.
+fn count_name(path: &str) -> &str {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    last.strip_suffix("_per_s").unwrap_or(last)
+}
+
 /// The direction of the figure at `path` (dot-separated).
 pub fn direction(path: &str) -> Direction {
     let last = path.rsplit('.').next().unwrap_or(path);
     // A count made a rate keeps its count's direction.
-    let count = last.strip_suffix("_per_s").unwrap_or(last);
+    let count = count_name(path);
     // Injected faults (torture `--faults`) are settings that happened, not
     // results: more injected stalls is not a regression.
     if path.starts_with("faults.") {
         return Direction::Neutral;
     }
-    let lower = [
-        "errors",
-        "failed",
-        "fail",
-        "write_fail",
-        "read_fail",
-        "stalls",
-        "unreclaimed_max",
-        "rss_max_kib",
-    ];
+    let lower = [FAILURE_COUNTS, &["unreclaimed_max", "rss_max_kib"]].concat();
     let higher = [
         "total",
         "min",
@@ -159,7 +168,6 @@ pub fn direction(path: &str) -> Direction {
         "reads",
         "replaced",
         "calls",
-        "ratio",
         "ops",
         "writer_share",
         "throughput",
@@ -176,6 +184,15 @@ pub fn direction(path: &str) -> Direction {
     } else {
         Direction::Neutral
     }
+}
+
+/// Whether a change of `pct` percent goes past `threshold_pct`, judged on
+/// the change as the report prints it (to 0.1%): 1 -> 1.1 is a change of
+/// 10.000000000000009% in floating point, printed "+10.0%", and is no more
+/// past a 10% threshold than 100 -> 110 is. (Until 2026-12-07 the raw value
+/// was compared, so of two changes printed alike one was flagged.)
+fn past(pct: f64, threshold_pct: f64) -> bool {
+    (pct * 10.0).round() / 10.0 > threshold_pct
 }
 
 /// One figure present in both runs.
@@ -487,9 +504,14 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
                 (Direction::HigherIsBetter, Some(p)) => -p,
                 _ => 0.0,
             };
-            // A count of errors rising from zero is a regression at any size.
-            let from_zero =
-                o == 0.0 && n > 0.0 && dir == Direction::LowerIsBetter && judged_pct.is_none();
+            // A count of failures rising from zero is a regression at any
+            // size. Not a time (a CPU time per wait of 0 that becomes
+            // 0.0004 us is no regression) nor memory held back.
+            let from_zero = o == 0.0
+                && n > 0.0
+                && dir == Direction::LowerIsBetter
+                && FAILURE_COUNTS.contains(&count_name(figure))
+                && judged_pct.is_none();
             changes.push(Change {
                 measurement: measurement.clone(),
                 figure: figure.clone(),
@@ -498,8 +520,8 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
                 change_pct,
                 judged_pct,
                 direction: dir,
-                regression: from_zero || worse_pct > threshold_pct,
-                improvement: dir != Direction::Neutral && worse_pct < -threshold_pct,
+                regression: from_zero || past(worse_pct, threshold_pct),
+                improvement: dir != Direction::Neutral && past(-worse_pct, threshold_pct),
             });
         }
     }
@@ -955,6 +977,77 @@ mod tests {
             "{:?}",
             c.changes
         );
+    }
+
+    /// A change is judged as printed, to 0.1%: 1 -> 1.1 (10.000000000000009%
+    /// in floating point, "+10.0%") is no more past a 10% threshold than
+    /// 100 -> 110, and 1.1 -> 0.99 is no improvement past it; 1 -> 1.1006
+    /// ("+10.1%") is. (Until 2026-12-07 the first was flagged, the second
+    /// not.)
+    #[test]
+    fn a_change_is_judged_as_printed() {
+        let refscale =
+            |ns: f64| json!({"refscale": [{"impl": "hazptr", "threads": 1, "ns_per_op": ns}]});
+        let flagged = |old: f64, new: f64| {
+            let c = compare(&refscale(old), &refscale(new), 10.0);
+            (c.regressions(), c.improvements())
+        };
+        for (old, new) in [(1.0, 1.1), (0.3, 0.33), (2.0, 2.2), (7.0, 7.7), (1.1, 0.99)] {
+            assert_eq!(flagged(old, new), (0, 0), "{old} -> {new}");
+        }
+        assert_eq!(flagged(1.0, 1.1006), (1, 0));
+        assert_eq!(flagged(1.1006, 1.0), (0, 0), "-9.1%");
+        assert_eq!(flagged(1.0, 0.899), (0, 1), "-10.1%");
+    }
+
+    /// Only a count of failures rising from 0 is a regression at any size: a
+    /// time does not become one by having been 0 (rcuscale's CPU time of the
+    /// other threads per wait rounds to 0 where they did nothing).
+    #[test]
+    fn only_failure_counts_rising_from_zero_are_regressions_at_any_size() {
+        let run = |others_us: f64, errors: u64| {
+            json!({"rcuscale": [{"impl": "rcu-lite", "writers": 1, "readers": 0, "duration_s": 1.0,
+                                 "gps": 100, "cpu": {"others_us": others_us}}],
+                   "torture": [{"impl": "hazptr", "readers": 4, "writers": 2, "reads": 100,
+                                "errors": errors}]})
+        };
+        let c = compare(&run(0.0, 0), &run(0.0004, 0), 10.0);
+        assert_eq!(c.regressions(), 0, "{:?}", c.changes);
+        let c = compare(&run(0.0, 0), &run(0.0, 1), 10.0);
+        let regressed: Vec<_> = c
+            .changes
+            .iter()
+            .filter(|ch| ch.regression)
+            .map(|ch| ch.figure.as_str())
+            .collect();
+        assert_eq!(regressed, ["errors"], "{:?}", c.changes);
+    }
+
+    /// The membarrier sweep's ratio (per-CPU calls over global calls) is
+    /// shown, not judged: a faster global path lowers it, and its two
+    /// sides are judged on their own. (Until 2026-12-07 it was judged
+    /// higher-is-better, so one change was both a regression and an
+    /// improvement.)
+    #[test]
+    fn the_membarrier_ratio_is_not_judged() {
+        let sweep = |global: f64| {
+            let outcome = |calls: f64| {
+                json!({"mode": "sim", "cpus": 64, "callers": 1600, "seconds": 5.0,
+                       "calls": calls * 5.0, "calls_per_s": calls, "stalls": 0.0, "events": 0.0})
+            };
+            json!({"membarrier_sweep": [{"cpus": 64, "callers": 1600, "ratio": 24000.0 / global,
+                                         "global": outcome(global),
+                                         "per_cpu": outcome(24000.0)}]})
+        };
+        let c = compare(&sweep(5000.0), &sweep(8000.0), 10.0);
+        assert_eq!(
+            (c.regressions(), c.improvements()),
+            (0, 1),
+            "{:?}",
+            c.changes
+        );
+        let ratio = c.changes.iter().find(|ch| ch.figure == "ratio").unwrap();
+        assert_eq!(ratio.direction, Direction::Neutral);
     }
 
     /// Two runs of the same profile raise no profile warning: the warning
