@@ -6,6 +6,21 @@ pub fn median(samples: &[f64]) -> f64 {
     percentile(samples, 50.0)
 }
 
+/// A winner's margin (the better figure over the worse, or the median of
+/// paired rounds' ratios) below this is within the run-to-run spread of a
+/// small shared machine (`docs/choosing.md` reads its figures to the
+/// nearest 10%): the report's *Choosing* rows and `advise` call it a tie.
+pub const TIE_MARGIN: f64 = 1.10;
+
+/// Whether `margin` is under [`TIE_MARGIN`] as the report and `advise`
+/// print it, to two decimals: "1.09x" always ties and "1.10x" never does.
+/// (Until 2026-12-07 the raw value was compared, so 3.3 ns against 3.0,
+/// 1.0999999999999999 in floating point, tied while printed "1.10x", and
+/// so did 1.0996.) `false` for NaN, which callers handle as they mean it.
+pub fn under_tie_margin(margin: f64) -> bool {
+    (margin * 100.0).round() / 100.0 < TIE_MARGIN
+}
+
 /// The median of the ratios `a[i] / b[i]` of runs taken in turns (run `i`
 /// of each in the same round), so that a slow stretch of the machine weighs
 /// on both sides of a ratio alike; `NaN` for no runs.
@@ -26,8 +41,10 @@ pub fn percentile(samples: &[f64], p: f64) -> f64 {
     let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
     let lo = rank.floor() as usize;
     let hi = rank.ceil() as usize;
-    if lo == hi {
-        // One sample: itself, even an infinite one (inf - inf is NaN).
+    if sorted[lo] == sorted[hi] {
+        // One sample, or two equal ones: itself, even an infinite one
+        // (inf - inf is NaN: the median of [inf, inf] was NaN until
+        // 2026-12-07).
         return sorted[lo];
     }
     sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
@@ -157,7 +174,9 @@ mod tests {
 
     /// A rank that falls on one sample is that sample, an infinite one
     /// too (a round ratio against a figure of 0): interpolating between it
-    /// and itself would give inf - inf, NaN.
+    /// and itself would give inf - inf, NaN. So is a rank between two
+    /// equal infinite samples (an even count of rounds: the median of
+    /// [inf, inf] was NaN until 2026-12-07).
     #[test]
     fn a_percentile_on_an_infinite_sample_is_infinite() {
         assert_eq!(
@@ -165,6 +184,26 @@ mod tests {
             f64::INFINITY
         );
         assert_eq!(percentile(&[1.0, 3.0], 50.0), 2.0);
+        assert_eq!(median(&[f64::INFINITY, f64::INFINITY]), f64::INFINITY);
+        assert_eq!(
+            median(&[1.0, f64::INFINITY, f64::INFINITY, f64::INFINITY]),
+            f64::INFINITY
+        );
+        assert_eq!(median_of_ratios(&[2.0, 2.0], &[0.0, 0.0]), f64::INFINITY);
+    }
+
+    /// A margin ties as printed, to two decimals.
+    #[test]
+    fn a_margin_ties_as_printed() {
+        assert!(under_tie_margin(1.0949));
+        assert!(under_tie_margin(0.5));
+        assert!(
+            !under_tie_margin(3.3 / 3.0),
+            "1.0999999999999999 prints 1.10x"
+        );
+        assert!(!under_tie_margin(1.0996));
+        assert!(!under_tie_margin(f64::INFINITY));
+        assert!(!under_tie_margin(f64::NAN));
     }
 
     #[test]

@@ -180,9 +180,7 @@ fn seconds<S: serde::Serializer>(duration: &Duration, s: S) -> Result<S::Ok, S::
     s.serialize_f64(duration.as_secs_f64())
 }
 
-/// A lead smaller than this, fastest over next fastest, is within the spread
-/// of repeated runs on a small shared machine: the advice calls it a tie.
-pub const TIE_MARGIN: f64 = 1.10;
+pub use crate::stats::TIE_MARGIN;
 
 /// One contender's figures.
 #[derive(Clone, Debug, Serialize)]
@@ -461,7 +459,7 @@ fn recommend(config: Config, mut outcomes: Vec<Outcome>) -> Advice {
 /// evidence disagrees, as the report calls it), or a figure ahead of a tied
 /// contender's. The others tied are named after it.
 fn tie_note(best: &Outcome, rest: &[&Outcome]) -> String {
-    let ties = |lead: f64| lead < TIE_MARGIN || lead.is_nan();
+    let ties = |lead: f64| crate::stats::under_tie_margin(lead) || lead.is_nan();
     let leads: Vec<f64> = rest.iter().map(|o| lead(best, o)).collect();
     let Some(last) = leads.iter().rposition(|&lead| ties(lead)) else {
         return String::new();
@@ -1174,6 +1172,16 @@ mod tests {
                 .contains("a tie within the spread of repeated runs, so b serves as well"),
             "{}",
             tie.reason
+        );
+        // Judged as printed: a lead of 1.0996 prints "1.10x" and is no tie.
+        let printed = recommend(
+            workload(),
+            vec![outcome("a", 1.0996e6, 0), outcome("b", 1.0e6, 0)],
+        );
+        assert!(
+            printed.reason.contains("1.10x the next best") && !printed.reason.contains("a tie"),
+            "{}",
+            printed.reason
         );
         let none = recommend(workload(), vec![outcome("torn", 1.0, 2)]);
         assert_eq!(none.recommended, None);

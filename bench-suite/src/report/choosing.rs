@@ -15,8 +15,9 @@
 //! The leader is the contender with the best deciding figure. Every other
 //! contender gets a margin: how many times better the leader is, paired turn
 //! by turn where both ran in turns (the median of per-turn ratios), else the
-//! ratio of the figures. A contender whose margin is under `TIE_MARGIN`
-//! ties with the leader, and so does one the pairs put ahead where the
+//! ratio of the figures. A contender whose margin is under `stats::TIE_MARGIN`
+//! as printed, to two decimals (`stats::under_tie_margin`), ties with the
+//! leader, and so does one the pairs put ahead where the
 //! figures put it behind (a margin under 1): the row then names them all as
 //! winners. The tied contenders are a prefix of the order of figures: one
 //! whose figure is better than a tied contender's ties too, whatever its own
@@ -35,6 +36,7 @@
 //! together) when that is not the winner (see `cheapest_in_cpu`).
 
 use super::{FailedRun, Results};
+use crate::stats::under_tie_margin;
 use serde::Serialize;
 
 /// One row of the table.
@@ -119,11 +121,6 @@ fn rounds_note(counts: impl Iterator<Item = usize>) -> String {
     }
 }
 
-/// A winner's margin below this is within the run-to-run spread of this
-/// kind of machine (`docs/choosing.md` reads its figures to the nearest
-/// 10%): the row then calls the two a tie.
-const TIE_MARGIN: f64 = 1.10;
-
 /// How many times better the leader is than one other contender.
 struct Margin {
     /// The median of the per-turn ratios where both ran in turns, else the
@@ -143,7 +140,7 @@ impl Margin {
     /// `every_turn`, also any turn that did not put the leader ahead (one
     /// that put the contender ahead, or one the two tied: a ratio of 1).
     fn tie(&self, every_turn: bool) -> bool {
-        self.ratio < TIE_MARGIN || (every_turn && self.turns.is_some_and(|(lo, _)| lo <= 1.0))
+        under_tie_margin(self.ratio) || (every_turn && self.turns.is_some_and(|(lo, _)| lo <= 1.0))
     }
 }
 
@@ -405,7 +402,7 @@ fn describe(c: &Candidate, m: &Margin, unit: &str, every_turn: bool) -> String {
             better_by(1.0 / m.ratio),
             turns(true)
         )
-    } else if m.ratio < TIE_MARGIN {
+    } else if under_tie_margin(m.ratio) {
         format!(
             "{} ({figure}; a tie: winner {:.2}x better{}, within the spread of repeated runs)",
             c.name,
@@ -2235,7 +2232,7 @@ mod tests {
         assert_eq!(higher.others[0].1.ratio, 4.0);
     }
 
-    /// [`TIE_MARGIN`] itself is no tie: a margin *under* it is. And a
+    /// [`TIE_MARGIN`](crate::stats::TIE_MARGIN) itself is no tie: a margin *under* it is. And a
     /// margin of exactly 1 (equal figures) is a tie within the spread, not
     /// one where the pairs put the contender ahead.
     #[test]
@@ -2248,7 +2245,17 @@ mod tests {
         };
         assert!(!margin(11.0 / 10.0).tie(false), "1.10x called a tie");
         assert!(!margin(11.0 / 10.0).tie(true), "1.10x called a tie");
-        assert!(margin(1.0999).tie(false));
+        assert!(margin(1.0949).tie(false));
+        // Judged as printed: 3.3 ns against 3.0 is 1.0999999999999999 in
+        // floating point, and 1.0996 prints "1.10x" too; neither ties.
+        assert!(
+            !margin(3.3 / 3.0).tie(false),
+            "3.3 against 3.0 called a tie"
+        );
+        assert!(
+            !margin(1.0996).tie(false),
+            "1.0996 (\"1.10x\") called a tie"
+        );
         assert_eq!(
             describe(&Candidate::new("b", 10.0), &margin(1.07), "ns/read", false),
             "b (10.00 ns/read; a tie: winner 1.07x better, within the spread of repeated runs)"
@@ -2395,7 +2402,7 @@ mod tests {
         );
     }
 
-    /// Whole counts of objects can be exactly [`TIE_MARGIN`] apart (11
+    /// Whole counts of objects can be exactly [`TIE_MARGIN`](crate::stats::TIE_MARGIN) apart (11
     /// against 10): no tie, and the row must not call it one.
     #[test]
     fn counts_exactly_the_tie_margin_apart_are_not_called_a_tie() {
