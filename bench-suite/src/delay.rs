@@ -35,23 +35,11 @@ impl<T> std::ops::Deref for Padded<T> {
 /// not running because the CPUs were busy with other threads (the second field
 /// of `/proc/thread-self/schedstat`). `None` where the kernel does not keep it.
 pub fn thread_runqueue_wait() -> Option<Duration> {
-    runqueue_wait_in("/proc/thread-self/schedstat")
-}
-
-/// How long thread `tid` of this process (its `gettid()`) has waited on a
-/// runqueue so far, read from any thread (`/proc/self/task/TID/schedstat`):
-/// for a window that one thread times for others. `None` where the kernel
-/// does not keep it, or the thread is gone.
-pub fn runqueue_wait_of(tid: i32) -> Option<Duration> {
-    runqueue_wait_in(&format!("/proc/self/task/{tid}/schedstat"))
-}
-
-fn runqueue_wait_in(path: &str) -> Option<Duration> {
     if cfg!(miri) {
         // No file system under miri's isolation.
         return None;
     }
-    let stat = std::fs::read_to_string(path).ok()?;
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let wait_ns: u64 = stat.split_whitespace().nth(1)?.parse().ok()?;
     Some(Duration::from_nanos(wait_ns))
 }

@@ -43,7 +43,7 @@ pub mod live;
 mod peers;
 mod qrwlock;
 
-use crate::delay::{Padded, runqueue_wait_of, spin_for};
+use crate::delay::{Padded, spin_for, thread_runqueue_wait};
 use crate::fault::{self, ProgressWatch};
 use crate::locktorture::live::LiveLines;
 use crate::progress::Progress;
@@ -51,7 +51,7 @@ use crate::registry::Implementation;
 use crate::start_gate::{StartGate, ThreadRefused};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -146,9 +146,13 @@ fn loads(per_thread: &[Padded<AtomicU64>]) -> Vec<u64> {
     per_thread.iter().map(|c| c.load(Relaxed)).collect()
 }
 
-/// What each thread counted from `before` to `after` (same order).
-fn deltas(before: &[u64], after: &[u64]) -> Vec<u64> {
-    after.iter().zip(before).map(|(a, b)| a - b).collect()
+/// Each thread's time off the runqueue, in ns (`None` where 0: no
+/// schedstat).
+fn served_ns(per_thread: &[Padded<AtomicU64>]) -> Vec<Option<u64>> {
+    per_thread
+        .iter()
+        .map(|ns| Some(ns.load(Relaxed)).filter(|&ns| ns > 0))
+        .collect()
 }
 
 impl Counts {
@@ -159,7 +163,7 @@ impl Counts {
     /// What each thread counted from `before` to `after` (per thread, same
     /// order).
     fn between(before: &[u64], after: &[u64]) -> Counts {
-        let values = deltas(before, after);
+        let values: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
         Counts {
             total: values.iter().sum(),
             max: values.iter().copied().max().unwrap_or(0),
@@ -187,8 +191,14 @@ impl Counts {
 }
 
 /// Acquisitions per millisecond that a thread was not waiting for a CPU, over
-/// the threads of one side: the highest and the lowest rate, over the timed
-/// window that [`Counts`] cover too ([`ServedWindow`]).
+/// the threads of one side: the highest and the lowest rate, each over the
+/// thread's own loop, from the start gate until it saw the stop
+/// ([`ServedClock`]). An acquisition that completes after the stop is not
+/// counted: a thread kept out for the whole timed window and let in once
+/// the others stopped (spin's writers among 16 readers) would otherwise
+/// show a rate, and a starvation verdict, for it (it did until 2026-12-07;
+/// the window's [`Counts`] showed 0). The loop begins up to a scheduling
+/// round before the timed window does.
 ///
 /// On a machine with more threads than CPUs the kernel's Max/Min mixes two
 /// things: how evenly the lock serves the threads, and how evenly the
@@ -432,59 +442,39 @@ pub fn served_rate_lines(o: &Outcome) -> Vec<String> {
     .collect()
 }
 
-/// The timed window's wall clock and every torture thread's runqueue wait
-/// at its start, read by the thread that times the window, next to the
-/// counts' first snapshot: each thread's time off the runqueue is then
-/// taken over the same window as its count. (Until 2026-12-07 each thread
-/// timed its own loop, from the start gate until it saw the stop, and the
-/// rates divided its whole count by that: acquisitions before and after
-/// the window counted there and not in the window's figures, so a side
-/// with no acquisition in the window could show a rate, and a starvation
-/// verdict, for the acquisitions outside it.)
-struct ServedWindow {
-    began: Instant,
-    writers: Vec<Option<Duration>>,
-    readers: Vec<Option<Duration>>,
+/// A thread's wall clock and runqueue wait when its loop began. Each thread
+/// reads its own `/proc/thread-self/schedstat`, at the start of its loop and
+/// when it sees the stop: the kernel adds a runqueue wait to that count only
+/// when the thread gets a CPU back, so another thread's reading, taken while
+/// this one sits on a runqueue, would miss the wait in progress. (On
+/// 2026-12-07, for one commit, the timing thread read every thread's file at
+/// the window's edges: a run of 20 readers that never block then put the
+/// threads' time off the runqueue 51 ms under to 75 ms over their CPU time,
+/// and flagged "613.03/37.16 ???" where the counts were even.)
+struct ServedClock {
+    wall: Instant,
+    runqueue_wait: Option<Duration>,
 }
 
-impl ServedWindow {
-    fn open(arena: &Arena) -> ServedWindow {
-        ServedWindow {
-            began: Instant::now(),
-            writers: arena.write_tids.iter().map(wait_of).collect(),
-            readers: arena.read_tids.iter().map(wait_of).collect(),
+impl ServedClock {
+    fn start() -> ServedClock {
+        ServedClock {
+            wall: Instant::now(),
+            runqueue_wait: thread_runqueue_wait(),
         }
     }
 
-    /// Each writer's and each reader's time off the runqueue since the
-    /// window opened, in ns: the window's wall time minus the thread's
-    /// runqueue wait in it (`None` without schedstat).
-    fn close(&self, arena: &Arena) -> (Vec<Option<u64>>, Vec<Option<u64>>) {
-        let wall = self.began.elapsed();
-        let served = |tids: &[AtomicI32], before: &[Option<Duration>]| -> Vec<Option<u64>> {
-            tids.iter()
-                .zip(before)
-                .map(|(tid, before)| {
-                    let waited = wait_of(tid)?.saturating_sub((*before)?);
-                    u64::try_from(wall.saturating_sub(waited).as_nanos()).ok()
-                })
-                .collect()
-        };
-        (
-            served(&arena.write_tids, &self.writers),
-            served(&arena.read_tids, &self.readers),
-        )
-    }
-}
-
-/// The runqueue wait of the torture thread whose id `tid` holds (0: none
-/// recorded).
-fn wait_of(tid: &AtomicI32) -> Option<Duration> {
-    // Relaxed: stored before the thread's arrival at the start gate, which
-    // the gate's opening orders before the timing thread's reads.
-    match tid.load(Relaxed) {
-        0 => None,
-        tid => runqueue_wait_of(tid),
+    /// Wall time since the start minus the runqueue wait since then, in ns;
+    /// 0 where the kernel keeps no schedstat.
+    fn served_ns(&self) -> u64 {
+        let wall = self.wall.elapsed();
+        match (self.runqueue_wait, thread_runqueue_wait()) {
+            (Some(before), Some(now)) => {
+                let served = wall.saturating_sub(now.saturating_sub(before));
+                u64::try_from(served.as_nanos()).unwrap_or(u64::MAX)
+            }
+            _ => 0,
+        }
     }
 }
 
@@ -503,11 +493,11 @@ struct Arena {
     stop: AtomicBool,
     write_counts: Vec<Padded<AtomicU64>>,
     read_counts: Vec<Padded<AtomicU64>>,
-    /// Each writer thread's kernel id (`gettid()`), stored before it
-    /// arrives at the start gate, for [`ServedWindow`]; 0 until then.
-    write_tids: Vec<AtomicI32>,
+    /// Each writer thread's loop time minus its runqueue wait, in ns (set at
+    /// its end; 0 without schedstat).
+    write_served_ns: Vec<Padded<AtomicU64>>,
     /// The same for readers.
-    read_tids: Vec<AtomicI32>,
+    read_served_ns: Vec<Padded<AtomicU64>>,
     write_fail: AtomicU64,
     read_fail: AtomicU64,
     faults: faults::Counters,
@@ -534,8 +524,8 @@ impl Arena {
             stop: AtomicBool::new(false),
             write_counts: (0..config.writers).map(|_| Padded::default()).collect(),
             read_counts: (0..config.readers).map(|_| Padded::default()).collect(),
-            write_tids: (0..config.writers).map(|_| AtomicI32::new(0)).collect(),
-            read_tids: (0..config.readers).map(|_| AtomicI32::new(0)).collect(),
+            write_served_ns: (0..config.writers).map(|_| Padded::default()).collect(),
+            read_served_ns: (0..config.readers).map(|_| Padded::default()).collect(),
             write_fail: AtomicU64::new(0),
             read_fail: AtomicU64::new(0),
             faults: faults::Counters::default(),
@@ -572,10 +562,19 @@ impl Arena {
             let _inside = self.enter_write();
             spin_for(hold);
         };
-        while !self.stop.load(Relaxed) {
-            self.lock.write_section(&mut section);
-            self.write_counts[me].fetch_add(1, Relaxed);
+        let began = ServedClock::start();
+        if !self.stop.load(Relaxed) {
+            loop {
+                self.lock.write_section(&mut section);
+                // See `ServedRate`: not counted once the run is over.
+                if self.stop.load(Relaxed) {
+                    break;
+                }
+                self.write_counts[me].fetch_add(1, Relaxed);
+            }
         }
+        // Relaxed: read after this thread is joined (the join orders it).
+        self.write_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
     fn reader(&self, me: usize) {
@@ -584,10 +583,19 @@ impl Arena {
             let _inside = self.enter_read();
             spin_for(hold);
         };
-        while !self.stop.load(Relaxed) {
-            self.lock.read_section(&mut section);
-            self.read_counts[me].fetch_add(1, Relaxed);
+        let began = ServedClock::start();
+        if !self.stop.load(Relaxed) {
+            loop {
+                self.lock.read_section(&mut section);
+                // As for the writers.
+                if self.stop.load(Relaxed) {
+                    break;
+                }
+                self.read_counts[me].fetch_add(1, Relaxed);
+            }
         }
+        // Relaxed: as for the writers.
+        self.read_served_ns[me].store(began.served_ns(), Relaxed);
     }
 
     fn snapshot(&self) -> (Counts, u64, Counts, u64) {
@@ -628,30 +636,12 @@ pub fn torture(
     let arena = Arc::new(Arena::new(imp.build(&()), config));
     let start = Arc::new(StartGate::new(config.writers + config.readers + 1));
     let mut threads: Vec<(String, JoinHandle<()>)> = Vec::new();
-    // `tid`: the writer's (true) or reader's slot for the thread's id, for
-    // `ServedWindow`.
-    let mut spawn = |label: String,
-                     body: Box<dyn FnOnce(&Arena) + Send>,
-                     wait: bool,
-                     tid: Option<(bool, usize)>| {
+    let mut spawn = |label: String, body: Box<dyn FnOnce(&Arena) + Send>, wait: bool| {
         let (arena, start) = (Arc::clone(&arena), Arc::clone(&start));
         let handle = std::thread::Builder::new()
             .name(format!("locktorture {}", imp.name))
             .spawn(move || {
                 let _cancel = start.cancel_on_panic();
-                if let Some((writer, i)) = tid {
-                    let slots = if writer {
-                        &arena.write_tids
-                    } else {
-                        &arena.read_tids
-                    };
-                    // SAFETY: gettid() takes nothing and cannot fail.
-                    let me = unsafe { libc::gettid() };
-                    // Relaxed: the gate's arrival (AcqRel) and opening
-                    // (Release, read Acquire) order it before the timing
-                    // thread's reads (`wait_of`).
-                    slots[i].store(me, Relaxed);
-                }
                 // A thread that finds the run called off leaves untouched.
                 if !wait || start.wait() {
                     body(&arena)
@@ -666,20 +656,10 @@ pub fn torture(
     };
     let mut spawn_all = || -> Result<(), ThreadRefused> {
         for w in 0..config.writers {
-            spawn(
-                format!("writer {w}"),
-                Box::new(move |a| a.writer(w)),
-                true,
-                Some((true, w)),
-            )?;
+            spawn(format!("writer {w}"), Box::new(move |a| a.writer(w)), true)?;
         }
         for r in 0..config.readers {
-            spawn(
-                format!("reader {r}"),
-                Box::new(move |a| a.reader(r)),
-                true,
-                Some((false, r)),
-            )?;
+            spawn(format!("reader {r}"), Box::new(move |a| a.reader(r)), true)?;
         }
         // Cancelled with no refusal of ours: a thread panicked before the
         // start (its message is above); the others return.
@@ -689,7 +669,7 @@ pub fn torture(
             imp.name
         );
         if config.faults {
-            spawn("fault driver".into(), Box::new(faults::drive), false, None)?;
+            spawn("fault driver".into(), Box::new(faults::drive), false)?;
         }
         Ok(())
     };
@@ -702,7 +682,6 @@ pub fn torture(
         return Err(refused.into());
     }
     let base = progress.position();
-    let served_window = ServedWindow::open(&arena);
     let began = Instant::now();
     let (writes_before, reads_before) = (loads(&arena.write_counts), loads(&arena.read_counts));
     let tick = Duration::from_millis(100);
@@ -751,15 +730,9 @@ pub fn torture(
         }
     }
     let elapsed = began.elapsed();
-    let (writes_after, reads_after) = (loads(&arena.write_counts), loads(&arena.read_counts));
-    let (writers_served_ns, readers_served_ns) = served_window.close(&arena);
+    let writes = Counts::between(&writes_before, &loads(&arena.write_counts));
+    let reads = Counts::between(&reads_before, &loads(&arena.read_counts));
     arena.stop.store(true, Relaxed);
-    let writes = Counts::between(&writes_before, &writes_after);
-    let reads = Counts::between(&reads_before, &reads_after);
-    let writes_served_per_ms =
-        ServedRate::of(&deltas(&writes_before, &writes_after), &writers_served_ns);
-    let reads_served_per_ms =
-        ServedRate::of(&deltas(&reads_before, &reads_after), &readers_served_ns);
     // Writers and readers may be queued behind a stalled fault section: give
     // them the stall limit to finish.
     let unfinished = fault::wind_down(threads, config.stall_limit, |why| arena.fail(why));
@@ -773,6 +746,15 @@ pub fn torture(
     }
     progress.set_position(base + config.duration.as_millis() as u64);
     let (_, write_fail, _, read_fail) = arena.snapshot();
+    // Over each thread's own loop (see `ServedClock`), joined by now.
+    let writes_served_per_ms = ServedRate::of(
+        &loads(&arena.write_counts),
+        &served_ns(&arena.write_served_ns),
+    );
+    let reads_served_per_ms = ServedRate::of(
+        &loads(&arena.read_counts),
+        &served_ns(&arena.read_served_ns),
+    );
     let mut fault_counts = config.faults.then(|| arena.faults.snapshot());
     if let Some(counts) = &mut fault_counts {
         counts.poison_recoveries = arena.lock.poison_recoveries();
@@ -1203,9 +1185,9 @@ mod tests {
         assert!(outcome.reads.total > 0, "{outcome:?}");
         assert_eq!(outcome.exclusion_unchecked_side(), Some("write"));
         assert!(outcome.failure.is_none(), "{outcome:?}");
-        // The rate off the runqueue covers the same window: no write in it,
-        // a rate of 0 (the write made after the window counted there until
-        // 2026-12-07).
+        // The rate off the runqueue counts no write either: the one that
+        // completes after the stop is past the run (it counted there until
+        // 2026-12-07, a rate for a writer kept out of the whole window).
         if crate::delay::thread_runqueue_wait().is_some() {
             let rate = outcome
                 .writes_served_per_ms
