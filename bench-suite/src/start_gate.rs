@@ -72,6 +72,9 @@ pub struct StartGate {
     arrived: AtomicUsize,
     /// `WAITING`, then `OPEN` or `CANCELLED` for good.
     state: AtomicU32,
+    /// How many parties have left the opened gate (see
+    /// [`StartGate::until_every_party_left`]).
+    departed: AtomicUsize,
 }
 
 impl StartGate {
@@ -81,6 +84,7 @@ impl StartGate {
         Self {
             parties,
             arrived: AtomicUsize::new(0),
+            departed: AtomicUsize::new(0),
             state: AtomicU32::new(WAITING),
         }
     }
@@ -114,7 +118,13 @@ impl StartGate {
             match self.state.load(Acquire) {
                 // The futex returns once the word changed (or spuriously).
                 WAITING => futex_word::wait(&self.state, WAITING, None),
-                state => return state == OPEN,
+                OPEN => {
+                    // Relaxed: a count the waiters of
+                    // `until_every_party_left` poll; it publishes nothing.
+                    self.departed.fetch_add(1, Relaxed);
+                    return true;
+                }
+                _ => return false,
             }
         }
     }
@@ -144,6 +154,20 @@ impl StartGate {
         }
         before_opening();
         self.wait()
+    }
+
+    /// After this party's [`wait`](Self::wait) returned `true`: yields the
+    /// CPU until every party has left the gate, i.e. each has been given a
+    /// CPU since it opened. A party that times work done beside the others
+    /// (rcuscale's writers, beside its readers) starts its clock after
+    /// this: with more threads than CPUs, a woken party may get a CPU only
+    /// after a timeslice or more, and a short run could be over before
+    /// then, measured with none of the others running.
+    pub fn until_every_party_left(&self) {
+        // Relaxed: see `wait`.
+        while self.departed.load(Relaxed) < self.parties {
+            std::thread::yield_now();
+        }
     }
 
     /// A guard for a party's thread to hold from its first line: if the

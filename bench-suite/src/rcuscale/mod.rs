@@ -343,7 +343,15 @@ pub struct Outcome {
     pub per_gp_us: f64,
     /// Latency of individual waits, microseconds.
     pub latency_us: Latency,
-    /// Read-side sections completed meanwhile.
+    /// Read-side sections completed meanwhile: from the start gate until the
+    /// last writer's last return (the end of `duration_s`'s span). The
+    /// writers start their clocks once every reader has left the gate, a
+    /// scheduling round or so after it opened (a few ms with more threads
+    /// than CPUs, while the readers read), so the count's window begins
+    /// before `duration_s`'s: negligible in a run of a second, most of the
+    /// count in a `--waits` run of a millisecond. (Until 2026-12-07 the
+    /// readers also went on past the span, until this run's thread woke to
+    /// stop them.)
     pub reads: u64,
     /// Seconds the run took (all rounds together).
     pub duration_s: f64,
@@ -561,6 +569,25 @@ impl WindowReading {
     }
 }
 
+/// Counts the writers still working; the last one done sets `stop`, which
+/// ends the readers' sections at the end of the writers' span.
+struct LastOut(AtomicUsize);
+
+impl LastOut {
+    fn new(writers: usize) -> LastOut {
+        LastOut(AtomicUsize::new(writers))
+    }
+
+    /// This writer is done: sets `stop` if it was the last.
+    fn done(&self, stop: &AtomicBool) {
+        // Relaxed, both: `stop` publishes nothing (the readers' counts come
+        // back through their joins).
+        if self.0.fetch_sub(1, Relaxed) == 1 {
+            stop.store(true, Relaxed);
+        }
+    }
+}
+
 impl Run {
     /// `None` for a run without waits (see [`NoWaits`]).
     fn per_gp_us(&self) -> Option<f64> {
@@ -635,6 +662,8 @@ fn run_once(
     // Without --waits: when the writers stop, set by the first one out of
     // the gate (see the writer's loop).
     let deadline = OnceLock::new();
+    // The last writer done stops the readers.
+    let writers_left = LastOut::new(config.writers);
     let base = progress.position();
     // A thread the OS refused, in words.
     let thread = |role: &'static str, i: usize, of: usize| {
@@ -713,7 +742,7 @@ fn run_once(
         }
         let mut writers = Vec::with_capacity(config.writers);
         for w in 0..config.writers {
-            let (start, stop, deadline) = (&start, &stop, &deadline);
+            let (start, stop, deadline, writers_left) = (&start, &stop, &deadline, &writers_left);
             let body = move || {
                 // Dropped last, as the reader's.
                 let _arrival = end_gate.arrival_on_drop();
@@ -730,6 +759,13 @@ fn run_once(
                 if !start.wait() {
                     return (waits, first, first, None, None); // Called off.
                 }
+                // Every reader is reading before the clock starts: a short
+                // run (`--waits`) could otherwise end before a woken reader
+                // got a CPU, its waits measured with no reader running (as
+                // it did until 2026-12-07: 0.3-0.6 us per wait against
+                // 12-8000 with the readers in, whichever contender the
+                // scheduler favoured).
+                start.until_every_party_left();
                 let cpu_before = cpu_time::this_thread();
                 let first = Instant::now();
                 let end = Until {
@@ -742,6 +778,10 @@ fn run_once(
                 };
                 let last = wait_until(primitive, w, first, &end, &mut waits);
                 let waiting = cpu_before.zip(cpu_time::this_thread()).map(|(a, b)| b - a);
+                // The last writer done stops the readers: their sections
+                // count up to the end of the writers' span (`Outcome::reads`),
+                // not on until this run's thread wakes to stop them.
+                writers_left.done(stop);
                 let fqs = fqs_before.zip(primitive.fqs_counts());
                 (waits, first, last, fqs, waiting)
             };
@@ -777,12 +817,13 @@ fn run_once(
         );
         let began = Instant::now();
         if config.waits_per_writer.is_none() {
+            // For the bar only: the writers end at their deadline, and the
+            // last one stops the readers.
             while began.elapsed() < config.duration {
                 let left = config.duration.saturating_sub(began.elapsed());
                 std::thread::sleep(left.min(Duration::from_millis(100)));
                 progress.set_position(base + began.elapsed().as_millis() as u64);
             }
-            stop.store(true, Relaxed);
         }
         // The window ends once every writer and reader is done and held at
         // the end gate, alive: with --waits the readers run until the
@@ -1202,6 +1243,68 @@ mod tests {
         };
         let out = measure(&SLOW, config, &mut progress).unwrap();
         assert_eq!(FEWEST_AT_A_WAIT.load(Relaxed), 2, "{out:?}");
+    }
+
+    // Only `readers_are_reading_before_the_writers_clock_starts` uses
+    // these. Relaxed: counts read back by the writers and the test; the
+    // race they check is one of scheduling, not of memory order.
+    static READERS_READING: AtomicUsize = AtomicUsize::new(0);
+    static FEWEST_READING_AT_A_WAIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    /// Readers that count themselves in once past the gate, and instant
+    /// waits that note how many were in at each.
+    struct CountedReaders;
+
+    impl GracePeriod for CountedReaders {
+        fn update_and_wait(&self, _writer: usize) {
+            FEWEST_READING_AT_A_WAIT.fetch_min(READERS_READING.load(Relaxed), Relaxed);
+        }
+        fn read_until(&self, ready: &StartGate, stop: &AtomicBool) -> u64 {
+            if !ready.wait() {
+                return 0;
+            }
+            READERS_READING.fetch_add(1, Relaxed);
+            while !stop.load(Relaxed) {
+                std::hint::spin_loop();
+            }
+            1
+        }
+        fn idle_until(&self, ready: &IdleGate, stop: &AtomicBool) {
+            idle_wait(ready, stop)
+        }
+    }
+
+    /// With `--waits`, the writers' waits all happen with every reader past
+    /// the gate: 100 instant waits used to be over before a woken reader
+    /// got a CPU (4 readers on 2 CPUs here), measured with none reading.
+    #[test]
+    fn readers_are_reading_before_the_writers_clock_starts() {
+        const COUNTED: Implementation<dyn GracePeriod, Options> = Implementation {
+            name: "counted-readers",
+            summary: "",
+            origin: crate::registry::Origin::Workspace,
+            make: |_| Ok(Box::new(CountedReaders)),
+        };
+        let mut progress = Progress::new(1, "test");
+        let config = Config {
+            readers: 4,
+            waits_per_writer: Some(100),
+            ..config(1, Duration::from_secs(1))
+        };
+        let out = measure(&COUNTED, config, &mut progress).unwrap();
+        assert_eq!(out.gps, 100, "{out:?}");
+        assert_eq!(FEWEST_READING_AT_A_WAIT.load(Relaxed), 4, "{out:?}");
+    }
+
+    /// The last writer done, and only it, stops the readers.
+    #[test]
+    fn the_last_writer_done_stops_the_readers() {
+        let (left, stop) = (LastOut::new(3), AtomicBool::new(false));
+        left.done(&stop);
+        left.done(&stop);
+        assert!(!stop.load(Relaxed), "stopped with a writer still working");
+        left.done(&stop);
+        assert!(stop.load(Relaxed));
     }
 
     /// A test double's reader: one "section" in all, then yields until the
