@@ -193,7 +193,7 @@ impl Counts {
 /// Acquisitions per millisecond that a thread was not waiting for a CPU, over
 /// the threads of one side: the highest and the lowest rate, each over the
 /// thread's own loop, from the start gate until it saw the stop
-/// ([`ServedClock`]). An acquisition that completes after the stop is not
+/// (`ServedClock`). An acquisition that completes after the stop is not
 /// counted: a thread kept out for the whole timed window and let in once
 /// the others stopped (spin's writers among 16 readers) would otherwise
 /// show a rate, and a starvation verdict, for it (it did until 2026-12-07;
