@@ -132,35 +132,26 @@ pub enum Direction {
     Neutral,
 }
 
-/// Counts of failures (exclusion violations, errors, stalls): one rising
-/// from 0 is a regression at any size.
-const FAILURE_COUNTS: &[&str] = &[
-    "errors",
-    "failed",
-    "fail",
-    "write_fail",
-    "read_fail",
-    "stalls",
-];
-
-/// The figure at `path` (dot-separated) named as the count it may be a rate
-/// of: `global.stalls_per_s` is `stalls`.
-fn count_name(path: &str) -> &str {
-    let last = path.rsplit('.').next().unwrap_or(path);
-    last.strip_suffix("_per_s").unwrap_or(last)
-}
-
 /// The direction of the figure at `path` (dot-separated).
 pub fn direction(path: &str) -> Direction {
     let last = path.rsplit('.').next().unwrap_or(path);
     // A count made a rate keeps its count's direction.
-    let count = count_name(path);
+    let count = last.strip_suffix("_per_s").unwrap_or(last);
     // Injected faults (torture `--faults`) are settings that happened, not
     // results: more injected stalls is not a regression.
     if path.starts_with("faults.") {
         return Direction::Neutral;
     }
-    let lower = [FAILURE_COUNTS, &["unreclaimed_max", "rss_max_kib"]].concat();
+    let lower = [
+        "errors",
+        "failed",
+        "fail",
+        "write_fail",
+        "read_fail",
+        "stalls",
+        "unreclaimed_max",
+        "rss_max_kib",
+    ];
     let higher = [
         "total",
         "min",
@@ -187,12 +178,16 @@ pub fn direction(path: &str) -> Direction {
 }
 
 /// Whether a change of `pct` percent goes past `threshold_pct`, judged on
-/// the change as the report prints it (to 0.1%): 1 -> 1.1 is a change of
+/// the change as `write_text` prints it (`{:+.1}`): 1 -> 1.1 is a change of
 /// 10.000000000000009% in floating point, printed "+10.0%", and is no more
-/// past a 10% threshold than 100 -> 110 is. (Until 2026-12-07 the raw value
-/// was compared, so of two changes printed alike one was flagged.)
+/// past a 10% threshold than 100 -> 110 is. The printed text itself is
+/// judged: rounding the value instead takes 2000 -> 2601, 30.049999999999997%
+/// and printed "+30.0%", to 30.1. (Until 2026-12-07 the raw value was
+/// compared, so of two changes printed alike one was flagged.)
 fn past(pct: f64, threshold_pct: f64) -> bool {
-    (pct * 10.0).round() / 10.0 > threshold_pct
+    format!("{pct:.1}")
+        .parse::<f64>()
+        .is_ok_and(|printed| printed > threshold_pct)
 }
 
 /// One figure present in both runs.
@@ -504,13 +499,15 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
                 (Direction::HigherIsBetter, Some(p)) => -p,
                 _ => 0.0,
             };
-            // A count of failures rising from zero is a regression at any
-            // size. Not a time (a CPU time per wait of 0 that becomes
-            // 0.0004 us is no regression) nor memory held back.
+            // A figure rising from zero (no percentage to judge) is a
+            // regression at any size it prints at: an error count, objects
+            // held back, a CPU time of 500 us. Not one that still prints
+            // as 0 (rcuscale's others' CPU time per wait of 0.0004 us, which
+            // was flagged "0 -> 0.000" until 2026-12-07).
             let from_zero = o == 0.0
                 && n > 0.0
+                && fmt(n).parse::<f64>().is_ok_and(|printed| printed > 0.0)
                 && dir == Direction::LowerIsBetter
-                && FAILURE_COUNTS.contains(&count_name(figure))
                 && judged_pct.is_none();
             changes.push(Change {
                 measurement: measurement.clone(),
@@ -998,29 +995,47 @@ mod tests {
         assert_eq!(flagged(1.0, 1.1006), (1, 0));
         assert_eq!(flagged(1.1006, 1.0), (0, 0), "-9.1%");
         assert_eq!(flagged(1.0, 0.899), (0, 1), "-10.1%");
+        // 2000 -> 2601 is 30.049999999999997%, printed "+30.0%": not past
+        // 30, though rounding the value gives 30.1.
+        let c = compare(&refscale(2000.0), &refscale(2601.0), 30.0);
+        assert_eq!(
+            (c.regressions(), c.improvements()),
+            (0, 0),
+            "{:?}",
+            c.changes
+        );
     }
 
-    /// Only a count of failures rising from 0 is a regression at any size: a
-    /// time does not become one by having been 0 (rcuscale's CPU time of the
-    /// other threads per wait rounds to 0 where they did nothing).
+    /// A figure rising from 0 is a regression at any size it prints at (an
+    /// error, objects held back, CPU time), not one that still prints as 0:
+    /// rcuscale's others' CPU time per wait rounds to 0 where they did
+    /// nothing, and 0.0004 us was flagged "0 -> 0.000" until 2026-12-07.
     #[test]
-    fn only_failure_counts_rising_from_zero_are_regressions_at_any_size() {
-        let run = |others_us: f64, errors: u64| {
+    fn a_figure_rising_from_zero_is_a_regression_where_it_prints_above_zero() {
+        let run = |others_us: f64, errors: u64, unreclaimed_max: u64| {
             json!({"rcuscale": [{"impl": "rcu-lite", "writers": 1, "readers": 0, "duration_s": 1.0,
                                  "gps": 100, "cpu": {"others_us": others_us}}],
                    "torture": [{"impl": "hazptr", "readers": 4, "writers": 2, "reads": 100,
-                                "errors": errors}]})
+                                "errors": errors, "unreclaimed_max": unreclaimed_max}]})
         };
-        let c = compare(&run(0.0, 0), &run(0.0004, 0), 10.0);
-        assert_eq!(c.regressions(), 0, "{:?}", c.changes);
-        let c = compare(&run(0.0, 0), &run(0.0, 1), 10.0);
-        let regressed: Vec<_> = c
-            .changes
-            .iter()
-            .filter(|ch| ch.regression)
-            .map(|ch| ch.figure.as_str())
-            .collect();
-        assert_eq!(regressed, ["errors"], "{:?}", c.changes);
+        let regressed = |old: Value, new: Value| -> Vec<String> {
+            compare(&old, &new, 10.0)
+                .changes
+                .iter()
+                .filter(|ch| ch.regression)
+                .map(|ch| ch.figure.clone())
+                .collect()
+        };
+        assert!(regressed(run(0.0, 0, 0), run(0.0004, 0, 0)).is_empty());
+        assert_eq!(regressed(run(0.0, 0, 0), run(0.0, 1, 0)), ["errors"]);
+        assert_eq!(
+            regressed(run(0.0, 0, 0), run(500.0, 0, 0)),
+            ["cpu.others_us"]
+        );
+        assert_eq!(
+            regressed(run(0.0, 0, 0), run(0.0, 0, 1)),
+            ["unreclaimed_max"]
+        );
     }
 
     /// The membarrier sweep's ratio (per-CPU calls over global calls) is

@@ -13,12 +13,17 @@ pub fn median(samples: &[f64]) -> f64 {
 pub const TIE_MARGIN: f64 = 1.10;
 
 /// Whether `margin` is under [`TIE_MARGIN`] as the report and `advise`
-/// print it, to two decimals: "1.09x" always ties and "1.10x" never does.
-/// (Until 2026-12-07 the raw value was compared, so 3.3 ns against 3.0,
+/// print it (`{:.2}`): "1.09x" always ties and "1.10x" never does. The
+/// printed text itself is judged: rounding the value (`(m * 100).round()`)
+/// takes 219/200, 1.09499999999999997 and printed "1.09", to 1.10. (Until
+/// 2026-12-07 the raw value was compared, so 3.3 ns against 3.0,
 /// 1.0999999999999999 in floating point, tied while printed "1.10x", and
-/// so did 1.0996.) `false` for NaN, which callers handle as they mean it.
+/// so did 1.0996.) `false` for NaN and infinities, which callers handle as
+/// they mean them.
 pub fn under_tie_margin(margin: f64) -> bool {
-    (margin * 100.0).round() / 100.0 < TIE_MARGIN
+    format!("{margin:.2}")
+        .parse::<f64>()
+        .is_ok_and(|printed| printed < TIE_MARGIN)
 }
 
 /// The median of the ratios `a[i] / b[i]` of runs taken in turns (run `i`
@@ -204,6 +209,10 @@ mod tests {
         assert!(!under_tie_margin(1.0996));
         assert!(!under_tie_margin(f64::INFINITY));
         assert!(!under_tie_margin(f64::NAN));
+        // 219/200 is 1.09499999999999997 and prints "1.09": a tie, though
+        // `(m * 100).round()` makes it 1.10.
+        assert_eq!(format!("{:.2}", 219.0 / 200.0), "1.09");
+        assert!(under_tie_margin(219.0 / 200.0));
     }
 
     #[test]
