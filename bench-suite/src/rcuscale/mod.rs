@@ -897,9 +897,11 @@ struct Until<'a> {
 /// per-GP time twice, and per-GP time and mean latency stay close. The
 /// checks follow the wait, so every writer completes one even if the run is
 /// over before it starts. Each writer stops at the deadline by its own
-/// clock: the run's thread, which sets `stop` once it has slept for the
-/// duration, may wait long for a CPU among hundreds of threads (500 writers
-/// and 500 readers on 2 CPUs: 0.8 s late for a 0.05 s run).
+/// clock, and the last one done sets `stop` for the readers ([`LastOut`]).
+/// Until 2026-12-07 the run's thread set `stop` once it had slept for the
+/// duration, and could wait long for a CPU among hundreds of threads (500
+/// writers and 500 readers on 2 CPUs: 0.8 s late for a 0.05 s run); `stop`
+/// still ends a writer in a run cut short (a panic, a refused thread).
 fn wait_until(
     primitive: &dyn GracePeriod,
     writer: usize,
@@ -1277,6 +1279,10 @@ mod tests {
     /// With `--waits`, the writers' waits all happen with every reader past
     /// the gate: 100 instant waits used to be over before a woken reader
     /// got a CPU (4 readers on 2 CPUs here), measured with none reading.
+    /// (The gate counts a reader as gone inside its `wait`, a few
+    /// instructions before the double's count: a reader preempted right
+    /// between the two would fail this test, a window of nanoseconds
+    /// against a timer tick's milliseconds.)
     #[test]
     fn readers_are_reading_before_the_writers_clock_starts() {
         const COUNTED: Implementation<dyn GracePeriod, Options> = Implementation {
@@ -1339,8 +1345,8 @@ mod tests {
     }
 
     /// A writer stops at its deadline with nobody setting `stop`, and starts
-    /// no wait after it: the run's thread, which sets `stop`, may get a CPU
-    /// long after the deadline. (Removing the deadline check makes the
+    /// no wait after it: nothing else ends a run without `--waits` (the
+    /// last writer done sets `stop`). (Removing the deadline check makes the
     /// writer wait for ever: the test's own deadline then fails it.)
     #[test]
     fn a_writer_stops_at_its_deadline_by_its_own_clock() {
@@ -1826,9 +1832,10 @@ mod tests {
     }
 
     /// A run without `--waits` lasts its duration: the gate opens only once
-    /// every reader has arrived, and `stop` comes at least `duration` after
-    /// it opens, so each reader spans at least that (a bound the run's
-    /// sleep guarantees, however slow the machine).
+    /// every reader has arrived, and `stop` comes from the last writer done,
+    /// past the deadline of `duration` after the first writer's start, which
+    /// follows the gate's opening, so each reader spans at least that
+    /// however slow the machine.
     #[test]
     fn a_run_without_waits_lasts_its_duration() {
         let duration = Duration::from_millis(50);
