@@ -131,7 +131,10 @@ pub(crate) fn registered_block(shared: &Shared) -> Option<NonNull<SlotBlock>> {
     NonNull::new(cached).or_else(|| {
         REGISTRATIONS
             .try_with(|regs| {
-                let list = regs.list.borrow();
+                // Borrowed mutably: this is a signal handler that
+                // interrupted a registration; `None` only costs `reclaim`
+                // a round.
+                let list = regs.list.try_borrow().ok()?;
                 list.iter()
                     .find(|r| r.shared.id == shared.id)
                     .map(|r| r.block)
@@ -233,9 +236,16 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
     }
     let block = REGISTRATIONS
         .try_with(|regs| {
-            let mut list = regs.list.borrow_mut();
+            // Borrowed already: a signal handler that interrupted this
+            // thread inside a look at the list (`registered_block`,
+            // `thread_holds`, a registration). It goes without a block, as a
+            // thread at exit does (a backup slot, the shared retired list),
+            // rather than panicking inside the handler.
+            let Ok(mut list) = regs.list.try_borrow_mut() else {
+                return None;
+            };
             if let Some(r) = list.iter().find(|r| r.shared.id == shared.id) {
-                return r.block;
+                return Some(r.block);
             }
             // Give back blocks of dropped domains first, so that a thread
             // using many short-lived domains does not pile them up. Not
@@ -263,9 +273,9 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
             });
             #[cfg(not(loom))]
             arm_exit_key();
-            block
+            Some(block)
         })
-        .ok()?;
+        .ok()??;
     let _ = FAST.try_with(|fast| {
         if shared.id == GLOBAL_ID {
             fast.global.set(block.as_ptr());
@@ -488,5 +498,32 @@ mod tests {
             first.block().map(NonNull::as_ptr),
             Some(listed_block(&first))
         );
+    }
+    /// A registration that finds the list borrowed (a signal handler that
+    /// interrupted a look at it, here played by the test holding it) goes
+    /// without a block, as a thread at exit does, and a guard then takes a
+    /// backup slot: until 2026-12-07 `borrow_mut` panicked, inside the
+    /// handler. And `registered_block` gives `None` for a domain the thread
+    /// never registered in, without registering it.
+    #[test]
+    #[cfg_attr(
+        feature = "force-slow-path",
+        ignore = "tests the threads' slot blocks, which the force-slow-path feature leaves unused"
+    )]
+    fn a_registration_that_finds_the_list_borrowed_goes_without_a_block() {
+        let domain = Domain::new();
+        assert_eq!(registered_block(&domain.shared), None);
+        REGISTRATIONS.with(|regs| {
+            let _held = regs.list.borrow();
+            assert_eq!(domain.block(), None);
+            assert!(domain.guard().is_backup());
+        });
+        assert_eq!(
+            registered_block(&domain.shared),
+            None,
+            "registered by the look"
+        );
+        let block = domain.block().expect("registered once the list is free");
+        assert_eq!(registered_block(&domain.shared), Some(block));
     }
 }

@@ -270,7 +270,9 @@ impl Domain {
     /// retire the next one is freed whole, one pass per link, as folly's
     /// `hazptr_cleanup()` frees it). It returns once a pass's deleters
     /// retire nothing; deleters that retire a new object every time keep it
-    /// going.
+    /// going, and so do other threads that keep handing over objects whose
+    /// deleters retire (each pass takes what they handed over too, and runs
+    /// those deleters here).
     ///
     /// Taking another thread's batch costs one heavy fence (a `membarrier()`
     /// that interrupts the CPUs running the process), and a retire racing it
@@ -561,22 +563,21 @@ std::thread_local! {
     static RETIRES_WITHOUT_A_BATCH: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+#[cfg(loom)]
+loom::thread_local! {
+    static RETIRES_WITHOUT_A_BATCH: std::cell::Cell<u64> = std::cell::Cell::new(0);
+}
+
 fn count_a_retire_without_a_batch() {
     // `try_with`: at thread exit the count may be gone; no `reclaim` of
     // this thread can be waiting on it then.
-    #[cfg(not(loom))]
     let _ = RETIRES_WITHOUT_A_BATCH.try_with(|count| count.set(count.get().wrapping_add(1)));
 }
 
 fn retires_without_a_batch() -> u64 {
-    #[cfg(not(loom))]
-    {
-        RETIRES_WITHOUT_A_BATCH
-            .try_with(std::cell::Cell::get)
-            .unwrap_or(0)
-    }
-    #[cfg(loom)]
-    0
+    RETIRES_WITHOUT_A_BATCH
+        .try_with(std::cell::Cell::get)
+        .unwrap_or(0)
 }
 
 /// Whether this thread holds a retired-list mutex (see `RETIRED_LISTS_HELD`).

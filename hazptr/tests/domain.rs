@@ -2497,7 +2497,7 @@ fn deleters_that_retire_into_their_domain_do_not_nest_passes() {
                     assert_eq!(
                         drops.load(SeqCst),
                         SEGMENTS,
-                        "one reclaim() freed every segment"
+                        "one reclaim() left segments unfreed"
                     );
                     assert_eq!(domain.retired_len(), 0);
                     drop(domain);
