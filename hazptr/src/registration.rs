@@ -499,6 +499,7 @@ mod tests {
             Some(listed_block(&first))
         );
     }
+
     /// A registration that finds the list borrowed (a signal handler that
     /// interrupted a look at it, here played by the test holding it) goes
     /// without a block, as a thread at exit does, and a guard then takes a

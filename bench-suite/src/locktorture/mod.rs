@@ -562,19 +562,9 @@ impl Arena {
             let _inside = self.enter_write();
             spin_for(hold);
         };
-        let began = ServedClock::start();
-        if !self.stop.load(Relaxed) {
-            loop {
-                self.lock.write_section(&mut section);
-                // See `ServedRate`: not counted once the run is over.
-                if self.stop.load(Relaxed) {
-                    break;
-                }
-                self.write_counts[me].fetch_add(1, Relaxed);
-            }
-        }
-        // Relaxed: read after this thread is joined (the join orders it).
-        self.write_served_ns[me].store(began.served_ns(), Relaxed);
+        self.until_stop(&self.write_counts[me], &self.write_served_ns[me], || {
+            self.lock.write_section(&mut section)
+        });
     }
 
     fn reader(&self, me: usize) {
@@ -583,19 +573,31 @@ impl Arena {
             let _inside = self.enter_read();
             spin_for(hold);
         };
+        self.until_stop(&self.read_counts[me], &self.read_served_ns[me], || {
+            self.lock.read_section(&mut section)
+        });
+    }
+
+    /// A torture thread's loop: `acquire` until the run stops, each one
+    /// counted in `count` but one that completes after the stop (see
+    /// [`ServedRate`]); then the loop's time off the runqueue goes to
+    /// `served_ns`.
+    fn until_stop(&self, count: &AtomicU64, served_ns: &AtomicU64, mut acquire: impl FnMut()) {
         let began = ServedClock::start();
+        // Relaxed, every load of `stop`: a request that publishes nothing;
+        // the counts are read by the timing thread as they come (Relaxed
+        // too: statistics) and in full after the join.
         if !self.stop.load(Relaxed) {
             loop {
-                self.lock.read_section(&mut section);
-                // As for the writers.
+                acquire();
                 if self.stop.load(Relaxed) {
                     break;
                 }
-                self.read_counts[me].fetch_add(1, Relaxed);
+                count.fetch_add(1, Relaxed);
             }
         }
-        // Relaxed: as for the writers.
-        self.read_served_ns[me].store(began.served_ns(), Relaxed);
+        // Relaxed: read after this thread is joined (the join orders it).
+        served_ns.store(began.served_ns(), Relaxed);
     }
 
     fn snapshot(&self) -> (Counts, u64, Counts, u64) {
