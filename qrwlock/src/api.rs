@@ -176,7 +176,24 @@ pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawQRwLock, T>;
 /// So on a nested guard it can deadlock as a nested `read` does: the outer
 /// hold keeps a queued writer waiting, and the re-lock waits behind that
 /// writer. Drop the nested guard and call `read_recursive` again instead.
-pub trait ReadRecursive<T: ?Sized> {
+///
+/// The trait is sealed: only this crate's [`RwLock`] implements it, so that
+/// the `arc_lock` feature can add its two methods without breaking another
+/// crate's implementation when some crate in the build turns the feature
+/// on (a feature must only add). Until 2026-12-07 it was open.
+///
+/// ```compile_fail,E0277
+/// struct Mine;
+/// impl qrwlock::ReadRecursive<u8> for Mine {
+///     fn read_recursive(&self) -> qrwlock::RwLockReadGuard<'_, u8> {
+///         unimplemented!()
+///     }
+///     fn try_read_recursive(&self) -> Option<qrwlock::RwLockReadGuard<'_, u8>> {
+///         unimplemented!()
+///     }
+/// }
+/// ```
+pub trait ReadRecursive<T: ?Sized>: sealed::Sealed {
     /// A shared hold that waits only while a writer holds the lock
     /// ([`RawQRwLock::read_lock_recursive`]).
     ///
@@ -212,6 +229,13 @@ pub trait ReadRecursive<T: ?Sized> {
     /// As [`ReadRecursive::read_recursive`].
     #[cfg(feature = "arc_lock")]
     fn try_read_recursive_arc(self: &Arc<Self>) -> Option<ArcRwLockReadGuard<T>>;
+}
+
+/// Keeps [`ReadRecursive`] to this crate's lock.
+mod sealed {
+    pub trait Sealed {}
+
+    impl<T: ?Sized> Sealed for super::RwLock<T> {}
 }
 
 impl<T: ?Sized> ReadRecursive<T> for RwLock<T> {
