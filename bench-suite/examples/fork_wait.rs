@@ -127,7 +127,7 @@ fn main() {
                 threads.push(std::thread::spawn(move || {
                     let mut guard = hazptr::Guard::new();
                     while !STOP.load(Relaxed) {
-                        guard.protect_ptr(object);
+                        std::hint::black_box(guard.protect_ptr(object));
                         guard.reset();
                     }
                 }));

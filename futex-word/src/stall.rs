@@ -98,6 +98,7 @@ impl Watch {
 
     /// How long the wait has lasted, if a warning is due now; the next one
     /// is then due three timeouts later.
+    #[must_use = "a due warning not printed is lost: the next one is three timeouts later"]
     pub fn due(&mut self) -> Option<Duration> {
         #[cfg(loom)]
         return None;

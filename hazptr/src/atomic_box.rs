@@ -339,6 +339,13 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     /// drop(guard);
     /// assert_eq!(hazptr::scoped(&counter, |v| v.copied()), Some(2));
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CompareExchangeError`] when the pointer was not `current`: its
+    /// `current` is the pointer found there, a comparand only (protect and
+    /// validate it before reading through it), and its `new` hands back the
+    /// value not stored.
     pub fn compare_exchange(
         &self,
         current: *const T,

@@ -479,6 +479,11 @@ impl DomainBuilder {
     }
 
     /// Builds the domain.
+    ///
+    /// # Panics
+    ///
+    /// Between the calling thread's [`before_fork`](crate::fork::before_fork)
+    /// and `after_fork_*` (the hooks hold the registry of domains).
     pub fn build(self) -> Domain {
         crate::refuse_between_hooks("creating a Domain");
         Domain {
@@ -530,6 +535,10 @@ loom::lazy_static! {
 
 impl Domain {
     /// A new domain with default options (shared scan on).
+    ///
+    /// # Panics
+    ///
+    /// As [`DomainBuilder::build`].
     pub fn new() -> Domain {
         DomainBuilder::default().build()
     }

@@ -335,6 +335,7 @@ impl<'d> Guard<'d> {
     /// guard.protect_ptr(&bytes); // E0080: `u8` is 1-aligned
     /// ```
     #[inline]
+    #[must_use = "only the returned pointer is protected: loading `src` again is not"]
     pub fn protect_ptr<T>(&mut self, src: &AtomicPtr<T>) -> *mut T {
         const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
         let slot = self.slot_ref();

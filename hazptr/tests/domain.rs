@@ -323,7 +323,7 @@ fn synchronize_waits_for_every_slot_holding_the_address() {
                 let mut guards: Vec<Guard<'_>> = (0..3)
                     .map(|_| {
                         let mut g = domain.guard();
-                        g.protect_ptr(&shared);
+                        let _ = g.protect_ptr(&shared);
                         g
                     })
                     .collect();
@@ -378,7 +378,7 @@ fn synchronize_waits_for_a_guard_in_any_slot() {
                     .iter()
                     .map(|o| {
                         let mut g = domain.guard();
-                        g.protect_ptr(o);
+                        let _ = g.protect_ptr(o);
                         g
                     })
                     .collect();
@@ -1226,7 +1226,7 @@ fn a_reset_guard_keeps_its_slot() {
                 &domain,
                 "a reset guard gave up its slot",
                 |first, src| {
-                    first.protect_ptr(src);
+                    let _ = first.protect_ptr(src);
                     first.reset();
                 },
             );
@@ -1246,7 +1246,7 @@ fn a_reset_guard_protects_nothing() {
             let drops = Arc::new(AtomicUsize::new(0));
             let shared = AtomicPtr::new(tracked(&drops, 1));
             let mut guard = domain.guard();
-            guard.protect_ptr(&shared);
+            let _ = guard.protect_ptr(&shared);
             guard.reset();
             let old = shared.swap(std::ptr::null_mut(), AcqRel);
             // SAFETY: unpublished by the swap, retired once, Box-allocated.
@@ -1280,7 +1280,7 @@ fn assert_a_second_guard_keeps_its_own_slot(
     ready(&mut first, &first_src);
     let mut second = domain.guard();
     let protected = second.protect_ptr(&second_src);
-    first.protect_ptr(&first_src);
+    let _ = first.protect_ptr(&first_src);
     let old = second_src.swap(std::ptr::null_mut(), AcqRel);
     // SAFETY: unpublished by the swap, retired once, Box-allocated.
     unsafe { domain.retire_box(old) };
@@ -1331,7 +1331,7 @@ fn marked_pointers_and_sentinels_in_a_slot() {
                 let domain = Arc::new(domain);
                 let sentinel = AtomicPtr::new(std::ptr::without_provenance_mut::<u64>(1));
                 let mut guard = domain.guard();
-                guard.protect_ptr(&sentinel);
+                let _ = guard.protect_ptr(&sentinel);
                 // A synchronize of another address, on another thread, must not wait
                 // for the sentinel (this thread keeps holding it meanwhile).
                 let other = Arc::clone(&domain);
@@ -1360,7 +1360,7 @@ fn synchronize_of_a_marked_pointer_waits_for_its_object() {
                 let object = Box::into_raw(Box::new(3u64));
                 let link = AtomicPtr::new(object.map_addr(|a| a | 1));
                 let mut guard = domain.guard();
-                guard.protect_ptr(&link);
+                let _ = guard.protect_ptr(&link);
                 let old = link.swap(std::ptr::null_mut(), AcqRel);
                 // The same thread: the misuse check sees its own protection.
                 let err = catch_unwind(AssertUnwindSafe(|| domain.synchronize(old)))
@@ -2043,7 +2043,7 @@ fn guards_taken_before_either_protects_hold_separate_slots() {
         let mut first = Guard::new();
         let mut second = Guard::new();
         let protected = second.protect_ptr(&second_src);
-        first.protect_ptr(&first_src);
+        let _ = first.protect_ptr(&first_src);
         let old = second_src.swap(std::ptr::null_mut(), AcqRel);
         // SAFETY: unpublished by the swap, retired once, Box-allocated (`Tracked`
         // is `Send`).
@@ -2295,7 +2295,7 @@ fn a_backup_slot_given_back_and_reused_by_another_thread_is_not_this_threads() {
                 s.spawn(|| {
                     // Reuses the backup slot this thread gave back.
                     let mut guard = domain.guard();
-                    guard.protect_ptr(&object);
+                    let _ = guard.protect_ptr(&object);
                     protected.wait();
                     std::thread::sleep(Duration::from_millis(50));
                     releasing.store(true, SeqCst);

@@ -423,7 +423,7 @@ fn validated_protect_raw_racing_synchronize() {
 fn read_then_protect_again(domain: &Domain, src: &AtomicPtr<Obj>) {
     protect_and_read(domain, src);
     let mut guard = domain.guard();
-    guard.protect_ptr(src);
+    let _ = guard.protect_ptr(src);
 }
 
 #[test]
@@ -444,7 +444,7 @@ fn read_in_a_backup_slot_then_promote_into_it(domain: &Domain, src: &AtomicPtr<O
     unsafe { check(p) };
     drop(guard);
     let mut guard = domain.guard();
-    guard.protect_ptr(src);
+    let _ = guard.protect_ptr(src);
     guard.promote();
 }
 
@@ -537,7 +537,7 @@ fn an_atomic_box_hands_over_an_object_another_thread_published() {
 /// A reader that protects the published object and does not read it.
 fn protect_only(domain: &Domain, src: &AtomicPtr<Obj>) {
     let mut guard = domain.guard();
-    guard.protect_ptr(src);
+    let _ = guard.protect_ptr(src);
 }
 
 /// A reader that reads the object under a guard in a backup slot and drops

@@ -93,7 +93,7 @@ fn synchronize_while_holding_a_backup_guard_after_dropping_an_earlier_one() {
             let first = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
             let second = AtomicPtr::new(Box::into_raw(Box::new(2u64)));
             let mut earlier = domain.guard();
-            earlier.protect_ptr(&first);
+            let _ = earlier.protect_ptr(&first);
             let mut guard = domain.guard();
             let p = guard.protect_ptr(&second);
             assert!(earlier.is_backup() && guard.is_backup());

@@ -364,6 +364,13 @@ pub fn mode() -> Mode {
 /// SeqCst where `SYNCPRIMS_FENCE=seqcst` asks for it, the kernel does not
 /// support membarrier, or refuses its registration or the trial barrier
 /// after it ([`fallback_reason`] says which), returning `Err(Mode::SeqCst)`.
+///
+/// # Errors
+///
+/// `Err(decided)`, the mode in use, when it is not `wanted`: decided
+/// earlier (by a fence or another `force`), or, for
+/// [`Mode::Membarrier`], decided now as SeqCst for the reasons above.
+/// (`Mode` is not an `Error`: the mode is what a caller acts on.)
 pub fn force(wanted: Mode) -> Result<(), Mode> {
     let decided = *DECISION.get_or_init(|| {
         let decided = match wanted {

@@ -339,6 +339,12 @@ impl<T: Send + 'static, F: Flavor> Retired<T, F> {
 
     /// The value if its grace period has ended; otherwise `self` back.
     /// Never blocks.
+    ///
+    /// # Errors
+    ///
+    /// `Err(self)` while the grace period has not ended, as
+    /// `Arc::try_unwrap` hands its `Arc` back: try again later, or
+    /// [`Retired::into_inner`] to wait.
     pub fn try_into_inner(mut self) -> Result<T, Self> {
         if !self.is_ready() {
             return Err(self);

@@ -27,10 +27,12 @@ pub trait Flavor: sealed::Sealed + Sized + Send + Sync + 'static {
     /// The flavor's `callbacks_pending()`.
     fn callbacks_pending() -> usize;
     /// The flavor's `get_state_synchronize_rcu()`.
+    #[must_use = "the cookie is what poll_state_synchronize_rcu() checks"]
     fn get_state_synchronize_rcu() -> GpState<Self>;
     /// The flavor's `start_poll_synchronize_rcu()`.
     fn start_poll_synchronize_rcu() -> GpState<Self>;
     /// The flavor's `poll_state_synchronize_rcu()`.
+    #[must_use = "polling only reads whether the grace period ended"]
     fn poll_state_synchronize_rcu(state: GpState<Self>) -> bool;
     /// The flavor's `cond_synchronize_rcu()`.
     fn cond_synchronize_rcu(state: GpState<Self>);

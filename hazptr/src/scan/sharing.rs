@@ -869,7 +869,7 @@ mod tests {
                 .iter()
                 .map(|src| {
                     let mut guard = domain.guard();
-                    guard.protect_ptr(src);
+                    let _ = guard.protect_ptr(src);
                     guard
                 })
                 .collect();
