@@ -359,19 +359,18 @@ pub fn mode() -> Mode {
 /// Chooses the mode for this process before any fence has run.
 ///
 /// Returns `Ok(())` if `wanted` is now the mode (including when it already
-/// was), or `Err(current)` if another mode was already decided, which cannot be
-/// changed. Asking for [`Mode::Membarrier`] decides as the first fence would:
+/// was). Asking for [`Mode::Membarrier`] decides as the first fence would:
 /// SeqCst where `SYNCPRIMS_FENCE=seqcst` asks for it, the kernel does not
 /// support membarrier, or refuses its registration or the trial barrier
-/// after it ([`fallback_reason`] says which), returning `Err(Mode::SeqCst)`.
+/// after it ([`fallback_reason`] says which).
 ///
 /// # Errors
 ///
-/// `Err(decided)`, the mode in use, when it is not `wanted`: decided
-/// earlier (by a fence or another `force`), or, for
-/// [`Mode::Membarrier`], decided now as SeqCst for the reasons above.
-/// (`Mode` is not an `Error`: the mode is what a caller acts on.)
-pub fn force(wanted: Mode) -> Result<(), Mode> {
+/// [`ModeDecided`], naming the mode in use, when it is not `wanted`:
+/// decided earlier (by a fence or another `force`), which cannot change,
+/// or, for [`Mode::Membarrier`], decided now as SeqCst for the reasons
+/// above. (Until 2026-12-07 the error was the bare `Mode`, not an `Error`.)
+pub fn force(wanted: Mode) -> Result<(), ModeDecided> {
     let decided = *DECISION.get_or_init(|| {
         let decided = match wanted {
             Mode::SeqCst => Mode::SeqCst,
@@ -383,9 +382,31 @@ pub fn force(wanted: Mode) -> Result<(), Mode> {
     if decided == wanted {
         Ok(())
     } else {
-        Err(decided)
+        Err(ModeDecided { wanted, decided })
     }
 }
+
+/// [`force`] asked for a mode other than the one in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModeDecided {
+    /// The mode asked for.
+    pub wanted: Mode,
+    /// The mode in use, for the rest of the process.
+    pub decided: Mode,
+}
+
+impl std::fmt::Display for ModeDecided {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the fences use {} mode, not the {} mode asked for (decided once per process)",
+            self.decided.name(),
+            self.wanted.name()
+        )
+    }
+}
+
+impl std::error::Error for ModeDecided {}
 
 fn publish_fast_mode(mode: Mode) {
     #[cfg(not(loom))]
@@ -550,7 +571,24 @@ mod tests {
             Mode::Membarrier => Mode::SeqCst,
             Mode::SeqCst => Mode::Membarrier,
         };
-        assert_eq!(force(other), Err(decided));
+        let refused = force(other).unwrap_err();
+        assert_eq!(
+            refused,
+            ModeDecided {
+                wanted: other,
+                decided
+            }
+        );
+        // An `Error`, which `?` takes into a `Box<dyn Error>`.
+        let boxed: Box<dyn std::error::Error + Send + Sync> = refused.into();
+        assert!(
+            boxed.to_string().starts_with(&format!(
+                "the fences use {} mode, not the {} mode asked for",
+                decided.name(),
+                other.name()
+            )),
+            "{boxed}"
+        );
         light();
         heavy();
     }

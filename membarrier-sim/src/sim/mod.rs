@@ -206,15 +206,37 @@ impl fmt::Display for Policy {
 }
 
 impl FromStr for Policy {
-    type Err = String;
+    type Err = ParsePolicyError;
 
-    fn from_str(s: &str) -> Result<Policy, String> {
+    fn from_str(s: &str) -> Result<Policy, ParsePolicyError> {
         Policy::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown policy '{s}' (valid: global, per-cpu, none)"))
+            .ok_or_else(|| ParsePolicyError {
+                given: s.to_owned(),
+            })
     }
 }
+
+/// A name that is no [`Policy`]'s (`str::parse::<Policy>`). An `Error`, so
+/// `?` takes it into `Box<dyn Error>` (until 2026-12-07 it was a `String`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsePolicyError {
+    /// The name given.
+    pub given: String,
+}
+
+impl fmt::Display for ParsePolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown policy '{}' (valid: global, per-cpu, none)",
+            self.given
+        )
+    }
+}
+
+impl std::error::Error for ParsePolicyError {}
 
 /// CFS bandwidth throttling of a deep cgroup hierarchy: where the
 /// interrupts-off windows come from. See the module docs for the model and
