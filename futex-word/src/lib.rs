@@ -11,6 +11,28 @@
 //! `expected`, on a signal, when the timeout passes, or spuriously; every
 //! caller rechecks its condition.
 //!
+//! A one-shot flag: the waiter sleeps until the word changes; the setter
+//! changes it, then wakes (the order that makes a wake-up impossible to
+//! lose: a waiter that checked before the change is asleep when the wake
+//! comes, or its `wait` finds the word changed and returns).
+//!
+//! ```
+//! use futex_word::{AtomicU32, wait, wake_all};
+//! use std::sync::atomic::Ordering::{Acquire, Release};
+//!
+//! let done = AtomicU32::new(0);
+//! std::thread::scope(|s| {
+//!     s.spawn(|| {
+//!         // Acquire: pairs with the Release store below.
+//!         while done.load(Acquire) == 0 {
+//!             wait(&done, 0, None); // returns early at times: loop
+//!         }
+//!     });
+//!     done.store(1, Release);
+//!     wake_all(&done);
+//! });
+//! ```
+//!
 //! [`wake_all_at`] takes an address that may already be dangling, for a
 //! waker whose sleeper may return, and pop the word off its stack, as soon as
 //! it sees the word change (qrwlock's MCS queue). A private `FUTEX_WAKE` only

@@ -17,6 +17,38 @@
 //! / `smp_mb_master` in liburcu) and hazard pointers (the slot store against the
 //! scan) rely on.
 //!
+//! The same shape with threads, round after round (`tests/fence.rs` runs it
+//! with a control that shows the store buffer's `(0, 0)` without fences):
+//!
+//! ```
+//! use membarrier_sim::fence;
+//! use std::sync::Barrier;
+//! use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+//!
+//! let (x, y) = (AtomicU32::new(0), AtomicU32::new(0));
+//! let round = Barrier::new(2);
+//! for _ in 0..200 {
+//!     let (r1, r2) = std::thread::scope(|s| {
+//!         let a = s.spawn(|| {
+//!             round.wait();
+//!             x.store(1, Relaxed);
+//!             fence::light(); // the frequent side: a compiler fence here
+//!             y.load(Relaxed)
+//!         });
+//!         let b = s.spawn(|| {
+//!             round.wait();
+//!             y.store(1, Relaxed);
+//!             fence::heavy(); // the rare side: membarrier(), or fence(SeqCst)
+//!             x.load(Relaxed)
+//!         });
+//!         (a.join().unwrap(), b.join().unwrap())
+//!     });
+//!     assert_ne!((r1, r2), (0, 0), "one side, at least, sees the other's store");
+//!     x.store(0, Relaxed);
+//!     y.store(0, Relaxed);
+//! }
+//! ```
+//!
 //! # How
 //!
 //! In [`Mode::Membarrier`], `light()` is a compiler fence only (the CPU may still
