@@ -59,7 +59,7 @@ run 60 refscale --impl all --threads 1 --iterations 2000000 --runs 5
 run 60 refscale --impl all --threads 16 --iterations 2000000 --runs 5
 
 # hazptr's shared scan against scanning alone.
-for rep in 1 2; do
+for _ in 1 2; do
     run 30 rcuscale --impl hazptr,hazptr-unshared --writers 16 --duration-s 2
 done
 run 30 rcuscale --impl hazptr,hazptr-unshared --writers 1 --duration-s 2
@@ -68,7 +68,7 @@ run 60 rcuscale --impl hazptr,hazptr-unshared --writers 16 --idle-threads 256 --
 
 # rcu-lite: busy reader against liburcu, quick QS, 16 callers against 1.
 run 30 rcuscale --impl rcu-lite,liburcu-memb --writers 1 --readers 1 --duration-s 2
-for rep in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
     run 10 rcuscale --impl rcu-lite,rcu-lite-noqs --writers 1 --idle-threads 1 --fqs-interval-ms 3 \
         --waits 100
 done
@@ -84,7 +84,7 @@ run 30 rcuscale --impl rcu-lite --writers 16 --idle-threads 1 --fqs-interval-ms 
 
 # Locks: the mix (20 threads: slightly oversubscribed on 16 CPUs),
 # twice, and a mix that fits the CPUs.
-for rep in 1 2; do
+for _ in 1 2; do
     run 60 locktorture --lock qrwlock,parking_lot,std,spin --writers 4 --readers 16 --duration-s 5
 done
 run 60 locktorture --lock qrwlock,parking_lot,std,spin --writers 4 --readers 12 --duration-s 5

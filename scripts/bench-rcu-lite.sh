@@ -31,7 +31,7 @@ import json, sys
 sys.exit(not any(i["name"] == "liburcu-memb" and i["available"]
                  for k in json.load(sys.stdin) for i in k["implementations"]))'; then
     echo "liburcu is unavailable in this build (syncbench list): its comparisons are left out"
-    peers_memb= peers_qsbr= peers_read=
+    peers_memb='' peers_qsbr='' peers_read=''
 fi
 lock "$sb" refscale --impl "rcu-lite-memb,rcu-lite-qsbr$peers_read,crossbeam-epoch" \
     --iterations 10000000 --runs 15 --json > "$out/refscale.json"

@@ -44,7 +44,7 @@
 # 8 minutes on a 2-core machine (2026-12-07, packages installed); not part
 # of scripts/test.sh or .ci/run.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(i686 musl aarch64 armv7)

@@ -35,7 +35,7 @@
 # 2026-12-02), 23 of them miri over bench-suite's torture tests, before the
 # asan phase: not part of scripts/test.sh or .ci/run.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=(miri tsan valgrind asan)
