@@ -32,7 +32,7 @@
 //!         let a = s.spawn(|| {
 //!             round.wait();
 //!             x.store(1, Relaxed);
-//!             fence::light(); // the frequent side: a compiler fence here
+//!             fence::light(); // the frequent side: a compiler fence in membarrier mode
 //!             y.load(Relaxed)
 //!         });
 //!         let b = s.spawn(|| {
@@ -399,7 +399,9 @@ pub fn mode() -> Mode {
 /// # Errors
 ///
 /// [`ModeDecided`], naming the mode in use, when it is not `wanted`:
-/// decided earlier (by a fence or another `force`), which cannot change,
+/// decided earlier (by any fence, [`mode`], [`light_is_full_fence`] or
+/// another `force`; hazptr's and rcu-lite's fork hooks call [`mode`]),
+/// which cannot change,
 /// or, for [`Mode::Membarrier`], decided now as SeqCst for the reasons
 /// above. (Until 2026-12-07 the error was the bare `Mode`, not an `Error`.)
 pub fn force(wanted: Mode) -> Result<(), ModeDecided> {
@@ -434,7 +436,12 @@ impl std::fmt::Display for ModeDecided {
             "the fences use {} mode, not the {} mode asked for (decided once per process)",
             self.decided.name(),
             self.wanted.name()
-        )
+        )?;
+        if self.wanted == Mode::Membarrier && self.decided == Mode::SeqCst {
+            // Perhaps decided just now: the environment or the kernel.
+            f.write_str("; fence::fallback_reason() says why, where membarrier was refused")?;
+        }
+        Ok(())
     }
 }
 
