@@ -183,13 +183,14 @@ pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawQRwLock, T>;
 /// on (a feature must only add). Until 2026-12-07 it was open.
 ///
 /// ```compile_fail,E0277
-/// struct Mine;
+/// // A wrapper that hands out plain read locks: refused, the trait is sealed.
+/// struct Mine(qrwlock::RwLock<u8>);
 /// impl qrwlock::ReadRecursive<u8> for Mine {
 ///     fn read_recursive(&self) -> qrwlock::RwLockReadGuard<'_, u8> {
-///         unimplemented!()
+///         self.0.read()
 ///     }
 ///     fn try_read_recursive(&self) -> Option<qrwlock::RwLockReadGuard<'_, u8>> {
-///         unimplemented!()
+///         self.0.try_read()
 ///     }
 /// }
 /// ```
