@@ -276,10 +276,7 @@ impl Machine {
             // waits for a CPU thread's handler), and a panic is passed on
             // only then, from the spawning thread.
             let callers: Vec<_> = caller_threads.into_iter().map(|h| h.join()).collect();
-            self.cpus_stop.store(true, Ordering::Relaxed);
-            for bell in &self.doorbells {
-                ring(bell);
-            }
+            self.stop_cpu_threads();
             let cpus: Vec<_> = cpu_threads.into_iter().map(|h| h.join()).collect();
             if let Some(panicked) = cpus.into_iter().find_map(Result::err) {
                 std::panic::resume_unwind(panicked);
@@ -316,17 +313,19 @@ impl Machine {
         self.callers_stop.store(true, Ordering::Relaxed);
         self.cpus_stop.store(true, Ordering::Relaxed);
         for word in self.doorbells.iter().chain(&self.handled) {
-            // A bump, not only a wake-up: a thread about to sleep on `word`
-            // then finds it changed instead of missing the wake-up. Release
-            // pairs with the Acquire load in `wait_handled` and the caller's
-            // reset of `handled`: whoever sees the bump sees the stop flags.
-            // `cpu_loop` reads its flag before its doorbell, so it may run
-            // one more pass and see the flag after its wait: 10 ms at most
-            // on the doorbell, but a CPU thread sleeping through an
-            // interrupts-off window (a plain sleep, which no ring cuts
-            // short) sees it only when that window ends.
-            word.fetch_add(1, Ordering::Release);
-            ring(word);
+            bump_and_ring(word);
+        }
+    }
+
+    /// Stops the CPU threads once the callers are done (`run`'s normal end):
+    /// sets `cpus_stop` and bumps every doorbell. A ring alone would be lost
+    /// on a CPU thread that read its doorbell before the stop and had not
+    /// yet gone to sleep on it: it would sleep out its 10 ms wait.
+    fn stop_cpu_threads(&self) {
+        // Relaxed: see `run`.
+        self.cpus_stop.store(true, Ordering::Relaxed);
+        for bell in &self.doorbells {
+            bump_and_ring(bell);
         }
     }
 
@@ -551,6 +550,20 @@ pub(crate) fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration
     }
 }
 
+/// Changes `word`, then wakes every thread sleeping on it: a thread about
+/// to sleep on `word` then finds it changed instead of missing the
+/// wake-up. Release pairs with the Acquire load in `wait_handled` and in
+/// `cpu_loop`'s doorbell read: whoever sees the bump sees the stop flags
+/// stored before it. `cpu_loop` reads its flag before its doorbell, so it
+/// may run one more pass and see the flag after its wait returns (at once,
+/// the doorbell having changed); but a CPU thread sleeping through an
+/// interrupts-off window (a plain sleep, which no ring cuts short) sees it
+/// only when that window ends.
+fn bump_and_ring(word: &AtomicU32) {
+    word.fetch_add(1, Ordering::Release);
+    ring(word);
+}
+
 /// Wakes every thread sleeping on `word` (`futex_word::wake_all`).
 pub(crate) fn ring(word: &AtomicU32) {
     #[cfg(target_os = "linux")]
@@ -665,9 +678,7 @@ mod tests {
                     machine.post(1, 0);
                     wait_handled(&machine.handled[0], 1, &machine.cpus_stop);
                     let handled_at = elapsed_ns(start);
-                    // Relaxed, then a ring: as `run` stops the CPU threads.
-                    machine.cpus_stop.store(true, Ordering::Relaxed);
-                    ring(&machine.doorbells[1]);
+                    machine.stop_cpu_threads();
                     cpu.join().unwrap();
                     handled_at
                 });
@@ -676,6 +687,48 @@ mod tests {
                     "the handler ran {handled_at} ns in, inside CPU 1's interrupts-off \
                      window [0, {WINDOW_END_NS}) ns"
                 );
+            },
+        );
+    }
+
+    /// Stopping the CPU threads changes every doorbell, so a CPU thread
+    /// that read its doorbell before the stop and sleeps on that value
+    /// afterwards returns at once: here CPU 1's thread is held at its inbox
+    /// lock (after its flag and doorbell reads) across the stop. Before
+    /// 2026-12-07 `run` only rang, and such a thread slept out its 10 ms
+    /// wait (which this test cannot time; the doorbells' values show it).
+    #[test]
+    fn stopping_the_cpu_threads_changes_every_doorbell() {
+        test_support::within_a_deadline(
+            "stopping the CPU threads",
+            Duration::from_secs(20),
+            || {
+                let mut c = Config::selftest(2);
+                c.throttle = None;
+                c.callers = 1;
+                let machine = Machine::new(&c, vec![Vec::new(), Vec::new()]);
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    let held = lock(&machine.inboxes[1]);
+                    let cpu = s.spawn(|| machine.cpu_loop(1, start));
+                    std::thread::sleep(Duration::from_millis(20));
+                    let before: Vec<u32> = machine
+                        .doorbells
+                        .iter()
+                        .map(|b| b.load(Ordering::Relaxed))
+                        .collect();
+                    machine.stop_cpu_threads();
+                    for (cpu, (bell, was)) in machine.doorbells.iter().zip(before).enumerate() {
+                        assert_ne!(
+                            bell.load(Ordering::Relaxed),
+                            was,
+                            "CPU {cpu}'s doorbell is unchanged by the stop: a thread about to \
+                         sleep on it would miss the stop's wake-up"
+                        );
+                    }
+                    drop(held);
+                    cpu.join().unwrap();
+                });
             },
         );
     }
