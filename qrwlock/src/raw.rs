@@ -372,8 +372,11 @@ impl RawQRwLock {
     /// restoring the word.
     #[inline]
     pub unsafe fn write_unlock(&self) {
-        // Release: pairs with the Acquire of the next reader (fast-path add
-        // or the queue head's `cond_load_acquire`) or writer (CAS).
+        // Release: pairs with the Acquire of the next reader (the fast-path
+        // add, or the queue head's `fence(Acquire)` after the load that
+        // `cond_load_then_acquire` waited for) or writer (its Acquire CAS,
+        // in `write_lock` or, at the queue head, in `write_lock_slow`; the
+        // head's wait before it is Relaxed).
         let cnts = self.cnts.fetch_sub(WRITER_LOCKED, Ordering::Release);
         if cnts & (WRITER_LOCKED | HEAD_SLEEPING) != WRITER_LOCKED {
             self.write_unlock_slow(cnts);
@@ -451,9 +454,9 @@ impl RawQRwLock {
         let node = QNode::new(false);
         if self.wait_queue.lock(&node) == Entry::Admitted {
             // The reader ahead of us counted us in while inside itself (so no
-            // writer holds the lock) and granted us with a Release store our
-            // wait read with Acquire: the last writer's section happens
-            // before ours.
+            // writer holds the lock) and granted us with a Release swap
+            // (`wait_queue::grant`) that our wait in `WaitQueue::lock` read
+            // with Acquire: the last writer's section happens before ours.
             return;
         }
         // At the front: count ourselves again. No writer can set WAITING now

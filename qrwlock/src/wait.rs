@@ -21,7 +21,11 @@
 //! that can end a wait must change the word only with read-modify-writes and
 //! pass the value each returned to [`wake_sleepers`]: if the bit was set, it is
 //! cleared and every sleeper is woken. Nobody else pays anything: when no one
-//! sleeps, a waker's cost is one bit test of a value it already has.
+//! sleeps, a waker's cost is one bit test of a value it already has. Two
+//! wakers wake without clearing: `RawQRwLock::wake_head` leaves the bit set
+//! when the head may not go on yet, and the queue's link wake-up
+//! (`WaitQueue::lock`) wakes on a word whose `SLEEPING` it leaves. A bit left
+//! set costs a later waker a spare wake-up, never a lost one.
 //!
 //! No lost wake-up: the waiter's CAS makes "bit set, condition false" the
 //! current value in the word's modification order. Any later change that makes

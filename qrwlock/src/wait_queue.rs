@@ -196,8 +196,11 @@ impl WaitQueue {
         // grant that lets its owner return from `lock`. The node stays alive
         // until then.
         let prev_next = unsafe { &(*prev).next };
-        // Release: publishes our node to the predecessor, which reads `next`
-        // with Acquire in `unlock`.
+        // Release: publishes our node to whoever follows the link: the
+        // predecessor's owner in `successor` (from `unlock` or
+        // `unlock_admitting_readers`) or its CAS in `wait_for_link`, both
+        // Acquire; when the predecessor is a reader being admitted, that is
+        // the front reader walking the queue.
         let old = prev_next.swap(me, Ordering::Release);
         if old == awaiting_link() {
             // The predecessor is waiting for this link on its state word.
