@@ -113,6 +113,12 @@ pub(crate) struct Shared {
     pub(crate) drain_waiters: AtomicU32,
     /// Set when the owning [`Domain`] handle is dropped.
     pub(crate) dropped: AtomicBool,
+    /// Set when the [`Domain`] is dropped between the fork hooks, without
+    /// shutting down: the retired objects left then are leaked, never
+    /// handed to their deleters, which need stay valid only until the
+    /// domain's drop (`Domain::retire`'s contract) while this `Shared` may
+    /// outlive it (the hooks and threads' registrations hold it).
+    pub(crate) leak_retired: AtomicBool,
 }
 
 /// `T` on its own cache line(s).
@@ -120,8 +126,12 @@ pub(crate) struct Shared {
 pub(crate) struct CacheAligned<T>(pub(crate) T);
 
 // SAFETY: the raw pointers in `blocks`/`overflow` lead to nodes the domain
-// owns and frees only in `Drop` (as does `own_wildcard`, an atomic word); all shared mutation goes through atomics or
-// the mutex, and per-node rules are argued in `slot`.
+// owns and frees only in `Drop` (as does `own_wildcard`, an atomic word); all
+// shared mutation goes through atomics or the mutex, or is exclusive by a
+// protocol: the scan's buffers (`UnsafeCell`) belong to whoever holds the
+// `driver` flag (`scan::sharing`'s invariants), a block's batch to its owner
+// outside a drain (the `pushing`/`draining` handshake, `retire`), and the
+// per-node rules are argued in `slot`.
 unsafe impl Send for Shared {}
 // SAFETY: as above.
 unsafe impl Sync for Shared {}
@@ -154,6 +164,7 @@ impl Shared {
             draining: AtomicBool::new(false),
             drain_waiters: AtomicU32::new(0),
             dropped: AtomicBool::new(false),
+            leak_retired: AtomicBool::new(false),
         }
     }
 
@@ -277,7 +288,8 @@ impl Shared {
     ///
     /// # Safety
     ///
-    /// The calling thread owns `block` and stops using it.
+    /// `block` is one of `self`'s blocks; the calling thread owns it and
+    /// stops using it.
     pub(crate) unsafe fn give_back_block(&self, block: NonNull<SlotBlock>) {
         // SAFETY: blocks live as long as `self`.
         let b = unsafe { block.as_ref() };
@@ -363,8 +375,23 @@ impl Drop for Shared {
                 .batch
                 .with_mut(|batch| leftovers.append(unsafe { &mut *batch }));
         });
-        // SAFETY: retired objects are unreachable and unprotected now.
-        let panicked = unsafe { retire::reclaim_all(leftovers) };
+        // Relaxed: `&mut self`, as below.
+        let panicked = if self.leak_retired.load(Ordering::Relaxed) {
+            // The `Domain` was dropped without shutting down (between the
+            // fork hooks), and its objects' deleters need stay valid only
+            // until then, which may be long past.
+            std::mem::forget(leftovers);
+            None
+        } else {
+            // SAFETY: retired objects are unreachable and unprotected now (no
+            // guard exists: guards borrow the `Domain`, and this is the last
+            // reference to its state). The `Domain`'s drop shut it down
+            // (`leak_retired` is clear): its `free_all` took every object
+            // retired in it, batches and list, and nothing can be retired
+            // after (retiring takes a `&Domain`), so this finds none that
+            // outlived the `Domain` (`Domain::retire`'s contract, item 3).
+            unsafe { retire::reclaim_all(leftovers) }
+        };
         // Relaxed: `&mut self`, every other access happened before.
         let mut block = self.blocks.load(Ordering::Relaxed);
         while !block.is_null() {
@@ -615,13 +642,21 @@ impl Domain {
 
 impl Drop for Domain {
     fn drop(&mut self) {
-        if crate::between_fork_hooks() && std::thread::panicking() {
-            // Unwinding from a refused call: a second panic would abort the
-            // process. Left as a domain dropped between the hooks is: not
-            // shut down (see `fork::before_fork`).
-            return;
+        if crate::between_fork_hooks() {
+            // Not shut down (see `fork::before_fork`): the `Shared` lives on
+            // until the hooks and the threads' registrations let go, past
+            // the borrows a retired object's deleter may use (they need
+            // only outlive this drop), so its leftovers are leaked then.
+            // Relaxed: `Shared::drop` reads it with `&mut self`, after every
+            // other reference is gone.
+            self.shared.leak_retired.store(true, Ordering::Relaxed);
+            if std::thread::panicking() {
+                // Unwinding from a refused call: a second panic would abort
+                // the process.
+                return;
+            }
+            crate::refuse_between_hooks("dropping a Domain");
         }
-        crate::refuse_between_hooks("dropping a Domain");
         // Relaxed: only a hint for `register`, which then gives the block
         // back; it pairs with nothing. Whether that thread's give-back moves
         // its batch before or after `free_all` below takes the batches, the

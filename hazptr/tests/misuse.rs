@@ -459,8 +459,13 @@ fn dropping_a_domain_between_the_fork_hooks() {
 }
 
 /// A domain whose drop was refused between the fork hooks is not shut down,
-/// but once its last user lets go of it (here the thread's registration, at
-/// thread exit) its shared part frees what was retired to it.
+/// and its shared part outlives it (the hooks, then the thread's
+/// registration, hold it), so what was retired to it is leaked, never handed
+/// to its deleter: a deleter need stay valid only until the domain's drop
+/// (`Domain::retire`'s item 3), and here it reads a string that dies right
+/// after. Until 2026-12-07 it ran at the thread's exit, after the string was
+/// freed (found in an unsafe-contract review); the count of its runs shows
+/// it.
 ///
 /// Runs alone in a child process: another test's `before_fork` holds every
 /// live domain, this one too, until its `after_fork_*`, so in this process
@@ -468,42 +473,54 @@ fn dropping_a_domain_between_the_fork_hooks() {
 /// failed so, on CI and here, before it moved).
 #[test]
 #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
-fn a_domain_dropped_between_the_fork_hooks_frees_its_retired_objects_once_let_go() {
+fn a_domain_dropped_between_the_fork_hooks_never_runs_its_deleters_later() {
     const CHILD: &str = "HAZPTR_MISUSE_ALONE";
     if std::env::var_os(CHILD).is_none() {
         return test_support::in_a_child_process(
-            "a_domain_dropped_between_the_fork_hooks_frees_its_retired_objects_once_let_go",
+            "a_domain_dropped_between_the_fork_hooks_never_runs_its_deleters_later",
             CHILD,
             "1",
         );
     }
-    /// Counts its drop.
-    struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-    impl Drop for Counted {
+    static DELETER_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    /// Borrows a string, and counts its drop.
+    struct Borrowing<'a>(&'a String);
+    impl Drop for Borrowing<'_> {
         fn drop(&mut self) {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // What a deleter that outlives its borrow would do (undefined
+            // behaviour after the string's drop): the count tells.
+            std::hint::black_box(self.0.len());
+            DELETER_RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    let drops = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = std::sync::Arc::clone(&drops);
     assert_misuse(
         "dropping a domain with retired objects between the fork hooks",
         &[BETWEEN_HOOKS, &["dropping a Domain"]].concat(),
         move || {
-            let domain = Domain::new();
-            let object = Box::into_raw(Box::new(Counted(counter)));
-            // SAFETY: never published; retired once; Box-allocated. It stays
-            // in this thread's batch (fewer than a batch, no pass).
-            unsafe { domain.retire_box(object) };
-            fork::before_fork();
-            refused_then(|| drop(domain), fork::after_fork_parent);
+            // Dies as the refusal unwinds out of this closure, before the
+            // thread exits.
+            let data = String::from("borrowed");
+            refused_then(
+                || {
+                    let domain = Domain::new();
+                    let object = Box::into_raw(Box::new(Borrowing(&data)));
+                    // SAFETY: never published; retired once; Box-allocated,
+                    // `Borrowing` is Send and 8-aligned, and `data` outlives
+                    // `domain`. It stays in this thread's batch (fewer than
+                    // a batch, no pass).
+                    unsafe { domain.retire_box(object) };
+                    fork::before_fork();
+                    drop(domain);
+                },
+                fork::after_fork_parent,
+            );
         },
     );
     // The misuse thread has exited (joined): its registration let go.
     assert_eq!(
-        drops.load(std::sync::atomic::Ordering::SeqCst),
-        1,
-        "an object retired to a domain dropped between the fork hooks was never freed"
+        DELETER_RUNS.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a deleter ran after its domain was dropped between the fork hooks"
     );
 }
 
