@@ -419,7 +419,11 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
     /// read), not one made from the `&T` that [`AtomicBox::load`] gave, which
     /// may only read the object (freeing through it is undefined behaviour).
     pub unsafe fn retire_ptr(&self, ptr: *mut T) {
-        // SAFETY: forwarded contract; `T: Send` from the impl bounds.
+        // SAFETY: `Domain::retire`'s items 1, 2 and 5 and the `Box` origin
+        // are the caller's (forwarded contract). Item 3: `T: Send` from the
+        // impl bounds, and `T: 'static` from every constructor's bound
+        // (`AtomicBox` is invariant in `T`, through `AtomicPtr`). Item 4:
+        // `from_box_in`'s const assert.
         unsafe { self.domain.retire_box(ptr) }
     }
 
@@ -597,7 +601,12 @@ impl<T: Send> Replaced<'_, T> {
 impl<T: Send> Drop for Replaced<'_, T> {
     fn drop(&mut self) {
         // SAFETY: a `Box::into_raw` pointer unpublished by the replacing
-        // operation; `Replaced` is its only owner and retires it once.
+        // operation (item 1); `Replaced` is its only owner and retires it
+        // once (item 2). It came from an `AtomicBox<T>` of this domain,
+        // whose constructors ask for `T: Send + 'static` and a 2-aligned `T`
+        // (items 3 and 4: `Replaced`'s covariance in `T` can only shorten
+        // lifetimes the object does not need), and whose `load` refuses a
+        // guard of another domain (item 5).
         unsafe { self.domain.retire_box(self.ptr.as_ptr()) };
     }
 }

@@ -322,7 +322,9 @@ impl<'d> Guard<'d> {
     /// mode, until two loads around the protection agree: see the module
     /// docs, *Acquire in SeqCst fence mode*). Dereferencing
     /// it is safe as long as the writer side follows the protocol: unpublish,
-    /// then [`Domain::synchronize`] or [`Domain::retire`] before freeing.
+    /// then [`Domain::synchronize`] or [`Domain::retire`] before freeing, in
+    /// the domain of this guard (each domain's scans see only its own
+    /// slots).
     ///
     /// `T` must be at least 2-aligned (checked at compile time): slot values
     /// with the low bit set are wildcards.

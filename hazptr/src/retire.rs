@@ -181,6 +181,11 @@ impl Domain {
     ///    whatever it uses stays valid that long (for a `Box<T>`, `T`'s
     ///    borrows outlive the domain; `T: 'static` is the simple way).
     /// 4. `T` is at least 2-aligned (as for every protected type).
+    /// 5. Every guard that may protect `ptr` is a guard of this domain: a
+    ///    scan walks its own domain's slots only, so a guard of another
+    ///    domain (the global one included) does not keep `ptr` from its
+    ///    deleter. ([`AtomicBox::load`](crate::AtomicBox::load) checks this
+    ///    at run time; the raw layer cannot.)
     ///
     /// `ptr` may carry a mark in its low bit: guards and scans compare the
     /// object's address with the mark cleared, and `deleter` gets `ptr` as

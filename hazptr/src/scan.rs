@@ -240,7 +240,9 @@ pub(crate) fn threads(ids: &[i32]) -> String {
 
 impl Domain {
     /// Waits until no protection of `addr` that began before this call is
-    /// still held (the kernel's `hazptr_synchronize()`).
+    /// still held (the kernel's `hazptr_synchronize()`). Only this domain's
+    /// guards count: a guard of another domain protecting `addr` is not
+    /// waited for.
     ///
     /// The caller must already have unpublished `addr` (made it unreachable
     /// for new readers); afterwards it may free the object. Concurrent callers

@@ -41,7 +41,10 @@ pub type GuardMarker = lock_api::GuardSend;
 // depends on the thread that locked). The lock object has no address-dependent state while unlocked: the
 // wait queue's nodes live on waiters' stacks, and a waiter borrows the lock.
 // A lock operation only unwinds on reader-count overflow, after taking its
-// bias back; unlocks only unwind on misuse (nothing was held).
+// bias back, or when a stray unlock on another thread took its bias
+// (`bias_taken_by_a_stray_unlock`, after restoring the word, before any
+// queueing): either way it holds nothing. Unlocks only unwind on misuse
+// (nothing was held).
 unsafe impl lock_api::RawRwLock for RawQRwLock {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = RawQRwLock::new();

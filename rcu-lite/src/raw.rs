@@ -83,8 +83,9 @@ use std::sync::atomic::Ordering::Acquire;
 /// 2. An object stored in `src` is freed (or its memory otherwise reused)
 ///    only after a grace period of the guard's flavor that began after it
 ///    was unpublished: through [`defer_drop_box`] with that flavor, after a
-///    `synchronize_rcu()` of that flavor, or once no read-side section can
-///    be open (the owner's `&mut` access, as in `Drop`).
+///    `synchronize_rcu()` of that flavor, or once no reference that
+///    `dereference` returned from `src` can be alive (the owner's `&mut`
+///    access to `src`, as in `Drop`: each such reference borrows `src`).
 #[inline]
 pub unsafe fn dereference<'g, T: Sync, G: ReadGuard>(
     src: &'g AtomicPtr<T>,
