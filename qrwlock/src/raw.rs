@@ -452,11 +452,13 @@ impl RawQRwLock {
             reader_overflow();
         }
         let node = QNode::new(false);
+        let queued = AbortIfUnwound::while_queued();
         if self.wait_queue.lock(&node) == Entry::Admitted {
             // The reader ahead of us counted us in while inside itself (so no
             // writer holds the lock) and granted us with a Release swap
             // (`wait_queue::grant`) that our wait in `WaitQueue::lock` read
             // with Acquire: the last writer's section happens before ours.
+            std::mem::forget(queued);
             return;
         }
         // At the front: count ourselves again. No writer can set WAITING now
@@ -483,6 +485,7 @@ impl RawQRwLock {
             // threads waiting in the queue, far fewer than the count allows.
             self.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);
         });
+        std::mem::forget(queued);
     }
 
     /// `queued_write_lock_slowpath()`.
@@ -490,6 +493,7 @@ impl RawQRwLock {
     #[inline(never)]
     fn write_lock_slow(&self) {
         let node = QNode::new(true);
+        let queued = AbortIfUnwound::while_queued();
         let entry = self.wait_queue.lock(&node);
         debug_assert_eq!(entry, Entry::Front, "writers are never admitted");
         // At the front. Take the lock directly if it is free. (Relaxed: a
@@ -502,6 +506,7 @@ impl RawQRwLock {
                 .is_ok()
         {
             self.wait_queue.unlock(&node);
+            std::mem::forget(queued);
             return;
         }
         // Stop new fast-path readers: they see WAITING and queue behind us.
@@ -528,6 +533,7 @@ impl RawQRwLock {
             }
         }
         self.wait_queue.unlock(&node);
+        std::mem::forget(queued);
     }
 
     /// Takes back a bias added on a fast path that then found a writer bit
@@ -1246,5 +1252,31 @@ mod tests {
         // SAFETY: one of the shared holds taken above.
         unsafe { lock.read_unlock() };
         assert_eq!(lock.cnts.load(Ordering::Relaxed), before);
+    }
+}
+
+/// Aborts the process if dropped, which only an unwind does: held from a
+/// slow path's `WaitQueue::lock` to its `unlock`, while other waiters may
+/// still write the queue node on this thread's stack. Nothing in between
+/// unwinds today (the debug assertion cannot fire); this keeps it so.
+struct AbortIfUnwound;
+
+impl AbortIfUnwound {
+    #[inline]
+    fn while_queued() -> AbortIfUnwound {
+        AbortIfUnwound
+    }
+}
+
+impl Drop for AbortIfUnwound {
+    #[cold]
+    fn drop(&mut self) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "qrwlock: a panic while this thread's node was in the wait queue: aborting, \
+             as other waiters may still write the node on its stack"
+        );
+        std::process::abort();
     }
 }

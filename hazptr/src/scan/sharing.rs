@@ -248,6 +248,14 @@ pub(super) fn synchronize_shared(shared: &Arc<Shared>, addr: usize) {
         hits: Cell::new(0),
     };
     let me = ptr::from_ref(&waiter).cast_mut();
+    // From the push on, drivers may write `waiter` until its release: an
+    // unwind out of this frame before that would leave them writing a dead
+    // stack frame. Nothing here unwinds (the heavy fence and the stall
+    // warning abort or ignore their errors); this keeps it so.
+    let queued = AbortIfUnwound(
+        "hazptr: a panic inside Domain::synchronize while its waiter was queued: \
+         aborting, as drivers may still write the waiter on this thread's stack",
+    );
     // Relaxed: a first guess at the head; the CAS below re-checks it and
     // carries the ordering.
     let mut head = scan.queue.load(Ordering::Relaxed);
@@ -269,6 +277,21 @@ pub(super) fn synchronize_shared(shared: &Arc<Shared>, addr: usize) {
     // scan at once, as an unshared caller would.
     drive_once(shared);
     wait_for_release(shared, &waiter);
+    std::mem::forget(queued);
+}
+
+/// Aborts the process with its message if dropped, which only an unwind
+/// does: held while another thread may still write a node on this
+/// thread's stack.
+struct AbortIfUnwound(&'static str);
+
+impl Drop for AbortIfUnwound {
+    #[cold]
+    fn drop(&mut self) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{}", self.0);
+        std::process::abort();
+    }
 }
 
 /// A lone caller's scan: with nothing queued and no pass running, the caller
