@@ -120,10 +120,10 @@ pub struct MembarrierArgs {
     /// Simulate without CFS throttling: no interrupts-off windows.
     #[arg(long)]
     pub no_throttle: bool,
-    /// CFS period in microseconds (default 5000, the selftest's).
+    /// CFS period in microseconds, 1000 to 1000000 as the kernel allows (default 5000, the selftest's).
     #[arg(long, allow_negative_numbers = true)]
     pub period_us: Option<u64>,
-    /// CFS quota of the throttled group in microseconds per period (default 1000).
+    /// CFS quota of the throttled group in microseconds per period, at least 1000 as the kernel allows (default 1000).
     #[arg(long, allow_negative_numbers = true)]
     pub quota_us: Option<u64>,
     /// Sibling cgroups under the throttled group (default 2000).

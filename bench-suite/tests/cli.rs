@@ -1995,7 +1995,7 @@ fn membarrier_sim_model_options_change_the_simulated_run() {
         &["--depth", "1"],
         &["--tg-visit-ns", "5000"],
         &["--period-us", "2000"],
-        &["--quota-us", "100"],
+        &["--quota-us", "2000"],
         &["--targets", "0,1"],
     ] {
         let with = run(option);

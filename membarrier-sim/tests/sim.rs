@@ -233,6 +233,22 @@ fn bad_parameters_are_refused_with_the_reason() {
             Box::new(|c| c.throttle.as_mut().unwrap().quota_ns = 40_000_000),
             "never throttle",
         ),
+        // The kernel's bounds: nanosecond periods cost a timer pass each.
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().period_ns = 999_999),
+            "from 1 ms to 1 s, as the kernel allows (got 999999 ns)",
+        ),
+        (
+            Box::new(|c| {
+                c.sim_time_ns = 2 * NS_PER_S;
+                c.throttle.as_mut().unwrap().period_ns = 1_000_000_001;
+            }),
+            "from 1 ms to 1 s",
+        ),
+        (
+            Box::new(|c| c.throttle.as_mut().unwrap().quota_ns = 999_999),
+            "at least 1 ms, as the kernel allows (got 999999 ns)",
+        ),
         // Past the run they overflowed the timer's arithmetic.
         (
             Box::new(|c| c.throttle.as_mut().unwrap().distribute_entry_ns = u64::MAX / 4),
@@ -379,6 +395,12 @@ fn each_limit_accepts_its_largest_value_and_refuses_the_next() {
         set(&mut c, limit + 1);
         assert_eq!(c.validate().as_ref(), Err(past), "{what} = {}", limit + 1);
     }
+    // No siblings is one task group however deep (the depth's count of
+    // groups once overflowed and was refused as a walk too long).
+    let mut c = ok.clone();
+    throttle(&mut c).siblings = 0;
+    throttle(&mut c).depth = u64::MAX;
+    assert_eq!(c.validate(), Ok(()));
     // The walk's limit is the 10 s its refusal names.
     assert!(
         ConfigError::WalkTooLong

@@ -102,7 +102,15 @@ impl Histogram {
     }
 
     /// The `p`-th percentile (nearest rank, 0 < p <= 100), or 0 without samples.
+    /// A `p` at or below 0 counts as the first rank (the smallest sample's
+    /// bucket), one above 100 as 100 (the largest sample).
+    ///
+    /// # Panics
+    ///
+    /// If `p` is NaN (a caller's arithmetic gone wrong, which a clamp would
+    /// have turned into the smallest sample without a word).
     pub fn percentile(&self, p: f64) -> u64 {
+        assert!(!p.is_nan(), "Histogram::percentile: p is NaN");
         if self.count == 0 {
             return 0;
         }
@@ -140,6 +148,23 @@ mod tests {
             expected_low = low.wrapping_add(width);
         }
         assert_eq!(Histogram::bucket(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn percentiles_outside_0_to_100_clamp_and_nan_panics() {
+        let mut h = Histogram::new();
+        for v in [10, 20, 30, 1000] {
+            h.record(v);
+        }
+        assert_eq!(h.percentile(-5.0), h.percentile(1.0));
+        assert_eq!(h.percentile(0.0), 10);
+        assert_eq!(h.percentile(150.0), 1000);
+        assert_eq!(h.percentile(f64::INFINITY), 1000);
+        let nan = std::panic::catch_unwind(|| h.percentile(f64::NAN)).unwrap_err();
+        assert_eq!(
+            nan.downcast_ref::<&str>().copied(),
+            Some("Histogram::percentile: p is NaN")
+        );
     }
 
     #[test]

@@ -444,6 +444,21 @@ impl Config {
                 ("quota_ns", t.quota_ns),
                 ("distribute_entry_ns", t.distribute_entry_ns),
             ])?;
+            // The kernel's bounds (`tg_set_cfs_bandwidth()`): a period of
+            // 1 ms to 1 s and a quota of at least 1 ms. Shorter ones also
+            // cost the simulator one timer pass per period, hours of it for
+            // nanosecond periods.
+            if !(MIN_CFS_QUOTA_PERIOD_NS..=throttle::MAX_CFS_QUOTA_PERIOD_NS).contains(&t.period_ns)
+            {
+                return Err(E::PeriodOutOfRange {
+                    period_ns: t.period_ns,
+                });
+            }
+            if t.quota_ns < MIN_CFS_QUOTA_PERIOD_NS {
+                return Err(E::QuotaTooSmall {
+                    quota_ns: t.quota_ns,
+                });
+            }
             if u128::from(t.quota_ns) >= u128::from(t.period_ns) * u128::from(self.cpus) {
                 return Err(E::QuotaNeverThrottles {
                     quota_ns: t.quota_ns,
@@ -468,12 +483,10 @@ impl Config {
                     cpus: self.cpus,
                 });
             }
-            let walk = t
-                .depth
-                .checked_add(1)
-                .and_then(|d| t.siblings.checked_mul(d))
-                .and_then(|g| g.checked_add(1))
-                .and_then(|g| g.checked_mul(t.tg_visit_ns));
+            // `task_groups` saturates, and a saturated count times any
+            // visit cost over 0 is past the limit (no siblings, however
+            // deep, is one group).
+            let walk = t.task_groups().checked_mul(t.tg_visit_ns);
             if walk.is_none_or(|w| w > MAX_WALK_NS) {
                 return Err(E::WalkTooLong);
             }
@@ -518,6 +531,10 @@ impl Config {
             .collect()
     }
 }
+
+/// `min_cfs_quota_period`: the shortest CFS period and quota the kernel
+/// accepts.
+const MIN_CFS_QUOTA_PERIOD_NS: u64 = 1_000_000;
 
 /// A parameter the simulator cannot run with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -571,6 +588,16 @@ pub enum ConfigError {
     ZeroPeriod,
     /// A zero CFS quota.
     ZeroQuota,
+    /// A CFS period outside the kernel's 1 ms to 1 s.
+    PeriodOutOfRange {
+        /// The period.
+        period_ns: u64,
+    },
+    /// A CFS quota under the kernel's 1 ms.
+    QuotaTooSmall {
+        /// The quota.
+        quota_ns: u64,
+    },
     /// A quota that covers every CPU for the whole period.
     QuotaNeverThrottles {
         /// The quota.
@@ -653,6 +680,14 @@ impl fmt::Display for ConfigError {
             ConfigError::ZeroQuota => f.write_str(
                 "the CFS quota must be more than 0 (a group with no runtime never runs, \
                  so it never unthrottles)",
+            ),
+            ConfigError::PeriodOutOfRange { period_ns } => write!(
+                f,
+                "the CFS period must be from 1 ms to 1 s, as the kernel allows (got {period_ns} ns)"
+            ),
+            ConfigError::QuotaTooSmall { quota_ns } => write!(
+                f,
+                "the CFS quota must be at least 1 ms, as the kernel allows (got {quota_ns} ns)"
             ),
             ConfigError::QuotaNeverThrottles {
                 quota_ns,

@@ -35,7 +35,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// `max_cfs_quota_period`: the kernel never scales a period up to this.
-const MAX_CFS_QUOTA_PERIOD_NS: u64 = 1_000_000_000;
+pub(super) const MAX_CFS_QUOTA_PERIOD_NS: u64 = 1_000_000_000;
 
 /// An interrupts-off window `[start, end)` in simulated nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
