@@ -89,6 +89,13 @@ pub enum Error {
         /// The duration asked for.
         duration: Duration,
     },
+    /// The duration's end is past what the machine's clock can represent
+    /// (`Instant` plus the duration overflows), checked before any thread
+    /// starts.
+    DurationTooLong {
+        /// The duration asked for.
+        duration: Duration,
+    },
     /// The OS refused a hammer thread; the threads already started were
     /// stopped.
     Spawn {
@@ -111,6 +118,11 @@ impl fmt::Display for Error {
                 f,
                 "no hammer call completed within the run's {duration:?}: give it a longer \
                  duration"
+            ),
+            Error::DurationTooLong { duration } => write!(
+                f,
+                "a run of {duration:?} ends past what this machine's clock can represent: \
+                 give it a shorter duration"
             ),
             Error::Spawn {
                 threads,
@@ -152,7 +164,8 @@ impl From<sys::Error> for Error {
 /// membarrier(2) (both [`sys::Error::is_unavailable`]), [`sys::Error::BadCpu`] for a target that is not online,
 /// or the first error a call returned; [`Error::Spawn`] if this machine
 /// refused a thread; [`Error::NoCalls`] if the duration ran out before any
-/// call completed.
+/// call completed; [`Error::DurationTooLong`], before anything runs, if the
+/// run's end cannot be represented as an [`Instant`].
 ///
 /// # Panics
 ///
@@ -164,6 +177,17 @@ pub fn run(config: &Config) -> Result<Report, Error> {
     }
     if config.targets.is_empty() {
         return Err(Error::NoTargets);
+    }
+    // Checked with a margin of a day for the time the threads take to
+    // start, so that the deadline's addition below cannot overflow.
+    if Instant::now()
+        .checked_add(config.duration)
+        .and_then(|end| end.checked_add(Duration::from_secs(86_400)))
+        .is_none()
+    {
+        return Err(Error::DurationTooLong {
+            duration: config.duration,
+        });
     }
     sys::register(Command::PrivateExpeditedRseq)?;
     let targets = config
@@ -191,7 +215,9 @@ pub fn run(config: &Config) -> Result<Report, Error> {
             gate.abort();
             stop.store(true, Ordering::Relaxed);
         });
-        let mut handles = Vec::with_capacity(config.threads as usize);
+        // Not reserved by the count asked for: a count far past what the OS
+        // gives ends in `Error::Spawn`, not in a failed allocation's abort.
+        let mut handles = Vec::with_capacity(config.threads.min(1024) as usize);
         for i in 0..config.threads {
             let target = targets[i as usize % targets.len()];
             let (stop, first_error, deadline) = (&stop, &first_error, &deadline);

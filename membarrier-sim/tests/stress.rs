@@ -58,6 +58,19 @@ fn stress_refuses_what_cannot_run() {
         Error::NoTargets
     ));
     assert!(Error::NoThreads.to_string().contains("at least one"));
+    // A duration whose end the clock cannot hold is refused before anything
+    // runs (it panicked on the deadline's overflow, with every thread
+    // started, until 2026-12-07).
+    let endless = Config {
+        duration: Duration::MAX,
+        ..config(1, vec![0])
+    };
+    let err = stress::run(&endless).unwrap_err();
+    assert!(
+        matches!(err, Error::DurationTooLong { duration } if duration == Duration::MAX),
+        "{err}"
+    );
+    assert!(err.to_string().contains("shorter duration"), "{err}");
 }
 
 /// Every successful call is one latency sample, and a call counts as a
