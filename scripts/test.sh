@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # The crates with loom models. A listed crate without tests/loom.rs, or a
 # tests/loom.rs of an unlisted crate, fails here, before anything runs: a
 # model file renamed or added must not drop out of the run unnoticed.
-loom_crates=(futex-word hazptr qrwlock rcu-lite)
+loom_crates=(futex-word hazptr membarrier-sim qrwlock rcu-lite)
 for crate in "${loom_crates[@]}"; do
     [ -f "$crate/tests/loom.rs" ] || { echo "test.sh: $crate/tests/loom.rs is missing" >&2; exit 1; }
 done

@@ -101,8 +101,14 @@
 //! in membarrier mode `light()` is only a compiler fence, which acquires
 //! nothing. The RMW keeps exactly the pairing: of a `light()` and a `heavy()`,
 //! the later one acquires what the earlier one's thread did before it. (Two
-//! `light()`s pair too, which membarrier does not promise; the code never
-//! relies on that.)
+//! `light()`s pair too, and a `light()` with a [`full`], which membarrier
+//! mode does not promise; the callers never rely on either. A word of each
+//! thread's own for `light()` would not separate them: loom counts an
+//! atomic's initial value as a store by the thread that created it, and a
+//! word created lazily is created by whichever thread fences first, so
+//! every later fence that reads it acquires what that thread had done.
+//! Tried on 2026-12-07: two `light()`s on two such words still paired.
+//! `tests/loom.rs` checks what the model orders.)
 //!
 //! # ThreadSanitizer
 //!
