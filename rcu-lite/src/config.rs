@@ -33,7 +33,11 @@ pub enum Fqs {
     /// grace-period kthread sleeps at least one jiffy. 50 us is the kernel's
     /// default timer slack, to which a normal thread's shorter timed waits
     /// are lengthened anyway. However short the interval, the driver never
-    /// rescans a holdout back to back. Zero is refused.
+    /// rescans a holdout back to back. Zero is refused; an interval above
+    /// 2^63 - 1 ns (about 292 years) is taken as that, which
+    /// [`config`](crate::memb::config) then returns. However long the
+    /// interval, stall warnings come on time: a wait for holdouts ends when
+    /// the next one is due.
     FixedInterval(Duration),
 }
 

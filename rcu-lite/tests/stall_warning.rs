@@ -64,6 +64,46 @@ fn a_memb_reader_holding_a_grace_period_up_is_named() {
     );
 }
 
+/// Under a fixed FQS interval longer than the timeout, the stall counts from
+/// the grace period's start and the waits for holdouts end in time for each
+/// warning: a reader inside for 1.8 s across a 1 s interval (the first wait
+/// knows no holdouts, the scan after it finds the reader) is named, with the
+/// 1 s of the first wait counted. Until 2026-12-07 the watch was armed only
+/// after the first wait for holdouts, which this reader's unlock ends early,
+/// so no warning came at all (with `Duration::MAX`, a leaked guard never
+/// drew one; from a review of boundary values).
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_stall_under_a_long_fixed_interval_is_named_in_time() {
+    if in_the_child() {
+        memb::configure(rcu_lite::GpConfig {
+            fqs: rcu_lite::Fqs::FixedInterval(Duration::from_secs(1)),
+            ..rcu_lite::GpConfig::DEFAULT
+        });
+        return memb_grace_period_held_for(Duration::from_millis(1800));
+    }
+    let stderr = stderr_of(
+        "a_stall_under_a_long_fixed_interval_is_named_in_time",
+        "0.2",
+    );
+    let tid = holdout_tid(&stderr);
+    let waited: Vec<f64> = stderr
+        .lines()
+        .filter(|line| {
+            line.starts_with("rcu-lite: stall: memb grace period ")
+                && line.contains(&format!("(thread ids {tid})"))
+        })
+        .filter_map(|line| {
+            let (_, after) = line.split_once("has waited ")?;
+            after.split_once(" s")?.0.parse().ok()
+        })
+        .collect();
+    assert!(
+        waited.first().is_some_and(|&s| s >= 0.9),
+        "no warning counting the first 1 s wait: {waited:?} in\n{stderr}"
+    );
+}
+
 /// An online qsbr registration that reports no quiescent state for 1.2 s,
 /// with a timeout of 0.2 s: named, as a qsbr stall.
 #[test]

@@ -133,7 +133,14 @@ impl Engine {
         // Any other registered thread is an idle CPU that only scan 1 credits.
         if let Fqs::FixedInterval(interval) = fqs
             && (driver_holdout || self.registry.others_hold_records(own))
-            && self.fqs_wait(&mut holdouts, gp, interval, false, FqsWait::BeforeScan1)
+            && self.fqs_wait(
+                &mut holdouts,
+                gp,
+                interval,
+                false,
+                FqsWait::BeforeScan1,
+                &mut watch,
+            )
         {
             fqs = Fqs::Adaptive;
             driver_holdout = false;
@@ -192,6 +199,7 @@ impl Engine {
                         interval,
                         !driver_holdout,
                         FqsWait::AfterScan,
+                        &mut watch,
                     );
                     // The next FQS scan: the driver slept since the last one.
                     driver_holdout = false;
@@ -279,6 +287,13 @@ impl Engine {
     /// caller needs `gp` (returns `true`), or, when `early_wake`, once every
     /// holdout has passed a quiescent state. `which` tells a loom model's
     /// switch (`loom_fqs_timer_never_fires`) which wait this is.
+    ///
+    /// `watch` is armed at the grace period's first wait, and a wait with
+    /// holdouts to watch (`early_wake`) wakes when its next warning is due
+    /// and warns: an interval longer than the stall timeout (up to the 292
+    /// years `configure` takes) would otherwise hold the warnings back to
+    /// one per interval, or for good.
+    #[allow(clippy::too_many_arguments)]
     fn fqs_wait(
         &self,
         holdouts: &mut Vec<&'static Record>,
@@ -286,11 +301,18 @@ impl Engine {
         interval: Duration,
         early_wake: bool,
         which: FqsWait,
+        watch: &mut StallWatch,
     ) -> bool {
         // Relaxed: statistics.
         self.fqs_waits.fetch_add(1, Relaxed);
         #[cfg(not(loom))]
         let _ = which;
+        // Arms the watch (a clock read) at the first wait: the stall counts
+        // from the grace period's start, not from its first scan.
+        #[cfg(not(loom))]
+        let _ = watch.sleep_limit();
+        #[cfg(loom)]
+        let _ = &watch;
         // Under loom the timer is a yield: time must not steer the model.
         // For the waits `loom_fqs_timer_never_fires` names there is no timer
         // at all: the loop below waits untimed, and only an expedited
@@ -342,6 +364,13 @@ impl Engine {
                     Some(left)
                 }
             };
+            // Waiting for holdouts: wake in time for the watch's next
+            // warning.
+            #[cfg(not(loom))]
+            let left = match (early_wake, left, watch.sleep_limit()) {
+                (true, Some(left), Some(limit)) => Some(left.min(limit)),
+                (_, left, _) => left,
+            };
             if early_wake {
                 // Arms the holdouts' wake-ups; the expedite check follows
                 // the SeqCst store inside.
@@ -386,6 +415,7 @@ impl Engine {
             self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
             if early_wake {
                 recheck(holdouts, gp);
+                watch.check(holdouts, gp, self.flavor_name());
             }
         }
     }
