@@ -531,9 +531,15 @@ fn protect_after_reading_the_mode<T>(
     src: &AtomicPtr<T>,
 ) -> *mut T {
     #[cfg(not(any(loom, syncprims_tsan)))]
-    if fence::light_is_full_fence() {
-        return protect_validated(slot, src);
+    {
+        if fence::light_is_full_fence() {
+            return protect_validated(slot, src);
+        }
+        // Membarrier mode, decided for good: `light()` is a compiler
+        // fence, which this need not read the mode again to issue.
+        protect_in_wildcard_window(slot, wildcard, src, || compiler_fence(Ordering::SeqCst))
     }
+    #[cfg(any(loom, syncprims_tsan))]
     protect_in_wildcard_window(slot, wildcard, src, fence::light)
 }
 
