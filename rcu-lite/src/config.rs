@@ -35,9 +35,12 @@ pub enum Fqs {
     /// are lengthened anyway. However short the interval, the driver never
     /// rescans a holdout back to back. Zero is refused; an interval above
     /// 2^63 - 1 ns (about 292 years) is taken as that, which
-    /// [`config`](crate::memb::config) then returns. However long the
-    /// interval, stall warnings come on time: a wait for holdouts ends when
-    /// the next one is due.
+    /// [`config`](crate::memb::config) then returns. Stall warnings count
+    /// from the grace period's start, and a wait after a scan ends when the
+    /// next one is due; but the first comes no sooner than scan 1, which
+    /// follows the first wait: with an interval past the stall timeout
+    /// (21 s by default) that is where a stall is first named, and with the
+    /// 292-year one, never.
     FixedInterval(Duration),
 }
 

@@ -70,22 +70,38 @@ fn a_memb_reader_holding_a_grace_period_up_is_named() {
 /// knows no holdouts, the scan after it finds the reader) is named, with the
 /// 1 s of the first wait counted. Until 2026-12-07 the watch was armed only
 /// after the first wait for holdouts, which this reader's unlock ends early,
-/// so no warning came at all (with `Duration::MAX`, a leaked guard never
-/// drew one; from a review of boundary values).
+/// so no warning came at all (from a review of boundary values). The first
+/// wait itself is not cut short: nothing names a stall before scan 1.
 #[test]
 #[cfg_attr(miri, ignore = "a child process, which miri does not start")]
 fn a_stall_under_a_long_fixed_interval_is_named_in_time() {
+    stall_under_a_long_fixed_interval("a_stall_under_a_long_fixed_interval_is_named_in_time", true);
+}
+
+/// The same with quick QS off, where the wait after scan 1 is the driver's
+/// own (it ends at the interval, not when the holdouts leave): it too ends
+/// when the warning is due, and names the holdout after a recheck.
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_stall_under_a_long_fixed_interval_without_quick_qs_is_named_in_time() {
+    stall_under_a_long_fixed_interval(
+        "a_stall_under_a_long_fixed_interval_without_quick_qs_is_named_in_time",
+        false,
+    );
+}
+
+/// A memb grace period under a 1 s fixed interval, with `quick_qs`, held up
+/// 1.8 s by a reader, at a timeout of 0.2 s: the first warning names the
+/// reader and counts the first 1 s wait.
+fn stall_under_a_long_fixed_interval(test: &str, quick_qs: bool) {
     if in_the_child() {
         memb::configure(rcu_lite::GpConfig {
             fqs: rcu_lite::Fqs::FixedInterval(Duration::from_secs(1)),
-            ..rcu_lite::GpConfig::DEFAULT
+            quick_qs,
         });
         return memb_grace_period_held_for(Duration::from_millis(1800));
     }
-    let stderr = stderr_of(
-        "a_stall_under_a_long_fixed_interval_is_named_in_time",
-        "0.2",
-    );
+    let stderr = stderr_of(test, "0.2");
     let tid = holdout_tid(&stderr);
     let waited: Vec<f64> = stderr
         .lines()

@@ -364,10 +364,17 @@ impl Engine {
                     Some(left)
                 }
             };
-            // Waiting for holdouts: wake in time for the watch's next
-            // warning.
+            // After a scan, with its holdouts known (quick QS off, the
+            // first such wait is not an early-wake one, but its holdouts are
+            // there all the same): wake in time for the watch's next warning.
+            // Before scan 1 no holdout is known, and nothing is capped: the
+            // first warning comes no sooner than scan 1.
             #[cfg(not(loom))]
-            let left = match (early_wake, left, watch.sleep_limit()) {
+            let left = match (
+                matches!(which, FqsWait::AfterScan),
+                left,
+                watch.sleep_limit(),
+            ) {
                 (true, Some(left), Some(limit)) => Some(left.min(limit)),
                 (_, left, _) => left,
             };
@@ -415,6 +422,15 @@ impl Engine {
             self.driver_wait.word.store(DRIVER_RUNNING, Relaxed);
             if early_wake {
                 recheck(holdouts, gp);
+            }
+            if matches!(which, FqsWait::AfterScan) {
+                // Names only holdouts still holding out: without an early
+                // wake (quick QS off, the driver's own wait) the list is
+                // rechecked here first, as `grace_period` does after the
+                // wait anyway.
+                if !early_wake {
+                    recheck(holdouts, gp);
+                }
                 watch.check(holdouts, gp, self.flavor_name());
             }
         }

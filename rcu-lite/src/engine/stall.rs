@@ -12,9 +12,11 @@
 //! else: the grace period goes on waiting.
 //!
 //! Invariants: the driver looks at the clock only where it would sleep for
-//! holdouts or has just woken with holdouts left (never on the readers'
-//! side, never while the grace period has no holdout), and sleeps for
-//! holdouts no longer than until the next warning is due.
+//! holdouts, has just woken with holdouts left, or starts a fixed-interval
+//! FQS wait (never on the readers' side, never in an adaptive grace period
+//! without holdouts), and sleeps for holdouts no longer than until the next
+//! warning is due. Under a fixed interval the first warning comes no
+//! sooner than scan 1, after the first wait: no holdout is known before.
 //! `SYNCPRIMS_STALL_TIMEOUT_S` sets the timeout (seconds; `0`: off). Under
 //! loom the watch is never due.
 
@@ -23,10 +25,11 @@ use futex_word::stall::Watch;
 use std::time::Duration;
 
 /// One grace period's watch on its holdouts. Armed (the clock read) the
-/// first time the driver is about to sleep for them or finds them left
-/// after an FQS wait, so that a grace period without holdouts never reads
-/// the clock for it: the stall counts from there, a spin phase after the
-/// grace period began.
+/// first time the driver is about to sleep for them, or at a fixed-interval
+/// grace period's first FQS wait, so that an adaptive grace period without
+/// holdouts never reads the clock for it: the stall counts from there (in
+/// an adaptive one, a spin phase after the grace period began; in a
+/// fixed-interval one, from its start).
 pub(super) struct StallWatch(Watch);
 
 impl StallWatch {
