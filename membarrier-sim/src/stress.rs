@@ -165,7 +165,8 @@ impl From<sys::Error> for Error {
 /// or the first error a call returned; [`Error::Spawn`] if this machine
 /// refused a thread; [`Error::NoCalls`] if the duration ran out before any
 /// call completed; [`Error::DurationTooLong`], before anything runs, if the
-/// run's end cannot be represented as an [`Instant`].
+/// run's end, with a day to spare for starting the threads, cannot be
+/// represented as an [`Instant`].
 ///
 /// # Panics
 ///

@@ -350,12 +350,17 @@ impl Machine {
         let inbox = &self.inboxes[cpu as usize];
         let doorbell = &self.doorbells[cpu as usize];
         let mut batch = Vec::new();
-        // Relaxed: see `run`.
-        while !self.cpus_stop.load(Ordering::Relaxed) {
-            // Read the doorbell before the inbox: a post after this read
-            // changes it, so the sleep below cannot miss the post.
-            // Acquire pairs with the Release increment in `post`.
+        loop {
+            // Read the doorbell before the stop flag and the inbox: a post or
+            // a stop after this read changes it, so the sleep below cannot
+            // miss either. Acquire pairs with the Release increment in `post`
+            // and `bump_and_ring`: a read that sees a stop's bump sees its
+            // flag below.
             let rung = doorbell.load(Ordering::Acquire);
+            // Relaxed: see `run`.
+            if self.cpus_stop.load(Ordering::Relaxed) {
+                break;
+            }
             let now = elapsed_ns(start);
             if let Some(w) = self.window_at(cpu, &mut cursor, now) {
                 // Interrupts off: the inbox waits.
@@ -554,11 +559,11 @@ pub(crate) fn sleep_while(word: &AtomicU32, value: u32, timeout: Option<Duration
 /// to sleep on `word` then finds it changed instead of missing the
 /// wake-up. Release pairs with the Acquire load in `wait_handled` and in
 /// `cpu_loop`'s doorbell read: whoever sees the bump sees the stop flags
-/// stored before it. `cpu_loop` reads its flag before its doorbell, so it
-/// may run one more pass and see the flag after its wait returns (at once,
-/// the doorbell having changed); but a CPU thread sleeping through an
-/// interrupts-off window (a plain sleep, which no ring cuts short) sees it
-/// only when that window ends.
+/// stored before it. `cpu_loop` reads its doorbell before its flag, so a
+/// pass that missed the flag read the doorbell before the bump, and its
+/// wait returns at once; but a CPU thread sleeping through an
+/// interrupts-off window (a plain sleep, which no ring cuts short) sees the
+/// stop only when that window ends.
 fn bump_and_ring(word: &AtomicU32) {
     word.fetch_add(1, Ordering::Release);
     ring(word);
@@ -694,7 +699,7 @@ mod tests {
     /// Stopping the CPU threads changes every doorbell, so a CPU thread
     /// that read its doorbell before the stop and sleeps on that value
     /// afterwards returns at once: here CPU 1's thread is held at its inbox
-    /// lock (after its flag and doorbell reads) across the stop. Before
+    /// lock (after its doorbell and flag reads) across the stop. Before
     /// 2026-12-07 `run` only rang, and such a thread slept out its 10 ms
     /// wait (which this test cannot time; the doorbells' values show it).
     #[test]

@@ -376,6 +376,15 @@ fn each_limit_accepts_its_largest_value_and_refuses_the_next() {
             Box::new(|c, v| throttle(c).window_spread_pct = u32::try_from(v).unwrap()),
             ConfigError::BadSpread { spread_pct: 101 },
         ),
+        // The kernel's longest CFS period.
+        (
+            "period_ns",
+            1_000_000_000,
+            Box::new(|c, v| throttle(c).period_ns = v),
+            ConfigError::PeriodOutOfRange {
+                period_ns: 1_000_000_001,
+            },
+        ),
         // One task group (no siblings): the walk is tg_visit_ns itself.
         (
             "tg_visit_ns",
@@ -395,6 +404,13 @@ fn each_limit_accepts_its_largest_value_and_refuses_the_next() {
         set(&mut c, limit + 1);
         assert_eq!(c.validate().as_ref(), Err(past), "{what} = {}", limit + 1);
     }
+    // The kernel's shortest CFS period and quota, 1 ms each, are accepted
+    // (a nanosecond less is refused: `bad_parameters_are_refused_with_the_reason`).
+    let mut c = ok.clone();
+    throttle(&mut c).period_ns = 1_000_000;
+    throttle(&mut c).quota_ns = 1_000_000;
+    throttle(&mut c).overshoot_ns = 1_000;
+    assert_eq!(c.validate(), Ok(()));
     // No siblings is one task group however deep (the depth's count of
     // groups once overflowed and was refused as a walk too long).
     let mut c = ok.clone();
