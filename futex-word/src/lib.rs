@@ -58,6 +58,16 @@
 //! untimed wait of each thread returns at once, so a caller that does not
 //! recheck its condition fails the model instead of passing it.
 //!
+//! The model is stronger than the kernel in one way: a sleeper woken by a
+//! wake leaves through the bucket mutex that the waker took after changing
+//! the word, so it acquires everything the waker did before; `FUTEX_WAKE`
+//! promises user space no such ordering. A caller whose re-read of the word
+//! after a sleep is Relaxed where it should acquire passes a model that
+//! ends the wait that way. The spurious returns above and the spinning
+//! before a sleep take no mutex, so each acquire after a wait needs a model
+//! that ends the wait on one of those paths (as
+//! `cond_load_acquire_sees_what_the_waker_wrote` in qrwlock's models does).
+//!
 //! (A model in which every wait was a plain yield was tried first. Loom may
 //! schedule two yielding threads against each other forever, never running a
 //! third that both wait for, so deep models exceeded their branch limit
