@@ -330,7 +330,7 @@ fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
     type Misuse = fn(&Domain);
     let slow_path: Build = || Domain::builder().force_slow_path(true).build();
     let unshared: Build = || Domain::builder().shared_scan(false).build();
-    let misuses: [(&str, &str, Build, Misuse); 5] = [
+    let misuses: [(&str, &str, Build, Misuse); 6] = [
         (
             "a shared-scan synchronize",
             "Domain::synchronize",
@@ -363,6 +363,16 @@ fn calls_between_the_fork_hooks_that_would_wait_for_the_forking_thread() {
             Domain::new,
             |_| {
                 drop(Domain::new());
+            },
+        ),
+        // A fresh domain: its scanner is not started, so the call would take
+        // the scanner's lock, which the hooks hold.
+        (
+            "starting the scanner thread",
+            "Domain::start_scanner",
+            Domain::new,
+            |d| {
+                d.start_scanner();
             },
         ),
     ];
@@ -454,6 +464,33 @@ fn dropping_a_domain_between_the_fork_hooks() {
                     other.synchronize(&8u64);
                 },
             );
+        },
+    );
+}
+
+/// A `synchronize` of null waits for nothing, so it is not refused between
+/// the fork hooks: it returns at once there (docs/hazptr.md, *Limits*),
+/// in both scan modes.
+#[test]
+fn a_synchronize_of_null_between_the_fork_hooks_returns_at_once() {
+    test_support::within_a_deadline(
+        "a synchronize of null between the fork hooks",
+        std::time::Duration::from_secs(60),
+        || {
+            std::thread::spawn(|| {
+                let shared = Domain::new();
+                let unshared = Domain::builder().shared_scan(false).build();
+                fork::before_fork();
+                let returned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    shared.synchronize(std::ptr::null::<u64>());
+                    unshared.synchronize(std::ptr::null::<u64>());
+                    hazptr::synchronize(std::ptr::null::<u64>());
+                }));
+                fork::after_fork_parent();
+                assert!(returned.is_ok(), "a synchronize of null was refused");
+            })
+            .join()
+            .unwrap();
         },
     );
 }

@@ -1246,6 +1246,19 @@ mod tests {
             before,
             "the bias was taken back"
         );
+        // And the recursive forms (the interrupt-context reader), whose
+        // panics their docs promise as well.
+        let caught = std::panic::catch_unwind(|| lock.read_lock_recursive());
+        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
+        assert!(message.contains("reader count overflow"), "{message}");
+        let caught = std::panic::catch_unwind(|| lock.try_read_lock_recursive());
+        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
+        assert!(message.contains("reader count overflow"), "{message}");
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            before,
+            "the recursive forms took their bias back"
+        );
         // A transient bias on top of a count with the top bit set: the unlock
         // below leaves the top bit set, which must not read as an underflow.
         lock.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);

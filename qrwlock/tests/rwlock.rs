@@ -428,7 +428,8 @@ fn queued_writers_enter_in_arrival_order() {
 /// enter before W and see the value the first writer left; R3, queued after
 /// W, enters after it and sees W's value, though R1 and R2 entered together
 /// (a front reader admits the readers directly behind it, up to the first
-/// writer, not past it).
+/// writer, not past it). R1 and R2 meet at a barrier while they hold the
+/// lock, so entering one after the other fails the deadline.
 #[test]
 #[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
 fn queued_readers_and_writers_enter_in_arrival_order() {
@@ -438,9 +439,17 @@ fn queued_readers_and_writers_enter_in_arrival_order() {
         || {
             let lock = Arc::new(RwLock::new(0u32));
             let mut held = lock.write();
-            let r1 = spawn_named("qrw-rrwr-r1", &lock, |lock| *lock.read());
+            let together = Arc::new(std::sync::Barrier::new(2));
+            let meet = |together: Arc<std::sync::Barrier>| {
+                move |lock: &RwLock<u32>| {
+                    let read = lock.read();
+                    together.wait();
+                    *read
+                }
+            };
+            let r1 = spawn_named("qrw-rrwr-r1", &lock, meet(together.clone()));
             until_queued(&r1);
-            let r2 = spawn_named("qrw-rrwr-r2", &lock, |lock| *lock.read());
+            let r2 = spawn_named("qrw-rrwr-r2", &lock, meet(together));
             until_queued(&r2);
             let w = spawn_named("qrw-rrwr-w", &lock, |lock| *lock.write() = 2);
             until_queued(&w);

@@ -170,6 +170,57 @@ fn expedited_callers_cut_an_hour_long_fqs_wait_short() {
     });
 }
 
+/// The qsbr flavor's expedited grace periods ignore its FQS pacing too, for
+/// the free function and a registration's method, alone and behind a normal
+/// caller asleep in an hour-long first FQS wait (the memb test above, for
+/// the other engine; nothing checked qsbr's until 2026-12-07). qsbr's
+/// configuration is its own, so this needs no `SERIAL`, only its restore.
+#[test]
+fn qsbr_expedited_callers_cut_an_hour_long_fqs_wait_short() {
+    use rcu_lite::qsbr;
+    let old = qsbr::configure(GpConfig {
+        quick_qs: false,
+        fqs: Fqs::FixedInterval(Duration::from_secs(3600)),
+    });
+    let (tx, rx) = mpsc::channel();
+    let alone = tx.clone();
+    thread::spawn(move || {
+        qsbr::synchronize_rcu_expedited();
+        qsbr::QsbrThread::register().synchronize_rcu_expedited();
+        alone.send("alone").unwrap();
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("an expedited qsbr grace period waited for the FQS timer"),
+        "alone"
+    );
+    let normal = tx.clone();
+    thread::spawn(move || {
+        qsbr::synchronize_rcu();
+        normal.send("normal").unwrap();
+    });
+    // Bounded: a grace period that skipped its hour-long first FQS wait
+    // would be over before this loop saw it in progress.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while qsbr::grace_periods().started == qsbr::grace_periods().completed {
+        assert!(
+            Instant::now() < deadline,
+            "the normal qsbr caller's grace period was never seen in progress"
+        );
+        thread::yield_now();
+    }
+    thread::spawn(move || {
+        let mut registration = qsbr::QsbrThread::register();
+        registration.synchronize_rcu_expedited();
+        tx.send("expedited").unwrap();
+    });
+    for _ in 0..2 {
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("a qsbr grace period waited for the hour-long FQS timer");
+    }
+    qsbr::configure(old);
+}
+
 /// With a fixed interval shorter than the driver's way to its sleep (1 ns
 /// here), every FQS wait still sleeps, as the kernel's grace-period kthread
 /// sleeps at least a jiffy: a grace period held up by a reader uses part of
