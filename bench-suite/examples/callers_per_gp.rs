@@ -64,7 +64,11 @@ fn main() {
     // rcuscale's harness thread does.
     std::thread::spawn(|| {
         memb::synchronize_rcu();
-        memb::start_grace_period_worker();
+        // A refused spawn (false) leaves the worker to start inside the
+        // first crowded grace period, which the figures would then include.
+        if !memb::start_grace_period_worker() {
+            eprintln!("callers_per_gp: the grace-period worker did not start ahead of the run");
+        }
     })
     .join()
     .expect("the set-up thread panicked");

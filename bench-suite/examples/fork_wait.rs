@@ -118,6 +118,9 @@ fn main() {
                 .map(|_| {
                     std::thread::spawn(move || {
                         while !STOP.load(Relaxed) {
+                            // Bench only: a synchronize of an address never
+                            // unpublished, to keep scans running; a program
+                            // synchronizes after it unpublishes.
                             hazptr::synchronize(addr as *const u64);
                         }
                     })

@@ -172,6 +172,9 @@ fn main() {
     let crossbeam_handle = crossbeam_epoch::default_collector().register();
     let memb_cell = Rcu::<u64, Memb>::new(42);
     let qsbr_cell = Rcu::<u64, Qsbr>::new(42);
+    // Online for the whole run and never reporting a quiescent state: fine
+    // here, with no qsbr writer; in a program with writers this would hold
+    // every qsbr grace period up.
     let qsbr_thread = QsbrThread::register();
 
     type Run<'a> = Box<dyn Fn(u64) -> f64 + 'a>;

@@ -32,6 +32,12 @@ struct Node<T> {
 // (needs `T: Send`), and is never reached through `&T` by two threads.
 // `T: Sync` is more than that needs: the stack asks for it because
 // `AtomicBox` requires its pointee to be `Send + Sync`.
+//
+// Two rules for anyone extending this stack, which the pop below relies on:
+// never hand out a `&T` from a node (no `peek`, no iterator), since a pop
+// moves the value out while other threads may still hold the node; and
+// never push a node again (no free list of nodes), since the CAS's argument
+// against ABA is that a node's address is not reused while a guard holds it.
 unsafe impl<T: Send + Sync> Send for Node<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for Node<T> {}

@@ -58,6 +58,8 @@ use std::ptr::{self, NonNull};
 /// ```
 /// use hazptr::{AtomicBox, Domain};
 ///
+/// // Leaked on purpose, once per process: a domain made per structure or
+/// // per request would leak each time. Those borrow a domain they own.
 /// let domain: &'static Domain = Box::leak(Box::new(Domain::new()));
 /// let config = AtomicBox::new_in(String::from("v1"), domain);
 /// config.store(Some(Box::new(String::from("v2"))));

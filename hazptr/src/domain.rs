@@ -436,12 +436,15 @@ impl Drop for Shared {
 /// use hazptr::Domain;
 /// use std::sync::atomic::AtomicPtr;
 ///
+/// // Every caller scans alone (`shared_scan(false)`): the mode to compare
+/// // against the default shared scan, which is the one to start from.
 /// let domain = Domain::builder().shared_scan(false).build();
 /// let shared = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
 /// {
 ///     let mut guard = domain.guard();
 ///     let p = guard.protect_ptr(&shared);
-///     // SAFETY: `p` is protected by `guard` and was published by `Box::into_raw`.
+///     // SAFETY: `p` is protected by `guard`, a guard of `domain`, where the
+///     // writer below synchronizes before it frees; never null here.
 ///     assert_eq!(unsafe { *p }, 7);
 /// }
 /// let old = shared.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::AcqRel);

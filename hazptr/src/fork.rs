@@ -93,6 +93,9 @@
 //!     hazptr::fork::after_fork_child();
 //! }
 //! // SAFETY: three plain functions that live as long as the process.
+//! // A program that uses rcu-lite too registers rcu-lite's handlers right
+//! // after these, in the same place (see above): the other order, or two
+//! // registrations in init code that runs in either order, hangs forks.
 //! let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
 //! assert_eq!(rc, 0);
 //! ```

@@ -97,7 +97,10 @@ enum Home {
 /// let shared = AtomicPtr::new(Box::into_raw(Box::new(42u64)));
 /// let mut guard = Guard::new();
 /// let p = guard.protect_ptr(&shared);
-/// // SAFETY: protected by `guard`; the pointer came from `Box::into_raw`.
+/// // SAFETY: protected by `guard` (a global-domain guard: writers must free
+/// // only after `hazptr::synchronize` or a retire in that same domain), and
+/// // never null here (`protect_ptr` returns null for a null source: check it
+/// // where the source may hold one, with `p.as_ref()`).
 /// assert_eq!(unsafe { *p }, 42);
 /// drop(guard);
 /// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
@@ -200,7 +203,8 @@ impl Domain {
     ///
     /// let domain = Domain::new();
     /// let shared = AtomicPtr::new(Box::into_raw(Box::new(41u64)));
-    /// // SAFETY: the pointer is protected in `domain` while the closure runs.
+    /// // SAFETY: protected in `domain` while the closure runs (writers free
+    /// // only after a synchronize or retire in `domain`), and never null here.
     /// let v = domain.scoped_ptr(&shared, |p| unsafe { *p } + 1);
     /// assert_eq!(v, 42);
     /// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
@@ -750,7 +754,8 @@ pub fn scoped<T: Send + Sync, R>(src: &AtomicBox<'_, T>, f: impl FnOnce(Option<&
 /// use std::sync::atomic::AtomicPtr;
 ///
 /// let shared = AtomicPtr::new(Box::into_raw(Box::new(41u64)));
-/// // SAFETY: the pointer is protected while the closure runs.
+/// // SAFETY: protected in the global domain while the closure runs (writers
+/// // free only after a synchronize or retire there), and never null here.
 /// let v = hazptr::scoped_ptr(&shared, |p| unsafe { *p } + 1);
 /// assert_eq!(v, 42);
 /// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.
@@ -772,7 +777,9 @@ pub fn scoped_ptr<T, R>(src: &AtomicPtr<T>, f: impl FnOnce(*mut T) -> R) -> R {
 ///
 /// let shared = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
 /// let (guard, p) = hazptr::acquire(&shared);
-/// // SAFETY: protected until `guard` is dropped.
+/// // SAFETY: protected in the global domain until `guard` is dropped
+/// // (writers free only after a synchronize or retire there), and never
+/// // null here.
 /// assert_eq!(unsafe { *p }, 7);
 /// drop(guard); // the kernel's hazptr_release()
 /// # // SAFETY: unpublished, unprotected, and from `Box::into_raw`.

@@ -8,12 +8,15 @@
 //!
 //! ```
 //! let config = qrwlock::RwLock::new(vec![1, 2, 3]);
-//! {
+//! std::thread::scope(|s| {
 //!     let a = config.read();
-//!     let b = config.try_read().expect("readers share");
-//!     assert_eq!(a.len() + b.len(), 6);
+//!     // Readers on two threads share the lock. (A second read on the same
+//!     // thread would queue behind a waiting writer, which waits for the
+//!     // first: `read_recursive` is the one for nested reads.)
+//!     let b = s.spawn(|| config.read().len()).join().unwrap();
+//!     assert_eq!(a.len() + b, 6);
 //!     assert!(config.try_write().is_none(), "readers exclude writers");
-//! }
+//! });
 //! config.write().push(4);
 //! let w = config.write();
 //! let r = qrwlock::RwLockWriteGuard::downgrade(w);

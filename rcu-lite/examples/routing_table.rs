@@ -6,8 +6,12 @@
 //! - a qsbr reader registers a [`QsbrThread`], reads inside
 //!   `thread.read_lock()` for free, announces a quiescent state every 64
 //!   lookups, and goes offline around a sleep, as a worker that blocks must;
-//! - the writer publishes each new version with `Rcu::update`, which defers
-//!   the old one's drop to a grace period through `call_rcu`; once every
+//! - the writer publishes each new version with `Rcu::replace`, which builds
+//!   nothing under the cell's update lock (the new table is made before the
+//!   call) and defers the old one's drop to a grace period through
+//!   `call_rcu` (`Rcu::update` is for a new value made from the old one); a
+//!   guard tells the readers to stop however the writer ends, a panic
+//!   included, so that they never spin on without it; once every
 //!   thread has finished, `rcu_barrier()` of each flavor waits until every
 //!   deferred drop has run, before the drops are counted.
 //!
@@ -70,11 +74,19 @@ fn run(updates: u64) -> usize {
     let writer_done = AtomicBool::new(false);
     thread::scope(|s| {
         s.spawn(|| {
-            for version in 1..=updates {
-                memb_table.update(|_| Table::new(version));
-                qsbr_table.update(|_| Table::new(version));
+            // Stores the stop flag when dropped: at the end, or if building a
+            // table panics.
+            struct StopReaders<'a>(&'a AtomicBool);
+            impl Drop for StopReaders<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Relaxed);
+                }
             }
-            writer_done.store(true, Relaxed);
+            let _stop = StopReaders(&writer_done);
+            for version in 1..=updates {
+                memb_table.replace(Table::new(version));
+                qsbr_table.replace(Table::new(version));
+            }
         });
         for _ in 0..2 {
             s.spawn(|| {

@@ -267,14 +267,15 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// use rcu_lite::Rcu;
     ///
     /// let buffers = Rcu::<Vec<u8>>::new(vec![1; 4096]);
-    /// let mut retired = buffers.replace_polled(vec![2; 4096]);
-    /// // ... other work, then take the old buffer back to reuse it:
-    /// let old = loop {
-    ///     match retired.try_into_inner() {
-    ///         Ok(old) => break old,
-    ///         Err(not_yet) => retired = not_yet,
-    ///     }
-    ///     std::thread::yield_now();
+    /// let retired = buffers.replace_polled(vec![2; 4096]);
+    /// // ... other work, then take the old buffer back to reuse it: at once
+    /// // if its grace period is over, else by waiting for it. (A loop of
+    /// // try_into_inner would spin, and for good on a thread whose own read
+    /// // section holds the grace period up; into_inner refuses that misuse
+    /// // with a panic.)
+    /// let old = match retired.try_into_inner() {
+    ///     Ok(old) => old,
+    ///     Err(not_yet) => not_yet.into_inner(),
     /// };
     /// assert_eq!(old[0], 1);
     /// ```

@@ -119,6 +119,10 @@
 //!     rcu_lite::fork::after_fork_child();
 //! }
 //! // SAFETY: three plain functions that live as long as the process.
+//! // A program that uses hazptr too registers hazptr's handlers right
+//! // before these, in the same place (see *What they do*): the other
+//! // order, or two registrations in init code that runs in either order,
+//! // hangs forks.
 //! let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
 //! assert_eq!(rc, 0);
 //! ```

@@ -362,9 +362,13 @@ pub fn get_state_synchronize_rcu() -> GpState<Memb> {
 /// let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
 /// let old = shared.swap(Box::into_raw(Box::new(2u64)), Ordering::AcqRel);
 /// let state = memb::start_poll_synchronize_rcu();
-/// // ... other work, then, at some later point:
-/// while !memb::poll_state_synchronize_rcu(state) {
-///     std::thread::yield_now();
+/// // ... other work, then, at some later point: if the grace period is
+/// // not over yet, keep `old` for a later look, or wait for it as here. (A
+/// // loop of polls would spin, and for good on a thread whose own read
+/// // section holds the grace period up;
+/// // cond_synchronize_rcu refuses that misuse with a panic.)
+/// if !memb::poll_state_synchronize_rcu(state) {
+///     memb::cond_synchronize_rcu(state);
 /// }
 /// // SAFETY: `old` was unpublished before the cookie was taken, and the
 /// // cookie's grace period has elapsed: no reader can still hold it.
@@ -597,10 +601,12 @@ pub fn grace_periods() -> GpCounts {
 ///         // Everything queued so far is freed before this returns.
 ///         memb::rcu_barrier();
 ///     }
+///     // Holds only while this thread alone queues callbacks: the queue is
+///     // the process's, other writers' and libraries' callbacks included.
 ///     assert!(memb::callbacks_pending() <= 256);
 /// }
 /// memb::rcu_barrier();
-/// assert_eq!(memb::callbacks_pending(), 0);
+/// assert_eq!(memb::callbacks_pending(), 0); // as alone as above
 /// ```
 pub fn callbacks_pending() -> usize {
     engine().callbacks.pending()

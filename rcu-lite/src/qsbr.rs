@@ -565,9 +565,13 @@ pub fn get_state_synchronize_rcu() -> GpState<Qsbr> {
 /// let shared = AtomicPtr::new(Box::into_raw(Box::new(1u64)));
 /// let old = shared.swap(Box::into_raw(Box::new(2u64)), Ordering::AcqRel);
 /// let state = qsbr::start_poll_synchronize_rcu();
-/// // ... other work, then, at some later point:
-/// while !qsbr::poll_state_synchronize_rcu(state) {
-///     std::thread::yield_now();
+/// // ... other work, then, at some later point: if the grace period is
+/// // not over yet, keep `old` for a later look, or wait for it as here. (A
+/// // loop of polls would spin, and for good on a thread whose own read
+/// // section or online registration holds the grace period up;
+/// // cond_synchronize_rcu refuses that misuse with a panic.)
+/// if !qsbr::poll_state_synchronize_rcu(state) {
+///     qsbr::cond_synchronize_rcu(state);
 /// }
 /// // SAFETY: `old` was unpublished before the cookie was taken, and the
 /// // cookie's grace period has elapsed: no reader can still hold it.
@@ -775,13 +779,18 @@ pub fn grace_periods() -> GpCounts {
 /// for i in 0..1000u32 {
 ///     config.replace(vec![i as u8; 64]);
 ///     if qsbr::callbacks_pending() > 256 {
-///         // Everything queued so far is freed before this returns.
+///         // Everything queued so far is freed before this returns. (A
+///         // registered writer calls `registration.rcu_barrier()`, which
+///         // goes offline meanwhile: this one panics on a thread whose
+///         // registration is online.)
 ///         qsbr::rcu_barrier();
 ///     }
+///     // Holds only while this thread alone queues callbacks: the queue is
+///     // the process's, other writers' and libraries' callbacks included.
 ///     assert!(qsbr::callbacks_pending() <= 256);
 /// }
 /// qsbr::rcu_barrier();
-/// assert_eq!(qsbr::callbacks_pending(), 0);
+/// assert_eq!(qsbr::callbacks_pending(), 0); // as alone as above
 /// ```
 pub fn callbacks_pending() -> usize {
     engine().callbacks.pending()
