@@ -1705,6 +1705,59 @@ fn a_panicking_deleter_does_not_leak_the_rest_of_its_pass() {
     );
 }
 
+/// A deleter's panic comes out of the `retire` (or `AtomicBox::store`) whose
+/// hand-over ran the pass, after every other object of the pass was freed
+/// (docs/hazptr.md, *Guarantees*). With a threshold of 1 each hand-over of
+/// a batch runs a pass, and a batch is handed over by its 64th object at
+/// the latest, so the panic comes out of one of the 64 calls from the
+/// bomb's on. The test above only ever saw it come out of `reclaim` or the
+/// domain's drop.
+#[test]
+fn a_deleters_panic_comes_out_of_the_retire_that_ran_its_pass() {
+    test_support::within_a_deadline("a retire that runs a pass", TEST_DEADLINE, || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let domain = Domain::builder().retire_threshold(1).build();
+        let mut panics = 0;
+        for i in 0..64 {
+            let bomb = Box::into_raw(Box::new(Bomb {
+                _counted: Tracked::new(i, &drops),
+                explode: i == 0,
+            }));
+            // SAFETY: never published; retired once; Box-allocated.
+            if let Err(err) = catch_unwind(AssertUnwindSafe(|| unsafe { domain.retire_box(bomb) }))
+            {
+                assert_eq!(err.downcast_ref::<&str>(), Some(&"a deleter that panics"));
+                panics += 1;
+                // Every object handed over with the bomb was freed.
+                assert_eq!(drops.load(SeqCst) as u64, i + 1, "retire {i} panicked");
+            }
+        }
+        assert_eq!(panics, 1, "the bomb's panic came out of no retire");
+        // The same through an AtomicBox's replaced values.
+        let drops = Arc::new(AtomicUsize::new(0));
+        let boxed = AtomicBox::new_in(
+            Bomb {
+                _counted: Tracked::new(0, &drops),
+                explode: true,
+            },
+            &domain,
+        );
+        let mut panics = 0;
+        for i in 1..=64 {
+            let next = Box::new(Bomb {
+                _counted: Tracked::new(i, &drops),
+                explode: false,
+            });
+            if let Err(err) = catch_unwind(AssertUnwindSafe(|| boxed.store(Some(next)))) {
+                assert_eq!(err.downcast_ref::<&str>(), Some(&"a deleter that panics"));
+                panics += 1;
+                assert_eq!(drops.load(SeqCst) as u64, i, "store {i} panicked");
+            }
+        }
+        assert_eq!(panics, 1, "the bomb's panic came out of no store");
+    });
+}
+
 /// Retires a bomb that explodes when freed and one counted object to
 /// `domain` from the calling thread: one retire each on a thread new to the
 /// domain runs no pass (no batch is full and the time check comes at the
