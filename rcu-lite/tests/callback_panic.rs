@@ -66,3 +66,42 @@ fn a_panicking_callback_does_not_stop_the_memb_worker() {
 fn a_panicking_callback_does_not_stop_the_qsbr_worker() {
     the_worker_survives("qsbr", qsbr::call_rcu, qsbr::rcu_barrier);
 }
+
+/// The worker's report of a panicking callback cannot itself panic: with
+/// stderr a pipe nobody reads (every write fails with `EPIPE`), the report
+/// and the panic hook's message go nowhere and the worker goes on. In a
+/// child process, whose stderr is the one replaced. The normal run also
+/// checks that the report is printed. (`eprintln!` in the report would
+/// panic on the closed pipe outside the worker's `catch_unwind`, killing
+/// the worker: from the guarantee-mapping review.)
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_callbacks_panic_report_on_a_closed_stderr_leaves_the_worker_running() {
+    const CHILD: &str = "RCU_LITE_CALLBACK_PANIC_CHILD";
+    let test = "a_callbacks_panic_report_on_a_closed_stderr_leaves_the_worker_running";
+    match std::env::var(CHILD).as_deref() {
+        Ok("closed") => {
+            let mut ends = [0; 2];
+            // SAFETY: `ends` is a two-element array, as pipe(2) writes; the
+            // read end is closed and the write end replaces fd 2, closing
+            // nothing else.
+            unsafe {
+                assert_eq!(libc::pipe(ends.as_mut_ptr()), 0);
+                assert_eq!(libc::close(ends[0]), 0);
+                assert_eq!(libc::dup2(ends[1], 2), 2);
+                assert_eq!(libc::close(ends[1]), 0);
+            }
+            the_worker_survives("memb", memb::call_rcu, memb::rcu_barrier);
+            the_worker_survives("qsbr", qsbr::call_rcu, qsbr::rcu_barrier);
+        }
+        Ok(_) => the_worker_survives("memb", memb::call_rcu, memb::rcu_barrier),
+        Err(_) => {
+            test_support::in_a_child_process(test, CHILD, "closed");
+            let stderr = test_support::stderr_of_a_passing_child_process(test, CHILD, "open", &[]);
+            assert!(
+                stderr.contains("rcu-lite: an RCU callback panicked; the callback worker goes on"),
+                "{stderr}"
+            );
+        }
+    }
+}
