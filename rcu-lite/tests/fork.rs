@@ -518,6 +518,47 @@ fn a_replace_polled_between_the_hooks_is_refused_before_the_cells_update_lock() 
     });
 }
 
+/// A `Retired` dropped between the fork hooks before its grace period has
+/// ended (a reader that began before the replace is still inside) leaks its
+/// value, as documented: not dropped then, where `call_rcu` is refused,
+/// and not later either. Freeing it at once instead would free what the
+/// reader holds; no test held the drop to this until 2026-12-07.
+#[test]
+fn a_retired_dropped_between_the_hooks_leaks_its_value() {
+    static DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    struct Counted;
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, SeqCst);
+        }
+    }
+    let _serial = serial();
+    let cell: &'static Rcu<Counted> = Box::leak(Box::new(Rcu::new(Counted)));
+    let (inside_tx, inside) = std::sync::mpsc::channel();
+    let (leave_tx, leave) = std::sync::mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        let guard = memb::read_lock();
+        let _held: &Counted = cell.read(&guard);
+        inside_tx.send(()).expect("the test waits");
+        leave.recv().expect("the test says when");
+    });
+    inside.recv().expect("the reader is inside");
+    let retired = cell.replace_polled(Counted);
+    fork::before_fork();
+    drop(retired);
+    fork::after_fork_parent();
+    assert_eq!(DROPS.load(SeqCst), 0, "dropped while a reader held it");
+    leave_tx.send(()).expect("the reader waits");
+    reader.join().expect("the reader returns");
+    memb::synchronize_rcu();
+    memb::rcu_barrier();
+    assert_eq!(
+        DROPS.load(SeqCst),
+        0,
+        "a Retired dropped between the hooks handed its value on after all"
+    );
+}
+
 fn refused_before_the_cells_update_lock(what: &str, replace: fn(&'static Rcu<u64>)) {
     let _serial = serial();
     let cell: &'static Rcu<u64> = Box::leak(Box::new(Rcu::new(1)));
