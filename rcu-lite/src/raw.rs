@@ -38,7 +38,10 @@ use std::sync::atomic::Ordering::Acquire;
 /// // Publish a new value (Release, `rcu_replace_pointer()`) ...
 /// let old = config.swap(Box::into_raw(Box::new(2)), AcqRel);
 /// // ... and free the old one after a grace period (`kfree_rcu()`).
-/// // SAFETY: from `Box::into_raw`, unpublished by the swap above.
+/// // SAFETY: from `Box::into_raw`, unpublished by the swap above. `Memb`:
+/// // the flavor of the readers' guards (readers under qsbr guards need
+/// // `Qsbr` here; a grace period of one flavor does not wait for the other's
+/// // readers).
 /// unsafe { raw::defer_drop_box::<u64, Memb>(old) };
 /// memb::rcu_barrier();
 /// # // SAFETY: unpublished, and no section is open.
