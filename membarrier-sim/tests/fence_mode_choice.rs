@@ -358,7 +358,7 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
             return;
         }
         if std::env::var(CHILD).as_deref() == Ok(STDERR_CLOSED) {
-            stderr_to_a_pipe_nobody_reads();
+            test_support::stderr_to_a_pipe_nobody_reads();
         }
         fence::heavy();
         panic!("heavy() returned although the kernel refused the barrier");
@@ -405,19 +405,6 @@ fn a_barrier_refused_after_registration_aborts_with_a_message() {
 
 /// The child value that makes the abort case write into a closed pipe.
 const STDERR_CLOSED: &str = "stderr-closed";
-
-/// Points this process's stderr at a pipe whose read end is closed.
-fn stderr_to_a_pipe_nobody_reads() {
-    let mut ends = [0; 2];
-    // SAFETY: `ends` is a two-element array, as pipe(2) writes; the read end
-    // is closed and the write end replaces fd 2, closing nothing else.
-    unsafe {
-        assert_eq!(libc::pipe(ends.as_mut_ptr()), 0);
-        assert_eq!(libc::close(ends[0]), 0);
-        assert_eq!(libc::dup2(ends[1], 2), 2);
-        assert_eq!(libc::close(ends[1]), 0);
-    }
-}
 
 /// A kernel that does not know a command answers `EINVAL` to it and leaves
 /// it out of `MEMBARRIER_CMD_QUERY`: that is [`Error::Unsupported`] (the

@@ -1233,32 +1233,32 @@ mod tests {
             lock.read_lock();
         }
         let before = lock.cnts.load(Ordering::Relaxed);
-        let caught = std::panic::catch_unwind(|| lock.read_lock());
-        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
-        assert!(message.contains("reader count overflow"), "{message}");
-        // try_read_lock panics there too, whether its first look sees the
-        // full count (here) or its add does.
-        let caught = std::panic::catch_unwind(|| lock.try_read_lock());
-        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
-        assert!(message.contains("reader count overflow"), "{message}");
-        assert_eq!(
-            lock.cnts.load(Ordering::Relaxed),
-            before,
-            "the bias was taken back"
-        );
-        // And the recursive forms (the interrupt-context reader), whose
-        // panics their docs promise as well.
-        let caught = std::panic::catch_unwind(|| lock.read_lock_recursive());
-        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
-        assert!(message.contains("reader count overflow"), "{message}");
-        let caught = std::panic::catch_unwind(|| lock.try_read_lock_recursive());
-        let message = *caught.unwrap_err().downcast::<&str>().unwrap();
-        assert!(message.contains("reader count overflow"), "{message}");
-        assert_eq!(
-            lock.cnts.load(Ordering::Relaxed),
-            before,
-            "the recursive forms took their bias back"
-        );
+        // Every form panics there, the recursive ones (the interrupt-context
+        // reader) too, and takes its bias back; try_read_lock whether its
+        // first look sees the full count (here) or its add does.
+        let forms: [(&str, &dyn Fn()); 4] = [
+            ("read_lock", &|| lock.read_lock()),
+            ("try_read_lock", &|| {
+                let _ = lock.try_read_lock();
+            }),
+            ("read_lock_recursive", &|| lock.read_lock_recursive()),
+            ("try_read_lock_recursive", &|| {
+                let _ = lock.try_read_lock_recursive();
+            }),
+        ];
+        for (form, take) in forms {
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(take));
+            let message = *caught.unwrap_err().downcast::<&str>().unwrap();
+            assert!(
+                message.contains("reader count overflow"),
+                "{form}: {message}"
+            );
+            assert_eq!(
+                lock.cnts.load(Ordering::Relaxed),
+                before,
+                "{form}: the bias was taken back"
+            );
+        }
         // A transient bias on top of a count with the top bit set: the unlock
         // below leaves the top bit set, which must not read as an underflow.
         lock.cnts.fetch_add(READER_BIAS, Ordering::Relaxed);

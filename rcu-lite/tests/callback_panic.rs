@@ -81,16 +81,7 @@ fn a_callbacks_panic_report_on_a_closed_stderr_leaves_the_worker_running() {
     let test = "a_callbacks_panic_report_on_a_closed_stderr_leaves_the_worker_running";
     match std::env::var(CHILD).as_deref() {
         Ok("closed") => {
-            let mut ends = [0; 2];
-            // SAFETY: `ends` is a two-element array, as pipe(2) writes; the
-            // read end is closed and the write end replaces fd 2, closing
-            // nothing else.
-            unsafe {
-                assert_eq!(libc::pipe(ends.as_mut_ptr()), 0);
-                assert_eq!(libc::close(ends[0]), 0);
-                assert_eq!(libc::dup2(ends[1], 2), 2);
-                assert_eq!(libc::close(ends[1]), 0);
-            }
+            test_support::stderr_to_a_pipe_nobody_reads();
             the_worker_survives("memb", memb::call_rcu, memb::rcu_barrier);
             the_worker_survives("qsbr", qsbr::call_rcu, qsbr::rcu_barrier);
         }

@@ -422,6 +422,22 @@ pub fn within_a_deadline(what: &str, limit: Duration, body: impl FnOnce() + Send
 /// seconds.
 pub const CHILD_PROCESS_LIMIT: Duration = Duration::from_secs(300);
 
+/// Points this process's stderr at a pipe whose read end is closed: every
+/// later write to fd 2 fails with `EPIPE` (Rust ignores `SIGPIPE`). For a
+/// child process (see [`in_a_child_process`]) whose code must not panic or
+/// die when it cannot report.
+pub fn stderr_to_a_pipe_nobody_reads() {
+    let mut ends = [0; 2];
+    // SAFETY: `ends` is a two-element array, as pipe(2) writes; the read end
+    // is closed and the write end replaces fd 2, closing nothing else.
+    unsafe {
+        assert_eq!(libc::pipe(ends.as_mut_ptr()), 0);
+        assert_eq!(libc::close(ends[0]), 0);
+        assert_eq!(libc::dup2(ends[1], 2), 2);
+        assert_eq!(libc::close(ends[1]), 0);
+    }
+}
+
 /// Runs the test named `test` of this test binary again in a child process,
 /// with the environment variable `env` set to `case` (the test does the
 /// case's work when it finds `env` set, and otherwise calls this), and fails
