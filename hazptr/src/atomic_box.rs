@@ -287,7 +287,9 @@ impl<'d, T: Send + Sync> AtomicBox<'d, T> {
         self.ptr.load(Ordering::Acquire)
     }
 
-    /// Replaces the value and retires the old one.
+    /// Replaces the value and retires the old one. (haphazard's `store`
+    /// does not: code ported from it must not retire the old pointer
+    /// again.)
     ///
     /// The retire may run a reclamation pass on this thread, dropping other
     /// objects retired earlier (see [`Domain::retire`] on where deleters run:

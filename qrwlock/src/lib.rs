@@ -142,7 +142,10 @@
 //! # Not in this crate
 //!
 //! Upgradable reads, timeouts, fair unlocking (`unlock_fair`, `bump`), and
-//! priority inheritance. No `fork()` hooks either: as with std's locks, a
+//! priority inheritance. No poisoning: as with parking_lot and unlike std, a
+//! panic while a guard is held releases the lock, and the next holder sees
+//! whatever the panicking one left (docs/qrwlock.md, *Coming from std or
+//! parking_lot*). No `fork()` hooks either: as with std's locks, a
 //! lock that another thread held or waited for at the fork stays so in the
 //! child, whose next wait for it never ends (the lock's word and queue are
 //! copied, their threads are not). A program that forks and keeps using a
