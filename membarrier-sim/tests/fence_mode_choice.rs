@@ -171,6 +171,30 @@ fn the_first_light_fence_decides_the_mode() {
     );
 }
 
+/// Any other value of `SYNCPRIMS_FENCE` is ignored, `membarrier` and a
+/// differently spelt `SeqCst` included: the automatic choice stands (the
+/// module docs, *Mode choice*). Until 2026-12-07 no test set one.
+#[test]
+fn another_value_of_the_environment_variable_leaves_the_automatic_choice() {
+    let value = std::env::var(fence::MODE_ENV);
+    if !matches!(value.as_deref(), Ok("membarrier" | "SeqCst")) {
+        for case in ["membarrier", "SeqCst"] {
+            test_support::in_a_child_process(
+                "another_value_of_the_environment_variable_leaves_the_automatic_choice",
+                fence::MODE_ENV,
+                case,
+            );
+        }
+        return;
+    }
+    let automatic = if sys::query().contains(Command::PrivateExpedited) {
+        Mode::Membarrier
+    } else {
+        Mode::SeqCst
+    };
+    assert_eq!(fence::mode(), automatic, "{}={value:?}", fence::MODE_ENV);
+}
+
 /// `SYNCPRIMS_FENCE=seqcst` picks the fallback without asking the kernel:
 /// no registration, and `heavy()` issues no membarrier.
 #[test]
