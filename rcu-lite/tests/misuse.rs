@@ -480,7 +480,7 @@ fn qsbr_rcu_barrier_with_an_online_registration() {
 #[test]
 fn waiting_inside_an_update_function_panics() {
     type Wait = fn();
-    let waits: [(&str, &str, Wait); 10] = [
+    let waits: [(&str, &str, Wait); 12] = [
         (
             "memb::synchronize_rcu",
             "rcu_lite::memb::synchronize_rcu()",
@@ -504,6 +504,16 @@ fn waiting_inside_an_update_function_panics() {
             "qsbr::synchronize_rcu",
             "rcu_lite::qsbr::synchronize_rcu()",
             qsbr::synchronize_rcu,
+        ),
+        (
+            "qsbr::synchronize_rcu_expedited",
+            "rcu_lite::qsbr::synchronize_rcu_expedited()",
+            qsbr::synchronize_rcu_expedited,
+        ),
+        (
+            "qsbr::cond_synchronize_rcu",
+            "rcu_lite::qsbr::cond_synchronize_rcu()",
+            || qsbr::cond_synchronize_rcu(qsbr::get_state_synchronize_rcu()),
         ),
         ("qsbr::rcu_barrier", "rcu_lite::qsbr::rcu_barrier()", || {
             qsbr::call_rcu(|| {});
@@ -562,8 +572,11 @@ fn waiting_inside_an_update_function_panics() {
 fn a_cell_updated_from_its_own_update_function() {
     let cell = std::sync::Arc::new(Rcu::<u64, Memb>::new(1));
     type Inner = fn(&Rcu<u64, Memb>);
-    let inner_calls: [(&str, Inner); 3] = [
+    let inner_calls: [(&str, Inner); 4] = [
         ("replace", |c| c.replace(10)),
+        ("replace_polled", |c| {
+            let _ = c.replace_polled(10);
+        }),
         ("update", |c| c.update(|v| v + 10)),
         ("replace_and_synchronize", |c| {
             c.replace_and_synchronize(10);
