@@ -89,19 +89,8 @@ pub(crate) struct Shared {
     pub(crate) overflow: [AtomicPtr<BackupSlot>; OVERFLOW_LISTS],
     /// The synchronize machinery.
     pub(crate) scan: ScanState,
-    /// The retired list handed over by threads, and reclamation bookkeeping.
-    pub(crate) retired: Mutex<Vec<Retired>>,
-    /// Objects in `retired` (read without the lock to decide on a pass).
-    pub(crate) retired_count: AtomicUsize,
-    /// Of those, the ones a pass found protected and put back (read without
-    /// the lock to decide on a pass; see `retire::maybe_reclaim`).
-    pub(crate) kept_count: AtomicUsize,
-    /// Tests: turns off the time-based pass trigger, which makes counts
-    /// depend on the clock.
-    #[cfg(test)]
-    pub(crate) period_off: AtomicBool,
-    /// When the last reclamation pass ran (`retire::now_ms`).
-    pub(crate) last_reclaim_ms: AtomicU32,
+    /// The retired list and the bookkeeping of passes, on lines of their own.
+    pub(crate) reclamation: Reclamation,
     /// Set while [`Domain::reclaim`] takes the batches of other threads'
     /// blocks, under the retired-list mutex: an owner that finds it set
     /// does not push onto its batch until it clears (see `retire`,
@@ -124,6 +113,56 @@ pub(crate) struct Shared {
 /// `T` on its own cache line(s).
 #[repr(align(128))]
 pub(crate) struct CacheAligned<T>(pub(crate) T);
+
+/// The domain's retired list and the bookkeeping of its passes: written at
+/// every hand-over of a thread's batch (the mutex and `retired_count`) and
+/// every pass. On lines of its own (128 bytes: the adjacent-line prefetcher
+/// of x86 CPUs pairs 64-byte lines), so that those writes do not take from
+/// the readers the line with the domain's `id` and `wildcard`, which a user
+/// domain's every acquire and every [`AtomicBox::load`](crate::AtomicBox::load)
+/// read, nor from every retire the line with `draining`.
+#[repr(align(128))]
+pub(crate) struct Reclamation {
+    /// The retired list handed over by threads.
+    pub(crate) retired: Mutex<Vec<Retired>>,
+    /// Objects in `retired` (read without the lock to decide on a pass).
+    pub(crate) retired_count: AtomicUsize,
+    /// Of those, the ones a pass found protected and put back (read without
+    /// the lock to decide on a pass; see `retire::maybe_reclaim`).
+    pub(crate) kept_count: AtomicUsize,
+    /// Tests: turns off the time-based pass trigger, which makes counts
+    /// depend on the clock.
+    #[cfg(test)]
+    pub(crate) period_off: AtomicBool,
+    /// When the last reclamation pass ran (`retire::now_ms`).
+    pub(crate) last_reclaim_ms: AtomicU32,
+}
+
+// The layout `Reclamation` and `ScanState` promise, checked as the crate
+// compiles: what readers and every retire read (`id`, `wildcard`, `draining`)
+// shares no 128-byte pair of lines with the retired list's bookkeeping or the
+// shared scan's queue, which other threads write at every hand-over, pass or
+// `synchronize`. (Loom's types are no real layout.)
+#[cfg(not(loom))]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    const fn apart(a: usize, group: usize, group_size: usize) -> bool {
+        a / 128 < group / 128 || a / 128 >= (group + group_size).div_ceil(128)
+    }
+    let reclamation = offset_of!(Shared, reclamation);
+    let scan = offset_of!(Shared, scan);
+    let read_mostly = [
+        offset_of!(Shared, id),
+        offset_of!(Shared, wildcard),
+        offset_of!(Shared, draining),
+    ];
+    let mut i = 0;
+    while i < read_mostly.len() {
+        assert!(apart(read_mostly[i], reclamation, size_of::<Reclamation>()));
+        assert!(apart(read_mostly[i], scan, size_of::<ScanState>()));
+        i += 1;
+    }
+};
 
 // SAFETY: the raw pointers in `blocks`/`overflow` lead to nodes the domain
 // owns and frees only in `Drop` (as does `own_wildcard`, an atomic word); all
@@ -155,12 +194,14 @@ impl Shared {
             blocks: AtomicPtr::new(ptr::null_mut()),
             overflow: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             scan: ScanState::new(),
-            retired: Mutex::new(Vec::new()),
-            retired_count: AtomicUsize::new(0),
-            kept_count: AtomicUsize::new(0),
-            #[cfg(test)]
-            period_off: AtomicBool::new(false),
-            last_reclaim_ms: AtomicU32::new(retire::now_ms()),
+            reclamation: Reclamation {
+                retired: Mutex::new(Vec::new()),
+                retired_count: AtomicUsize::new(0),
+                kept_count: AtomicUsize::new(0),
+                #[cfg(test)]
+                period_off: AtomicBool::new(false),
+                last_reclaim_ms: AtomicU32::new(retire::now_ms()),
+            },
             draining: AtomicBool::new(false),
             drain_waiters: AtomicU32::new(0),
             dropped: AtomicBool::new(false),
@@ -367,7 +408,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         // Nobody else references the domain any more: free every retired
         // object (no guard can exist), then the blocks and backup slots.
-        let mut leftovers = std::mem::take(&mut *crate::sync::lock(&self.retired));
+        let mut leftovers = std::mem::take(&mut *crate::sync::lock(&self.reclamation.retired));
         self.for_each_block(|b| {
             // SAFETY: no thread uses the block any more (the last reference to
             // the domain is going away).

@@ -135,7 +135,7 @@ impl DomainHeld {
         // drop (field order above).
         let domain: &'static Shared = unsafe { &*Arc::as_ptr(&shared) };
         let thread = crate::sync::lock(&domain.scan.thread);
-        let retired = crate::sync::lock(&domain.retired);
+        let retired = crate::sync::lock(&domain.reclamation.retired);
         hold_driver(domain);
         DomainHeld {
             thread,

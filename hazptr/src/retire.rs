@@ -55,8 +55,10 @@
 //! After the heavy fence, an owner that has not yet stored `pushing = true`
 //! sees `draining` set and does not push; one that had is seen pushing and
 //! waited for. So no push overlaps a take, and the owner's fast path gains
-//! two plain stores, a compiler fence and a load of a line only drainers
-//! write.
+//! two plain stores, a compiler fence and a load of a line that only
+//! drains, registrations and the domain's drop write (the domain's
+//! read-mostly head, apart from the retired list's bookkeeping:
+//! `domain::Reclamation`).
 //!
 //! An owner that waits counts itself in `drain_waiters` until it gets
 //! through, and a drainer lets the counted owners through before it sets
@@ -155,13 +157,13 @@ pub(crate) fn now_ms() -> u32 {
 fn period_passed(shared: &Shared) -> bool {
     // Relaxed: a test's switch, set before the retires it affects.
     #[cfg(test)]
-    if shared.period_off.load(Ordering::Relaxed) {
+    if shared.reclamation.period_off.load(Ordering::Relaxed) {
         return false;
     }
     // Relaxed: a trigger hint; a stale time only runs a pass earlier or
     // later, and the pass takes the list under the mutex.
     !cfg!(loom)
-        && now_ms().wrapping_sub(shared.last_reclaim_ms.load(Ordering::Relaxed))
+        && now_ms().wrapping_sub(shared.reclamation.last_reclaim_ms.load(Ordering::Relaxed))
             >= RECLAIM_PERIOD_MS
 }
 
@@ -301,10 +303,13 @@ impl Domain {
         let shared = &self.shared;
         {
             let _held = ListHeld::new();
-            let mut list = crate::sync::lock(&shared.retired);
+            let mut list = crate::sync::lock(&shared.reclamation.retired);
             let moved = drain_batches(shared, &mut list);
             // Under the mutex, with the move, as in `flush_batch`.
-            shared.retired_count.fetch_add(moved, Ordering::Relaxed);
+            shared
+                .reclamation
+                .retired_count
+                .fetch_add(moved, Ordering::Relaxed);
         }
         let mut freed = 0;
         loop {
@@ -344,7 +349,10 @@ impl Domain {
     /// threads excluded (for tests and statistics).
     pub fn retired_len(&self) -> usize {
         // Relaxed: a statistic, read by nobody for synchronization.
-        self.shared.retired_count.load(Ordering::Relaxed)
+        self.shared
+            .reclamation
+            .retired_count
+            .load(Ordering::Relaxed)
     }
 }
 
@@ -539,12 +547,15 @@ fn retire_shared(shared: &Shared, retired: Retired) {
     }
     count_a_retire_without_a_batch();
     let held = ListHeld::new();
-    let mut list = crate::sync::lock(&shared.retired);
+    let mut list = crate::sync::lock(&shared.reclamation.retired);
     list.push(retired);
     // Under the mutex, with the push, as in `flush_batch`: a pass that took
     // the list between the two would reset the count and free the object,
     // and the late add would leave it counted.
-    shared.retired_count.fetch_add(1, Ordering::Relaxed);
+    shared
+        .reclamation
+        .retired_count
+        .fetch_add(1, Ordering::Relaxed);
     drop(list);
     // Before the pass: its deleters may retire.
     drop(held);
@@ -621,7 +632,7 @@ impl Drop for ListHeld {
 /// block instead (`drain_batches`).
 pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
     let _held = ListHeld::new();
-    let mut list = crate::sync::lock(&shared.retired);
+    let mut list = crate::sync::lock(&shared.reclamation.retired);
     let moved = block.retired.batch.with_mut(|batch| {
         // SAFETY: the owner calls this, holding the retired-list mutex that
         // `free_all` and `drain_batches` also take.
@@ -632,14 +643,21 @@ pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
     });
     // Under the mutex, with the move: a pass that takes the list between
     // the two would reset the count and then see these objects counted again.
-    shared.retired_count.fetch_add(moved, Ordering::Relaxed);
+    shared
+        .reclamation
+        .retired_count
+        .fetch_add(moved, Ordering::Relaxed);
     drop(list);
 }
 
 fn maybe_reclaim(shared: &Shared) {
     // Relaxed, both: trigger hints; the pass takes the list under the mutex.
-    let count = shared.retired_count.load(Ordering::Relaxed);
-    let kept = shared.kept_count.load(Ordering::Relaxed).min(count);
+    let count = shared.reclamation.retired_count.load(Ordering::Relaxed);
+    let kept = shared
+        .reclamation
+        .kept_count
+        .load(Ordering::Relaxed)
+        .min(count);
     if (enough_for_a_pass(count - kept, kept, shared.options.retire_threshold)
         || period_passed(shared))
         && !RunningDeleters::defer_the_pass(shared)
@@ -776,12 +794,15 @@ pub(crate) fn reclaim_pass(shared: &Shared) -> usize {
 fn one_pass(shared: &Shared) -> (usize, bool) {
     let taken = {
         let _held = ListHeld::new();
-        let mut list = crate::sync::lock(&shared.retired);
+        let mut list = crate::sync::lock(&shared.reclamation.retired);
         // Relaxed: under the mutex, as every write of them is; reads outside
         // it are hints and statistics.
-        shared.retired_count.store(0, Ordering::Relaxed);
-        shared.kept_count.store(0, Ordering::Relaxed);
-        shared.last_reclaim_ms.store(now_ms(), Ordering::Relaxed);
+        shared.reclamation.retired_count.store(0, Ordering::Relaxed);
+        shared.reclamation.kept_count.store(0, Ordering::Relaxed);
+        shared
+            .reclamation
+            .last_reclaim_ms
+            .store(now_ms(), Ordering::Relaxed);
         std::mem::take(&mut *list)
     };
     if taken.is_empty() {
@@ -805,11 +826,17 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
     if !kept.is_empty() {
         let n = kept.len();
         let _held = ListHeld::new();
-        let mut list = crate::sync::lock(&shared.retired);
+        let mut list = crate::sync::lock(&shared.reclamation.retired);
         list.extend(kept);
         // Under the mutex, as in `flush_batch`.
-        shared.retired_count.fetch_add(n, Ordering::Relaxed);
-        shared.kept_count.fetch_add(n, Ordering::Relaxed);
+        shared
+            .reclamation
+            .retired_count
+            .fetch_add(n, Ordering::Relaxed);
+        shared
+            .reclamation
+            .kept_count
+            .fetch_add(n, Ordering::Relaxed);
     }
     let freed = free.len();
     let running = RunningDeleters::new(shared);
@@ -920,7 +947,7 @@ pub(crate) fn free_all(shared: &Shared) {
     loop {
         let all = {
             let _held = ListHeld::new();
-            let mut list = crate::sync::lock(&shared.retired);
+            let mut list = crate::sync::lock(&shared.reclamation.retired);
             let mut all = std::mem::take(&mut *list);
             shared.for_each_block(|b| {
                 b.retired.batch.with_mut(|batch| {
@@ -933,8 +960,8 @@ pub(crate) fn free_all(shared: &Shared) {
                 });
             });
             // Relaxed: under the mutex, as in `reclaim_pass`.
-            shared.retired_count.store(0, Ordering::Relaxed);
-            shared.kept_count.store(0, Ordering::Relaxed);
+            shared.reclamation.retired_count.store(0, Ordering::Relaxed);
+            shared.reclamation.kept_count.store(0, Ordering::Relaxed);
             all
         };
         if all.is_empty() {
@@ -981,7 +1008,11 @@ mod tests {
             .retire_threshold(10)
             .force_slow_path(true)
             .build();
-        domain.shared.period_off.store(true, Ordering::Relaxed);
+        domain
+            .shared
+            .reclamation
+            .period_off
+            .store(true, Ordering::Relaxed);
         let drops = Arc::new(AtomicUsize::new(0));
         let mut guards = Vec::new();
         for _ in 0..100 {
@@ -996,7 +1027,7 @@ mod tests {
         assert_eq!(drops.load(Ordering::SeqCst), 0, "a protected object freed");
         // Passes at 10, 20, 40 and 80 objects kept them all: 100 kept, 20
         // of them not looked at yet, but counted as new since the last pass.
-        let kept = domain.shared.kept_count.load(Ordering::Relaxed);
+        let kept = domain.shared.reclamation.kept_count.load(Ordering::Relaxed);
         assert_eq!(kept, 80);
         let new_needed = kept.max(10) - (100 - kept);
         for i in 0..new_needed - 1 {
