@@ -87,33 +87,27 @@ pub(crate) struct Pending {
     worker_asleep: bool,
 }
 
-/// One flavor's callback queue.
+/// One flavor's callback queue, in two halves on lines of their own (128
+/// bytes each: the adjacent-line prefetcher of x86 CPUs pairs 64-byte
+/// lines): what every `call_rcu()` writes (the queue, its count, the wake-up
+/// word) and reads (`worker_state`), and, in [`Batches`], what the worker
+/// writes at every callback it runs. Side by side, a worker running a batch
+/// while callers queue took the line back and forth about once per callback
+/// on each side.
+#[repr(align(128))]
 pub(crate) struct CallbackQueue {
     pending: Mutex<Pending>,
     /// Futex word the worker sleeps on; bumped to wake it.
     wake_seq: AtomicU32,
-    /// Held while a batch is taken, waited for and run.
-    batch_lock: Mutex<()>,
     /// Callbacks ever queued; written only under the queue lock, read by
     /// [`Self::pending`] without it. 64 bits on every target: a `usize`
     /// total wraps on a 32-bit one after 2^32 callbacks (about an hour at a
     /// million a second), which made `pending` read 0 (release) or panicked
     /// in `call_rcu` and killed the worker mid-batch (debug).
     queued_total: AtomicU64,
-    /// Callbacks that have started running; written only under `batch_lock`.
-    started_total: AtomicU64,
-    /// Callbacks that have returned (or panicked); written only under
-    /// `batch_lock`. With `started_total`, it tells a barrier's stall
-    /// warning whether a callback is running and whether any finished.
-    returned_total: AtomicU64,
     /// Barrier callbacks that this flavor's callbacks queued on the other
     /// flavor's queue and that have not run yet ([`enter_cross_barrier`]).
     cross_barriers: AtomicU32,
-    /// Forking threads waiting for `batch_lock` ([`Self::hold_batches`]):
-    /// while nonzero the worker starts no new batch. Without it the worker
-    /// took the lock back the moment it let go, and a fork waited until
-    /// the queue ran dry: seconds under a steady stream of callbacks.
-    fork_waiting: AtomicU32,
     /// Whether the worker thread runs, or is being started
     /// (`WORKER_NOT_STARTED`, `WORKER_STARTING`, `WORKER_RUNNING`; in this
     /// process: a fork child has none).
@@ -122,6 +116,35 @@ pub(crate) struct CallbackQueue {
     /// Tests: makes every spawn of the worker fail.
     #[cfg(all(test, not(loom)))]
     fail_spawn: std::sync::atomic::AtomicBool,
+    /// The batch lock and the counts the worker keeps as it runs callbacks.
+    batches: Batches,
+}
+
+// The layout stated above, checked as the crate compiles: each half fills
+// one 128-byte pair of lines. (Loom's types are no real layout.)
+#[cfg(not(loom))]
+const _: () = {
+    assert!(align_of::<CallbackQueue>() == 128 && align_of::<Batches>() == 128);
+    assert!(size_of::<Batches>() == 128 && size_of::<CallbackQueue>() == 256);
+};
+
+/// [`CallbackQueue`]'s worker half: written at every callback the worker
+/// runs, read there and by barriers and forks.
+#[repr(align(128))]
+struct Batches {
+    /// Held while a batch is taken, waited for and run.
+    batch_lock: Mutex<()>,
+    /// Callbacks that have started running; written only under `batch_lock`.
+    started_total: AtomicU64,
+    /// Callbacks that have returned (or panicked); written only under
+    /// `batch_lock`. With `started_total`, it tells a barrier's stall
+    /// warning whether a callback is running and whether any finished.
+    returned_total: AtomicU64,
+    /// Forking threads waiting for `batch_lock` ([`CallbackQueue::hold_batches`]):
+    /// while nonzero the worker starts no new batch. Without it the worker
+    /// took the lock back the moment it let go, and a fork waited until
+    /// the queue ran dry: seconds under a steady stream of callbacks.
+    fork_waiting: AtomicU32,
 }
 
 /// [`CallbackQueue::worker_state`]: no worker, and nobody starting one.
@@ -151,16 +174,18 @@ impl CallbackQueue {
                     worker_asleep: false,
                 }),
                 wake_seq: AtomicU32::new(0),
-                batch_lock: Mutex::new(()),
                 queued_total: AtomicU64::new(0),
-                started_total: AtomicU64::new(0),
-                returned_total: AtomicU64::new(0),
                 cross_barriers: AtomicU32::new(0),
-                fork_waiting: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
                 #[cfg(all(test, not(loom)))]
                 fail_spawn: std::sync::atomic::AtomicBool::new(false),
+                batches: Batches {
+                    batch_lock: Mutex::new(()),
+                    started_total: AtomicU64::new(0),
+                    returned_total: AtomicU64::new(0),
+                    fork_waiting: AtomicU32::new(0),
+                },
             }
         }
     }
@@ -251,7 +276,7 @@ impl CallbackQueue {
     /// (those left when a fork waits go back to the queue: see
     /// `requeue_for_a_fork`). Returns how many it took.
     pub(crate) fn run_batch(&self, synchronize: fn()) -> usize {
-        let _one_batch_at_a_time = crate::sync::lock(&self.batch_lock);
+        let _one_batch_at_a_time = crate::sync::lock(&self.batches.batch_lock);
         let batch = mem::take(&mut crate::sync::lock(&self.pending).callbacks);
         if batch.is_empty() {
             return 0;
@@ -265,8 +290,8 @@ impl CallbackQueue {
             // callback has signalled, `pending` no longer counts it. A load
             // and a store, not an RMW: `batch_lock` makes this thread the only
             // writer. Relaxed: a snapshot for `pending`.
-            let started = self.started_total.load(Relaxed);
-            self.started_total.store(started + 1, Relaxed);
+            let started = self.batches.started_total.load(Relaxed);
+            self.batches.started_total.store(started + 1, Relaxed);
             if cfg!(loom) {
                 // Loom reports its findings by panicking: let them through.
                 callback();
@@ -278,10 +303,10 @@ impl CallbackQueue {
                 check_left_clean();
             }
             // As `started_total` (Relaxed: a count for the stall warning).
-            let returned = self.returned_total.load(Relaxed);
-            self.returned_total.store(returned + 1, Relaxed);
+            let returned = self.batches.returned_total.load(Relaxed);
+            self.batches.returned_total.store(returned + 1, Relaxed);
             // Relaxed: a hint (see `hold_batches`).
-            if batch.len() > 0 && self.fork_waiting.load(Relaxed) != 0 {
+            if batch.len() > 0 && self.batches.fork_waiting.load(Relaxed) != 0 {
                 self.requeue_for_a_fork(batch);
                 break;
             }
@@ -310,7 +335,7 @@ impl CallbackQueue {
         // Relaxed: no ordering is promised. The started total never exceeds
         // the queued total, but two Relaxed loads may see them at different
         // moments, hence the saturating subtraction.
-        let started = self.started_total.load(Relaxed);
+        let started = self.batches.started_total.load(Relaxed);
         let pending = self.queued_total.load(Relaxed).saturating_sub(started);
         // At most the callbacks in memory at once, which a usize counts.
         usize::try_from(pending).unwrap_or(usize::MAX)
@@ -357,7 +382,7 @@ impl CallbackQueue {
         let mut watch = futex_word::stall::Watch::new();
         // Callbacks returned when the stall watch last looked (Relaxed: a
         // count for the warning's wording).
-        let mut returned_seen = self.returned_total.load(Relaxed);
+        let mut returned_seen = self.batches.returned_total.load(Relaxed);
         // Acquire pairs with the callback's Release store above.
         while done.load(Acquire) == 0 {
             if cfg!(loom) {
@@ -419,8 +444,8 @@ impl CallbackQueue {
         // little stale: the wording is a best guess at a state that has
         // lasted the whole stall timeout, and `saturating_sub` keeps a
         // stale pair from wrapping.
-        let returned = self.returned_total.load(Relaxed);
-        let started = self.started_total.load(Relaxed);
+        let returned = self.batches.returned_total.load(Relaxed);
+        let started = self.batches.started_total.load(Relaxed);
         let running = started.saturating_sub(returned);
         let since = returned.wrapping_sub(std::mem::replace(returned_seen, returned));
         let why = if since > 0 {
@@ -471,7 +496,7 @@ impl CallbackQueue {
     /// own callback as usual.
     #[inline]
     fn settled(&self) -> bool {
-        let Some(_no_batch) = crate::sync::try_lock(&self.batch_lock) else {
+        let Some(_no_batch) = crate::sync::try_lock(&self.batches.batch_lock) else {
             return false;
         };
         crate::sync::lock(&self.pending).callbacks.is_empty()
@@ -585,11 +610,11 @@ impl CallbackQueue {
         watch: &mut futex_word::stall::Watch,
         give_up: impl Fn() -> bool,
     ) -> Option<BatchHeld> {
-        if let Some(held) = crate::sync::try_lock(&self.batch_lock) {
+        if let Some(held) = crate::sync::try_lock(&self.batches.batch_lock) {
             return Some(held);
         }
-        let _waiting = ForkWaiting::count(&self.fork_waiting);
-        wait_for_lock(&self.batch_lock, watch, give_up, |waited| {
+        let _waiting = ForkWaiting::count(&self.batches.fork_waiting);
+        wait_for_lock(&self.batches.batch_lock, watch, give_up, |waited| {
             self.warn_fork_stalled(waited, flavor);
         })
     }
@@ -600,8 +625,12 @@ impl CallbackQueue {
     #[cfg(not(loom))]
     fn warn_fork_stalled(&self, waited: std::time::Duration, flavor: &str) {
         // Relaxed: counts for the wording, as in `warn_if_stalled`.
-        let returned = self.returned_total.load(Relaxed);
-        let running = self.started_total.load(Relaxed).saturating_sub(returned);
+        let returned = self.batches.returned_total.load(Relaxed);
+        let running = self
+            .batches
+            .started_total
+            .load(Relaxed)
+            .saturating_sub(returned);
         let why = if running > 0 {
             "a callback that does not return: it blocks on something this thread holds (a lock \
              a pthread_atfork() prepare handler took before rcu-lite's ran), or that waits for it"
@@ -625,8 +654,8 @@ impl CallbackQueue {
     #[cfg(loom)]
     pub(crate) fn loom_fork_window(&self, inspect: impl FnOnce(u64, usize)) {
         let batches = {
-            let _waiting = ForkWaiting::count(&self.fork_waiting);
-            crate::sync::lock(&self.batch_lock)
+            let _waiting = ForkWaiting::count(&self.batches.fork_waiting);
+            crate::sync::lock(&self.batches.batch_lock)
         };
         let queue = crate::sync::lock(&self.pending);
         // Relaxed: written under the queue lock, which this thread holds.
@@ -641,13 +670,13 @@ impl CallbackQueue {
     fn let_a_fork_in(&self) {
         loop {
             // Relaxed: a hint (see `hold_batches`).
-            let waiting = self.fork_waiting.load(Relaxed);
+            let waiting = self.batches.fork_waiting.load(Relaxed);
             if waiting == 0 {
                 return;
             }
             // Bounded: a wake-up lost to a racing count is made up.
             futex::wait(
-                &self.fork_waiting,
+                &self.batches.fork_waiting,
                 waiting,
                 Some(std::time::Duration::from_millis(1)),
             );
@@ -715,7 +744,7 @@ impl CallbackQueue {
     }
 }
 
-/// One forking thread's count of [`CallbackQueue::fork_waiting`], taken
+/// One forking thread's count of [`Batches::fork_waiting`], taken
 /// back on drop (a panic included: a count left behind would stop the
 /// worker for good), which wakes a worker waiting in `let_a_fork_in`.
 struct ForkWaiting<'a>(&'a AtomicU32);
