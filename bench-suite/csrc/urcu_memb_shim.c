@@ -12,8 +12,10 @@
  */
 #define _LGPL_SOURCE
 #include <urcu/urcu-memb.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -82,8 +84,20 @@ static void syncbench_sleeper_run(struct rcu_head *head)
 {
 	struct syncbench_sleeper *s = caa_container_of(head, struct syncbench_sleeper, head);
 
-	if (s->us)
-		usleep((useconds_t)s->us);
+	/*
+	 * nanosleep, not usleep: useconds_t is 32 bits, which cut a sleep of
+	 * 2^32 us or more to what was left over (the Rust side, which sleeps
+	 * the whole value, then measured another workload than this one).
+	 */
+	if (s->us) {
+		struct timespec left = {
+			.tv_sec = (time_t)(s->us / 1000000),
+			.tv_nsec = (long)(s->us % 1000000) * 1000,
+		};
+
+		while (nanosleep(&left, &left) != 0 && errno == EINTR)
+			;
+	}
 	free(s);
 }
 

@@ -63,6 +63,10 @@ struct Caller {
     wait_mark: u64,
     home: u32,
     target: u32,
+    /// Calls this caller began. 32 bits, to keep the caller in 32 bytes: it
+    /// wraps only past 2^32 calls of one caller (more than 4e9 simulated
+    /// events, hours of CPU), and a wrap moves one broadcast by a call or
+    /// two when `broadcast_every` does not divide 2^32.
     calls_started: u32,
     phase: Phase,
     /// Whether the current call is a broadcast.
