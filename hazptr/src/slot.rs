@@ -27,7 +27,9 @@
 //! reader touches one line; the first slot is the one exception, below),
 //! the second the list link and ownership flag (read by scans and by
 //! threads looking for a block to recycle), the third the owner's batch of
-//! retired objects. Blocks are never freed while their domain lives: a
+//! retired objects; 128-aligned, so that the first two and the third each
+//! make one of the 128-byte pairs that x86 CPUs' adjacent-line prefetcher
+//! fetches together. Blocks are never freed while their domain lives: a
 //! block whose thread exits goes back to the domain, and the next thread
 //! that registers takes it over, so scans can walk the list without locks.
 //!
@@ -169,8 +171,14 @@ pub(crate) struct LinkLine {
     pub(crate) owner: Owner,
 }
 
-/// One thread's slots in one domain.
-#[repr(C)]
+/// One thread's slots in one domain. 128-aligned: the adjacent-line
+/// prefetcher of x86 CPUs pairs 64-byte lines, so the hot line pairs with
+/// the block's own read-mostly link line, and the owner's line with
+/// padding, never with another allocation's memory (a 64-aligned block
+/// started at 64 bytes past a pair half the time, its slots paired with
+/// whatever lay before it: another thread's block, once blocks change
+/// owners).
+#[repr(C, align(128))]
 pub(crate) struct SlotBlock {
     pub(crate) hot: HotLine,
     pub(crate) link: LinkLine,
@@ -184,17 +192,20 @@ pub(crate) struct SlotBlock {
 
 // The layout the module docs promise, checked as the crate compiles: a
 // block's slots fill one cache line of their own, its link and its owner's
-// batch each start another, and every backup slot has a line to itself, so
-// that no reader's slot shares a line with another thread's stores. (Loom's
-// atomics are larger and its types are no real layout.)
+// batch each start another, the slots and the link make one 128-byte pair
+// and the batch another, and every backup slot has a pair to itself, so
+// that no reader's slot shares a line, or a pair the prefetcher fetches
+// together, with another thread's stores. (Loom's atomics are larger and
+// its types are no real layout.)
 #[cfg(not(loom))]
 const _: () = {
     use std::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<HotLine>() == 64 && align_of::<SlotBlock>() == 64);
+    assert!(size_of::<HotLine>() == 64 && align_of::<SlotBlock>() == 128);
+    assert!(size_of::<SlotBlock>() == 256);
     assert!(offset_of!(SlotBlock, hot) == 0);
     assert!(offset_of!(SlotBlock, link) == 64);
     assert!(offset_of!(SlotBlock, retired) % 64 == 0);
-    assert!(align_of::<BackupSlot>() == 64);
+    assert!(align_of::<BackupSlot>() == 128);
 };
 
 /// The owner's retire batch, on its own line.
@@ -280,8 +291,9 @@ impl SlotBlock {
     }
 }
 
-/// A slot on an overflow list.
-#[repr(C, align(64))]
+/// A slot on an overflow list, on a 128-byte pair of lines of its own (see
+/// [`SlotBlock`]).
+#[repr(C, align(128))]
 pub(crate) struct BackupSlot {
     pub(crate) value: AtomicUsize,
     /// Whether a guard holds this slot (Acquire CAS to take, Release store to
