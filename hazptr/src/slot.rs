@@ -175,9 +175,9 @@ pub(crate) struct LinkLine {
 /// prefetcher of x86 CPUs pairs 64-byte lines, so the hot line pairs with
 /// the block's own read-mostly link line, and the owner's line with
 /// padding, never with another allocation's memory (a 64-aligned block
-/// started at 64 bytes past a pair half the time, its slots paired with
-/// whatever lay before it: another thread's block, once blocks change
-/// owners).
+/// may start 64 bytes into a pair, wherever the allocator puts it, its
+/// slots then paired with whatever lies before it: another thread's block,
+/// once blocks change owners).
 #[repr(C, align(128))]
 pub(crate) struct SlotBlock {
     pub(crate) hot: HotLine,

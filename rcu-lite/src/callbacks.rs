@@ -91,9 +91,10 @@ pub(crate) struct Pending {
 /// bytes each: the adjacent-line prefetcher of x86 CPUs pairs 64-byte
 /// lines): what every `call_rcu()` writes (the queue, its count, the wake-up
 /// word) and reads (`worker_state`), and, in [`Batches`], what the worker
-/// writes at every callback it runs. Side by side, a worker running a batch
-/// while callers queue took the line back and forth about once per callback
-/// on each side.
+/// writes at every callback it runs. Side by side, they shared a line or
+/// two, which a worker running a batch while callers queue would pull back
+/// and forth about once per callback on each side (not measurable on 2
+/// vCPUs, where glibc's cross-thread frees dominate `call_rcu`).
 #[repr(align(128))]
 pub(crate) struct CallbackQueue {
     pending: Mutex<Pending>,
