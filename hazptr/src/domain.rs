@@ -177,6 +177,12 @@ unsafe impl Sync for Shared {}
 
 impl Shared {
     fn new(id: u64, options: Options) -> Self {
+        // The stall warnings' timeout is read once per process, by the
+        // first wait that would sleep unless something read it before; with
+        // `SYNCPRIMS_STALL_TIMEOUT_S` set, reading it allocates (the value's
+        // copy). Read here, while a domain is made (which allocates anyway),
+        // so that no `synchronize` does (`tests/no_alloc.rs`).
+        let _ = futex_word::stall::timeout();
         let (wildcard, own_wildcard) = match global_wildcard() {
             Some(global) if id == GLOBAL_ID => (ptr::from_ref(global), ptr::null_mut()),
             _ => {

@@ -33,6 +33,9 @@ const CALLS: usize = 2_000;
 // refuses; `domain.rs` runs the shared scan under miri instead.
 #[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
 fn synchronize_allocates_nothing_per_call() {
+    if std::env::var_os(FIRST_SLEEP_CHILD).is_some() {
+        return a_first_wait_that_sleeps_counted();
+    }
     // Counted: the callers, the reader and the scanner thread. Not counted:
     // the deadline's watcher (this thread), which allocates as it first
     // blocks on the body's channel, and the harness's main thread, which
@@ -140,4 +143,63 @@ fn synchronize_allocates_nothing_per_call() {
             }
         },
     );
+    // Then, in a child process (whose spawn allocates here only once the
+    // counting above is over), the first wait of the process that sleeps,
+    // with the stall warnings' timeout set: reading that variable
+    // allocates, and until 2026-12-07 the first wait to sleep read it (one
+    // allocation in a `synchronize`; the warm-up above absorbed it).
+    test_support::stderr_of_a_passing_child_process(
+        "synchronize_allocates_nothing_per_call",
+        FIRST_SLEEP_CHILD,
+        "1",
+        &[(test_support::stall::TIMEOUT_ENV, "100")],
+    );
+}
+
+/// Set in the child process that counts a first wait that sleeps.
+const FIRST_SLEEP_CHILD: &str = "HAZPTR_NO_ALLOC_FIRST_SLEEP_CHILD";
+
+/// The child's case: in a domain of each scan mode, made before counting
+/// starts, a reader protects an object for 50 ms while this thread
+/// synchronizes on it, the first wait of the process that sleeps, and the
+/// `synchronize` allocates nothing. (The shared mode's scanner thread,
+/// started by the call, allocates as it starts: it is started beforehand.)
+fn a_first_wait_that_sleeps_counted() {
+    for domain in [Domain::builder().shared_scan(false).build(), Domain::new()] {
+        if domain.shared_scan() {
+            common::start_scanner_thread(&domain, TEST_DEADLINE / 2);
+        }
+        let object = AtomicPtr::new(Box::into_raw(Box::new(7_u64)));
+        let addr = object.load(Relaxed).cast_const();
+        // Registration and buffers, with nothing to wait for.
+        domain.synchronize(addr);
+        let protected = Barrier::new(2);
+        let counting = Barrier::new(2);
+        let counted = Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut guard = domain.guard();
+                std::hint::black_box(guard.protect_ptr(&object));
+                protected.wait();
+                counting.wait();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                drop(guard);
+                // The reader's exit stays out of the count.
+                counted.wait();
+            });
+            protected.wait();
+            let before = GLOBAL.allocations();
+            counting.wait();
+            domain.synchronize(addr);
+            let during = GLOBAL.allocations() - before;
+            counted.wait();
+            assert_eq!(
+                during, 0,
+                "{during} allocations in a synchronize that slept for a reader, with \
+                 SYNCPRIMS_STALL_TIMEOUT_S set ({domain:?})"
+            );
+        });
+        // SAFETY: the reader is gone; allocated by `Box::new` above.
+        drop(unsafe { Box::from_raw(object.swap(std::ptr::null_mut(), AcqRel)) });
+    }
 }
