@@ -214,16 +214,54 @@ pub(crate) unsafe fn give_back_after_teardown(
         // the section: every later grace period will wait for it. A hang
         // with no message is the hardest misuse to find, so this says so;
         // a panic cannot leave this `extern "C"` destructor, and std's
-        // stderr may need thread-locals that are gone, so it is one write.
-        const MESSAGE: &str = concat!(
-            "rcu-lite: a thread exited inside a read-side section (a memb::Guard leaked ",
-            "with mem::forget, or a raw::memb_read_lock() never ended): every later grace ",
-            "period waits for it forever\n",
-        );
-        // SAFETY: a valid buffer of that length; fd 2 is at worst closed,
-        // and then the write fails harmlessly.
-        let _ = unsafe { libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len()) };
+        // stderr may need thread-locals that are gone (nor may it allocate),
+        // so it is one write of a stack buffer. It names the thread's kernel
+        // id, which the stall warnings then mark "(exited)".
+        let mut line = [0u8; 256];
+        let len = exit_notice(&mut line, record.os_tid());
+        // SAFETY: a valid buffer of at least that length; fd 2 is at worst
+        // closed, and then the write fails harmlessly.
+        let _ = unsafe { libc::write(2, line.as_ptr().cast(), len) };
     }
+}
+
+/// Writes into `line` the notice of thread `tid`'s exit inside a read-side
+/// section, and returns its length.
+#[cfg(not(loom))]
+fn exit_notice(line: &mut [u8; 256], tid: i32) -> usize {
+    const BEFORE: &[u8] = b"rcu-lite: thread ";
+    const AFTER: &[u8] = concat!(
+        " exited inside a read-side section (a memb::Guard leaked with mem::forget, or a ",
+        "raw::memb_read_lock() never ended): every later grace period waits for it forever\n",
+    )
+    .as_bytes();
+    // The longest id, 10 digits, fits.
+    const _: () = assert!(BEFORE.len() + 10 + AFTER.len() <= 256);
+    // The id's decimal digits, backwards (a kernel id is positive; a
+    // negative one, which gettid() never returns, is written as its
+    // magnitude).
+    let mut digits = [0u8; 10];
+    let mut n = tid.unsigned_abs();
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut len = 0;
+    let mut put = |bytes: &[u8]| {
+        line[len..len + bytes.len()].copy_from_slice(bytes);
+        len += bytes.len();
+    };
+    put(BEFORE);
+    for i in (0..count).rev() {
+        put(&digits[i..=i]);
+    }
+    put(AFTER);
+    len
 }
 
 /// Declares this thread's record for the flavor module that invokes it (see
@@ -389,3 +427,31 @@ macro_rules! thread_record {
 }
 
 pub(crate) use thread_record;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::exit_notice;
+
+    /// The exit notice is one line naming the thread's kernel id, however
+    /// many digits it has.
+    #[test]
+    fn the_exit_notice_names_the_thread() {
+        for (tid, text) in [
+            (0, "0"),
+            (7, "7"),
+            (26_213, "26213"),
+            (i32::MAX, "2147483647"),
+        ] {
+            let mut line = [0u8; 256];
+            let len = exit_notice(&mut line, tid);
+            let notice = std::str::from_utf8(&line[..len]).unwrap();
+            assert!(
+                notice.starts_with(&format!(
+                    "rcu-lite: thread {text} exited inside a read-side section (a memb::Guard"
+                )) && notice.ends_with("waits for it forever\n")
+                    && notice.matches('\n').count() == 1,
+                "{notice:?}"
+            );
+        }
+    }
+}

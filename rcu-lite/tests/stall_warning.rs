@@ -64,6 +64,50 @@ fn a_memb_reader_holding_a_grace_period_up_is_named() {
     );
 }
 
+/// A thread that forgot its guard and exited holds every grace period up
+/// for good, with a timeout of 0.2 s: the warning names its id marked
+/// "(exited)", as hazptr's do, so that it is not read as whatever live
+/// thread the kernel gives the id to next, and its exit notice named the
+/// same id. (The child gives up on the grace period after 0.7 s.)
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_holdout_that_exited_is_named_as_exited() {
+    if in_the_child() {
+        thread::spawn(|| {
+            std::mem::forget(memb::read_lock());
+            eprintln!("holdout tid {}", kernel_thread_id());
+        })
+        .join()
+        .unwrap();
+        let (done_tx, done) = mpsc::channel();
+        thread::spawn(move || {
+            memb::synchronize_rcu();
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done.recv_timeout(Duration::from_millis(700)).is_err(),
+            "a grace period ended although a thread had exited inside its section"
+        );
+        return;
+    }
+    let stderr = stderr_of("a_holdout_that_exited_is_named_as_exited", "0.2");
+    let tid = holdout_tid(&stderr);
+    assert!(
+        stderr.contains(&format!(
+            "rcu-lite: thread {tid} exited inside a read-side section"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().any(
+            |line| line.starts_with("rcu-lite: stall: memb grace period ")
+                && line.contains(&format!("for 1 thread(s) (thread ids {tid} (exited))"))
+                && line.contains("by one since exited, whose id is marked so")
+        ),
+        "{stderr}"
+    );
+}
+
 /// Under a fixed FQS interval longer than the timeout, the stall counts from
 /// the grace period's start and the waits for holdouts end in time for each
 /// warning: a reader inside for 1.8 s across a 1 s interval (the first wait

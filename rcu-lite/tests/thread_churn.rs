@@ -130,9 +130,12 @@ const INSIDE_CHILD_ENV: &str = "RCU_LITE_THREAD_CHURN_EXIT_INSIDE_CHILD";
 )]
 fn a_thread_that_exits_inside_a_section_keeps_its_record() {
     if std::env::var_os(INSIDE_CHILD_ENV).is_some() {
-        thread::spawn(|| std::mem::forget(memb::read_lock()))
-            .join()
-            .unwrap();
+        thread::spawn(|| {
+            std::mem::forget(memb::read_lock());
+            eprintln!("exiting tid {}", test_support::stall::kernel_thread_id());
+        })
+        .join()
+        .unwrap();
         // Later threads register, one at a time: none may get that record.
         for _ in 0..4 {
             thread::spawn(|| drop(memb::read_lock())).join().unwrap();
@@ -158,14 +161,22 @@ fn a_thread_that_exits_inside_a_section_keeps_its_record() {
         status.success(),
         "the child failed ({status:?}); stderr:\n{stderr}"
     );
-    // The exit says what will hang, once: the four later threads exited
-    // outside every section.
+    // The exit says what will hang, once, naming the thread: the four later
+    // threads exited outside every section.
+    let tid = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("exiting tid "))
+        .unwrap_or_else(|| panic!("no exiting tid line in:\n{stderr}"));
     assert_eq!(
-        stderr
-            .matches("rcu-lite: a thread exited inside a read-side section")
-            .count(),
+        stderr.matches(" exited inside a read-side section").count(),
         1,
         "the thread's exit inside its section was not reported once; stderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "rcu-lite: thread {tid} exited inside a read-side section"
+        )),
+        "the notice does not name thread {tid}; stderr:\n{stderr}"
     );
     // One line, in words: what was leaked and what it does.
     assert!(

@@ -82,21 +82,23 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
     let mut tids: Vec<String> = holdouts
         .iter()
         .take(shown)
-        .map(|r| r.os_tid().to_string())
+        .map(|r| thread_id_text(r.os_tid()))
         .collect();
     if holdouts.len() > shown {
         tids.push(format!("and {} more", holdouts.len() - shown));
     }
     let why = if flavor == "memb" {
         "each is inside a read-side section that has not ended (a memb::Guard leaked with \
-         mem::forget, a raw::memb_read_lock() never unlocked, a section that blocks, or \
+         mem::forget or a raw::memb_read_lock() never unlocked, by a thread still running or \
+         by one since exited, whose id is marked so; a section that blocks; or \
          guards held across .await by tasks of one executor thread, whose sections overlap \
          into one that ends only when no task of the thread holds a guard), or a thread kept \
          off its CPU inside its section (an overloaded machine, or a CPU quota throttling the \
          process: see nr_throttled in its cgroup's cpu.stat)"
     } else {
         "each has an online QsbrThread registration that reports no quiescent state (a loop \
-         without quiescent_state(), a registration leaked with mem::forget, or a thread \
+         without quiescent_state(); a registration leaked with mem::forget, by a thread still \
+         running or by one since exited, whose id is marked so; or a thread \
          blocked while online, such as an idle pool or runtime worker: go offline while it \
          parks), or a thread kept off its CPU while online (an overloaded machine, or a CPU \
          quota throttling the process: see nr_throttled in its cgroup's cpu.stat)"
@@ -108,6 +110,22 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
         holdouts.len(),
         tids.join(", ")
     )
+}
+
+/// A holdout's kernel thread id as the warning names it, marked
+/// "(exited)" when it is no longer one of this process's threads: the
+/// record of a thread that exited inside a section (a guard leaked with
+/// `mem::forget`) stays registered and holds every grace period up, and the
+/// kernel may give its id to another thread, which the unmarked id would
+/// then name. hazptr's warnings mark theirs the same way. (A thread that
+/// exited a moment ago may still be listed in `/proc`.)
+#[cfg(not(loom))]
+fn thread_id_text(tid: i32) -> String {
+    if tid != 0 && !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
+        format!("{tid} (exited)")
+    } else {
+        tid.to_string()
+    }
 }
 
 #[cfg(all(test, not(loom)))]
