@@ -150,12 +150,18 @@ impl Default for RawQRwLock {
     }
 }
 
+/// Shows the lock word: `reader_count` is the word's reader count, the
+/// readers inside and those that have counted themselves in and wait (the
+/// queue's front reader, waiting for a writer to leave, and fast-path
+/// readers that met a writer bit and are taking their count back), so it
+/// may be above 0 while `writer_locked` is true. Until 2026-12-07 the
+/// field was called `readers`, which read as readers holding the lock.
 impl core::fmt::Debug for RawQRwLock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // Relaxed: a snapshot to print; nothing is read on its strength.
         let cnts = self.cnts.load(Ordering::Relaxed);
         f.debug_struct("RawQRwLock")
-            .field("readers", &(cnts >> READER_SHIFT))
+            .field("reader_count", &(cnts >> READER_SHIFT))
             .field("writer_locked", &(cnts & WRITER_LOCKED != 0))
             .field("writer_waiting", &(cnts & WRITER_WAITING != 0))
             .finish_non_exhaustive()
@@ -749,7 +755,8 @@ mod tests {
         assert_eq!(lock.cnts.load(Ordering::Relaxed), WRITER_LOCKED);
     }
 
-    /// `Debug` shows the reader count and each writer field of the word.
+    /// `Debug` shows the reader count and each writer field of the word,
+    /// the count including a reader that waits for a writer to leave.
     #[test]
     fn debug_shows_readers_and_writer_fields() {
         let lock = RawQRwLock::new();
@@ -757,7 +764,7 @@ mod tests {
         lock.read_lock();
         assert_eq!(
             format!("{lock:?}"),
-            "RawQRwLock { readers: 2, writer_locked: false, writer_waiting: false, .. }"
+            "RawQRwLock { reader_count: 2, writer_locked: false, writer_waiting: false, .. }"
         );
         // SAFETY: two shared holds taken above.
         unsafe {
@@ -767,7 +774,7 @@ mod tests {
         lock.write_lock();
         assert_eq!(
             format!("{lock:?}"),
-            "RawQRwLock { readers: 0, writer_locked: true, writer_waiting: false, .. }"
+            "RawQRwLock { reader_count: 0, writer_locked: true, writer_waiting: false, .. }"
         );
         // SAFETY: write-locked above.
         unsafe { lock.write_unlock() };
@@ -778,7 +785,15 @@ mod tests {
         );
         assert_eq!(
             format!("{lock:?}"),
-            "RawQRwLock { readers: 1, writer_locked: false, writer_waiting: true, .. }"
+            "RawQRwLock { reader_count: 1, writer_locked: false, writer_waiting: true, .. }"
+        );
+        // A writer inside and the queue's front reader counted in, waiting
+        // for it to leave: counted, while the writer holds the lock.
+        lock.cnts
+            .store(READER_BIAS | WRITER_LOCKED, Ordering::Relaxed);
+        assert_eq!(
+            format!("{lock:?}"),
+            "RawQRwLock { reader_count: 1, writer_locked: true, writer_waiting: false, .. }"
         );
     }
 

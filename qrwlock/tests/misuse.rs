@@ -113,7 +113,7 @@ fn read_unlock_of_a_write_locked_lock_with_a_reader_queued() {
             // wait until the count has held for a while.
             let mut held = 0;
             while held < 10 {
-                if format!("{lock:?}").contains("readers: 1") {
+                if format!("{lock:?}").contains("reader_count: 1") {
                     held += 1;
                 } else {
                     held = 0;

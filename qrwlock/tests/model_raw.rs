@@ -101,7 +101,7 @@ impl Model {
         );
         let debug = format!("{lock:?}");
         assert!(
-            debug.contains(&format!("readers: {}", self.readers()))
+            debug.contains(&format!("reader_count: {}", self.readers()))
                 && debug.contains(&format!("writer_locked: {}", self.writer())),
             "Debug shows the model's state {}: {debug}",
             self.describe()
