@@ -80,7 +80,9 @@ pub enum Error {
     NoThreads,
     /// No target CPUs were given.
     NoTargets,
-    /// The kernel refused the command or a target CPU.
+    /// The kernel refused the command or a target CPU. Transparent: it
+    /// displays as the [`sys::Error`] it holds, and its `source()` is that
+    /// error's, so that an error chain does not print the message twice.
     Sys(sys::Error),
     /// The duration ran out before any hammer thread completed a call (a
     /// duration of microseconds, with threads still being woken from the
@@ -141,7 +143,10 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Sys(e) => Some(e),
+            // Transparent: `Display` already printed `e` (until 2026-12-07
+            // this returned `e`, and a chain walker such as anyhow's `{:#}`
+            // printed its message twice).
+            Error::Sys(e) => e.source(),
             Error::Spawn { source, .. } => Some(source),
             _ => None,
         }
@@ -468,23 +473,32 @@ mod tests {
         }
     }
 
-    /// A run that stopped on the kernel's answer, or on a refused thread,
-    /// keeps that answer as its `source()`, so an error chain shows it.
+    /// A run that stopped on a refused thread keeps the OS's answer as its
+    /// `source()`, so an error chain shows it; one that stopped on the
+    /// kernel's answer is that answer, transparently: its chain is the
+    /// `sys::Error`'s own, and says its message once.
     #[test]
     fn errors_keep_the_kernels_or_the_oss_answer_as_their_source() {
         use std::error::Error as _;
+        let inner = sys::Error::Os {
+            command: sys::Command::Global,
+            source: std::io::Error::from_raw_os_error(libc::EINVAL),
+        };
+        let inner_text = inner.to_string();
+        let e = Error::Sys(inner);
+        assert_eq!(e.to_string(), inner_text);
+        let source = e.source().expect("the sys::Error's own source");
+        assert_eq!(
+            source
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::raw_os_error),
+            Some(libc::EINVAL)
+        );
         let e = Error::Sys(sys::Error::BadCpu {
             cpu: 9,
             online: "0-1".into(),
         });
-        let source = e.source().expect("Error::Sys has a source");
-        assert!(
-            matches!(
-                source.downcast_ref::<sys::Error>(),
-                Some(sys::Error::BadCpu { cpu: 9, .. })
-            ),
-            "{source}"
-        );
+        assert!(e.source().is_none(), "BadCpu has no source of its own");
         let e = Error::Spawn {
             threads: 4,
             started: 2,

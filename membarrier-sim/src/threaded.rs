@@ -53,7 +53,9 @@ const SPINS: u32 = 100;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A parameter that cannot be used.
+    /// A parameter that cannot be used. Transparent: it displays as the
+    /// [`ConfigError`] it holds (match on it to know which), and its
+    /// `source()` is that error's.
     Config(ConfigError),
     /// The OS refused a thread (one per CPU and per caller are needed); the
     /// threads already started were stopped.
@@ -88,7 +90,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Config(e) => Some(e),
+            // Transparent: `Display` already printed `e` (until 2026-12-07
+            // this returned `e`, and a chain walker printed it twice).
+            Error::Config(e) => e.source(),
             Error::Spawn { source, .. } => Some(source),
         }
     }
