@@ -83,6 +83,14 @@
 //! A lock of both kinds has no safe order: keep it out of callbacks, or do
 //! not queue callbacks while holding it.
 //!
+//! The forking thread's own hazptr guards count as locks of the second
+//! kind: `before_fork` runs on that thread and waits for the running
+//! callback, so a guard it holds on an object that a callback passes to
+//! hazptr's `synchronize` leaves the fork waiting for that callback, which
+//! waits for the forking thread (the stall warning says so). Drop such
+//! guards before forking. (Its memb sections and online qsbr registrations
+//! are refused: see [`before_fork`]'s panics.)
+//!
 //! # What they cannot cover
 //!
 //! Locks inside std: std takes a process-wide lock while a thread starts and

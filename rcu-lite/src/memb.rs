@@ -282,8 +282,10 @@ pub fn read_ongoing() -> bool {
 /// Other waits of that shape are not caught and hang: a caller that holds a
 /// lock (a mutex, a `qrwlock` guard) that some reader takes inside its
 /// read-side section, or a hazptr guard whose `synchronize` that reader
-/// waits in, waits for a reader that waits for the caller. Release such
-/// locks and guards first, or take them outside read-side sections.
+/// waits in, or an online qsbr registration while that reader waits for a
+/// qsbr grace period, waits for a reader that waits for the caller. Release
+/// such locks and guards, and go offline, first, or take them outside
+/// read-side sections.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }

@@ -456,8 +456,10 @@ fn mark_offline(record: &Record) {
 /// that cell's update lock without having reported one.
 ///
 /// Not caught, and a hang: a caller holding a lock (a mutex, a `qrwlock`
-/// guard) that an online reader waits for before its next quiescent state.
-/// Release such locks first.
+/// guard) that an online reader waits for before its next quiescent state,
+/// or a caller inside a memb read-side section while an online reader waits
+/// for a memb grace period (`memb::synchronize_rcu()`) before its next one.
+/// Release such locks, and leave memb sections, first.
 pub fn synchronize_rcu() {
     synchronize(false, "synchronize_rcu");
 }

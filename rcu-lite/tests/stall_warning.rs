@@ -108,6 +108,65 @@ fn a_holdout_that_exited_is_named_as_exited() {
     );
 }
 
+/// A qsbr grace period waited for inside a memb section, while the qsbr
+/// thread it waits for waits for a memb grace period: each call legal on
+/// its own thread, together a hang for good (docs/rcu-lite.md, *Waiting
+/// for one flavor inside the other binds both*). With a timeout of 0.2 s
+/// both flavors' warnings name the thread holding them up: the memb one
+/// the reader, the qsbr one the registered thread. (The child gives up
+/// after 0.7 s.)
+#[test]
+#[cfg_attr(miri, ignore = "a child process, which miri does not start")]
+fn a_wait_for_each_flavor_inside_the_other_names_both_threads() {
+    if in_the_child() {
+        let (online_tx, online) = mpsc::channel();
+        let (inside_tx, inside) = mpsc::channel();
+        let (done_tx, done) = mpsc::channel();
+        let qsbr_done = done_tx.clone();
+        thread::spawn(move || {
+            let _registration = qsbr::QsbrThread::register();
+            eprintln!("qsbr thread tid {}", kernel_thread_id());
+            online_tx.send(()).unwrap();
+            inside.recv().unwrap();
+            memb::synchronize_rcu();
+            let _ = qsbr_done.send(());
+        });
+        online.recv().unwrap();
+        thread::spawn(move || {
+            let _guard = memb::read_lock();
+            eprintln!("memb reader tid {}", kernel_thread_id());
+            inside_tx.send(()).unwrap();
+            qsbr::synchronize_rcu();
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done.recv_timeout(Duration::from_millis(700)).is_err(),
+            "a grace period ended although each waited for the other's thread"
+        );
+        return;
+    }
+    let stderr = stderr_of(
+        "a_wait_for_each_flavor_inside_the_other_names_both_threads",
+        "0.2",
+    );
+    let tid_of = |prefix: &str| -> i32 {
+        stderr
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{stderr}"))
+    };
+    let (reader, registered) = (tid_of("memb reader tid "), tid_of("qsbr thread tid "));
+    for (flavor, tid) in [("memb", reader), ("qsbr", registered)] {
+        assert!(
+            stderr.lines().any(|line| line
+                .starts_with(&format!("rcu-lite: stall: {flavor} grace period "))
+                && line.contains(&format!("for 1 thread(s) (thread ids {tid})"))),
+            "no {flavor} stall line naming thread {tid} in:\n{stderr}"
+        );
+    }
+}
+
 /// Under a fixed FQS interval longer than the timeout, the stall counts from
 /// the grace period's start and the waits for holdouts end in time for each
 /// warning: a reader inside for 1.8 s across a 1 s interval (the first wait
