@@ -134,8 +134,15 @@ pub(crate) struct Reclamation {
     /// depend on the clock.
     #[cfg(test)]
     pub(crate) period_off: AtomicBool,
-    /// When the last reclamation pass ran (`retire::now_ms`).
+    /// When the last reclamation pass ran (`retire::now_ms`): stored as a
+    /// pass starts, and again once it has collected its hazards.
     pub(crate) last_reclaim_ms: AtomicU32,
+    /// The period after which a hand-over runs a pass whatever the counts:
+    /// `retire::RECLAIM_PERIOD_MS`, or twice what the last pass took to
+    /// collect its hazards if that is longer (`retire::pass_period_ms`).
+    pub(crate) period_ms: AtomicU32,
+    /// The slots the last pass read (`retire::enough_for_a_pass`).
+    pub(crate) last_pass_slots: AtomicUsize,
 }
 
 // The layout `Reclamation` and `ScanState` promise, checked as the crate
@@ -207,6 +214,8 @@ impl Shared {
                 #[cfg(test)]
                 period_off: AtomicBool::new(false),
                 last_reclaim_ms: AtomicU32::new(retire::now_ms()),
+                period_ms: AtomicU32::new(retire::RECLAIM_PERIOD_MS),
+                last_pass_slots: AtomicUsize::new(0),
             },
             draining: AtomicBool::new(false),
             drain_waiters: AtomicU32::new(0),
@@ -547,9 +556,14 @@ impl DomainBuilder {
     }
 
     /// How many retired objects handed to the domain trigger a reclamation
-    /// pass (default 1000; at least 1). Counted since the last pass, and a
-    /// pass that found more objects than this still protected waits for as
-    /// many new ones (the 2 ms period's pass comes sooner if it is due).
+    /// pass (default 1000; at least 1). Counted since the last pass; a pass
+    /// that found more objects than this still protected waits for as many
+    /// new ones, and one that read more slots than this (guards held on
+    /// that many objects, or backup slots kept after a spike of nested
+    /// guards) for as many new ones as slots, so that each pass's walk is
+    /// paid for by as many objects. The period's pass comes sooner if it is
+    /// due: 2 ms after the last pass collected its hazards, or twice what
+    /// that collection took if longer.
     pub fn retire_threshold(mut self, objects: usize) -> Self {
         self.options.retire_threshold = objects.max(1);
         self

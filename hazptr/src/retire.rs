@@ -11,9 +11,11 @@
 //! block, counted across the threads that own it in turn) finds the last
 //! reclamation pass [`RECLAIM_PERIOD_MS`] ago, and when the thread exits.
 //! After a hand-over, a pass runs if the domain holds at least its threshold
-//! of objects (default 1000) retired since the last pass, and at least as
-//! many as that pass put back protected (`enough_for_a_pass`), or if the
-//! period has passed. A thread's exit runs
+//! of objects (default 1000) retired since the last pass, at least as many
+//! as that pass put back protected, and at least as many as the slots it
+//! read (`enough_for_a_pass`), or if the period has passed: counted from
+//! the end of the last pass's walk, and twice that walk's time if longer
+//! than [`RECLAIM_PERIOD_MS`] (`pass_period_ms`). A thread's exit runs
 //! no pass (it holds no `&Domain`: the domain could be dropping meanwhile);
 //! the block's next owner, whose retires continue the count, does.
 //!
@@ -160,11 +162,24 @@ fn period_passed(shared: &Shared) -> bool {
     if shared.reclamation.period_off.load(Ordering::Relaxed) {
         return false;
     }
-    // Relaxed: a trigger hint; a stale time only runs a pass earlier or
-    // later, and the pass takes the list under the mutex.
+    // Relaxed, both: trigger hints; a stale time or period only runs a pass
+    // earlier or later, and the pass takes the list under the mutex.
     !cfg!(loom)
         && now_ms().wrapping_sub(shared.reclamation.last_reclaim_ms.load(Ordering::Relaxed))
-            >= RECLAIM_PERIOD_MS
+            >= shared.reclamation.period_ms.load(Ordering::Relaxed)
+}
+
+/// The period after a pass whose hazard collection (the slot walk, the
+/// sort, the sifting of the list) took `took_ms`: [`RECLAIM_PERIOD_MS`], or
+/// twice `took_ms` if that is longer, so that period-triggered passes keep
+/// the domain's threads walking slots at most a third of the time. With
+/// tens of thousands of slots (guards held, or backup slots kept after a
+/// spike of nested guards) a pass takes milliseconds, and until 2026-12-07,
+/// counted from the pass's start, a 2 ms period ran one at nearly every
+/// hand-over: 60,000 slots took a retire from 77 ns to 137 us.
+#[inline]
+pub(crate) fn pass_period_ms(took_ms: u32) -> u32 {
+    took_ms.saturating_mul(2).max(RECLAIM_PERIOD_MS)
 }
 
 impl Domain {
@@ -658,7 +673,8 @@ fn maybe_reclaim(shared: &Shared) {
         .kept_count
         .load(Ordering::Relaxed)
         .min(count);
-    if (enough_for_a_pass(count - kept, kept, shared.options.retire_threshold)
+    let walked = shared.reclamation.last_pass_slots.load(Ordering::Relaxed);
+    if (enough_for_a_pass(count - kept, kept, walked, shared.options.retire_threshold)
         || period_passed(shared))
         && !RunningDeleters::defer_the_pass(shared)
     {
@@ -762,17 +778,22 @@ impl Drop for RunningDeleters {
 }
 
 /// Whether `new` objects retired since the last pass, beside `kept` that it
-/// found protected and put back, call for another pass: at least the
-/// threshold, and at least as many as were kept. A pass walks the whole list
+/// found protected and put back, call for another pass, when that pass read
+/// `walked` slots: at least the threshold, at least as many as were kept,
+/// and at least as many as the slots walked. A pass walks the whole list
 /// and every slot, so with readers holding more retired objects than the
 /// threshold, a count of the whole list would run a pass on every hand-over,
-/// each freeing a handful; this way a pass has at least as many new objects
-/// to free as old ones to look at again (folly's `max(threshold,
-/// 2 * hazard pointers)` has the same aim). Objects waiting for a pass stay
-/// under `2 * kept + threshold`, or the period's pass frees them.
+/// each freeing a handful; and with more slots than the threshold (guards
+/// on thousands of objects, or backup slots kept after a spike of nested
+/// guards), every threshold's worth of retires paid for a walk of them all
+/// (until 2026-12-07: 30,000 idle backup slots took a retire from 53 to
+/// 649 ns). This way a pass has at least as many new objects to free as
+/// old ones and slots to look at again, as folly's `max(threshold, 2 *
+/// hazard pointers)`. Objects waiting for a pass stay under `2 * kept +
+/// max(threshold, slots)`, or the period's pass frees them.
 #[inline]
-fn enough_for_a_pass(new: usize, kept: usize, threshold: usize) -> bool {
-    new >= threshold.max(kept)
+fn enough_for_a_pass(new: usize, kept: usize, walked: usize, threshold: usize) -> bool {
+    new >= threshold.max(kept).max(walked)
 }
 
 /// One reclamation pass over the domain's list, and another each time the
@@ -811,9 +832,12 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
     // The objects were unpublished before they were retired, and the mutex
     // orders those retires before this point; `begin` flips and issues the
     // heavy fence before any hazard is collected.
+    let started = now_ms();
     let mine = begin(shared);
     let mut hazards = Vec::new();
+    let mut walked = 0usize;
     for_each_slot(shared, |slot| {
+        walked += 1;
         let value = read_slot(shared, slot, mine);
         if protects(value) {
             hazards.push(value);
@@ -823,6 +847,17 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
     let (kept, free): (Vec<Retired>, Vec<Retired>) = taken
         .into_iter()
         .partition(|r| hazards.binary_search(&r.addr()).is_ok());
+    // Relaxed, all three: trigger hints (`maybe_reclaim`, `period_passed`).
+    // The period counts from here, the end of the walk, and lasts twice
+    // what the walk took if that is more than `RECLAIM_PERIOD_MS`.
+    let ended = now_ms();
+    let r = &shared.reclamation;
+    r.last_pass_slots.store(walked, Ordering::Relaxed);
+    r.period_ms.store(
+        pass_period_ms(ended.wrapping_sub(started)),
+        Ordering::Relaxed,
+    );
+    r.last_reclaim_ms.store(ended, Ordering::Relaxed);
     if !kept.is_empty() {
         let n = kept.len();
         let _held = ListHeld::new();
@@ -1025,11 +1060,16 @@ mod tests {
             unsafe { domain.retire_box(object) };
         }
         assert_eq!(drops.load(Ordering::SeqCst), 0, "a protected object freed");
-        // Passes at 10, 20, 40 and 80 objects kept them all: 100 kept, 20
+        // Passes at 10, 20, 40 and 80 objects kept them all: 80 kept, 20
         // of them not looked at yet, but counted as new since the last pass.
-        let kept = domain.shared.reclamation.kept_count.load(Ordering::Relaxed);
+        // Each guard holds a backup slot (forced slow path), one per kept
+        // object, so the slots a pass read ask for no more.
+        let r = &domain.shared.reclamation;
+        let kept = r.kept_count.load(Ordering::Relaxed);
+        let walked = r.last_pass_slots.load(Ordering::Relaxed);
         assert_eq!(kept, 80);
-        let new_needed = kept.max(10) - (100 - kept);
+        assert_eq!(walked, kept, "slots read");
+        let new_needed = kept.max(10).max(walked) - (100 - kept);
         for i in 0..new_needed - 1 {
             let object = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
             // SAFETY: never published; retired once.
@@ -1047,9 +1087,63 @@ mod tests {
         assert_eq!(
             drops.load(Ordering::SeqCst),
             new_needed,
-            "the pass at {kept} new objects freed every unprotected one"
+            "the pass at {} new objects freed every unprotected one",
+            kept.max(10).max(walked)
         );
         drop(guards);
         assert_eq!(domain.reclaim(), 100);
+    }
+
+    /// With more slots than the threshold (here backup slots kept after a
+    /// spike of 200 guards, all dropped), a pass waits for as many new
+    /// objects as the last pass read slots: each walk of them is paid for
+    /// by as many objects, as folly's `max(threshold, 2 * hazard
+    /// pointers)`. Until 2026-12-07 a pass came every `threshold` retires
+    /// whatever the slots.
+    #[test]
+    fn a_pass_waits_for_as_many_new_objects_as_slots_it_read() {
+        let domain = Domain::builder()
+            .retire_threshold(10)
+            .force_slow_path(true)
+            .build();
+        let r = &domain.shared.reclamation;
+        r.period_off.store(true, Ordering::Relaxed);
+        let spike: Vec<_> = (0..200).map(|_| domain.guard()).collect();
+        drop(spike);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let retire_one = || {
+            let object = Box::into_raw(Box::new(Counted(Arc::clone(&drops))));
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(object) };
+        };
+        // The first pass: at the threshold (no pass has read slots yet).
+        for _ in 0..10 {
+            retire_one();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 10, "no pass at the threshold");
+        let walked = r.last_pass_slots.load(Ordering::Relaxed);
+        assert!(walked >= 200, "the pass read {walked} slots");
+        for i in 0..walked - 1 {
+            retire_one();
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                10,
+                "a pass ran after {} new objects, with {walked} slots",
+                i + 1
+            );
+        }
+        retire_one();
+        assert_eq!(drops.load(Ordering::SeqCst), 10 + walked);
+    }
+
+    /// The period after a pass is 2 ms, or twice the pass's hazard
+    /// collection when that took longer (a walk of tens of thousands of
+    /// slots), and saturates rather than wrapping.
+    #[test]
+    fn the_period_grows_with_a_long_walk() {
+        assert_eq!(pass_period_ms(0), RECLAIM_PERIOD_MS);
+        assert_eq!(pass_period_ms(1), RECLAIM_PERIOD_MS);
+        assert_eq!(pass_period_ms(5), 10);
+        assert_eq!(pass_period_ms(u32::MAX), u32::MAX);
     }
 }
