@@ -28,8 +28,9 @@
 //!   batch locks and then both queue locks, so that no batch is half taken and
 //!   no queue half written when the memory is copied. It waits for the
 //!   callback that is running, not for the whole batch: while a fork waits,
-//!   the worker puts the rest of its batch back at the front of the queue
-//!   and starts no new batch. Past the stall timeout it says on stderr what
+//!   the worker carries the rest of its batch over, ahead of the queue (its
+//!   next batch, which needs no other grace period), and starts no new
+//!   batch. Past the stall timeout it says on stderr what
 //!   it waits for.
 //! - [`after_fork_parent`] releases them.
 //! - [`after_fork_child`], in the child: for each flavor, completes a grace
@@ -204,8 +205,8 @@ fn take_held_if_any() -> Option<Box<Held>> {
 /// Call right before `fork()`; then [`after_fork_parent`] in the parent and
 /// [`after_fork_child`] in the child, on the same thread. Waits while a
 /// `call_rcu` callback runs, or a batch waits for its grace period (the
-/// worker then starts no other batch, and puts the rest of a running one
-/// back in the queue; past the stall timeout this says so on stderr).
+/// worker then starts no other batch, and carries the rest of a running one
+/// over to the next; past the stall timeout this says so on stderr).
 /// Forks of several threads wait for one another: from one thread's
 /// `before_fork` to its `after_fork_*`, another's `before_fork` waits (with
 /// a stall line past the timeout).

@@ -1,8 +1,9 @@
 //! A fork during a long callback batch (`rcu_lite::fork`, "What they do"):
 //! `before_fork` waits for the callback running, not for the whole batch.
-//! The worker puts the rest of its batch back at the front of the queue and
-//! starts no new batch while a fork waits, and those callbacks then run
-//! exactly once in each process, in order. Before 2026-12-06 the worker took
+//! The worker carries the rest of its batch over to the next, ahead of the
+//! queue, and starts no new batch while a fork waits, and those callbacks
+//! then run exactly once in each process, in order, without waiting for
+//! another grace period. Before 2026-12-06 the worker took
 //! the batch lock back the moment it let go, and a fork waited until the
 //! queue ran dry: 47 s under a steady stream of 200 us callbacks.
 //!
@@ -156,6 +157,59 @@ fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
             });
         },
     );
+}
+
+/// The rest of a batch that a fork cut short runs once the fork is over,
+/// in order, without waiting for another grace period: theirs has ended.
+/// Here a reader enters a section between the hooks and stays inside until
+/// the last of them has run (10 s at most). Until 2026-12-07 the rest went
+/// back to the front of the queue and waited for one more grace period,
+/// which that reader held up: they ran only when it gave up.
+#[test]
+fn the_rest_of_a_batch_cut_short_by_a_fork_runs_without_another_grace_period() {
+    test_support::within_a_deadline("the rest of a batch after a fork", LIMIT, || {
+        const REST: usize = 20;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let (first_started, started) = mpsc::channel();
+        let (last_ran, all_ran) = mpsc::channel();
+        for i in 0..=REST {
+            let order = Arc::clone(&order);
+            let first_started = first_started.clone();
+            let last_ran = last_ran.clone();
+            memb::call_rcu(move || {
+                if i == 0 {
+                    let _ = first_started.send(());
+                }
+                thread::sleep(Duration::from_millis(10));
+                order.lock().unwrap().push(i);
+                if i == REST {
+                    let _ = last_ran.send(());
+                }
+            });
+        }
+        started.recv().unwrap();
+        // Waits for the running callback; the worker carries the rest over.
+        fork::before_fork();
+        let (inside_tx, inside) = mpsc::channel();
+        let reader = thread::spawn(move || {
+            let _guard = memb::read_lock();
+            inside_tx.send(()).unwrap();
+            all_ran.recv_timeout(Duration::from_secs(10)).is_ok()
+        });
+        inside.recv().unwrap();
+        fork::after_fork_parent();
+        assert!(
+            reader.join().unwrap(),
+            "the rest of the batch waited for a grace period that a reader inside a section \
+             held up"
+        );
+        let order = order.lock().unwrap();
+        assert_eq!(
+            *order,
+            (0..=REST).collect::<Vec<_>>(),
+            "each once, in order"
+        );
+    });
 }
 
 /// A fork whose first flavor's batch lock is free but whose second
