@@ -553,6 +553,7 @@ impl CallbackQueue {
                 }
                 std::thread::Builder::new()
                     .name(format!("rcu-lite-{flavor}-callbacks"))
+                    .stack_size(worker_stack_size())
                     .spawn(move || self.worker_loop(synchronize))
                     .map(drop)
             });
@@ -776,6 +777,28 @@ impl CallbackQueue {
         // the bump or is woken by it.
         Some(self.wake_seq.load(Relaxed))
     }
+}
+
+/// The callback worker's stack, at least: what a main thread usually has
+/// (`ulimit -s`, 8 MiB), and what liburcu's call_rcu threads get (glibc's
+/// default thread stack is that limit), not std's 2 MiB for spawned
+/// threads. Callbacks run the drops of what readers no longer see, and a
+/// drop recurses through a linked structure one frame per link: until
+/// 2026-12-07 an `Rcu::replace` of a 100,000-node `Box` list overflowed the
+/// worker's stack and aborted the process, where dropping it on the main
+/// thread did not (from a review of data at scale). Address space, not
+/// memory: the kernel commits the pages a thread touches.
+#[cfg(not(loom))]
+const WORKER_STACK: usize = 8 << 20;
+
+/// [`WORKER_STACK`], or `RUST_MIN_STACK` (which std's spawns follow, and an
+/// explicit stack size overrides) where it asks for more.
+#[cfg(not(loom))]
+fn worker_stack_size() -> usize {
+    std::env::var("RUST_MIN_STACK")
+        .ok()
+        .and_then(|bytes| bytes.trim().parse::<usize>().ok())
+        .map_or(WORKER_STACK, |bytes| bytes.max(WORKER_STACK))
 }
 
 /// One forking thread's count of [`Batches::fork_waiting`], taken
