@@ -523,6 +523,14 @@ fn a_replace_polled_between_the_hooks_is_refused_before_the_cells_update_lock() 
 /// value, as documented: not dropped then, where `call_rcu` is refused,
 /// and not later either. Freeing it at once instead would free what the
 /// reader holds; no test held the drop to this until 2026-12-07.
+///
+/// `replace_polled` asks the callback worker for a grace period. Taken as a
+/// batch, that request would wait for the reader, which waits for this
+/// test, and the fork would wait for the batch: until 2026-12-07 the test
+/// hung so whenever the worker took the request before `before_fork` took
+/// the batch lock (both runs under `SYNCPRIMS_FENCE=seqcst` on a 2-vCPU
+/// AMD guest). So the worker is kept in a callback until the fork waits for
+/// it, and the request stays queued behind the fork.
 #[test]
 fn a_retired_dropped_between_the_hooks_leaks_its_value() {
     static DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -532,31 +540,58 @@ fn a_retired_dropped_between_the_hooks_leaks_its_value() {
             DROPS.fetch_add(1, SeqCst);
         }
     }
+    const FORKER: &str = "retired-forker";
     let _serial = serial();
-    let cell: &'static Rcu<Counted> = Box::leak(Box::new(Rcu::new(Counted)));
-    let (inside_tx, inside) = std::sync::mpsc::channel();
-    let (leave_tx, leave) = std::sync::mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        let guard = memb::read_lock();
-        let _held: &Counted = cell.read(&guard);
-        inside_tx.send(()).expect("the test waits");
-        leave.recv().expect("the test says when");
+    test_support::within_a_deadline("a Retired dropped between the hooks", LIMIT, || {
+        // Callbacks an earlier test left queued: their batch would wait for
+        // the reader too.
+        memb::rcu_barrier();
+        qsbr::rcu_barrier();
+        let (running_tx, running) = std::sync::mpsc::channel();
+        let (release_tx, release) = std::sync::mpsc::channel::<()>();
+        memb::call_rcu(move || {
+            running_tx.send(()).expect("the test waits");
+            let _ = release.recv();
+        });
+        running.recv().expect("the worker runs the callback");
+        let cell: &'static Rcu<Counted> = Box::leak(Box::new(Rcu::new(Counted)));
+        let (inside_tx, inside) = std::sync::mpsc::channel();
+        let (leave_tx, leave) = std::sync::mpsc::channel::<()>();
+        let reader = thread::spawn(move || {
+            let guard = memb::read_lock();
+            let _held: &Counted = cell.read(&guard);
+            inside_tx.send(()).expect("the test waits");
+            leave.recv().expect("the test says when");
+        });
+        inside.recv().expect("the reader is inside");
+        let (forking_tx, forking) = std::sync::mpsc::channel();
+        let forker = thread::Builder::new()
+            .name(FORKER.into())
+            .spawn(move || {
+                let retired = cell.replace_polled(Counted);
+                forking_tx.send(()).expect("the test waits");
+                fork::before_fork();
+                drop(retired);
+                fork::after_fork_parent();
+            })
+            .expect("spawn the forking thread");
+        forking.recv().expect("the forking thread forks");
+        // Asleep in `before_fork`, counted as a fork waiting: the worker
+        // starts no batch once the callback returns.
+        test_support::until_asleep(FORKER, 3, LIMIT, "the fork, waiting for the callback");
+        release_tx.send(()).expect("the callback waits");
+        forker.join().expect("the hooks");
+        assert_eq!(DROPS.load(SeqCst), 0, "dropped while a reader held it");
+        leave_tx.send(()).expect("the reader waits");
+        reader.join().expect("the reader returns");
+        memb::synchronize_rcu();
+        memb::rcu_barrier();
+        assert_eq!(
+            DROPS.load(SeqCst),
+            0,
+            "a Retired dropped between the hooks handed its value on after all"
+        );
     });
-    inside.recv().expect("the reader is inside");
-    let retired = cell.replace_polled(Counted);
-    fork::before_fork();
-    drop(retired);
-    fork::after_fork_parent();
-    assert_eq!(DROPS.load(SeqCst), 0, "dropped while a reader held it");
-    leave_tx.send(()).expect("the reader waits");
-    reader.join().expect("the reader returns");
-    memb::synchronize_rcu();
-    memb::rcu_barrier();
-    assert_eq!(
-        DROPS.load(SeqCst),
-        0,
-        "a Retired dropped between the hooks handed its value on after all"
-    );
 }
 
 fn refused_before_the_cells_update_lock(what: &str, replace: fn(&'static Rcu<u64>)) {
