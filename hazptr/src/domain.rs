@@ -350,6 +350,41 @@ impl Shared {
         // SAFETY: blocks live as long as `self`.
         let b = unsafe { block.as_ref() };
         retire::flush_batch(self, b);
+        // SAFETY: as this function's.
+        unsafe { self.release_block(block) };
+    }
+
+    /// [`give_back_block`](Self::give_back_block) unless another thread
+    /// holds the domain's retired list, whose lock the batch's flush needs;
+    /// returns whether it gave the block back. For a registration that
+    /// gives back the blocks of dropped domains on its way (a reader's
+    /// first guard in a domain): it must not wait for a pass, or for the
+    /// fork hooks of another thread, which hold every live domain's list
+    /// for as long as the program's fork takes (until 2026-12-07 such a
+    /// reader's first guard waited out a 2 s fork).
+    ///
+    /// # Safety
+    ///
+    /// As [`give_back_block`](Self::give_back_block)'s.
+    pub(crate) unsafe fn try_give_back_block(&self, block: NonNull<SlotBlock>) -> bool {
+        // SAFETY: blocks live as long as `self`.
+        let b = unsafe { block.as_ref() };
+        if !retire::try_flush_batch(self, b) {
+            return false;
+        }
+        // SAFETY: as this function's.
+        unsafe { self.release_block(block) };
+        true
+    }
+
+    /// The rest of a give-back, once the block's batch is flushed.
+    ///
+    /// # Safety
+    ///
+    /// As [`give_back_block`](Self::give_back_block)'s.
+    unsafe fn release_block(&self, block: NonNull<SlotBlock>) {
+        // SAFETY: blocks live as long as `self`.
+        let b = unsafe { block.as_ref() };
         // Relaxed: only this thread writes its block's slots.
         if !b.all_free(Ordering::Relaxed) {
             // A guard of this thread outlives its registration (a guard kept

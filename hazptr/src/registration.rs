@@ -248,23 +248,21 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
                 return Some(r.block);
             }
             // Give back blocks of dropped domains first, so that a thread
-            // using many short-lived domains does not pile them up. Not
-            // between the fork hooks: a give-back takes the dropped domain's
-            // retired-list lock, which `before_fork` holds (the domain lives
-            // on while this registration keeps it); a later registration
-            // gives them back.
+            // using many short-lived domains does not pile them up. Only
+            // where the dropped domain's retired-list lock is free: a
+            // reader's first guard must not wait for a pass, nor for the
+            // fork hooks of any thread, this one's included, which hold it
+            // (the domain lives on while this registration keeps it). A
+            // later registration gives such blocks back.
             let forking = crate::between_fork_hooks();
             list.retain(|r| {
                 // Relaxed: see the store in `Drop for Domain`; the give-back
                 // synchronizes through the retired-list mutex.
-                if r.shared.dropped.load(Ordering::Relaxed) && !forking {
-                    // SAFETY: this thread owns `r.block`; the domain handle is
-                    // gone, so no guard or retire of this thread uses it.
-                    unsafe { r.shared.give_back_block(r.block) };
-                    false
-                } else {
-                    true
-                }
+                !(r.shared.dropped.load(Ordering::Relaxed)
+                    && !forking
+                    // SAFETY: this thread owns `r.block`; the domain handle
+                    // is gone, so no guard or retire of this thread uses it.
+                    && unsafe { r.shared.try_give_back_block(r.block) })
             });
             let block = shared.take_block(thread_token());
             list.push(Registration {

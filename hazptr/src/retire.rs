@@ -647,7 +647,28 @@ impl Drop for ListHeld {
 /// block instead (`drain_batches`).
 pub(crate) fn flush_batch(shared: &Shared, block: &SlotBlock) {
     let _held = ListHeld::new();
-    let mut list = crate::sync::lock(&shared.reclamation.retired);
+    let list = crate::sync::lock(&shared.reclamation.retired);
+    flush_batch_into(shared, block, list);
+}
+
+/// [`flush_batch`] unless another thread holds the domain's retired list
+/// (a pass taking it, a hand-over, or the fork hooks, which hold it for as
+/// long as the program's fork takes): returns whether it flushed.
+pub(crate) fn try_flush_batch(shared: &Shared, block: &SlotBlock) -> bool {
+    let _held = ListHeld::new();
+    let Some(list) = crate::sync::try_lock(&shared.reclamation.retired) else {
+        return false;
+    };
+    flush_batch_into(shared, block, list);
+    true
+}
+
+/// [`flush_batch`]'s move, under the retired list's mutex held as `list`.
+fn flush_batch_into(
+    shared: &Shared,
+    block: &SlotBlock,
+    mut list: crate::sync::MutexGuard<'_, Vec<Retired>>,
+) {
     let moved = block.retired.batch.with_mut(|batch| {
         // SAFETY: the owner calls this, holding the retired-list mutex that
         // `free_all` and `drain_batches` also take.
