@@ -198,7 +198,8 @@ pub type ArcRwLockWriteGuard<T> = lock_api::ArcRwLockWriteGuard<RawQRwLock, T>;
 /// }
 /// ```
 pub trait ReadRecursive<T: ?Sized>: sealed::Sealed {
-    /// A shared hold that waits only while a writer holds the lock
+    /// A shared hold that enters past a writer waiting at the front of the
+    /// queue, and queues, in FIFO order, only when a writer holds the lock
     /// ([`RawQRwLock::read_lock_recursive`]).
     ///
     /// # Panics

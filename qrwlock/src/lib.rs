@@ -72,8 +72,10 @@
 //!   between (the writer waits for the first hold, the second waits behind the
 //!   writer). [`ReadRecursive::read_recursive`] (raw:
 //!   [`RawQRwLock::read_lock_recursive`]) is the kernel's interrupt-context
-//!   reader: it waits only while a writer holds the lock, so it enters past a
-//!   waiting writer, and a nested hold taken with it cannot deadlock (but
+//!   reader: it enters past a waiting writer, queueing only when a writer
+//!   holds the lock (then behind any writer queued already, where the
+//!   kernel's reader waits outside the queue for the holder alone), and a
+//!   nested hold taken with it cannot deadlock (but
 //!   its guard's `unlocked` takes the lock back with a plain `read`: see
 //!   [`ReadRecursive`]). Such
 //!   readers do not yield to a waiting writer; take the outermost hold with

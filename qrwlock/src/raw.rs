@@ -213,9 +213,13 @@ impl RawQRwLock {
         self.try_read_lock_unless(WRITER_MASK)
     }
 
-    /// Acquires the lock shared, waiting only while a writer holds it: a
-    /// writer waiting at the front of the queue does not stop it. The
-    /// kernel's reader in interrupt context (`queued_read_lock_slowpath()`
+    /// Acquires the lock shared, entering at once unless a writer holds it:
+    /// a writer waiting at the front of the queue does not stop it. If a
+    /// writer holds it, this queues as [`RawQRwLock::read_lock`] does, in
+    /// FIFO order, so it then also waits for the writers queued ahead of it
+    /// (until 2026-12-07 this said it waited only while a writer held the
+    /// lock; see docs/qrwlock.md on the kernel's reader, which waits
+    /// outside the queue). The kernel's reader in interrupt context (`queued_read_lock_slowpath()`
     /// under `in_interrupt()`), which is what makes its recursive read locks
     /// work; `parking_lot` 0.12's `read_recursive`.
     ///
