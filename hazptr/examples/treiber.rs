@@ -1,5 +1,11 @@
 //! A Treiber stack (lock-free LIFO) on [`hazptr::AtomicBox`].
 //!
+//! Lock-free in its links: push and pop are CAS loops that another thread's
+//! stall cannot hold up. Not in its reclamation: the retire at the end of a
+//! pop may hand the thread's batch to the domain under a mutex and run a
+//! reclamation pass, which waits out readers caught in a scan's wildcard
+//! window, so a preempted thread can hold a pop up there.
+//!
 //! Push links a new node in front of the head with a CAS. Pop protects the
 //! head with a guard (so it cannot be freed, and its address cannot be
 //! reused, while we read its `next`), swings the head to `next` with a CAS,

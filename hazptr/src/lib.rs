@@ -67,7 +67,8 @@
 //! [`Guard::protect_ptr`] on a plain `AtomicPtr`, [`Domain::synchronize`],
 //! [`Domain::retire`] (unsafe: the caller states the object is unpublished)
 //! and [`Guard::promote`] are what data-structure authors build on.
-//! `examples/treiber.rs`, a lock-free stack, stays one level up: it loads
+//! `examples/treiber.rs`, a stack with lock-free links (its retires may
+//! block: see [`Domain::retire`]), stays one level up: it loads
 //! through [`AtomicBox::load`] and unlinks with
 //! [`AtomicBox::compare_exchange_ptr`], then retires the unlinked node with
 //! [`AtomicBox::retire_ptr`].

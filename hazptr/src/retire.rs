@@ -187,6 +187,12 @@ impl Domain {
     /// it, on whichever thread runs the reclamation pass (or when the domain
     /// is dropped).
     ///
+    /// Most calls push onto the thread's own batch: no atomic read-modify-
+    /// write, no lock. Every 64th (or one that finds the period over) hands
+    /// the batch to the domain under its retired-list mutex and may run a
+    /// pass, which waits out readers caught in the scan's wildcard window:
+    /// those calls block, if briefly, on other threads.
+    ///
     /// # Safety
     ///
     /// 1. `ptr` is unpublished: no reader can newly reach it.
