@@ -13,9 +13,13 @@
 //! - Batches run one at a time, in queue order (`batch_lock`); within a batch,
 //!   callbacks run in the order they were queued. While a fork waits for
 //!   `batch_lock` (`fork_waiting`), the worker starts no batch, and ends the
-//!   one it runs after the current callback, the rest put back at the front
-//!   of the queue: they run, in order, in the next batch, after one more
-//!   grace period. `rcu_barrier()` queues a
+//!   one it runs after the current callback, the rest carried over
+//!   (`Pending::carried`): they run, in order, as the next batch, ahead of
+//!   everything queued since and without another grace period (theirs has
+//!   ended). A grace period asked for without a callback
+//!   (`request_grace_period`) therefore needs a queued callback of its own
+//!   whenever the queue proper is empty, carried callbacks or not.
+//!   `rcu_barrier()` queues a
 //!   callback and waits for it, so every callback queued before the barrier has
 //!   run when it returns; when nothing is queued and no batch is in flight
 //!   (taking `batch_lock` without waiting), that is already so, and it
@@ -261,7 +265,10 @@ impl CallbackQueue {
             let callback = match callback {
                 Some(callback) => Some(callback),
                 // A closure that captures nothing: boxing it allocates nothing.
-                None if pending.is_empty() => Some(Box::new(|| {}) as Callback),
+                // Carried callbacks do not count: their batch runs without a
+                // grace period, so it would not drive the one asked for
+                // (until 2026-12-07 a fork child's poll then never elapsed).
+                None if pending.callbacks.is_empty() => Some(Box::new(|| {}) as Callback),
                 None => None,
             };
             if let Some(callback) = callback {
@@ -792,13 +799,19 @@ impl CallbackQueue {
 const WORKER_STACK: usize = 8 << 20;
 
 /// [`WORKER_STACK`], or `RUST_MIN_STACK` (which std's spawns follow, and an
-/// explicit stack size overrides) where it asks for more.
+/// explicit stack size overrides) where it asks for more. Read once per
+/// process, as std reads it, and settled by `fork::before_fork`: a worker
+/// restarted in a fork child must not read the environment, whose lock a
+/// thread of the parent may have held at the fork.
 #[cfg(not(loom))]
-fn worker_stack_size() -> usize {
-    std::env::var("RUST_MIN_STACK")
-        .ok()
-        .and_then(|bytes| bytes.trim().parse::<usize>().ok())
-        .map_or(WORKER_STACK, |bytes| bytes.max(WORKER_STACK))
+pub(crate) fn worker_stack_size() -> usize {
+    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        std::env::var("RUST_MIN_STACK")
+            .ok()
+            .and_then(|bytes| bytes.trim().parse::<usize>().ok())
+            .map_or(WORKER_STACK, |bytes| bytes.max(WORKER_STACK))
+    })
 }
 
 /// One forking thread's count of [`Batches::fork_waiting`], taken

@@ -258,6 +258,9 @@ pub fn before_fork() {
     // created by the first registration of the flavor.
     memb::settle_teardown_key();
     qsbr::settle_teardown_key();
+    // And the callback worker's stack size, read from the environment once
+    // by the first worker start (a child starts its workers again).
+    let _ = crate::callbacks::worker_stack_size();
     // Every batch lock before any queue lock: a callback may queue callbacks
     // of the other flavor.
     let forkers = hold_forkers();

@@ -159,6 +159,31 @@ fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
     );
 }
 
+/// Queues `callbacks` (each given its index) as one batch: while the
+/// worker is held in a callback of its own, so that none of them is taken
+/// before the last is queued; returns once the first of them has started.
+fn one_batch_started(callbacks: Vec<Box<dyn FnOnce() + Send>>) {
+    let (holding_tx, holding) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    memb::call_rcu(move || {
+        holding_tx.send(()).unwrap();
+        let _ = release.recv();
+    });
+    holding.recv().unwrap();
+    let (first_started, started) = mpsc::channel();
+    for (i, callback) in callbacks.into_iter().enumerate() {
+        let first_started = first_started.clone();
+        memb::call_rcu(move || {
+            if i == 0 {
+                let _ = first_started.send(());
+            }
+            callback();
+        });
+    }
+    release_tx.send(()).unwrap();
+    started.recv().unwrap();
+}
+
 /// The rest of a batch that a fork cut short runs once the fork is over,
 /// in order, without waiting for another grace period: theirs has ended.
 /// Here a reader enters a section between the hooks and stays inside until
@@ -170,24 +195,22 @@ fn the_rest_of_a_batch_cut_short_by_a_fork_runs_without_another_grace_period() {
     test_support::within_a_deadline("the rest of a batch after a fork", LIMIT, || {
         const REST: usize = 20;
         let order = Arc::new(Mutex::new(Vec::new()));
-        let (first_started, started) = mpsc::channel();
         let (last_ran, all_ran) = mpsc::channel();
-        for i in 0..=REST {
-            let order = Arc::clone(&order);
-            let first_started = first_started.clone();
-            let last_ran = last_ran.clone();
-            memb::call_rcu(move || {
-                if i == 0 {
-                    let _ = first_started.send(());
-                }
-                thread::sleep(Duration::from_millis(10));
-                order.lock().unwrap().push(i);
-                if i == REST {
-                    let _ = last_ran.send(());
-                }
-            });
-        }
-        started.recv().unwrap();
+        one_batch_started(
+            (0..=REST)
+                .map(|i| {
+                    let order = Arc::clone(&order);
+                    let last_ran = last_ran.clone();
+                    Box::new(move || {
+                        thread::sleep(Duration::from_millis(10));
+                        order.lock().unwrap().push(i);
+                        if i == REST {
+                            let _ = last_ran.send(());
+                        }
+                    }) as Box<dyn FnOnce() + Send>
+                })
+                .collect(),
+        );
         // Waits for the running callback; the worker carries the rest over.
         fork::before_fork();
         let (inside_tx, inside) = mpsc::channel();
@@ -209,6 +232,46 @@ fn the_rest_of_a_batch_cut_short_by_a_fork_runs_without_another_grace_period() {
             (0..=REST).collect::<Vec<_>>(),
             "each once, in order"
         );
+    });
+}
+
+/// A grace period polled for in a fork child whose queue holds only the
+/// carried rest of a batch (which runs without a grace period) is still
+/// driven: `start_poll_synchronize_rcu()` queues a callback of its own.
+/// Until 2026-12-07, finding the queue not empty, it queued nothing, and the
+/// child's poll never elapsed (from a review of that day's changes).
+#[test]
+fn a_poll_behind_a_carried_batch_is_driven() {
+    test_support::forking_test("a_poll_behind_a_carried_batch_is_driven", || {
+        test_support::within_a_deadline("a poll behind a carried batch", LIMIT, || {
+            let (at_fork_tx, at_fork) = mpsc::channel::<()>();
+            one_batch_started(vec![
+                // Returns once the fork is under way: the fork waits for it,
+                // and the worker then carries the second callback over.
+                Box::new(move || {
+                    let _ = at_fork.recv();
+                    thread::sleep(Duration::from_millis(200));
+                }),
+                Box::new(|| {}),
+            ]);
+            at_fork_tx.send(()).unwrap();
+            // SAFETY: the child touches nothing another thread owns.
+            let status = unsafe {
+                fork_and_wait(HOOKS, || {
+                    let state = memb::start_poll_synchronize_rcu();
+                    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                    while !memb::poll_state_synchronize_rcu(state) {
+                        assert!(
+                            std::time::Instant::now() < deadline,
+                            "the child's polled grace period was never driven"
+                        );
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                })
+            };
+            assert_child_succeeded(status, "a poll behind a carried batch");
+            memb::rcu_barrier();
+        });
     });
 }
 
