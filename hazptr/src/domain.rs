@@ -139,7 +139,8 @@ pub(crate) struct Reclamation {
     pub(crate) last_reclaim_ms: AtomicU32,
     /// The period after which a hand-over runs a pass whatever the counts:
     /// `retire::RECLAIM_PERIOD_MS`, or twice what the last pass took to
-    /// collect its hazards if that is longer (`retire::pass_period_ms`).
+    /// collect its hazards if that is longer, up to 100 ms
+    /// (`retire::pass_period_ms`).
     pub(crate) period_ms: AtomicU32,
     /// The slots the last pass read (`retire::enough_for_a_pass`).
     pub(crate) last_pass_slots: AtomicUsize,
@@ -598,7 +599,7 @@ impl DomainBuilder {
     /// guards) for as many new ones as slots, so that each pass's walk is
     /// paid for by as many objects. The period's pass comes sooner if it is
     /// due: 2 ms after the last pass collected its hazards, or twice what
-    /// that collection took if longer.
+    /// that collection took if longer, up to 100 ms.
     pub fn retire_threshold(mut self, objects: usize) -> Self {
         self.options.retire_threshold = objects.max(1);
         self

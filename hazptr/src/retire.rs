@@ -15,7 +15,8 @@
 //! as that pass put back protected, and at least as many as the slots it
 //! read (`enough_for_a_pass`), or if the period has passed: counted from
 //! the end of the last pass's walk, and twice that walk's time if longer
-//! than [`RECLAIM_PERIOD_MS`] (`pass_period_ms`). A thread's exit runs
+//! than [`RECLAIM_PERIOD_MS`], up to [`MAX_RECLAIM_PERIOD_MS`]
+//! (`pass_period_ms`). A thread's exit runs
 //! no pass (it holds no `&Domain`: the domain could be dropping meanwhile);
 //! the block's next owner, whose retires continue the count, does.
 //!
@@ -169,17 +170,26 @@ fn period_passed(shared: &Shared) -> bool {
             >= shared.reclamation.period_ms.load(Ordering::Relaxed)
 }
 
+/// The longest period [`pass_period_ms`] gives: a walk that took longer
+/// than half of it was held up (a reader stopped in its wildcard window,
+/// the walker preempted or stopped) more than it was long, and a rare
+/// retirer's objects should not wait on that.
+pub(crate) const MAX_RECLAIM_PERIOD_MS: u32 = 100;
+
 /// The period after a pass whose hazard collection (the slot walk, the
-/// sort, the sifting of the list) took `took_ms`: [`RECLAIM_PERIOD_MS`], or
-/// twice `took_ms` if that is longer, so that period-triggered passes keep
-/// the domain's threads walking slots at most a third of the time. With
-/// tens of thousands of slots (guards held, or backup slots kept after a
-/// spike of nested guards) a pass takes milliseconds, and until 2026-12-07,
-/// counted from the pass's start, a 2 ms period ran one at nearly every
-/// hand-over: 60,000 slots took a retire from 77 ns to 137 us.
+/// sort, the sifting of the list) took `took_ms` (by the precise clock):
+/// [`RECLAIM_PERIOD_MS`], or twice `took_ms` if that is longer, up to
+/// [`MAX_RECLAIM_PERIOD_MS`], so that period-triggered passes keep the
+/// domain's threads walking slots at most a third of the time. With tens of
+/// thousands of slots (guards held, or backup slots kept after a spike of
+/// nested guards) a pass takes milliseconds, and until 2026-12-07, counted
+/// from the pass's start, a 2 ms period ran one at nearly every hand-over:
+/// 60,000 slots took a retire from 79 ns to 135-438 us.
 #[inline]
 pub(crate) fn pass_period_ms(took_ms: u32) -> u32 {
-    took_ms.saturating_mul(2).max(RECLAIM_PERIOD_MS)
+    took_ms
+        .saturating_mul(2)
+        .clamp(RECLAIM_PERIOD_MS, MAX_RECLAIM_PERIOD_MS)
 }
 
 impl Domain {
@@ -813,8 +823,8 @@ impl Drop for RunningDeleters {
 /// each freeing a handful; and with more slots than the threshold (guards
 /// on thousands of objects, or backup slots kept after a spike of nested
 /// guards), every threshold's worth of retires paid for a walk of them all
-/// (until 2026-12-07: 30,000 idle backup slots took a retire from 53 to
-/// 649 ns). This way a pass has at least as many new objects to free as
+/// (until 2026-12-07: 30,000 idle backup slots took a retire from 79 ns to
+/// 344-2,363). This way a pass has at least as many new objects to free as
 /// old ones and slots to look at again, as folly's `max(threshold, 2 *
 /// hazard pointers)`. Objects waiting for a pass stay under `2 * kept +
 /// max(threshold, slots)`, or the period's pass frees them.
@@ -859,7 +869,10 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
     // The objects were unpublished before they were retired, and the mutex
     // orders those retires before this point; `begin` flips and issues the
     // heavy fence before any hazard is collected.
-    let started = now_ms();
+    // The walk's length by the precise clock: the coarse one's tick (up to
+    // 10 ms) would make a walk of microseconds that crosses one look long.
+    #[cfg(not(loom))]
+    let started = std::time::Instant::now();
     let mine = begin(shared);
     let mut hazards = Vec::new();
     let mut walked = 0usize;
@@ -877,14 +890,15 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
     // Relaxed, all three: trigger hints (`maybe_reclaim`, `period_passed`).
     // The period counts from here, the end of the walk, and lasts twice
     // what the walk took if that is more than `RECLAIM_PERIOD_MS`.
-    let ended = now_ms();
+    #[cfg(not(loom))]
+    let took_ms = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
+    #[cfg(loom)]
+    let took_ms = 0;
     let r = &shared.reclamation;
     r.last_pass_slots.store(walked, Ordering::Relaxed);
-    r.period_ms.store(
-        pass_period_ms(ended.wrapping_sub(started)),
-        Ordering::Relaxed,
-    );
-    r.last_reclaim_ms.store(ended, Ordering::Relaxed);
+    r.period_ms
+        .store(pass_period_ms(took_ms), Ordering::Relaxed);
+    r.last_reclaim_ms.store(now_ms(), Ordering::Relaxed);
     if !kept.is_empty() {
         let n = kept.len();
         let _held = ListHeld::new();
@@ -1165,12 +1179,14 @@ mod tests {
 
     /// The period after a pass is 2 ms, or twice the pass's hazard
     /// collection when that took longer (a walk of tens of thousands of
-    /// slots), and saturates rather than wrapping.
+    /// slots), up to 100 ms (a walk held up), without wrapping.
     #[test]
     fn the_period_grows_with_a_long_walk() {
         assert_eq!(pass_period_ms(0), RECLAIM_PERIOD_MS);
         assert_eq!(pass_period_ms(1), RECLAIM_PERIOD_MS);
         assert_eq!(pass_period_ms(5), 10);
-        assert_eq!(pass_period_ms(u32::MAX), u32::MAX);
+        assert_eq!(pass_period_ms(49), 98);
+        assert_eq!(pass_period_ms(500), MAX_RECLAIM_PERIOD_MS);
+        assert_eq!(pass_period_ms(u32::MAX), MAX_RECLAIM_PERIOD_MS);
     }
 }

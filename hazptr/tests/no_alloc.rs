@@ -160,10 +160,11 @@ fn synchronize_allocates_nothing_per_call() {
 const FIRST_SLEEP_CHILD: &str = "HAZPTR_NO_ALLOC_FIRST_SLEEP_CHILD";
 
 /// The child's case: in a domain of each scan mode, made before counting
-/// starts, a reader protects an object for 50 ms while this thread
-/// synchronizes on it, the first wait of the process that sleeps, and the
-/// `synchronize` allocates nothing. (The shared mode's scanner thread,
-/// started by the call, allocates as it starts: it is started beforehand.)
+/// starts, a reader protects an object until this thread, synchronizing on
+/// it, has been seen asleep (the first wait of the process that sleeps),
+/// and the `synchronize` allocates nothing. (The shared mode's scanner
+/// thread, started by the call, allocates as it starts: it is started
+/// beforehand.)
 fn a_first_wait_that_sleeps_counted() {
     for domain in [Domain::builder().shared_scan(false).build(), Domain::new()] {
         if domain.shared_scan() {
@@ -177,16 +178,32 @@ fn a_first_wait_that_sleeps_counted() {
         let counting = Barrier::new(2);
         let counted = Barrier::new(2);
         std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut guard = domain.guard();
-                std::hint::black_box(guard.protect_ptr(&object));
-                protected.wait();
-                counting.wait();
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                drop(guard);
-                // The reader's exit stays out of the count.
-                counted.wait();
-            });
+            // Named, so that this thread is the only one with the test's
+            // name, which the reader looks for.
+            std::thread::Builder::new()
+                .name("no-alloc-reader".into())
+                .spawn_scoped(s, || {
+                    let mut guard = domain.guard();
+                    std::hint::black_box(guard.protect_ptr(&object));
+                    protected.wait();
+                    counting.wait();
+                    // Until the synchronize sleeps (its backoff's sleeps, or
+                    // the shared scan's futex): a check that ran no sleep
+                    // would check nothing. Reading /proc allocates: not
+                    // counted.
+                    test_support::uncounted(|| {
+                        test_support::until_asleep(
+                            "synchronize_allocates_nothing_per_call",
+                            3,
+                            TEST_DEADLINE / 2,
+                            "the synchronize, waiting for the reader",
+                        );
+                    });
+                    drop(guard);
+                    // The reader's exit stays out of the count.
+                    counted.wait();
+                })
+                .expect("spawn the reader");
             protected.wait();
             let before = GLOBAL.allocations();
             counting.wait();
