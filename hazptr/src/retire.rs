@@ -184,7 +184,7 @@ pub(crate) const MAX_RECLAIM_PERIOD_MS: u32 = 100;
 /// thousands of slots (guards held, or backup slots kept after a spike of
 /// nested guards) a pass takes milliseconds, and until 2026-12-07, counted
 /// from the pass's start, a 2 ms period ran one at nearly every hand-over:
-/// 60,000 slots took a retire from 79 ns to 135-438 us.
+/// 60,000 slots took a retire from 79 ns to 6-736 us (203-360 ns since).
 #[inline]
 pub(crate) fn pass_period_ms(took_ms: u32) -> u32 {
     took_ms
@@ -824,7 +824,7 @@ impl Drop for RunningDeleters {
 /// on thousands of objects, or backup slots kept after a spike of nested
 /// guards), every threshold's worth of retires paid for a walk of them all
 /// (until 2026-12-07: 30,000 idle backup slots took a retire from 79 ns to
-/// 344-2,363). This way a pass has at least as many new objects to free as
+/// 344-4,378; 201-483 since). This way a pass has at least as many new objects to free as
 /// old ones and slots to look at again, as folly's `max(threshold, 2 *
 /// hazard pointers)`. Objects waiting for a pass stay under `2 * kept +
 /// max(threshold, slots)`, or the period's pass frees them.
