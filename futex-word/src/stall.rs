@@ -124,9 +124,37 @@ impl Watch {
     }
 }
 
+/// A kernel thread id (`gettid()`) as a stall warning names it: marked
+/// "(exited)" when it is no longer one of this process's threads (not in
+/// `/proc/self/task`). A leaked guard or record outlives its thread, and
+/// the kernel may give the id to another thread, which the bare id would
+/// then seem to name. (A thread that exited a moment ago may still be
+/// listed.) 0, an id nobody recorded, is left as it is.
+pub fn thread_id_text(tid: i32) -> String {
+    if tid != 0 && !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
+        format!("{tid} (exited)")
+    } else {
+        tid.to_string()
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A live thread's id is bare; one that exited is marked.
+    #[test]
+    fn an_exited_threads_id_is_marked() {
+        // SAFETY: gettid() takes nothing and cannot fail.
+        let me = unsafe { libc::gettid() };
+        assert_eq!(thread_id_text(me), me.to_string());
+        // SAFETY: as above.
+        let gone = std::thread::spawn(|| unsafe { libc::gettid() })
+            .join()
+            .unwrap();
+        assert_eq!(thread_id_text(gone), format!("{gone} (exited)"));
+        assert_eq!(thread_id_text(0), "0");
+    }
 
     /// The documented range, both ends included (1e9 was refused until
     /// 2026-12-07, by the message that named it as allowed).

@@ -223,13 +223,7 @@ pub(crate) fn threads(ids: &[i32]) -> String {
     let known: Vec<String> = ids
         .iter()
         .filter(|&&id| id != 0)
-        .map(|id| {
-            if std::path::Path::new(&format!("/proc/self/task/{id}")).exists() {
-                id.to_string()
-            } else {
-                format!("{id} (exited)")
-            }
-        })
+        .map(|&id| futex_word::stall::thread_id_text(id))
         .collect();
     match known.len() {
         0 => "a thread whose id is unknown".to_owned(),

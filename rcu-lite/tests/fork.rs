@@ -5,6 +5,8 @@
 //! (the test forks), one test at a time.
 #![cfg(not(any(miri, loom)))]
 
+mod common;
+
 use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{Rcu, fork, memb, qsbr};
 use std::panic::catch_unwind;
@@ -547,13 +549,7 @@ fn a_retired_dropped_between_the_hooks_leaks_its_value() {
         // the reader too.
         memb::rcu_barrier();
         qsbr::rcu_barrier();
-        let (running_tx, running) = std::sync::mpsc::channel();
-        let (release_tx, release) = std::sync::mpsc::channel::<()>();
-        memb::call_rcu(move || {
-            running_tx.send(()).expect("the test waits");
-            let _ = release.recv();
-        });
-        running.recv().expect("the worker runs the callback");
+        let release_tx = common::hold_the_callback_thread::<rcu_lite::Memb>(LIMIT);
         let cell: &'static Rcu<Counted> = Box::leak(Box::new(Rcu::new(Counted)));
         let (inside_tx, inside) = std::sync::mpsc::channel();
         let (leave_tx, leave) = std::sync::mpsc::channel::<()>();

@@ -16,6 +16,8 @@
 //! (`test_support::forking_test`).
 #![cfg(not(any(miri, loom)))]
 
+mod common;
+
 use rcu_lite::qsbr::QsbrThread;
 use rcu_lite::{fork, memb, qsbr};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -159,17 +161,11 @@ fn a_child_forked_while_another_thread_waits_to_fork_runs_callbacks() {
     );
 }
 
-/// Queues `callbacks` (each given its index) as one batch: while the
-/// worker is held in a callback of its own, so that none of them is taken
-/// before the last is queued; returns once the first of them has started.
+/// Queues `callbacks` as one batch: while the worker is held in a callback
+/// of its own, so that none of them is taken before the last is queued;
+/// returns once the first of them has started.
 fn one_batch_started(callbacks: Vec<Box<dyn FnOnce() + Send>>) {
-    let (holding_tx, holding) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    memb::call_rcu(move || {
-        holding_tx.send(()).unwrap();
-        let _ = release.recv();
-    });
-    holding.recv().unwrap();
+    let release_tx = common::hold_the_callback_thread::<rcu_lite::Memb>(LIMIT);
     let (first_started, started) = mpsc::channel();
     for (i, callback) in callbacks.into_iter().enumerate() {
         let first_started = first_started.clone();

@@ -82,7 +82,7 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
     let mut tids: Vec<String> = holdouts
         .iter()
         .take(shown)
-        .map(|r| thread_id_text(r.os_tid()))
+        .map(|r| futex_word::stall::thread_id_text(r.os_tid()))
         .collect();
     if holdouts.len() > shown {
         tids.push(format!("and {} more", holdouts.len() - shown));
@@ -110,22 +110,6 @@ fn message(flavor: &str, gp: u64, waited: Duration, holdouts: &[&'static Record]
         holdouts.len(),
         tids.join(", ")
     )
-}
-
-/// A holdout's kernel thread id as the warning names it, marked
-/// "(exited)" when it is no longer one of this process's threads: the
-/// record of a thread that exited inside a section (a guard leaked with
-/// `mem::forget`) stays registered and holds every grace period up, and the
-/// kernel may give its id to another thread, which the unmarked id would
-/// then name. hazptr's warnings mark theirs the same way. (A thread that
-/// exited a moment ago may still be listed in `/proc`.)
-#[cfg(not(loom))]
-fn thread_id_text(tid: i32) -> String {
-    if tid != 0 && !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
-        format!("{tid} (exited)")
-    } else {
-        tid.to_string()
-    }
 }
 
 #[cfg(all(test, not(loom)))]
