@@ -703,7 +703,8 @@ fn flush_batch_into(
 }
 
 fn maybe_reclaim(shared: &Shared) {
-    // Relaxed, both: trigger hints; the pass takes the list under the mutex.
+    // Relaxed, all three (the counts and the last pass's slots): trigger
+    // hints, paired with nothing; the pass takes the list under the mutex.
     let count = shared.reclamation.retired_count.load(Ordering::Relaxed);
     let kept = shared
         .reclamation
