@@ -199,7 +199,10 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     /// a reader holds a grace period up, every `replace` or `update` keeps
     /// one more (the flavor's `callbacks_pending` counts them; see
     /// `call_rcu`). A value whose drop panics is reported on stderr, with
-    /// `panic = "unwind"`; with `panic = "abort"` the process aborts.
+    /// `panic = "unwind"`; with `panic = "abort"` the process aborts. Old
+    /// values still waiting when the process exits are never dropped (as
+    /// `call_rcu`'s callbacks): call the flavor's `rcu_barrier()` before
+    /// exiting where their `Drop` does work that matters.
     ///
     /// # Panics
     ///
@@ -223,7 +226,8 @@ impl<T: Send + 'static, F: Flavor> Rcu<T, F> {
     }
 
     /// Publishes `update(&current)`; the old value is dropped after a grace
-    /// period. Updates are serialized, so `update` sees the latest value.
+    /// period (or never, if the process exits first: see [`Rcu::replace`]).
+    /// Updates are serialized, so `update` sees the latest value.
     ///
     /// `update` runs holding the cell's update lock: it must not wait for a
     /// grace period (`synchronize_rcu`, `rcu_barrier`, or

@@ -44,6 +44,10 @@
 //! memb::rcu_barrier(); // every deferred drop has run
 //! ```
 //!
+//! Deferred drops and callbacks still queued when the process exits never
+//! run: a program whose old values' `Drop` does work that
+//! matters calls `rcu_barrier()` of each flavor it used before it exits.
+//!
 //! Threads register on first use and give their registration back when they
 //! exit; a thread that exits outside every read-side section never holds up a
 //! grace period. Calling `synchronize_rcu()` inside a read-side section would

@@ -429,6 +429,12 @@ pub fn cond_synchronize_rcu(state: GpState<Memb>) {
 /// stderr and the worker goes on, with `panic = "unwind"`; with
 /// `panic = "abort"` it aborts the process.
 ///
+/// Callbacks still queued when the process exits (`main` returns, or
+/// `std::process::exit`) never run and are not dropped: call
+/// [`rcu_barrier`] first where their work matters (a `Drop` that flushes or
+/// closes something). It works from an exit-time destructor of a main-thread
+/// thread-local or an `atexit` handler too.
+///
 /// # Panics
 ///
 /// Between the calling thread's [`fork::before_fork`](crate::fork::before_fork)

@@ -145,7 +145,8 @@ pub unsafe fn memb_read_unlock() {
 }
 
 /// Drops the `Box<T>` behind `ptr` on flavor `F`'s callback thread after a
-/// grace period that begins after this call (`kfree_rcu()`).
+/// grace period that begins after this call (`kfree_rcu()`). A drop still
+/// queued when the process exits never runs (see `call_rcu`).
 ///
 /// # Safety
 ///
