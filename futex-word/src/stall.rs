@@ -32,17 +32,59 @@ pub fn timeout() -> Option<Duration> {
         match parse_timeout(&text) {
             Some(timeout) => timeout,
             None => {
-                // Not `eprintln!`, which panics when stderr cannot be written.
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
+                write_line(format_args!(
                     "stall warnings: {TIMEOUT_ENV}={text:?} is not a number of seconds from \
                      0.001 to 1e9 (0 turns them off): they come after 21 s"
-                );
+                ));
                 default
             }
         }
     })
+}
+
+/// Writes `message`, and a newline, to standard error in one `write(2)`
+/// call where it can (every stall warning, panic report and notice of these
+/// crates goes through here).
+///
+/// Not `eprintln!`, which panics when stderr cannot be written (a closed
+/// pipe), nor `writeln!(std::io::stderr(), ..)`, which takes std's stderr
+/// lock: the warnings are written by threads that hold what other threads
+/// wait for (rcu-lite's grace-period driver flag and callback batch, hazptr's
+/// scan driver flag), and a user thread that held `std::io::stderr().lock()`
+/// while it waited for one of those (a `synchronize_rcu`, an `rcu_barrier`)
+/// would wait for itself. One write of the whole line also keeps it from
+/// being split by other threads' or processes' output (a pipe takes up to
+/// 4 KiB at once). Errors are ignored: a diagnostic must not fail its
+/// caller. A full pipe that nobody reads still blocks the write, as any
+/// write to it does.
+#[cfg(not(loom))]
+pub fn write_line(message: std::fmt::Arguments<'_>) {
+    use std::fmt::Write;
+    let mut line = String::new();
+    // A `Display` that fails leaves what it wrote, which is still worth
+    // reading.
+    let _ = line.write_fmt(message);
+    line.push('\n');
+    let mut rest = line.as_bytes();
+    while !rest.is_empty() {
+        // SAFETY: a valid buffer of `rest.len()` bytes; fd 2 is at worst
+        // closed or not ours, and then the write fails or goes where the
+        // process's own stderr output goes.
+        let written = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        match usize::try_from(written) {
+            Ok(0) => return,
+            Ok(n) => rest = &rest[n.min(rest.len())..],
+            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Under loom: as [`write_line`] (diagnostics print nothing a model checks).
+#[cfg(loom)]
+pub fn write_line(message: std::fmt::Arguments<'_>) {
+    eprintln!("{message}");
 }
 
 /// [`TIMEOUT_ENV`]'s value as a timeout (`Some(None)`: warnings off), or

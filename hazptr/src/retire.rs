@@ -75,7 +75,6 @@ use crate::scan::{begin, for_each_slot, protects, read_slot};
 use crate::slot::SlotBlock;
 use crate::sync::{Backoff, Ordering};
 use membarrier_sim::fence;
-use std::io::Write;
 use std::ptr::NonNull;
 
 /// Objects a thread batches before handing them to the domain.
@@ -991,12 +990,11 @@ pub(crate) fn pass_on(panic: Box<dyn std::any::Any + Send>) {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a payload that is not a string");
-    // Not `eprintln!`, which panics if it cannot write.
-    let _ = writeln!(
-        std::io::stderr(),
+    // Not `eprintln!`, which panics if it cannot write (see `write_line`).
+    futex_word::stall::write_line(format_args!(
         "hazptr: a deleter panicked while {while_}, and passing the panic on would abort \
          the process; it is dropped (every other object of the pass was freed): {message}"
-    );
+    ));
     drop_payload(panic);
 }
 

@@ -97,19 +97,18 @@ pub(crate) fn warn_if_stalled(
 }
 
 /// The warning of [`warn_if_stalled`], for a wait that has just slept.
-/// Not `eprintln!`, which panics when stderr cannot be written (a closed
-/// pipe): a panic here would unwind out of a wait whose queued waiter or
-/// driver flag other threads still use.
+/// Through `write_line`: not `eprintln!`, which panics when stderr cannot be
+/// written (a closed pipe), and a panic here would unwind out of a wait whose
+/// queued waiter or driver flag other threads still use; nor std's stderr
+/// lock, which a thread waiting for that driver may hold.
 #[cold]
 pub(crate) fn warn_if_due(watch: &mut futex_word::stall::Watch, what: impl FnOnce() -> String) {
     if let Some(waited) = watch.due() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
+        futex_word::stall::write_line(format_args!(
             "hazptr: stall: {} has waited {:.1} s; it goes on waiting",
             what(),
             waited.as_secs_f64()
-        );
+        ));
     }
 }
 

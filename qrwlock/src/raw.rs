@@ -1309,12 +1309,10 @@ impl Drop for AbortIfUnwound {
         if cfg!(loom) {
             return;
         }
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
+        futex_word::stall::write_line(format_args!(
             "qrwlock: a panic while this thread's node was in the wait queue: aborting, \
              as other waiters may still write the node on its stack"
-        );
+        ));
         std::process::abort();
     }
 }

@@ -55,7 +55,6 @@
 use crate::futex;
 use crate::sync::{Arc, AtomicU32, AtomicU64, Mutex, spin_loop};
 use std::cell::Cell;
-use std::io::Write;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
@@ -506,15 +505,13 @@ impl CallbackQueue {
                  grace period that is held up (see any other stall line)"
             )
         };
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
+        futex_word::stall::write_line(format_args!(
             "rcu-lite: stall: {path} has waited {:.1} s for the callbacks queued before it ({} \
              callbacks of the flavor not started yet; {why}); it goes on waiting",
             waited.as_secs_f64(),
             self.pending(),
             path = crate::api_path(flavor, name)
-        );
+        ));
     }
 
     /// Whether the worker thread was spawned (Acquire: pairs with the
@@ -622,12 +619,11 @@ impl CallbackQueue {
                 // dropped unclaimed, a value's `Drop` that calls `replace`):
                 // a second panic would abort the process. Reported instead;
                 // the callback waits for the next start like the others.
-                let _ = writeln!(
-                    std::io::stderr(),
+                futex_word::stall::write_line(format_args!(
                     "rcu-lite: cannot start the call_rcu() worker thread: {err}; not raised, \
                      since this thread is already unwinding: the callback stays queued for \
                      the next call_rcu() or rcu_barrier() that starts the worker"
-                );
+                ));
                 return;
             }
             panic!("rcu-lite: cannot start the call_rcu() worker thread: {err}");
@@ -679,13 +675,12 @@ impl CallbackQueue {
         } else {
             "the batch waits for a grace period that is held up (see any other stall line)"
         };
-        let _ = writeln!(
-            std::io::stderr(),
+        futex_word::stall::write_line(format_args!(
             "rcu-lite: stall: rcu_lite::fork::before_fork() has waited {:.1} s for the {flavor} \
              call_rcu() batch that the thread rcu-lite-{flavor}-callbacks runs: {why}; it goes on \
              waiting",
             waited.as_secs_f64()
-        );
+        ));
     }
 
     /// Under loom: what a fork's `before_fork` does to this queue, with a
@@ -949,11 +944,10 @@ fn check_left_clean() {
 #[inline(never)]
 #[cfg(not(loom))]
 fn callback_left_the_worker(left: &str) -> ! {
-    let _ = writeln!(
-        std::io::stderr(),
+    futex_word::stall::write_line(format_args!(
         "rcu-lite: an RCU callback returned leaving the callback worker thread {left}: every \
          later grace period would wait for that thread forever (deadlock); aborting"
-    );
+    ));
     std::process::abort()
 }
 
@@ -971,7 +965,10 @@ fn barrier_without_a_worker(flavor: &str, name: &str) -> ! {
 /// Reports a callback's panic on standard error. Nothing here may unwind into
 /// the batch: `eprintln!` panics when standard error is gone (a closed pipe),
 /// and a panic payload's own `Drop` may panic; either would end the worker
-/// with its batch half run, and no worker would start again.
+/// with its batch half run, and no worker would start again. Written without
+/// std's stderr lock (`write_line`): the batch lock is held, and a thread
+/// holding `std::io::stderr().lock()` may be waiting in `rcu_barrier` for
+/// this batch.
 #[cold]
 fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
     report_panic(
@@ -985,7 +982,7 @@ fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
 /// so that a value's panicking drop is reported there as on the worker).
 #[cold]
 pub(crate) fn report_panic(message: &str, payload: Box<dyn std::any::Any + Send>) {
-    let _ = writeln!(std::io::stderr(), "{message}");
+    futex_word::stall::write_line(format_args!("{message}"));
     if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         // Its payload's drop panicked in turn: leak this one.
         mem::forget(inner);

@@ -332,14 +332,12 @@ fn hold_forkers() -> std::sync::MutexGuard<'static, ()> {
         &mut watch,
         || false,
         |waited| {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
+            futex_word::stall::write_line(format_args!(
                 "rcu-lite: stall: rcu_lite::fork::before_fork() has waited {:.1} s for another \
              thread's fork hooks: that thread called before_fork() and not yet \
              after_fork_parent() or after_fork_child(); it goes on waiting",
                 waited.as_secs_f64()
-            );
+            ));
         },
     );
     held.unwrap_or_else(|| unreachable!("a wait that never gives up returned without the lock"))

@@ -96,3 +96,21 @@ fn a_callbacks_panic_report_on_a_closed_stderr_leaves_the_worker_running() {
         }
     }
 }
+
+/// The report of a callback's panic is written without std's stderr lock:
+/// a thread that holds `std::io::stderr().lock()` while it waits in
+/// `rcu_barrier` for the batch would otherwise wait for itself (the worker
+/// writes the report with the batch lock held). Until 2026-12-07 it did.
+#[test]
+fn a_panic_report_does_not_wait_for_a_barrier_holding_stderrs_lock() {
+    within_a_deadline(
+        "a barrier behind a panicking callback, with std's stderr lock held",
+        LIMIT,
+        || {
+            let stderr = std::io::stderr().lock();
+            memb::call_rcu(|| panic!("an RCU callback panics while stderr's lock is held"));
+            memb::rcu_barrier();
+            drop(stderr);
+        },
+    );
+}

@@ -404,11 +404,14 @@ pub fn within_a_deadline(what: &str, limit: Duration, body: impl FnOnce() + Send
             }
         }
         Err(mpsc::RecvTimeoutError::Timeout) => {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "{what}: still waiting after {limit:?}, which can only be a wait that never ends"
+            // One write to fd 2, not through std's stderr lock, which the
+            // stuck thread may hold (a test of a wait that must not need it).
+            let line = format!(
+                "{what}: still waiting after {limit:?}, which can only be a wait that never ends\n"
             );
+            // SAFETY: a valid buffer of `line.len()` bytes; a failed write is
+            // harmless.
+            let _ = unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
             std::process::exit(101);
         }
     }

@@ -294,8 +294,7 @@ impl Drop for AbortIfUnwound {
         if cfg!(loom) {
             return;
         }
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "{}", self.0);
+        futex_word::stall::write_line(format_args!("{}", self.0));
         std::process::abort();
     }
 }

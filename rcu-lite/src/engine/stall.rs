@@ -59,15 +59,15 @@ impl StallWatch {
         // (Never due under loom, where records keep no thread id.)
         #[cfg(not(loom))]
         if let Some(waited) = self.0.due() {
-            // Not `eprintln!`, which panics when stderr cannot be written (a
-            // closed pipe): a panic here would leave the grace period
-            // unfinished with `DRIVER` held, and every later one waiting.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
+            // Through `write_line`: not `eprintln!`, which panics when
+            // stderr cannot be written (a closed pipe), and a panic here
+            // would leave the grace period unfinished with `DRIVER` held,
+            // and every later one waiting; nor std's stderr lock, which a
+            // `synchronize_rcu` caller waiting for this driver may hold.
+            futex_word::stall::write_line(format_args!(
                 "{}",
                 message(flavor, gp, waited, holdouts)
-            );
+            ));
         }
         #[cfg(loom)]
         let _ = (self.0.due(), holdouts, gp, flavor);
