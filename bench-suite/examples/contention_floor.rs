@@ -131,7 +131,8 @@ fn ring_hand_off(threads: usize, tokens: usize, duration: Duration) -> (f64, f64
 }
 
 /// User plus system CPU time of the whole process so far, in seconds
-/// (`/proc/self/stat`, in clock ticks of 10 ms).
+/// (`/proc/self/stat`, in clock ticks: `sysconf(_SC_CLK_TCK)` a second, 100
+/// on every common Linux architecture).
 fn process_cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
     // The fields after the command name (which may contain spaces) start at
@@ -143,5 +144,8 @@ fn process_cpu_seconds() -> f64 {
         .take(2)
         .map(|field| field.parse::<u64>().expect("tick count"))
         .sum();
-    ticks as f64 / 100.0
+    // SAFETY: sysconf takes any name, and returns -1 for one it lacks.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    assert!(per_second > 0, "sysconf(_SC_CLK_TCK) = {per_second}");
+    ticks as f64 / per_second as f64
 }

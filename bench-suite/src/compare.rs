@@ -29,7 +29,11 @@
 //! between runs that measured it the same way: before 2026-12-05 it also
 //! counted starting the threads (`cpu.others_timed_window`, 0 or 1 here);
 //! across that change it is shown, not judged, with a note
-//! ([`Comparison::method_changes`]).
+//! ([`Comparison::method_changes`]). Likewise every figure of an rcuscale
+//! outcome (the report's quick-QS runs too) between a run from before
+//! 2026-12-07, whose writers started their clocks without waiting for every
+//! reader to be in and whose readers read on past the writers' span, and one
+//! from after (`timed_with_every_reader_in`).
 //!
 //! # The gate
 //!
@@ -101,6 +105,12 @@ const SETTINGS: &[&str] = &[
     "watchdog_s",
 ];
 
+/// An rcuscale outcome's flag of how its waits and reads were timed
+/// (`rcuscale::Outcome::timed_with_every_reader_in`): compared as a figure,
+/// 0 or 1, and not judged; no figure of the measurement is judged across a
+/// change of it.
+const EVERY_READER_IN: &str = "timed_with_every_reader_in";
+
 /// Figures (whole paths) that count work done over a run's `duration_s`:
 /// compared as rates (`_per_s`), since they grow with the run's length. Not
 /// `latency_us.max` (a time) nor `writes_served_per_ms.min` (already a rate).
@@ -114,11 +124,21 @@ const RUN_COUNTS: &[&str] = &[
     "gps",
     "reads",
     "replaced",
+    // rcuscale's forced-quiescent-state counts, over all of its rounds.
+    "fqs.grace_periods",
+    "fqs.fqs_waits",
 ];
 
 /// Figures of a membarrier outcome that count what happened over its
 /// `seconds` (a sibling field): compared as rates, as [`RUN_COUNTS`] are.
-const SECONDS_COUNTS: &[&str] = &["calls", "stalls", "events"];
+const SECONDS_COUNTS: &[&str] = &[
+    "calls",
+    "stalls",
+    "events",
+    // The global command's timer: its passes and those chained to another.
+    "timer.passes",
+    "timer.chained",
+];
 
 /// Whether lower or higher is better for a figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -323,6 +343,9 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                     // what was measured: it must not split the measurement
                     // into an old key and a new one (see `failed` below).
                     Value::String(_) if name == "failure" => {}
+                    // How an rcuscale run was timed: a figure, below, not
+                    // part of the measurement's identity.
+                    Value::Bool(_) if name == EVERY_READER_IN => {}
                     Value::String(s) => identity.push(format!("{name}={s}")),
                     Value::Bool(b) => identity.push(format!("{name}={b}")),
                     Value::Number(n) if IDENTITY_NUMBERS.contains(&name.as_str()) => {
@@ -356,6 +379,18 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                 figures.insert(
                     "cpu.others_timed_window".to_owned(),
                     f64::from(u8::from(window)),
+                );
+            }
+            // How an rcuscale run (a report's quick-QS runs too) was timed:
+            // see the module docs. Results saved before have no flag.
+            if fields.contains_key("per_gp_us") {
+                let every_reader_in = fields
+                    .get(EVERY_READER_IN)
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                figures.insert(
+                    EVERY_READER_IN.to_owned(),
+                    f64::from(u8::from(every_reader_in)),
                 );
             }
             // Counts of work in a timed run, as rates: see the module docs.
@@ -476,7 +511,23 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             };
             let mut dir = direction(figure);
             let window = "cpu.others_timed_window";
-            if figure == "cpu.others_us" && old_figures.get(window) != new_figures.get(window) {
+            if figure != EVERY_READER_IN
+                && old_figures.get(EVERY_READER_IN) != new_figures.get(EVERY_READER_IN)
+            {
+                // Not like for like: shown, not judged.
+                dir = Direction::Neutral;
+                method_changes.push(format!(
+                    "{measurement} {figure}: the {} run timed its waits without waiting for \
+                     every reader to be in, and counted reads past them (before 2026-12-07)",
+                    if old_figures.get(EVERY_READER_IN) == Some(&1.0) {
+                        "new"
+                    } else {
+                        "old"
+                    }
+                ));
+            } else if figure == "cpu.others_us"
+                && old_figures.get(window) != new_figures.get(window)
+            {
                 // Not like for like: shown, not judged.
                 dir = Direction::Neutral;
                 method_changes.push(format!(
@@ -1262,6 +1313,60 @@ mod tests {
         assert!(!writers.regression && (writers.change_pct.unwrap() - 12.5).abs() < 1e-9);
         // Other figures keep their own change.
         assert_eq!(get(&c, "errors").judged_pct, None);
+    }
+
+    /// No figure of an rcuscale outcome is judged between a run timed before
+    /// every reader was in (results from before 2026-12-07, no flag) and one
+    /// timed after; the flag splits no measurement, and the same way in both
+    /// runs is judged as usual.
+    #[test]
+    fn rcuscale_runs_timed_two_ways_are_shown_not_judged() {
+        let run = |per_gp_us: f64, every_reader_in: Option<bool>| {
+            let mut outcome = json!({"impl": "rcu-lite", "writers": 1, "readers": 4,
+                                     "idle_threads": 0, "per_gp_us": per_gp_us,
+                                     "latency_us": {"mean": per_gp_us}, "gps": 100,
+                                     "duration_s": 1.0});
+            if let Some(flag) = every_reader_in {
+                outcome["timed_with_every_reader_in"] = json!(flag);
+            }
+            json!({"profile": "quick", "machine": {"cpu": "X"}, "rcuscale": [outcome]})
+        };
+        let per_gp = |c: &Comparison| {
+            c.changes
+                .iter()
+                .find(|ch| ch.figure == "per_gp_us")
+                .cloned()
+                .unwrap()
+        };
+        // 0.5 us before, 12 us after: not a regression, a change of method.
+        let c = compare(&run(0.5, None), &run(12.0, Some(true)), 10.0);
+        assert!(c.only_old.is_empty() && c.only_new.is_empty(), "{c:?}");
+        assert!(!per_gp(&c).regression, "{c:?}");
+        assert_eq!(c.improvements() + c.regressions(), 0, "{c:?}");
+        assert!(
+            c.method_changes
+                .iter()
+                .all(|m| m.contains("the old run timed its waits without waiting")),
+            "{c:?}"
+        );
+        assert!(
+            c.method_changes.iter().any(|m| m.contains("per_gp_us")),
+            "{c:?}"
+        );
+        let c = compare(&run(12.0, Some(true)), &run(0.5, Some(false)), 10.0);
+        assert!(!per_gp(&c).improvement, "{c:?}");
+        assert!(c.method_changes[0].contains("the new run timed"), "{c:?}");
+        // The same way in both runs: judged.
+        let c = compare(&run(6.0, Some(true)), &run(12.0, Some(true)), 10.0);
+        assert!(
+            per_gp(&c).regression && c.method_changes.is_empty(),
+            "{c:?}"
+        );
+        let c = compare(&run(6.0, None), &run(12.0, None), 10.0);
+        assert!(
+            per_gp(&c).regression && c.method_changes.is_empty(),
+            "{c:?}"
+        );
     }
 
     /// rcuscale's others' CPU time is judged only between runs that measured

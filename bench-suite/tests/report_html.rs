@@ -91,6 +91,7 @@ fn sample_results() -> Results {
             fqs_interval_ms: None,
             fqs: None,
             cpu: None,
+            timed_with_every_reader_in: true,
         })
         .collect();
     Results {
@@ -144,6 +145,7 @@ fn sample_results() -> Results {
                 fqs_interval_ms: None,
                 fqs: None,
                 cpu: None,
+                timed_with_every_reader_in: true,
             })
             .collect(),
         membarrier_sweep: membarrier::sweep_rows(

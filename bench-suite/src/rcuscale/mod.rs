@@ -373,6 +373,15 @@ pub struct Outcome {
     /// be read (under miri) and in results saved before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuPerWait>,
+    /// Whether the writers' clocks started once every reader had left the
+    /// start gate, and the readers stopped with the last writer (since
+    /// 2026-12-07): `false` in results saved before, whose quick waits
+    /// could end before a woken reader ran (0.3-0.6 us per wait against
+    /// 12 us and up with the readers in) and whose reads ran on past the
+    /// writers' span. `syncbench compare` judges no figure of a run timed
+    /// one way against one timed the other.
+    #[serde(default)]
+    pub timed_with_every_reader_in: bool,
 }
 
 /// CPU time per completed wait, in microseconds: what waiting costs the
@@ -644,6 +653,7 @@ fn summarize(name: &str, config: Config, runs: &[Run]) -> Result<Outcome, NoWait
                 others_us: cpu.others.as_secs_f64() * 1e6 / count as f64,
                 others_timed_window: true,
             }),
+        timed_with_every_reader_in: true,
     })
 }
 

@@ -639,7 +639,7 @@ pub fn table(results: &Results) -> Vec<Choice> {
         |winner| {
             let read = refscale_ns(results, winner, 1)
                 .map_or("read cost not measured".into(), |ns| {
-                    format!("reads cost {ns:.2} ns")
+                    format!("1-thread reads cost {ns:.2} ns")
                 });
             match unbounded {
                 Some(u) => format!(
@@ -1038,6 +1038,7 @@ mod tests {
             fqs_interval_ms: None,
             fqs: None,
             cpu: None,
+            timed_with_every_reader_in: true,
         }
     }
 
@@ -1574,6 +1575,7 @@ mod tests {
             per_gp_rounds_us: rounds,
             fqs: None,
             cpu: None,
+            timed_with_every_reader_in: true,
             ..wait(name, 1, mean)
         };
         r.rcuscale = vec![
@@ -1605,6 +1607,7 @@ mod tests {
             per_gp_rounds_us: rounds,
             fqs: None,
             cpu: None,
+            timed_with_every_reader_in: true,
             ..wait(name, 1, 1.0)
         };
         r.rcuscale = vec![
@@ -2384,6 +2387,7 @@ mod tests {
             per_gp_rounds_us: rounds,
             fqs: None,
             cpu: None,
+            timed_with_every_reader_in: true,
             ..wait(name, 1, 10.0)
         };
         r.rcuscale = vec![

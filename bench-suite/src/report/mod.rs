@@ -964,6 +964,7 @@ pub(crate) mod tests {
                     others_us: 0.5,
                     others_timed_window: true,
                 }),
+                timed_with_every_reader_in: true,
             }],
             torture: vec![torture::Outcome {
                 name: "tortured".into(),
@@ -1036,6 +1037,7 @@ pub(crate) mod tests {
             fqs_interval_ms: None,
             fqs: None,
             cpu: None,
+            timed_with_every_reader_in: true,
         }
     }
 

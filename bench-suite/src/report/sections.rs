@@ -724,25 +724,31 @@ fn locktorture_section(results: &Results) -> Section {
             .filter(|o| (o.writers, o.readers) == mix)
             .collect();
         let categories: Vec<String> = rows.iter().map(|o| o.lock.clone()).collect();
-        // No bar for a side with no acquisition at all (a log axis has no
-        // 0; the table gives the 0).
-        let per = |c: locktorture::Counts, n: usize| Some(c.per_thread(n)).filter(|v| *v > 0.0);
+        // Per second, as the table: the locks' median rounds have windows
+        // of different lengths. No bar for a side with no acquisition at
+        // all (a log axis has no 0; the table gives the 0).
+        let per = |o: &locktorture::Outcome, c: locktorture::Counts, n: usize| {
+            Some(c.per_thread(n) / o.duration_s).filter(|v| *v > 0.0 && v.is_finite())
+        };
         let series = vec![
             Series::bars(
                 "per writer thread",
-                rows.iter().map(|o| per(o.writes, o.writers)).collect(),
+                rows.iter().map(|o| per(o, o.writes, o.writers)).collect(),
             ),
             Series::bars(
                 "per reader thread",
-                rows.iter().map(|o| per(o.reads, o.readers)).collect(),
+                rows.iter().map(|o| per(o, o.reads, o.readers)).collect(),
             ),
         ];
         section.plot(
             "plots/locktorture.svg",
-            "Acquisitions per thread, writers vs readers (log scale; a writer bar far left of its reader bar means writer starvation, and a missing bar a side with no acquisition at all)",
+            "Acquisitions per thread per second, writers vs readers (log scale; a writer bar far left of its reader bar means writer starvation, and a missing bar a side with no acquisition at all)",
             plots::bar_chart(
-                &format!("locktorture, {} writers / {} readers: acquisitions per thread", mix.0, mix.1),
-                "acquisitions per thread (log)",
+                &format!(
+                    "locktorture, {} writers / {} readers: acquisitions per thread per second",
+                    mix.0, mix.1
+                ),
+                "acquisitions per thread per second (log)",
                 &categories,
                 &series,
                 true,
