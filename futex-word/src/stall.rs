@@ -43,8 +43,9 @@ pub fn timeout() -> Option<Duration> {
 }
 
 /// Writes `message`, and a newline, to standard error in one `write(2)`
-/// call where it can (every stall warning, panic report and notice of these
-/// crates goes through here).
+/// call where it can: the stall warnings, panic reports and notices of
+/// hazptr, rcu-lite, qrwlock and membarrier-sim (those written where nothing
+/// may be allocated, in a thread's exit, are a raw write of their own).
 ///
 /// Not `eprintln!`, which panics when stderr cannot be written (a closed
 /// pipe), nor `writeln!(std::io::stderr(), ..)`, which takes std's stderr

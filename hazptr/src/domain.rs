@@ -634,9 +634,11 @@ impl DomainBuilder {
 /// does), about 512 bytes, until [`prune_domains`] removes it: once as many
 /// domains have dropped as half the registry's length at the last prune, a
 /// drop or the next registration prunes. Dead entries therefore never
-/// outnumber the live ones for long, and a burst of drops leaves none
-/// behind (before 2026-12-07 they stayed until the next `Domain::new`: 52
-/// MB after 100,000 domains were dropped), at amortized O(1) a drop or
+/// outnumber the live ones for long, and a burst of drops on one thread
+/// leaves none behind (drops on several threads at once may leave the few
+/// whose prune found the lock taken, until a later drop or creation; before
+/// 2026-12-07 every dead entry stayed until the next `Domain::new`: 52 MB
+/// after 100,000 domains were dropped), at amortized O(1) a drop or
 /// registration rather than a walk of every domain each.
 #[cfg(not(loom))]
 pub(crate) static DOMAINS: std::sync::Mutex<Vec<std::sync::Weak<Shared>>> =
@@ -663,13 +665,15 @@ fn prune_due() -> bool {
 /// what its vector no longer needs.
 #[cfg(not(loom))]
 fn prune_domains(domains: &mut Vec<std::sync::Weak<Shared>>) {
+    // Relaxed: see `DROPPED_SINCE_PRUNE`. Only the drops counted before the
+    // walk are taken back: one counted during it (whose entry the walk may
+    // have missed) still counts toward the next prune.
+    let seen = DROPPED_SINCE_PRUNE.load(Ordering::Relaxed);
     domains.retain(|d| d.strong_count() > 0);
     if domains.capacity() > 4 * domains.len().max(8) {
         domains.shrink_to(2 * domains.len());
     }
-    // Relaxed: see `DROPPED_SINCE_PRUNE`. A drop counted between the
-    // `retain` and this store is forgotten; its entry goes at a later prune.
-    DROPPED_SINCE_PRUNE.store(0, Ordering::Relaxed);
+    DROPPED_SINCE_PRUNE.fetch_sub(seen, Ordering::Relaxed);
     REGISTRY_LEN.store(domains.len(), Ordering::Relaxed);
 }
 

@@ -365,11 +365,19 @@ fn retrying_out_of_memory(
 #[cfg(all(not(loom), not(syncprims_tsan)))]
 #[cold]
 fn heavy_failed(err: crate::sys::Error) -> ! {
-    use std::io::Write as _;
     // Not `eprintln!`: it panics when stderr cannot be written (a closed
     // pipe gives EPIPE, SIGPIPE being ignored in Rust programs), and that
-    // panic would unwind out of `heavy()` instead of aborting.
-    let _ = writeln!(std::io::stderr(), "{}", heavy_failure_message(&err));
+    // panic would unwind out of `heavy()` instead of aborting. Nor std's
+    // stderr lock (`write_line`): a heavy fence runs under rcu-lite's and
+    // hazptr's driver flags, which a thread holding that lock may wait for,
+    // and the abort would wait for it in turn.
+    #[cfg(target_os = "linux")]
+    futex_word::stall::write_line(format_args!("{}", heavy_failure_message(&err)));
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{}", heavy_failure_message(&err));
+    }
     std::process::abort()
 }
 
