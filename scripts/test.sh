@@ -64,26 +64,39 @@ done
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 loom_build=(env RUSTFLAGS="--cfg loom -C debug-assertions" CARGO_TARGET_DIR=target/loom
     cargo test --release --test loom)
-# Built one crate at a time, then run all at once. A suite's models run two
-# at a time in name order, so its longest (hazptr's
+# Built one crate at a time, each suite started as soon as it is built (so
+# that it runs while the next crates build), all then running at once. A
+# suite's models run two at a time in name order, so its longest (hazptr's
 # wildcard_flip_escape_shared, the last in name order and about half the
 # suite's CPU time) ran alone at its end with the other CPU idle; run
 # together, the other suites' models fill that CPU. On the 2-vCPU EPYC
 # guest (2026-12-07) hazptr's and rcu-lite's suites took 379 s and 393 s
 # one after the other (772 s), and 468 s and 489 s at once. Each suite's
-# output is kept in target/loom-logs and printed whole, in the order of
-# loom_crates, once it ends.
+# output is kept in target/loom-logs and printed whole once it and the
+# suites before it in loom_crates have ended; a test.sh stopped before that
+# (CI's timeout) prints the end of each log, which names a model that hangs
+# ("has been running for over 60 seconds").
 loom_logs=target/loom-logs
 rm -rf "$loom_logs" && mkdir -p "$loom_logs"
 loom_pids=()
-# A test.sh that is stopped (CI's timeout) stops the suites it started.
-trap 'kill "${loom_pids[@]}" 2>/dev/null || true' EXIT
+# A test.sh that is stopped (CI's timeout) stops the suites it started,
+# and shows how far each got.
+stop_loom_suites() {
+    kill "${loom_pids[@]}" 2>/dev/null || true
+    for log in "$loom_logs"/*.log; do
+        [ -f "$log" ] || continue
+        echo "== loom models stopped: the end of $log" >&2
+        tail -n 40 "$log" >&2
+    done
+}
+trap stop_loom_suites EXIT
 for crate in "${loom_crates[@]}"; do
     echo "== loom models: build $crate"
     "${loom_build[@]}" -p "$crate" --no-run --message-format=json-render-diagnostics \
         > "$loom_logs/$crate.json"
-    # The one artifact with an executable is the loom test's.
-    executable=$(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' "$loom_logs/$crate.json")
+    # The loom test target's artifact: its executable.
+    executable=$(grep -F '"kind":["test"]' "$loom_logs/$crate.json" | grep -F '"name":"loom"' |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
     [ -n "$executable" ] && [ "$(wc -l <<< "$executable")" -eq 1 ] ||
         { echo "test.sh: no single loom test executable for $crate: $executable" >&2; exit 1; }
     # In the crate's directory, as cargo test runs it.
@@ -98,6 +111,7 @@ for i in "${!loom_crates[@]}"; do
     echo "== loom models: $crate (LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS): $outcome"
     cat "$loom_logs/$crate.log"
 done
+trap - EXIT
 if [ ${#loom_failed[@]} -gt 0 ]; then
     echo "test.sh: the loom models of ${loom_failed[*]} failed (their output is above)" >&2
     exit 1
