@@ -33,7 +33,8 @@
 //! outcome (the report's quick-QS runs too) between a run from before
 //! 2026-12-07, whose writers started their clocks without waiting for every
 //! reader to be in and whose readers read on past the writers' span, and one
-//! from after (`timed_with_every_reader_in`).
+//! from after (`timed_with_every_reader_in`; results saved by a build of
+//! that day before the flag was recorded read as the old way).
 //!
 //! # The gate
 //!
@@ -1313,6 +1314,35 @@ mod tests {
         assert!(!writers.regression && (writers.change_pct.unwrap() - 12.5).abs() < 1e-9);
         // Other figures keep their own change.
         assert_eq!(get(&c, "errors").judged_pct, None);
+    }
+
+    /// rcuscale's FQS counts (over all rounds, as `duration_s`) and the
+    /// membarrier timer's passes (over `seconds`) are compared per second,
+    /// as the other counts of a run: a quick run against a full one does not
+    /// show them growing with the run's length. They are shown, not judged.
+    #[test]
+    fn fqs_and_timer_counts_are_compared_per_second() {
+        let rcuscale = json!({"rcuscale": [{"impl": "rcu-lite", "writers": 1, "readers": 0,
+                                            "per_gp_us": 5.0, "duration_s": 2.0,
+                                            "fqs": {"grace_periods": 800, "fqs_waits": 40}}]});
+        let flat = flatten(&rcuscale);
+        let figures = flat.values().next().unwrap();
+        assert_eq!(figures["fqs.grace_periods_per_s"], 400.0, "{figures:?}");
+        assert_eq!(figures["fqs.fqs_waits_per_s"], 20.0, "{figures:?}");
+        assert!(
+            !figures.contains_key("fqs.grace_periods") && !figures.contains_key("fqs.fqs_waits")
+        );
+        let sweep = json!({"membarrier_sweep": [{"cpus": 64, "callers": 1600,
+            "global": {"mode": "sim", "seconds": 5.0, "calls": 100,
+                       "timer": {"passes": 1000, "chained": 10, "period_scalings": 1}}}]});
+        let flat = flatten(&sweep);
+        let figures = flat.values().next().unwrap();
+        assert_eq!(figures["global.timer.passes_per_s"], 200.0, "{figures:?}");
+        assert_eq!(figures["global.timer.chained_per_s"], 2.0, "{figures:?}");
+        assert!(!figures.contains_key("global.timer.passes"), "{figures:?}");
+        for figure in ["fqs.grace_periods_per_s", "global.timer.passes_per_s"] {
+            assert_eq!(direction(figure), Direction::Neutral, "{figure}");
+        }
     }
 
     /// No figure of an rcuscale outcome is judged between a run timed before

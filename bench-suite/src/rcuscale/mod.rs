@@ -375,11 +375,13 @@ pub struct Outcome {
     pub cpu: Option<CpuPerWait>,
     /// Whether the writers' clocks started once every reader had left the
     /// start gate, and the readers stopped with the last writer (since
-    /// 2026-12-07): `false` in results saved before, whose quick waits
-    /// could end before a woken reader ran (0.3-0.6 us per wait against
-    /// 12 us and up with the readers in) and whose reads ran on past the
-    /// writers' span. `syncbench compare` judges no figure of a run timed
-    /// one way against one timed the other.
+    /// 2026-12-07, 06:21 UTC): `false` in results saved before, whose quick
+    /// waits could end before a woken reader ran (0.3-0.6 us per wait
+    /// against 12 us and up with the readers in) and whose reads ran on
+    /// past the writers' span. `syncbench compare` judges no figure of a
+    /// run timed one way against one timed the other. The flag itself came
+    /// later the same day: results saved by a build between the two (none
+    /// published) were timed the new way but read as the old.
     #[serde(default)]
     pub timed_with_every_reader_in: bool,
 }
