@@ -127,6 +127,11 @@ pub(crate) struct Reclamation {
     pub(crate) retired: Mutex<Vec<Retired>>,
     /// Objects in `retired` (read without the lock to decide on a pass).
     pub(crate) retired_count: AtomicUsize,
+    /// Objects in `retired` plus those a pass took off it and has not yet
+    /// handed to their deleters or put back: [`Domain::retired_len`]. Not
+    /// reset when a pass takes the list, so a read during a pass does not
+    /// miss what the pass holds.
+    pub(crate) unfreed: AtomicUsize,
     /// Of those, the ones a pass found protected and put back (read without
     /// the lock to decide on a pass; see `retire::maybe_reclaim`).
     pub(crate) kept_count: AtomicUsize,
@@ -211,6 +216,7 @@ impl Shared {
             reclamation: Reclamation {
                 retired: Mutex::new(Vec::new()),
                 retired_count: AtomicUsize::new(0),
+                unfreed: AtomicUsize::new(0),
                 kept_count: AtomicUsize::new(0),
                 #[cfg(test)]
                 period_off: AtomicBool::new(false),

@@ -162,11 +162,21 @@ fn period_passed(shared: &Shared) -> bool {
     if shared.reclamation.period_off.load(Ordering::Relaxed) {
         return false;
     }
+    if cfg!(loom) {
+        return false;
+    }
     // Relaxed, both: trigger hints; a stale time or period only runs a pass
     // earlier or later, and the pass takes the list under the mutex.
-    !cfg!(loom)
-        && now_ms().wrapping_sub(shared.reclamation.last_reclaim_ms.load(Ordering::Relaxed))
-            >= shared.reclamation.period_ms.load(Ordering::Relaxed)
+    let last = shared.reclamation.last_reclaim_ms.load(Ordering::Relaxed);
+    // The clock after the stamp, as the scanner's spawn retry and
+    // rcu-lite's worker read theirs: a pass stamping a time after this
+    // clock read would make the difference wrap to 49 days, a period
+    // passed. Read the other way round (until 2026-12-07), a retire racing
+    // another thread's pass could run a full pass right after it (with a
+    // thread stamping in a loop, 93 of 37.5 million checks saw the period
+    // passed).
+    let now = now_ms();
+    now.wrapping_sub(last) >= shared.reclamation.period_ms.load(Ordering::Relaxed)
 }
 
 /// The longest period [`pass_period_ms`] gives: a walk that took longer
@@ -232,7 +242,12 @@ impl Domain {
     /// period or a [`Domain::synchronize`] (the caller may be inside a read
     /// section or hold a guard); hand such work elsewhere (a channel, or
     /// rcu-lite's `call_rcu`, which waits only while another thread is
-    /// between rcu-lite's fork hooks: see `rcu_lite::fork`). If
+    /// between rcu-lite's fork hooks: see `rcu_lite::fork`). It runs on that
+    /// thread's stack too, which may be a spawned thread's 2 MiB or less: a
+    /// deep recursive drop (a `Box`-linked list retired as one object) that
+    /// fits the main thread's 8 MiB may not fit there. Retire such a list
+    /// link by link, each deleter retiring the next: passes run them one
+    /// after another, not one inside another. If
     /// it panics, the rest of the pass is still freed and the panic then
     /// comes out of that call; unless that thread is already unwinding, or
     /// exiting with its hazptr registrations gone (a thread-local destructor
@@ -340,6 +355,10 @@ impl Domain {
                 .reclamation
                 .retired_count
                 .fetch_add(moved, Ordering::Relaxed);
+            shared
+                .reclamation
+                .unfreed
+                .fetch_add(moved, Ordering::Relaxed);
         }
         let mut freed = 0;
         loop {
@@ -376,13 +395,14 @@ impl Domain {
     }
 
     /// Objects retired to this domain and not yet freed, batches of live
-    /// threads excluded (for tests and statistics).
+    /// threads excluded (for tests and statistics). Those a running pass
+    /// took off the list count until the pass has put them back or its
+    /// deleters have all returned, so a pass never makes it read low; until
+    /// 2026-12-07 it read 0 from a pass's start until it put back what it
+    /// kept.
     pub fn retired_len(&self) -> usize {
         // Relaxed: a statistic, read by nobody for synchronization.
-        self.shared
-            .reclamation
-            .retired_count
-            .load(Ordering::Relaxed)
+        self.shared.reclamation.unfreed.load(Ordering::Relaxed)
     }
 }
 
@@ -586,6 +606,7 @@ fn retire_shared(shared: &Shared, retired: Retired) {
         .reclamation
         .retired_count
         .fetch_add(1, Ordering::Relaxed);
+    shared.reclamation.unfreed.fetch_add(1, Ordering::Relaxed);
     drop(list);
     // Before the pass: its deleters may retire.
     drop(held);
@@ -698,6 +719,10 @@ fn flush_batch_into(
         .reclamation
         .retired_count
         .fetch_add(moved, Ordering::Relaxed);
+    shared
+        .reclamation
+        .unfreed
+        .fetch_add(moved, Ordering::Relaxed);
     drop(list);
 }
 
@@ -719,15 +744,41 @@ fn maybe_reclaim(shared: &Shared) {
     }
 }
 
+/// How many domains' deleters one thread can be running, one inside
+/// another, and still have their passes deferred: passes nest at most once
+/// per domain, so beyond this many domains (never seen in practice) a
+/// deeper one nests its passes as before.
+#[cfg(not(loom))]
+const DELETER_NESTING: usize = 16;
+
+/// The domains (their `Shared`'s address) whose deleters this thread is
+/// running, in a pass or a domain's drop, innermost last, each with whether
+/// a retire from those deleters asked for a pass of that domain meanwhile
+/// (see [`RunningDeleters`]). Plain cells in a fixed array: the type needs
+/// no drop, so std registers no destructor for it and it is never torn
+/// down. Until 2026-12-07 it was a `RefCell<Vec<_>>`, which std destroys at
+/// thread exit: a thread-local destroyed after it whose drop retired a
+/// chain (each link's drop retiring the next) found it gone, and its passes
+/// nested one per link again until the stack overflowed (3,500 links on a
+/// 2 MiB stack).
+#[cfg(not(loom))]
+struct DeletersRunning {
+    len: std::cell::Cell<usize>,
+    entries: [std::cell::Cell<(usize, bool)>; DELETER_NESTING],
+}
+
 #[cfg(not(loom))]
 std::thread_local! {
-    /// The domains (their `Shared`'s address) whose deleters this thread is
-    /// running, in a pass or a domain's drop, innermost last, each with
-    /// whether a retire from those deleters asked for a pass of that domain
-    /// meanwhile (see [`RunningDeleters`]).
-    static DELETERS_RUNNING: std::cell::RefCell<Vec<(usize, bool)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static DELETERS_RUNNING: DeletersRunning = const {
+        DeletersRunning {
+            len: std::cell::Cell::new(0),
+            entries: [const { std::cell::Cell::new((0, false)) }; DELETER_NESTING],
+        }
+    };
 }
+
+#[cfg(not(loom))]
+const _: () = assert!(!std::mem::needs_drop::<DeletersRunning>());
 
 /// Marks, while it lives, that this thread runs deleters of one domain's
 /// objects. A retire from one of them into the same domain that calls for
@@ -739,9 +790,14 @@ std::thread_local! {
 /// overflowed: 4,200 links on a 2 MiB thread stack, until 2026-12-07. A
 /// deleter of one domain that retires into another may still run that
 /// domain's pass, so passes nest at most once per domain.
+///
+/// Values live in the frames of the passes, so they are dropped in the
+/// reverse order of their creation: each is the innermost entry while it
+/// is dropped.
 struct RunningDeleters {
+    /// Its entry in `DELETERS_RUNNING` (None: that was full).
     #[cfg(not(loom))]
-    domain: usize,
+    entry: Option<usize>,
 }
 
 impl RunningDeleters {
@@ -749,10 +805,16 @@ impl RunningDeleters {
         #[cfg(not(loom))]
         {
             let domain = std::ptr::from_ref(shared).addr();
-            // `try_with`: at thread exit the list may be gone; passes then
-            // nest as before.
-            let _ = DELETERS_RUNNING.try_with(|running| running.borrow_mut().push((domain, false)));
-            RunningDeleters { domain }
+            // `with`: the cells need no drop, so they are never destroyed,
+            // not even while other thread-locals' destructors run.
+            let entry = DELETERS_RUNNING.with(|running| {
+                let len = running.len.get();
+                let entry = running.entries.get(len)?;
+                entry.set((domain, false));
+                running.len.set(len + 1);
+                Some(len)
+            });
+            RunningDeleters { entry }
         }
         #[cfg(loom)]
         {
@@ -767,13 +829,11 @@ impl RunningDeleters {
         #[cfg(not(loom))]
         {
             let domain = std::ptr::from_ref(shared).addr();
-            DELETERS_RUNNING
-                .try_with(|running| {
-                    let mut running = running.borrow_mut();
-                    let entry = running.iter_mut().rev().find(|(d, _)| *d == domain);
-                    entry.map(|(_, wanted)| *wanted = true).is_some()
-                })
-                .unwrap_or(false)
+            DELETERS_RUNNING.with(|running| {
+                let entries = &running.entries[..running.len.get()];
+                let entry = entries.iter().rev().find(|e| e.get().0 == domain);
+                entry.map(|e| e.set((domain, true))).is_some()
+            })
         }
         #[cfg(loom)]
         {
@@ -786,16 +846,8 @@ impl RunningDeleters {
     fn pass_wanted(&self) -> bool {
         #[cfg(not(loom))]
         {
-            DELETERS_RUNNING
-                .try_with(|running| {
-                    running
-                        .borrow()
-                        .iter()
-                        .rev()
-                        .find(|(d, _)| *d == self.domain)
-                        .is_some_and(|&(_, wanted)| wanted)
-                })
-                .unwrap_or(false)
+            self.entry
+                .is_some_and(|at| DELETERS_RUNNING.with(|running| running.entries[at].get().1))
         }
         #[cfg(loom)]
         false
@@ -805,12 +857,16 @@ impl RunningDeleters {
 impl Drop for RunningDeleters {
     fn drop(&mut self) {
         #[cfg(not(loom))]
-        let _ = DELETERS_RUNNING.try_with(|running| {
-            let mut running = running.borrow_mut();
-            if let Some(at) = running.iter().rposition(|(d, _)| *d == self.domain) {
-                running.remove(at);
-            }
-        });
+        if let Some(at) = self.entry {
+            DELETERS_RUNNING.with(|running| {
+                debug_assert_eq!(
+                    running.len.get(),
+                    at + 1,
+                    "deleter marks dropped out of order"
+                );
+                running.len.set(at);
+            });
+        }
     }
 }
 
@@ -920,6 +976,12 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
     // after the heavy fence (a reader that stores one later loaded its
     // pointer after the unpublish, so it cannot hold that object).
     let panic = unsafe { reclaim_all(free) };
+    // Relaxed: a statistic (`Domain::retired_len`). Once, after the
+    // deleters: a per-object count would cost every free an atomic add.
+    shared
+        .reclamation
+        .unfreed
+        .fetch_sub(freed, Ordering::Relaxed);
     let pass_wanted = running.pass_wanted();
     drop(running);
     if let Some(panic) = panic {
@@ -1020,10 +1082,12 @@ pub(crate) fn drop_payload(panic: Box<dyn std::any::Any + Send>) {
 pub(crate) fn free_all(shared: &Shared) {
     let mut first_panic = None;
     loop {
-        let all = {
+        let (all, listed) = {
             let _held = ListHeld::new();
             let mut list = crate::sync::lock(&shared.reclamation.retired);
             let mut all = std::mem::take(&mut *list);
+            // What `unfreed` counts: the list, not the batches.
+            let listed = all.len();
             shared.for_each_block(|b| {
                 b.retired.batch.with_mut(|batch| {
                     // SAFETY: the domain handle is being dropped, so no other
@@ -1037,7 +1101,7 @@ pub(crate) fn free_all(shared: &Shared) {
             // Relaxed: under the mutex, as in `reclaim_pass`.
             shared.reclamation.retired_count.store(0, Ordering::Relaxed);
             shared.reclamation.kept_count.store(0, Ordering::Relaxed);
-            all
+            (all, listed)
         };
         if all.is_empty() {
             break;
@@ -1046,7 +1110,13 @@ pub(crate) fn free_all(shared: &Shared) {
         let _running = RunningDeleters::new(shared);
         // SAFETY: no guard of the domain exists and the objects are
         // unpublished.
-        if let Some(panic) = unsafe { reclaim_all(all) } {
+        let panic = unsafe { reclaim_all(all) };
+        // Relaxed: a statistic, as in `one_pass`.
+        shared
+            .reclamation
+            .unfreed
+            .fetch_sub(listed, Ordering::Relaxed);
+        if let Some(panic) = panic {
             match first_panic {
                 None => first_panic = Some(panic),
                 Some(_) => drop_payload(panic),
@@ -1072,6 +1142,41 @@ mod tests {
         fn drop(&mut self) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    /// A pass that stamps its time while a retire checks the period does
+    /// not make the period look passed: the check reads the stamp before
+    /// the clock. Another thread stamps the current time in a loop, so the
+    /// period (100 ms) never passes; read the other way round (until
+    /// 2026-12-07), a stamp taken after the check's clock read wrapped the
+    /// difference (13 checks in this test's second, on the 2-vCPU guest,
+    /// at the coarse clock's ticks).
+    #[test]
+    #[cfg_attr(miri, ignore = "a second of clock reads")]
+    fn a_pass_stamping_its_time_during_the_check_does_not_pass_the_period() {
+        let domain = Domain::new();
+        let r = &domain.shared.reclamation;
+        r.period_ms.store(MAX_RECLAIM_PERIOD_MS, Ordering::Relaxed);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (checks, passed) = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    r.last_reclaim_ms.store(now_ms(), Ordering::Relaxed);
+                }
+            });
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            let (mut checks, mut passed) = (0u64, 0u64);
+            while checks % 1024 != 0 || std::time::Instant::now() < deadline {
+                checks += 1;
+                passed += u64::from(period_passed(&domain.shared));
+            }
+            stop.store(true, Ordering::Relaxed);
+            (checks, passed)
+        });
+        assert_eq!(
+            passed, 0,
+            "{passed} of {checks} checks saw the period passed"
+        );
     }
 
     /// With more retired objects protected than the threshold, a pass runs

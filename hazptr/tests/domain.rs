@@ -2564,3 +2564,167 @@ fn deleters_that_retire_into_their_domain_do_not_nest_passes() {
     run(false);
     run(true);
 }
+
+/// As `deleters_that_retire_into_their_domain_do_not_nest_passes`, from a
+/// thread-local's destructor that runs after this thread's hazptr state was
+/// destroyed. Until 2026-12-07 the thread's record of the deleters it runs
+/// was one of the thread-locals std destroys at thread exit, so a retire
+/// from a thread-local destroyed after it found no record and ran its pass
+/// inside the deleter, one pass per link, until the 256 KiB stack
+/// overflowed and the process died.
+#[test]
+#[cfg_attr(miri, ignore = "210,000 objects")]
+fn deleters_retiring_from_a_thread_locals_destructor_do_not_nest_passes() {
+    use std::cell::Cell;
+    const SEGMENTS: usize = 3_000;
+    const LEAVES: usize = 70;
+    /// Retires its chain into its domain and frees it, when destroyed.
+    struct Holder {
+        head: Cell<*mut ChainLink>,
+        domain: Cell<*const Domain>,
+    }
+    impl Drop for Holder {
+        fn drop(&mut self) {
+            let head = self.head.get();
+            if head.is_null() {
+                return;
+            }
+            // SAFETY: the test's domain outlives the thread, which it joins
+            // (its thread-locals' destructors included) before dropping it.
+            let domain = unsafe { &*self.domain.get() };
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(head) };
+            domain.reclaim();
+        }
+    }
+    std::thread_local! {
+        static HOLDER: Holder = const {
+            Holder {
+                head: Cell::new(std::ptr::null_mut()),
+                domain: Cell::new(std::ptr::null()),
+            }
+        };
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let domain = Domain::builder().retire_threshold(1).build();
+    std::thread::scope(|s| {
+        let thread = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn_scoped(s, || {
+                // First, so that its destructor runs last: after those of
+                // the hazptr state the lines below create.
+                HOLDER.with(|_| {});
+                let object = Box::into_raw(Box::new(0u64));
+                // SAFETY: never published; retired once.
+                unsafe { domain.retire_box(object) };
+                // A pass that runs a deleter, as before 2026-12-07 created
+                // the record of the deleters running.
+                assert_eq!(domain.reclaim(), 1);
+                let head = chain(&domain, SEGMENTS, LEAVES, &drops);
+                HOLDER.with(|holder| {
+                    holder.head.set(head);
+                    holder.domain.set(&domain);
+                });
+            })
+            .unwrap();
+        // `join`, not the scope's end: it waits for the thread's
+        // thread-local destructors too.
+        thread
+            .join()
+            .expect("the thread finished (a stack overflow aborts the process instead)");
+    });
+    assert_eq!(drops.load(SeqCst), SEGMENTS, "every segment was freed once");
+    assert_eq!(domain.retired_len(), 0);
+}
+
+/// `retired_len` counts what a running pass holds. With 64 retired objects
+/// that guards keep protected, passes running in a loop on another thread
+/// never make it read fewer: until 2026-12-07 a pass reset the count as it
+/// took the list and put the kept objects back only after its slot walk,
+/// and 89% of reads came out 0. Inside a deleter it still counts the
+/// objects its pass has not freed.
+#[test]
+#[cfg_attr(miri, ignore = "passes in a loop for 300 ms")]
+fn retired_len_counts_what_a_running_pass_holds() {
+    const HELD: usize = 64;
+    let domain = Domain::new();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut guards = Vec::new();
+    for _ in 0..HELD {
+        let object = Box::into_raw(Box::new(Tracked::new(0, &drops)));
+        let mut guard = domain.guard();
+        // SAFETY: never published, so never unpublished either.
+        unsafe { guard.protect_raw(object) };
+        guards.push(guard);
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(object) };
+    }
+    assert_eq!(domain.reclaim(), 0);
+    assert_eq!(domain.retired_len(), HELD);
+    let stop = AtomicBool::new(false);
+    let (reads, lowest, passes) = std::thread::scope(|s| {
+        let passes = s.spawn(|| {
+            let mut passes = 0u64;
+            while !stop.load(Relaxed) {
+                assert_eq!(domain.reclaim(), 0, "a protected object freed");
+                passes += 1;
+            }
+            passes
+        });
+        let deadline = std::time::Instant::now() + Duration::from_millis(300);
+        let (mut reads, mut lowest) = (0u64, usize::MAX);
+        while reads % 256 != 0 || std::time::Instant::now() < deadline {
+            reads += 1;
+            lowest = lowest.min(domain.retired_len());
+        }
+        stop.store(true, Relaxed);
+        (reads, lowest, passes.join().unwrap())
+    });
+    assert!(passes > 0, "no pass ran");
+    assert_eq!(lowest, HELD, "{reads} reads during {passes} passes");
+    drop(guards);
+    assert_eq!(domain.reclaim(), HELD);
+    assert_eq!(drops.load(SeqCst), HELD);
+    assert_eq!(domain.retired_len(), 0);
+
+    // Inside a deleter: the pass took three objects and keeps the third.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let third = Box::into_raw(Box::new(0u64));
+    let mut guard = domain.guard();
+    // SAFETY: never published.
+    unsafe { guard.protect_raw(third) };
+    for _ in 0..2 {
+        let seen = Arc::clone(&seen);
+        let at = &raw const domain as usize;
+        let object = Box::into_raw(Box::new(OnDrop(Some(Box::new(move || {
+            // SAFETY: the domain outlives the passes that run this.
+            let domain = unsafe { &*(at as *const Domain) };
+            seen.lock().unwrap().push(domain.retired_len());
+        })))));
+        // SAFETY: never published; retired once.
+        unsafe { domain.retire_box(object) };
+    }
+    // SAFETY: never published; retired once.
+    unsafe { domain.retire_box(third) };
+    assert_eq!(domain.reclaim(), 2);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter().all(|&n| n >= 2),
+        "retired_len in the deleters: {seen:?} (the third object, and the second until it is freed)"
+    );
+    assert_eq!(domain.retired_len(), 1);
+    drop(guard);
+    assert_eq!(domain.reclaim(), 1);
+}
+
+/// Runs its closure when dropped.
+struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
