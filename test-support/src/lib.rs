@@ -209,9 +209,9 @@ impl Crowd {
     pub fn until_calls(&self, n: usize, limit: Duration, what: &str) {
         // Relaxed: progress counts, polled.
         let target = self.calls.load(Relaxed) + n;
-        let deadline = Instant::now() + limit;
+        let deadline = deadline_after(limit);
         while self.calls.load(Relaxed) < target || self.started.load(Relaxed) < self.threads.len() {
-            assert!(Instant::now() < deadline, "{what}");
+            assert!(!past(deadline), "{what}");
             thread::sleep(Duration::from_millis(1));
         }
     }
@@ -709,12 +709,12 @@ pub fn thread_states(name: &str) -> Vec<char> {
 /// appears within `limit`: a thread sets its name once it runs, a little
 /// after the call that spawned it returned.
 pub fn thread_appears(name: &str, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
+    let deadline = deadline_after(limit);
     loop {
         if !thread_states(name).is_empty() {
             return true;
         }
-        if Instant::now() >= deadline {
+        if past(deadline) {
             return false;
         }
         thread::sleep(Duration::from_millis(5));
@@ -727,7 +727,7 @@ pub fn thread_appears(name: &str, limit: Duration) -> bool {
 /// happened within `limit`. A thread that blocks when it has nothing to do
 /// passes; one that spins, or has not started, does not.
 pub fn until_asleep(name: &str, looks: usize, limit: Duration, what: &str) {
-    let deadline = Instant::now() + limit;
+    let deadline = deadline_after(limit);
     let mut asleep_in_a_row = 0;
     while asleep_in_a_row < looks {
         let states = thread_states(name);
@@ -737,7 +737,7 @@ pub fn until_asleep(name: &str, looks: usize, limit: Duration, what: &str) {
             0
         };
         assert!(
-            Instant::now() < deadline,
+            !past(deadline),
             "{what}: {name:?} not seen asleep {looks} times in a row within {limit:?} \
              (states last read: {states:?})"
         );
@@ -745,11 +745,40 @@ pub fn until_asleep(name: &str, looks: usize, limit: Duration, what: &str) {
     }
 }
 
+/// The instant `limit` from now; `None` (no deadline) where that is past
+/// what `Instant` holds (`Duration::MAX`, say), instead of a panic.
+fn deadline_after(limit: Duration) -> Option<Instant> {
+    Instant::now().checked_add(limit)
+}
+
+/// Whether `deadline` (from [`deadline_after`]) has passed.
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|deadline| Instant::now() >= deadline)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn nothing() {}
+
+    /// A limit too far for `Instant` is no limit: the helpers that take one
+    /// do not panic on it (`thread_appears` with `Duration::MAX` did, until
+    /// 2026-12-07).
+    #[test]
+    fn a_limit_past_what_instant_holds_is_no_limit() {
+        assert_eq!(deadline_after(Duration::MAX), None);
+        assert!(!past(None));
+        assert!(past(deadline_after(Duration::ZERO)));
+        assert!(!past(deadline_after(Duration::from_secs(3_600))));
+        let name = "limit-max";
+        let thread = thread::Builder::new()
+            .name(name.into())
+            .spawn(|| thread::sleep(Duration::from_millis(200)))
+            .unwrap();
+        assert!(thread_appears(name, Duration::MAX));
+        thread.join().unwrap();
+    }
 
     /// Held by the tests here that panic and by the one that forks: a
     /// panic printing its backtrace (`RUST_BACKTRACE=1`) holds std's
