@@ -24,7 +24,9 @@
 //! - `HELD_BACKUPS` lists the backup slots this thread's guards hold, keyed
 //!   by domain id, from [`remember_backup`] (the guard's slow path) to
 //!   [`forget_backup`] (its drop), so that [`thread_holds`] sees every slot
-//!   of this thread, its block's and its backups'.
+//!   of this thread, its block's and its backups'. Once it is destroyed (a
+//!   thread-local destructor that runs after it), `thread_holds` walks the
+//!   domain's backup slots for the thread's token instead.
 //! - A thread with a registration has armed the exit key ([`settle_exit_key`]):
 //!   glibc runs the thread-local destructors once, then the POSIX key
 //!   destructors, and a thread whose first registration came from a key
@@ -361,11 +363,12 @@ pub(crate) fn settle_exit_key() -> Option<libc::pthread_key_t> {
     })
 }
 
-/// Sets the calling thread's exit-key value (a registration): a non-null
-/// value is what makes glibc call the key's destructor at thread exit.
+/// Sets the calling thread's exit-key value (a registration, or a
+/// `fork::before_fork` in a thread-local destructor): a non-null value is
+/// what makes glibc call the key's destructor at thread exit.
 #[cold]
 #[cfg(not(loom))]
-fn arm_exit_key() {
+pub(crate) fn arm_exit_key() {
     if let Some(key) = settle_exit_key() {
         // SAFETY: a key this process created and never deletes; the value is
         // a flag, never dereferenced.
@@ -373,11 +376,16 @@ fn arm_exit_key() {
     }
 }
 
-/// The exit key's destructor: gives back what `REGISTRATIONS` still holds.
-/// Its own destructor ran first when it runs at all, and then the list is
-/// gone (`try_with` fails) or empty.
+/// The exit key's destructor: releases what a `fork::before_fork` without
+/// its `after_fork_*` still holds (one called from a thread-local
+/// destructor, after the thread-local that would release it is gone), then
+/// gives back what `REGISTRATIONS` still holds (its hand-over of the
+/// thread's batch takes a lock `before_fork` holds). `REGISTRATIONS`' own
+/// destructor ran first when it runs at all, and then the list is gone
+/// (`try_with` fails) or empty.
 #[cfg(not(loom))]
 unsafe extern "C" fn give_back_at_key_exit(_: *mut libc::c_void) {
+    crate::fork::release_at_thread_exit();
     let _ = REGISTRATIONS.try_with(Registrations::give_back_all);
 }
 
@@ -388,6 +396,9 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
     let block = FAST
         .try_with(|fast| fast.block_of(id))
         .unwrap_or(ptr::null_mut());
+    // Whether this thread's records of its slots are gone: in a
+    // thread-local destructor that runs after theirs.
+    let mut records_gone = false;
     let block = NonNull::new(block).or_else(|| {
         REGISTRATIONS
             .try_with(|regs| {
@@ -397,8 +408,10 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
                     .find(|r| r.shared.id == id)
                     .map(|r| r.block)
             })
-            .ok()
-            .flatten()
+            .unwrap_or_else(|_| {
+                records_gone = true;
+                None
+            })
     });
     if let Some(block) = block {
         // SAFETY: the block is this thread's and lives as long as the domain.
@@ -414,18 +427,58 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
     }
     // Only this thread writes the values of the backup slots it holds, so
     // Relaxed loads see its own latest stores.
-    HELD_BACKUPS
-        .try_with(|held| {
-            held.borrow().iter().any(|&(d, n)| {
-                // SAFETY: an entry of this domain, which is alive, and its
-                // backup slots live as long as it does. Entries are keyed by
-                // the domain's id, never reused, not by its address: a
-                // forgotten guard's entry outlives its domain, whose address
-                // (and whose nodes') a later domain may get.
-                d == id && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
-            })
+    let in_a_backup = HELD_BACKUPS.try_with(|held| {
+        held.borrow().iter().any(|&(d, n)| {
+            // SAFETY: an entry of this domain, which is alive, and its
+            // backup slots live as long as it does. Entries are keyed by
+            // the domain's id, never reused, not by its address: a
+            // forgotten guard's entry outlives its domain, whose address
+            // (and whose nodes') a later domain may get.
+            d == id && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
         })
-        .unwrap_or(false)
+    });
+    match in_a_backup {
+        Ok(true) => true,
+        Ok(false) if !records_gone => false,
+        // A guard taken after the records went (a backup slot that no record
+        // lists) is found by the owner token its slot records: until
+        // 2026-12-07 its `synchronize` hung instead of panicking. (A guard
+        // kept from before in a block slot is not: see `Domain::synchronize`.)
+        _ => backup_slots_of_this_thread_hold(&domain.shared, addr),
+    }
+}
+
+/// Whether a backup slot of `shared` that the calling thread holds (by the
+/// owner token each records) holds `addr`: a walk of them all, for a thread
+/// whose records of its slots are gone. Exact: a slot records the token
+/// from its holder's take to its give-back, which only the holder does, so
+/// a slot with this thread's token is this thread's until it gives it back
+/// (or a forgotten guard's of a dead thread whose token this one reuses:
+/// then `synchronize(addr)` would wait for ever, and panics instead). Blocks
+/// are left out: an orphaned block keeps this thread's token, and another
+/// thread may take it over once it is empty and protect `addr` in it while
+/// this walk reads it.
+#[cold]
+#[inline(never)]
+fn backup_slots_of_this_thread_hold(shared: &Shared, addr: usize) -> bool {
+    #[cfg(not(loom))]
+    {
+        let token = thread_token();
+        let mut found = false;
+        // Relaxed, both: only this thread writes the slots it holds (and
+        // its token into their owner), so it reads its own latest stores;
+        // a slot it gave back it cleared first, so it never reads its own
+        // token there again.
+        shared.for_each_backup(|n| {
+            found |= n.owner.is(token) && n.value.load(Ordering::Relaxed) == addr;
+        });
+        found
+    }
+    #[cfg(loom)]
+    {
+        let _ = (shared, addr);
+        false
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -261,8 +261,9 @@ impl Domain {
     /// One self-wait is not caught and hangs: a call from a thread-local
     /// destructor that runs after hazptr's own per-thread state is gone, for
     /// an address that a guard kept in another thread-local of the same
-    /// thread still protects (the check finds the thread's slots through
-    /// that state; see `docs/hazptr.md`, *Misuse that panics*). Nor are
+    /// thread still protects in its block (the check finds the thread's
+    /// block through that state; see `docs/hazptr.md`, *Misuse that
+    /// panics*). A guard taken there, on a backup slot, is caught. Nor are
     /// waits through another primitive: a caller holding a lock that the
     /// guard's holder is waiting for, or waiting inside an RCU read-side
     /// section while that holder waits for a grace period, hangs.

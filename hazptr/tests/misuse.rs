@@ -646,3 +646,66 @@ fn a_retire_between_the_fork_hooks_after_the_threads_hazptr_state_is_gone() {
         "the domain does not force the slow path: {message:?}"
     );
 }
+
+/// `synchronize` from a thread-local destructor that runs after hazptr's
+/// per-thread state is gone, on an address a guard taken there protects,
+/// is refused there too. The guard takes a backup slot, which no record
+/// lists: the thread's record of its backup slots (which it had used
+/// before) was destroyed with that state. The check finds it by the owner
+/// token the slot records; until 2026-12-07 it looked only through the
+/// destroyed record, and the call waited for its own guard for ever.
+#[test]
+fn synchronize_while_holding_a_guard_taken_after_the_threads_hazptr_state_is_gone() {
+    use std::sync::Mutex;
+    /// The refusal's message (`None`: not refused), from the destructor.
+    static MESSAGE: Mutex<Option<Option<String>>> = Mutex::new(None);
+    /// Calls `synchronize` on what a new guard protects when the thread
+    /// ends.
+    struct SynchronizeWhenDropped;
+    impl Drop for SynchronizeWhenDropped {
+        fn drop(&mut self) {
+            let object = Box::leak(Box::new(AtomicPtr::new(Box::into_raw(Box::new(5u64)))));
+            let mut late = Guard::new();
+            let addr = late.protect_ptr(object);
+            assert!(
+                late.is_backup(),
+                "a guard taken after the registrations went"
+            );
+            let refused = std::panic::catch_unwind(|| Domain::global().synchronize(addr)).err();
+            drop(late);
+            *MESSAGE.lock().unwrap() = Some(refused.map(|p| message_of(&*p)));
+        }
+    }
+    std::thread_local! {
+        static SYNCHRONIZE_WHEN_DROPPED: SynchronizeWhenDropped = const { SynchronizeWhenDropped };
+    }
+    test_support::within_a_deadline(
+        "synchronize at thread exit while holding",
+        HANG_LIMIT,
+        || {
+            std::thread::spawn(|| {
+                // Touched before hazptr's per-thread state, so destroyed
+                // after it.
+                SYNCHRONIZE_WHEN_DROPPED.with(|_| ());
+                // More guards than the block has slots: one takes a backup
+                // slot, so that the thread's record of them exists (and is
+                // destroyed before the destructor above runs).
+                let guards: Vec<Guard<'static>> = (0..=hazptr::usable_slots_per_thread())
+                    .map(|_| Guard::new())
+                    .collect();
+                assert!(guards.iter().any(Guard::is_backup));
+            })
+            .join()
+            .expect("the thread ran");
+        },
+    );
+    let message = MESSAGE
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the destructor ran")
+        .expect("synchronize was refused");
+    for part in HOLDING {
+        assert!(message.contains(part), "{message:?} does not name {part:?}");
+    }
+}
