@@ -188,7 +188,8 @@ impl Drop for ReleaseAtExit {
 }
 
 /// Releases what this thread still holds between the hooks, at its exit.
-/// [`RELEASE_AT_EXIT`]'s destructor calls it, and so does the thread's
+/// [`RELEASE_AT_EXIT`]'s destructor calls it, so does the exit key's
+/// (`registration::arm_exit_key`), and so does the thread's
 /// registrations' destructor before it hands its retired batch over (which
 /// takes a retired-list lock `before_fork` holds): thread-local destructors
 /// run in the reverse order of their first use, so a thread whose first
@@ -264,8 +265,12 @@ pub fn before_fork() {
     });
     HELD.with(|slot| slot.set(Box::into_raw(held)));
     // Registers the release at exit. In a thread-local destructor that runs
-    // after it, there is none: an `after_fork_*` call must release them.
-    let _ = RELEASE_AT_EXIT.try_with(|_| ());
+    // after it, `RELEASE_AT_EXIT` is gone: the exit key's destructor, which
+    // glibc runs after every thread-local destructor, releases them instead
+    // (until 2026-12-07 nothing did, and the next `Domain::new` hung).
+    if RELEASE_AT_EXIT.try_with(|_| ()).is_err() {
+        crate::registration::arm_exit_key();
+    }
 }
 
 /// Call in the parent right after `fork()` (whether it succeeded or not).

@@ -186,6 +186,50 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
     );
 }
 
+/// Calls `before_fork` when dropped, and never `after_fork_*`.
+struct BeforeForkWhenDropped;
+
+impl Drop for BeforeForkWhenDropped {
+    fn drop(&mut self) {
+        fork::before_fork();
+    }
+}
+
+thread_local! {
+    static BEFORE_FORK_WHEN_DROPPED: BeforeForkWhenDropped = const { BeforeForkWhenDropped };
+}
+
+/// A thread-local destructor that calls `before_fork` after the hooks' own
+/// release at exit is gone, and then lets its thread exit between the hooks,
+/// still gives the locks back (through the exit key; until 2026-12-07 the
+/// next `Domain::new` waited for the registry lock for ever).
+#[test]
+fn a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        thread::spawn(|| {
+            // Touched before the hooks' release at exit, which the hooks
+            // below set up, so destroyed after it.
+            BEFORE_FORK_WHEN_DROPPED.with(|_| ());
+            fork::before_fork();
+            fork::after_fork_parent();
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        // Waits for the registry lock the hooks took.
+        let domain = Domain::new();
+        let obj = 9u64;
+        domain.synchronize(&obj);
+        drop(domain);
+        Domain::global().reclaim();
+        return;
+    }
+    test_support::in_a_child_process(
+        "a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back",
+        CHILD_ENV,
+        "exit from a late destructor",
+    );
+}
+
 #[test]
 fn a_thread_whose_first_guard_follows_its_before_fork_exits_between_the_hooks() {
     if std::env::var_os(CHILD_ENV).is_some() {

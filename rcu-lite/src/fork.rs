@@ -193,6 +193,18 @@ impl Drop for ReleaseAtExit {
     }
 }
 
+/// A POSIX thread-specific key whose destructor releases what [`HELD`]
+/// still holds: armed by a [`before_fork`] that runs in a thread-local
+/// destructor after [`RELEASE_AT_EXIT`] is gone. glibc runs key destructors
+/// after every thread-local destructor. `None` if the process ran out of
+/// keys.
+static RELEASE_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
+
+/// [`RELEASE_KEY`]'s destructor.
+unsafe extern "C" fn release_at_key_exit(_: *mut libc::c_void) {
+    drop(take_held_if_any());
+}
+
 /// What this thread holds between the hooks, taken out of [`HELD`].
 fn take_held_if_any() -> Option<Box<Held>> {
     let held = HELD.with(|slot| slot.replace(ptr::null_mut()));
@@ -258,6 +270,9 @@ pub fn before_fork() {
     // created by the first registration of the flavor.
     memb::settle_teardown_key();
     qsbr::settle_teardown_key();
+    // And the key that releases the hooks' locks at a thread's exit when
+    // `RELEASE_AT_EXIT` cannot (below).
+    let release_key = crate::thread_record::teardown_key(&RELEASE_KEY, release_at_key_exit);
     // And the callback worker's stack size, read from the environment once
     // by the first worker start (a child starts its workers again).
     let _ = crate::callbacks::worker_stack_size();
@@ -275,8 +290,16 @@ pub fn before_fork() {
     });
     HELD.with(|slot| slot.set(Box::into_raw(held)));
     // Registers the release at exit. In a thread-local destructor that runs
-    // after it, there is none: an `after_fork_*` call must release them.
-    let _ = RELEASE_AT_EXIT.try_with(|_| ());
+    // after `RELEASE_AT_EXIT`'s, that is gone: the key's destructor releases
+    // them instead (until 2026-12-07 nothing did, and the next
+    // `before_fork` waited for ever).
+    if RELEASE_AT_EXIT.try_with(|_| ()).is_err()
+        && let Some(key) = release_key
+    {
+        // SAFETY: a key this process created and never deletes; the value
+        // is a flag, never dereferenced.
+        let _ = unsafe { libc::pthread_setspecific(key, ptr::dangling::<libc::c_void>()) };
+    }
 }
 
 /// Both flavors' batch locks. No order of the two is safe to wait in without
@@ -323,8 +346,9 @@ fn hold_both_batches() -> (BatchHeld, BatchHeld) {
 }
 
 /// [`FORKERS`], waited for with a stall warning: a thread that stays
-/// between the hooks (or exits there from a thread-local destructor that
-/// runs after rcu-lite's, which cannot release them) holds every later fork.
+/// between the hooks holds every later fork. (One that exits there gives
+/// them back: [`RELEASE_AT_EXIT`], or [`RELEASE_KEY`] from a thread-local
+/// destructor that runs after it.)
 fn hold_forkers() -> std::sync::MutexGuard<'static, ()> {
     let mut watch = futex_word::stall::Watch::new();
     let held = callbacks::wait_for_lock(

@@ -72,6 +72,50 @@ fn a_thread_that_exits_between_the_hooks_gives_their_locks_back() {
     );
 }
 
+/// Calls `before_fork` when dropped, and never `after_fork_*`.
+struct BeforeForkWhenDropped;
+
+impl Drop for BeforeForkWhenDropped {
+    fn drop(&mut self) {
+        fork::before_fork();
+    }
+}
+
+thread_local! {
+    static BEFORE_FORK_WHEN_DROPPED: BeforeForkWhenDropped = const { BeforeForkWhenDropped };
+}
+
+/// A thread-local destructor that calls `before_fork` after the hooks' own
+/// release at exit is gone, and then lets its thread exit between the hooks,
+/// still gives the locks back (through a POSIX key's destructor; until
+/// 2026-12-07 the next `before_fork` waited for ever).
+#[test]
+fn a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        thread::spawn(|| {
+            // Touched before the hooks' release at exit, which the hooks
+            // below set up, so destroyed after it.
+            BEFORE_FORK_WHEN_DROPPED.with(|_| ());
+            fork::before_fork();
+            fork::after_fork_parent();
+        })
+        .join()
+        .expect("the thread ends cleanly");
+        test_support::within_a_deadline("the hooks again", LIMIT, || {
+            fork::before_fork();
+            fork::after_fork_parent();
+        });
+        memb::call_rcu(|| {});
+        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        return;
+    }
+    test_support::in_a_child_process(
+        "a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back",
+        CHILD_ENV,
+        "exit from a late destructor",
+    );
+}
+
 /// Calls `after_fork_parent` when dropped.
 struct AfterForkParentWhenDropped;
 
