@@ -102,9 +102,10 @@ use std::time::Duration;
 #[inline]
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
     use rustix::thread::futex;
-    // Seconds capped at `i32::MAX` (68 years): a 32-bit kernel older than
-    // 5.1 has only the 32-bit `futex` call, for which rustix fails a longer
-    // timeout at once, and a caller waiting that long would spin.
+    // Seconds capped at `i32::MAX` (68 years): on 32-bit targets rustix
+    // sends a longer timeout through `futex_time64`, which kernels older
+    // than 5.1 lack (ENOSYS, or a seccomp kill), so such a wait would fail
+    // at once and a caller waiting that long would spin.
     let timespec = timeout.map(|t| futex::Timespec {
         tv_sec: t.as_secs().min(i32::MAX as u64) as i64,
         tv_nsec: i64::from(t.subsec_nanos()),

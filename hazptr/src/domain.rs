@@ -127,12 +127,13 @@ pub(crate) struct Reclamation {
     pub(crate) retired: Mutex<Vec<Retired>>,
     /// Objects in `retired` (read without the lock to decide on a pass).
     pub(crate) retired_count: AtomicUsize,
-    /// Objects in `retired` plus those a pass took off it and has not yet
-    /// handed to their deleters or put back: [`Domain::retired_len`]. Not
+    /// Objects in `retired` plus those a pass took off it, until the pass
+    /// has returned them all to the list or to their deleters (it lowers
+    /// this once, after the last deleter): [`Domain::retired_len`]. Not
     /// reset when a pass takes the list, so a read during a pass does not
     /// miss what the pass holds.
     pub(crate) unfreed: AtomicUsize,
-    /// Of those, the ones a pass found protected and put back (read without
+    /// Of the objects in `retired`, the ones a pass found protected and put back (read without
     /// the lock to decide on a pass; see `retire::maybe_reclaim`).
     pub(crate) kept_count: AtomicUsize,
     /// Tests: turns off the time-based pass trigger, which makes counts
@@ -789,6 +790,20 @@ impl Domain {
     #[doc(hidden)]
     pub fn loom_fork_window(&self) {
         crate::scan::loom_fork_window(&self.shared);
+    }
+
+    /// Under loom: the count of the retired list that decides on passes
+    /// (`retired_count`), which a pass resets when it takes the list, for
+    /// the model of a retire racing a pass (`retired_len` counts what a
+    /// pass holds too).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_retired_count(&self) -> usize {
+        // Relaxed: the model reads it once every thread is joined.
+        self.shared
+            .reclamation
+            .retired_count
+            .load(crate::sync::Ordering::Relaxed)
     }
 
     /// How many backup slots the overflow lists hold (in use or free).

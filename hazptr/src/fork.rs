@@ -118,7 +118,7 @@ struct DomainHeld {
     // Fields drop in declaration order: both guards before the `Arc` that
     // keeps what they lock alive.
     thread: MutexGuard<'static, Option<JoinHandle<()>>>,
-    _retired: MutexGuard<'static, Vec<Retired>>,
+    retired: MutexGuard<'static, Vec<Retired>>,
     shared: Arc<Shared>,
 }
 
@@ -139,9 +139,14 @@ impl DomainHeld {
         hold_driver(domain);
         DomainHeld {
             thread,
-            _retired: retired,
+            retired,
             shared,
         }
+    }
+
+    /// The length of the retired list, whose lock this holds.
+    fn retired_len(&self) -> usize {
+        self.retired.len()
     }
 }
 
@@ -265,12 +270,14 @@ pub fn before_fork() {
     });
     HELD.with(|slot| slot.set(Box::into_raw(held)));
     // Registers the release at exit. In a thread-local destructor that runs
-    // after it, `RELEASE_AT_EXIT` is gone: the exit key's destructor, which
-    // glibc runs after every thread-local destructor, releases them instead
-    // (until 2026-12-07 nothing did, and the next `Domain::new` hung).
-    if RELEASE_AT_EXIT.try_with(|_| ()).is_err() {
-        crate::registration::arm_exit_key();
-    }
+    // after it, `RELEASE_AT_EXIT` is gone, and in a POSIX key's destructor
+    // (another library's exit hook) it would be created too late to run:
+    // the exit key's destructor, which glibc runs after every thread-local
+    // destructor, releases them then (until 2026-12-07 nothing did, and the
+    // next `Domain::new` hung). Armed every time: releasing twice finds
+    // nothing the second time.
+    let _ = RELEASE_AT_EXIT.try_with(|_| ());
+    crate::registration::arm_exit_key();
 }
 
 /// Call in the parent right after `fork()` (whether it succeeded or not).
@@ -318,6 +325,13 @@ pub fn after_fork_child() {
         // (Their blocks' `pushing` flags went with the blocks, above.)
         // Relaxed: the child's only thread.
         shared.drain_waiters.store(0, Ordering::Relaxed);
+        // What a vanished thread's pass had taken off the list is never
+        // freed here: `retired_len` counts the list again. Relaxed: the
+        // child's only thread, which holds the list's lock.
+        shared
+            .reclamation
+            .unfreed
+            .store(domain.retired_len(), Ordering::Relaxed);
         reset_after_fork(shared, &mut domain.thread);
     }
     drop(held);

@@ -58,6 +58,12 @@ struct FastCache {
     user_block: Cell<*mut SlotBlock>,
     /// Set while this thread writes `user_id` and `user_block`.
     user_updating: Cell<bool>,
+    /// Whether this thread ever registered (and so has `REGISTRATIONS`):
+    /// the exit key's destructor, armed by `fork::before_fork` too, touches
+    /// `REGISTRATIONS` only then, instead of creating it after the
+    /// thread-local destructors have run (never to be destroyed).
+    #[cfg(not(loom))]
+    registered: Cell<bool>,
 }
 
 impl FastCache {
@@ -92,6 +98,7 @@ thread_local! {
             user_id: Cell::new(0),
             user_block: Cell::new(ptr::null_mut()),
             user_updating: Cell::new(false),
+            registered: Cell::new(false),
         }
     };
     static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
@@ -272,7 +279,10 @@ fn register(shared: &Arc<Shared>) -> Option<NonNull<SlotBlock>> {
                 block,
             });
             #[cfg(not(loom))]
-            arm_exit_key();
+            {
+                let _ = FAST.try_with(|fast| fast.registered.set(true));
+                arm_exit_key();
+            }
             Some(block)
         })
         .ok()??;
@@ -386,7 +396,9 @@ pub(crate) fn arm_exit_key() {
 #[cfg(not(loom))]
 unsafe extern "C" fn give_back_at_key_exit(_: *mut libc::c_void) {
     crate::fork::release_at_thread_exit();
-    let _ = REGISTRATIONS.try_with(Registrations::give_back_all);
+    if FAST.try_with(|fast| fast.registered.get()) == Ok(true) {
+        let _ = REGISTRATIONS.try_with(Registrations::give_back_all);
+    }
 }
 
 /// The calling thread's slot values, for the synchronize-while-holding check:

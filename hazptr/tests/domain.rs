@@ -2711,7 +2711,8 @@ fn retired_len_counts_what_a_running_pass_holds() {
     assert_eq!(seen.len(), 2);
     assert!(
         seen.iter().all(|&n| n >= 2),
-        "retired_len in the deleters: {seen:?} (the third object, and the second until it is freed)"
+        "retired_len in the deleters: {seen:?} (at least the kept third object and the second, \
+         not yet freed)"
     );
     assert_eq!(domain.retired_len(), 1);
     drop(guard);

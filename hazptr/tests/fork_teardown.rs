@@ -199,13 +199,31 @@ thread_local! {
     static BEFORE_FORK_WHEN_DROPPED: BeforeForkWhenDropped = const { BeforeForkWhenDropped };
 }
 
+/// Calls `before_fork` from a POSIX key's destructor, after every
+/// thread-local destructor of its thread ran, and never `after_fork_*`.
+extern "C" fn before_fork_at_key_exit(_: *mut libc::c_void) {
+    fork::before_fork();
+}
+
 /// A thread-local destructor that calls `before_fork` after the hooks' own
 /// release at exit is gone, and then lets its thread exit between the hooks,
 /// still gives the locks back (through the exit key; until 2026-12-07 the
-/// next `Domain::new` waited for the registry lock for ever).
+/// next `Domain::new` waited for the registry lock for ever); and so does a
+/// POSIX key's destructor that does the same on a thread that never ran
+/// the hooks before (where the release at exit, created then, never runs).
 #[test]
 fn a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back() {
     if std::env::var_os(CHILD_ENV).is_some() {
+        let the_locks_are_free = || {
+            // Waits for the registry lock the hooks took.
+            test_support::within_a_deadline("Domain::new", Duration::from_secs(60), || {
+                let domain = Domain::new();
+                let obj = 9u64;
+                domain.synchronize(&obj);
+                drop(domain);
+                Domain::global().reclaim();
+            });
+        };
         thread::spawn(|| {
             // Touched before the hooks' release at exit, which the hooks
             // below set up, so destroyed after it.
@@ -215,12 +233,9 @@ fn a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back
         })
         .join()
         .expect("the thread ends cleanly");
-        // Waits for the registry lock the hooks took.
-        let domain = Domain::new();
-        let obj = 9u64;
-        domain.synchronize(&obj);
-        drop(domain);
-        Domain::global().reclaim();
+        the_locks_are_free();
+        test_support::threads_exiting_through_a_key(1, before_fork_at_key_exit);
+        the_locks_are_free();
         return;
     }
     test_support::in_a_child_process(

@@ -571,11 +571,13 @@ fn a_backup_slot_taken_over_by_another_thread_orders_the_last_read_before_the_sc
     });
 }
 
-/// `retired_len()` counts exactly the objects on the retired list once
-/// nothing runs: a retire that goes straight onto the list (a forced slow
-/// path) races a pass, which resets the count when it takes the list. The
-/// retire must add its object to the count under the list's mutex, with the
-/// push; added after it, the count keeps an object the pass already freed.
+/// The retired list's count (`retired_count`, which decides on passes) and
+/// `retired_len()` count exactly the objects on the list once nothing runs:
+/// a retire that goes straight onto the list (a forced slow path) races a
+/// pass, which resets the list's count when it takes the list. The retire
+/// must add its object to both counts under the list's mutex, with the
+/// push; added after it, the list's count keeps an object the pass already
+/// freed.
 #[test]
 fn retired_len_counts_what_a_racing_pass_left_on_the_list() {
     hazptr::loom_model_with_spurious_wakeups_too(|| {
@@ -595,6 +597,11 @@ fn retired_len_counts_what_a_racing_pass_left_on_the_list() {
         };
         let freed = domain.reclaim();
         retirer.join().unwrap();
+        assert_eq!(
+            domain.loom_retired_count(),
+            1 - freed,
+            "the list's count keeps an object a concurrent pass already freed"
+        );
         assert_eq!(
             domain.retired_len(),
             1 - freed,

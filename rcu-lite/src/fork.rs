@@ -194,10 +194,10 @@ impl Drop for ReleaseAtExit {
 }
 
 /// A POSIX thread-specific key whose destructor releases what [`HELD`]
-/// still holds: armed by a [`before_fork`] that runs in a thread-local
-/// destructor after [`RELEASE_AT_EXIT`] is gone. glibc runs key destructors
-/// after every thread-local destructor. `None` if the process ran out of
-/// keys.
+/// still holds, armed by every [`before_fork`]: for one that runs in a
+/// thread-local destructor after [`RELEASE_AT_EXIT`] is gone, or in a key
+/// destructor, after every thread-local destructor (glibc runs key
+/// destructors after those). `None` if the process ran out of keys.
 static RELEASE_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
 
 /// [`RELEASE_KEY`]'s destructor.
@@ -290,12 +290,13 @@ pub fn before_fork() {
     });
     HELD.with(|slot| slot.set(Box::into_raw(held)));
     // Registers the release at exit. In a thread-local destructor that runs
-    // after `RELEASE_AT_EXIT`'s, that is gone: the key's destructor releases
-    // them instead (until 2026-12-07 nothing did, and the next
-    // `before_fork` waited for ever).
-    if RELEASE_AT_EXIT.try_with(|_| ()).is_err()
-        && let Some(key) = release_key
-    {
+    // after `RELEASE_AT_EXIT`'s, that is gone, and in a POSIX key's
+    // destructor (another library's exit hook) it would be created too late
+    // to run: the key's destructor releases them then (until 2026-12-07
+    // nothing did, and the next `before_fork` waited for ever). Armed every
+    // time: releasing twice finds nothing the second time.
+    let _ = RELEASE_AT_EXIT.try_with(|_| ());
+    if let Some(key) = release_key {
         // SAFETY: a key this process created and never deletes; the value
         // is a flag, never dereferenced.
         let _ = unsafe { libc::pthread_setspecific(key, ptr::dangling::<libc::c_void>()) };

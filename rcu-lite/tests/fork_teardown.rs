@@ -85,13 +85,29 @@ thread_local! {
     static BEFORE_FORK_WHEN_DROPPED: BeforeForkWhenDropped = const { BeforeForkWhenDropped };
 }
 
+/// Calls `before_fork` from a POSIX key's destructor, after every
+/// thread-local destructor of its thread ran, and never `after_fork_*`.
+extern "C" fn before_fork_at_key_exit(_: *mut libc::c_void) {
+    fork::before_fork();
+}
+
 /// A thread-local destructor that calls `before_fork` after the hooks' own
 /// release at exit is gone, and then lets its thread exit between the hooks,
 /// still gives the locks back (through a POSIX key's destructor; until
-/// 2026-12-07 the next `before_fork` waited for ever).
+/// 2026-12-07 the next `before_fork` waited for ever); and so does a POSIX
+/// key's destructor that does the same on a thread that never ran the hooks
+/// before (where the release at exit, created then, never runs).
 #[test]
 fn a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back() {
     if std::env::var_os(CHILD_ENV).is_some() {
+        let the_locks_are_free = || {
+            test_support::within_a_deadline("the hooks again", LIMIT, || {
+                fork::before_fork();
+                fork::after_fork_parent();
+            });
+            memb::call_rcu(|| {});
+            test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        };
         thread::spawn(|| {
             // Touched before the hooks' release at exit, which the hooks
             // below set up, so destroyed after it.
@@ -101,12 +117,9 @@ fn a_thread_local_destructor_that_exits_between_the_hooks_gives_their_locks_back
         })
         .join()
         .expect("the thread ends cleanly");
-        test_support::within_a_deadline("the hooks again", LIMIT, || {
-            fork::before_fork();
-            fork::after_fork_parent();
-        });
-        memb::call_rcu(|| {});
-        test_support::within_a_deadline("memb::rcu_barrier", LIMIT, memb::rcu_barrier);
+        the_locks_are_free();
+        test_support::threads_exiting_through_a_key(1, before_fork_at_key_exit);
+        the_locks_are_free();
         return;
     }
     test_support::in_a_child_process(

@@ -772,11 +772,15 @@ mod tests {
         assert!(past(deadline_after(Duration::ZERO)));
         assert!(!past(deadline_after(Duration::from_secs(3_600))));
         let name = "limit-max";
+        let (done, wait) = std::sync::mpsc::channel::<()>();
         let thread = thread::Builder::new()
             .name(name.into())
-            .spawn(|| thread::sleep(Duration::from_millis(200)))
+            .spawn(move || {
+                let _ = wait.recv();
+            })
             .unwrap();
         assert!(thread_appears(name, Duration::MAX));
+        drop(done);
         thread.join().unwrap();
     }
 
