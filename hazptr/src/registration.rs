@@ -24,9 +24,10 @@
 //! - `HELD_BACKUPS` lists the backup slots this thread's guards hold, keyed
 //!   by domain id, from [`remember_backup`] (the guard's slow path) to
 //!   [`forget_backup`] (its drop), so that [`thread_holds`] sees every slot
-//!   of this thread, its block's and its backups'. Once it is destroyed (a
-//!   thread-local destructor that runs after it), `thread_holds` walks the
-//!   domain's backup slots for the thread's token instead.
+//!   of this thread, its block's and its backups'. It needs no drop, so it
+//!   is never destroyed; beyond its 16 entries it counts, and
+//!   `thread_holds` then walks the domain's backup slots for the thread's
+//!   token.
 //! - A thread with a registration has armed the exit key ([`settle_exit_key`]):
 //!   glibc runs the thread-local destructors once, then the POSIX key
 //!   destructors, and a thread whose first registration came from a key
@@ -103,7 +104,7 @@ thread_local! {
     };
     static REGISTRATIONS: Registrations = const { Registrations { list: RefCell::new(Vec::new()) } };
     static TOKEN: Cell<i32> = const { Cell::new(0) };
-    static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = const { RefCell::new(Vec::new()) };
+    static HELD_BACKUPS: HeldBackups = const { HeldBackups::new() };
 }
 
 #[cfg(loom)]
@@ -116,7 +117,91 @@ loom::thread_local! {
     };
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static TOKEN: Cell<i32> = Cell::new(0);
-    static HELD_BACKUPS: RefCell<Vec<(u64, *const BackupSlot)>> = RefCell::new(Vec::new());
+    static HELD_BACKUPS: HeldBackups = HeldBackups::new();
+}
+
+/// How many of the backup slots a thread holds [`HeldBackups`] lists; the
+/// rest it only counts.
+const HELD_BACKUP_ENTRIES: usize = 16;
+
+/// The backup slots this thread's guards hold, keyed by domain id, for
+/// [`thread_holds`]: the first [`HELD_BACKUP_ENTRIES`] listed, the rest
+/// counted (a `synchronize` check of a thread with some unlisted walks the
+/// domain's backup slots for its token instead). Plain cells in a fixed
+/// array: the type needs no drop, so std neither destroys it at thread exit
+/// nor, for a first use in a POSIX key destructor, registers a destructor
+/// that would never run. Until 2026-12-07 it was a `RefCell<Vec<_>>`: gone
+/// for a thread-local destructor that ran after it (whose guard's
+/// `synchronize` then hung), and its buffer leaked by every thread that
+/// first took a backup slot in a key destructor.
+struct HeldBackups {
+    len: Cell<usize>,
+    /// Backup slots held beyond the listed ones.
+    unlisted: Cell<usize>,
+    entries: [Cell<(u64, *const BackupSlot)>; HELD_BACKUP_ENTRIES],
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(!std::mem::needs_drop::<HeldBackups>());
+
+impl HeldBackups {
+    const fn new() -> HeldBackups {
+        HeldBackups {
+            len: Cell::new(0),
+            unlisted: Cell::new(0),
+            entries: [const { Cell::new((0, ptr::null())) }; HELD_BACKUP_ENTRIES],
+        }
+    }
+
+    fn remember(&self, domain: u64, node: *const BackupSlot) {
+        let len = self.len.get();
+        match self.entries.get(len) {
+            Some(entry) => {
+                entry.set((domain, node));
+                self.len.set(len + 1);
+            }
+            None => self.unlisted.set(self.unlisted.get() + 1),
+        }
+    }
+
+    fn forget(&self, domain: u64, node: *const BackupSlot) {
+        let len = self.len.get();
+        let listed = &self.entries[..len];
+        match listed.iter().rposition(|e| e.get() == (domain, node)) {
+            Some(i) => {
+                // Swap-remove: the last entry takes its place.
+                listed[i].set(listed[len - 1].get());
+                self.len.set(len - 1);
+            }
+            None => self.unlisted.set(self.unlisted.get().saturating_sub(1)),
+        }
+    }
+
+    /// Whether a listed slot of the domain with id `domain` holds `addr`.
+    fn lists(&self, domain: u64, addr: usize) -> bool {
+        self.entries[..self.len.get()].iter().any(|e| {
+            let (d, n) = e.get();
+            // SAFETY: an entry of this domain, which is alive, and its
+            // backup slots live as long as it does. Entries are keyed by
+            // the domain's id, never reused, not by its address: a
+            // forgotten guard's entry outlives its domain, whose address
+            // (and whose nodes') a later domain may get. Relaxed: only this
+            // thread writes the values of the backup slots it holds.
+            d == domain && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
+        })
+    }
+}
+
+/// Whether this thread may have registrations (`REGISTRATIONS` exists): the
+/// lookups that only read it leave it alone otherwise, so that a thread that
+/// never registered does not create it in a POSIX key destructor (where its
+/// destructor would never run and glibc's record of it leaks).
+#[inline]
+fn may_have_registrations() -> bool {
+    #[cfg(not(loom))]
+    return FAST.with(|fast| fast.registered.get());
+    #[cfg(loom)]
+    true
 }
 
 /// The calling thread's block in `shared`, registering on first use (the
@@ -138,6 +223,9 @@ pub(crate) fn registered_block(shared: &Shared) -> Option<NonNull<SlotBlock>> {
         .try_with(|fast| fast.block_of(shared.id))
         .unwrap_or(ptr::null_mut());
     NonNull::new(cached).or_else(|| {
+        if !may_have_registrations() {
+            return None;
+        }
         REGISTRATIONS
             .try_with(|regs| {
                 // Borrowed mutably: this is a signal handler that
@@ -156,22 +244,13 @@ pub(crate) fn registered_block(shared: &Shared) -> Option<NonNull<SlotBlock>> {
 /// Records `node` of the domain with id `domain` among the calling thread's
 /// held backup slots (a guard's slow path), until [`forget_backup`].
 pub(crate) fn remember_backup(domain: u64, node: NonNull<BackupSlot>) {
-    let _ =
-        HELD_BACKUPS.try_with(|held| held.borrow_mut().push((domain, node.as_ptr().cast_const())));
+    HELD_BACKUPS.with(|held| held.remember(domain, node.as_ptr().cast_const()));
 }
 
 /// Forgets `node` of the domain with id `domain` from the calling thread's
 /// held backup slots (guard drop).
 pub(crate) fn forget_backup(domain: u64, node: NonNull<BackupSlot>) {
-    let _ = HELD_BACKUPS.try_with(|held| {
-        let mut held = held.borrow_mut();
-        if let Some(i) = held
-            .iter()
-            .rposition(|&(id, n)| id == domain && ptr::eq(n, node.as_ptr()))
-        {
-            held.swap_remove(i);
-        }
-    });
+    HELD_BACKUPS.with(|held| held.forget(domain, node.as_ptr().cast_const()));
 }
 
 /// The calling thread's block in the global domain, registering on first use
@@ -233,7 +312,7 @@ pub(crate) fn forget_thread_os_id() {
 /// destroyed (thread exit): what runs then runs in a thread-local
 /// destructor, out of which a panic aborts the process.
 pub(crate) fn thread_state_gone() -> bool {
-    REGISTRATIONS.try_with(|_| ()).is_err()
+    may_have_registrations() && REGISTRATIONS.try_with(|_| ()).is_err()
 }
 
 /// Finds or creates the calling thread's block in `shared`.
@@ -408,10 +487,10 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
     let block = FAST
         .try_with(|fast| fast.block_of(id))
         .unwrap_or(ptr::null_mut());
-    // Whether this thread's records of its slots are gone: in a
-    // thread-local destructor that runs after theirs.
-    let mut records_gone = false;
     let block = NonNull::new(block).or_else(|| {
+        if !may_have_registrations() {
+            return None;
+        }
         REGISTRATIONS
             .try_with(|regs| {
                 regs.list
@@ -420,10 +499,8 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
                     .find(|r| r.shared.id == id)
                     .map(|r| r.block)
             })
-            .unwrap_or_else(|_| {
-                records_gone = true;
-                None
-            })
+            .ok()
+            .flatten()
     });
     if let Some(block) = block {
         // SAFETY: the block is this thread's and lives as long as the domain.
@@ -437,32 +514,14 @@ pub(crate) fn thread_holds(domain: &Domain, addr: usize) -> bool {
             return true;
         }
     }
-    // Only this thread writes the values of the backup slots it holds, so
-    // Relaxed loads see its own latest stores.
-    let in_a_backup = HELD_BACKUPS.try_with(|held| {
-        held.borrow().iter().any(|&(d, n)| {
-            // SAFETY: an entry of this domain, which is alive, and its
-            // backup slots live as long as it does. Entries are keyed by
-            // the domain's id, never reused, not by its address: a
-            // forgotten guard's entry outlives its domain, whose address
-            // (and whose nodes') a later domain may get.
-            d == id && unsafe { &*n }.value.load(Ordering::Relaxed) == addr
-        })
-    });
-    match in_a_backup {
-        Ok(true) => true,
-        Ok(false) if !records_gone => false,
-        // A guard taken after the records went (a backup slot that no record
-        // lists) is found by the owner token its slot records: until
-        // 2026-12-07 its `synchronize` hung instead of panicking. (A guard
-        // kept from before in a block slot is not: see `Domain::synchronize`.)
-        _ => backup_slots_of_this_thread_hold(&domain.shared, addr),
-    }
+    let (listed, unlisted) =
+        HELD_BACKUPS.with(|held| (held.lists(id, addr), held.unlisted.get() != 0));
+    listed || (unlisted && backup_slots_of_this_thread_hold(&domain.shared, addr))
 }
 
 /// Whether a backup slot of `shared` that the calling thread holds (by the
 /// owner token each records) holds `addr`: a walk of them all, for a thread
-/// whose records of its slots are gone. Exact: a slot records the token
+/// that holds more than [`HeldBackups`] lists. Exact: a slot records the token
 /// from its holder's take to its give-back, which only the holder does, so
 /// a slot with this thread's token is this thread's until it gives it back
 /// (or a forgotten guard's of a dead thread whose token this one reuses:

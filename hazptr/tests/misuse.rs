@@ -649,11 +649,10 @@ fn a_retire_between_the_fork_hooks_after_the_threads_hazptr_state_is_gone() {
 
 /// `synchronize` from a thread-local destructor that runs after hazptr's
 /// per-thread state is gone, on an address a guard taken there protects,
-/// is refused there too. The guard takes a backup slot, which no record
-/// lists: the thread's record of its backup slots (which it had used
-/// before) was destroyed with that state. The check finds it by the owner
-/// token the slot records; until 2026-12-07 it looked only through the
-/// destroyed record, and the call waited for its own guard for ever.
+/// is refused there too. The guard takes a backup slot. Until 2026-12-07
+/// the thread's record of its backup slots (which it had used before) was
+/// destroyed with that state, the check found nothing, and the call waited
+/// for its own guard for ever; the record now has no destructor.
 #[test]
 fn synchronize_while_holding_a_guard_taken_after_the_threads_hazptr_state_is_gone() {
     use std::sync::Mutex;
