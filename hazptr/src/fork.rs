@@ -326,12 +326,14 @@ pub fn after_fork_child() {
         // Relaxed: the child's only thread.
         shared.drain_waiters.store(0, Ordering::Relaxed);
         // What a vanished thread's pass had taken off the list is never
-        // freed here: `retired_len` counts the list again. Relaxed: the
+        // freed here: `retired_len` counts the list again, and what this
+        // thread's own deleters are handed, when it forks from one of them
+        // (its pass goes on in the child and subtracts them). Relaxed: the
         // child's only thread, which holds the list's lock.
-        shared
-            .reclamation
-            .unfreed
-            .store(domain.retired_len(), Ordering::Relaxed);
+        shared.reclamation.unfreed.store(
+            domain.retired_len() + crate::retire::held_by_this_threads_deleters(shared),
+            Ordering::Relaxed,
+        );
         reset_after_fork(shared, &mut domain.thread);
     }
     drop(held);

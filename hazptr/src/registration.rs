@@ -452,9 +452,9 @@ pub(crate) fn settle_exit_key() -> Option<libc::pthread_key_t> {
     })
 }
 
-/// Sets the calling thread's exit-key value (a registration, or a
-/// `fork::before_fork` in a thread-local destructor): a non-null value is
-/// what makes glibc call the key's destructor at thread exit.
+/// Sets the calling thread's exit-key value (a registration, or any
+/// `fork::before_fork`): a non-null value is what makes glibc call the
+/// key's destructor at thread exit.
 #[cold]
 #[cfg(not(loom))]
 pub(crate) fn arm_exit_key() {
@@ -466,8 +466,9 @@ pub(crate) fn arm_exit_key() {
 }
 
 /// The exit key's destructor: releases what a `fork::before_fork` without
-/// its `after_fork_*` still holds (one called from a thread-local
-/// destructor, after the thread-local that would release it is gone), then
+/// its `after_fork_*` still holds (a thread exiting between the hooks,
+/// whose `before_fork` ran in a thread-local destructor after the one that
+/// would release it, or in a key destructor), then
 /// gives back what `REGISTRATIONS` still holds (its hand-over of the
 /// thread's batch takes a lock `before_fork` holds). `REGISTRATIONS`' own
 /// destructor ran first when it runs at all, and then the list is gone

@@ -766,15 +766,36 @@ const DELETER_NESTING: usize = 16;
 #[cfg(not(loom))]
 struct DeletersRunning {
     len: std::cell::Cell<usize>,
-    entries: [std::cell::Cell<(usize, bool)>; DELETER_NESTING],
+    entries: [std::cell::Cell<DeletersEntry>; DELETER_NESTING],
 }
+
+/// One domain whose deleters this thread runs.
+#[cfg(not(loom))]
+#[derive(Clone, Copy)]
+struct DeletersEntry {
+    /// The domain's `Shared`, by address.
+    domain: usize,
+    /// Whether a retire from the deleters asked for a pass meanwhile.
+    wanted: bool,
+    /// The objects these deleters are handed, still counted in the domain's
+    /// `unfreed` (a fork from inside one of them leaves the child a pass
+    /// that goes on to subtract them: `after_fork_child` counts them in).
+    held: usize,
+}
+
+#[cfg(not(loom))]
+const NO_DELETERS: DeletersEntry = DeletersEntry {
+    domain: 0,
+    wanted: false,
+    held: 0,
+};
 
 #[cfg(not(loom))]
 std::thread_local! {
     static DELETERS_RUNNING: DeletersRunning = const {
         DeletersRunning {
             len: std::cell::Cell::new(0),
-            entries: [const { std::cell::Cell::new((0, false)) }; DELETER_NESTING],
+            entries: [const { std::cell::Cell::new(NO_DELETERS) }; DELETER_NESTING],
         }
     };
 }
@@ -803,7 +824,9 @@ struct RunningDeleters {
 }
 
 impl RunningDeleters {
-    fn new(shared: &Shared) -> RunningDeleters {
+    /// For the deleters of `held` objects of `shared`, still counted in its
+    /// `unfreed`.
+    fn new(shared: &Shared, held: usize) -> RunningDeleters {
         #[cfg(not(loom))]
         {
             let domain = std::ptr::from_ref(shared).addr();
@@ -812,7 +835,11 @@ impl RunningDeleters {
             let entry = DELETERS_RUNNING.with(|running| {
                 let len = running.len.get();
                 let entry = running.entries.get(len)?;
-                entry.set((domain, false));
+                entry.set(DeletersEntry {
+                    domain,
+                    wanted: false,
+                    held,
+                });
                 running.len.set(len + 1);
                 Some(len)
             });
@@ -820,7 +847,7 @@ impl RunningDeleters {
         }
         #[cfg(loom)]
         {
-            let _ = shared;
+            let _ = (shared, held);
             RunningDeleters {}
         }
     }
@@ -833,8 +860,15 @@ impl RunningDeleters {
             let domain = std::ptr::from_ref(shared).addr();
             DELETERS_RUNNING.with(|running| {
                 let entries = &running.entries[..running.len.get()];
-                let entry = entries.iter().rev().find(|e| e.get().0 == domain);
-                entry.map(|e| e.set((domain, true))).is_some()
+                let entry = entries.iter().rev().find(|e| e.get().domain == domain);
+                entry
+                    .map(|e| {
+                        e.set(DeletersEntry {
+                            wanted: true,
+                            ..e.get()
+                        });
+                    })
+                    .is_some()
             })
         }
         #[cfg(loom)]
@@ -849,7 +883,7 @@ impl RunningDeleters {
         #[cfg(not(loom))]
         {
             self.entry
-                .is_some_and(|at| DELETERS_RUNNING.with(|running| running.entries[at].get().1))
+                .is_some_and(|at| DELETERS_RUNNING.with(|running| running.entries[at].get().wanted))
         }
         #[cfg(loom)]
         false
@@ -870,6 +904,23 @@ impl Drop for RunningDeleters {
             });
         }
     }
+}
+
+/// The objects of `shared` that this thread's running deleters are handed
+/// and its `unfreed` still counts: what `after_fork_child`, called from one
+/// of those deleters, adds to the list's length (the child's pass goes on
+/// and subtracts them).
+#[cfg(not(loom))]
+pub(crate) fn held_by_this_threads_deleters(shared: &Shared) -> usize {
+    let domain = std::ptr::from_ref(shared).addr();
+    DELETERS_RUNNING.with(|running| {
+        running.entries[..running.len.get()]
+            .iter()
+            .map(std::cell::Cell::get)
+            .filter(|e| e.domain == domain)
+            .map(|e| e.held)
+            .sum()
+    })
 }
 
 /// Whether `new` objects retired since the last pass, beside `kept` that it
@@ -973,7 +1024,7 @@ fn one_pass(shared: &Shared) -> (usize, bool) {
             .fetch_add(n, Ordering::Relaxed);
     }
     let freed = free.len();
-    let running = RunningDeleters::new(shared);
+    let running = RunningDeleters::new(shared, freed);
     // SAFETY: unpublished before retire, and no slot held their addresses
     // after the heavy fence (a reader that stores one later loaded its
     // pointer after the unpublish, so it cannot hold that object).
@@ -1109,7 +1160,7 @@ pub(crate) fn free_all(shared: &Shared) {
             break;
         }
         // A pass the deleters' retires ask for is this loop's next round.
-        let _running = RunningDeleters::new(shared);
+        let _running = RunningDeleters::new(shared, listed);
         // SAFETY: no guard of the domain exists and the objects are
         // unpublished.
         let panic = unsafe { reclaim_all(all) };

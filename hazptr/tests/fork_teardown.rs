@@ -326,3 +326,76 @@ fn the_hooks_released_during_an_unwind_leave_the_domains_usable() {
         "released while unwinding",
     );
 }
+
+/// The wait status of the child of the fork `fork_in_a_deleter` made, or -1.
+static DELETER_FORK_STATUS: AtomicI32 = AtomicI32::new(-1);
+/// Set in that child.
+static IN_THE_DELETERS_CHILD: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// A deleter that frees its box and then forks, as a deleter may (a pass
+/// runs its deleters with no lock held). The child returns into the pass,
+/// which goes on freeing in the child; the parent waits for the child.
+///
+/// # Safety
+///
+/// `p` came from `Box::into_raw` and is freed by nobody else.
+unsafe fn fork_in_a_deleter(p: *mut u64) {
+    // SAFETY: the caller's contract.
+    drop(unsafe { Box::from_raw(p) });
+    fork::before_fork();
+    // SAFETY: the child uses only what this thread holds, through the
+    // hooks, and exits from the test below.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        fork::after_fork_child();
+        IN_THE_DELETERS_CHILD.store(true, Relaxed);
+        return;
+    }
+    fork::after_fork_parent();
+    assert!(pid > 0, "fork failed");
+    let mut status = 0;
+    // SAFETY: our own child; `status` is a valid place for its status.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(waited, pid, "waitpid");
+    // Relaxed: read by this thread.
+    DELETER_FORK_STATUS.store(status, Relaxed);
+}
+
+/// A fork from inside a deleter leaves `retired_len` exact in the child,
+/// where the pass goes on: the child counts the list and what the forking
+/// thread's deleters are handed, which that pass then subtracts. (Counting
+/// the list alone, as `after_fork_child` did for a few hours on 2026-12-07,
+/// the child's count wrapped to about `usize::MAX`.)
+#[test]
+fn a_fork_from_a_deleter_leaves_the_childs_retired_len_exact() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        let domain = Domain::new();
+        for i in 0..3u64 {
+            // SAFETY: never published; retired once.
+            unsafe { domain.retire_box(Box::into_raw(Box::new(i))) };
+        }
+        // SAFETY: never published; retired once; `fork_in_a_deleter` frees
+        // a box.
+        unsafe { domain.retire(Box::into_raw(Box::new(9u64)), fork_in_a_deleter) };
+        let freed = domain.reclaim();
+        let left = domain.retired_len();
+        if IN_THE_DELETERS_CHILD.load(Relaxed) {
+            let right = freed == 4 && left == 0;
+            if !right {
+                eprintln!("in the child: freed {freed}, retired_len {left}");
+            }
+            // SAFETY: ends the forked child without running the test
+            // harness's code in it.
+            unsafe { libc::_exit(i32::from(!right)) };
+        }
+        assert_eq!((freed, left), (4, 0), "in the parent");
+        assert_child_succeeded(DELETER_FORK_STATUS.load(Relaxed), "its pass");
+        return;
+    }
+    test_support::in_a_child_process(
+        "a_fork_from_a_deleter_leaves_the_childs_retired_len_exact",
+        CHILD_ENV,
+        "fork in a deleter",
+    );
+}

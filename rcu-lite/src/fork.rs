@@ -348,8 +348,8 @@ fn hold_both_batches() -> (BatchHeld, BatchHeld) {
 
 /// [`FORKERS`], waited for with a stall warning: a thread that stays
 /// between the hooks holds every later fork. (One that exits there gives
-/// them back: [`RELEASE_AT_EXIT`], or [`RELEASE_KEY`] from a thread-local
-/// destructor that runs after it.)
+/// them back: [`RELEASE_AT_EXIT`]'s destructor does, or [`RELEASE_KEY`]'s
+/// where that one has run already or never will.)
 fn hold_forkers() -> std::sync::MutexGuard<'static, ()> {
     let mut watch = futex_word::stall::Watch::new();
     let held = callbacks::wait_for_lock(
