@@ -1213,6 +1213,8 @@ mod tests {
         // thread waits for a CPU (a wrap comes out near `u32::MAX`).
         r.period_ms.store(u32::MAX / 2, Ordering::Relaxed);
         let stop = std::sync::atomic::AtomicBool::new(false);
+        // Relaxed, all: the stamps are the trigger's hints, as in a pass,
+        // and `stop` only ends the loop (the scope's join orders the rest).
         let (checks, passed) = std::thread::scope(|s| {
             s.spawn(|| {
                 while !stop.load(Ordering::Relaxed) {
