@@ -189,16 +189,8 @@ impl<'d, T: Send + Sync + 'static> AtomicBox<'d, T> {
 
     /// A box holding `value` (or nothing), in `domain`.
     pub fn from_box_in(value: Option<Box<T>>, domain: &'d Domain) -> Self {
-        const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
-        // Boxes of a zero-sized type all have one address (its alignment,
-        // which for 2 is the slot value that protects nothing): a hazard
-        // pointer cannot tell them apart.
-        const {
-            assert!(
-                size_of::<T>() != 0,
-                "hazptr's AtomicBox needs a type with a size: boxes of a zero-sized type share one address"
-            )
-        };
+        // 2-aligned and sized, as every protected type (`guard::protectable`).
+        crate::guard::protectable::<T>();
         AtomicBox {
             ptr: AtomicPtr::new(value.map_or(ptr::null_mut(), Box::into_raw)),
             domain,

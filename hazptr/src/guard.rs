@@ -340,10 +340,27 @@ impl<'d> Guard<'d> {
     /// let mut guard = hazptr::Guard::new();
     /// guard.protect_ptr(&bytes); // E0080: `u8` is 1-aligned
     /// ```
+    ///
+    /// And `T` must have a size (checked at compile time too): every box of
+    /// a zero-sized type has the same address, so a guard on one would hold
+    /// back `synchronize` and reclamation of all the others, and a
+    /// `synchronize` of another one would refuse as a wait for the caller's
+    /// own guard. For a 2-aligned one that address is the slot value that
+    /// protects nothing, so its objects would be freed under the guard.
+    ///
+    /// ```compile_fail,E0080
+    /// use std::sync::atomic::AtomicPtr;
+    ///
+    /// #[repr(align(8))]
+    /// struct Token;
+    /// let token = AtomicPtr::new(Box::into_raw(Box::new(Token)));
+    /// let mut guard = hazptr::Guard::new();
+    /// guard.protect_ptr(&token); // E0080: `Token` is zero-sized
+    /// ```
     #[inline]
     #[must_use = "only the returned pointer is protected: loading `src` again is not"]
     pub fn protect_ptr<T>(&mut self, src: &AtomicPtr<T>) -> *mut T {
-        const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+        protectable::<T>();
         let slot = self.slot_ref();
         // SAFETY: the wildcard word is the domain's (boxed in a user domain,
         // a static for the global one), alive for `'d`.
@@ -406,7 +423,7 @@ impl<'d> Guard<'d> {
     /// published when the call began is not enough.
     #[inline]
     pub unsafe fn protect_raw<T>(&mut self, ptr: *mut T) {
-        const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+        protectable::<T>();
         // Release: as in `protect_ptr`.
         self.slot_ref().store(protection(ptr), Ordering::Release);
         // Pairs with `fence::heavy()` in `scan::begin`, as in `protect_ptr`.
@@ -655,6 +672,21 @@ fn protect_validated<T>(slot: &AtomicUsize, src: &AtomicPtr<T>) -> *mut T {
         }
         ptr = again;
     }
+}
+
+/// Refuses, at compile time, a type whose objects a slot cannot tell apart:
+/// a 1-aligned one (slot values with the low bit set are wildcards) and a
+/// zero-sized one (all its boxes share one address, for 2-alignment the
+/// `RESERVED` value that protects nothing). `AtomicBox` checks the same.
+#[inline(always)]
+pub(crate) const fn protectable<T>() {
+    const { assert!(align_of::<T>() >= 2, "hazptr protects only 2-aligned types") };
+    const {
+        assert!(
+            size_of::<T>() != 0,
+            "hazptr cannot protect a zero-sized type: its objects all share one address"
+        )
+    };
 }
 
 /// The slot value that protects `ptr`: its address with the low bit
