@@ -25,7 +25,9 @@
 //! run ([`Change::judged_pct`]): the others' time is often a fraction of a
 //! nanosecond per object (the threads that are neither readers nor writers
 //! barely run), and its doubling from 0.3 to 0.7 ns beside the writers' 230
-//! is no regression. An rcuscale outcome's `cpu.others_us` is judged only
+//! is no regression. An rcuscale outcome's CPU time per wait by role
+//! (`cpu.writers_us`, `cpu.others_us`) is judged the same way, as a share of
+//! both. Its `cpu.others_us` is judged only
 //! between runs that measured it the same way: before 2026-12-05 it also
 //! counted starting the threads (`cpu.others_timed_window`, 0 or 1 here);
 //! across that change it is shown, not judged, with a note
@@ -225,8 +227,9 @@ pub struct Change {
     /// (new - old) / old, in percent (`null` when old is 0).
     pub change_pct: Option<f64>,
     /// The change the judgement used, in percent, where it is not
-    /// `change_pct`: a role's CPU time per object changes by this share of
-    /// what an object cost both roles in the old run.
+    /// `change_pct`: a role's CPU time per object (torture) or per wait
+    /// (rcuscale) changes by this share of what both roles cost in the old
+    /// run.
     pub judged_pct: Option<f64>,
     /// Which way is better.
     pub direction: Direction,
@@ -450,19 +453,22 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
     out
 }
 
-/// The torture outcome's per-object CPU figures, the writers' first.
-const PER_OBJECT_CPU: [&str; 2] = ["cpu.writer_per_object_ns", "cpu.others_per_object_ns"];
+/// CPU figures by role that are judged against both roles' sum, the
+/// writers' first: a torture outcome's per object replaced, and an rcuscale
+/// outcome's per wait (whose others' time is often a few nanoseconds beside
+/// the writers' microseconds, and tripled from 0.005 to 0.015 us was judged
+/// a +199% regression, printed "0.000 -> 0.000", until 2026-12-07).
+const CPU_BY_ROLE: [[&str; 2]; 2] = [
+    ["cpu.writer_per_object_ns", "cpu.others_per_object_ns"],
+    ["cpu.writers_us", "cpu.others_us"],
+];
 
-/// What an object cost the writers and the other threads together in a run
-/// (`figures`), where `figure` is one of the two and the run has both.
-fn per_object_total(figure: &str, figures: &BTreeMap<String, f64>) -> Option<f64> {
-    if !PER_OBJECT_CPU.contains(&figure) {
-        return None;
-    }
-    PER_OBJECT_CPU
-        .iter()
-        .map(|f| figures.get(*f).copied())
-        .sum()
+/// What the writers and the other threads cost together in a run
+/// (`figures`), where `figure` is one of a [`CPU_BY_ROLE`] pair and the run
+/// has both.
+fn roles_total(figure: &str, figures: &BTreeMap<String, f64>) -> Option<f64> {
+    let pair = CPU_BY_ROLE.iter().find(|pair| pair.contains(&figure))?;
+    pair.iter().map(|f| figures.get(*f).copied()).sum()
 }
 
 fn collect_figures(path: &str, value: &Value, out: &mut BTreeMap<String, f64>) {
@@ -543,7 +549,7 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             let change_pct = (o != 0.0).then(|| (n - o) / o.abs() * 100.0);
             // A role's CPU time per object, against both roles' (see the
             // module docs).
-            let judged_pct = per_object_total(figure, old_figures)
+            let judged_pct = roles_total(figure, old_figures)
                 .filter(|total| *total > 0.0)
                 .map(|total| (n - o) / total * 100.0);
             let worse_pct = match (dir, judged_pct.or(change_pct)) {
@@ -558,7 +564,9 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
             // was flagged "0 -> 0.000" until 2026-12-07).
             let from_zero = o == 0.0
                 && n > 0.0
-                && fmt(n).parse::<f64>().is_ok_and(|printed| printed > 0.0)
+                && format!("{n:.3}")
+                    .parse::<f64>()
+                    .is_ok_and(|printed| printed > 0.0)
                 && dir == Direction::LowerIsBetter
                 && judged_pct.is_none();
             changes.push(Change {
@@ -731,7 +739,12 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
             .change_pct
             .map_or("n/a".to_owned(), |p| format!("{p:+.1}%"));
         if let Some(j) = ch.judged_pct {
-            pct.push_str(&format!("; {j:+.1}% of an object's CPU time"));
+            let per = if ch.figure.contains("per_object") {
+                "an object's"
+            } else {
+                "a wait's"
+            };
+            pct.push_str(&format!("; {j:+.1}% of {per} CPU time"));
         }
         writeln!(
             out,
@@ -776,6 +789,10 @@ pub fn write_text(out: &mut impl Write, c: &Comparison, all: bool) -> std::io::R
 fn fmt(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
+    } else if v.abs() < 0.01 {
+        // Three significant figures: `{:.3}` printed 0.005 us and 0.015 us
+        // alike as "0.000".
+        format!("{v:.2e}")
     } else {
         format!("{v:.3}")
     }
@@ -1175,6 +1192,9 @@ mod tests {
         assert_eq!(fmt(-40.0), "-40");
         assert_eq!(fmt(0.5), "0.500");
         assert_eq!(fmt(1234.5678), "1234.568");
+        assert_eq!(fmt(0.012_34), "0.012");
+        assert_eq!(fmt(0.005_012), "5.01e-3");
+        assert_eq!(fmt(-8.7e-5), "-8.70e-5");
     }
 
     #[test]
@@ -1447,6 +1467,46 @@ mod tests {
         assert!(c.method_changes.is_empty());
         let c = compare(&run(0.5, None), &run(1.0, None), 10.0);
         assert!(others(&c).regression, "{c:?}");
+    }
+
+    /// rcuscale's CPU time per wait by role is judged as a share of both
+    /// roles', as torture's per object is: the others' few nanoseconds
+    /// tripling beside the writers' 50 us is no regression (judged +199%
+    /// and printed "0.000 -> 0.000" until 2026-12-07), and the line shows
+    /// the figures.
+    #[test]
+    fn others_cpu_time_per_wait_is_judged_against_both_roles() {
+        let run = |writers_us: f64, others_us: f64| {
+            json!({"profile": "quick", "machine": {"cpu": "X"},
+                   "rcuscale": [{"impl": "rcu-lite-qsbr", "writers": 1, "readers": 1,
+                                 "per_gp_us": 5.0,
+                                 "cpu": {"writers_us": writers_us, "others_us": others_us,
+                                         "others_timed_window": true}}]})
+        };
+        let figure = |c: &Comparison, name: &str| {
+            c.changes
+                .iter()
+                .find(|ch| ch.figure == name)
+                .cloned()
+                .unwrap()
+        };
+        let c = compare(&run(50.0, 0.005), &run(50.0, 0.015), 10.0);
+        let others = figure(&c, "cpu.others_us");
+        assert!(!others.regression, "{c:?}");
+        assert!((others.judged_pct.unwrap() - 0.01 / 50.005 * 100.0).abs() < 1e-9);
+        let mut text = Vec::new();
+        write_text(&mut text, &c, true).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("cpu.others_us: 5.00e-3 -> 0.015 (+200.0%; +0.0% of a wait's CPU time)"),
+            "{text}"
+        );
+        // The others' time grown to a real share of the wait still is one.
+        let c = compare(&run(50.0, 0.005), &run(50.0, 10.0), 10.0);
+        assert!(figure(&c, "cpu.others_us").regression, "{c:?}");
+        // So are the writers' own.
+        let c = compare(&run(50.0, 0.005), &run(60.0, 0.005), 10.0);
+        assert!(figure(&c, "cpu.writers_us").regression, "{c:?}");
     }
 
     #[test]

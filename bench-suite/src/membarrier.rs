@@ -227,8 +227,11 @@ pub struct Outcome {
     pub calls: u64,
     /// Successful calls per second.
     pub calls_per_s: f64,
-    /// Call latency.
-    pub latency_us: LatencyUs,
+    /// Call latency; absent when no call completed (a histogram without
+    /// samples reads 0, which `compare` would take for a latency gone to
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<LatencyUs>,
     /// Calls that waited longer than the watchdog threshold.
     pub stalls: u64,
     /// The watchdog threshold in seconds.
@@ -282,12 +285,12 @@ impl Outcome {
             seconds: r.time_ns as f64 / NS_PER_S as f64,
             calls: r.calls,
             calls_per_s: r.calls_per_s(),
-            latency_us: LatencyUs {
+            latency_us: (r.calls > 0).then(|| LatencyUs {
                 mean: us(l.mean_ns),
                 p50: us(l.p50_ns as f64),
                 p99: us(l.p99_ns as f64),
                 max: us(l.max_ns as f64),
-            },
+            }),
             stalls: r.stalls,
             watchdog_s: r.watchdog_ns as f64 / NS_PER_S as f64,
             seed: Some(r.seed),
@@ -314,12 +317,12 @@ impl Outcome {
             seconds: r.elapsed.as_secs_f64(),
             calls: r.calls,
             calls_per_s: r.calls_per_s(),
-            latency_us: LatencyUs {
+            latency_us: (r.calls > 0).then(|| LatencyUs {
                 mean: us(h.mean()),
                 p50: us(h.percentile(50.0) as f64),
                 p99: us(h.percentile(99.0) as f64),
                 max: us(h.max() as f64),
-            },
+            }),
             stalls: r.stalls,
             watchdog_s: watchdog.as_secs_f64(),
             seed: None,
@@ -341,14 +344,21 @@ impl Outcome {
         if let Some(seed) = self.seed {
             write!(out, " seed {seed}")?;
         }
-        writeln!(out, " seconds {:.3}", self.seconds)?;
+        if self.seconds >= 1e-3 || self.seconds == 0.0 {
+            writeln!(out, " seconds {:.3}", self.seconds)?;
+        } else {
+            // A threaded run of microseconds printed "seconds 0.000".
+            writeln!(out, " seconds {:.2e}", self.seconds)?;
+        }
         writeln!(out, "calls {} ({:.1}/s)", self.calls, self.calls_per_s)?;
-        let l = &self.latency_us;
-        writeln!(
-            out,
-            "latency_us mean {:.3} p50 {:.3} p99 {:.3} max {:.3}",
-            l.mean, l.p50, l.p99, l.max
-        )?;
+        match &self.latency_us {
+            Some(l) => writeln!(
+                out,
+                "latency_us mean {:.3} p50 {:.3} p99 {:.3} max {:.3}",
+                l.mean, l.p50, l.p99, l.max
+            )?,
+            None => writeln!(out, "latency_us - (no call completed)")?,
+        }
         if let Some(wait) = self.mutex_wait_max_us {
             writeln!(out, "mutex_wait_max_us {wait:.3}")?;
         }

@@ -117,6 +117,20 @@ pub fn si_figures(x: f64, sep: &str) -> String {
     format!("{value:.places$}{sep}{prefix}")
 }
 
+/// A run's length in seconds for a summary line: one decimal from a second
+/// up ("3.0"), three below ("0.007"), and three significant figures below
+/// a millisecond ("2.00e-6"), where `{:.1}` printed a 7 ms or 2 us run as
+/// "0.0" (until 2026-12-07).
+pub fn seconds(s: f64) -> String {
+    if s >= 1.0 || s == 0.0 || !s.is_finite() {
+        format!("{s:.1}")
+    } else if s >= 1e-3 {
+        format!("{s:.3}")
+    } else {
+        format!("{s:.2e}")
+    }
+}
+
 /// The index of the median of `samples` (the lower middle one for an even
 /// count): the run whose other figures stand for a set of rounds.
 ///
@@ -147,6 +161,15 @@ pub fn rounds_failure<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_keep_three_figures_below_a_second() {
+        assert_eq!(seconds(3.04), "3.0");
+        assert_eq!(seconds(0.007_2), "0.007");
+        assert_eq!(seconds(2e-6), "2.00e-6");
+        assert_eq!(seconds(0.0), "0.0");
+        assert!(seconds(2e-6).parse::<f64>().unwrap() > 0.0);
+    }
 
     /// 995 waits of 1 us and 5 of 20 ms: the median and the 99th
     /// percentile say 1 us, while 99% of the time went to the 20 ms waits.

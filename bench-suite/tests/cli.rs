@@ -2176,6 +2176,31 @@ fn membarrier_sweep_shows_the_ratio_growing_with_cpus() {
 /// A sweep too short for any call to complete (1 simulated µs; each call
 /// takes a few) has no per-cpu/global ratio: `-`, not a 0/0.
 #[test]
+fn membarrier_run_with_no_completed_call_reports_no_latency() {
+    // 20 ms simulated, and a throttle walk with 100 us per thread group
+    // keeps interrupts off longer: no call ends.
+    let args = [
+        "membarrier",
+        "--cpus",
+        "8",
+        "--sim-seconds",
+        "0.02",
+        "--tg-visit-ns",
+        "100000",
+    ];
+    let out = syncbench(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["calls"], 0, "{row}");
+    // Absent, not zeros that `compare` would read as a latency gone to 0.
+    assert!(row.get("latency_us").is_none(), "{row}");
+    let out = syncbench(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("latency_us - (no call completed)"), "{text}");
+}
+
+#[test]
 fn membarrier_sweep_prints_no_ratio_where_global_completed_no_call() {
     let out = syncbench(&[
         "membarrier",

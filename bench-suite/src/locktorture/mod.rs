@@ -366,14 +366,12 @@ impl Outcome {
     }
 
     /// Writer acquisitions per writer thread over reader acquisitions per reader
-    /// thread: 1.0 is perfectly even, near 0 means writers starve.
-    pub fn writer_share(&self) -> f64 {
+    /// thread: 1.0 is perfectly even, near 0 means writers starve. `None`
+    /// where the readers got none (or the mix has none): no share to give
+    /// (it printed `inf` until 2026-12-07).
+    pub fn writer_share(&self) -> Option<f64> {
         let r = self.reads.per_thread(self.readers);
-        if r == 0.0 {
-            f64::INFINITY
-        } else {
-            self.writes.per_thread(self.writers) / r
-        }
+        (r > 0.0).then(|| self.writes.per_thread(self.writers) / r)
     }
 }
 
@@ -875,8 +873,11 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
     for o in outcomes {
         writeln!(
             out,
-            "locktorture: {} writers={} readers={} duration={:.1}s",
-            o.lock, o.writers, o.readers, o.duration_s
+            "locktorture: {} writers={} readers={} duration={}s",
+            o.lock,
+            o.writers,
+            o.readers,
+            crate::stats::seconds(o.duration_s)
         )?;
         for line in stats_lines(o.writes, o.write_fail, o.reads, o.read_fail) {
             writeln!(out, "{line}")?;

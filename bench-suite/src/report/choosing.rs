@@ -201,6 +201,12 @@ fn rank(mut candidates: Vec<Candidate>, lower: bool) -> Option<Ranking> {
     });
     let mut it = candidates.into_iter();
     let leader = it.next()?;
+    if !lower && leader.value <= 0.0 {
+        // The best of a higher-wins figure is 0 (no contender got a write
+        // in): nothing was measured to choose by. Until 2026-12-07 such a
+        // row named every contender "a tie" at 1.00x (0/0 read as equal).
+        return None;
+    }
     let others: Vec<(Candidate, Margin)> = it
         .map(|c| {
             let paired = if lower {
@@ -688,10 +694,13 @@ pub fn table(results: &Results) -> Vec<Choice> {
                     let rounds = o.starved_by_round();
                     let starving = rounds.iter().filter(|s| s.any()).count();
                     format!(
-                        "under contention ({}w/{}r) writers get {:.3} of a reader's share{}",
+                        "under contention ({}w/{}r) {}{}",
                         o.writers,
                         o.readers,
-                        o.writer_share(),
+                        o.writer_share().map_or_else(
+                            || "the readers got no acquisition".to_owned(),
+                            |share| format!("writers get {share:.3} of a reader's share")
+                        ),
                         match (starving, rounds.len()) {
                             (0, _) => String::new(),
                             (_, 1) => ", some threads starved".to_owned(),
@@ -2233,6 +2242,28 @@ mod tests {
         assert_eq!(higher.leader.name, "many");
         assert_eq!(higher.others.len(), 1, "a NaN figure was ranked");
         assert_eq!(higher.others[0].1.ratio, 4.0);
+    }
+
+    /// A higher-wins row whose best figure is 0 (every lock's writers shut
+    /// out) has nothing to choose by: no ranking, not a tie of all at
+    /// 1.00x. A contender at 0 behind one above it is still ranked.
+    #[test]
+    fn a_higher_wins_figure_of_zero_for_all_is_not_ranked() {
+        let zeros = || {
+            vec![
+                Candidate::new("qrwlock", 0.0),
+                Candidate::new("parking_lot", 0.0),
+            ]
+        };
+        assert!(rank(zeros(), false).is_none());
+        // Lower-wins: 0 is a figure like any other.
+        assert!(rank(zeros(), true).is_some());
+        let mut some = zeros();
+        some.push(Candidate::new("std", 5.0));
+        let ranked = rank(some, false).unwrap();
+        assert_eq!(ranked.leader.name, "std");
+        assert_eq!(ranked.others.len(), 2);
+        assert!(ranked.others.iter().all(|(_, m)| m.ratio.is_infinite()));
     }
 
     /// [`TIE_MARGIN`](crate::stats::TIE_MARGIN) itself is no tie: a margin *under* it is. And a

@@ -623,7 +623,7 @@ fn locktorture_section(results: &Results) -> Section {
          not added, since a write excludes everyone and a read does not, and a lock that starves \
          its writers gains reads. \
          *Writer share* is writer acquisitions per writer thread over reader acquisitions per reader \
-         thread: 1.0 is even, near 0 means writers starve. *Starved* marks the kernel's `???` \
+         thread: 1.0 is even, near 0 means writers starve, and `-` means the readers got none. *Starved* marks the kernel's `???` \
          (a thread got less than half the busiest thread's count, the kernel's `max / 2 > min` in \
          whole acquisitions). With more threads than CPUs \
          that count also depends on how evenly the scheduler ran the threads; *starved off \
@@ -684,7 +684,9 @@ fn locktorture_section(results: &Results) -> Section {
             // side (a mix without readers): no baseline.
             ratio_to_best(per_s(o, writes), best(writes)),
             ratio_to_best(per_s(o, reads), best(reads)),
-            format!("{:.3}", o.writer_share()),
+            // No reader acquisition, no share (not `inf`).
+            o.writer_share()
+                .map_or("-".to_owned(), |share| format!("{share:.3}")),
             starved,
             starved_served,
             checks_cell(o.fail, o.failure.as_deref()),

@@ -1055,11 +1055,11 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
     for o in outcomes {
         writeln!(
             out,
-            "torture: {} readers={} writers={} duration={:.1}s reads: {} replaced: {} unreclaimed max: {} (sampled by half: {}/{}) errors: {}{}",
+            "torture: {} readers={} writers={} duration={}s reads: {} replaced: {} unreclaimed max: {} (sampled by half: {}/{}) errors: {}{}",
             o.name,
             o.readers,
             o.writers,
-            o.duration_s,
+            crate::stats::seconds(o.duration_s),
             o.reads,
             o.replaced,
             o.unreclaimed_max,
@@ -1071,11 +1071,13 @@ pub fn write_text(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result
         if let Some(cpu) = &o.cpu {
             writeln!(
                 out,
-                "torture: {} cpu: readers {:.2} s, writers {:.2} s ({:.0}% of the run's), others {}; writers {}{}",
+                "torture: {} cpu: readers {:.2} s, writers {:.2} s ({} of the run's), others {}; writers {}{}",
                 o.name,
                 cpu.readers_s,
                 cpu.writers_s,
-                o.writers_cpu_share().unwrap_or(0.0) * 100.0,
+                // No CPU time counted: no share (it printed 0% or 50%).
+                o.writers_cpu_share()
+                    .map_or("-".to_owned(), |share| format!("{:.0}%", share * 100.0)),
                 cpu.others_s
                     .map_or("not counted (runs at once)".into(), |s| format!("{s:.2} s")),
                 // Not NaN where nothing was replaced.

@@ -819,14 +819,19 @@ impl fmt::Display for Report {
             self.time_ns as f64 / NS_PER_S as f64
         )?;
         writeln!(f, "calls {} ({:.1}/s)", self.calls, self.calls_per_s())?;
-        writeln!(
-            f,
-            "latency_us mean {:.3} p50 {:.3} p99 {:.3} max {:.3}",
-            us(l.mean_ns),
-            us(l.p50_ns as f64),
-            us(l.p99_ns as f64),
-            us(l.max_ns as f64)
-        )?;
+        if self.calls == 0 {
+            // An empty histogram reads 0: no latency was measured.
+            writeln!(f, "latency_us - (no call completed)")?;
+        } else {
+            writeln!(
+                f,
+                "latency_us mean {:.3} p50 {:.3} p99 {:.3} max {:.3}",
+                us(l.mean_ns),
+                us(l.p50_ns as f64),
+                us(l.p99_ns as f64),
+                us(l.max_ns as f64)
+            )?;
+        }
         writeln!(
             f,
             "mutex_wait_max_us {:.3}",
