@@ -103,6 +103,20 @@ use std::ptr::{self, NonNull};
 /// ```compile_fail,E0277
 /// let slot = hazptr::AtomicBox::new(std::rc::Rc::new(7u32)); // `Rc<u32>` cannot be sent
 /// ```
+///
+/// The box is invariant in `T`, which `retire_ptr` and `Replaced`'s drop
+/// rely on: were it covariant, a `&AtomicBox<&'static str>` could be viewed
+/// as a box of shorter-lived `&str`, given one that borrows a local, and
+/// read back as `&'static str` after the local is gone.
+///
+/// ```compile_fail
+/// use hazptr::AtomicBox;
+///
+/// // error: lifetime may not live long enough (`AtomicBox` is invariant over `T`)
+/// fn shorten<'a>(b: &'a AtomicBox<'static, &'static str>) -> &'a AtomicBox<'static, &'a str> {
+///     b
+/// }
+/// ```
 pub struct AtomicBox<'d, T> {
     ptr: AtomicPtr<T>,
     domain: &'d Domain,

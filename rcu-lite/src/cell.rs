@@ -60,6 +60,20 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire};
 /// // the trait bound `Rc<u32>: Send` is not satisfied
 /// cell.replace(Rc::new(2));
 /// ```
+///
+/// The cell is invariant in `T`, which `replace_and_synchronize` (no
+/// `'static` bound) relies on: were it covariant, an `&Rcu<&'static str>`
+/// could be viewed as a cell of shorter-lived `&str`, given one that borrows
+/// a local, and read back as `&'static str` after the local is gone.
+///
+/// ```compile_fail
+/// use rcu_lite::Rcu;
+///
+/// // error: lifetime may not live long enough (`Rcu` is invariant over `T`)
+/// fn shorten<'a>(cell: &'a Rcu<&'static str>) -> &'a Rcu<&'a str> {
+///     cell
+/// }
+/// ```
 pub struct Rcu<T, F: Flavor = Memb> {
     current: AtomicPtr<T>,
     update_lock: Mutex<()>,
