@@ -120,6 +120,7 @@ mod guard;
 mod registration;
 mod retire;
 mod scan;
+mod signal_mask;
 mod slot;
 mod sync;
 

@@ -683,6 +683,29 @@ fn the_scanner_thread_is_named_after_its_domains_id() {
     );
 }
 
+/// The scanner blocks the signals sent to the process, whatever the mask of
+/// the thread that started it (it inherited that thread's until
+/// 2026-12-07, so a `SIGINT` could run its handler on the scanner), and
+/// leaves that thread's own mask as it was.
+#[test]
+#[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
+fn the_scanner_thread_blocks_the_signals_sent_to_the_process() {
+    test_support::within_a_deadline("starting a scanner", TEST_DEADLINE, || {
+        test_support::unblock_every_signal_on_this_thread();
+        let domain = Domain::new();
+        common::start_scanner_thread(&domain, TEST_DEADLINE / 2);
+        let name = format!("hazptr-scan-{}", domain.id());
+        let masks = test_support::blocked_signals(&name);
+        assert_eq!(masks.len(), 1, "{name}: {masks:?}");
+        test_support::assert_blocks_process_signals(&name, masks[0]);
+        assert_eq!(
+            test_support::this_threads_blocked_signals(),
+            0,
+            "the starting thread's mask changed"
+        );
+    });
+}
+
 #[test]
 fn dropping_a_domain_frees_everything_retired_to_it() {
     test_support::within_a_deadline(

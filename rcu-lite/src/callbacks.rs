@@ -555,11 +555,15 @@ impl CallbackQueue {
                 if self.fail_spawn.load(Relaxed) {
                     return Err(std::io::Error::other("refused for the test"));
                 }
-                std::thread::Builder::new()
+                let builder = std::thread::Builder::new()
                     .name(format!("rcu-lite-{flavor}-callbacks"))
-                    .stack_size(worker_stack_size())
-                    .spawn(move || self.worker_loop(synchronize))
-                    .map(drop)
+                    .stack_size(worker_stack_size());
+                // With the process's signals blocked (see `signal_mask`):
+                // callbacks run with them blocked, as liburcu's do.
+                crate::signal_mask::with_signals_blocked(|| {
+                    builder.spawn(move || self.worker_loop(synchronize))
+                })
+                .map(drop)
             });
         }
     }

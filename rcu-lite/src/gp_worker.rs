@@ -238,10 +238,14 @@ impl GpWorker {
                 return false;
             }
         }
-        std::thread::Builder::new()
-            .name(format!("rcu-lite-{}-gp", engine.reader_fence.flavor_name()))
-            .spawn(move || self.park_and_drive(engine))
-            .is_ok()
+        let name = format!("rcu-lite-{}-gp", engine.reader_fence.flavor_name());
+        // With the process's signals blocked (see `signal_mask`).
+        crate::signal_mask::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || self.park_and_drive(engine))
+        })
+        .is_ok()
     }
 
     /// The worker thread: park until a driver hands over, then drive until no

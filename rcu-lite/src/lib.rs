@@ -137,6 +137,8 @@ mod poll;
 pub mod qsbr;
 pub mod raw;
 mod record;
+#[cfg(not(loom))]
+mod signal_mask;
 mod sync;
 mod thread_record;
 

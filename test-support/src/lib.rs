@@ -705,6 +705,91 @@ pub fn thread_states(name: &str) -> Vec<char> {
     states
 }
 
+/// The blocked-signal mask (`SigBlk` in `/proc/self/task/*/status`; bit
+/// `n - 1` for signal `n`) of each of this process's threads named `name`
+/// (matched as in [`thread_states`]).
+pub fn blocked_signals(name: &str) -> Vec<u64> {
+    let name = &name[..name.len().min(15)];
+    let mut masks = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task lists the threads") {
+        let path = task.expect("a /proc/self/task entry").path();
+        // A thread that exited meanwhile has no files left: skip it.
+        let (Ok(comm), Ok(status)) = (
+            std::fs::read_to_string(path.join("comm")),
+            std::fs::read_to_string(path.join("status")),
+        ) else {
+            continue;
+        };
+        if comm.trim_end() == name {
+            let mask = status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigBlk:"))
+                .expect("status has a SigBlk line");
+            masks.push(u64::from_str_radix(mask.trim(), 16).expect("SigBlk is hex"));
+        }
+    }
+    masks
+}
+
+/// Checks that `mask` (see [`blocked_signals`]) blocks the signals a
+/// process is sent (`SIGINT`, `SIGTERM`, `SIGUSR1`, `SIGALRM`, `SIGCHLD`,
+/// `SIGPROF`) and leaves the faults a thread raises on itself (`SIGSEGV`,
+/// `SIGBUS`, `SIGFPE`, `SIGILL`) unblocked; panics naming `thread`.
+pub fn assert_blocks_process_signals(thread: &str, mask: u64) {
+    let bit = |sig: libc::c_int| 1u64 << (sig - 1);
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGCHLD, "SIGCHLD"),
+        (libc::SIGPROF, "SIGPROF"),
+    ] {
+        assert!(
+            mask & bit(sig) != 0,
+            "{thread} does not block {name} (SigBlk {mask:016x})"
+        );
+    }
+    for (sig, name) in [
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGBUS, "SIGBUS"),
+        (libc::SIGFPE, "SIGFPE"),
+        (libc::SIGILL, "SIGILL"),
+    ] {
+        assert!(
+            mask & bit(sig) == 0,
+            "{thread} blocks {name} (SigBlk {mask:016x})"
+        );
+    }
+}
+
+/// Empties this thread's blocked-signal mask: a thread that starts a
+/// library's threads with nothing blocked, as a program's threads usually
+/// are.
+pub fn unblock_every_signal_on_this_thread() {
+    // SAFETY: `sigset_t` is plain bits, which `sigemptyset` initialises;
+    // `pthread_sigmask` reads `empty`.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        assert_eq!(
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()),
+            0
+        );
+    }
+}
+
+/// This thread's blocked-signal mask as `/proc` shows it (see
+/// [`blocked_signals`]).
+pub fn this_threads_blocked_signals() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").expect("/proc/thread-self");
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .expect("status has a SigBlk line");
+    u64::from_str_radix(mask.trim(), 16).expect("SigBlk is hex")
+}
+
 /// Whether a thread of this process named `name` (see [`thread_states`])
 /// appears within `limit`: a thread sets its name once it runs, a little
 /// after the call that spawned it returned.

@@ -101,9 +101,14 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
         return spawn_failed(scan);
     }
     let for_thread = Arc::clone(shared);
-    let spawned = ThreadBuilder::new()
-        .name(format!("hazptr-scan-{}", shared.id))
-        .spawn(move || scanner_main(&for_thread));
+    let name = format!("hazptr-scan-{}", shared.id);
+    // The scanner starts with the process's signals blocked (see
+    // `signal_mask`).
+    let spawned = crate::signal_mask::with_signals_blocked(|| {
+        ThreadBuilder::new()
+            .name(name)
+            .spawn(move || scanner_main(&for_thread))
+    });
     match spawned {
         Ok(h) => {
             *handle = Some(h);

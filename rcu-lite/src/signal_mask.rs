@@ -1,0 +1,85 @@
+//! The crate's own threads (each flavor's grace-period worker and callback
+//! worker) block the process's signals.
+//!
+//! Invariant: a thread this crate starts never runs a handler for a signal
+//! sent to the process (`SIGINT`, `SIGTERM`, `SIGCHLD`, `SIGALRM`,
+//! `SIGUSR1`, a `timer_create` signal, ...). The kernel hands such a signal
+//! to any thread that does not block it, and a new thread inherits the mask
+//! of the thread that starts it, which here is whichever user thread first
+//! handed a grace period over or queued a callback: a handler could then run
+//! on a worker, where a `synchronize_rcu` or `rcu_barrier` would wait for
+//! the very thread it stopped, and a program that leaves a signal unblocked
+//! in one thread, to be told by it, would be told on a worker instead.
+//! Callbacks run with the signals blocked, as on liburcu's `call_rcu`
+//! threads.
+//!
+//! So the starting thread blocks every signal around the spawn and then
+//! puts its own mask back, as liburcu does around the creation of its
+//! `call_rcu` threads and glibc around its timer helper thread. The fault
+//! signals a thread raises on itself (`SIGSEGV`, `SIGBUS`, `SIGFPE`,
+//! `SIGILL`, `SIGTRAP`, `SIGSYS`) stay unblocked: blocked, a fault kills
+//! the process with no handler run, Rust's stack-overflow report included.
+//! glibc keeps its own internal signals (cancellation, `setxid`) out of the
+//! mask itself.
+
+/// Runs `spawn` (which starts a thread) with every signal but the faults
+/// blocked on the calling thread, so that the new thread starts with them
+/// blocked; the caller's mask is back when this returns, or unwinds.
+pub(crate) fn with_signals_blocked<R>(spawn: impl FnOnce() -> R) -> R {
+    #[cfg(miri)]
+    {
+        // Miri has no signal masks.
+        spawn()
+    }
+    #[cfg(not(miri))]
+    {
+        let _restore = Blocked::all_but_faults();
+        spawn()
+    }
+}
+
+/// The caller's mask while every signal but the faults is blocked; restored
+/// on drop.
+#[cfg(not(miri))]
+struct Blocked {
+    previous: libc::sigset_t,
+}
+
+#[cfg(not(miri))]
+impl Blocked {
+    fn all_but_faults() -> Blocked {
+        // SAFETY: `sigset_t` is plain bits; `sigfillset` and `sigdelset`
+        // initialise and edit the set they are given, and `pthread_sigmask`
+        // reads `all` and writes `previous`, both valid for the calls.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            for fault in [
+                libc::SIGSEGV,
+                libc::SIGBUS,
+                libc::SIGFPE,
+                libc::SIGILL,
+                libc::SIGTRAP,
+                libc::SIGSYS,
+            ] {
+                libc::sigdelset(&mut all, fault);
+            }
+            let mut previous: libc::sigset_t = std::mem::zeroed();
+            // Fails only for an invalid `how`.
+            let failed = libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut previous) != 0;
+            debug_assert!(!failed, "pthread_sigmask(SIG_BLOCK) failed");
+            Blocked { previous }
+        }
+    }
+}
+
+#[cfg(not(miri))]
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        // SAFETY: `previous` is the mask `pthread_sigmask` filled in above.
+        let failed = unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut())
+        } != 0;
+        debug_assert!(!failed, "pthread_sigmask(SIG_SETMASK) failed");
+    }
+}

@@ -1,0 +1,61 @@
+//! The flavors' worker threads (grace periods, callbacks) block the signals
+//! sent to the process, whatever the mask of the thread that started them.
+//! Until 2026-12-07 they inherited that thread's mask, so a `SIGINT` could
+//! run its handler on a worker. One test, alone in its process, so that its
+//! own thread, with nothing blocked, is the one that starts the workers.
+
+use rcu_lite::{memb, qsbr};
+use std::thread;
+use std::time::{Duration, Instant};
+use test_support::Crowd;
+
+/// How long the workers may take to start: generous, for a loaded 2-CPU
+/// machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn one_mask(name: &str) -> u64 {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let masks = test_support::blocked_signals(name);
+        if let [mask] = masks[..] {
+            return mask;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no one thread named {name}: {masks:?}"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_workers_block_the_signals_sent_to_the_process() {
+    test_support::unblock_every_signal_on_this_thread();
+    // The callback workers start on the first `call_rcu`, on this thread.
+    memb::call_rcu(|| {});
+    memb::rcu_barrier();
+    qsbr::call_rcu(|| {});
+    qsbr::rcu_barrier();
+    // The grace-period worker starts when a driver hands over: a crowd of
+    // waiters, whose threads inherit this thread's empty mask.
+    let before = memb::grace_periods().by_worker;
+    let crowd = Crowd::start(memb::synchronize_rcu);
+    let deadline = Instant::now() + LIMIT;
+    while memb::grace_periods().by_worker == before {
+        assert!(Instant::now() < deadline, "the memb worker never drove");
+        thread::sleep(Duration::from_millis(1));
+    }
+    crowd.stop();
+    for name in [
+        "rcu-lite-memb-callbacks",
+        "rcu-lite-qsbr-callbacks",
+        "rcu-lite-memb-gp",
+    ] {
+        test_support::assert_blocks_process_signals(name, one_mask(name));
+    }
+    assert_eq!(
+        test_support::this_threads_blocked_signals(),
+        0,
+        "the starting thread's mask changed"
+    );
+}
