@@ -120,9 +120,9 @@ mod guard;
 mod registration;
 mod retire;
 mod scan;
-mod signal_mask;
 mod slot;
 mod sync;
+mod thread_start;
 
 pub use atomic_box::{AtomicBox, CompareExchangeError, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD, usable_slots_per_thread};

@@ -310,7 +310,12 @@ impl Domain {
     ///
     /// The thread (named `hazptr-scan-ID`, the [`id`](Domain::id)) gets the
     /// scheduling policy, priority and allowed CPUs of the thread that
-    /// starts it, here or in a queued `synchronize`. A program with
+    /// starts it, here or in a queued `synchronize`, and its cgroup and
+    /// seccomp filter (a sandbox put on that thread alone passes on to the
+    /// scanner: one that refuses `membarrier` makes the scanner's first heavy
+    /// fence abort the process); not its signal mask (the scanner blocks every signal sent
+    /// to the process, all but the faults) nor its timer slack (the
+    /// scanner's is the kernel's default, 50 us). A program with
     /// real-time (`SCHED_FIFO`, `SCHED_RR`) callers starts it from a thread
     /// at the priority of its highest-priority caller: a scanner below a
     /// caller's priority, kept off its CPU by busy threads at or above its

@@ -8,7 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use test_support::DropCounted as Tracked;
 
 /// How long a test that waits on other threads (a `synchronize`, a
@@ -683,15 +683,17 @@ fn the_scanner_thread_is_named_after_its_domains_id() {
     );
 }
 
-/// The scanner blocks the signals sent to the process, whatever the mask of
-/// the thread that started it (it inherited that thread's until
-/// 2026-12-07, so a `SIGINT` could run its handler on the scanner), and
-/// leaves that thread's own mask as it was.
+/// The scanner blocks the signals sent to the process and has the kernel's
+/// default timer slack, whatever the thread that started it had (it
+/// inherited both until 2026-12-07: a `SIGINT` could run its handler on the
+/// scanner, and 100 ms of slack made it wake a waiting `synchronize` 30 ms
+/// late), and leaves that thread's own mask as it was.
 #[test]
 #[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
-fn the_scanner_thread_blocks_the_signals_sent_to_the_process() {
+fn the_scanner_thread_blocks_the_signals_sent_to_the_process_and_has_the_default_slack() {
     test_support::within_a_deadline("starting a scanner", TEST_DEADLINE, || {
         test_support::unblock_every_signal_on_this_thread();
+        test_support::set_this_threads_timer_slack(100_000_000);
         let domain = Domain::new();
         common::start_scanner_thread(&domain, TEST_DEADLINE / 2);
         let name = format!("hazptr-scan-{}", domain.id());
@@ -703,6 +705,20 @@ fn the_scanner_thread_blocks_the_signals_sent_to_the_process() {
             0,
             "the starting thread's mask changed"
         );
+        // The scanner sets its slack as it starts, a little after it has
+        // its name.
+        let deadline = Instant::now() + TEST_DEADLINE / 2;
+        loop {
+            let slacks = test_support::timer_slacks_ns(&name);
+            if slacks == [50_000] {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name}'s timer slack is {slacks:?} ns, not the default 50000"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     });
 }
 

@@ -558,10 +558,13 @@ impl CallbackQueue {
                 let builder = std::thread::Builder::new()
                     .name(format!("rcu-lite-{flavor}-callbacks"))
                     .stack_size(worker_stack_size());
-                // With the process's signals blocked (see `signal_mask`):
+                // With the process's signals blocked (see `thread_start`):
                 // callbacks run with them blocked, as liburcu's do.
-                crate::signal_mask::with_signals_blocked(|| {
-                    builder.spawn(move || self.worker_loop(synchronize))
+                crate::thread_start::with_signals_blocked(|| {
+                    builder.spawn(move || {
+                        crate::thread_start::default_timer_slack();
+                        self.worker_loop(synchronize);
+                    })
                 })
                 .map(drop)
             });

@@ -137,10 +137,10 @@ mod poll;
 pub mod qsbr;
 pub mod raw;
 mod record;
-#[cfg(not(loom))]
-mod signal_mask;
 mod sync;
 mod thread_record;
+#[cfg(not(loom))]
+mod thread_start;
 
 pub use cell::{Rcu, Retired};
 pub use config::{Fqs, GpConfig};

@@ -744,7 +744,11 @@ pub fn config() -> GpConfig {
 /// The thread (`rcu-lite-qsbr-gp`; `/proc`, `top` and `pgrep` show the
 /// kernel's 15 bytes of it, `rcu-lite-qsbr-g`) gets the scheduling policy,
 /// priority and allowed CPUs of the thread that starts it, here or in a crowded
-/// `synchronize_rcu()`. The callers it serves sleep until it completes
+/// `synchronize_rcu()`, and its cgroup and seccomp filter (a sandbox put on
+/// that thread alone passes on to the worker); not its signal
+/// mask (the worker blocks every signal sent to the process, all but the
+/// faults) nor its timer slack (the kernel's default, 50 us). The same
+/// holds for the callback worker. The callers it serves sleep until it completes
 /// their grace period, so a program with real-time (`SCHED_FIFO`,
 /// `SCHED_RR`) callers starts it here from a thread at the priority of its
 /// highest-priority caller: below that, on a CPU that threads at or above

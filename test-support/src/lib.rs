@@ -731,6 +731,39 @@ pub fn blocked_signals(name: &str) -> Vec<u64> {
     masks
 }
 
+/// The timer slack in nanoseconds (`/proc/TID/timerslack_ns`) of each of
+/// this process's threads named `name` (matched as in [`thread_states`]).
+pub fn timer_slacks_ns(name: &str) -> Vec<u64> {
+    let name = &name[..name.len().min(15)];
+    let mut slacks = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task lists the threads") {
+        let task = task.expect("a /proc/self/task entry");
+        // A thread that exited meanwhile has no files left: skip it.
+        let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) else {
+            continue;
+        };
+        if comm.trim_end() != name {
+            continue;
+        }
+        // Only the /proc/TID directory has the file, not .../task/TID.
+        let tid = task.file_name().into_string().expect("a tid");
+        if let Ok(slack) = std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")) {
+            slacks.push(slack.trim().parse().expect("timerslack_ns is a number"));
+        }
+    }
+    slacks
+}
+
+/// Sets this thread's timer slack (`PR_SET_TIMERSLACK`) to `ns`: a thread
+/// that starts a library's threads with the slack a program gives its
+/// background threads.
+pub fn set_this_threads_timer_slack(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes its value as the second argument and
+    // reads no memory.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong) };
+    assert_eq!(rc, 0, "prctl(PR_SET_TIMERSLACK, {ns})");
+}
+
 /// Checks that `mask` (see [`blocked_signals`]) blocks the signals a
 /// process is sent (`SIGINT`, `SIGTERM`, `SIGUSR1`, `SIGALRM`, `SIGCHLD`,
 /// `SIGPROF`) and leaves the faults a thread raises on itself (`SIGSEGV`,

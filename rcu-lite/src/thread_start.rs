@@ -1,7 +1,8 @@
-//! The crate's own threads (each flavor's grace-period worker and callback
-//! worker) block the process's signals.
+//! How the crate's own threads (each flavor's grace-period worker and
+//! callback worker) start: with the process's signals blocked, and the
+//! kernel's default timer slack.
 //!
-//! Invariant: a thread this crate starts never runs a handler for a signal
+//! Invariants: a thread this crate starts never runs a handler for a signal
 //! sent to the process (`SIGINT`, `SIGTERM`, `SIGCHLD`, `SIGALRM`,
 //! `SIGUSR1`, a `timer_create` signal, ...). The kernel hands such a signal
 //! to any thread that does not block it, and a new thread inherits the mask
@@ -21,6 +22,15 @@
 //! the process with no handler run, Rust's stack-overflow report included.
 //! glibc keeps its own internal signals (cancellation, `setxid`) out of the
 //! mask itself.
+//!
+//! And its timed sleeps end within the kernel's default timer slack (50 us)
+//! of their deadline. A thread's slack (`prctl(PR_SET_TIMERSLACK)`, which
+//! a program sets on a background thread to save power) is inherited by
+//! the threads it starts, as their default too: started from a thread with
+//! 100 ms of slack, the workers' timer-driven waits (forced-quiescent-state
+//! scans with `Fqs::kernel()`) ended up to 100 ms late: `call_rcu` to its
+//! callback took 203 ms instead of 6.2 (until 2026-12-07). So the new
+//! thread sets its own slack first ([`default_timer_slack`]).
 
 /// Runs `spawn` (which starts a thread) with every signal but the faults
 /// blocked on the calling thread, so that the new thread starts with them
@@ -81,5 +91,26 @@ impl Drop for Blocked {
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut())
         } != 0;
         debug_assert!(!failed, "pthread_sigmask(SIG_SETMASK) failed");
+    }
+}
+
+/// The kernel's default timer slack for a thread, in nanoseconds.
+#[cfg(not(miri))]
+const DEFAULT_TIMER_SLACK_NS: libc::c_ulong = 50_000;
+
+/// Sets this thread's timer slack to the kernel's default (50 us): called
+/// first by each of the crate's own threads (see the module docs). Not 0,
+/// which resets the slack to the thread's inherited default, itself the
+/// starting thread's slack.
+pub(crate) fn default_timer_slack() {
+    // Miri has no `prctl`.
+    #[cfg(not(miri))]
+    {
+        // SAFETY: PR_SET_TIMERSLACK takes its value as the second argument
+        // and reads no memory.
+        let failed = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, DEFAULT_TIMER_SLACK_NS) } != 0;
+        // Fails only for a kernel without it (before 2.6.28): the thread
+        // keeps its slack.
+        debug_assert!(!failed, "prctl(PR_SET_TIMERSLACK) failed");
     }
 }

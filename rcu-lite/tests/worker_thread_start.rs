@@ -1,8 +1,10 @@
 //! The flavors' worker threads (grace periods, callbacks) block the signals
-//! sent to the process, whatever the mask of the thread that started them.
-//! Until 2026-12-07 they inherited that thread's mask, so a `SIGINT` could
-//! run its handler on a worker. One test, alone in its process, so that its
-//! own thread, with nothing blocked, is the one that starts the workers.
+//! sent to the process and have the kernel's default timer slack, whatever
+//! the thread that started them had. Until 2026-12-07 they inherited both,
+//! so a `SIGINT` could run its handler on a worker, and 100 ms of slack
+//! made timer-driven grace periods end up to 100 ms late. One test, alone
+//! in its process, so that its own thread, with nothing blocked and 100 ms
+//! of slack, is the one that starts the workers.
 
 use rcu_lite::{memb, qsbr};
 use std::thread;
@@ -28,9 +30,27 @@ fn one_mask(name: &str) -> u64 {
     }
 }
 
+/// Waits for the one thread named `name` to have the default slack: it
+/// sets it as it starts, a little after it has its name.
+fn until_default_slack(name: &str) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let slacks = test_support::timer_slacks_ns(name);
+        if slacks == [50_000] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}'s timer slack is {slacks:?} ns, not the default 50000"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
-fn the_workers_block_the_signals_sent_to_the_process() {
+fn the_workers_block_the_signals_sent_to_the_process_and_have_the_default_slack() {
     test_support::unblock_every_signal_on_this_thread();
+    test_support::set_this_threads_timer_slack(100_000_000);
     // The callback workers start on the first `call_rcu`, on this thread.
     memb::call_rcu(|| {});
     memb::rcu_barrier();
@@ -52,6 +72,7 @@ fn the_workers_block_the_signals_sent_to_the_process() {
         "rcu-lite-memb-gp",
     ] {
         test_support::assert_blocks_process_signals(name, one_mask(name));
+        until_default_slack(name);
     }
     assert_eq!(
         test_support::this_threads_blocked_signals(),
