@@ -174,11 +174,20 @@ impl Watch {
 /// then seem to name. (A thread that exited a moment ago may still be
 /// listed.) 0, an id nobody recorded, is left as it is.
 pub fn thread_id_text(tid: i32) -> String {
-    if tid != 0 && !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
+    if thread_exited(tid) {
         format!("{tid} (exited)")
     } else {
         tid.to_string()
     }
+}
+
+/// Whether the thread `tid` is known to have exited: it is not listed in
+/// `/proc/self/task` while that directory is there. Without `/proc` (a
+/// chroot, a sandbox) nothing is known, and the answer is false: until
+/// 2026-12-07 every id then read as exited. 0 never has.
+pub fn thread_exited(tid: i32) -> bool {
+    let tasks = std::path::Path::new("/proc/self/task");
+    tid != 0 && tasks.is_dir() && !tasks.join(tid.to_string()).exists()
 }
 
 #[cfg(all(test, not(loom)))]

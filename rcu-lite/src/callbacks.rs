@@ -134,6 +134,12 @@ pub(crate) struct CallbackQueue {
     /// process: a fork child has none).
     #[cfg(not(loom))]
     worker_state: std::sync::atomic::AtomicU8,
+    /// The worker thread's kernel id (`gettid()`), 0 before it runs: a
+    /// barrier's stall warning checks that the thread is still there (a
+    /// seccomp filter that kills the thread, inherited from the thread that
+    /// started it, can end it; nothing in the process notices).
+    #[cfg(not(loom))]
+    worker_tid: std::sync::atomic::AtomicI32,
     /// Tests: makes every spawn of the worker fail.
     #[cfg(all(test, not(loom)))]
     fail_spawn: std::sync::atomic::AtomicBool,
@@ -200,6 +206,8 @@ impl CallbackQueue {
                 cross_barriers: AtomicU32::new(0),
                 #[cfg(not(loom))]
                 worker_state: std::sync::atomic::AtomicU8::new(WORKER_NOT_STARTED),
+                #[cfg(not(loom))]
+                worker_tid: std::sync::atomic::AtomicI32::new(0),
                 #[cfg(all(test, not(loom)))]
                 fail_spawn: std::sync::atomic::AtomicBool::new(false),
                 batches: Batches {
@@ -480,6 +488,20 @@ impl CallbackQueue {
         let Some(waited) = watch.due() else {
             return;
         };
+        let why = self.stall_reason(returned_seen, flavor);
+        futex_word::stall::write_line(format_args!(
+            "rcu-lite: stall: {path} has waited {:.1} s for the callbacks queued before it ({} \
+             callbacks of the flavor not started yet; {why}); it goes on waiting",
+            waited.as_secs_f64(),
+            self.pending(),
+            path = crate::api_path(flavor, name)
+        ));
+    }
+
+    /// What a barrier's stall warning says of the worker (see
+    /// `warn_if_stalled`), and `returned_seen` brought up to date.
+    #[cold]
+    fn stall_reason(&self, returned_seen: &mut u64, flavor: &str) -> String {
         // Relaxed: as `pending`. Two loads of two counters, each perhaps a
         // little stale: the wording is a best guess at a state that has
         // lasted the whole stall timeout, and `saturating_sub` keeps a
@@ -488,7 +510,19 @@ impl CallbackQueue {
         let started = self.batches.started_total.load(Relaxed);
         let running = started.saturating_sub(returned);
         let since = returned.wrapping_sub(std::mem::replace(returned_seen, returned));
-        let why = if since > 0 {
+        // Relaxed: as above.
+        #[cfg(not(loom))]
+        let tid = self.worker_tid.load(Relaxed);
+        #[cfg(not(loom))]
+        if self.worker_runs() && futex_word::stall::thread_exited(tid) {
+            return format!(
+                "the thread rcu-lite-{flavor}-callbacks (tid {tid}) has exited: something outside \
+                 rcu-lite ended it (a seccomp filter that kills the thread, inherited from the \
+                 thread that started it, say), and no callback of the flavor runs again in this \
+                 process"
+            );
+        }
+        if since > 0 {
             format!(
                 "{since} callbacks returned since the last look, so the thread \
                  rcu-lite-{flavor}-callbacks is still working through a backlog"
@@ -504,14 +538,7 @@ impl CallbackQueue {
                 "no callback is running: the thread rcu-lite-{flavor}-callbacks waits for a \
                  grace period that is held up (see any other stall line)"
             )
-        };
-        futex_word::stall::write_line(format_args!(
-            "rcu-lite: stall: {path} has waited {:.1} s for the callbacks queued before it ({} \
-             callbacks of the flavor not started yet; {why}); it goes on waiting",
-            waited.as_secs_f64(),
-            self.pending(),
-            path = crate::api_path(flavor, name)
-        ));
+        }
     }
 
     /// Whether the worker thread was spawned (Acquire: pairs with the
@@ -563,6 +590,9 @@ impl CallbackQueue {
                 crate::thread_start::with_signals_blocked(|| {
                     builder.spawn(move || {
                         crate::thread_start::default_timer_slack();
+                        // Relaxed: read only by stall warnings, a best
+                        // guess (see `stall_reason`).
+                        self.worker_tid.store(crate::record::os_tid(), Relaxed);
                         self.worker_loop(synchronize);
                     })
                 })
@@ -744,6 +774,7 @@ impl CallbackQueue {
         // Relaxed: the child's only thread is the caller. A thread that
         // was starting the worker did not come along either.
         self.worker_state.store(WORKER_NOT_STARTED, Relaxed);
+        self.worker_tid.store(0, Relaxed);
         // `fork_waiting` is 0 at every fork: forks wait for one another
         // before they count (`fork::FORKERS`), and the forking thread's
         // own count ended when it took the lock.
@@ -984,12 +1015,24 @@ fn report_panicked_callback(payload: Box<dyn std::any::Any + Send>) {
     );
 }
 
-/// Writes `message` on standard error and drops `payload`, unwinding from
-/// neither (see `report_panicked_callback`; a dropped `Retired` uses it too,
-/// so that a value's panicking drop is reported there as on the worker).
+/// Writes `message` on standard error, with the panic's own message where
+/// it is a string, and drops `payload`, unwinding from neither (see
+/// `report_panicked_callback`; a dropped `Retired` uses it too, so that a
+/// value's panicking drop is reported there as on the worker). The panic
+/// hook's own report goes where that thread's output goes, which in a test
+/// run is the capture of whichever test started the worker (libtest passes
+/// its capture on to the threads a test spawns): this line names the panic
+/// for the test whose callback it was (it did not until 2026-12-07).
 #[cold]
 pub(crate) fn report_panic(message: &str, payload: Box<dyn std::any::Any + Send>) {
-    futex_word::stall::write_line(format_args!("{message}"));
+    let text = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    match text {
+        Some(text) => futex_word::stall::write_line(format_args!("{message}: {text:?}")),
+        None => futex_word::stall::write_line(format_args!("{message}")),
+    }
     if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         // Its payload's drop panicked in turn: leak this one.
         mem::forget(inner);
@@ -1000,6 +1043,29 @@ pub(crate) fn report_panic(message: &str, payload: Box<dyn std::any::Any + Send>
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// A barrier's stall warning says so when the worker thread is gone
+    /// (killed by an inherited seccomp filter, say): until 2026-12-07 it
+    /// said the worker waited for a held-up grace period, and pointed at
+    /// stall lines that never came. A live worker is not called gone.
+    #[test]
+    fn a_stall_reason_names_a_worker_that_has_exited() {
+        let queue = CallbackQueue::new();
+        queue.worker_state.store(WORKER_RUNNING, Relaxed);
+        let gone = std::thread::spawn(crate::record::os_tid).join().unwrap();
+        queue.worker_tid.store(gone, Relaxed);
+        let mut seen = 0;
+        let why = queue.stall_reason(&mut seen, "memb");
+        assert!(
+            why.starts_with(&format!(
+                "the thread rcu-lite-memb-callbacks (tid {gone}) has exited"
+            )),
+            "{why}"
+        );
+        queue.worker_tid.store(crate::record::os_tid(), Relaxed);
+        let why = queue.stall_reason(&mut seen, "memb");
+        assert!(why.starts_with("no callback is running"), "{why}");
+    }
 
     /// A caller that finds the worker being started waits for the outcome,
     /// and spawns it itself when that start fails. With a plain started flag

@@ -405,7 +405,7 @@ impl Registry {
 
 /// The kernel's id of the calling thread (`gettid()`).
 #[cfg(not(loom))]
-fn os_tid() -> i32 {
+pub(crate) fn os_tid() -> i32 {
     // SAFETY: gettid() takes nothing and cannot fail.
     unsafe { libc::gettid() }
 }

@@ -90,7 +90,10 @@ fn a_callbacks_panic_report_on_a_closed_stderr_leaves_the_worker_running() {
             test_support::in_a_child_process(test, CHILD, "closed");
             let stderr = test_support::stderr_of_a_passing_child_process(test, CHILD, "open", &[]);
             assert!(
-                stderr.contains("rcu-lite: an RCU callback panicked; the callback worker goes on"),
+                stderr.contains(
+                    "rcu-lite: an RCU callback panicked; the callback worker goes on: \
+                     \"an RCU callback panics\""
+                ),
                 "{stderr}"
             );
         }
