@@ -19,7 +19,7 @@
 //!   an idle CPU; with at least as many tokens as CPUs the CPUs stay busy, as
 //!   they do with many callers, and woken threads queue behind running ones.
 //!   Each row gives the wall time per hand-off and the process's CPU time
-//!   per hand-off (`/proc/self/stat`, 10 ms ticks).
+//!   per hand-off (`CLOCK_PROCESS_CPUTIME_ID`).
 //!
 //! ```sh
 //! cargo run --release -p bench-suite --example contention_floor -- 20000 16
@@ -131,21 +131,16 @@ fn ring_hand_off(threads: usize, tokens: usize, duration: Duration) -> (f64, f64
 }
 
 /// User plus system CPU time of the whole process so far, in seconds
-/// (`/proc/self/stat`, in clock ticks: `sysconf(_SC_CLK_TCK)` a second, 100
-/// on every common Linux architecture).
+/// (`CLOCK_PROCESS_CPUTIME_ID`: no /proc needed, and nanoseconds where
+/// `/proc/self/stat` gave clock ticks; reading that file panicked where
+/// /proc is not mounted, until 2026-12-07).
 fn process_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // The fields after the command name (which may contain spaces) start at
-    // the state, field 3; utime and stime are fields 14 and 15.
-    let after_name = &stat[stat.rfind(')').expect("stat format") + 2..];
-    let ticks: u64 = after_name
-        .split(' ')
-        .skip(11)
-        .take(2)
-        .map(|field| field.parse::<u64>().expect("tick count"))
-        .sum();
-    // SAFETY: sysconf takes any name, and returns -1 for one it lacks.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    assert!(per_second > 0, "sysconf(_SC_CLK_TCK) = {per_second}");
-    ticks as f64 / per_second as f64
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill in.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
 }

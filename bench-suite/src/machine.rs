@@ -343,12 +343,25 @@ impl Machine {
     /// Describes the current machine.
     pub fn current() -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu = cpuinfo_field(&cpuinfo, "model name")
-            .unwrap_or(std::env::consts::ARCH)
-            .to_owned();
+        // Without /proc (a chroot, a sandbox) the model is unknown, and says
+        // so: the bare architecture read as a model, and `compare` then
+        // reported another machine (until 2026-12-07).
+        let cpu = cpuinfo_field(&cpuinfo, "model name").map_or_else(
+            || {
+                format!(
+                    "{} (model unknown: no /proc/cpuinfo)",
+                    std::env::consts::ARCH
+                )
+            },
+            str::to_owned,
+        );
+        // The release from uname(2), which needs no /proc: the fallback was
+        // the OS's name, "linux".
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_owned())
-            .unwrap_or_else(|_| std::env::consts::OS.to_owned());
+            .ok()
+            .or_else(kernel_release)
+            .unwrap_or_else(|| "unknown".to_owned());
         Machine {
             cpu,
             cpu_id: cpu_id(&cpuinfo),
@@ -396,8 +409,32 @@ impl Machine {
     }
 }
 
-/// CPUs online, from `sysconf`; `None` where it cannot say.
+/// The kernel's release, from `uname(2)`.
+fn kernel_release() -> Option<String> {
+    // SAFETY: `utsname` is plain bytes; `uname` fills it in.
+    let mut names: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `names` is valid for the call to write.
+    if unsafe { libc::uname(&mut names) } != 0 {
+        return None;
+    }
+    let release: Vec<u8> = names
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8(release).ok().filter(|r| !r.is_empty())
+}
+
+/// CPUs online, from `sysconf`; `None` where it cannot say. glibc reads
+/// `/sys/devices/system/cpu/online`, then `/proc/stat`, and with neither
+/// counts this thread's allowed CPUs, which is no count of those online
+/// (`taskset -c 1` in a sandbox without both read as 1 CPU online).
 fn online_cpus() -> Option<usize> {
+    let readable = |path: &str| std::fs::File::open(path).is_ok();
+    if !readable("/sys/devices/system/cpu/online") && !readable("/proc/stat") {
+        return None;
+    }
     // SAFETY: sysconf takes any name and returns -1 for one it lacks.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).ok().filter(|&n| n > 0)
@@ -423,6 +460,17 @@ fn cpu_id(cpuinfo: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The release `uname` gives, which a machine without /proc records,
+    /// is the one /proc gives (it was "linux" until 2026-12-07).
+    #[test]
+    fn the_kernel_release_comes_from_uname_without_proc() {
+        let release = kernel_release().expect("uname");
+        if let Ok(proc) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+            assert_eq!(release, proc.trim());
+        }
+        assert_ne!(release, std::env::consts::OS);
+    }
 
     /// The build script's records reach the binary: a version, an
     /// optimization level, the target, and every Rust peer with a version.

@@ -625,7 +625,8 @@ fn locktorture_section(results: &Results) -> Section {
          *Writer share* is writer acquisitions per writer thread over reader acquisitions per reader \
          thread: 1.0 is even, near 0 means writers starve, and `-` means the readers got none. *Starved* marks the kernel's `???` \
          (a thread got less than half the busiest thread's count, the kernel's `max / 2 > min` in \
-         whole acquisitions). With more threads than CPUs \
+         whole acquisitions), and *writers got none* (or readers) a side that never got the lock \
+         in the timed window, which that test passes (0 / 2 is not more than 0). With more threads than CPUs \
          that count also depends on how evenly the scheduler ran the threads; *starved off \
          runqueue* applies the same test to each thread's acquisitions per millisecond it was \
          not waiting for a CPU (`/proc/thread-self/schedstat`), which leaves only the lock's \
@@ -669,7 +670,17 @@ fn locktorture_section(results: &Results) -> Section {
                 .fold(0.0, f64::max)
         };
         let rounds = o.starved_by_round();
-        let starved = starved_cell(&rounds, |s| (Some(s.writers), Some(s.readers)));
+        let mut starved = starved_cell(&rounds, |s| (Some(s.writers), Some(s.readers)));
+        // The kernel's Max/Min test passes a side whose threads all got 0
+        // (0/2 > 0 is false): "no" beside 0 writes read as fair (spin's
+        // writers among 16 readers, until 2026-12-07).
+        if let Some(side) = o.exclusion_unchecked_side() {
+            starved = if starved == "no" {
+                format!("{side}rs got none")
+            } else {
+                format!("{side}rs got none; {starved}")
+            };
+        }
         let starved_served = starved_cell(&rounds, |s| {
             (s.writers_off_runqueue, s.readers_off_runqueue)
         });
@@ -1017,6 +1028,25 @@ mod tests {
         for row in rows(&results) {
             assert!(row.contains("| - | - |") && !row.contains("inf"), "{row}");
         }
+    }
+
+    /// A side that never got the lock shows as such in *starved*: the
+    /// kernel's Max/Min test passes it (0 / 2 is not more than 0), and the
+    /// cell read "no" beside 0 writes until 2026-12-07.
+    #[test]
+    fn a_side_that_got_no_acquisition_is_named_in_starved() {
+        let mut results = crate::report::tests::sample();
+        let mut o = results.locktorture[0].clone();
+        o.writes = crate::report::tests::counts(0, 0, 0);
+        o.reads = crate::report::tests::counts(14_000, 875, 875);
+        o.starved_rounds.clear();
+        results.locktorture = vec![o];
+        let markdown = document(&results).to_markdown();
+        let row = markdown
+            .lines()
+            .find(|l| l.starts_with("| lock-a |"))
+            .unwrap_or_else(|| panic!("{markdown}"));
+        assert!(row.contains("| writers got none |"), "{row}");
     }
 
     #[test]
