@@ -26,7 +26,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 wall = float(sys.argv[3]) - float(sys.argv[2])
 print(f"384 CPUs, 60 simulated s, {r['policy']:8}: {r['calls_per_s']:12.1f} calls/s, stalls {r['stalls']:7}, "
-      f"p50 {r['latency_us']['p50']:.0f} us, wall {wall:.2f} s (goal < 5 s: {'ok' if wall < 5 else 'NOT MET'})")
+      f"p50 {r['latency_us']['p50'] if 'latency_us' in r else float('nan'):.0f} us, wall {wall:.2f} s (goal < 5 s: {'ok' if wall < 5 else 'NOT MET'})")
 PY
 done
 python3 - "$out" <<'PY'

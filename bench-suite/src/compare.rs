@@ -413,6 +413,18 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
                     figures.insert(format!("{k}_per_s"), count / d);
                 }
             }
+            // A membarrier run (or a sweep's policy) that completed no call
+            // has no latency. Results saved before 2026-12-07 recorded
+            // zeros there, which would compare as a latency gone to nothing
+            // (or risen from it): left out, as newer results leave them.
+            let idle: Vec<String> = figures
+                .iter()
+                .filter(|(k, n)| (k.as_str() == "calls" || k.ends_with(".calls")) && **n == 0.0)
+                .map(|(k, _)| format!("{}latency_us.", &k[..k.len() - "calls".len()]))
+                .collect();
+            for prefix in idle {
+                figures.retain(|k, _| !k.starts_with(&prefix));
+            }
             // Counts of a membarrier run over its own `seconds` (simulated
             // or wall-clock; nested per policy in the report's sweep), as
             // rates: the quick and full profiles simulate 5 and 20 s.
@@ -453,11 +465,20 @@ pub fn flatten(results: &Value) -> BTreeMap<String, BTreeMap<String, f64>> {
     out
 }
 
+/// The smallest rise from 0 that is judged a regression: 0.0005, what
+/// printed as "0.001" when figures had three decimals. Below it a figure is
+/// a trace (rcuscale's others' CPU time per wait of 0.0004 us where they did
+/// nothing, flagged "0 -> 0.000" until 2026-12-07); counts start at 1.
+const RISE_FROM_ZERO_FLOOR: f64 = 0.0005;
+
 /// CPU figures by role that are judged against both roles' sum, the
 /// writers' first: a torture outcome's per object replaced, and an rcuscale
-/// outcome's per wait (whose others' time is often a few nanoseconds beside
-/// the writers' microseconds, and tripled from 0.005 to 0.015 us was judged
-/// a +199% regression, printed "0.000 -> 0.000", until 2026-12-07).
+/// outcome's per wait, whose others' time is often a few nanoseconds beside
+/// the writers' microseconds (tripled from 0.005 to 0.015 us, it was judged
+/// a +199% regression, printed "0.000 -> 0.000", until 2026-12-07). Of the
+/// rcuscale pair only the others' figure is judged so: the writers' own
+/// time per wait is what the writers pay, judged by its own change (see
+/// [`roles_total`]).
 const CPU_BY_ROLE: [[&str; 2]; 2] = [
     ["cpu.writer_per_object_ns", "cpu.others_per_object_ns"],
     ["cpu.writers_us", "cpu.others_us"],
@@ -467,6 +488,9 @@ const CPU_BY_ROLE: [[&str; 2]; 2] = [
 /// (`figures`), where `figure` is one of a [`CPU_BY_ROLE`] pair and the run
 /// has both.
 fn roles_total(figure: &str, figures: &BTreeMap<String, f64>) -> Option<f64> {
+    if figure == "cpu.writers_us" {
+        return None;
+    }
     let pair = CPU_BY_ROLE.iter().find(|pair| pair.contains(&figure))?;
     pair.iter().map(|f| figures.get(*f).copied()).sum()
 }
@@ -558,15 +582,10 @@ pub fn compare(old: &Value, new: &Value, threshold_pct: f64) -> Comparison {
                 _ => 0.0,
             };
             // A figure rising from zero (no percentage to judge) is a
-            // regression at any size it prints at: an error count, objects
-            // held back, a CPU time of 500 us. Not one that still prints
-            // as 0 (rcuscale's others' CPU time per wait of 0.0004 us, which
-            // was flagged "0 -> 0.000" until 2026-12-07).
+            // regression at any size from `RISE_FROM_ZERO_FLOOR` up: an
+            // error count, objects held back, a CPU time of 500 us.
             let from_zero = o == 0.0
-                && n > 0.0
-                && format!("{n:.3}")
-                    .parse::<f64>()
-                    .is_ok_and(|printed| printed > 0.0)
+                && n >= RISE_FROM_ZERO_FLOOR
                 && dir == Direction::LowerIsBetter
                 && judged_pct.is_none();
             changes.push(Change {
@@ -790,8 +809,8 @@ fn fmt(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else if v.abs() < 0.01 {
-        // Three significant figures: `{:.3}` printed 0.005 us and 0.015 us
-        // alike as "0.000".
+        // Below 0.01, three significant figures: `{:.3}` printed 0.005 us
+        // and 0.0015 us alike as "0.005" and "0.002", and 0.0004 as "0.000".
         format!("{v:.2e}")
     } else {
         format!("{v:.3}")
@@ -1069,12 +1088,12 @@ mod tests {
         assert_eq!(flagged(2000.0, 2601.0, 30.0), (0, 0));
     }
 
-    /// A figure rising from 0 is a regression at any size it prints at (an
-    /// error, objects held back, CPU time), not one that still prints as 0:
-    /// rcuscale's others' CPU time per wait rounds to 0 where they did
+    /// A figure rising from 0 is a regression from [`RISE_FROM_ZERO_FLOOR`]
+    /// up (an error, objects held back, CPU time), not a trace below it:
+    /// rcuscale's others' CPU time per wait is about 0 where they did
     /// nothing, and 0.0004 us was flagged "0 -> 0.000" until 2026-12-07.
     #[test]
-    fn a_figure_rising_from_zero_is_a_regression_where_it_prints_above_zero() {
+    fn a_figure_rising_from_zero_is_a_regression_from_the_floor_up() {
         let run = |others_us: f64, errors: u64, unreclaimed_max: u64| {
             json!({"rcuscale": [{"impl": "rcu-lite", "writers": 1, "readers": 0, "duration_s": 1.0,
                                  "gps": 100, "cpu": {"others_us": others_us}}],
@@ -1469,6 +1488,41 @@ mod tests {
         assert!(others(&c).regression, "{c:?}");
     }
 
+    /// A membarrier run that completed no call has no latency to compare:
+    /// the zeros results saved before 2026-12-07 recorded there are left
+    /// out, so they neither fail the gate as figures gone from a newer run
+    /// nor make a real latency a rise from 0.
+    #[test]
+    fn zero_latencies_of_a_run_with_no_call_are_not_compared() {
+        let sweep = |latency: Option<f64>, calls: u64| {
+            let mut global = json!({"calls": calls, "seconds": 5.0});
+            if let Some(us) = latency {
+                global["latency_us"] = json!({"mean": us, "p50": us, "p99": us, "max": us});
+            }
+            json!({"profile": "quick", "machine": {"cpu": "X"},
+                   "membarrier_sweep": [{"cpus": 8, "callers": 200, "global": global}]})
+        };
+        let old = sweep(Some(0.0), 0);
+        let c = compare(&old, &sweep(None, 0), 10.0);
+        assert!(
+            c.gate_failures().iter().all(|f| !f.contains("latency")),
+            "{c:?}"
+        );
+        let c = compare(&old, &sweep(Some(4_999_610.0), 3), 10.0);
+        assert!(
+            c.changes.iter().all(|ch| !ch.figure.contains("latency")),
+            "{c:?}"
+        );
+        // With calls on both sides, latencies compare as before.
+        let c = compare(&sweep(Some(10.0), 3), &sweep(Some(30.0), 3), 10.0);
+        assert!(
+            c.changes
+                .iter()
+                .any(|ch| ch.figure == "global.latency_us.p99" && ch.regression),
+            "{c:?}"
+        );
+    }
+
     /// rcuscale's CPU time per wait by role is judged as a share of both
     /// roles', as torture's per object is: the others' few nanoseconds
     /// tripling beside the writers' 50 us is no regression (judged +199%
@@ -1504,8 +1558,12 @@ mod tests {
         // The others' time grown to a real share of the wait still is one.
         let c = compare(&run(50.0, 0.005), &run(50.0, 10.0), 10.0);
         assert!(figure(&c, "cpu.others_us").regression, "{c:?}");
-        // So are the writers' own.
+        // The writers' own time is judged by its own change, beside
+        // others' time of any size.
         let c = compare(&run(50.0, 0.005), &run(60.0, 0.005), 10.0);
+        assert!(figure(&c, "cpu.writers_us").regression, "{c:?}");
+        assert_eq!(figure(&c, "cpu.writers_us").judged_pct, None);
+        let c = compare(&run(4.08, 4.55), &run(4.9, 4.55), 10.0);
         assert!(figure(&c, "cpu.writers_us").regression, "{c:?}");
     }
 

@@ -342,19 +342,21 @@ fn liburcu_memb_fences() -> Option<String> {
 impl Machine {
     /// Describes the current machine.
     pub fn current() -> Machine {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo");
         // Without /proc (a chroot, a sandbox) the model is unknown, and says
         // so: the bare architecture read as a model, and `compare` then
-        // reported another machine (until 2026-12-07).
-        let cpu = cpuinfo_field(&cpuinfo, "model name").map_or_else(
-            || {
-                format!(
-                    "{} (model unknown: no /proc/cpuinfo)",
-                    std::env::consts::ARCH
-                )
-            },
-            str::to_owned,
-        );
+        // reported another machine (until 2026-12-07). A cpuinfo without a
+        // model name (arm64's) still gives the architecture, as before.
+        let cpu = match &cpuinfo {
+            Ok(text) => cpuinfo_field(text, "model name")
+                .unwrap_or(std::env::consts::ARCH)
+                .to_owned(),
+            Err(_) => format!(
+                "{} (model unknown: no /proc/cpuinfo)",
+                std::env::consts::ARCH
+            ),
+        };
+        let cpuinfo = cpuinfo.unwrap_or_default();
         // The release from uname(2), which needs no /proc: the fallback was
         // the OS's name, "linux".
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")

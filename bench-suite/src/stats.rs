@@ -163,7 +163,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seconds_keep_three_figures_below_a_second() {
+    fn seconds_keep_a_short_runs_length_visible() {
         assert_eq!(seconds(3.04), "3.0");
         assert_eq!(seconds(0.007_2), "0.007");
         assert_eq!(seconds(2e-6), "2.00e-6");

@@ -2173,8 +2173,8 @@ fn membarrier_sweep_shows_the_ratio_growing_with_cpus() {
     assert_eq!(text.lines().count(), 2 + 6, "{text}");
 }
 
-/// A sweep too short for any call to complete (1 simulated µs; each call
-/// takes a few) has no per-cpu/global ratio: `-`, not a 0/0.
+/// A run in which no call completes has no latency: absent from the JSON
+/// and `-` in the text, not zeros.
 #[test]
 fn membarrier_run_with_no_completed_call_reports_no_latency() {
     // 20 ms simulated, and a throttle walk with 100 us per thread group
@@ -2200,6 +2200,8 @@ fn membarrier_run_with_no_completed_call_reports_no_latency() {
     assert!(text.contains("latency_us - (no call completed)"), "{text}");
 }
 
+/// A sweep too short for any call to complete (1 simulated µs; each call
+/// takes a few) has no per-cpu/global ratio: `-`, not a 0/0.
 #[test]
 fn membarrier_sweep_prints_no_ratio_where_global_completed_no_call() {
     let out = syncbench(&[

@@ -49,7 +49,10 @@ pub(crate) fn with_signals_blocked<R>(spawn: impl FnOnce() -> R) -> R {
 /// on drop.
 #[cfg(not(any(loom, miri)))]
 struct Blocked {
-    previous: libc::sigset_t,
+    /// The caller's mask, if the block took effect (it fails only for an
+    /// invalid `how`; were it to, restoring an unset mask would unblock
+    /// every signal on the caller).
+    previous: Option<libc::sigset_t>,
 }
 
 #[cfg(not(any(loom, miri)))]
@@ -75,7 +78,9 @@ impl Blocked {
             // Fails only for an invalid `how`.
             let failed = libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut previous) != 0;
             debug_assert!(!failed, "pthread_sigmask(SIG_BLOCK) failed");
-            Blocked { previous }
+            Blocked {
+                previous: (!failed).then_some(previous),
+            }
         }
     }
 }
@@ -83,10 +88,13 @@ impl Blocked {
 #[cfg(not(any(loom, miri)))]
 impl Drop for Blocked {
     fn drop(&mut self) {
+        let Some(previous) = &self.previous else {
+            return;
+        };
         // SAFETY: `previous` is the mask `pthread_sigmask` filled in above.
-        let failed = unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut())
-        } != 0;
+        let failed =
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, previous, std::ptr::null_mut()) }
+                != 0;
         debug_assert!(!failed, "pthread_sigmask(SIG_SETMASK) failed");
     }
 }

@@ -709,7 +709,10 @@ fn the_scanner_thread_blocks_the_signals_sent_to_the_process_and_has_the_default
         // its name.
         let deadline = Instant::now() + TEST_DEADLINE / 2;
         loop {
-            let slacks = test_support::timer_slacks_ns(&name);
+            let Some(slacks) = test_support::timer_slacks_ns(&name) else {
+                eprintln!("{name}'s timer slack not checked: reading it needs CAP_SYS_NICE");
+                break;
+            };
             if slacks == [50_000] {
                 break;
             }

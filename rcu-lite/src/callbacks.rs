@@ -1049,6 +1049,7 @@ mod tests {
     /// said the worker waited for a held-up grace period, and pointed at
     /// stall lines that never came. A live worker is not called gone.
     #[test]
+    #[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
     fn a_stall_reason_names_a_worker_that_has_exited() {
         let queue = CallbackQueue::new();
         queue.worker_state.store(WORKER_RUNNING, Relaxed);

@@ -732,8 +732,11 @@ pub fn blocked_signals(name: &str) -> Vec<u64> {
 }
 
 /// The timer slack in nanoseconds (`/proc/TID/timerslack_ns`) of each of
-/// this process's threads named `name` (matched as in [`thread_states`]).
-pub fn timer_slacks_ns(name: &str) -> Vec<u64> {
+/// this process's threads named `name` (matched as in [`thread_states`]);
+/// `None` where the kernel refuses to show another thread's slack (it asks
+/// for `CAP_SYS_NICE`, which a test run as an ordinary user lacks), for the
+/// caller to skip its check and say so.
+pub fn timer_slacks_ns(name: &str) -> Option<Vec<u64>> {
     let name = &name[..name.len().min(15)];
     let mut slacks = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task lists the threads") {
@@ -747,11 +750,14 @@ pub fn timer_slacks_ns(name: &str) -> Vec<u64> {
         }
         // Only the /proc/TID directory has the file, not .../task/TID.
         let tid = task.file_name().into_string().expect("a tid");
-        if let Ok(slack) = std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")) {
-            slacks.push(slack.trim().parse().expect("timerslack_ns is a number"));
+        match std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")) {
+            Ok(slack) => slacks.push(slack.trim().parse().expect("timerslack_ns is a number")),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return None,
+            // Exited meanwhile.
+            Err(_) => {}
         }
     }
-    slacks
+    Some(slacks)
 }
 
 /// Sets this thread's timer slack (`PR_SET_TIMERSLACK`) to `ns`: a thread
