@@ -196,6 +196,7 @@ mod tests {
 
     /// A live thread's id is bare; one that exited is marked.
     #[test]
+    #[cfg_attr(miri, ignore = "reads /proc, which miri does not offer")]
     fn an_exited_threads_id_is_marked() {
         // SAFETY: gettid() takes nothing and cannot fail.
         let me = unsafe { libc::gettid() };

@@ -124,6 +124,10 @@ fn one_wake_ends_every_sleep(
 /// `wake_all` wakes every thread asleep on the word with one call (the
 /// loop above would pass a `wake_all` that woke one per call).
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "waits for the sleepers in /proc, which miri does not offer"
+)]
 fn one_wake_all_wakes_every_sleeper() {
     one_wake_ends_every_sleep(
         "one_wake_all_wakes_every_sleeper (a thread asleep on the word, never woken)",
@@ -135,6 +139,10 @@ fn one_wake_all_wakes_every_sleeper() {
 
 /// `wake_all_at` likewise wakes every sleeper at the address with one call.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "waits for the sleepers in /proc, which miri does not offer"
+)]
 fn one_wake_all_at_wakes_every_sleeper() {
     one_wake_ends_every_sleep(
         "one_wake_all_at_wakes_every_sleeper (a thread asleep on the word, never woken)",

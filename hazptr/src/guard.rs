@@ -140,7 +140,10 @@ impl fmt::Debug for Guard<'_> {
         // (null, or nothing yet) and a wildcard protect no address; an
         // address shows as a pointer, with the low bit `protection` clears.
         let value = self.slot_ref().load(Ordering::Relaxed);
-        let protects = crate::scan::protects(value).then_some(value as *const ());
+        // An address to print, with no provenance: never dereferenced (an
+        // integer-to-pointer cast, which strict provenance refuses).
+        let protects =
+            crate::scan::protects(value).then(|| std::ptr::without_provenance::<()>(value));
         f.debug_struct("Guard")
             .field("backup", &matches!(self.home, Home::Backup(_)))
             .field("protects", &protects)

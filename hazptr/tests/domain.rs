@@ -849,7 +849,7 @@ fn chain(domain: &Domain, len: usize, leaves: usize, drops: &Arc<AtomicUsize>) -
 #[cfg_attr(
     miri,
     ignore = "the links reach the domain during its drop through a raw pointer aliasing the \
-              drop's &mut self: Stacked Borrows rejects the test's own access"
+              drop's &mut self: Stacked Borrows and Tree Borrows both reject the test's own access"
 )]
 fn dropping_a_domain_frees_what_its_deleters_retire_into_it() {
     const LINKS: usize = 300;
