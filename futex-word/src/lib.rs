@@ -88,6 +88,7 @@ compile_error!(
 );
 
 pub mod stall;
+pub mod thread_start;
 
 #[cfg(loom)]
 pub use loom::sync::atomic::AtomicU32;

@@ -122,7 +122,6 @@ mod retire;
 mod scan;
 mod slot;
 mod sync;
-mod thread_start;
 
 pub use atomic_box::{AtomicBox, CompareExchangeError, Replaced};
 pub use domain::{Domain, DomainBuilder, SLOTS_PER_THREAD, usable_slots_per_thread};

@@ -8,7 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use test_support::DropCounted as Tracked;
 
 /// How long a test that waits on other threads (a `synchronize`, a
@@ -705,23 +705,8 @@ fn the_scanner_thread_blocks_the_signals_sent_to_the_process_and_has_the_default
             0,
             "the starting thread's mask changed"
         );
-        // The scanner sets its slack as it starts, a little after it has
-        // its name.
-        let deadline = Instant::now() + TEST_DEADLINE / 2;
-        loop {
-            let Some(slacks) = test_support::timer_slacks_ns(&name) else {
-                eprintln!("{name}'s timer slack not checked: reading it needs CAP_SYS_NICE");
-                break;
-            };
-            if slacks == [50_000] {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{name}'s timer slack is {slacks:?} ns, not the default 50000"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        // The scanner sets its slack as it starts.
+        test_support::until_default_timer_slack(&name, TEST_DEADLINE / 2);
     });
 }
 

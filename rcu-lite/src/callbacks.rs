@@ -585,11 +585,11 @@ impl CallbackQueue {
                 let builder = std::thread::Builder::new()
                     .name(format!("rcu-lite-{flavor}-callbacks"))
                     .stack_size(worker_stack_size());
-                // With the process's signals blocked (see `thread_start`):
+                // With the process's signals blocked (see `futex_word::thread_start`):
                 // callbacks run with them blocked, as liburcu's do.
-                crate::thread_start::with_signals_blocked(|| {
+                futex_word::thread_start::with_signals_blocked(|| {
                     builder.spawn(move || {
-                        crate::thread_start::default_timer_slack();
+                        futex_word::thread_start::default_timer_slack();
                         // Relaxed: read only by stall warnings, a best
                         // guess (see `stall_reason`).
                         self.worker_tid.store(crate::record::os_tid(), Relaxed);

@@ -239,8 +239,8 @@ impl GpWorker {
             }
         }
         let name = format!("rcu-lite-{}-gp", engine.reader_fence.flavor_name());
-        // With the process's signals blocked (see `thread_start`).
-        crate::thread_start::with_signals_blocked(|| {
+        // With the process's signals blocked (see `futex_word::thread_start`).
+        futex_word::thread_start::with_signals_blocked(|| {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(move || self.park_and_drive(engine))
@@ -251,7 +251,7 @@ impl GpWorker {
     /// The worker thread: park until a driver hands over, then drive until no
     /// grace period is needed.
     fn park_and_drive(&self, engine: &'static Engine) -> ! {
-        crate::thread_start::default_timer_slack();
+        futex_word::thread_start::default_timer_slack();
         // Release pairs with the Acquire load in `start`.
         self.thread.store(RUNNING, Release);
         loop {

@@ -139,8 +139,6 @@ pub mod raw;
 mod record;
 mod sync;
 mod thread_record;
-#[cfg(not(loom))]
-mod thread_start;
 
 pub use cell::{Rcu, Retired};
 pub use config::{Fqs, GpConfig};

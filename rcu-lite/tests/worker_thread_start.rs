@@ -34,26 +34,6 @@ fn one_mask(name: &str) -> u64 {
     }
 }
 
-/// Waits for the one thread named `name` to have the default slack: it
-/// sets it as it starts, a little after it has its name.
-fn until_default_slack(name: &str) {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let Some(slacks) = test_support::timer_slacks_ns(name) else {
-            eprintln!("{name}'s timer slack not checked: reading it needs CAP_SYS_NICE");
-            return;
-        };
-        if slacks == [50_000] {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}'s timer slack is {slacks:?} ns, not the default 50000"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn the_workers_block_the_signals_sent_to_the_process_and_have_the_default_slack() {
     test_support::unblock_every_signal_on_this_thread();
@@ -79,7 +59,7 @@ fn the_workers_block_the_signals_sent_to_the_process_and_have_the_default_slack(
         "rcu-lite-memb-gp",
     ] {
         test_support::assert_blocks_process_signals(name, one_mask(name));
-        until_default_slack(name);
+        test_support::until_default_timer_slack(name, LIMIT);
     }
     assert_eq!(
         test_support::this_threads_blocked_signals(),

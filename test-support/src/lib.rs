@@ -760,6 +760,29 @@ pub fn timer_slacks_ns(name: &str) -> Option<Vec<u64>> {
     Some(slacks)
 }
 
+/// Returns once the one thread named `name` has the kernel's default timer
+/// slack, 50 us (see [`timer_slacks_ns`]), which a thread sets as it
+/// starts, a little after it has its name; panics with what it last read if
+/// that has not happened within `limit`. Where reading another thread's
+/// slack is refused, says so on stderr and returns.
+pub fn until_default_timer_slack(name: &str, limit: Duration) {
+    let deadline = deadline_after(limit);
+    loop {
+        let Some(slacks) = timer_slacks_ns(name) else {
+            eprintln!("{name}'s timer slack not checked: reading it needs CAP_SYS_NICE");
+            return;
+        };
+        if slacks == [50_000] {
+            return;
+        }
+        assert!(
+            !past(deadline),
+            "{name}'s timer slack is {slacks:?} ns, not the default 50000"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Sets this thread's timer slack (`PR_SET_TIMERSLACK`) to `ns`: a thread
 /// that starts a library's threads with the slack a program gives its
 /// background threads.

@@ -103,8 +103,8 @@ fn start_scanner(shared: &Arc<Shared>) -> bool {
     let for_thread = Arc::clone(shared);
     let name = format!("hazptr-scan-{}", shared.id);
     // The scanner starts with the process's signals blocked (see
-    // `thread_start`).
-    let spawned = crate::thread_start::with_signals_blocked(|| {
+    // `futex_word::thread_start`).
+    let spawned = futex_word::thread_start::with_signals_blocked(|| {
         ThreadBuilder::new()
             .name(name)
             .spawn(move || scanner_main(&for_thread))
@@ -136,7 +136,7 @@ const BUSY_YIELDS: u32 = 1024;
 
 /// The scanner thread: drive the scan while there is work, sleep otherwise.
 fn scanner_main(shared: &Shared) {
-    crate::thread_start::default_timer_slack();
+    futex_word::thread_start::default_timer_slack();
     let scan = &shared.scan;
     let mut backoff = Backoff::new();
     let mut busy_yields = 0;

@@ -1,16 +1,16 @@
-//! How the crate's own thread (the scanner) starts: with the process's
-//! signals blocked, and the kernel's default timer slack.
+//! How this workspace's primitives start their own threads (hazptr's
+//! scanner, rcu-lite's grace-period and callback workers): with the
+//! process's signals blocked, and the kernel's default timer slack.
 //!
-//! Invariants: a thread this crate starts never runs a handler for a signal
-//! sent to the process (`SIGINT`, `SIGTERM`, `SIGCHLD`, `SIGALRM`,
+//! Invariants: a thread a primitive starts never runs a handler for a
+//! signal sent to the process (`SIGINT`, `SIGTERM`, `SIGCHLD`, `SIGALRM`,
 //! `SIGUSR1`, a `timer_create` signal, ...). The kernel hands such a signal
 //! to any thread that does not block it, and a new thread inherits the mask
-//! of the thread that starts it, which here is whichever user thread first
-//! queued a `synchronize` in a domain: a handler could then run on the
-//! scanner, where it may not take guards (the scanner is unregistered) and
-//! where a `synchronize` would wait for the very thread it stopped, and a
-//! program that leaves a signal unblocked in one thread, to be told by it,
-//! would be told on the scanner instead.
+//! of the thread that starts it, which is whichever user thread first
+//! needed it: a handler could then run there, where a wait (`synchronize`,
+//! `rcu_barrier`) would wait for the very thread it stopped, and a program
+//! that leaves a signal unblocked in one thread, to be told by it, would be
+//! told on the primitive's thread instead.
 //!
 //! So the starting thread blocks every signal around the spawn and then
 //! puts its own mask back, as liburcu does around the creation of its
@@ -21,18 +21,20 @@
 //! glibc keeps its own internal signals (cancellation, `setxid`) out of the
 //! mask itself.
 //!
-//! And its timed sleeps end within the kernel's default timer slack (50 us)
-//! of their deadline. A thread's slack (`prctl(PR_SET_TIMERSLACK)`, which
-//! a program sets on a background thread to save power) is inherited by
-//! the threads it starts, as their default too: started from a thread with
-//! 100 ms of slack, the scanner woke a waiting `synchronize` 30 ms after
-//! its guard dropped instead of 0.5 ms (until 2026-12-07). So the new
-//! thread sets its own slack first ([`default_timer_slack`]).
+//! And the thread's timed sleeps end within the kernel's default timer
+//! slack (50 us) of their deadline. A thread's slack
+//! (`prctl(PR_SET_TIMERSLACK)`, which a program sets on a background thread
+//! to save power) is inherited by the threads it starts, as their default
+//! too: started from a thread with 100 ms of slack, hazptr's scanner woke a
+//! waiting `synchronize` 30 ms after its guard dropped instead of 0.5 ms,
+//! and rcu-lite's timer-driven grace periods ended up to 100 ms late (until
+//! 2026-12-07). So the new thread sets its own slack first
+//! ([`default_timer_slack`]).
 
 /// Runs `spawn` (which starts a thread) with every signal but the faults
 /// blocked on the calling thread, so that the new thread starts with them
 /// blocked; the caller's mask is back when this returns, or unwinds.
-pub(crate) fn with_signals_blocked<R>(spawn: impl FnOnce() -> R) -> R {
+pub fn with_signals_blocked<R>(spawn: impl FnOnce() -> R) -> R {
     #[cfg(any(loom, miri))]
     {
         // Loom's threads are simulated, and miri has no signal masks.
@@ -107,7 +109,7 @@ const DEFAULT_TIMER_SLACK_NS: libc::c_ulong = 50_000;
 /// first by each of the crate's own threads (see the module docs). Not 0,
 /// which resets the slack to the thread's inherited default, itself the
 /// starting thread's slack.
-pub(crate) fn default_timer_slack() {
+pub fn default_timer_slack() {
     // Loom's threads are simulated, and miri has no `prctl`.
     #[cfg(not(any(loom, miri)))]
     {
