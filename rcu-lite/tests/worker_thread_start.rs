@@ -19,19 +19,16 @@ use test_support::Crowd;
 /// machine.
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// The blocked-signal mask of the one thread named `name`, once it has
+/// appeared.
 fn one_mask(name: &str) -> u64 {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let masks = test_support::blocked_signals(name);
-        if let [mask] = masks[..] {
-            return mask;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no one thread named {name}: {masks:?}"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
+    assert!(
+        test_support::thread_appears(name, LIMIT),
+        "no thread named {name}"
+    );
+    let masks = test_support::blocked_signals(name);
+    assert_eq!(masks.len(), 1, "not one thread named {name}: {masks:?}");
+    masks[0]
 }
 
 #[test]
