@@ -25,9 +25,11 @@
 //! run ([`Change::judged_pct`]): the others' time is often a fraction of a
 //! nanosecond per object (the threads that are neither readers nor writers
 //! barely run), and its doubling from 0.3 to 0.7 ns beside the writers' 230
-//! is no regression. An rcuscale outcome's CPU time per wait by role
-//! (`cpu.writers_us`, `cpu.others_us`) is judged the same way, as a share of
-//! both. Its `cpu.others_us` is judged only
+//! is no regression. An rcuscale outcome's others' CPU time per wait
+//! (`cpu.others_us`) is judged the same way, as a share of both roles'
+//! (`cpu.writers_us` + `cpu.others_us`); the writers' own time per wait is
+//! what the writers pay, judged by its own change. Its `cpu.others_us` is
+//! judged only
 //! between runs that measured it the same way: before 2026-12-05 it also
 //! counted starting the threads (`cpu.others_timed_window`, 0 or 1 here);
 //! across that change it is shown, not judged, with a note
@@ -227,9 +229,9 @@ pub struct Change {
     /// (new - old) / old, in percent (`null` when old is 0).
     pub change_pct: Option<f64>,
     /// The change the judgement used, in percent, where it is not
-    /// `change_pct`: a role's CPU time per object (torture) or per wait
-    /// (rcuscale) changes by this share of what both roles cost in the old
-    /// run.
+    /// `change_pct`: a role's CPU time per object (torture) or the others'
+    /// CPU time per wait (rcuscale) changes by this share of what both roles
+    /// cost in the old run.
     pub judged_pct: Option<f64>,
     /// Which way is better.
     pub direction: Direction,
