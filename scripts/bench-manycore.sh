@@ -44,7 +44,10 @@ run() {
     local limit=$1
     shift
     echo "### $*" | tee -a "$log" >&2
-    timeout "$limit" "$sb" "$@" --json >> "$log" 2>> "$out/stderr.txt"
+    # --foreground: the command stays in the script's process group, so
+    # Ctrl-C stops it and the script (in its own group, timeout's child never
+    # saw the signal, and the script went on to the next command).
+    timeout --foreground "$limit" "$sb" "$@" --json >> "$log" 2>> "$out/stderr.txt"
     local rc=$?
     [ $rc -eq 0 ] || echo "### exit $rc" >> "$log"
 }
@@ -101,11 +104,18 @@ run 60 membarrier --mode threaded --cpus 8 --callers 8 --policy per-cpu --durati
 treiber() {
     if [ -n "${TREIBER_BENCH:-}" ]; then
         # Criterion writes its data under ./target/criterion.
-        (cd "$out" && timeout 120 "$TREIBER_BENCH" --bench --quick)
+        (cd "$out" && timeout --foreground 120 "$TREIBER_BENCH" --bench --quick)
     elif [ -z "${1:-}" ]; then
-        timeout 300 cargo bench -p bench-suite --bench treiber -- --quick
+        timeout --foreground 300 cargo bench -p bench-suite --bench treiber -- --quick
     fi
 }
 echo "### treiber" >&2
 treiber "${1:-}" 2>&1 | grep 'time:' > "$out/treiber.txt"
+# The bench's own status (a panic's message is not a `time:` line): a failed
+# or timed-out run is marked, as run() marks a command's, not left to read as
+# a shorter one.
+treiber_rc=${PIPESTATUS[0]}
+if [ "$treiber_rc" -ne 0 ]; then
+    echo "### treiber exit $treiber_rc" | tee -a "$out/treiber.txt" >> "$log"
+fi
 echo "### done" >> "$log"

@@ -37,7 +37,8 @@ for line in sys.stdin:
         continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         crate_dir = os.path.dirname(m["manifest_path"])
-        print(config, m["target"]["name"], crate_dir, m["executable"])
+        # Tab-separated: a checkout path may hold spaces.
+        print("\t".join([config, m["target"]["name"], crate_dir, m["executable"]]))
 ' "$config"
 }
 
@@ -48,7 +49,7 @@ cargo test -p hazptr --features force-slow-path --no-run
     binaries plain --workspace
     binaries force-slow-path -p hazptr --features force-slow-path
     binaries seqcst -p hazptr
-} | grep -v ' loom ' > "$out/binaries"
+} | awk -F '\t' '$2 != "loom"' > "$out/binaries"
 echo "$(wc -l < "$out/binaries") binaries x $rounds rounds x $loops loops"
 
 # One loop: every binary once per round; a failure leaves its output and a
@@ -56,12 +57,14 @@ echo "$(wc -l < "$out/binaries") binaries x $rounds rounds x $loops loops"
 run_loop() {
     local loop=$1 round config name dir exe log fence
     for round in $(seq 1 "$rounds"); do
-        while read -r config name dir exe; do
+        while IFS=$'\t' read -r config name dir exe; do
             log="$out/$config.$(basename "$dir").$name.loop$loop.round$round.log"
             # The seqcst configuration is hazptr's binaries in SeqCst fence mode.
             fence=${SYNCPRIMS_FENCE:-}
             [ "$config" = seqcst ] && fence=seqcst
-            if (cd "$dir" && SYNCPRIMS_FENCE=$fence timeout 600 "$exe" -q) > "$log" 2>&1; then
+            # --foreground keeps the binary in this script's process group,
+            # where Ctrl-C and the trap below reach it.
+            if (cd "$dir" && SYNCPRIMS_FENCE=$fence timeout --foreground 600 "$exe" -q) > "$log" 2>&1; then
                 rm "$log"
             else
                 echo "$config $(basename "$dir")/$name" >> "$out/failed.$loop"
@@ -72,6 +75,10 @@ run_loop() {
 }
 
 started=$(date +%s)
+# The loops run in the background, where a non-interactive shell starts them
+# ignoring SIGINT: on Ctrl-C or a TERM, end them and their binaries with the
+# script (until 2026-12-08 they ran on, into the next run's target/stress/).
+trap 'trap - INT TERM; kill 0' INT TERM
 for loop in $(seq 1 "$loops"); do
     run_loop "$loop" &
 done

@@ -50,7 +50,9 @@ for example in "callback_backlog 50 1" "callers_per_gp 0.05 1/0,2/1" \
     read -r name args <<< "$example"
     echo "== example $name $args"
     # shellcheck disable=SC2086 # the arguments split on purpose
-    timeout 120 cargo run -q -p bench-suite --example "$name" -- $args
+    # --foreground keeps cargo and the example in this script's process
+    # group, where Ctrl-C reaches them (and stops the script).
+    timeout --foreground 120 cargo run -q -p bench-suite --example "$name" -- $args
 done
 
 # Loom builds every crate with `--cfg loom`; a separate target directory keeps

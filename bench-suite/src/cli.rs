@@ -270,6 +270,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "RESULTS_JSON")]
     pub from: Option<PathBuf>,
     /// Directory for report.md, report.html, plots/*.svg and results.json.
+    /// One report at a time: while a report is measuring or writing into
+    /// it, another into the same directory is refused.
     #[arg(long, default_value = "target/syncbench-report")]
     pub out: PathBuf,
     /// Also print results.json to standard output.

@@ -1093,6 +1093,27 @@ fn report_from_writes_an_earlier_run_again_without_measuring() {
         "{markdown}"
     );
     assert!(out_dir.join("report.html").exists() && out_dir.join("results.json").exists());
+    // The committed reference report says its tables and picks are this
+    // build's: it must be what this build writes from its results.json
+    // (after a change to the report, write it again with `syncbench report
+    // --from docs/reference-report/results.json --out docs/reference-report`).
+    for page in ["report.md", "report.html"] {
+        let committed = std::path::Path::new(reference).with_file_name(page);
+        let committed = std::fs::read_to_string(&committed).unwrap();
+        let written = std::fs::read_to_string(out_dir.join(page)).unwrap();
+        let differing = committed
+            .lines()
+            .zip(written.lines())
+            .position(|(a, b)| a != b);
+        assert!(
+            committed == written,
+            "docs/reference-report/{page} is not what this build writes from its \
+             results.json (first differing line {:?}; lines {} against {})",
+            differing.map(|i| i + 1),
+            committed.lines().count(),
+            written.lines().count()
+        );
+    }
     // The JSON written back compares equal to the one read: nothing re-measured.
     let out = syncbench(&[
         "compare",

@@ -177,6 +177,58 @@ pub(super) fn temporary_path(destination: &Path) -> PathBuf {
     destination.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// Creates and removes an empty file in `folder`, under a
+/// [`TerminationHeld`]: a signal meanwhile leaves no probe behind (until
+/// 2026-12-08 one that landed between the two left a hidden
+/// `.write-probe.tmp-PID`).
+pub(super) fn probe(folder: &Path) -> std::io::Result<()> {
+    let _held = TerminationHeld::new();
+    let probe = temporary_path(&folder.join("write-probe"));
+    std::fs::write(&probe, b"").and_then(|()| std::fs::remove_file(&probe))
+}
+
+/// An exclusive `flock(2)` on a report's folder, held from before the
+/// measuring until its files are renamed: a second report into the same
+/// folder at once is refused, where its renames could interleave with the
+/// first's and leave one run's `results.json` beside the other's pages
+/// (each process's renames are atomic, the two together were not), and
+/// where each would measure under the other's load. The lock is on the
+/// folder itself, so no lock file is left in it; the kernel drops it when
+/// the process ends, however it ends.
+pub(super) struct FolderLock {
+    /// The folder, open; its lock goes with the descriptor.
+    _folder: std::fs::File,
+}
+
+/// Takes [`FolderLock`] on `folder`, or names the conflict. Where the
+/// filesystem has no `flock` (some network filesystems), nothing is locked
+/// and the report goes on as before the lock was taken.
+pub(super) fn lock_folder(folder: &Path) -> std::io::Result<Option<FolderLock>> {
+    use std::os::fd::AsRawFd as _;
+    let file = std::fs::File::open(folder).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot open the folder {}: {e}", folder.display()),
+        )
+    })?;
+    // SAFETY: `file` is an open descriptor for the call's duration.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(Some(FolderLock { _folder: file }));
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::ResourceBusy,
+            format!(
+                "another syncbench report is writing into {} (it holds the folder's lock): \
+                 wait for it to end, or choose another --out",
+                folder.display()
+            ),
+        ));
+    }
+    Ok(None)
+}
+
 /// Writes every file's contents to its temporary. If one cannot be written,
 /// the temporaries already written are removed, and no report file has
 /// been touched.

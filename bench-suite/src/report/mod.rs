@@ -370,6 +370,9 @@ pub struct Written {
 /// names it, for `report --from`.
 pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
     create_folders(out)?;
+    // Held until the files are renamed: another report into `out` is
+    // refused meanwhile (see `files::FolderLock`).
+    let _lock = files::lock_folder(out)?;
     if let Some(free) = free_bytes(out).filter(|&free| free < REPORT_ROOM) {
         crate::console::note(format_args!(
             "warning: the filesystem of {} has {} KiB free, and a report's files take about \
@@ -390,7 +393,7 @@ pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
 /// `syncbench-results-PID.json` in the temporary folder, named in the error.
 fn write_keeping_the_measurements(results: Results, out: &Path) -> std::io::Result<Written> {
     let saved = serde_json::to_vec_pretty(&results).map_err(std::io::Error::other)?;
-    write(results, out).map_err(|e| {
+    write_locked(results, out).map_err(|e| {
         let rescue = match save_in_the_temporary_folder(&saved) {
             Ok(kept) => format!(
                 "the measurements were saved to {kept}: `syncbench report --from {kept} --out \
@@ -481,15 +484,12 @@ fn create_folders(out: &Path) -> std::io::Result<()> {
         )
     })?;
     for folder in [out, plots.as_path()] {
-        let probe = files::temporary_path(&folder.join("write-probe"));
-        std::fs::write(&probe, b"")
-            .and_then(|()| std::fs::remove_file(&probe))
-            .map_err(|e| {
-                std::io::Error::new(
-                    e.kind(),
-                    format!("cannot write into the folder {}: {e}", folder.display()),
-                )
-            })?;
+        files::probe(folder).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot write into the folder {}: {e}", folder.display()),
+            )
+        })?;
     }
     Ok(())
 }
@@ -523,7 +523,19 @@ const JSON: &str = "results.json";
 /// temporaries are removed. `results.json` is renamed first, so it is then
 /// always the new one, and `syncbench report --from out/results.json --out
 /// out` rewrites the rest from it.
+///
+/// Another report being written into `out` at the time (a `report` still
+/// measuring, or another `write`) is refused with an error that says so
+/// (see `files::FolderLock`).
 pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
+    create_folders(out)?;
+    let _lock = files::lock_folder(out)?;
+    write_locked(results, out)
+}
+
+/// [`write()`] under a lock on `out` that the caller holds.
+fn write_locked(results: Results, out: &Path) -> std::io::Result<Written> {
+    // Again: a folder removed while the report was measured is made anew.
     create_folders(out)?;
     let files = rendered(&results, out)?;
     files::write_all(&files)?;
@@ -1678,6 +1690,41 @@ pub(crate) mod tests {
             markdown_and_json(&out) == before,
             "the previous report was changed"
         );
+        assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// While one report holds its folder (a `report` measuring, or a
+    /// write), another write into it is refused, naming the conflict, and
+    /// leaves the first's files as they were; once the first lets go, the
+    /// folder takes a report again. (Until 2026-12-08 two at once could
+    /// leave one's results.json beside the other's pages.)
+    #[test]
+    fn a_report_into_a_folder_another_is_writing_is_refused() {
+        let out = empty_folder("locked-folder");
+        write(sample(), &out).unwrap();
+        let before = markdown_and_json(&out);
+        let lock = files::lock_folder(&out)
+            .unwrap()
+            .expect("this filesystem takes flock");
+        let error = write(another_sample(), &out)
+            .err()
+            .expect("the folder is held");
+        assert_eq!(error.kind(), std::io::ErrorKind::ResourceBusy);
+        assert!(
+            error.to_string().starts_with(&format!(
+                "another syncbench report is writing into {}",
+                out.display()
+            )),
+            "{error}"
+        );
+        assert!(
+            markdown_and_json(&out) == before,
+            "the held report was changed"
+        );
+        drop(lock);
+        write(another_sample(), &out).expect("the folder is free again");
+        assert!(markdown_and_json(&out) != before);
         assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
         std::fs::remove_dir_all(&out).unwrap();
     }
