@@ -77,8 +77,13 @@ use crate::sync::{Backoff, Ordering};
 use membarrier_sim::fence;
 use std::ptr::NonNull;
 
-/// Objects a thread batches before handing them to the domain.
-pub(crate) const LOCAL_BATCH: usize = if cfg!(loom) { 1 } else { 64 };
+/// Objects a thread batches before handing them to the domain. Two under
+/// loom, so that a model's first retire leaves its object waiting in the
+/// batch (to be handed over at the second, taken by a drain or the
+/// domain's `free_all`, or flushed at the thread's exit) and its second
+/// hands the batch over: until 2026-12-08 it was one there, every retire
+/// handed over at once, and no model reached a batch at rest.
+pub(crate) const LOCAL_BATCH: usize = if cfg!(loom) { 2 } else { 64 };
 /// Retires between two looks at the clock.
 pub(crate) const TIME_CHECK_EVERY: u32 = 8;
 /// A thread hands its batch over early (before [`LOCAL_BATCH`] objects) if

@@ -328,13 +328,14 @@ unsafe fn reclaim_counted(p: *mut Obj) {
     unsafe { reclaim(p) };
 }
 
+/// One model at a time counts in [`COUNTED_FREES`] (the test harness runs
+/// the tests of this binary in parallel).
+static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A thread retiring `retires` objects while this one calls `reclaim()`
 /// `reclaims` times: each object is freed exactly once, by a pass, the
 /// thread's own hand-over or the domain's drop.
 fn retirer_against_reclaims(retires: usize, reclaims: usize) {
-    // One model at a time counts in `COUNTED_FREES` (the test harness runs
-    // the tests of this binary in parallel).
-    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _counting = COUNTING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -372,6 +373,62 @@ fn retirer_against_reclaims(retires: usize, reclaims: usize) {
 #[test]
 fn reclaim_takes_a_batch_another_thread_is_retiring_into() {
     retirer_against_reclaims(2, 1);
+}
+
+/// A thread retires one object, which waits in its batch (loom's batch
+/// holds two), then drops its handle of the domain and exits, while this
+/// thread drops its own handle, after a `reclaim()` when `reclaim_first`:
+/// the exit's give-back flushes the batch under the retired list's mutex,
+/// a pass drains it (the `pushing`/`draining` handshake), and whichever
+/// thread drops the last handle runs `Domain::drop`, whose `free_all`
+/// takes every block's batch under the same mutex. The handles are loom's
+/// `Arc`s, so the model explores which drop comes last. The object must be
+/// freed exactly once, and no access to the batch may race (loom checks
+/// its cell).
+fn retiring_thread_exits_against_the_domains_drop(reclaim_first: bool) {
+    let _counting = COUNTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    hazptr::loom_model_with_spurious_wakeups_too(move || {
+        COUNTED_FREES.store(0, std::sync::atomic::Ordering::Relaxed);
+        let domain = loom::sync::Arc::new(Domain::new());
+        let retirer = {
+            let domain = loom::sync::Arc::clone(&domain);
+            thread::spawn(move || {
+                // SAFETY: never published, retired once; `reclaim_counted`
+                // frees an `obj()` box.
+                unsafe { domain.retire(obj(), reclaim_counted) };
+                drop(domain);
+                // The thread's registration gives its block back as it
+                // exits, flushing the batch.
+            })
+        };
+        if reclaim_first {
+            domain.reclaim();
+        }
+        drop(domain);
+        retirer.join().unwrap();
+        assert_eq!(
+            COUNTED_FREES.load(std::sync::atomic::Ordering::Relaxed),
+            1,
+            "the retired object freed exactly once"
+        );
+    });
+}
+
+/// [`retiring_thread_exits_against_the_domains_drop`]: the exit's flush
+/// against `free_all`.
+#[test]
+fn a_domain_dropped_while_a_retiring_thread_exits_frees_its_batch_once() {
+    retiring_thread_exits_against_the_domains_drop(false);
+}
+
+/// [`retiring_thread_exits_against_the_domains_drop`] with a pass first:
+/// the pass drains the exiting thread's batch, or the exit's flush hands
+/// it over first.
+#[test]
+fn a_reclaim_racing_a_retiring_threads_exit_frees_its_batch_once() {
+    retiring_thread_exits_against_the_domains_drop(true);
 }
 
 /// Two `reclaim()` calls back to back against a thread retiring: a retire
