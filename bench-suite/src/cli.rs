@@ -219,7 +219,9 @@ pub struct TortureArgs {
     /// Seconds the whole run lasts. The chosen implementations are tortured
     /// all at the same time, each for all of it, competing for the CPUs (the
     /// soak: `--impl all --duration-s 600 --faults`); with --sequential, one
-    /// after the other, each for an equal share.
+    /// after the other, each for an equal share. With far more threads than
+    /// CPUs a window can end late, each by its own delay (a note says so):
+    /// every figure is over its run's own window.
     #[arg(long, allow_negative_numbers = true, default_value_t = 5.0, value_parser = positive_seconds)]
     pub duration_s: f64,
     /// Torture the implementations one after the other, each for

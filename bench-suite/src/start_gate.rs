@@ -156,6 +156,15 @@ impl StartGate {
         self.wait()
     }
 
+    /// Whether every party but the coordinator's last one has arrived, or
+    /// the gate is no longer waiting (opened, or cancelled): what a
+    /// coordinator of several gates polls before it opens any, so that no
+    /// run starts its clock while another's threads are still being set up.
+    pub fn others_arrived(&self) -> bool {
+        // Acquire, both: as in `wait_last`.
+        self.state.load(Acquire) != WAITING || self.arrived.load(Acquire) + 1 >= self.parties
+    }
+
     /// After this party's [`wait`](Self::wait) returned `true`: yields the
     /// CPU until every party has left the gate, i.e. each has been given a
     /// CPU since it opened. A party that times work done beside the others

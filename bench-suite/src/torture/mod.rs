@@ -1017,8 +1017,11 @@ pub fn torture_all(
                 duration: total,
                 ..config
             };
-            // Every run's threads are spawned before any starts, so that
-            // the last run's spawning does not compete with the first's.
+            // Every run's threads are spawned, and have arrived at their
+            // gates, before any run opens, so that no run's window takes in
+            // another's spawning or set-up: opening the first while the
+            // last still set up its threads started the first's clock
+            // seconds early with a thousand readers a run.
             let alone = chosen.len() == 1;
             let mut runs: Vec<Run> = chosen
                 .iter()
@@ -1027,6 +1030,9 @@ pub fn torture_all(
                     ..Run::spawn(imp, config)
                 })
                 .collect();
+            while !runs.iter().all(|run| run.shared.start.others_arrived()) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
             for run in &mut runs {
                 run.open();
             }
@@ -1043,9 +1049,44 @@ pub fn torture_all(
                 }
                 progress.set_position(began.elapsed().as_millis() as u64);
             }
-            runs.into_iter().map(Run::finish).collect()
+            let outcomes: Vec<Outcome> = runs.into_iter().map(Run::finish).collect();
+            note_late_windows(&outcomes, total);
+            outcomes
         }
     }
+}
+
+/// Says so where a concurrent run's window ran well past the time asked
+/// (a quarter more, and half a second): the run is stopped by this
+/// process's coordinating thread, which with many more runnable threads
+/// than CPUs (a thousand readers a run on 2 CPUs) gets a CPU seconds late,
+/// and by a different delay for each run. Each outcome's figures are over
+/// its own window (`duration_s`), so each stays right, but the runs did
+/// not share one window.
+fn note_late_windows(outcomes: &[Outcome], total: Duration) {
+    for line in late_window_notes(outcomes, total) {
+        crate::console::note(format_args!("{line}"));
+    }
+}
+
+/// The lines [`note_late_windows`] writes.
+fn late_window_notes(outcomes: &[Outcome], total: Duration) -> Vec<String> {
+    let asked = total.as_secs_f64();
+    outcomes
+        .iter()
+        .filter(|o| o.duration_s > asked * 1.25 + 0.5)
+        .map(|o| {
+            format!(
+                "torture: note: {}'s window lasted {} s of the {} s asked: with more runnable \
+                 threads than CPUs the thread that stops the runs got a CPU late, so the \
+                 implementations' windows differ; each one's figures are over its own window \
+                 (--sequential, or fewer threads, gives each the time asked)",
+                o.name,
+                crate::stats::seconds(o.duration_s),
+                crate::stats::seconds(asked)
+            )
+        })
+        .collect()
 }
 
 /// Writes one summary line per implementation, `!!!` marking errors, then
@@ -1462,6 +1503,25 @@ mod tests {
                 "(errors past whole batches, reads) of {errors} errors"
             );
         });
+    }
+
+    /// A concurrent run's window that ended well past the time asked is
+    /// named, with both lengths; one within a quarter (and half a second)
+    /// of it is not.
+    #[test]
+    fn a_window_that_ran_well_past_the_time_asked_is_noted() {
+        let lasted = |name: &str, duration_s: f64| Outcome {
+            name: name.into(),
+            duration_s,
+            ..a_clean_round(1)
+        };
+        let outcomes = [lasted("on-time", 4.9), lasted("late", 42.7)];
+        let notes = late_window_notes(&outcomes, Duration::from_secs(4));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("torture: note: late's window lasted 42.7 s of the 4.0 s asked"),
+            "{notes:?}"
+        );
     }
 
     /// One 1 s round of `merged`, one reader and one writer, that replaced
