@@ -106,7 +106,9 @@ treiber() {
         # Criterion writes its data under ./target/criterion.
         (cd "$out" && timeout --foreground 120 "$TREIBER_BENCH" --bench --quick)
     elif [ -z "${1:-}" ]; then
-        timeout --foreground 300 cargo bench -p bench-suite --bench treiber -- --quick
+        # Not --foreground here: cargo runs the bench as its own child, which
+        # only a timeout of the whole process group ends.
+        timeout 300 cargo bench -p bench-suite --bench treiber -- --quick
     fi
 }
 echo "### treiber" >&2

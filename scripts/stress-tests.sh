@@ -78,9 +78,24 @@ started=$(date +%s)
 # The loops run in the background, where a non-interactive shell starts them
 # ignoring SIGINT: on Ctrl-C or a TERM, end them and their binaries with the
 # script (until 2026-12-08 they ran on, into the next run's target/stress/).
-trap 'trap - INT TERM; kill 0' INT TERM
+# With job control on, each loop is a process group of its own (its binaries
+# stay in it, see --foreground above), which the trap ends whole, without
+# signalling whatever started this script.
+set -m
+loop_groups=()
+stop_loops() {
+    trap - INT TERM
+    local group
+    for group in "${loop_groups[@]}"; do
+        kill -TERM -- "-$group" 2>/dev/null || true
+    done
+    exit "$1"
+}
+trap 'stop_loops 130' INT
+trap 'stop_loops 143' TERM
 for loop in $(seq 1 "$loops"); do
     run_loop "$loop" &
+    loop_groups+=("$!")
 done
 wait
 echo "== $(( $(date +%s) - started )) s"

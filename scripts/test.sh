@@ -40,6 +40,9 @@ SYNCPRIMS_FENCE=seqcst cargo test -p rcu-lite --example routing_table
 cargo test -p qrwlock --features arc_lock --test rwlock
 cargo test -p qrwlock --features arc_lock,send_guard --test rwlock
 cargo test -p qrwlock --features send_guard --doc
+# test-support's own ignored test: a test that reruns itself in a child
+# process must run there when it is itself run on request (--ignored).
+cargo test -p test-support --lib -- --include-ignored
 
 # bench-suite's examples measure the floors the docs quote; `cargo test` only
 # builds them. Each runs once on tiny arguments (a few seconds in all), so

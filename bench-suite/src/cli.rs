@@ -859,19 +859,26 @@ fn run_command(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             } else {
                 report::Profile::Quick
             };
+            let read_from = |path: &std::path::Path| {
+                let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+                    usage_error(format!("cannot read {}: {e}", path.display()))
+                });
+                report::read_back(&text).unwrap_or_else(|e| {
+                    usage_error(report::read_back_error(
+                        &path.display().to_string(),
+                        &text,
+                        &e,
+                    ))
+                })
+            };
             let written = match &args.from {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-                        usage_error(format!("cannot read {}: {e}", path.display()))
-                    });
-                    let results = report::read_back(&text).unwrap_or_else(|e| {
-                        usage_error(report::read_back_error(
-                            &path.display().to_string(),
-                            &text,
-                            &e,
-                        ))
-                    });
-                    report::write(results, &args.out)?
+                    // Refused before --out is made or locked; then read
+                    // again under the lock on --out (see
+                    // `report::write_with`), where a report that finished
+                    // into it meanwhile may have replaced the file.
+                    read_from(path);
+                    report::write_with(&args.out, || read_from(path))?
                 }
                 None => report::generate(profile, &args.out)?,
             };

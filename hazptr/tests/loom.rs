@@ -334,7 +334,8 @@ static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A thread retiring `retires` objects while this one calls `reclaim()`
 /// `reclaims` times: each object is freed exactly once, by a pass, the
-/// thread's own hand-over or the domain's drop.
+/// thread's own hand-over (a second retire fills loom's batch of two) or
+/// its exit's flush, or the domain's drop.
 fn retirer_against_reclaims(retires: usize, reclaims: usize) {
     let _counting = COUNTING
         .lock()
@@ -368,8 +369,8 @@ fn retirer_against_reclaims(retires: usize, reclaims: usize) {
 /// `reclaim()` takes the batch of another live thread while that thread may
 /// be pushing onto it: the `pushing`/`draining` handshake keeps the push and
 /// the take apart (loom checks the batch's cell), and the object is freed
-/// exactly once, by this pass, the thread's own hand-over or the domain's
-/// drop.
+/// exactly once, by this pass, the thread's own hand-over (at its second
+/// retire) or exit flush, or the domain's drop.
 #[test]
 fn reclaim_takes_a_batch_another_thread_is_retiring_into() {
     retirer_against_reclaims(2, 1);

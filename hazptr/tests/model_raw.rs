@@ -11,6 +11,9 @@
 //! returned is what it freed; after a domain's drop every object retired
 //! into it is freed; nothing is freed twice.
 //!
+//! Every atomic access here is SeqCst: the tests check the library's
+//! orderings, not their own bookkeeping's.
+//!
 //! `MODEL_SEED=N` runs one seed; `MODEL_SCALE=K` multiplies the seeds.
 //! `MODEL_BROKEN=1` leaves out the wait before freeing (a `synchronize`),
 //! which the concurrent test must then catch: a check that it can fail.
@@ -81,9 +84,13 @@ impl Drop for Obj {
             ));
         }
         if let Some((child, domain)) = self.child.take() {
-            // SAFETY: the child was never published and is retired once, here;
-            // its domain outlives this deleter (it runs in a pass of that
-            // domain or in its drop).
+            // SAFETY: the child was never published and is retired once,
+            // here. Its domain is alive: the deleter runs in a pass of that
+            // domain, or in its drop, which frees what its deleters retire
+            // into it meanwhile (a documented use). In the drop this reaches
+            // the domain through a pointer older than the drop's `&mut`, the
+            // aliasing for which miri's borrow models reject
+            // domain.rs's `dropping_a_domain_frees_what_its_deleters_retire_into_it`.
             unsafe {
                 let cid = (*child).id;
                 w.state[cid].store(RETIRED, SeqCst);
@@ -93,30 +100,43 @@ impl Drop for Obj {
     }
 }
 
-// SAFETY: the raw pointers are a child box and a domain that
-// outlives every deleter; single-threaded use.
+// SAFETY: the raw pointers are a child box, owned by the object, and a
+// domain alive wherever a deleter runs (see the deleter above); the
+// single-threaded test never sends one, and the concurrent test's objects
+// have no child.
 unsafe impl Send for Obj {}
 
 /// A deleter of our own for `Domain::retire`.
+///
+/// # Safety
+///
+/// As `Domain::retire`'s deleter: `p` is an `Obj` box, unreachable to new
+/// readers, freed once.
 unsafe fn our_deleter(p: *mut Obj) {
     // SAFETY: retire's contract.
     drop(unsafe { Box::from_raw(p) });
 }
 
-struct G {
+/// A guard the model holds, boxed so that moving it moves only the box,
+/// with the slot of the domain it belongs to and the address it protects.
+struct HeldGuard {
     guard: Box<Guard<'static>>,
     domain: usize,
     protects: Option<usize>,
 }
 
-fn sync(guards: &[G], world: &World) {
+/// Records which (domain slot, address) pairs the held guards protect,
+/// for the objects' drops to check against.
+fn record_protections(guards: &[HeldGuard], world: &World) {
     *world.prot.lock().unwrap() = guards
         .iter()
         .filter_map(|g| g.protects.map(|a| (g.domain, a)))
         .collect();
 }
 
-struct D {
+/// A user domain the model created, boxed at a fixed address (the
+/// deleters reach it through a pointer), with its id.
+struct LiveDomain {
     domain: Box<Domain>,
     id: usize,
 }
@@ -138,13 +158,13 @@ fn one_seed(seed: u64, ops: usize) -> usize {
             .collect(),
         violations: Mutex::new(vec![]),
     });
-    let mut domains: Vec<Option<D>> = Vec::new();
+    let mut domains: Vec<Option<LiveDomain>> = Vec::new();
     let mut next_domain = 0usize;
     // Published objects: (object id, domain slot index, the source).
     let mut published: Vec<(usize, usize, Box<AtomicPtr<Obj>>)> = Vec::new();
     // Unpublished, still owned, not retired: (id, domain slot, ptr).
     let mut unpublished: Vec<(usize, usize, *mut Obj)> = Vec::new();
-    let mut guards: Vec<G> = Vec::new();
+    let mut guards: Vec<HeldGuard> = Vec::new();
     let mut next_id = 0usize;
     let max_guards = usable_slots_per_thread() + 3;
     let check = |w: &World, trace_note: &str| {
@@ -160,7 +180,7 @@ fn one_seed(seed: u64, ops: usize) -> usize {
         let live_domains: Vec<usize> = (0..domains.len())
             .filter(|&i| domains[i].is_some())
             .collect();
-        sync(&guards, &world);
+        record_protections(&guards, &world);
         let op = rng.below(14);
         match op {
             // Create a domain.
@@ -178,7 +198,7 @@ fn one_seed(seed: u64, ops: usize) -> usize {
                         .retire_threshold(threshold)
                         .build(),
                 );
-                domains.push(Some(D {
+                domains.push(Some(LiveDomain {
                     domain,
                     id: next_domain,
                 }));
@@ -191,7 +211,7 @@ fn one_seed(seed: u64, ops: usize) -> usize {
                 let did = domains[d].as_ref().unwrap().id;
                 trace.op(format!("drop domain {did}"));
                 guards.retain(|g| g.domain != d);
-                sync(&guards, &world);
+                record_protections(&guards, &world);
                 let dom: &Domain = &domains[d].as_ref().unwrap().domain;
                 let mut i = 0;
                 while i < published.len() {
@@ -271,7 +291,7 @@ fn one_seed(seed: u64, ops: usize) -> usize {
                 let g: Guard<'static> =
                     unsafe { std::mem::transmute::<Guard<'_>, Guard<'static>>(dom.guard()) };
                 trace.op(format!("guard in slot {d} -> g{}", guards.len()));
-                guards.push(G {
+                guards.push(HeldGuard {
                     guard: Box::new(g),
                     domain: d,
                     protects: None,
@@ -339,7 +359,7 @@ fn one_seed(seed: u64, ops: usize) -> usize {
                         let inner: Guard<'static> = *g.guard;
                         let moved = vec![inner];
                         let inner = moved.into_iter().next().unwrap();
-                        guards.push(G {
+                        guards.push(HeldGuard {
                             guard: Box::new(inner),
                             domain: g.domain,
                             protects: g.protects,
@@ -451,7 +471,7 @@ fn one_seed(seed: u64, ops: usize) -> usize {
     }
     // Teardown: guards, then everything published or owned retired, then domains.
     guards.clear();
-    sync(&guards, &world);
+    record_protections(&guards, &world);
     for (id, d, src) in published.drain(..) {
         world.state[id].store(RETIRED, SeqCst);
         // SAFETY: unpublished, retired once.
@@ -502,20 +522,25 @@ fn raw_layer_matches_the_model() {
 
 /// An object that is never deallocated: its "free" only marks it dead, so a
 /// reader that finds it dead under protection is a failed check, not UB.
-struct Cell2 {
+struct MortalCell {
     dead: std::sync::atomic::AtomicBool,
     frees: AtomicU32,
 }
 
-unsafe fn mark_dead(p: *mut Cell2) {
+/// The deleter of the concurrent test: marks the cell dead and counts it.
+///
+/// # Safety
+///
+/// `p` is a cell of [`new_cell`], which is never deallocated.
+unsafe fn mark_dead(p: *mut MortalCell) {
     // SAFETY: never deallocated.
     let c = unsafe { &*p };
     c.dead.store(true, SeqCst);
     c.frees.fetch_add(1, SeqCst);
 }
 
-fn new_cell(all: &Mutex<Vec<usize>>) -> *mut Cell2 {
-    let p = Box::into_raw(Box::new(Cell2 {
+fn new_cell(all: &Mutex<Vec<usize>>) -> *mut MortalCell {
+    let p = Box::into_raw(Box::new(MortalCell {
         dead: std::sync::atomic::AtomicBool::new(false),
         frees: AtomicU32::new(0),
     }));
@@ -544,7 +569,7 @@ fn concurrent_raw_layer_invariants() {
                     .build()
             })
             .collect();
-        let srcs: Vec<Vec<AtomicPtr<Cell2>>> = (0..2)
+        let srcs: Vec<Vec<AtomicPtr<MortalCell>>> = (0..2)
             .map(|_| (0..4).map(|_| AtomicPtr::new(new_cell(&all))).collect())
             .collect();
         std::thread::scope(|s| {
@@ -627,7 +652,7 @@ fn concurrent_raw_layer_invariants() {
         assert_eq!(violations.load(SeqCst), 0, "seed {seed}");
         for &a in all.lock().unwrap().iter() {
             // SAFETY: never deallocated during the test.
-            let c = unsafe { &*(a as *const Cell2) };
+            let c = unsafe { &*(a as *const MortalCell) };
             assert_eq!(
                 c.frees.load(SeqCst),
                 1,
@@ -637,7 +662,7 @@ fn concurrent_raw_layer_invariants() {
         }
         for &a in all.lock().unwrap().iter() {
             // SAFETY: from Box::into_raw, dropped once here.
-            drop(unsafe { Box::from_raw(a as *mut Cell2) });
+            drop(unsafe { Box::from_raw(a as *mut MortalCell) });
         }
     }
 }

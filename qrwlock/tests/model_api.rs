@@ -4,6 +4,9 @@
 //! model of the holds after every step; and a multi-threaded version that
 //! checks exclusion with counters of the threads inside.
 //!
+//! Every atomic access here is SeqCst: the tests check the library's
+//! orderings, not their own bookkeeping's.
+//!
 //! `MODEL_SEED=N` runs one seed; `MODEL_SCALE=K` multiplies the seeds.
 #![cfg(not(loom))]
 
@@ -372,7 +375,7 @@ fn concurrent_api_invariants() {
             seed,
         );
         total += concurrent_seed(seed, threads, 20_000).0;
-        std::mem::forget(t);
+        drop(t);
     }
     eprintln!("concurrent_api_invariants: {total} operations");
 }

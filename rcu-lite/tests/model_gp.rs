@@ -11,6 +11,9 @@
 //! it has run. Nodes are only marked dead, never freed, so a violation is
 //! a failed check, not undefined behaviour.
 //!
+//! Every atomic access here is SeqCst: the tests check the library's
+//! orderings, not their own bookkeeping's.
+//!
 //! `MODEL_SEED=N` runs one seed; `MODEL_SCALE=K` multiplies the work.
 //! `MODEL_BROKEN=1` leaves out the wait before freeing (a `synchronize`),
 //! which the concurrent test must then catch: a check that it can fail.
@@ -93,8 +96,10 @@ fn memb_reader(sh: &Shared, seed: u64) {
             }
         }
         drop(g);
-        if rng.percent(2) {
-            // Exit: the thread's registration is given back.
+        if rng.below(1000) == 0 {
+            // Exit: the thread's registration is given back (about every
+            // thousand sections, so that readers are there for most
+            // updates, and threads still come and go).
             return;
         }
     }
@@ -116,7 +121,8 @@ fn qsbr_reader(sh: &Shared, seed: u64) {
                 std::thread::yield_now();
                 t = off.online();
             }
-            8 if rng.percent(5) => return, // drop the registration
+            // Drop the registration, about every two thousand loops.
+            8 if rng.below(200) == 0 => return,
             _ => {}
         }
     }
@@ -236,9 +242,9 @@ fn run(seed: u64, flavor_memb: bool, updates: usize) -> (u64, u64) {
     for i in 0..readers {
         handles.push(spawn_reader(i as u64));
     }
-    let mut rng = Rng::new(seed);
-    let mut respawned = 0;
     let updaters = 2;
+    let updaters_left = AtomicUsize::new(updaters as usize);
+    let updaters_left = &updaters_left;
     std::thread::scope(|s| {
         for u in 0..updaters {
             let mut rng = Rng::new(seed ^ (u + 77));
@@ -262,19 +268,17 @@ fn run(seed: u64, flavor_memb: bool, updates: usize) -> (u64, u64) {
                         );
                     }
                 }
+                updaters_left.fetch_sub(1, SeqCst);
             });
         }
-        // Keep readers coming: respawn exited ones.
-        while respawned < 200 {
+        // Keep readers coming until the updaters are done: respawn exited
+        // ones.
+        while updaters_left.load(SeqCst) > 0 {
             std::thread::sleep(std::time::Duration::from_millis(1));
             handles.retain(|h| !h.is_finished());
             while handles.len() < readers {
                 generation += 1;
                 handles.push(spawn_reader(generation));
-                respawned += 1;
-            }
-            if rng.percent(1) || respawned >= 200 {
-                break;
             }
         }
     });

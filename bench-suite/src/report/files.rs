@@ -201,8 +201,9 @@ pub(super) struct FolderLock {
 }
 
 /// Takes [`FolderLock`] on `folder`, or names the conflict. Where the
-/// filesystem has no `flock` (some network filesystems), nothing is locked
-/// and the report goes on as before the lock was taken.
+/// filesystem refuses `flock` (some network filesystems), nothing is
+/// locked, a note says so, and the report goes on as before the lock was
+/// taken.
 pub(super) fn lock_folder(folder: &Path) -> std::io::Result<Option<FolderLock>> {
     use std::os::fd::AsRawFd as _;
     let file = std::fs::File::open(folder).map_err(|e| {
@@ -216,17 +217,22 @@ pub(super) fn lock_folder(folder: &Path) -> std::io::Result<Option<FolderLock>> 
         return Ok(Some(FolderLock { _folder: file }));
     }
     let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::ResourceBusy,
-            format!(
-                "another syncbench report is writing into {} (it holds the folder's lock): \
-                 wait for it to end, or choose another --out",
-                folder.display()
-            ),
+    if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+        crate::console::note(format_args!(
+            "note: the folder {} cannot be locked ({e}): another report written into it at \
+             the same time would not be refused",
+            folder.display()
         ));
+        return Ok(None);
     }
-    Ok(None)
+    Err(std::io::Error::new(
+        std::io::ErrorKind::ResourceBusy,
+        format!(
+            "another syncbench report is writing into {} (it holds the folder's lock): \
+             wait for it to end, or choose another --out",
+            folder.display()
+        ),
+    ))
 }
 
 /// Writes every file's contents to its temporary. If one cannot be written,

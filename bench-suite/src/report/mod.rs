@@ -528,9 +528,17 @@ const JSON: &str = "results.json";
 /// measuring, or another `write`) is refused with an error that says so
 /// (see `files::FolderLock`).
 pub fn write(results: Results, out: &Path) -> std::io::Result<Written> {
+    write_with(out, || results)
+}
+
+/// [`write()`] of the results that `results` gives once the lock on `out`
+/// is held: `report --from` reads its results.json there, so that a report
+/// that finished into `out` meanwhile is not overwritten by the older
+/// results read before it (`report --from out/results.json --out out`).
+pub fn write_with(out: &Path, results: impl FnOnce() -> Results) -> std::io::Result<Written> {
     create_folders(out)?;
     let _lock = files::lock_folder(out)?;
-    write_locked(results, out)
+    write_locked(results(), out)
 }
 
 /// [`write()`] under a lock on `out` that the caller holds.

@@ -1072,15 +1072,19 @@ fn note_late_windows(outcomes: &[Outcome], total: Duration) {
 /// The lines [`note_late_windows`] writes.
 fn late_window_notes(outcomes: &[Outcome], total: Duration) -> Vec<String> {
     let asked = total.as_secs_f64();
+    let consequence = if outcomes.len() > 1 {
+        "so the implementations' windows differ; each one's figures are over its own window \
+         (--sequential, or fewer threads, gives each the time asked)"
+    } else {
+        "its figures are over the window it had (fewer threads keep it near the time asked)"
+    };
     outcomes
         .iter()
         .filter(|o| o.duration_s > asked * 1.25 + 0.5)
         .map(|o| {
             format!(
                 "torture: note: {}'s window lasted {} s of the {} s asked: with more runnable \
-                 threads than CPUs the thread that stops the runs got a CPU late, so the \
-                 implementations' windows differ; each one's figures are over its own window \
-                 (--sequential, or fewer threads, gives each the time asked)",
+                 threads than CPUs the thread that stops the runs got a CPU late, {consequence}",
                 o.name,
                 crate::stats::seconds(o.duration_s),
                 crate::stats::seconds(asked)
@@ -1519,8 +1523,14 @@ mod tests {
         let notes = late_window_notes(&outcomes, Duration::from_secs(4));
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(
-            notes[0].starts_with("torture: note: late's window lasted 42.7 s of the 4.0 s asked"),
+            notes[0].starts_with("torture: note: late's window lasted 42.7 s of the 4.0 s asked")
+                && notes[0].contains("windows differ"),
             "{notes:?}"
+        );
+        let alone = late_window_notes(&outcomes[1..], Duration::from_secs(4));
+        assert!(
+            alone.len() == 1 && alone[0].contains("over the window it had"),
+            "{alone:?}"
         );
     }
 
