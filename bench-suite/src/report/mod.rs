@@ -393,20 +393,24 @@ pub fn generate(profile: Profile, out: &Path) -> std::io::Result<Written> {
 /// `syncbench-results-PID.json` in the temporary folder, named in the error.
 fn write_keeping_the_measurements(results: Results, out: &Path) -> std::io::Result<Written> {
     let saved = serde_json::to_vec_pretty(&results).map_err(std::io::Error::other)?;
-    write_locked(results, out).map_err(|e| {
-        let rescue = match save_in_the_temporary_folder(&saved) {
-            Ok(kept) => format!(
-                "the measurements were saved to {kept}: `syncbench report --from {kept} --out \
+    // The folders again: one removed while the report was measured is made
+    // anew.
+    create_folders(out)
+        .and_then(|()| write_locked(results, out))
+        .map_err(|e| {
+            let rescue = match save_in_the_temporary_folder(&saved) {
+                Ok(kept) => format!(
+                    "the measurements were saved to {kept}: `syncbench report --from {kept} --out \
                  FOLDER` writes the report from them",
-                kept = kept.display()
-            ),
-            Err(also) => format!(
-                "and saving the measurements in {} failed too ({also}): they are lost",
-                std::env::temp_dir().display()
-            ),
-        };
-        std::io::Error::new(e.kind(), format!("{e}; {rescue}"))
-    })
+                    kept = kept.display()
+                ),
+                Err(also) => format!(
+                    "and saving the measurements in {} failed too ({also}): they are lost",
+                    std::env::temp_dir().display()
+                ),
+            };
+            std::io::Error::new(e.kind(), format!("{e}; {rescue}"))
+        })
 }
 
 /// Writes `bytes` to a new file `syncbench-results-PID[-N].json` in the
@@ -541,10 +545,9 @@ pub fn write_with(out: &Path, results: impl FnOnce() -> Results) -> std::io::Res
     write_locked(results(), out)
 }
 
-/// [`write()`] under a lock on `out` that the caller holds.
+/// [`write()`] into folders just made, under a lock on `out` that the
+/// caller holds.
 fn write_locked(results: Results, out: &Path) -> std::io::Result<Written> {
-    // Again: a folder removed while the report was measured is made anew.
-    create_folders(out)?;
     let files = rendered(&results, out)?;
     files::write_all(&files)?;
     Ok(Written {
