@@ -885,6 +885,24 @@ pub fn thread_appears(name: &str, limit: Duration) -> bool {
     }
 }
 
+/// Whether the thread `tid` of this process is gone from
+/// `/proc/self/task` within `limit`: a thread that was joined may still be
+/// listed a moment after the join returns (the kernel clears the id that
+/// `join` waits for before it unlists the thread).
+pub fn thread_unlisted(tid: i32, limit: Duration) -> bool {
+    let deadline = deadline_after(limit);
+    let entry = std::path::PathBuf::from(format!("/proc/self/task/{tid}"));
+    loop {
+        if !entry.exists() {
+            return true;
+        }
+        if past(deadline) {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Returns once the one thread of this process named `name` has been seen
 /// asleep (`S`, see [`thread_states`]) on `looks` reads in a row, 2 ms
 /// apart; panics with `what` and the states last read if that has not
