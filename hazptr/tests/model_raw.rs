@@ -25,14 +25,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize};
-use test_support::model::{Rng, Trace, seeds};
-
-fn scale() -> u64 {
-    std::env::var("MODEL_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-}
+use test_support::model::{Rng, Trace, scale, seeds};
 
 const LIVE: u32 = 0;
 const RETIRED: u32 = 1;

@@ -13,14 +13,7 @@
 use qrwlock::{ReadRecursive, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::AtomicI64;
 use std::sync::atomic::Ordering::SeqCst;
-use test_support::model::{Rng, Trace, seeds};
-
-fn scale() -> u64 {
-    std::env::var("MODEL_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-}
+use test_support::model::{Rng, Trace, scale, seeds};
 
 const OPS: usize = 2000;
 

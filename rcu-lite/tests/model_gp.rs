@@ -22,14 +22,7 @@
 use rcu_lite::{memb, qsbr};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
-use test_support::model::{Rng, seeds};
-
-fn scale() -> u64 {
-    std::env::var("MODEL_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-}
+use test_support::model::{Rng, scale, seeds};
 
 struct Node {
     dead: AtomicBool,

@@ -1,6 +1,8 @@
 //! What the model-based randomized tests share (`hazptr/tests/model_atomic_box.rs`,
-//! `rcu-lite/tests/model_cell.rs`, `qrwlock/tests/model_raw.rs`): a small
-//! deterministic generator, the seeds to run, the trace of operations that
+//! `rcu-lite/tests/model_cell.rs`, `qrwlock/tests/model_raw.rs`, and the
+//! three files of 2026-12-08, `model_raw.rs`, `model_api.rs` and
+//! `model_gp.rs`): a small deterministic generator, the seeds to run and
+//! the scale of the work, the trace of operations that
 //! a failing seed prints, the harness that checks the seeds reach every
 //! case, and values whose drops are counted. No property-testing crate is
 //! used.
@@ -39,6 +41,15 @@ impl Rng {
     pub fn percent(&mut self, p: u64) -> bool {
         self.next() % 100 < p
     }
+}
+
+/// How many times the default work a test does: `MODEL_SCALE` if set to a
+/// number, else 1 (a longer hunt for a rare interleaving).
+pub fn scale() -> u64 {
+    std::env::var("MODEL_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
 }
 
 /// The seeds to run: `MODEL_SEED` alone if set, else `0..count`.
